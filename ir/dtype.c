@@ -1,0 +1,172 @@
+#include "dtype.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  int size;
+  fg_category cat;
+} dtypes[FG_DTYPE_COUNT] = {
+    [FG_BOOL] = {"bool", 1, FG_CAT_BOOL},      [FG_I8] = {"i8", 1, FG_CAT_INT},
+    [FG_U8] = {"u8", 1, FG_CAT_INT},           [FG_I16] = {"i16", 2, FG_CAT_INT},
+    [FG_I32] = {"i32", 4, FG_CAT_INT},         [FG_I64] = {"i64", 8, FG_CAT_INT},
+    [FG_F16] = {"f16", 2, FG_CAT_FLOAT},       [FG_BF16] = {"bf16", 2, FG_CAT_FLOAT},
+    [FG_F32] = {"f32", 4, FG_CAT_FLOAT},       [FG_F64] = {"f64", 8, FG_CAT_FLOAT},
+    [FG_F8E4M3] = {"f8e4m3", 1, FG_CAT_FLOAT}, [FG_F8E5M2] = {"f8e5m2", 1, FG_CAT_FLOAT},
+};
+
+const char *fg_dtype_name(fg_dtype t) {
+  return (t >= 0 && t < FG_DTYPE_COUNT) ? dtypes[t].name : "<invalid>";
+}
+
+fg_dtype fg_dtype_from_name(const char *s, int len) {
+  for (int i = 0; i < FG_DTYPE_COUNT; i++)
+    if ((int)strlen(dtypes[i].name) == len && memcmp(dtypes[i].name, s, (size_t)len) == 0)
+      return (fg_dtype)i;
+  return FG_DTYPE_INVALID;
+}
+
+int fg_dtype_size(fg_dtype t) { return dtypes[t].size; }
+fg_category fg_dtype_category(fg_dtype t) { return dtypes[t].cat; }
+bool fg_dtype_is_f8(fg_dtype t) { return t == FG_F8E4M3 || t == FG_F8E5M2; }
+bool fg_dtype_is_narrow_float(fg_dtype t) {
+  return t == FG_F16 || t == FG_BF16 || fg_dtype_is_f8(t);
+}
+
+fg_dtype fg_default_dtype(fg_category c) {
+  return c == FG_CAT_BOOL ? FG_BOOL : c == FG_CAT_INT ? FG_I64 : FG_F32;
+}
+
+/* Rank of the integer types in PyTorch's lattice; u8 with a signed type
+ * needs the next wider signed type. */
+static int int_bits(fg_dtype t) {
+  switch (t) {
+  case FG_I8: case FG_U8: return 8;
+  case FG_I16: return 16;
+  case FG_I32: return 32;
+  default: return 64;
+  }
+}
+
+fg_dtype fg_promote_types(fg_dtype a, fg_dtype b) {
+  if (a == b) return a;
+  if (fg_dtype_is_f8(a) || fg_dtype_is_f8(b)) return FG_DTYPE_INVALID;
+  if (a == FG_BOOL) return b;
+  if (b == FG_BOOL) return a;
+  fg_category ca = fg_dtype_category(a), cb = fg_dtype_category(b);
+  if (ca == FG_CAT_FLOAT && cb != FG_CAT_FLOAT) return a;
+  if (cb == FG_CAT_FLOAT && ca != FG_CAT_FLOAT) return b;
+  if (ca == FG_CAT_FLOAT) {
+    if (a == FG_F64 || b == FG_F64) return FG_F64;
+    return FG_F32; /* f16+bf16, or either with f32 */
+  }
+  /* both integers */
+  if (a == FG_U8 || b == FG_U8) {
+    fg_dtype o = a == FG_U8 ? b : a;
+    return o == FG_I8 ? FG_I16 : o;
+  }
+  return int_bits(a) >= int_bits(b) ? a : b;
+}
+
+/* ---- rounding ---- */
+
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t fg_f32_to_bf16(float f) {
+  uint32_t u = f32_bits(f);
+  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+float fg_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+/* A small IEEE-style binary format: M mantissa bits, exponent bias `bias`,
+ * `ieee_inf` says whether the all-ones exponent is inf/NaN (f16, e5m2) or
+ * whether only the all-ones pattern is NaN (e4m3fn). Encoding rounds to
+ * nearest even with an unbounded exponent first, then checks the range. */
+typedef struct { int ebits, mbits, bias; bool ieee_inf; } small_fmt;
+
+static const small_fmt F16 = {5, 10, 15, true};
+static const small_fmt E4M3 = {4, 3, 7, false};
+static const small_fmt E5M2 = {5, 2, 15, true};
+
+static double small_max(small_fmt f) {
+  int emax = (1 << f.ebits) - 1 - f.bias - (f.ieee_inf ? 1 : 0);
+  /* e4m3fn: the top exponent keeps mantissas 0..110, 111 is NaN */
+  double mant = f.ieee_inf ? 2.0 - ldexp(1.0, -f.mbits) : 2.0 - ldexp(1.0, 1 - f.mbits);
+  return ldexp(mant, emax);
+}
+
+static uint32_t small_encode(float x, small_fmt f) {
+  uint32_t sign = (f32_bits(x) >> 31) << (f.ebits + f.mbits);
+  uint32_t nan = (1u << (f.ebits + f.mbits)) - 1; /* e4m3fn's only NaN */
+  uint32_t exp_all = ((1u << f.ebits) - 1) << f.mbits;
+  if (isnan(x)) return f.ieee_inf ? (exp_all | (1u << (f.mbits - 1))) : (sign | nan);
+  double a = fabs((double)x);
+  int emin = 1 - f.bias;
+  if (isinf(x)) return f.ieee_inf ? (sign | exp_all) : (sign | nan);
+  if (a == 0) return sign;
+  int e;
+  frexp(a, &e);
+  int ex = e - 1 < emin ? emin : e - 1;
+  double q = ldexp(1.0, ex - f.mbits);
+  double r = rint(a / q) * q;
+  if (r > small_max(f)) return f.ieee_inf ? (sign | exp_all) : (sign | nan);
+  if (r == 0) return sign;
+  frexp(r, &e);
+  ex = e - 1;
+  if (ex < emin) /* subnormal */
+    return sign | (uint32_t)(r / ldexp(1.0, emin - f.mbits));
+  uint32_t m = (uint32_t)(r / ldexp(1.0, ex - f.mbits)) - (1u << f.mbits);
+  return sign | ((uint32_t)(ex + f.bias) << f.mbits) | m;
+}
+
+static float small_decode(uint32_t b, small_fmt f) {
+  uint32_t sign = (b >> (f.ebits + f.mbits)) & 1;
+  uint32_t e = (b >> f.mbits) & ((1u << f.ebits) - 1);
+  uint32_t m = b & ((1u << f.mbits) - 1);
+  double v;
+  if (f.ieee_inf && e == (1u << f.ebits) - 1)
+    v = m ? NAN : INFINITY;
+  else if (!f.ieee_inf && e == (1u << f.ebits) - 1 && m == (1u << f.mbits) - 1)
+    v = NAN;
+  else if (e == 0)
+    v = ldexp((double)m, 1 - f.bias - f.mbits);
+  else
+    v = ldexp(1.0 + ldexp((double)m, -f.mbits), (int)e - f.bias);
+  return (float)(sign ? -v : v);
+}
+
+uint16_t fg_f32_to_f16(float f) { return (uint16_t)small_encode(f, F16); }
+float fg_f16_to_f32(uint16_t h) { return small_decode(h, F16); }
+uint8_t fg_f32_to_f8e4m3(float f) { return (uint8_t)small_encode(f, E4M3); }
+float fg_f8e4m3_to_f32(uint8_t b) { return small_decode(b, E4M3); }
+uint8_t fg_f32_to_f8e5m2(float f) { return (uint8_t)small_encode(f, E5M2); }
+float fg_f8e5m2_to_f32(uint8_t b) { return small_decode(b, E5M2); }
+
+double fg_round_to_dtype(double v, fg_dtype t) {
+  float f = (float)v;
+  switch (t) {
+  case FG_F64: return v;
+  case FG_F32: return f;
+  case FG_BF16: return fg_bf16_to_f32(fg_f32_to_bf16(f));
+  case FG_F16: return fg_f16_to_f32(fg_f32_to_f16(f));
+  case FG_F8E4M3: return fg_f8e4m3_to_f32(fg_f32_to_f8e4m3(f));
+  case FG_F8E5M2: return fg_f8e5m2_to_f32(fg_f32_to_f8e5m2(f));
+  default: return v;
+  }
+}
+
+int64_t fg_wrap_int(int64_t v, fg_dtype t) {
+  switch (t) {
+  case FG_BOOL: return v != 0;
+  case FG_I8: return (int8_t)(uint8_t)(uint64_t)v;
+  case FG_U8: return (uint8_t)(uint64_t)v;
+  case FG_I16: return (int16_t)(uint16_t)(uint64_t)v;
+  case FG_I32: return (int32_t)(uint32_t)(uint64_t)v;
+  default: return v;
+  }
+}

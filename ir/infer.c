@@ -1,0 +1,779 @@
+/* Shape and dtype inference for every op kind, from the op table's rows. */
+#include "infer.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *shape_str(const fg_type *t, char *buf, int cap) {
+  int n = snprintf(buf, (size_t)cap, "[");
+  for (int i = 0; i < t->rank && n < cap; i++) {
+    if (t->dims[i].sym)
+      n += snprintf(buf + n, (size_t)(cap - n), "%s%s", i ? "," : "", t->dims[i].sym);
+    else
+      n += snprintf(buf + n, (size_t)(cap - n), "%s%" PRId64, i ? "," : "", t->dims[i].size);
+  }
+  if (n < cap) snprintf(buf + n, (size_t)(cap - n), "]");
+  return buf;
+}
+
+/* The location of an attribute if the user wrote it, else of the op. */
+static fg_loc attr_loc(const fg_node *n, const char *name) {
+  int i = fg_op_attr_index(n->op, name);
+  if (i >= 0 && n->attrs[i].kind != FG_ATTR_NONE && n->attrs[i].loc.line > 0) return n->attrs[i].loc;
+  return n->loc;
+}
+
+static fg_loc operand_loc(const fg_node *n, int i) {
+  (void)i;
+  return n->loc;
+}
+
+/* Normalizes a possibly negative dim against rank; reports and returns -1
+ * when out of range. */
+static int norm_dim(const fg_node *n, const char *attr, int64_t d, int rank, fg_diag *diag) {
+  int64_t r = d < 0 ? d + rank : d;
+  if (r < 0 || r >= rank || rank == 0) {
+    fg_error(diag, attr_loc(n, attr), "dimension %" PRId64 " is out of range for a tensor of rank %d", d,
+             rank);
+    return -1;
+  }
+  return (int)r;
+}
+
+static const fg_attr *ints_attr(const fg_node *n, const char *name) {
+  const fg_attr *a = fg_node_attr(n, name);
+  return a && a->kind == FG_ATTR_INTS ? a : NULL;
+}
+
+/* ---- promotion ---- */
+
+static fg_dtype tier_update(fg_dtype cur, fg_dtype t, bool *ok) {
+  if (cur == FG_DTYPE_INVALID) return t;
+  fg_dtype r = fg_promote_types(cur, t);
+  if (r == FG_DTYPE_INVALID) *ok = false;
+  return r;
+}
+
+/* PyTorch's combine_categories(higher, lower). */
+static fg_dtype combine(fg_dtype higher, fg_dtype lower, bool *ok) {
+  if (higher == FG_DTYPE_INVALID) return lower;
+  if (lower == FG_DTYPE_INVALID) return higher;
+  if (fg_dtype_is_float(higher)) return higher;
+  if (higher == FG_BOOL || fg_dtype_is_float(lower)) return tier_update(higher, lower, ok);
+  return higher;
+}
+
+/* Promotes values v[0..n) by PyTorch's tiers; extra weak dtypes (clamp
+ * bounds) join the weak tier. */
+static fg_dtype promote_values(fg_value *const *v, int n, const fg_dtype *extra, int nextra,
+                               bool *ok) {
+  fg_dtype dim = FG_DTYPE_INVALID, zero = FG_DTYPE_INVALID, weak = FG_DTYPE_INVALID;
+  *ok = true;
+  for (int i = 0; i < n; i++) {
+    const fg_type *t = &v[i]->type;
+    if (v[i]->weak)
+      weak = tier_update(weak, t->dtype, ok);
+    else if (t->rank == 0)
+      zero = tier_update(zero, t->dtype, ok);
+    else
+      dim = tier_update(dim, t->dtype, ok);
+  }
+  for (int i = 0; i < nextra; i++) weak = tier_update(weak, extra[i], ok);
+  /* Beside tensors, a weak scalar counts as its category's default dtype
+   * (a Python float is f32 there, an int i64). */
+  if (weak != FG_DTYPE_INVALID && (dim != FG_DTYPE_INVALID || zero != FG_DTYPE_INVALID))
+    weak = fg_default_dtype(fg_dtype_category(weak));
+  fg_dtype lower = combine(zero, weak, ok);
+  return combine(dim, lower, ok);
+}
+
+static int pw_first_value(const fg_node *n) { return n->op->pw == FG_PW_WHERE ? 1 : 0; }
+
+static int clamp_bounds(const fg_node *n, fg_dtype *out) {
+  int k = 0;
+  const char *names[2] = {"min", "max"};
+  for (int i = 0; i < 2; i++) {
+    const fg_attr *a = fg_node_attr(n, names[i]);
+    if (!a) continue;
+    out[k++] = a->kind == FG_ATTR_FLOAT ? FG_F32 : a->kind == FG_ATTR_BOOL ? FG_BOOL : FG_I64;
+  }
+  return k;
+}
+
+fg_dtype fg_pw_operand_dtype(const fg_node *n) {
+  bool ok;
+  fg_dtype extra[2];
+  int nextra = n->op->code == FG_OP_CLAMP ? clamp_bounds(n, extra) : 0;
+  int first = pw_first_value(n);
+  fg_dtype t = promote_values(n->in + first, n->nin - first, extra, nextra, &ok);
+  return ok ? t : FG_DTYPE_INVALID;
+}
+
+static fg_dtype pw_result_dtype(const fg_node *n, fg_dtype operand) {
+  switch (n->op->pw) {
+  case FG_PW_PROMOTE:
+  case FG_PW_WHERE:
+    return operand;
+  case FG_PW_FLOAT:
+    return fg_dtype_is_float(operand) ? operand : FG_F32;
+  case FG_PW_COMPARE:
+  case FG_PW_PREDICATE:
+  case FG_PW_LOGICAL:
+    return FG_BOOL;
+  case FG_PW_CAST:
+    return fg_node_attr(n, "dtype")->dtype;
+  }
+  return operand;
+}
+
+fg_dtype fg_pw_compute_dtype(const fg_node *n) {
+  fg_dtype op = n->op->pw == FG_PW_CAST ? n->in[0]->type.dtype : fg_pw_operand_dtype(n);
+  if (op == FG_DTYPE_INVALID) return op;
+  fg_dtype t;
+  switch (n->op->pw) {
+  case FG_PW_COMPARE:
+  case FG_PW_PREDICATE:
+  case FG_PW_CAST:
+    t = op;
+    break;
+  case FG_PW_LOGICAL:
+    return FG_BOOL;
+  default:
+    t = pw_result_dtype(n, op);
+  }
+  if (fg_dtype_is_float(t)) return t == FG_F64 ? FG_F64 : FG_F32;
+  return t == FG_BOOL ? FG_BOOL : FG_I64;
+}
+
+/* ---- broadcasting ---- */
+
+static bool broadcast(const fg_node *n, int first, fg_type *out, fg_diag *d) {
+  int rank = 0;
+  for (int i = first; i < n->nin; i++)
+    if (n->in[i]->type.rank > rank) rank = n->in[i]->type.rank;
+  out->rank = rank;
+  for (int k = 0; k < rank; k++) out->dims[k] = (fg_dim){1, NULL};
+  for (int i = first; i < n->nin; i++) {
+    const fg_type *t = &n->in[i]->type;
+    for (int k = 0; k < t->rank; k++) {
+      fg_dim *o = &out->dims[rank - t->rank + k];
+      fg_dim s = t->dims[k];
+      if (fg_dim_eq(*o, s)) continue;
+      if (!o->sym && o->size == 1) { *o = s; continue; }
+      if (!s.sym && s.size == 1) continue;
+      char a[256], b[256];
+      fg_type partial = *out;
+      fg_error(d, operand_loc(n, i), "cannot broadcast shapes %s and %s in '%s'",
+               shape_str(&partial, a, sizeof a), shape_str(t, b, sizeof b), n->op->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_pointwise(fg_node *n, fg_diag *d) {
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  if (n->op->pw == FG_PW_WHERE && n->in[0]->type.dtype != FG_BOOL) {
+    fg_error(d, operand_loc(n, 0), "the condition of 'where' must be bool, not %s",
+             fg_dtype_name(n->in[0]->type.dtype));
+    return false;
+  }
+  if (!broadcast(n, 0, &t, d)) return false;
+  fg_dtype op = n->op->pw == FG_PW_CAST ? n->in[0]->type.dtype : fg_pw_operand_dtype(n);
+  if (op == FG_DTYPE_INVALID) {
+    char buf[256];
+    int k = 0;
+    buf[0] = 0;
+    for (int i = pw_first_value(n); i < n->nin && k < 200; i++)
+      k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s", k ? ", " : "", fg_dtype_name(n->in[i]->type.dtype));
+    fg_error(d, n->loc, "'%s' cannot promote operand dtypes (%s): float8 types only combine with themselves; insert a cast",
+             n->op->name, buf);
+    return false;
+  }
+  if (n->op->code == FG_OP_CLAMP && !fg_node_attr(n, "min") && !fg_node_attr(n, "max")) {
+    fg_error(d, n->loc, "'clamp' needs at least one of min= and max=");
+    return false;
+  }
+  if ((n->op->fn_f == NULL && fg_dtype_is_float(fg_pw_compute_dtype(n))) ||
+      (n->op->fn_i == NULL && !fg_dtype_is_float(fg_pw_compute_dtype(n)))) {
+    fg_error(d, n->loc, "'%s' is not defined for %s operands", n->op->name, fg_dtype_name(op));
+    return false;
+  }
+  t.dtype = pw_result_dtype(n, op);
+  bool all_weak = true;
+  for (int i = 0; i < n->nin; i++) all_weak &= n->in[i]->weak;
+  t.scalar = all_weak;
+  n->out[0]->type = t;
+  n->out[0]->weak = all_weak;
+  return true;
+}
+
+/* ---- reductions ---- */
+
+int fg_reduce_mask(const fg_node *n, bool mask[FG_MAX_RANK]) {
+  int rank = n->in[0]->type.rank, k = 0;
+  memset(mask, 0, sizeof(bool) * FG_MAX_RANK);
+  const fg_attr *a = ints_attr(n, "dims");
+  if (!a) {
+    for (int i = 0; i < rank; i++) mask[i] = true;
+    return rank;
+  }
+  for (int i = 0; i < a->n; i++) {
+    int64_t dd = a->ints[i] < 0 ? a->ints[i] + rank : a->ints[i];
+    if (dd >= 0 && dd < rank && !mask[dd]) { mask[dd] = true; k++; }
+  }
+  return k;
+}
+
+fg_dtype fg_reduce_acc_dtype(fg_dtype in) {
+  if (in == FG_F64) return FG_F64;
+  if (fg_dtype_is_float(in)) return FG_F32;
+  return FG_I64;
+}
+
+static bool infer_reduction(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *dims = ints_attr(n, "dims");
+  bool seen[FG_MAX_RANK] = {0};
+  if (dims) {
+    for (int i = 0; i < dims->n; i++) {
+      int r = norm_dim(n, "dims", dims->ints[i], in->rank, d);
+      if (r < 0) return false;
+      if (seen[r]) {
+        fg_error(d, attr_loc(n, "dims"), "dimension %d appears twice in dims", r);
+        return false;
+      }
+      seen[r] = true;
+    }
+  }
+  bool mask[FG_MAX_RANK];
+  fg_reduce_mask(n, mask);
+  bool keep = fg_attr_bool(n, "keepdim");
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < in->rank; i++) {
+    if (!mask[i]) t.dims[t.rank++] = in->dims[i];
+    else if (keep) t.dims[t.rank++] = (fg_dim){1, NULL};
+  }
+  const fg_attr *dt = fg_node_attr(n, "dtype");
+  t.dtype = dt ? dt->dtype : in->dtype;
+  fg_opcode c = n->op->code;
+  bool needs_float = c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN;
+  if (needs_float && !fg_dtype_is_float(t.dtype)) {
+    fg_error(d, n->loc, "'%s' needs a floating-point input (got %s)%s", n->op->name,
+             fg_dtype_name(in->dtype), c == FG_OP_MEAN ? "; pass dtype= a float type" : "");
+    return false;
+  }
+  if (dt && fg_dtype_category(dt->dtype) < fg_dtype_category(in->dtype) && c != FG_OP_AMAX &&
+      c != FG_OP_AMIN) {
+    fg_error(d, attr_loc(n, "dtype"), "'%s' cannot accumulate %s into %s", n->op->name,
+             fg_dtype_name(in->dtype), fg_dtype_name(dt->dtype));
+    return false;
+  }
+  for (int i = 0; i < n->nout; i++) n->out[i]->type = t;
+  return true;
+}
+
+/* ---- views ---- */
+
+static bool static_input(const fg_node *n, fg_diag *d) {
+  if (fg_type_is_static(&n->in[0]->type)) return true;
+  fg_error(d, n->loc, "'%s' of a tensor with symbolic dims is not supported", n->op->name);
+  return false;
+}
+
+static bool infer_reshape(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *s = ints_attr(n, "shape");
+  if (!static_input(n, d)) return false;
+  if (s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    return false;
+  }
+  int64_t numel = fg_type_numel(in), known = 1;
+  int infer_at = -1;
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] == -1) {
+      if (infer_at >= 0) {
+        fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
+        return false;
+      }
+      infer_at = i;
+    } else if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    } else {
+      if (s->ints[i] != 0 && known > INT64_MAX / s->ints[i]) {
+        fg_error(d, attr_loc(n, "shape"), "shape is too large");
+        return false;
+      }
+      known *= s->ints[i];
+    }
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = s->n;
+  for (int i = 0; i < s->n; i++) t.dims[i].size = s->ints[i];
+  if (infer_at >= 0) {
+    if (known == 0 || numel % known) {
+      fg_error(d, attr_loc(n, "shape"), "cannot reshape %" PRId64 " elements into a shape with -1", numel);
+      return false;
+    }
+    t.dims[infer_at].size = numel / known;
+  } else if (known != numel) {
+    char a[256];
+    fg_error(d, attr_loc(n, "shape"), "cannot reshape %s (%" PRId64 " elements) into %" PRId64 " elements",
+             shape_str(in, a, sizeof a), numel, known);
+    return false;
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool check_perm(const fg_node *n, const char *attr, const int64_t *p, int np, int rank,
+                       int *out, fg_diag *d) {
+  if (np != rank) {
+    fg_error(d, attr_loc(n, attr), "%s has %d entries but the tensor has rank %d", attr, np, rank);
+    return false;
+  }
+  bool seen[FG_MAX_RANK] = {0};
+  for (int i = 0; i < np; i++) {
+    int r = norm_dim(n, attr, p[i], rank, d);
+    if (r < 0) return false;
+    if (seen[r]) {
+      fg_error(d, attr_loc(n, attr), "%s is not a permutation: dimension %d appears twice", attr, r);
+      return false;
+    }
+    seen[r] = true;
+    out[i] = r;
+  }
+  return true;
+}
+
+static bool infer_permute(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  int perm[FG_MAX_RANK];
+  if (n->op->code == FG_OP_TRANSPOSE) {
+    int a = norm_dim(n, "dim0", fg_attr_int(n, "dim0"), in->rank, d);
+    if (a < 0) return false;
+    int b = norm_dim(n, "dim1", fg_attr_int(n, "dim1"), in->rank, d);
+    if (b < 0) return false;
+    for (int i = 0; i < in->rank; i++) perm[i] = i;
+    perm[a] = b;
+    perm[b] = a;
+  } else {
+    const fg_attr *p = ints_attr(n, "dims");
+    if (!check_perm(n, "dims", p->ints, p->n, in->rank, perm, d)) return false;
+  }
+  fg_type t = *in;
+  t.has_layout = false;
+  for (int i = 0; i < in->rank; i++) t.dims[i] = in->dims[perm[i]];
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *s = ints_attr(n, "shape"), *dims = ints_attr(n, "dims");
+  if (s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    return false;
+  }
+  if (dims->n != in->rank) {
+    fg_error(d, attr_loc(n, "dims"), "dims has %d entries but the operand has rank %d", dims->n, in->rank);
+    return false;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = s->n;
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    }
+    t.dims[i].size = s->ints[i];
+  }
+  bool used[FG_MAX_RANK] = {0};
+  int prev = -1;
+  for (int i = 0; i < dims->n; i++) {
+    int o = norm_dim(n, "dims", dims->ints[i], s->n, d);
+    if (o < 0) return false;
+    if (used[o] || o <= prev) {
+      fg_error(d, attr_loc(n, "dims"), "dims must be strictly increasing output dimensions");
+      return false;
+    }
+    used[o] = true;
+    prev = o;
+    fg_dim id = in->dims[i];
+    if (id.sym) {
+      t.dims[o] = id; /* a symbolic dim maps onto its output dim as is */
+      continue;
+    }
+    if (id.size != 1 && id.size != t.dims[o].size) {
+      fg_error(d, attr_loc(n, "dims"),
+               "operand dim %d has size %" PRId64 " but output dim %d has size %" PRId64, i, id.size, o,
+               t.dims[o].size);
+      return false;
+    }
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_expand(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *s = ints_attr(n, "shape");
+  if (s->n < in->rank || s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "expand to %d dims from a tensor of rank %d", s->n, in->rank);
+    return false;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = s->n;
+  int lead = s->n - in->rank;
+  for (int i = 0; i < s->n; i++) {
+    int64_t want = s->ints[i];
+    if (i < lead) {
+      if (want < 0) {
+        fg_error(d, attr_loc(n, "shape"), "a new leading dimension cannot be %" PRId64, want);
+        return false;
+      }
+      t.dims[i].size = want;
+      continue;
+    }
+    fg_dim id = in->dims[i - lead];
+    if (want == -1 || (!id.sym && id.size == want)) {
+      t.dims[i] = id;
+    } else if (!id.sym && id.size == 1 && want >= 0) {
+      t.dims[i].size = want;
+    } else {
+      fg_error(d, attr_loc(n, "shape"), "cannot expand dimension %d of size %" PRId64 " to %" PRId64,
+               i - lead, id.size, want);
+      return false;
+    }
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_squeeze(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *dims = ints_attr(n, "dims");
+  bool drop[FG_MAX_RANK] = {0};
+  if (dims) {
+    for (int i = 0; i < dims->n; i++) {
+      int r = norm_dim(n, "dims", dims->ints[i], in->rank, d);
+      if (r < 0) return false;
+      if (in->dims[r].sym) {
+        fg_error(d, attr_loc(n, "dims"), "cannot squeeze symbolic dimension %d (%s)", r, in->dims[r].sym);
+        return false;
+      }
+      drop[r] = in->dims[r].size == 1; /* as PyTorch: a dim that is not 1 stays */
+    }
+  } else {
+    for (int i = 0; i < in->rank; i++) drop[i] = !in->dims[i].sym && in->dims[i].size == 1;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  for (int i = 0; i < in->rank; i++)
+    if (!drop[i]) t.dims[t.rank++] = in->dims[i];
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_unsqueeze(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  if (in->rank >= FG_MAX_RANK) {
+    fg_error(d, n->loc, "unsqueeze would exceed rank %d", FG_MAX_RANK);
+    return false;
+  }
+  int r = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank + 1, d);
+  if (r < 0) return false;
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = in->rank + 1;
+  for (int i = 0, k = 0; i < t.rank; i++) t.dims[i] = i == r ? (fg_dim){1, NULL} : in->dims[k++];
+  n->out[0]->type = t;
+  return true;
+}
+
+/* Python slicing: negative indices count from the end, then both bounds are
+ * clamped to [0, size]; an empty range gives size 0. */
+void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
+                     int64_t *out_len);
+void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
+                     int64_t *out_len) {
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  if (start < 0) start = 0;
+  if (start > size) start = size;
+  if (end < 0) end = 0;
+  if (end > size) end = size;
+  *out_start = start;
+  *out_len = end > start ? (end - start + step - 1) / step : 0;
+}
+
+static bool infer_slice(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *st = ints_attr(n, "starts"), *en = ints_attr(n, "ends"), *sp = ints_attr(n, "steps");
+  if (st->n != in->rank || en->n != in->rank || (sp && sp->n != in->rank)) {
+    fg_error(d, n->loc, "slice needs starts, ends (and steps) with one entry per dimension (rank %d)",
+             in->rank);
+    return false;
+  }
+  fg_type t = *in;
+  t.has_layout = false;
+  for (int i = 0; i < in->rank; i++) {
+    int64_t step = sp ? sp->ints[i] : 1;
+    if (step <= 0) {
+      fg_error(d, attr_loc(n, "steps"), "slice steps must be positive (got %" PRId64 ")", step);
+      return false;
+    }
+    if (in->dims[i].sym) {
+      if (st->ints[i] == 0 && en->ints[i] == INT64_MAX && step == 1) continue;
+      fg_error(d, n->loc, "cannot slice symbolic dimension %d (%s)", i, in->dims[i].sym);
+      return false;
+    }
+    int64_t s0, len;
+    fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
+    t.dims[i].size = len;
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_cat(fg_node *n, fg_diag *d) {
+  const fg_type *a = &n->in[0]->type;
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), a->rank, d);
+  if (dim < 0) return false;
+  fg_type t = *a;
+  t.has_layout = false;
+  fg_dtype dt = a->dtype;
+  if (a->dims[dim].sym) {
+    fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim, a->dims[dim].sym);
+    return false;
+  }
+  for (int i = 1; i < n->nin; i++) {
+    const fg_type *b = &n->in[i]->type;
+    char x[256], y[256];
+    if (b->rank != a->rank) {
+      fg_error(d, operand_loc(n, i), "cat operand %d has rank %d, operand 0 has rank %d", i, b->rank, a->rank);
+      return false;
+    }
+    for (int k = 0; k < a->rank; k++) {
+      if (k == dim) continue;
+      if (!fg_dim_eq(a->dims[k], b->dims[k])) {
+        fg_error(d, operand_loc(n, i), "cat operand %d has shape %s, incompatible with %s outside dim %d", i,
+                 shape_str(b, y, sizeof y), shape_str(a, x, sizeof x), dim);
+        return false;
+      }
+    }
+    if (b->dims[dim].sym) {
+      fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim, b->dims[dim].sym);
+      return false;
+    }
+    t.dims[dim].size += b->dims[dim].size;
+    dt = fg_promote_types(dt, b->dtype);
+    if (dt == FG_DTYPE_INVALID) {
+      fg_error(d, operand_loc(n, i), "cat operands have dtypes that do not promote (float8 needs a cast)");
+      return false;
+    }
+  }
+  t.dtype = dt;
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_split(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *s = ints_attr(n, "sizes");
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank, d);
+  if (dim < 0) return false;
+  if (s->n != n->nout) {
+    fg_error(d, n->loc, "split into %d sizes binds %d results", s->n, n->nout);
+    return false;
+  }
+  if (in->dims[dim].sym) {
+    fg_error(d, n->loc, "cannot split symbolic dimension %d (%s)", dim, in->dims[dim].sym);
+    return false;
+  }
+  int64_t total = 0;
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "sizes"), "split size %" PRId64 " is negative", s->ints[i]);
+      return false;
+    }
+    total += s->ints[i];
+  }
+  if (total != in->dims[dim].size) {
+    fg_error(d, attr_loc(n, "sizes"), "split sizes add up to %" PRId64 " but dimension %d has size %" PRId64,
+             total, dim, in->dims[dim].size);
+    return false;
+  }
+  for (int i = 0; i < s->n; i++) {
+    fg_type t = *in;
+    t.has_layout = false;
+    t.dims[dim].size = s->ints[i];
+    n->out[i]->type = t;
+  }
+  return true;
+}
+
+static bool infer_pad(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *p = ints_attr(n, "pad");
+  if (p->n != 2 * in->rank) {
+    fg_error(d, attr_loc(n, "pad"), "pad needs 2 entries per dimension (%d), got %d", 2 * in->rank, p->n);
+    return false;
+  }
+  fg_type t = *in;
+  t.has_layout = false;
+  for (int i = 0; i < in->rank; i++) {
+    if (in->dims[i].sym) {
+      if (p->ints[2 * i] == 0 && p->ints[2 * i + 1] == 0) continue;
+      fg_error(d, n->loc, "cannot pad symbolic dimension %d (%s)", i, in->dims[i].sym);
+      return false;
+    }
+    int64_t s = in->dims[i].size + p->ints[2 * i] + p->ints[2 * i + 1];
+    if (s < 0) {
+      fg_error(d, attr_loc(n, "pad"), "padding makes dimension %d negative (%" PRId64 ")", i, s);
+      return false;
+    }
+    t.dims[i].size = s;
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+/* ---- creation, control, attention ---- */
+
+static bool infer_full(fg_node *n, fg_diag *d) {
+  const fg_attr *s = ints_attr(n, "shape"), *v = fg_node_attr(n, "value"), *dt = fg_node_attr(n, "dtype");
+  if (s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    return false;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.rank = s->n;
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    }
+    t.dims[i].size = s->ints[i];
+  }
+  t.dtype = dt ? dt->dtype : v->kind == FG_ATTR_FLOAT ? FG_F32 : v->kind == FG_ATTR_BOOL ? FG_BOOL : FG_I64;
+  n->out[0]->type = t;
+  return true;
+}
+
+static bool infer_iota(fg_node *n, fg_diag *d) {
+  double len;
+  const fg_value *v = n->in[0];
+  if (!fg_value_is_literal(v, &len) || v->def->attrs[0].kind != FG_ATTR_INT) {
+    fg_error(d, n->loc, "the length of 'iota' must be an integer literal");
+    return false;
+  }
+  int64_t k = v->def->attrs[0].i;
+  if (k < 0) {
+    fg_error(d, n->loc, "the length of 'iota' must not be negative (got %" PRId64 ")", k);
+    return false;
+  }
+  fg_dtype dt = fg_node_attr(n, "dtype")->dtype;
+  if (dt == FG_BOOL) {
+    fg_error(d, attr_loc(n, "dtype"), "'iota' needs a numeric dtype");
+    return false;
+  }
+  n->out[0]->type = fg_type_tensor(dt, 1, &k);
+  return true;
+}
+
+static bool infer_sdpa(fg_node *n, fg_diag *d) {
+  for (int i = 0; i < n->nin; i++) {
+    int want = (n->op->code == FG_OP_SDPA_BWD && i == 5) ? 3 : 4;
+    if (n->in[i]->type.rank != want) {
+      fg_error(d, operand_loc(n, i), "'%s' operand %d must have rank %d", n->op->name, i, want);
+      return false;
+    }
+  }
+  if (n->op->code == FG_OP_SDPA) {
+    const fg_type *q = &n->in[0]->type, *k = &n->in[1]->type, *v = &n->in[2]->type;
+    if (!fg_dim_eq(q->dims[0], k->dims[0]) || !fg_dim_eq(q->dims[1], k->dims[1]) ||
+        !fg_dim_eq(q->dims[3], k->dims[3]) || !fg_dim_eq(k->dims[2], v->dims[2]) ||
+        !fg_dim_eq(k->dims[0], v->dims[0]) || !fg_dim_eq(k->dims[1], v->dims[1])) {
+      fg_error(d, n->loc, "'sdpa' operands have incompatible shapes");
+      return false;
+    }
+    fg_type o = *q;
+    o.has_layout = false;
+    o.dims[3] = v->dims[3];
+    fg_type lse;
+    memset(&lse, 0, sizeof lse);
+    lse.dtype = FG_F32;
+    lse.rank = 3;
+    for (int i = 0; i < 3; i++) lse.dims[i] = q->dims[i];
+    n->out[0]->type = o;
+    n->out[1]->type = lse;
+  } else {
+    for (int i = 0; i < 3; i++) {
+      fg_type t = n->in[1 + i]->type;
+      t.has_layout = false;
+      n->out[i]->type = t;
+    }
+  }
+  return true;
+}
+
+bool fg_infer_node(fg_node *n, fg_diag *d) {
+  const fg_op *op = n->op;
+  if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
+    if (op->min_in == op->max_in)
+      fg_error(d, n->loc, "'%s' takes %d operand%s, got %d", op->name, op->min_in, op->min_in == 1 ? "" : "s", n->nin);
+    else
+      fg_error(d, n->loc, "'%s' takes at least %d operand%s, got %d", op->name, op->min_in,
+               op->min_in == 1 ? "" : "s", n->nin);
+    return false;
+  }
+  for (int i = 0; i < op->nattrs; i++)
+    if (op->attrs[i].required && n->attrs[i].kind == FG_ATTR_NONE) {
+      fg_error(d, n->loc, "'%s' needs the attribute %s=", op->name, op->attrs[i].name);
+      return false;
+    }
+  for (int i = 0; i < n->nin; i++)
+    if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA) {
+      fg_error(d, operand_loc(n, i), "'%s' needs tensor operands; operand %d is a scalar", op->name, i);
+      return false;
+    }
+  switch (op->kind) {
+  case FG_KIND_POINTWISE: return infer_pointwise(n, d);
+  case FG_KIND_REDUCTION: return infer_reduction(n, d);
+  case FG_KIND_CREATION: return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
+  case FG_KIND_CONTROL: n->out[0]->type = n->in[0]->type; n->out[0]->type.has_layout = false; return true;
+  case FG_KIND_ATTENTION: return infer_sdpa(n, d);
+  case FG_KIND_LITERAL: return true;
+  case FG_KIND_VIEW: break;
+  }
+  switch (op->code) {
+  case FG_OP_RESHAPE: case FG_OP_VIEW: return infer_reshape(n, d);
+  case FG_OP_PERMUTE: case FG_OP_TRANSPOSE: return infer_permute(n, d);
+  case FG_OP_BROADCAST_IN_DIM: return infer_broadcast_in_dim(n, d);
+  case FG_OP_EXPAND: return infer_expand(n, d);
+  case FG_OP_SQUEEZE: return infer_squeeze(n, d);
+  case FG_OP_UNSQUEEZE: return infer_unsqueeze(n, d);
+  case FG_OP_SLICE: return infer_slice(n, d);
+  case FG_OP_CAT: return infer_cat(n, d);
+  case FG_OP_SPLIT: return infer_split(n, d);
+  case FG_OP_PAD: return infer_pad(n, d);
+  default: break;
+  }
+  fg_error(d, n->loc, "internal error: no shape inference for '%s'", op->name);
+  return false;
+}

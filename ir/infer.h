@@ -1,0 +1,41 @@
+/* Shape and dtype inference, driven by the op table, and the verifier. */
+#ifndef FG_INFER_H
+#define FG_INFER_H
+#include "diag.h"
+#include "ir.h"
+#include "op.h"
+
+/* Checks n's operands and attribute values (dims in range, shapes that
+ * match, ...) and sets the types of its results. Attribute *kinds* have been
+ * checked by whoever built the node (the parser, against the op's attr specs).
+ * Errors are reported at n->loc (or the attribute's own loc). */
+bool fg_infer_node(fg_node *n, fg_diag *d);
+
+/* Whole-graph verifier: SSA (each operand defined before use by a node of the
+ * graph or a parameter), arity, required attributes, every result type equal
+ * to what inference gives, a non-empty return list. */
+bool fg_verify_graph(const fg_graph *g, fg_diag *d);
+
+/* Pointwise ops: the promoted dtype of the operands (PyTorch's three tiers:
+ * dimensioned tensors, 0-d tensors, weak scalars), and the dtype in which the
+ * op is computed (f32 for f16/bf16/f8, else the type itself; bool/int ops in
+ * int64). FG_DTYPE_INVALID when the operands do not promote. */
+fg_dtype fg_pw_operand_dtype(const fg_node *n);
+fg_dtype fg_pw_compute_dtype(const fg_node *n);
+
+/* Reductions: fills mask[d] for each reduced input dim (negative dims
+ * normalized; no dims= means all). Returns the number of reduced dims. */
+int fg_reduce_mask(const fg_node *n, bool mask[FG_MAX_RANK]);
+/* Reductions' accumulation dtype: f64 for f64 input, i64 for bool/int
+ * inputs, else f32. */
+fg_dtype fg_reduce_acc_dtype(fg_dtype in);
+
+/* A copy of g in a new arena with each symbolic dim named in names[] bound to
+ * values[], types re-inferred. NULL with an error in d when a binding
+ * contradicts a shape. */
+fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
+                              const int64_t *values, fg_diag *d);
+/* A copy of g in a new arena. */
+fg_graph *fg_graph_clone(const fg_graph *g);
+
+#endif

@@ -1,0 +1,150 @@
+/* The SSA IR: a module holds graphs; a graph holds parameters, a list of
+ * nodes in definition order, and its results. Every object of a graph is in
+ * the graph's arena. Ops are described by the op table (op.h). */
+#ifndef FG_IR_H
+#define FG_IR_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "dtype.h"
+
+#define FG_MAX_RANK 8
+
+typedef struct fg_op fg_op;
+typedef struct fg_node fg_node;
+typedef struct fg_value fg_value;
+typedef struct fg_graph fg_graph;
+
+/* 1-based source position; line 0 means "no position" (built by a pass). */
+typedef struct fg_loc { int line, col; } fg_loc;
+
+/* A dimension: a static size, or a symbolic one (sym != NULL, size = -1).
+ * Equal names are equal sizes within a graph. */
+typedef struct fg_dim {
+  int64_t size;
+  const char *sym;
+} fg_dim;
+
+typedef struct fg_type {
+  fg_dtype dtype;
+  bool scalar;            /* a by-value scalar parameter or literal (no brackets) */
+  int rank;               /* 0 for scalars and 0-d tensors */
+  fg_dim dims[FG_MAX_RANK];
+  /* Parameters only: dims from outermost to innermost; has_layout false means
+   * row-major. Never set on intermediates. */
+  bool has_layout;
+  int layout[FG_MAX_RANK];
+} fg_type;
+
+typedef enum fg_attr_kind {
+  FG_ATTR_NONE = 0, /* absent */
+  FG_ATTR_INT,
+  FG_ATTR_FLOAT,
+  FG_ATTR_BOOL,
+  FG_ATTR_DTYPE,
+  FG_ATTR_STRING,
+  FG_ATTR_INTS,
+} fg_attr_kind;
+
+typedef struct fg_attr {
+  fg_attr_kind kind;
+  int64_t i;         /* INT, BOOL (0/1) */
+  double f;          /* FLOAT */
+  fg_dtype dtype;    /* DTYPE */
+  const char *s;     /* STRING */
+  int n;             /* INTS */
+  const int64_t *ints;
+  fg_loc loc;        /* of the value, for diagnostics */
+} fg_attr;
+
+struct fg_value {
+  int id;                /* unique within the graph */
+  const char *name;      /* NULL for unnamed temporaries */
+  fg_type type;
+  bool weak;             /* literal or scalar parameter: PyTorch's wrapped number tier */
+  fg_node *def;          /* NULL for parameters */
+  int def_index;         /* result index within def */
+  int param_index;       /* -1 unless a parameter */
+  fg_loc loc;
+};
+
+struct fg_node {
+  int id;
+  const fg_op *op;
+  int nin, nout;
+  fg_value **in;
+  fg_value **out;
+  fg_attr *attrs;        /* op->nattrs entries, in the op table's order */
+  fg_loc loc;            /* the op name's position */
+  fg_node *prev, *next;
+};
+
+struct fg_graph {
+  fg_arena arena;
+  const char *name;
+  fg_loc loc;
+  int nparams;
+  fg_value **params;
+  int nresults;
+  fg_value **results;
+  fg_loc *result_locs;
+  fg_node *first, *last;
+  int next_value_id, next_node_id;
+};
+
+typedef struct fg_module {
+  const char *path;      /* for diagnostics */
+  int ngraphs, cap;
+  fg_graph **graphs;
+} fg_module;
+
+/* ---- construction ---- */
+fg_module *fg_module_new(const char *path);
+void fg_module_free(fg_module *m);
+fg_graph *fg_graph_new(const char *name);
+void fg_graph_free(fg_graph *g);
+void fg_module_add(fg_module *m, fg_graph *g);
+fg_graph *fg_module_find(const fg_module *m, const char *name);
+
+fg_value *fg_value_new(fg_graph *g, const char *name, fg_type t);
+fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc);
+/* A node with its operands and unset results (nout values created, typed by
+ * inference later). Attributes start absent. Appended at the end. */
+fg_node *fg_node_new(fg_graph *g, const fg_op *op, int nin, fg_value *const *in, int nout,
+                     fg_loc loc);
+/* Same, but inserted before `before` (NULL: append). */
+fg_node *fg_node_new_before(fg_graph *g, fg_node *before, const fg_op *op, int nin,
+                            fg_value *const *in, int nout, fg_loc loc);
+void fg_node_remove(fg_graph *g, fg_node *n);
+/* A literal: a weak 0-d scalar value defined by a `literal` node. */
+fg_value *fg_literal_float(fg_graph *g, double v, fg_loc loc);
+fg_value *fg_literal_int(fg_graph *g, int64_t v, fg_loc loc);
+fg_value *fg_literal_bool(fg_graph *g, bool v, fg_loc loc);
+void fg_set_results(fg_graph *g, int n, fg_value *const *vals, const fg_loc *locs);
+/* Replace every use of `from` (operands and results) by `to`. */
+void fg_replace_uses(fg_graph *g, fg_value *from, fg_value *to);
+int fg_count_uses(const fg_graph *g, const fg_value *v);
+
+/* ---- attribute access (by name; the op table gives the order) ---- */
+const fg_attr *fg_node_attr(const fg_node *n, const char *name);
+int64_t fg_attr_int(const fg_node *n, const char *name);       /* default applied */
+double fg_attr_float(const fg_node *n, const char *name);
+bool fg_attr_bool(const fg_node *n, const char *name);
+
+/* ---- types ---- */
+fg_type fg_type_scalar(fg_dtype dt);
+fg_type fg_type_tensor(fg_dtype dt, int rank, const int64_t *sizes);
+bool fg_type_is_static(const fg_type *t);
+int64_t fg_type_numel(const fg_type *t);         /* -1 when symbolic */
+bool fg_dim_eq(fg_dim a, fg_dim b);
+bool fg_type_eq(const fg_type *a, const fg_type *b);  /* dtype, rank, dims, layout */
+/* Row-major strides (or the layout's) in elements; static types only. */
+void fg_type_strides(const fg_type *t, int64_t *strides);
+/* Writes e.g. "bf16[16,128,N]" or "f32"; returns buf. */
+char *fg_type_str(const fg_type *t, char *buf, int cap);
+
+/* True when `v` is a literal, setting its value (double for all kinds). */
+bool fg_value_is_literal(const fg_value *v, double *out);
+
+#endif
