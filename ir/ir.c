@@ -110,7 +110,7 @@ fg_node *fg_node_new_before(fg_graph *g, fg_node *before, const fg_op *op, int n
 
 fg_node *fg_node_new(fg_graph *g, const fg_op *op, int nin, fg_value *const *in, int nout,
                      fg_loc loc) {
-  return fg_node_new_before(g, NULL, op, nin, in, nout, loc);
+  return fg_node_new_before(g, g->insert_point, op, nin, in, nout, loc);
 }
 
 void fg_node_remove(fg_graph *g, fg_node *n) {

@@ -90,6 +90,7 @@ struct fg_graph {
   fg_value **results;
   fg_loc *result_locs;
   fg_node *first, *last;
+  fg_node *insert_point;  /* fg_node_new inserts before this node (NULL: append) */
   int next_value_id, next_node_id;
 };
 
@@ -110,7 +111,8 @@ fg_graph *fg_module_find(const fg_module *m, const char *name);
 fg_value *fg_value_new(fg_graph *g, const char *name, fg_type t);
 fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc);
 /* A node with its operands and unset results (nout values created, typed by
- * inference later). Attributes start absent. Appended at the end. */
+ * inference later). Attributes start absent. Inserted before g->insert_point
+ * (appended when that is NULL), as literals are too. */
 fg_node *fg_node_new(fg_graph *g, const fg_op *op, int nin, fg_value *const *in, int nout,
                      fg_loc loc);
 /* Same, but inserted before `before` (NULL: append). */

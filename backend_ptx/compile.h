@@ -1,0 +1,32 @@
+/* The compiler driver below the frontend: optimize each graph, plan it,
+ * lower every kernel into one LLVM module and write the requested stage
+ * (docs/artifact.md for the PTX artifact). */
+#ifndef FGC_COMPILE_H
+#define FGC_COMPILE_H
+#include <stdio.h>
+
+#include "diag.h"
+#include "ir.h"
+#include "passes.h"
+#include "plan.h"
+
+typedef enum fgc_emit { FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM, FGC_EMIT_PTX } fgc_emit;
+
+typedef struct fgc_options {
+  const char *arch;           /* "sm_90" by default */
+  int opt_level;              /* LLVM pipeline level, 0..3 (fusec -O0..-O2 maps 0..2; default 3) */
+  const char *libdevice;      /* path to libdevice.10.bc */
+  bool fast_math;             /* opt-in approximate math (docs/artifact.md) */
+  fg_pass_options passes;
+  fg_plan_options plan;
+  bool time_passes;
+} fgc_options;
+
+/* Compiles graphs (names[0..n), or every graph when n == 0) of m and writes
+ * the stage to out. Returns 0 on success, 1 after an input error reported
+ * to d, 3 after an internal error (message on stderr). The module's graphs
+ * are optimized in place. */
+int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o,
+                fg_diag *d, FILE *out);
+
+#endif

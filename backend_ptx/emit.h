@@ -1,0 +1,101 @@
+/* Kernel lowering, internal to backend_ptx: the emitter state shared by the
+ * value recursion (emit_value.c) and the kernel skeletons (emit_pointwise.c,
+ * emit_row.c, emit_column.c).
+ *
+ * Every value a kernel needs is computed by recursion at an index (one LLVM
+ * integer per dim of the value): parameters and values stored by other
+ * kernels are loaded through their strides; view ops remap the index (or,
+ * when a chain of views from memory composes into a strided view, load
+ * directly through it); pointwise ops broadcast it; reductions of the kernel
+ * itself are looked up (the skeleton seeds them once computed). A memo keyed
+ * by (value, index values) makes each value at each index computed once, so
+ * a row kept in registers is simply the memo of the row's elements.
+ *
+ * Lanes: a thread handles `vec` adjacent elements along the domain's last
+ * dim; lane j's coordinate there is the LLVM value lanes[j] (lanes[0] is a
+ * multiple of vec). A load whose index uses lanes[j] at a dim of stride 1,
+ * with every other stride and the offset multiples of vec, is one vector
+ * load for all lanes in the aligned variant. */
+#ifndef FGB_EMIT_H
+#define FGB_EMIT_H
+#include "gpu_intrin.h"
+#include "llvm_module.h"
+#include "lower_value.h"
+#include "plan.h"
+
+typedef struct fgb_memo_entry {
+  int value_id;
+  int n;
+  LLVMValueRef idx[FG_MAX_RANK];
+  LLVMValueRef val;
+  int next;               /* chain in the bucket */
+} fgb_memo_entry;
+
+typedef struct fgb_emitter {
+  fgb_module *m;
+  LLVMBuilderRef b;
+  LLVMContextRef ctx;
+  const fg_plan *p;
+  const fg_kernel *k;
+  LLVMValueRef fn;
+  LLVMValueRef *args;     /* kernel parameters, as in k->args */
+  LLVMTypeRef ity;        /* index type: i32 or i64 */
+  bool aligned;           /* the aligned variant: vector accesses allowed */
+  int vec;
+  LLVMValueRef lanes[16]; /* lane coordinates along the domain's last dim */
+  LLVMValueRef uniform[64]; /* lane-independent coordinates (set by skeletons) */
+  int nuniform;
+  int nvec_loads;         /* vector loads emitted (for the plan's kernel-vec) */
+  /* memo: open hashing with LIFO removal for loop scopes */
+  fgb_memo_entry *memo;
+  int nmemo, capmemo;
+  int *buckets;
+  int nbuckets;
+  char err[512];
+  bool failed;
+} fgb_emitter;
+
+bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned);
+void fgb_emitter_free(fgb_emitter *e);
+void fgb_fail(fgb_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Memo scopes: values memoized after fgb_memo_mark() are forgotten by
+ * fgb_memo_release(mark) (loop bodies). */
+int fgb_memo_mark(const fgb_emitter *e);
+void fgb_memo_release(fgb_emitter *e, int mark);
+void fgb_memo_put(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val);
+LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
+
+/* v's register form at idx (v->type.rank entries). */
+LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
+/* Stores v's register form `val` at idx into v's buffer (dense). */
+void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val);
+/* Stores vals[0..vec) for lanes 0..vec-1 at idx (whose last entry is
+ * lanes[0]): one vector store in the aligned variant. */
+void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef *vals);
+
+/* Helpers for skeletons. */
+LLVMValueRef fgb_const(fgb_emitter *e, int64_t v);          /* in the index type */
+LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis);    /* tid, in the index type */
+LLVMValueRef fgb_block_index(fgb_emitter *e, int axis);     /* ctaid, in the index type */
+/* Splits a linear index over sizes[0..n) (row-major) into coordinates. */
+void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n, LLVMValueRef *out);
+/* if (cond) { the caller emits } — returns the merge block to continue at
+ * after fgb_end_if. */
+LLVMBasicBlockRef fgb_begin_if(fgb_emitter *e, LLVMValueRef cond);
+void fgb_end_if(fgb_emitter *e, LLVMBasicBlockRef merge);
+/* Whether a value's shape is the kernel's full domain. */
+bool fgb_is_full(const fgb_emitter *e, const fg_value *v);
+/* The buffer argument that holds stored value or parameter v. */
+LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b);
+
+/* Deterministic block-wide reduction of one accumulator per thread; every
+ * thread gets the total. slot: a distinct shared-memory slot per call. */
+LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot);
+
+/* Kernel skeletons: emit the kernel body after parameters are set up. */
+bool fgb_emit_pointwise_kernel(fgb_emitter *e);
+bool fgb_emit_row_kernel(fgb_emitter *e);
+bool fgb_emit_column_kernel(fgb_emitter *e);
+
+#endif

@@ -1,0 +1,557 @@
+/* Kernel skeletons: thread mapping, loops, block and grid reductions. The
+ * values themselves come from the recursion in emit_value.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "emit.h"
+#include "infer.h"
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- loops and locals ---- */
+
+static LLVMValueRef local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
+  LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first) LLVMPositionBuilderBefore(ab, first);
+  else LLVMPositionBuilderAtEnd(ab, entry);
+  LLVMValueRef a = LLVMBuildAlloca(ab, t, "");
+  LLVMDisposeBuilder(ab);
+  LLVMBuildStore(e->b, init, a);
+  return a;
+}
+
+typedef struct loop {
+  LLVMValueRef var, step, end;
+  LLVMBasicBlockRef cond, body, exit;
+} loop;
+
+/* for (i = start; i < end; i += step) — returns i inside the body. */
+static LLVMValueRef loop_begin(fgb_emitter *e, loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step) {
+  l->var = local_var(e, LLVMTypeOf(start), start);
+  l->step = step;
+  l->end = end;
+  l->cond = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
+  l->body = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "body");
+  l->exit = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "exit");
+  LLVMBuildBr(e->b, l->cond);
+  LLVMPositionBuilderAtEnd(e->b, l->cond);
+  LLVMValueRef i = LLVMBuildLoad2(e->b, LLVMTypeOf(start), l->var, "");
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, i, end, ""), l->body, l->exit);
+  LLVMPositionBuilderAtEnd(e->b, l->body);
+  return i;
+}
+
+static void loop_end(fgb_emitter *e, loop *l, LLVMValueRef i) {
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, i, l->step, ""), l->var);
+  LLVMBuildBr(e->b, l->cond);
+  LLVMPositionBuilderAtEnd(e->b, l->exit);
+}
+
+static LLVMValueRef imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+/* ---- block reduction ---- */
+
+static LLVMValueRef smem(fgb_emitter *e) {
+  static int counter;
+  char name[256];
+  LLVMValueRef g;
+  snprintf(name, sizeof name, "fg_smem_%s", LLVMGetValueName(e->fn));
+  g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
+  if (g) return g;
+  (void)counter;
+  /* 8-byte slots: 32 per reduction (one per warp) for every reduction plus
+   * one for the grid-reduction flag. */
+  return fgb_shared_array(e->m, name, (uint64_t)8 * 32 * (uint64_t)(e->k->nreds + 1));
+}
+
+static LLVMValueRef smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  LLVMValueRef byte = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, i32_index, LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""),
+                                   LLVMConstInt(LLVMInt32TypeInContext(e->ctx), (unsigned long long)slot * 256, 0), "");
+  return fgb_gep(e->m, smem(e), i8, byte);
+}
+
+LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot) {
+  for (int off = 16; off >= 1; off /= 2) v = fgb_reduce_combine(e->m, op, v, fgb_shfl_bfly(e->m, v, off), acc);
+  int nwarps = e->k->block / 32;
+  if (nwarps <= 1) return v;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef tid = fgb_tid(e->m, 0);
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  LLVMBuildStore(e->b, v, smem_slot(e, slot, warp));
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  /* Every thread combines the warp totals in warp order: the same bits
+   * everywhere, run after run. */
+  LLVMValueRef t = fgb_reduce_identity(e->m, op, acc);
+  for (int w = 0; w < nwarps; w++) {
+    LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v), smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
+    t = fgb_reduce_combine(e->m, op, t, x, acc);
+  }
+  return t;
+}
+
+/* The op a reduction node combines with (decomposition leaves only these). */
+static fg_opcode red_op(const fg_node *n) {
+  return n->op->code == FG_OP_MEAN ? FG_OP_SUM : n->op->code;
+}
+
+static fg_dtype red_acc(const fg_node *n) { return fg_reduce_acc_dtype(n->in[0]->type.dtype); }
+
+/* Seeds reduction n's result for the row whose kept coordinates are kc
+ * (in kept-dim order). */
+static void seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total) {
+  const fg_value *o = n->out[0];
+  LLVMValueRef idx[FG_MAX_RANK];
+  int j = 0;
+  for (int d = 0, c = 0; d < e->k->rank; d++) {
+    if (!e->k->mask[d]) idx[j++] = kc[c++];
+    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+  }
+  fgb_memo_put(e, o, idx, fgb_convert(e->m, total, red_acc(n), o->type.dtype));
+}
+
+/* The index of a row-shaped value for the row at kept coordinates kc. */
+static void row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx) {
+  int j = 0;
+  for (int d = 0, c = 0; d < e->k->rank; d++) {
+    if (!e->k->mask[d]) idx[j++] = kc[c++];
+    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+  }
+}
+
+static bool is_reduction_result(const fg_value *o) { return o->def->op->kind == FG_KIND_REDUCTION; }
+
+/* ---- pointwise ---- */
+
+bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int64_t n = 1;
+  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
+  LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                                  fgb_thread_index(e, 0), "");
+  LLVMValueRef base = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
+  LLVMValueRef c[FG_MAX_RANK];
+  fgb_delinearize(e, base, k->dims, k->rank, c);
+  int last = k->rank - 1;
+  for (int j = 0; j < e->vec; j++)
+    e->lanes[j] = j == 0 ? c[last] : LLVMBuildAdd(e->b, c[last], fgb_const(e, j), "");
+  e->nuniform = 0;
+  for (int d = 0; d < last; d++) e->uniform[e->nuniform++] = c[d];
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    LLVMValueRef vals[16], idx[FG_MAX_RANK];
+    memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)k->rank);
+    for (int j = 0; j < e->vec; j++) {
+      if (k->rank) idx[last] = e->lanes[j];
+      vals[j] = fgb_emit_value(e, o, idx);
+      if (!vals[j]) return false;
+    }
+    if (k->rank) idx[last] = e->lanes[0];
+    fgb_emit_store_lanes(e, o, idx, vals);
+  }
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+/* ---- grid reduction: the last CTA to arrive combines the partials ---- */
+
+/* Every thread stores its partials (when `store_ok`), then thread 0 counts
+ * the arrival; returns the flag "this CTA is the last of `split`". */
+static LLVMValueRef arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  fgb_membar_gl(e->m);
+  fgb_barrier(e->m);
+  LLVMValueRef flag_slot = smem_slot(e, e->k->nreds, LLVMConstInt(i32, 0, 0));
+  LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
+  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, counter_ptr, LLVMConstInt(i32, 1, 0));
+  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, old, LLVMConstInt(i32, (unsigned long long)(split - 1), 0), "");
+  LLVMBuildStore(e->b, LLVMBuildZExt(e->b, last, i32, ""), flag_slot);
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  LLVMValueRef f = LLVMBuildLoad2(e->b, i32, flag_slot, "");
+  return LLVMBuildICmp(e->b, LLVMIntNE, f, LLVMConstInt(i32, 0, 0), "");
+}
+
+static LLVMValueRef partial_ptr(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index) {
+  LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
+  /* 8-byte slots whatever the accumulator type */
+  LLVMValueRef byte = LLVMBuildMul(e->b, slot_index, fgb_const(e, 8), "");
+  (void)acc;
+  return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
+}
+
+static void reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
+  LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstInt(i32, 0, 0), counter_ptr);
+  LLVMSetVolatile(st, 1);
+  fgb_end_if(e, merge);
+}
+
+static LLVMValueRef load_partial(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index) {
+  /* volatile: other CTAs wrote it; do not trust a stale L1 line */
+  LLVMValueRef ld = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, acc), partial_ptr(e, acc, slot_index), "");
+  LLVMSetVolatile(ld, 1);
+  return ld;
+}
+
+/* ---- row reductions ---- */
+
+typedef struct row_ctx {
+  int nkept, nred;
+  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK];
+  LLVMValueRef kc[FG_MAX_RANK];
+  LLVMValueRef rstart, rend;
+} row_ctx;
+
+/* Coordinates of the chunk starting at reduced linear index r0: fills
+ * lanes and the domain index for lane 0 (idx). */
+static void row_chunk(fgb_emitter *e, const row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx) {
+  LLVMValueRef red[FG_MAX_RANK];
+  fgb_delinearize(e, r0, rc->red_sizes, rc->nred, red);
+  int last = rc->nred - 1;
+  e->nuniform = 0;
+  for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
+  for (int i = 0; i < last; i++) e->uniform[e->nuniform++] = red[i];
+  for (int j = 0; j < e->vec; j++)
+    e->lanes[j] = last < 0 ? NULL : j == 0 ? red[last] : LLVMBuildAdd(e->b, red[last], fgb_const(e, j), "");
+  for (int d = 0, a = 0, b = 0; d < e->k->rank; d++) idx[d] = e->k->mask[d] ? red[b++] : rc->kc[a++];
+}
+
+static void lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx) {
+  memcpy(idx, idx0, sizeof(LLVMValueRef) * (size_t)e->k->rank);
+  if (e->k->rank && e->lanes[j]) idx[e->k->rank - 1] = e->lanes[j];
+}
+
+/* Accumulates reduction n over one chunk (all lanes) into acc. */
+static LLVMValueRef accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
+                               LLVMValueRef acc) {
+  fg_dtype ad = red_acc(n);
+  LLVMValueRef id = fgb_reduce_identity(e->m, red_op(n), ad);
+  for (int j = 0; j < e->vec; j++) {
+    LLVMValueRef idx[FG_MAX_RANK];
+    lane_index(e, idx0, j, idx);
+    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+    if (!x) return NULL;
+    x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+    if (valid) x = LLVMBuildSelect(e->b, valid, x, id, "");
+    acc = fgb_reduce_combine(e->m, red_op(n), acc, x, ad);
+  }
+  return acc;
+}
+
+static void store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid) {
+  LLVMValueRef vals[16], idx[FG_MAX_RANK];
+  for (int j = 0; j < e->vec; j++) {
+    lane_index(e, idx0, j, idx);
+    vals[j] = fgb_emit_value(e, o, idx);
+    if (!vals[j]) return;
+  }
+  LLVMBasicBlockRef merge = valid ? fgb_begin_if(e, valid) : NULL;
+  fgb_emit_store_lanes(e, o, idx0, vals);
+  if (merge) fgb_end_if(e, merge);
+}
+
+static void store_rows(fgb_emitter *e, const row_ctx *rc) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef vals[64];
+  int n = 0;
+  for (int i = 0; i < k->nouts && n < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    row_index(e, o, rc->kc, idx);
+    vals[n++] = fgb_emit_value(e, o, idx);
+  }
+  if (e->failed || n == 0) return;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
+  n = 0;
+  for (int i = 0; i < k->nouts && n < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    row_index(e, o, rc->kc, idx);
+    fgb_emit_store(e, o, idx, vals[n++]);
+  }
+  fgb_end_if(e, merge);
+}
+
+bool fgb_emit_row_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  row_ctx rc;
+  memset(&rc, 0, sizeof rc);
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d]) rc.red_sizes[rc.nred++] = k->dims[d];
+    else rc.kept_sizes[rc.nkept++] = k->dims[d];
+  }
+  int64_t R = k->red, S = k->split, V = e->vec, T = k->block;
+  int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;
+  LLVMValueRef cta = fgb_block_index(e, 0);
+  LLVMValueRef row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
+  LLVMValueRef s = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
+  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
+  rc.rstart = LLVMBuildMul(e->b, s, fgb_const(e, slice), "");
+  rc.rend = imin(e, LLVMBuildAdd(e->b, rc.rstart, fgb_const(e, slice), ""), fgb_const(e, R));
+  LLVMValueRef tid = fgb_thread_index(e, 0);
+  LLVMValueRef tv = LLVMBuildMul(e->b, tid, fgb_const(e, V), "");
+  LLVMValueRef totals[64];
+  int nreds = k->nreds < 64 ? k->nreds : 64;
+
+  if (k->persistent) {
+    int E = k->chunks;
+    LLVMValueRef idx0[8][FG_MAX_RANK], valid[8], lanes[8][16], uni[8][64];
+    int nuni[8];
+    bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
+    for (int c = 0; c < E; c++) {
+      LLVMValueRef r0 = LLVMBuildAdd(e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
+      valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
+      if (valid[c]) r0 = LLVMBuildSelect(e->b, valid[c], r0, rc.rstart, "");
+      row_chunk(e, &rc, r0, idx0[c]);
+      memcpy(lanes[c], e->lanes, sizeof e->lanes);
+      memcpy(uni[c], e->uniform, sizeof e->uniform);
+      nuni[c] = e->nuniform;
+    }
+    for (int i = 0; i < nreds; i++) {
+      const fg_node *n = k->reds[i];
+      LLVMValueRef acc = fgb_reduce_identity(e->m, red_op(n), red_acc(n));
+      for (int c = 0; c < E && acc; c++) {
+        memcpy(e->lanes, lanes[c], sizeof e->lanes);
+        memcpy(e->uniform, uni[c], sizeof e->uniform);
+        e->nuniform = nuni[c];
+        acc = accumulate(e, n, idx0[c], valid[c], acc);
+      }
+      if (!acc) return false;
+      totals[i] = fgb_block_reduce(e, red_op(n), red_acc(n), acc, i);
+      if (S == 1) seed_reduction(e, n, rc.kc, totals[i]);
+    }
+    if (S == 1) {
+      for (int i = 0; i < k->nouts; i++) {
+        const fg_value *o = k->outs[i];
+        if (!fgb_is_full(e, o) || is_reduction_result(o)) continue;
+        for (int c = 0; c < E; c++) {
+          memcpy(e->lanes, lanes[c], sizeof e->lanes);
+          memcpy(e->uniform, uni[c], sizeof e->uniform);
+          e->nuniform = nuni[c];
+          store_full(e, o, idx0[c], valid[c]);
+        }
+      }
+    }
+  } else {
+    for (int i = 0; i < nreds; i++) {
+      const fg_node *n = k->reds[i];
+      LLVMValueRef accv = local_var(e, fgb_reg_type(e->m, red_acc(n)), fgb_reduce_identity(e->m, red_op(n), red_acc(n)));
+      loop l;
+      LLVMValueRef r0 = loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+      int mark = fgb_memo_mark(e);
+      LLVMValueRef idx0[FG_MAX_RANK];
+      row_chunk(e, &rc, r0, idx0);
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
+      acc = accumulate(e, n, idx0, NULL, acc);
+      if (!acc) return false;
+      LLVMBuildStore(e->b, acc, accv);
+      fgb_memo_release(e, mark);
+      loop_end(e, &l, r0);
+      acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
+      totals[i] = fgb_block_reduce(e, red_op(n), red_acc(n), acc, i);
+      if (S == 1) seed_reduction(e, n, rc.kc, totals[i]);
+    }
+    if (S == 1) {
+      for (int i = 0; i < k->nouts; i++) {
+        const fg_value *o = k->outs[i];
+        if (!fgb_is_full(e, o) || is_reduction_result(o)) continue;
+        loop l;
+        LLVMValueRef r0 = loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+        int mark = fgb_memo_mark(e);
+        LLVMValueRef idx0[FG_MAX_RANK];
+        row_chunk(e, &rc, r0, idx0);
+        store_full(e, o, idx0, NULL);
+        fgb_memo_release(e, mark);
+        loop_end(e, &l, r0);
+      }
+    }
+  }
+  if (e->failed) return false;
+  e->nuniform = 0;
+  for (int i = 0; i < rc.nkept; i++) e->uniform[e->nuniform++] = rc.kc[i];
+  if (S > 1) {
+    /* partials[(red * B + row) * S + s] */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+    LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+    LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
+    for (int i = 0; i < nreds; i++) {
+      LLVMValueRef slot = LLVMBuildAdd(
+          e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
+          s, "");
+      LLVMBuildStore(e->b, totals[i], partial_ptr(e, red_acc(k->reds[i]), slot));
+    }
+    fgb_end_if(e, merge);
+    LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+    LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, row);
+    LLVMValueRef last = arrive(e, cptr, (int)S);
+    LLVMBasicBlockRef done = fgb_begin_if(e, last);
+    fgb_membar_gl(e->m);
+    for (int i = 0; i < nreds; i++) {
+      const fg_node *n = k->reds[i];
+      LLVMValueRef accv = local_var(e, fgb_reg_type(e->m, red_acc(n)), fgb_reduce_identity(e->m, red_op(n), red_acc(n)));
+      loop l;
+      LLVMValueRef si = loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, S), fgb_const(e, 1));
+      LLVMValueRef slot = LLVMBuildAdd(
+          e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
+          si, "");
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
+      acc = fgb_reduce_combine(e->m, red_op(n), acc, load_partial(e, red_acc(n), slot), red_acc(n));
+      LLVMBuildStore(e->b, acc, accv);
+      loop_end(e, &l, si);
+      seed_reduction(e, n, rc.kc, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, ""));
+    }
+    reset_counter(e, cptr);
+    store_rows(e, &rc);
+    fgb_end_if(e, done);
+  } else {
+    store_rows(e, &rc);
+  }
+  return !e->failed;
+}
+
+/* ---- column reductions ---- */
+
+bool fgb_emit_column_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int nkept = 0, nred = 0;
+  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept = 1, R = k->red;
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d]) red_sizes[nred++] = k->dims[d];
+    else { kept_sizes[nkept++] = k->dims[d]; kept *= k->dims[d]; }
+  }
+  int64_t V = e->vec, S = k->split;
+  bool lane_dim = V > 1; /* the schedule vectorizes only a kept last dim */
+  LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                                  fgb_thread_index(e, 0), "");
+  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  LLVMValueRef valid = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, kept), "");
+  LLVMValueRef basec = LLVMBuildSelect(e->b, valid, base, fgb_const(e, 0), "");
+  LLVMValueRef kc[FG_MAX_RANK];
+  fgb_delinearize(e, basec, kept_sizes, nkept, kc);
+  LLVMValueRef kc_lane[16][FG_MAX_RANK];
+  LLVMValueRef lanes[16];
+  for (int j = 0; j < V; j++) {
+    lanes[j] = !lane_dim ? NULL : j == 0 ? kc[nkept - 1] : LLVMBuildAdd(e->b, kc[nkept - 1], fgb_const(e, j), "");
+    memcpy(kc_lane[j], kc, sizeof kc);
+    if (lane_dim) kc_lane[j][nkept - 1] = lanes[j];
+  }
+  int64_t rs = ceil_div(R, S);
+  LLVMValueRef s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
+  LLVMValueRef rstart = LLVMBuildMul(e->b, s, fgb_const(e, rs), "");
+  LLVMValueRef rend = imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+  int nreds = k->nreds < 8 ? k->nreds : 8;
+  if (k->nreds > 8) { fgb_fail(e, "column kernel with more than 8 reductions"); return false; }
+  LLVMValueRef accv[8][16];
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++)
+      accv[i][j] = local_var(e, fgb_reg_type(e->m, red_acc(k->reds[i])),
+                             fgb_reduce_identity(e->m, red_op(k->reds[i]), red_acc(k->reds[i])));
+  loop l;
+  LLVMValueRef r = loop_begin(e, &l, rstart, rend, fgb_const(e, 1));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef rc[FG_MAX_RANK];
+  fgb_delinearize(e, r, red_sizes, nred, rc);
+  memcpy(e->lanes, lanes, sizeof lanes);
+  e->nuniform = 0;
+  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = kc[i];
+  for (int i = 0; i < nred; i++) e->uniform[e->nuniform++] = rc[i];
+  LLVMValueRef idx0[FG_MAX_RANK];
+  for (int d = 0, a = 0, b = 0; d < k->rank; d++) idx0[d] = k->mask[d] ? rc[b++] : kc[a++];
+  for (int i = 0; i < nreds; i++) {
+    const fg_node *n = k->reds[i];
+    fg_dtype ad = red_acc(n);
+    for (int j = 0; j < V; j++) {
+      LLVMValueRef idx[FG_MAX_RANK];
+      lane_index(e, idx0, j, idx);
+      LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+      if (!x) return false;
+      x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+      LLVMBuildStore(e->b, fgb_reduce_combine(e->m, red_op(n), acc, x, ad), accv[i][j]);
+    }
+  }
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !is_reduction_result(o)) store_full(e, o, idx0, valid);
+  }
+  fgb_memo_release(e, mark);
+  loop_end(e, &l, r);
+  if (e->failed) return false;
+  LLVMValueRef tot[8][16];
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(k->reds[i])), accv[i][j], "");
+  LLVMBasicBlockRef done = NULL;
+  if (S > 1) {
+    /* partials[(red * S + s) * kept + element] */
+    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
+    for (int i = 0; i < nreds; i++)
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef slot = LLVMBuildAdd(
+            e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, ""), fgb_const(e, kept), ""),
+            LLVMBuildAdd(e->b, base, fgb_const(e, j), ""), "");
+        LLVMBuildStore(e->b, tot[i][j], partial_ptr(e, red_acc(k->reds[i]), slot));
+      }
+    fgb_end_if(e, merge);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+    LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+    LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
+    LLVMValueRef last = arrive(e, cptr, (int)S);
+    done = fgb_begin_if(e, last);
+    fgb_membar_gl(e->m);
+    for (int i = 0; i < nreds; i++) {
+      const fg_node *n = k->reds[i];
+      fg_dtype ad = red_acc(n);
+      for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, red_op(n), ad), accv[i][j]);
+      loop sl;
+      LLVMValueRef si = loop_begin(e, &sl, fgb_const(e, 0), fgb_const(e, S), fgb_const(e, 1));
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef slot = LLVMBuildAdd(
+            e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), si, ""), fgb_const(e, kept), ""),
+            LLVMBuildAdd(e->b, basec, fgb_const(e, j), ""), "");
+        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+        LLVMBuildStore(e->b, fgb_reduce_combine(e->m, red_op(n), acc, load_partial(e, ad, slot), ad), accv[i][j]);
+      }
+      loop_end(e, &sl, si);
+      for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+    }
+    reset_counter(e, cptr);
+  }
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++) seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
+  /* Row-shaped outputs, one per lane. */
+  e->nuniform = 0;
+  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = kc[i];
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    LLVMValueRef vals[16], idx[FG_MAX_RANK];
+    for (int j = 0; j < V; j++) {
+      row_index(e, o, kc_lane[j], idx);
+      vals[j] = fgb_emit_value(e, o, idx);
+      if (!vals[j]) return false;
+    }
+    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
+    row_index(e, o, kc_lane[0], idx);
+    if (o->type.rank > 0 && lane_dim) fgb_emit_store_lanes(e, o, idx, vals);
+    else fgb_emit_store(e, o, idx, vals[0]);
+    fgb_end_if(e, merge);
+  }
+  if (done) fgb_end_if(e, done);
+  return !e->failed;
+}

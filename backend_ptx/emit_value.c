@@ -1,0 +1,564 @@
+/* The value recursion of kernel lowering (see emit.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "infer.h"
+
+void fgb_fail(fgb_emitter *e, const char *fmt, ...) {
+  if (e->failed) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->err, sizeof e->err, fmt, ap);
+  va_end(ap);
+  e->failed = true;
+}
+
+bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned) {
+  memset(e, 0, sizeof *e);
+  e->m = m;
+  e->b = fgb_builder(m);
+  e->ctx = fgb_ctx(m);
+  e->p = p;
+  e->k = k;
+  e->aligned = aligned;
+  e->vec = k->vec;
+  e->ity = k->idx64 ? LLVMInt64TypeInContext(e->ctx) : LLVMInt32TypeInContext(e->ctx);
+  e->nbuckets = 4096;
+  e->buckets = malloc((size_t)e->nbuckets * sizeof *e->buckets);
+  e->capmemo = 1024;
+  e->memo = malloc((size_t)e->capmemo * sizeof *e->memo);
+  if (!e->buckets || !e->memo) return false;
+  for (int i = 0; i < e->nbuckets; i++) e->buckets[i] = -1;
+  return true;
+}
+
+void fgb_emitter_free(fgb_emitter *e) {
+  free(e->buckets);
+  free(e->memo);
+  free(e->args);
+}
+
+/* ---- memo ---- */
+
+static unsigned memo_hash(int id, int n, const LLVMValueRef *idx, int nb) {
+  uintptr_t h = (uintptr_t)id * 0x9E3779B97F4A7C15u;
+  for (int i = 0; i < n; i++) h = (h ^ (uintptr_t)idx[i]) * 0x100000001B3u;
+  return (unsigned)((h >> 17) % (unsigned)nb);
+}
+
+int fgb_memo_mark(const fgb_emitter *e) { return e->nmemo; }
+
+void fgb_memo_release(fgb_emitter *e, int mark) {
+  /* Entries are pushed at chain heads, so removing the newest first restores
+   * every chain. */
+  while (e->nmemo > mark) {
+    fgb_memo_entry *en = &e->memo[--e->nmemo];
+    unsigned h = memo_hash(en->value_id, en->n, en->idx, e->nbuckets);
+    e->buckets[h] = en->next;
+  }
+}
+
+void fgb_memo_put(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val) {
+  if (e->nmemo == e->capmemo) {
+    int cap = e->capmemo * 2;
+    fgb_memo_entry *nm = realloc(e->memo, (size_t)cap * sizeof *nm);
+    if (!nm) { fgb_fail(e, "out of memory"); return; }
+    e->memo = nm;
+    e->capmemo = cap;
+  }
+  fgb_memo_entry *en = &e->memo[e->nmemo];
+  en->value_id = v->id;
+  en->n = v->type.rank;
+  memcpy(en->idx, idx, sizeof(LLVMValueRef) * (size_t)en->n);
+  en->val = val;
+  unsigned h = memo_hash(en->value_id, en->n, en->idx, e->nbuckets);
+  en->next = e->buckets[h];
+  e->buckets[h] = e->nmemo++;
+}
+
+LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  int n = v->type.rank;
+  unsigned h = memo_hash(v->id, n, idx, e->nbuckets);
+  for (int i = e->buckets[h]; i >= 0; i = e->memo[i].next) {
+    const fgb_memo_entry *en = &e->memo[i];
+    if (en->value_id == v->id && en->n == n && memcmp(en->idx, idx, sizeof(LLVMValueRef) * (size_t)n) == 0)
+      return en->val;
+  }
+  return NULL;
+}
+
+/* ---- small helpers ---- */
+
+LLVMValueRef fgb_const(fgb_emitter *e, int64_t v) { return LLVMConstInt(e->ity, (unsigned long long)v, 1); }
+
+static LLVMValueRef to_ity(fgb_emitter *e, LLVMValueRef v32) {
+  return LLVMTypeOf(v32) == e->ity ? v32 : LLVMBuildZExt(e->b, v32, e->ity, "");
+}
+
+LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_tid(e->m, axis)); }
+LLVMValueRef fgb_block_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_ctaid(e->m, axis)); }
+
+void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n, LLVMValueRef *out) {
+  for (int i = n - 1; i >= 0; i--) {
+    if (sizes[i] == 1) { out[i] = fgb_const(e, 0); continue; }
+    if (i == 0) { out[i] = lin; break; }
+    LLVMValueRef s = fgb_const(e, sizes[i]);
+    out[i] = LLVMBuildURem(e->b, lin, s, "");
+    lin = LLVMBuildUDiv(e->b, lin, s, "");
+  }
+}
+
+LLVMBasicBlockRef fgb_begin_if(fgb_emitter *e, LLVMValueRef cond) {
+  LLVMValueRef fn = fgb_current_fn(e->m);
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(e->ctx, fn, "then");
+  LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(e->ctx, fn, "endif");
+  LLVMBuildCondBr(e->b, cond, then, merge);
+  LLVMPositionBuilderAtEnd(e->b, then);
+  return merge;
+}
+
+void fgb_end_if(fgb_emitter *e, LLVMBasicBlockRef merge) {
+  LLVMBuildBr(e->b, merge);
+  LLVMPositionBuilderAtEnd(e->b, merge);
+}
+
+bool fgb_is_full(const fgb_emitter *e, const fg_value *v) {
+  if (v->type.rank != e->k->rank) return false;
+  for (int i = 0; i < e->k->rank; i++)
+    if (v->type.dims[i].size != e->k->dims[i]) return false;
+  return true;
+}
+
+LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
+  for (int i = 0; i < e->k->nargs; i++)
+    if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index) return e->args[i];
+  char s[32];
+  fgb_fail(e, "internal error: kernel %d has no argument for buffer %s", e->k->id, fg_buf_str(b, s, sizeof s));
+  return NULL;
+}
+
+static bool is_lane(const fgb_emitter *e, LLVMValueRef v, int *j) {
+  for (int i = 0; i < e->vec; i++)
+    if (e->lanes[i] == v) { *j = i; return true; }
+  return false;
+}
+
+/* Lane-independent coordinates: constants and the skeleton's own
+ * coordinates of the non-lane dims (fgb_emitter.uniform). Anything else
+ * computed from a lane coordinate (a remapped index) forbids vector access. */
+static bool is_uniform(const fgb_emitter *e, LLVMValueRef v) {
+  if (LLVMIsConstant(v)) return true;
+  for (int i = 0; i < e->nuniform; i++)
+    if (e->uniform[i] == v) return true;
+  return false;
+}
+
+/* ---- constants in register form ---- */
+
+static LLVMValueRef const_reg(fgb_emitter *e, fg_dtype dt, const fg_attr *a) {
+  double f = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
+  int64_t i = a->kind == FG_ATTR_FLOAT ? (int64_t)a->f : a->i;
+  LLVMTypeRef t = fgb_reg_type(e->m, dt);
+  if (dt == FG_BOOL) return LLVMConstInt(t, a->kind == FG_ATTR_FLOAT ? (a->f != 0) : (a->i != 0), 0);
+  if (fg_dtype_is_float(dt)) return LLVMConstReal(t, fg_round_to_dtype(f, dt));
+  return LLVMConstInt(t, (unsigned long long)fg_wrap_int(i, dt), 1);
+}
+
+/* ---- memory ---- */
+
+static void base_view(const fgb_emitter *e, const fg_value *b, fg_strided *s) {
+  fg_type t = b->type;
+  if (b->param_index < 0) t.has_layout = false;
+  (void)e;
+  fg_strided_dense(&t, s);
+}
+
+static fg_buf_ref buf_of_value(const fgb_emitter *e, const fg_value *v) {
+  if (v->param_index >= 0) return (fg_buf_ref){FG_BUF_PARAM, v->param_index};
+  return e->p->store[v->id].buf;
+}
+
+/* Loads value v (whose elements live in buffer `buf` through view s) at
+ * idx; lanes of a unit-stride dim become one vector load when aligned. */
+static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf, const fg_strided *s,
+                              const LLVMValueRef *idx) {
+  LLVMValueRef ptr = fgb_buffer_of(e, buf);
+  if (!ptr) return NULL;
+  fg_dtype dt = v->type.dtype;
+  unsigned flags = buf.kind == FG_BUF_PARAM ? FGB_LD_INVARIANT : 0;
+  int lane_dim = -1, lane = 0;
+  bool vec_ok = e->aligned && e->vec > 1;
+  for (int d = 0; d < s->rank && vec_ok; d++) {
+    int j;
+    if (is_lane(e, idx[d], &j)) {
+      if (lane_dim >= 0 || s->strides[d] != 1) vec_ok = false;
+      lane_dim = d;
+      lane = j;
+    } else if (!is_uniform(e, idx[d]) || s->strides[d] % e->vec) {
+      if (s->sizes[d] != 1) vec_ok = false;
+    }
+  }
+  if (vec_ok && (lane_dim < 0 || s->offset % e->vec)) vec_ok = false;
+  LLVMValueRef lidx[FG_MAX_RANK];
+  memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)s->rank);
+  if (vec_ok) lidx[lane_dim] = e->lanes[0];
+  LLVMValueRef off = fgb_const(e, s->offset);
+  for (int d = 0; d < s->rank; d++) {
+    if (s->strides[d] == 0 || s->sizes[d] == 1) continue;
+    LLVMValueRef t = s->strides[d] == 1 ? lidx[d] : LLVMBuildMul(e->b, lidx[d], fgb_const(e, s->strides[d]), "");
+    off = LLVMBuildAdd(e->b, off, t, "");
+  }
+  LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), off);
+  if (!vec_ok) return fgb_load(e->m, addr, dt, flags);
+  LLVMValueRef vals[16];
+  unsigned align = (unsigned)(e->vec * fg_dtype_size(dt));
+  if (align > 16) align = 16;
+  int done = 0;
+  /* Wider than 16 bytes (f64 lanes): several vector accesses. */
+  int per = 16 / fg_dtype_size(dt);
+  if (per > e->vec) per = e->vec;
+  while (done < e->vec) {
+    LLVMValueRef a = done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
+    fgb_load_vec(e->m, a, dt, per, align, flags, vals + done);
+    done += per;
+  }
+  e->nvec_loads++;
+  for (int j = 0; j < e->vec; j++) {
+    lidx[lane_dim] = e->lanes[j];
+    fgb_memo_put(e, v, lidx, vals[j]);
+  }
+  return vals[lane];
+}
+
+/* A chain of view ops from a value in memory to v, composed into one
+ * strided view; false when v is not such a chain or it does not compose. */
+static bool view_from_memory(fgb_emitter *e, const fg_value *v, const fg_value **base, fg_strided *out) {
+  const fg_node *chain[64];
+  const fg_value *vals[64];
+  int nc = 0;
+  const fg_value *b = v;
+  while (!fg_plan_in_memory(e->p, b, e->k->id)) {
+    if (!b->def || !fg_is_view_op(b->def->op) || nc == 64) return false;
+    vals[nc] = b;
+    chain[nc++] = b->def;
+    b = b->def->in[0];
+  }
+  fg_strided s;
+  base_view(e, b, &s);
+  for (int i = nc - 1; i >= 0; i--) {
+    int k = 0;
+    while (chain[i]->out[k] != vals[i]) k++;
+    fg_strided t;
+    const char *why;
+    if (!fg_strided_apply(chain[i], k, &s, &t, &why)) return false;
+    s = t;
+  }
+  *base = b;
+  *out = s;
+  return true;
+}
+
+/* ---- index remapping through view ops (output index -> operand index) ---- */
+
+static void map_reshape(fgb_emitter *e, const fg_type *in, const fg_type *out, const LLVMValueRef *idx,
+                        LLVMValueRef *res) {
+  int i = 0, j = 0;
+  while (i < in->rank || j < out->rank) {
+    /* size-1 dims on either side carry no coordinate */
+    if (i < in->rank && in->dims[i].size == 1) { res[i++] = fgb_const(e, 0); continue; }
+    if (j < out->rank && out->dims[j].size == 1) { j++; continue; }
+    if (i >= in->rank || j >= out->rank) break;
+    int i0 = i, j0 = j;
+    int64_t pi = in->dims[i++].size, pj = out->dims[j++].size;
+    while (pi != pj) {
+      if (pi < pj) pi *= in->dims[i++].size;
+      else pj *= out->dims[j++].size;
+    }
+    /* absorb trailing size-1 dims into neither group */
+    if (i - i0 == 1 && j - j0 == 1) { res[i0] = idx[j0]; continue; }
+    LLVMValueRef lin = fgb_const(e, 0);
+    for (int q = j0; q < j; q++) {
+      lin = LLVMBuildMul(e->b, lin, fgb_const(e, out->dims[q].size), "");
+      lin = LLVMBuildAdd(e->b, lin, idx[q], "");
+    }
+    int64_t sizes[FG_MAX_RANK];
+    for (int q = i0; q < i; q++) sizes[q - i0] = in->dims[q].size;
+    fgb_delinearize(e, lin, sizes, i - i0, res + i0);
+  }
+  while (i < in->rank) res[i++] = fgb_const(e, 0);
+}
+
+static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx, LLVMValueRef *res) {
+  const fg_type *in = &n->in[0]->type, *out = &n->out[k]->type;
+  switch (n->op->code) {
+  case FG_OP_RESHAPE:
+  case FG_OP_VIEW:
+    map_reshape(e, in, out, idx, res);
+    return;
+  case FG_OP_PERMUTE: {
+    const fg_attr *p = fg_node_attr(n, "dims");
+    for (int i = 0; i < out->rank; i++) {
+      int64_t s = p->ints[i] < 0 ? p->ints[i] + in->rank : p->ints[i];
+      res[s] = idx[i];
+    }
+    return;
+  }
+  case FG_OP_TRANSPOSE: {
+    int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
+    if (a < 0) a += in->rank;
+    if (b < 0) b += in->rank;
+    for (int i = 0; i < in->rank; i++) res[i] = idx[i];
+    res[a] = idx[b];
+    res[b] = idx[a];
+    return;
+  }
+  case FG_OP_BROADCAST_IN_DIM: {
+    const fg_attr *dims = fg_node_attr(n, "dims");
+    for (int i = 0; i < in->rank; i++) {
+      int64_t o = dims->ints[i] < 0 ? dims->ints[i] + out->rank : dims->ints[i];
+      res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[o];
+    }
+    return;
+  }
+  case FG_OP_EXPAND: {
+    int lead = out->rank - in->rank;
+    for (int i = 0; i < in->rank; i++) res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[lead + i];
+    return;
+  }
+  case FG_OP_SQUEEZE: {
+    const fg_attr *dims = fg_node_attr(n, "dims");
+    bool drop[FG_MAX_RANK] = {0};
+    for (int i = 0; i < in->rank; i++) drop[i] = !dims && in->dims[i].size == 1;
+    for (int i = 0; dims && i < dims->n; i++) {
+      int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
+      drop[d] = in->dims[d].size == 1;
+    }
+    for (int i = 0, j = 0; i < in->rank; i++) res[i] = drop[i] ? fgb_const(e, 0) : idx[j++];
+    return;
+  }
+  case FG_OP_UNSQUEEZE: {
+    int64_t d = fg_attr_int(n, "dim");
+    if (d < 0) d += in->rank + 1;
+    for (int i = 0, j = 0; i < out->rank; i++)
+      if (i != d) res[j++] = idx[i];
+    return;
+  }
+  case FG_OP_SLICE: {
+    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"), *sp = fg_node_attr(n, "steps");
+    for (int i = 0; i < in->rank; i++) {
+      int64_t step = sp ? sp->ints[i] : 1, s0, len;
+      extern void fg_slice_bounds(int64_t, int64_t, int64_t, int64_t, int64_t *, int64_t *);
+      fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
+      LLVMValueRef v = idx[i];
+      if (step != 1) v = LLVMBuildMul(e->b, v, fgb_const(e, step), "");
+      if (s0 != 0) v = LLVMBuildAdd(e->b, v, fgb_const(e, s0), "");
+      res[i] = v;
+    }
+    return;
+  }
+  case FG_OP_SPLIT: {
+    const fg_attr *sizes = fg_node_attr(n, "sizes");
+    int64_t dim = fg_attr_int(n, "dim");
+    if (dim < 0) dim += in->rank;
+    int64_t off = 0;
+    for (int i = 0; i < k; i++) off += sizes->ints[i];
+    for (int i = 0; i < in->rank; i++) res[i] = idx[i];
+    if (off) res[dim] = LLVMBuildAdd(e->b, idx[dim], fgb_const(e, off), "");
+    return;
+  }
+  default:
+    fgb_fail(e, "internal error: '%s' is not a view op", n->op->name);
+  }
+}
+
+/* ---- ops ---- */
+
+static LLVMValueRef clampi(fgb_emitter *e, LLVMValueRef v, int64_t lo, int64_t hi) {
+  LLVMValueRef l = fgb_const(e, lo), h = fgb_const(e, hi);
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, l, ""), l, v, "");
+  return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, h, ""), h, v, "");
+}
+
+static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx) {
+  (void)k;
+  const fg_type *ot = &n->out[0]->type;
+  LLVMValueRef ops[4];
+  for (int i = 0; i < n->nin; i++) {
+    LLVMValueRef lit = fgb_pw_literal(e->m, n, i);
+    if (lit) { ops[i] = lit; continue; }
+    const fg_value *a = n->in[i];
+    LLVMValueRef aidx[FG_MAX_RANK];
+    int off = ot->rank - a->type.rank;
+    for (int d = 0; d < a->type.rank; d++)
+      aidx[d] = a->type.dims[d].size == 1 ? fgb_const(e, 0) : idx[off + d];
+    LLVMValueRef v = fgb_emit_value(e, a, aidx);
+    if (!v) return NULL;
+    ops[i] = fgb_convert(e->m, v, a->type.dtype, fgb_pw_operand_target(n, i));
+  }
+  LLVMValueRef r = fgb_emit_pointwise(e->m, n, ops);
+  if (!r) { fgb_fail(e, "internal error: no lowering for '%s'", n->op->name); return NULL; }
+  fg_dtype from = LLVMTypeOf(r) == LLVMInt1TypeInContext(e->ctx) ? FG_BOOL : fg_pw_compute_dtype(n);
+  return fgb_convert(e->m, r, from, ot->dtype);
+}
+
+static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
+  const fg_type *ot = &n->out[0]->type;
+  int64_t dim = fg_attr_int(n, "dim");
+  if (dim < 0) dim += ot->rank;
+  LLVMValueRef res = NULL;
+  int64_t off = 0;
+  LLVMValueRef vals[64], bounds[64];
+  int nv = 0;
+  for (int i = 0; i < n->nin && nv < 64; i++) {
+    const fg_value *a = n->in[i];
+    int64_t sz = a->type.dims[dim].size;
+    if (sz == 0) continue;
+    LLVMValueRef aidx[FG_MAX_RANK];
+    memcpy(aidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
+    if (off) aidx[dim] = LLVMBuildSub(e->b, idx[dim], fgb_const(e, off), "");
+    aidx[dim] = clampi(e, aidx[dim], 0, sz - 1);
+    LLVMValueRef v = fgb_emit_value(e, a, aidx);
+    if (!v) return NULL;
+    vals[nv] = fgb_convert(e->m, v, a->type.dtype, ot->dtype);
+    off += sz;
+    bounds[nv++] = fgb_const(e, off);
+  }
+  if (nv == 0) return LLVMGetUndef(fgb_reg_type(e->m, ot->dtype));
+  res = vals[nv - 1];
+  for (int i = nv - 2; i >= 0; i--)
+    res = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, idx[dim], bounds[i], ""), vals[i], res, "");
+  return res;
+}
+
+static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
+  const fg_type *in = &n->in[0]->type, *ot = &n->out[0]->type;
+  const fg_attr *pad = fg_node_attr(n, "pad");
+  LLVMValueRef padv = const_reg(e, ot->dtype, fg_node_attr(n, "value"));
+  if (fg_type_numel(in) == 0) return padv;
+  LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0);
+  LLVMValueRef aidx[FG_MAX_RANK];
+  for (int d = 0; d < in->rank; d++) {
+    int64_t lo = pad->ints[2 * d], sz = in->dims[d].size;
+    LLVMValueRef s = lo ? LLVMBuildSub(e->b, idx[d], fgb_const(e, lo), "") : idx[d];
+    if (lo > 0 || pad->ints[2 * d + 1] > 0) {
+      LLVMValueRef ok = LLVMBuildICmp(e->b, LLVMIntULT, s, fgb_const(e, sz), "");
+      valid = LLVMBuildAnd(e->b, valid, ok, "");
+      s = clampi(e, s, 0, sz - 1);
+    }
+    aidx[d] = s;
+  }
+  LLVMValueRef v = fgb_emit_value(e, n->in[0], aidx);
+  if (!v) return NULL;
+  return LLVMBuildSelect(e->b, valid, v, padv, "");
+}
+
+LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  if (e->failed) return NULL;
+  LLVMValueRef hit = fgb_memo_get(e, v, idx);
+  if (hit) return hit;
+  LLVMValueRef r = NULL;
+  const fg_node *n = v->def;
+  if (v->param_index >= 0 && v->type.scalar) {
+    LLVMValueRef a = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_PARAM, v->param_index});
+    if (!a) return NULL;
+    r = fgb_convert(e->m, a, fg_dtype_is_float(v->type.dtype) ? FG_F64 : FG_I64, v->type.dtype);
+  } else if (fg_plan_in_memory(e->p, v, e->k->id)) {
+    fg_strided s;
+    base_view(e, v, &s);
+    r = load_view(e, v, buf_of_value(e, v), &s, idx);
+  } else if (!n) {
+    fgb_fail(e, "internal error: value %d has no definition", v->id);
+  } else {
+    const fg_value *base;
+    fg_strided s;
+    switch (n->op->kind) {
+    case FG_KIND_LITERAL:
+      r = const_reg(e, v->type.dtype, &n->attrs[0]);
+      break;
+    case FG_KIND_POINTWISE:
+      r = emit_pointwise_node(e, n, v->def_index, idx);
+      break;
+    case FG_KIND_CONTROL:
+      r = fgb_emit_value(e, n->in[0], idx);
+      break;
+    case FG_KIND_CREATION:
+      if (n->op->code == FG_OP_FULL) {
+        r = const_reg(e, v->type.dtype, fg_node_attr(n, "value"));
+      } else {
+        LLVMValueRef i64 = LLVMBuildSExt(e->b, idx[0], LLVMInt64TypeInContext(e->ctx), "");
+        if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx)) i64 = idx[0];
+        r = fgb_convert(e->m, i64, FG_I64, v->type.dtype);
+      }
+      break;
+    case FG_KIND_VIEW:
+      if (n->op->code == FG_OP_CAT) { r = emit_cat(e, n, idx); break; }
+      if (n->op->code == FG_OP_PAD) { r = emit_pad(e, n, idx); break; }
+      if (view_from_memory(e, v, &base, &s)) {
+        r = load_view(e, v, buf_of_value(e, base), &s, idx);
+      } else {
+        LLVMValueRef in_idx[FG_MAX_RANK];
+        map_view(e, n, v->def_index, idx, in_idx);
+        r = fgb_emit_value(e, n->in[0], in_idx);
+      }
+      break;
+    case FG_KIND_REDUCTION:
+      fgb_fail(e, "internal error: reduction '%s' used at an index its kernel did not compute", n->op->name);
+      break;
+    case FG_KIND_ATTENTION:
+      fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);
+      break;
+    }
+  }
+  if (r && !e->failed) fgb_memo_put(e, v, idx, r);
+  return e->failed ? NULL : r;
+}
+
+/* ---- stores ---- */
+
+static LLVMValueRef dense_offset(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  fg_type t = v->type;
+  t.has_layout = false;
+  int64_t st[FG_MAX_RANK];
+  fg_type_strides(&t, st);
+  LLVMValueRef off = fgb_const(e, 0);
+  for (int d = 0; d < t.rank; d++) {
+    if (t.dims[d].size == 1) continue;
+    LLVMValueRef x = st[d] == 1 ? idx[d] : LLVMBuildMul(e->b, idx[d], fgb_const(e, st[d]), "");
+    off = LLVMBuildAdd(e->b, off, x, "");
+  }
+  return off;
+}
+
+void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val) {
+  LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
+  if (!ptr || !val) return;
+  LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, v->type.dtype), dense_offset(e, v, idx));
+  fgb_store(e->m, addr, v->type.dtype, val);
+}
+
+void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef *vals) {
+  int r = v->type.rank;
+  fg_dtype dt = v->type.dtype;
+  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0) {
+    LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
+    if (!ptr) return;
+    LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), dense_offset(e, v, idx));
+    int per = 16 / fg_dtype_size(dt);
+    if (per > e->vec) per = e->vec;
+    unsigned align = (unsigned)(per * fg_dtype_size(dt));
+    for (int done = 0; done < e->vec; done += per) {
+      LLVMValueRef a = done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
+      fgb_store_vec(e->m, a, dt, per, align, vals + done);
+    }
+    return;
+  }
+  LLVMValueRef lidx[FG_MAX_RANK];
+  memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)r);
+  for (int j = 0; j < e->vec; j++) {
+    if (r > 0) lidx[r - 1] = e->lanes[j];
+    fgb_emit_store(e, v, lidx, vals[j]);
+  }
+}

@@ -1,0 +1,21 @@
+/* Private to the backend_ptx sources: the fgb_module structure and cached types. */
+#ifndef FGB_INTERNAL_H
+#define FGB_INTERNAL_H
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "llvm_module.h"
+
+struct fgb_module {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTargetMachineRef tm;
+  int sm;                     /* 80, 86, 89, 90 */
+  int nkernels, capkernels;
+  LLVMValueRef *kernels;
+  unsigned md_invariant;      /* kind id of !invariant.load */
+  LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, gptr, sptr;
+};
+
+#endif

@@ -1,0 +1,72 @@
+/* GPU primitives: special registers, barriers, shuffles, atomics, shared
+ * memory. See gpu_intrin.h. */
+#include "gpu_intrin.h"
+
+#include <stdio.h>
+
+#include "fgb_internal.h"
+
+static LLVMValueRef sreg(fgb_module *m, const char *what, int axis) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", what, "xyz"[axis < 0 || axis > 2 ? 0 : axis]);
+  return fgb_call(m, name, m->i32, 0, NULL);
+}
+
+LLVMValueRef fgb_tid(fgb_module *m, int axis) { return sreg(m, "tid", axis); }
+LLVMValueRef fgb_ctaid(fgb_module *m, int axis) { return sreg(m, "ctaid", axis); }
+LLVMValueRef fgb_ntid(fgb_module *m, int axis) { return sreg(m, "ntid", axis); }
+LLVMValueRef fgb_nctaid(fgb_module *m, int axis) { return sreg(m, "nctaid", axis); }
+LLVMValueRef fgb_laneid(fgb_module *m) {
+  return fgb_call(m, "llvm.nvvm.read.ptx.sreg.laneid", m->i32, 0, NULL);
+}
+
+void fgb_barrier(fgb_module *m) { fgb_call(m, "llvm.nvvm.barrier0", m->v, 0, NULL); }
+void fgb_membar_gl(fgb_module *m) { fgb_call(m, "llvm.nvvm.membar.gl", m->v, 0, NULL); }
+
+static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask) {
+  bool f = LLVMTypeOf(v) == m->f32;
+  LLVMValueRef args[4] = {LLVMConstInt(m->i32, 0xffffffffu, 0), v,
+                          LLVMConstInt(m->i32, (unsigned)lane_mask, 0), LLVMConstInt(m->i32, 0x1f, 0)};
+  return fgb_call(m, f ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32",
+                  f ? m->f32 : m->i32, 4, args);
+}
+
+LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (t == m->f32 || t == m->i32) return shfl32(m, v, lane_mask);
+  if (t == m->f64 || t == m->i64) {
+    LLVMValueRef i = t == m->f64 ? LLVMBuildBitCast(b, v, m->i64, "") : v;
+    LLVMValueRef lo = shfl32(m, LLVMBuildTrunc(b, i, m->i32, ""), lane_mask);
+    LLVMValueRef hi = shfl32(m, LLVMBuildTrunc(b, LLVMBuildLShr(b, i, LLVMConstInt(m->i64, 32, 0), ""),
+                                               m->i32, ""), lane_mask);
+    LLVMValueRef r = LLVMBuildOr(b, LLVMBuildZExt(b, lo, m->i64, ""),
+                                 LLVMBuildShl(b, LLVMBuildZExt(b, hi, m->i64, ""),
+                                              LLVMConstInt(m->i64, 32, 0), ""), "");
+    return t == m->f64 ? LLVMBuildBitCast(b, r, m->f64, "") : r;
+  }
+  /* i1, i8, i16: widen */
+  LLVMValueRef r = shfl32(m, LLVMBuildZExt(b, v, m->i32, ""), lane_mask);
+  return LLVMBuildTrunc(b, r, t, "");
+}
+
+LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValueRef val) {
+  return LLVMBuildAtomicRMW(m->b, LLVMAtomicRMWBinOpAdd, ptr, val, LLVMAtomicOrderingMonotonic, 0);
+}
+
+LLVMValueRef fgb_shared_array(fgb_module *m, const char *name, uint64_t bytes) {
+  LLVMTypeRef t = LLVMArrayType2(m->i8, bytes ? bytes : 1);
+  LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->mod, t, name, 3);
+  LLVMSetInitializer(g, LLVMGetUndef(t));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 16);
+  return g;
+}
+
+LLVMValueRef fgb_gep(fgb_module *m, LLVMValueRef ptr, LLVMTypeRef elem, LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(m->b, elem, ptr, &idx, 1, "");
+}
+
+LLVMValueRef fgb_gep_global(fgb_module *m, LLVMValueRef ptr, LLVMTypeRef elem, LLVMValueRef idx) {
+  return fgb_gep(m, ptr, elem, idx);
+}

@@ -1,0 +1,43 @@
+/* PTX backend, part 2: GPU primitives emitted at the builder's position.
+ * All indices are i32; pointers are opaque (ptr addrspace(1) for global,
+ * addrspace(3) for shared). */
+#ifndef FGB_GPU_INTRIN_H
+#define FGB_GPU_INTRIN_H
+#include <stdint.h>
+
+#include "llvm_module.h"
+
+/* %tid.{x,y,z}, %ctaid, %ntid, %nctaid (axis 0..2), as i32. */
+LLVMValueRef fgb_tid(fgb_module *m, int axis);
+LLVMValueRef fgb_ctaid(fgb_module *m, int axis);
+LLVMValueRef fgb_ntid(fgb_module *m, int axis);
+LLVMValueRef fgb_nctaid(fgb_module *m, int axis);
+/* %laneid (i32). */
+LLVMValueRef fgb_laneid(fgb_module *m);
+
+/* bar.sync 0 (__syncthreads). */
+void fgb_barrier(fgb_module *m);
+/* membar.gl (__threadfence: device-scope fence; LLVM 19's NVPTX cannot
+ * select `fence syncscope(...)` instructions, so the intrinsic is used). */
+void fgb_membar_gl(fgb_module *m);
+
+/* shfl.sync.bfly over the full warp (mask 0xffffffff, clamp 0x1f):
+ * v of type i1, i8..i32, f32 (one shuffle) or i64, f64 (two 32-bit
+ * shuffles). Returns the value of lane (laneid ^ lane_mask). */
+LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask);
+
+/* atomicrmw add (monotonic: atom.global.add.u32, GPU scope) on an i32 in
+ * global memory; returns the old value. */
+LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValueRef val);
+
+/* A static shared-memory array of `bytes` bytes, 16-byte aligned
+ * (an internal addrspace(3) global named `name`). Returns its address
+ * (ptr addrspace(3)). */
+LLVMValueRef fgb_shared_array(fgb_module *m, const char *name, uint64_t bytes);
+
+/* &ptr[idx] for elements of type elem (any address space; idx any int
+ * type, sign-extended). fgb_gep_global is the same for global pointers. */
+LLVMValueRef fgb_gep(fgb_module *m, LLVMValueRef ptr, LLVMTypeRef elem, LLVMValueRef idx);
+LLVMValueRef fgb_gep_global(fgb_module *m, LLVMValueRef ptr, LLVMTypeRef elem, LLVMValueRef idx);
+
+#endif

@@ -1,0 +1,357 @@
+/* Pointwise ops and reduction combiners in LLVM IR, computing the op
+ * table's fn_f / fn_i (ir/op_table.c) in the compute dtype.
+ *
+ * Accuracy (f32 compute; the interpreter evaluates in double and rounds once):
+ *   exact (correctly rounded, bit-equal to the interpreter): neg abs add sub
+ *     mul div reciprocal sqrt (sqrt.rn) floor ceil round trunc sign relu
+ *     maximum minimum fmod clamp compares where cast
+ *   rsqrt = 1 / sqrt(x) with div.rn and sqrt.rn: <= 1 ulp (libdevice's
+ *     __nv_rsqrtf is rsqrt.approx, not used)
+ *   libdevice (CUDA's documented max ulp errors, f32): exp 2, exp2 2, expm1 1,
+ *     log 1, log2 1, log1p 1, sin 2, cos 2, tanh 2, erf 2, pow 4 (CUDA 12
+ *     docs: 4 ulp), fmod exact
+ *   composites, evaluated in f32: sigmoid = 1/(1+exp(-x)), silu =
+ *     x/(1+exp(-x)) (one rounding less than x*sigmoid(x)), gelu per the op
+ *     table's formulas: a few ulp.
+ * f64 compute uses the f64 libdevice functions (1-2 ulp), and is exact for
+ * the operations listed as exact above. No fast-math flags are set, so mul
+ * and add are emitted as mul.rn / add.rn and never contracted into FMAs.
+ *
+ * Integer ops work in i64 with wrapping, as fn_i: div by 0 -> -1,
+ * INT64_MIN / -1 -> INT64_MIN, fmod by 0 or -1 -> 0, pow with a negative
+ * exponent -> 1 / -1 / 0. Bool compute (FG_BOOL) runs the integer form on
+ * 0/1 and tests the result != 0, as the interpreter does. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fgb_internal.h"
+#include "infer.h"
+#include "lower_value.h"
+
+/* ---- helpers ---- */
+
+static LLVMValueRef fc(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+static LLVMValueRef ic(fgb_module *m, int64_t v) {
+  return LLVMConstInt(m->i64, (unsigned long long)v, 1);
+}
+
+/* libdevice: __nv_<base>f for f32, __nv_<base> for f64 */
+static LLVMValueRef nv(fgb_module *m, const char *base, int n, LLVMValueRef *args) {
+  LLVMTypeRef t = LLVMTypeOf(args[0]);
+  char name[48];
+  snprintf(name, sizeof name, "__nv_%s%s", base, t == m->f32 ? "f" : "");
+  return fgb_call(m, name, t, n, args);
+}
+static LLVMValueRef nv1(fgb_module *m, const char *base, LLVMValueRef x) { return nv(m, base, 1, &x); }
+
+/* llvm.<base>.f32 / .f64 */
+static LLVMValueRef intr1(fgb_module *m, const char *base, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  char name[48];
+  snprintf(name, sizeof name, "llvm.%s.%s", base, t == m->f32 ? "f32" : "f64");
+  return fgb_call(m, name, t, 1, &x);
+}
+
+static LLVMValueRef sel(fgb_module *m, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(m->b, c, a, b, "");
+}
+static LLVMValueRef fcmp(fgb_module *m, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFCmp(m->b, p, a, b, "");
+}
+static LLVMValueRef icmp(fgb_module *m, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildICmp(m->b, p, a, b, "");
+}
+
+/* The interpreter's NaN-propagating maximum/minimum: NaN if either is NaN,
+ * else x > y ? x : y (ties give y). */
+static LLVMValueRef fmaxmin(fgb_module *m, LLVMValueRef x, LLVMValueRef y, bool is_max) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef r = sel(m, fcmp(m, is_max ? LLVMRealOGT : LLVMRealOLT, x, y), x, y);
+  return sel(m, fcmp(m, LLVMRealUNO, x, y), fc(t, NAN), r);
+}
+
+static int arity(fg_opcode op) { return fg_op_get(op)->max_in; }
+
+static double attr_num(const fg_attr *a) { return a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i; }
+
+/* ---- float ops ---- */
+
+static LLVMValueRef gelu(fgb_module *m, const fg_node *n, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  bool f32 = t == m->f32;
+  const fg_attr *ap = n ? fg_node_attr(n, "approximate") : NULL;
+  LLVMValueRef hx = LLVMBuildFMul(b, fc(t, 0.5), x, "");
+  LLVMValueRef inner;
+  if (ap && ap->s && strcmp(ap->s, "tanh") == 0) {
+    double k = 0.7978845608028654, c = 0.044715;
+    LLVMValueRef cube = LLVMBuildFMul(
+        b, LLVMBuildFMul(b, LLVMBuildFMul(b, fc(t, f32 ? (float)c : c), x, ""), x, ""), x, "");
+    LLVMValueRef arg = LLVMBuildFMul(b, fc(t, f32 ? (float)k : k), LLVMBuildFAdd(b, x, cube, ""), "");
+    inner = nv1(m, "tanh", arg);
+  } else {
+    double r2 = 0.7071067811865476;
+    inner = nv1(m, "erf", LLVMBuildFMul(b, x, fc(t, f32 ? (float)r2 : r2), ""));
+  }
+  return LLVMBuildFMul(b, hx, LLVMBuildFAdd(b, fc(t, 1.0), inner, ""), "");
+}
+
+static LLVMValueRef clamp_f(fgb_module *m, const fg_node *n, LLVMValueRef x) {
+  /* Bounds rounded to the compute type: for f32 this gives the same result
+   * as the interpreter's double comparisons (x < l  <=>  x < RN(l) or x ==
+   * RN(l), and the result is then RN(l) == x). NaN fails both tests. */
+  LLVMTypeRef t = LLVMTypeOf(x);
+  bool f32 = t == m->f32;
+  const fg_attr *lo = n ? fg_node_attr(n, "min") : NULL, *hi = n ? fg_node_attr(n, "max") : NULL;
+  if (lo && lo->kind != FG_ATTR_NONE) {
+    double l = attr_num(lo);
+    LLVMValueRef L = fc(t, f32 ? (double)(float)l : l);
+    x = sel(m, fcmp(m, LLVMRealOLT, x, L), L, x);
+  }
+  if (hi && hi->kind != FG_ATTR_NONE) {
+    double h = attr_num(hi);
+    LLVMValueRef H = fc(t, f32 ? (double)(float)h : h);
+    x = sel(m, fcmp(m, LLVMRealOGT, x, H), H, x);
+  }
+  return x;
+}
+
+static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMValueRef *a) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef x = a[0], y = arity(op) >= 2 ? a[1] : NULL;
+  LLVMTypeRef t = LLVMTypeOf(op == FG_OP_WHERE ? a[1] : x); /* where's a[0] is the i1 condition */
+  LLVMValueRef one = fc(t, 1.0), zero = fc(t, 0.0);
+  switch (op) {
+  case FG_OP_NEG: return LLVMBuildFNeg(b, x, "");
+  case FG_OP_ABS: return intr1(m, "fabs", x);
+  case FG_OP_EXP: return nv1(m, "exp", x);
+  case FG_OP_EXP2: return nv1(m, "exp2", x);
+  case FG_OP_EXPM1: return nv1(m, "expm1", x);
+  case FG_OP_LOG: return nv1(m, "log", x);
+  case FG_OP_LOG2: return nv1(m, "log2", x);
+  case FG_OP_LOG1P: return nv1(m, "log1p", x);
+  case FG_OP_SQRT: return intr1(m, "sqrt", x);
+  case FG_OP_RSQRT: return LLVMBuildFDiv(b, one, intr1(m, "sqrt", x), "");
+  case FG_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
+  case FG_OP_SIN: return nv1(m, "sin", x);
+  case FG_OP_COS: return nv1(m, "cos", x);
+  case FG_OP_TANH: return nv1(m, "tanh", x);
+  case FG_OP_ERF: return nv1(m, "erf", x);
+  case FG_OP_SIGMOID:
+    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""), "");
+  case FG_OP_SILU:
+    return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""), "");
+  case FG_OP_GELU: return gelu(m, n, x);
+  case FG_OP_RELU: return sel(m, fcmp(m, LLVMRealUGT, x, zero), x, zero); /* NaN stays */
+  case FG_OP_FLOOR: return intr1(m, "floor", x);
+  case FG_OP_CEIL: return intr1(m, "ceil", x);
+  case FG_OP_ROUND: return intr1(m, "roundeven", x); /* nearbyint: half to even */
+  case FG_OP_TRUNC: return intr1(m, "trunc", x);
+  case FG_OP_SIGN:
+    return sel(m, fcmp(m, LLVMRealOGT, x, zero), one, sel(m, fcmp(m, LLVMRealOLT, x, zero), fc(t, -1.0), x));
+  case FG_OP_ISNAN: return fcmp(m, LLVMRealUNO, x, x);
+  case FG_OP_ISINF: return fcmp(m, LLVMRealOEQ, intr1(m, "fabs", x), fc(t, INFINITY));
+  case FG_OP_ADD: return LLVMBuildFAdd(b, x, y, "");
+  case FG_OP_SUB: return LLVMBuildFSub(b, x, y, "");
+  case FG_OP_MUL: return LLVMBuildFMul(b, x, y, "");
+  case FG_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
+  case FG_OP_POW: return nv(m, "pow", 2, a);
+  case FG_OP_FMOD: return nv(m, "fmod", 2, a);
+  case FG_OP_MAXIMUM: return fmaxmin(m, x, y, true);
+  case FG_OP_MINIMUM: return fmaxmin(m, x, y, false);
+  case FG_OP_EQ: return fcmp(m, LLVMRealOEQ, x, y);
+  case FG_OP_NE: return fcmp(m, LLVMRealUNE, x, y);
+  case FG_OP_LT: return fcmp(m, LLVMRealOLT, x, y);
+  case FG_OP_LE: return fcmp(m, LLVMRealOLE, x, y);
+  case FG_OP_GT: return fcmp(m, LLVMRealOGT, x, y);
+  case FG_OP_GE: return fcmp(m, LLVMRealOGE, x, y);
+  case FG_OP_WHERE: return sel(m, a[0], a[1], a[2]);
+  case FG_OP_CLAMP: return clamp_f(m, n, x);
+  case FG_OP_CAST: return x;
+  default: return NULL;
+  }
+}
+
+/* ---- integer ops (i64) ---- */
+
+/* pow_i: square and multiply over the exponent's bits (a loop, at most 63
+ * trips); negative exponents give 1 (base 1), +-1 (base -1), else 0. */
+static LLVMValueRef ipow(fgb_module *m, LLVMValueRef base, LLVMValueRef e) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef fn = fgb_current_fn(m);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+  LLVMBasicBlockRef head = LLVMAppendBasicBlockInContext(m->ctx, fn, "ipow.head");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->ctx, fn, "ipow.body");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->ctx, fn, "ipow.done");
+  LLVMValueRef neg = icmp(m, LLVMIntSLT, e, ic(m, 0));
+  LLVMValueRef e0 = sel(m, neg, ic(m, 0), e);
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, head);
+  LLVMValueRef r = LLVMBuildPhi(b, m->i64, "r"), x = LLVMBuildPhi(b, m->i64, "x"),
+               ee = LLVMBuildPhi(b, m->i64, "e");
+  LLVMBuildCondBr(b, icmp(m, LLVMIntNE, ee, ic(m, 0)), body, done);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef bit = LLVMBuildTrunc(b, ee, m->i1, "");
+  LLVMValueRef r2 = sel(m, bit, LLVMBuildMul(b, r, x, ""), r);
+  LLVMValueRef x2 = LLVMBuildMul(b, x, x, "");
+  LLVMValueRef e2 = LLVMBuildLShr(b, ee, ic(m, 1), "");
+  LLVMBuildBr(b, head);
+  LLVMValueRef rin[2] = {ic(m, 1), r2}, xin[2] = {base, x2}, ein[2] = {e0, e2};
+  LLVMBasicBlockRef from[2] = {pre, body};
+  LLVMAddIncoming(r, rin, from, 2);
+  LLVMAddIncoming(x, xin, from, 2);
+  LLVMAddIncoming(ee, ein, from, 2);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMValueRef odd = LLVMBuildTrunc(b, e, m->i1, "");
+  LLVMValueRef negr = sel(m, icmp(m, LLVMIntEQ, base, ic(m, 1)), ic(m, 1),
+                          sel(m, icmp(m, LLVMIntEQ, base, ic(m, -1)), sel(m, odd, ic(m, -1), ic(m, 1)),
+                              ic(m, 0)));
+  return sel(m, neg, negr, r);
+}
+
+static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMValueRef *a) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef x = a[0], y = arity(op) >= 2 ? a[1] : NULL, zero = ic(m, 0);
+  switch (op) {
+  case FG_OP_NEG: return LLVMBuildSub(b, zero, x, "");
+  case FG_OP_ABS: return sel(m, icmp(m, LLVMIntSLT, x, zero), LLVMBuildSub(b, zero, x, ""), x);
+  case FG_OP_RELU: return sel(m, icmp(m, LLVMIntSGT, x, zero), x, zero);
+  case FG_OP_FLOOR: case FG_OP_CEIL: case FG_OP_ROUND: case FG_OP_TRUNC: case FG_OP_CAST: return x;
+  case FG_OP_SIGN:
+    return LLVMBuildSub(b, LLVMBuildZExt(b, icmp(m, LLVMIntSGT, x, zero), m->i64, ""),
+                        LLVMBuildZExt(b, icmp(m, LLVMIntSLT, x, zero), m->i64, ""), "");
+  case FG_OP_ISNAN: case FG_OP_ISINF: return LLVMConstInt(m->i1, 0, 0);
+  case FG_OP_ADD: return LLVMBuildAdd(b, x, y, "");
+  case FG_OP_SUB: return LLVMBuildSub(b, x, y, "");
+  case FG_OP_MUL: return LLVMBuildMul(b, x, y, "");
+  case FG_OP_DIV: {
+    /* y == 0 -> -1; INT64_MIN / -1 -> INT64_MIN (divide by 1 instead) */
+    LLVMValueRef y0 = icmp(m, LLVMIntEQ, y, zero);
+    LLVMValueRef ovf = LLVMBuildAnd(b, icmp(m, LLVMIntEQ, x, ic(m, INT64_MIN)),
+                                    icmp(m, LLVMIntEQ, y, ic(m, -1)), "");
+    LLVMValueRef ys = sel(m, LLVMBuildOr(b, y0, ovf, ""), ic(m, 1), y);
+    return sel(m, y0, ic(m, -1), LLVMBuildSDiv(b, x, ys, ""));
+  }
+  case FG_OP_FMOD: {
+    /* y == 0 or y == -1 -> 0, which x % 1 gives */
+    LLVMValueRef bad = LLVMBuildOr(b, icmp(m, LLVMIntEQ, y, zero), icmp(m, LLVMIntEQ, y, ic(m, -1)), "");
+    return LLVMBuildSRem(b, x, sel(m, bad, ic(m, 1), y), "");
+  }
+  case FG_OP_POW: return ipow(m, x, y);
+  case FG_OP_MAXIMUM: return sel(m, icmp(m, LLVMIntSGT, x, y), x, y);
+  case FG_OP_MINIMUM: return sel(m, icmp(m, LLVMIntSLT, x, y), x, y);
+  case FG_OP_EQ: return icmp(m, LLVMIntEQ, x, y);
+  case FG_OP_NE: return icmp(m, LLVMIntNE, x, y);
+  case FG_OP_LT: return icmp(m, LLVMIntSLT, x, y);
+  case FG_OP_LE: return icmp(m, LLVMIntSLE, x, y);
+  case FG_OP_GT: return icmp(m, LLVMIntSGT, x, y);
+  case FG_OP_GE: return icmp(m, LLVMIntSGE, x, y);
+  case FG_OP_WHERE: return sel(m, a[0], a[1], a[2]);
+  case FG_OP_CLAMP: {
+    const fg_attr *lo = n ? fg_node_attr(n, "min") : NULL, *hi = n ? fg_node_attr(n, "max") : NULL;
+    if (lo && lo->kind != FG_ATTR_NONE) x = sel(m, icmp(m, LLVMIntSLT, x, ic(m, lo->i)), ic(m, lo->i), x);
+    if (hi && hi->kind != FG_ATTR_NONE) x = sel(m, icmp(m, LLVMIntSGT, x, ic(m, hi->i)), ic(m, hi->i), x);
+    return x;
+  }
+  default: return NULL;
+  }
+}
+
+static bool returns_bool(fg_opcode op) {
+  switch (op) {
+  case FG_OP_EQ: case FG_OP_NE: case FG_OP_LT: case FG_OP_LE: case FG_OP_GT: case FG_OP_GE:
+  case FG_OP_ISNAN: case FG_OP_ISINF: case FG_OP_LOGICAL_NOT: case FG_OP_LOGICAL_AND:
+  case FG_OP_LOGICAL_OR:
+    return true;
+  default:
+    return false;
+  }
+}
+
+LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_node *n,
+                         LLVMValueRef *ops) {
+  LLVMBuilderRef b = m->b;
+  switch (op) {
+  case FG_OP_LOGICAL_NOT: return LLVMBuildNot(b, ops[0], "");
+  case FG_OP_LOGICAL_AND: return LLVMBuildAnd(b, ops[0], ops[1], "");
+  case FG_OP_LOGICAL_OR: return LLVMBuildOr(b, ops[0], ops[1], "");
+  default: break;
+  }
+  if (cdt == FG_F32 || cdt == FG_F64) return float_op(m, op, n, ops);
+  if (cdt == FG_I64) return int_op(m, op, n, ops);
+  if (cdt != FG_BOOL) return NULL;
+  if (op == FG_OP_WHERE) return sel(m, ops[0], ops[1], ops[2]);
+  /* bool compute: the integer form on 0/1, then != 0 */
+  LLVMValueRef w[2] = {NULL, NULL};
+  for (int k = 0; k < arity(op) && k < 2; k++) w[k] = LLVMBuildZExt(b, ops[k], m->i64, "");
+  LLVMValueRef r = int_op(m, op, n, w);
+  if (!r || returns_bool(op)) return r;
+  return icmp(m, LLVMIntNE, r, ic(m, 0));
+}
+
+fg_dtype fgb_pw_operand_target(const fg_node *n, int k) {
+  if (n->op->pw == FG_PW_LOGICAL || (n->op->pw == FG_PW_WHERE && k == 0)) return FG_BOOL;
+  return fg_pw_compute_dtype(n);
+}
+
+LLVMValueRef fgb_pw_literal(fgb_module *m, const fg_node *n, int k) {
+  double unused;
+  const fg_value *v = n->in[k];
+  if (!fg_value_is_literal(v, &unused)) return NULL;
+  const fg_attr *a = &v->def->attrs[0];
+  bool isf = a->kind == FG_ATTR_FLOAT;
+  switch (fgb_pw_operand_target(n, k)) {
+  case FG_BOOL: return LLVMConstInt(m->i1, isf ? a->f != 0 : a->i != 0, 0);
+  case FG_F32: return fc(m->f32, isf ? (double)(float)a->f : (double)(float)a->i);
+  case FG_F64: return fc(m->f64, isf ? a->f : (double)a->i);
+  default: {
+    int64_t i = a->i;
+    if (isf) /* (int64_t)a->f where defined */
+      i = isnan(a->f) ? 0 : a->f >= 9223372036854775807.0 ? INT64_MAX
+          : a->f <= -9223372036854775808.0 ? INT64_MIN : (int64_t)a->f;
+    return ic(m, i);
+  }
+  }
+}
+
+fg_dtype fgb_pw_result_form(const fg_node *n) {
+  return returns_bool(n->op->code) ? FG_BOOL : fg_pw_compute_dtype(n);
+}
+
+LLVMValueRef fgb_emit_pointwise(fgb_module *m, const fg_node *n, LLVMValueRef *ops) {
+  if (n->op->kind != FG_KIND_POINTWISE) return NULL;
+  return fgb_emit_op(m, n->op->code, fg_pw_compute_dtype(n), n, ops);
+}
+
+/* ---- reductions ---- */
+
+LLVMValueRef fgb_reduce_identity(fgb_module *m, fg_opcode op, fg_dtype acc) {
+  bool fl = acc == FG_F32 || acc == FG_F64;
+  LLVMTypeRef t = fgb_reg_type(m, acc);
+  switch (op) {
+  case FG_OP_SUM: case FG_OP_MEAN: return fl ? fc(t, -0.0) : ic(m, 0);
+  case FG_OP_PROD: return fl ? fc(t, 1.0) : ic(m, 1);
+  case FG_OP_AMAX: return fl ? fc(t, -INFINITY) : ic(m, INT64_MIN);
+  case FG_OP_AMIN: return fl ? fc(t, INFINITY) : ic(m, INT64_MAX);
+  default: return NULL;
+  }
+}
+
+LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, LLVMValueRef x,
+                                fg_dtype acc_dt) {
+  LLVMBuilderRef b = m->b;
+  bool fl = acc_dt == FG_F32 || acc_dt == FG_F64;
+  switch (op) {
+  case FG_OP_SUM: case FG_OP_MEAN: return fl ? LLVMBuildFAdd(b, acc, x, "") : LLVMBuildAdd(b, acc, x, "");
+  case FG_OP_PROD: return fl ? LLVMBuildFMul(b, acc, x, "") : LLVMBuildMul(b, acc, x, "");
+  case FG_OP_AMAX: case FG_OP_AMIN: {
+    bool mx = op == FG_OP_AMAX;
+    if (!fl) return sel(m, icmp(m, mx ? LLVMIntSGT : LLVMIntSLT, x, acc), x, acc);
+    LLVMValueRef r = sel(m, fcmp(m, mx ? LLVMRealOGT : LLVMRealOLT, x, acc), x, acc);
+    return sel(m, fcmp(m, LLVMRealUNO, acc, x), fc(LLVMTypeOf(acc), NAN), r);
+  }
+  default: return NULL;
+  }
+}

@@ -1,0 +1,241 @@
+/* libfgload: the fusec deployment runtime.
+ *
+ * Loads a fusec artifact (PTX + launch plan, docs/artifact.md), JIT-compiles
+ * it through the CUDA driver (loaded with dlopen; nothing links against
+ * libcuda) with an on-disk cubin cache, and runs its graphs on a CUDA stream.
+ *
+ * Conventions
+ * - Every function that can fail returns an fgl_status and takes a last
+ *   argument `fgl_error *err`: when err is not NULL and the call fails, err
+ *   receives the status and a one-line, NUL-terminated message naming what
+ *   went wrong (never written on success). err may be NULL.
+ * - Nothing here aborts, exits or prints; diagnostics about the cubin cache
+ *   and the JIT go to the optional log callback of fgl_load_options.
+ * - Thread safety: loading modules is thread-safe; one graph instance
+ *   (fgl_graph) must be used by one thread at a time, distinct instances of
+ *   the same module may run concurrently.
+ * - fgl_run allocates nothing and never synchronizes: a run can be captured
+ *   into a CUDA graph and replayed.
+ */
+#ifndef FGLOAD_H
+#define FGLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default) /* the library is built with hidden visibility */
+#endif
+
+#define FGL_ABI_VERSION 1 /* bumped on any change to this header's ABI */
+#define FGL_MAX_RANK 8
+
+typedef enum fgl_status {
+  FGL_OK = 0,
+  FGL_ERR_INVALID_ARGUMENT, /* a NULL handle/pointer, an index out of range */
+  FGL_ERR_NO_DRIVER,        /* libcuda.so.1 missing, or no CUDA device */
+  FGL_ERR_CUDA,             /* a CUDA driver call failed (message names it) */
+  FGL_ERR_IO,               /* reading the artifact file failed */
+  FGL_ERR_PLAN,             /* the artifact is malformed (message gives the line) */
+  FGL_ERR_UNSUPPORTED,      /* artifact targets a newer GPU than the device */
+  FGL_ERR_NOT_FOUND,        /* no graph of that name */
+  FGL_ERR_MISMATCH,         /* fgl_run: an argument does not match the plan */
+  FGL_ERR_NO_MEMORY         /* host allocation failed */
+} fgl_status;
+
+typedef struct fgl_error {
+  fgl_status status;
+  char msg[512];
+} fgl_error;
+
+const char *fgl_status_name(fgl_status s); /* "FGL_ERR_PLAN", ... */
+
+/* Element types, in the order of the compiler's fg_dtype. */
+typedef enum fgl_dtype {
+  FGL_BOOL, FGL_I8, FGL_U8, FGL_I16, FGL_I32, FGL_I64,
+  FGL_F16, FGL_BF16, FGL_F32, FGL_F64, FGL_F8E4M3, FGL_F8E5M2,
+  FGL_DTYPE_COUNT
+} fgl_dtype;
+
+const char *fgl_dtype_name(fgl_dtype t); /* "bf16"; "?" when out of range */
+int fgl_dtype_size(fgl_dtype t);         /* bytes per element; 0 when out of range */
+int fgl_dtype_is_float(fgl_dtype t);     /* f16 bf16 f32 f64 f8e4m3 f8e5m2 */
+
+typedef unsigned long long fgl_devptr; /* a CUdeviceptr */
+typedef void *fgl_stream;              /* a CUstream; NULL is the default stream */
+typedef struct fgl_module fgl_module;
+typedef struct fgl_graph fgl_graph;
+typedef struct fgl_event fgl_event;
+
+/* ---- Loading ----------------------------------------------------------- */
+
+typedef enum fgl_log_level { FGL_LOG_DEBUG, FGL_LOG_INFO, FGL_LOG_WARN } fgl_log_level;
+typedef void (*fgl_log_fn)(void *user, fgl_log_level level, const char *msg);
+
+typedef struct fgl_load_options {
+  fgl_log_fn log;         /* NULL: no logging */
+  void *log_user;
+  const char *cache_dir;  /* NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec, ~/.cache/fusec */
+  int cache;              /* 1: use the cubin cache (unless FUSEC_CACHE=0); 0: never */
+  int jit_opt_level;      /* ptxas optimization level 0..4 (default 4) */
+} fgl_load_options;
+
+void fgl_load_options_init(fgl_load_options *o); /* the defaults above */
+
+/* Load an artifact. The module uses the calling thread's current CUDA context,
+ * or, when there is none, retains the primary context of device 0 (released
+ * by fgl_module_free). opts may be NULL (defaults). load_data copies data. */
+fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts,
+                                fgl_module **out, fgl_error *err);
+fgl_status fgl_module_load_data(const void *data, size_t len, const fgl_load_options *opts,
+                                fgl_module **out, fgl_error *err);
+/* Frees the module; every graph instance created from it must be freed first. */
+fgl_status fgl_module_free(fgl_module *m, fgl_error *err);
+
+typedef struct fgl_load_stats {
+  int cache_hit;      /* 1: the cubin came from the cache */
+  double jit_ms;      /* time in the JIT (0 on a cache hit) */
+  double total_ms;    /* the whole load */
+} fgl_load_stats;
+fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_error *err);
+
+typedef struct fgl_device_info {
+  char name[256];
+  int cc_major, cc_minor; /* compute capability */
+  int driver_version;     /* e.g. 12040 */
+} fgl_device_info;
+fgl_status fgl_module_device_info(const fgl_module *m, fgl_device_info *out, fgl_error *err);
+
+/* ---- Graphs ----------------------------------------------------------------- */
+
+typedef struct fgl_graph_info {
+  const char *name; /* valid while the module lives */
+  int n_params, n_results, n_temps, n_kernels;
+} fgl_graph_info;
+
+fgl_status fgl_module_num_graphs(const fgl_module *m, int *out, fgl_error *err);
+/* By index (0..num_graphs-1) or by name (FGL_ERR_NOT_FOUND when absent). */
+fgl_status fgl_module_graph_at(const fgl_module *m, int index, fgl_graph_info *out, fgl_error *err);
+fgl_status fgl_module_graph_info(const fgl_module *m, const char *name, fgl_graph_info *out,
+                                 fgl_error *err);
+
+typedef struct fgl_temp_info {
+  size_t bytes;
+  size_t align; /* required alignment of the storage */
+  int zero;     /* 1: must be zero before the first run (the loader zeroes it) */
+} fgl_temp_info;
+fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int index,
+                                fgl_temp_info *out, fgl_error *err);
+
+/* Create a runnable instance of a graph, allocating its temps (zeroed where
+ * the plan says so). */
+fgl_status fgl_graph_create(fgl_module *m, const char *name, fgl_graph **out, fgl_error *err);
+/* Same, with temp storage supplied by the caller: temps[i] for temp i, of at
+ * least fgl_temp_info.bytes at fgl_temp_info.align; the caller keeps
+ * ownership. Temps marked zero are zeroed here (synchronously). */
+fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps,
+                                       int n_temps, fgl_graph **out, fgl_error *err);
+fgl_status fgl_graph_free(fgl_graph *g, fgl_error *err);
+
+fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error *err);
+
+typedef struct fgl_param_info {
+  const char *name;
+  fgl_dtype dtype;
+  int is_scalar;                  /* passed by value (fgl_arg_scalar) */
+  int rank;                       /* 0 for scalars */
+  int64_t sizes[FGL_MAX_RANK];
+  int64_t strides[FGL_MAX_RANK];  /* in elements */
+} fgl_param_info;
+
+typedef struct fgl_result_info {
+  fgl_dtype dtype;
+  int rank;
+  int64_t sizes[FGL_MAX_RANK];
+  int64_t strides[FGL_MAX_RANK];
+  int is_view;       /* 1: returned as a view, the caller supplies no storage */
+  int base_is_param; /* views: base is parameter base_index (1) or result base_index (0) */
+  int base_index;
+  int64_t offset;    /* views: in elements from the base's address */
+} fgl_result_info;
+
+fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err);
+fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out, fgl_error *err);
+
+/* ---- Running ---------------------------------------------------------------- */
+
+typedef struct fgl_tensor {
+  fgl_devptr ptr;
+  fgl_dtype dtype;
+  int rank;
+  int64_t sizes[FGL_MAX_RANK];
+  int64_t strides[FGL_MAX_RANK]; /* in elements */
+} fgl_tensor;
+
+typedef struct fgl_arg {
+  int is_scalar;
+  fgl_tensor tensor; /* tensor parameters */
+  fgl_dtype scalar_dtype; /* scalar parameters: must equal the parameter's dtype */
+  double f;               /* the value, for float dtypes */
+  int64_t i;              /* the value, for integer and bool dtypes */
+} fgl_arg;
+
+/* Fill a tensor description of contiguous row-major storage. */
+void fgl_tensor_contiguous(fgl_tensor *t, fgl_devptr ptr, fgl_dtype dtype, int rank,
+                           const int64_t *sizes);
+static inline fgl_arg fgl_arg_tensor(fgl_tensor t) {
+  fgl_arg a = {0};
+  a.tensor = t;
+  return a;
+}
+static inline fgl_arg fgl_arg_float(fgl_dtype dtype, double v) {
+  fgl_arg a = {0};
+  a.is_scalar = 1; a.scalar_dtype = dtype; a.f = v;
+  return a;
+}
+static inline fgl_arg fgl_arg_int(fgl_dtype dtype, int64_t v) {
+  fgl_arg a = {0};
+  a.is_scalar = 1; a.scalar_dtype = dtype; a.i = v;
+  return a;
+}
+
+/* Run graph g on stream. inputs[i] is parameter i. outputs[j] is result j:
+ * for `written` results the caller fills ptr/dtype/rank/sizes/strides of its
+ * storage, which must match the plan; for view results the loader fills
+ * outputs[j] (a view of the caller's storage, nothing is launched for it).
+ * Checked before anything is launched: counts, dtypes, ranks, sizes, strides
+ * (ignored where a size is 1 or the tensor is empty), non-NULL pointers
+ * aligned to the element size. On a mismatch: FGL_ERR_MISMATCH with a message
+ * naming the argument, and nothing launched. Allocates nothing, never
+ * synchronizes; only one thread may run a given instance at a time. */
+fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs,
+                   int n_outputs, fgl_stream stream, fgl_error *err);
+
+/* ---- Device helpers (in the module's context) --------------------------- */
+
+fgl_status fgl_malloc(fgl_module *m, size_t bytes, fgl_devptr *out, fgl_error *err);
+fgl_status fgl_free(fgl_module *m, fgl_devptr p, fgl_error *err);
+fgl_status fgl_memcpy_htod(fgl_module *m, fgl_devptr dst, const void *src, size_t bytes,
+                           fgl_error *err);
+fgl_status fgl_memcpy_dtoh(fgl_module *m, void *dst, fgl_devptr src, size_t bytes, fgl_error *err);
+fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes,
+                      fgl_error *err);
+fgl_status fgl_stream_sync(fgl_module *m, fgl_stream stream, fgl_error *err);
+
+/* Device-event timing: record two events around work, then elapsed. */
+fgl_status fgl_event_create(fgl_module *m, fgl_event **out, fgl_error *err);
+fgl_status fgl_event_record(fgl_event *e, fgl_stream stream, fgl_error *err);
+/* Waits for `end`, then gives the time between the two records in ms. */
+fgl_status fgl_event_elapsed_ms(fgl_event *start, fgl_event *end, float *ms, fgl_error *err);
+fgl_status fgl_event_destroy(fgl_event *e, fgl_error *err);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+#ifdef __cplusplus
+}
+#endif
+#endif

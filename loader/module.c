@@ -1,0 +1,616 @@
+/* Module loading (plan, driver, cache, JIT), graph instances, queries and the
+ * small device helpers. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void fgl_load_options_init(fgl_load_options *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->cache = 1;
+  o->jit_opt_level = 4;
+}
+
+fgl_status fgl_cuda_fail(fgl_module *m, fgl_error *err, CUresult r, const char *what) {
+  (void)m;
+  char t[200];
+  return fgl_fail(err, FGL_ERR_CUDA, "%s failed: %s", what, fgl_cuda_error_text(r, t, sizeof t));
+}
+
+fgl_status fgl_ctx_enter(fgl_module *m, int *pushed, fgl_error *err) {
+  CUcontext cur = NULL;
+  *pushed = 0;
+  m->cu->cuCtxGetCurrent(&cur);
+  if (cur == m->ctx) return FGL_OK;
+  CUresult r = m->cu->cuCtxPushCurrent(m->ctx);
+  if (r != CUDA_SUCCESS) return fgl_cuda_fail(m, err, r, "cuCtxPushCurrent");
+  *pushed = 1;
+  return FGL_OK;
+}
+
+void fgl_ctx_leave(fgl_module *m, int pushed) {
+  if (pushed) {
+    CUcontext c;
+    m->cu->cuCtxPopCurrent(&c);
+  }
+}
+
+int fgl_driver_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *opts, void **cubin,
+                   size_t *cubin_len, char *err, size_t errlen) {
+  const fgl_cuda_api *cu = ctx;
+  char elog[8192];
+  elog[0] = 0;
+  CUjit_option o[3] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *v[3] = {(void *)(uintptr_t)opts->opt_level, elog, (void *)(uintptr_t)sizeof elog};
+  CUlinkState ls = NULL;
+  char t[200];
+  CUresult r = cu->cuLinkCreate(3, o, v, &ls);
+  if (r != CUDA_SUCCESS) {
+    snprintf(err, errlen, "cuLinkCreate failed: %s", fgl_cuda_error_text(r, t, sizeof t));
+    return -1;
+  }
+  /* ptx[len] is a NUL: the driver wants NUL-terminated PTX */
+  r = cu->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "fusec-artifact.ptx", 0, NULL, NULL);
+  void *img = NULL;
+  size_t n = 0;
+  if (r == CUDA_SUCCESS) r = cu->cuLinkComplete(ls, &img, &n);
+  if (r != CUDA_SUCCESS) {
+    elog[sizeof elog - 1] = 0;
+    snprintf(err, errlen, "PTX JIT failed: %s%s%s", fgl_cuda_error_text(r, t, sizeof t), elog[0] ? ": " : "", elog);
+    cu->cuLinkDestroy(ls);
+    return -1;
+  }
+  *cubin = malloc(n ? n : 1);
+  if (!*cubin) {
+    cu->cuLinkDestroy(ls);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  memcpy(*cubin, img, n);
+  *cubin_len = n;
+  cu->cuLinkDestroy(ls);
+  return 0;
+}
+
+static void module_destroy(fgl_module *m) {
+  if (!m) return;
+  if (m->mod) {
+    int pushed = 0;
+    if (fgl_ctx_enter(m, &pushed, NULL) == FGL_OK) {
+      m->cu->cuModuleUnload(m->mod);
+      fgl_ctx_leave(m, pushed);
+    }
+  }
+  if (m->own_primary) m->cu->cuDevicePrimaryCtxRelease(m->device);
+  for (int i = 0; i < m->plan.n_graphs; i++) {
+    if (m->funcs) free(m->funcs[i]);
+    if (m->vec_funcs) free(m->vec_funcs[i]);
+  }
+  free(m->funcs);
+  free(m->vec_funcs);
+  plan_free(&m->plan);
+  free(m);
+}
+
+/* text is NUL-terminated at text[len]; what names it in messages. */
+static fgl_status load_common(const char *text, size_t len, const char *what, const fgl_load_options *opts_in,
+                              fgl_module **out, fgl_error *err) {
+  double t0 = fgl_now_ms();
+  fgl_load_options opts;
+  if (opts_in) opts = *opts_in;
+  else fgl_load_options_init(&opts);
+  char msg[512];
+  plan pl;
+  if (plan_parse(text, len, &pl, msg, sizeof msg) != 0)
+    return fgl_fail(err, FGL_ERR_PLAN, "%s: %s", what, msg);
+  const fgl_cuda_api *cu = fgl_cuda(msg, sizeof msg);
+  if (!cu) {
+    plan_free(&pl);
+    return fgl_fail(err, FGL_ERR_NO_DRIVER, "%s", msg);
+  }
+  fgl_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    plan_free(&pl);
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  }
+  m->cu = cu;
+  m->plan = pl;
+  m->log = opts.log;
+  m->log_user = opts.log_user;
+  fgl_status st = FGL_OK;
+  int pushed = 0;
+  CUresult r;
+  CUcontext cur = NULL;
+  cu->cuCtxGetCurrent(&cur);
+  if (cur) {
+    m->ctx = cur;
+  } else {
+    int n = 0;
+    r = cu->cuDeviceGetCount(&n);
+    if (r != CUDA_SUCCESS || n == 0) {
+      st = fgl_fail(err, FGL_ERR_NO_DRIVER, "no CUDA device");
+      goto fail;
+    }
+    if ((r = cu->cuDeviceGet(&m->device, 0)) != CUDA_SUCCESS) { st = fgl_cuda_fail(m, err, r, "cuDeviceGet"); goto fail; }
+    if ((r = cu->cuDevicePrimaryCtxRetain(&m->ctx, m->device)) != CUDA_SUCCESS) {
+      st = fgl_cuda_fail(m, err, r, "cuDevicePrimaryCtxRetain");
+      goto fail;
+    }
+    m->own_primary = 1;
+  }
+  if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK) goto fail;
+  if (!m->own_primary && (r = cu->cuCtxGetDevice(&m->device)) != CUDA_SUCCESS) {
+    st = fgl_cuda_fail(m, err, r, "cuCtxGetDevice");
+    goto fail;
+  }
+  cu->cuDeviceGetName(m->dev.name, (int)sizeof m->dev.name - 1, m->device);
+  if ((r = cu->cuDeviceGetAttribute(&m->dev.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m->device)) ||
+      (r = cu->cuDeviceGetAttribute(&m->dev.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m->device)) ||
+      (r = cu->cuDriverGetVersion(&m->dev.driver_version))) {
+    st = fgl_cuda_fail(m, err, r, "querying the device");
+    goto fail;
+  }
+  int cc = m->dev.cc_major * 10 + m->dev.cc_minor;
+  if (pl.sm > cc) {
+    st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "%s targets %s but the device (%s) is sm_%d", what, pl.target, m->dev.name, cc);
+    goto fail;
+  }
+
+  fgl_cache_cfg cfg = {0};
+  char dirbuf[4096];
+  cfg.dir = fgl_cache_resolve_dir(opts.cache_dir, opts.cache, dirbuf, sizeof dirbuf);
+  cfg.cc_major = m->dev.cc_major;
+  cfg.cc_minor = m->dev.cc_minor;
+  cfg.driver_version = m->dev.driver_version;
+  cfg.jit.opt_level = opts.jit_opt_level;
+  cfg.log = opts.log;
+  cfg.log_user = opts.log_user;
+  if (opts.jit_opt_level < 0 || opts.jit_opt_level > 4) {
+    st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "jit_opt_level %d is not in 0..4", opts.jit_opt_level);
+    goto fail;
+  }
+  if (!cfg.dir) fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
+  void *cubin = NULL;
+  size_t cubin_len = 0;
+  if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len, &m->stats.cache_hit,
+                    &m->stats.jit_ms, msg, sizeof msg) != 0) {
+    st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
+    goto fail;
+  }
+  r = cu->cuModuleLoadData(&m->mod, cubin);
+  free(cubin);
+  if (r != CUDA_SUCCESS) {
+    st = fgl_cuda_fail(m, err, r, "cuModuleLoadData");
+    goto fail;
+  }
+  m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
+  m->vec_funcs = calloc((size_t)pl.n_graphs, sizeof *m->vec_funcs);
+  if (!m->funcs || !m->vec_funcs) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
+  int smem_optin = -1;
+  for (int gi = 0; gi < pl.n_graphs; gi++) {
+    const plan_graph *g = &pl.graphs[gi];
+    m->funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->funcs);
+    m->vec_funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->vec_funcs);
+    if (!m->funcs[gi] || !m->vec_funcs[gi]) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
+    for (int k = 0; k < g->n_kernels; k++) {
+      const plan_kernel *pk = &g->kernels[k];
+      for (int v = 0; v < 2; v++) {
+        const char *name = v ? pk->vec_entry : pk->entry;
+        CUfunction *slot = v ? &m->vec_funcs[gi][k] : &m->funcs[gi][k];
+        if (!name) continue;
+        if ((r = cu->cuModuleGetFunction(slot, m->mod, name)) != CUDA_SUCCESS) {
+          char t[200];
+          st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d: cuModuleGetFunction('%s') failed: %s", g->name, k,
+                        name, fgl_cuda_error_text(r, t, sizeof t));
+          goto fail;
+        }
+        if (pk->smem > 48 * 1024) {
+          if (smem_optin < 0 &&
+              cu->cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
+            smem_optin = 48 * 1024;
+          if (pk->smem > (unsigned)smem_optin) {
+            st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "graph '%s' kernel %d needs %u bytes of shared memory, the device allows %d",
+                          g->name, k, pk->smem, smem_optin);
+            goto fail;
+          }
+          if ((r = cu->cuFuncSetAttribute(*slot, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)pk->smem))) {
+            st = fgl_cuda_fail(m, err, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+            goto fail;
+          }
+        }
+      }
+    }
+  }
+  fgl_ctx_leave(m, pushed);
+  m->stats.total_ms = fgl_now_ms() - t0;
+  fgl_logf(opts.log, opts.log_user, FGL_LOG_INFO, "fgload: loaded %s (%d graphs) in %.2f ms (%s)", what, pl.n_graphs,
+           m->stats.total_ms, m->stats.cache_hit ? "cache hit" : "JIT");
+  *out = m;
+  return FGL_OK;
+fail:
+  fgl_ctx_leave(m, pushed);
+  module_destroy(m);
+  return st;
+}
+
+fgl_status fgl_module_load_data(const void *data, size_t len, const fgl_load_options *opts, fgl_module **out,
+                                fgl_error *err) {
+  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: out is NULL");
+  *out = NULL;
+  if (!data && len) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: data is NULL");
+  char *buf = malloc(len + 1);
+  if (!buf) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  if (len) memcpy(buf, data, len);
+  buf[len] = 0;
+  fgl_status st = load_common(buf, len, "<memory>", opts, out, err);
+  free(buf);
+  return st;
+}
+
+fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts, fgl_module **out, fgl_error *err) {
+  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: out is NULL");
+  *out = NULL;
+  if (!path) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return fgl_fail(err, FGL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t n = fread(buf + len, 1, cap - len - 1, f);
+    len += n;
+    if (len + 1 < cap) break;
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) { free(buf); buf = NULL; break; }
+    buf = nb;
+    cap *= 2;
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (!buf) return fgl_fail(err, FGL_ERR_NO_MEMORY, "%s: out of memory", path);
+  if (rerr) {
+    free(buf);
+    return fgl_fail(err, FGL_ERR_IO, "%s: read error", path);
+  }
+  buf[len] = 0;
+  fgl_status st = load_common(buf, len, path, opts, out, err);
+  free(buf);
+  return st;
+}
+
+fgl_status fgl_module_free(fgl_module *m, fgl_error *err) {
+  (void)err;
+  module_destroy(m);
+  return FGL_OK;
+}
+
+fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_error *err) {
+  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_stats: NULL argument");
+  *out = m->stats;
+  return FGL_OK;
+}
+
+fgl_status fgl_module_device_info(const fgl_module *m, fgl_device_info *out, fgl_error *err) {
+  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_device_info: NULL argument");
+  *out = m->dev;
+  return FGL_OK;
+}
+
+/* ---- graph queries ---- */
+
+static void fill_info(const plan_graph *g, fgl_graph_info *out) {
+  out->name = g->name;
+  out->n_params = g->n_params;
+  out->n_results = g->n_results;
+  out->n_temps = g->n_temps;
+  out->n_kernels = g->n_kernels;
+}
+
+static const plan_graph *find_graph(const fgl_module *m, const char *name, fgl_error *err, fgl_status *st) {
+  if (!m || !name) {
+    *st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "NULL module or graph name");
+    return NULL;
+  }
+  const plan_graph *g = plan_find(&m->plan, name);
+  if (!g) {
+    char names[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < m->plan.n_graphs && k + 2 < sizeof names; i++) {
+      int n = snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", m->plan.graphs[i].name);
+      if (n < 0) break;
+      k += (size_t)n;
+    }
+    *st = fgl_fail(err, FGL_ERR_NOT_FOUND, "no graph '%s' in the module (it has: %s)", name, names);
+  }
+  return g;
+}
+
+fgl_status fgl_module_num_graphs(const fgl_module *m, int *out, fgl_error *err) {
+  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_num_graphs: NULL argument");
+  *out = m->plan.n_graphs;
+  return FGL_OK;
+}
+
+fgl_status fgl_module_graph_at(const fgl_module *m, int index, fgl_graph_info *out, fgl_error *err) {
+  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_at: NULL argument");
+  if (index < 0 || index >= m->plan.n_graphs)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph index %d out of range (%d graphs)", index, m->plan.n_graphs);
+  fill_info(&m->plan.graphs[index], out);
+  return FGL_OK;
+}
+
+fgl_status fgl_module_graph_info(const fgl_module *m, const char *name, fgl_graph_info *out, fgl_error *err) {
+  fgl_status st = FGL_OK;
+  const plan_graph *g = find_graph(m, name, err, &st);
+  if (!g) return st;
+  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_info: out is NULL");
+  fill_info(g, out);
+  return FGL_OK;
+}
+
+fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int index, fgl_temp_info *out, fgl_error *err) {
+  fgl_status st = FGL_OK;
+  const plan_graph *g = find_graph(m, graph, err, &st);
+  if (!g) return st;
+  if (!out || index < 0 || index >= g->n_temps)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp index %d out of range (graph '%s' has %d temps)", index,
+                    g->name, g->n_temps);
+  out->bytes = (size_t)g->temps[index].bytes;
+  out->align = (size_t)g->temps[index].align;
+  out->zero = g->temps[index].zero;
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error *err) {
+  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_get_info: NULL argument");
+  fill_info(g->pg, out);
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err) {
+  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_param: NULL argument");
+  if (index < 0 || index >= g->pg->n_params)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "param index %d out of range (graph '%s' has %d params)", index,
+                    g->pg->name, g->pg->n_params);
+  const plan_param *p = &g->pg->params[index];
+  memset(out, 0, sizeof *out);
+  out->name = p->name;
+  out->dtype = p->dtype;
+  out->is_scalar = p->is_scalar;
+  out->rank = p->rank;
+  memcpy(out->sizes, p->sizes, sizeof out->sizes);
+  memcpy(out->strides, p->strides, sizeof out->strides);
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out, fgl_error *err) {
+  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_result: NULL argument");
+  if (index < 0 || index >= g->pg->n_results)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "result index %d out of range (graph '%s' has %d results)", index,
+                    g->pg->name, g->pg->n_results);
+  const plan_result *r = &g->pg->results[index];
+  memset(out, 0, sizeof *out);
+  out->dtype = r->dtype;
+  out->rank = r->rank;
+  memcpy(out->sizes, r->sizes, sizeof out->sizes);
+  memcpy(out->strides, r->strides, sizeof out->strides);
+  out->is_view = r->is_view;
+  out->base_is_param = r->is_view && r->base.kind == 'p';
+  out->base_index = r->is_view ? r->base.index : -1;
+  out->offset = r->offset;
+  return FGL_OK;
+}
+
+/* ---- graph instances ---- */
+
+static void graph_destroy(fgl_graph *g) {
+  if (!g) return;
+  if (g->temp_alloc) {
+    int pushed = 0;
+    if (fgl_ctx_enter(g->m, &pushed, NULL) == FGL_OK) {
+      for (int i = 0; i < g->pg->n_temps; i++)
+        if (g->temp_alloc[i]) g->m->cu->cuMemFree(g->temp_alloc[i]);
+      fgl_ctx_leave(g->m, pushed);
+    }
+  }
+  free(g->temp_alloc);
+  free(g->slot_p);
+  free(g->slot_r);
+  free(g->slot_t);
+  free(g->launches);
+  free(g->param_ptrs);
+  free(g->vec_ptr_store);
+  free(g);
+}
+
+static unsigned long long *slot_of(fgl_graph *g, plan_ref a) {
+  switch (a.kind) {
+  case 'p':
+  case 's': return &g->slot_p[a.index];
+  case 'r': return &g->slot_r[a.index];
+  default: return &g->slot_t[a.index];
+  }
+}
+
+static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps, int supplied,
+                         fgl_graph **out, fgl_error *err) {
+  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_create: out is NULL");
+  *out = NULL;
+  fgl_status st = FGL_OK;
+  const plan_graph *pg = find_graph(m, name, err, &st);
+  if (!pg) return st;
+  int gi = (int)(pg - m->plan.graphs);
+  if (supplied) {
+    if (n_temps != pg->n_temps || (n_temps > 0 && !temps))
+      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph '%s' needs %d temps, got %d", name, pg->n_temps, n_temps);
+    for (int i = 0; i < n_temps; i++) {
+      if (pg->temps[i].bytes > 0 && !temps[i])
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': NULL pointer", i, name);
+      if (temps[i] % (unsigned long long)pg->temps[i].align)
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': pointer 0x%llx is not aligned to %lld bytes",
+                        i, name, temps[i], (long long)pg->temps[i].align);
+    }
+  }
+  fgl_graph *g = calloc(1, sizeof *g);
+  if (!g) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  g->m = m;
+  g->pg = pg;
+  int total_args = 0, total_vec = 0;
+  for (int k = 0; k < pg->n_kernels; k++) {
+    total_args += pg->kernels[k].n_args;
+    total_vec += pg->kernels[k].n_vec_ptrs;
+  }
+  g->slot_p = calloc((size_t)pg->n_params + 1, sizeof *g->slot_p);
+  g->slot_r = calloc((size_t)pg->n_results + 1, sizeof *g->slot_r);
+  g->slot_t = calloc((size_t)pg->n_temps + 1, sizeof *g->slot_t);
+  g->temp_alloc = calloc((size_t)pg->n_temps + 1, sizeof *g->temp_alloc);
+  g->launches = calloc((size_t)pg->n_kernels + 1, sizeof *g->launches);
+  g->param_ptrs = calloc((size_t)total_args + 1, sizeof *g->param_ptrs);
+  g->vec_ptr_store = calloc((size_t)total_vec + 1, sizeof *g->vec_ptr_store);
+  if (!g->slot_p || !g->slot_r || !g->slot_t || !g->temp_alloc || !g->launches || !g->param_ptrs || !g->vec_ptr_store) {
+    graph_destroy(g);
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  }
+  int ai = 0, vi = 0;
+  for (int k = 0; k < pg->n_kernels; k++) {
+    const plan_kernel *pk = &pg->kernels[k];
+    fgl_launch *l = &g->launches[k];
+    l->fn = m->funcs[gi][k];
+    l->vec_fn = m->vec_funcs[gi][k];
+    memcpy(l->grid, pk->grid, sizeof l->grid);
+    memcpy(l->block, pk->block, sizeof l->block);
+    l->smem = pk->smem;
+    l->vec_align = (unsigned)pk->vec_align;
+    l->params = &g->param_ptrs[ai];
+    for (int a = 0; a < pk->n_args; a++) g->param_ptrs[ai++] = slot_of(g, pk->args[a]);
+    l->vec_ptrs = &g->vec_ptr_store[vi];
+    l->n_vec_ptrs = pk->n_vec_ptrs;
+    for (int a = 0; a < pk->n_vec_ptrs; a++) g->vec_ptr_store[vi++] = slot_of(g, pk->vec_ptrs[a]);
+  }
+  int pushed = 0;
+  if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK) {
+    graph_destroy(g);
+    return st;
+  }
+  for (int i = 0; i < pg->n_temps; i++) {
+    const plan_temp *t = &pg->temps[i];
+    CUresult r;
+    if (supplied) {
+      g->slot_t[i] = temps[i];
+    } else if (t->bytes > 0) {
+      size_t extra = t->align > 256 ? (size_t)t->align : 0;
+      if ((r = m->cu->cuMemAlloc(&g->temp_alloc[i], (size_t)t->bytes + extra)) != CUDA_SUCCESS) {
+        g->temp_alloc[i] = 0;
+        char t2[200];
+        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s': allocating temp %d (%lld bytes) failed: %s", name, i,
+                      (long long)t->bytes, fgl_cuda_error_text(r, t2, sizeof t2));
+        break;
+      }
+      unsigned long long a = (unsigned long long)t->align;
+      g->slot_t[i] = (g->temp_alloc[i] + a - 1) & ~(a - 1);
+    }
+    if (t->zero && t->bytes > 0 && (r = m->cu->cuMemsetD8(g->slot_t[i], 0, (size_t)t->bytes)) != CUDA_SUCCESS) {
+      st = fgl_cuda_fail(m, err, r, "zeroing a temp (cuMemsetD8)");
+      break;
+    }
+  }
+  fgl_ctx_leave(m, pushed);
+  if (st != FGL_OK) {
+    graph_destroy(g);
+    return st;
+  }
+  *out = g;
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_create(fgl_module *m, const char *name, fgl_graph **out, fgl_error *err) {
+  return create(m, name, NULL, 0, 0, out, err);
+}
+
+fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps,
+                                       fgl_graph **out, fgl_error *err) {
+  return create(m, name, temps, n_temps, 1, out, err);
+}
+
+fgl_status fgl_graph_free(fgl_graph *g, fgl_error *err) {
+  (void)err;
+  graph_destroy(g);
+  return FGL_OK;
+}
+
+/* ---- device helpers ---- */
+
+#define WITH_CTX(m, what, call)                                                                  \
+  do {                                                                                           \
+    if (!(m)) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "%s: module is NULL", what);        \
+    int pushed_ = 0;                                                                             \
+    fgl_status st_ = fgl_ctx_enter((m), &pushed_, err);                                          \
+    if (st_ != FGL_OK) return st_;                                                               \
+    CUresult r_ = (call);                                                                        \
+    fgl_ctx_leave((m), pushed_);                                                                 \
+    if (r_ != CUDA_SUCCESS) return fgl_cuda_fail((m), err, r_, what);                            \
+    return FGL_OK;                                                                               \
+  } while (0)
+
+fgl_status fgl_malloc(fgl_module *m, size_t bytes, fgl_devptr *out, fgl_error *err) {
+  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_malloc: out is NULL");
+  *out = 0;
+  if (bytes == 0) return FGL_OK;
+  WITH_CTX(m, "cuMemAlloc", m->cu->cuMemAlloc(out, bytes));
+}
+fgl_status fgl_free(fgl_module *m, fgl_devptr p, fgl_error *err) {
+  if (!p) return FGL_OK;
+  WITH_CTX(m, "cuMemFree", m->cu->cuMemFree(p));
+}
+fgl_status fgl_memcpy_htod(fgl_module *m, fgl_devptr dst, const void *src, size_t bytes, fgl_error *err) {
+  if (!bytes) return FGL_OK;
+  WITH_CTX(m, "cuMemcpyHtoD", m->cu->cuMemcpyHtoD(dst, src, bytes));
+}
+fgl_status fgl_memcpy_dtoh(fgl_module *m, void *dst, fgl_devptr src, size_t bytes, fgl_error *err) {
+  if (!bytes) return FGL_OK;
+  WITH_CTX(m, "cuMemcpyDtoH", m->cu->cuMemcpyDtoH(dst, src, bytes));
+}
+fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes, fgl_error *err) {
+  if (!bytes) return FGL_OK;
+  WITH_CTX(m, "cuMemsetD8", m->cu->cuMemsetD8(dst, value, bytes));
+}
+fgl_status fgl_stream_sync(fgl_module *m, fgl_stream stream, fgl_error *err) {
+  WITH_CTX(m, "cuStreamSynchronize", m->cu->cuStreamSynchronize((CUstream)stream));
+}
+
+fgl_status fgl_event_create(fgl_module *m, fgl_event **out, fgl_error *err) {
+  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_create: NULL argument");
+  *out = NULL;
+  fgl_event *e = calloc(1, sizeof *e);
+  if (!e) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  e->m = m;
+  int pushed = 0;
+  fgl_status st = fgl_ctx_enter(m, &pushed, err);
+  if (st != FGL_OK) { free(e); return st; }
+  CUresult r = m->cu->cuEventCreate(&e->ev, CU_EVENT_DEFAULT);
+  fgl_ctx_leave(m, pushed);
+  if (r != CUDA_SUCCESS) { free(e); return fgl_cuda_fail(m, err, r, "cuEventCreate"); }
+  *out = e;
+  return FGL_OK;
+}
+fgl_status fgl_event_record(fgl_event *e, fgl_stream stream, fgl_error *err) {
+  if (!e) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_record: event is NULL");
+  WITH_CTX(e->m, "cuEventRecord", e->m->cu->cuEventRecord(e->ev, (CUstream)stream));
+}
+fgl_status fgl_event_elapsed_ms(fgl_event *start, fgl_event *end, float *ms, fgl_error *err) {
+  if (!start || !end || !ms) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_elapsed_ms: NULL argument");
+  CUresult r = end->m->cu->cuEventSynchronize(end->ev);
+  if (r != CUDA_SUCCESS) return fgl_cuda_fail(end->m, err, r, "cuEventSynchronize");
+  r = end->m->cu->cuEventElapsedTime(ms, start->ev, end->ev);
+  if (r != CUDA_SUCCESS) return fgl_cuda_fail(end->m, err, r, "cuEventElapsedTime");
+  return FGL_OK;
+}
+fgl_status fgl_event_destroy(fgl_event *e, fgl_error *err) {
+  if (!e) return FGL_OK;
+  CUresult r = e->m->cu->cuEventDestroy(e->ev);
+  free(e);
+  if (r != CUDA_SUCCESS) return fgl_fail(err, FGL_ERR_CUDA, "cuEventDestroy failed (%d)", r);
+  return FGL_OK;
+}

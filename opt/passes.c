@@ -1,0 +1,52 @@
+#include "passes.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "infer.h"
+#include "print.h"
+
+const fg_pass fg_pipeline[] = {
+    {"decompose", "rewrite mean, var and var_mean into sums and pointwise ops", fg_pass_decompose},
+    {"dce", "remove nodes whose values are never used", fg_pass_dce},
+    {NULL, NULL, NULL},
+};
+
+bool fg_pass_exists(const char *name) {
+  for (const fg_pass *p = fg_pipeline; p->name; p++)
+    if (strcmp(p->name, name) == 0) return true;
+  return false;
+}
+
+static bool disabled(const fg_pass_options *o, const char *name) {
+  for (int i = 0; o && i < o->ndisabled; i++)
+    if (strcmp(o->disabled[i], name) == 0) return true;
+  return false;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
+  FILE *out = o && o->print_out ? o->print_out : stderr;
+  for (const fg_pass *p = fg_pipeline; p->name; p++) {
+    if (disabled(o, p->name)) continue;
+    double t0 = now_ms();
+    if (!p->run(g, d)) return false;
+    /* A pass that leaves the graph inconsistent is a compiler bug; catch it
+     * at the pass that did it. */
+    if (!fg_verify_graph(g, d)) {
+      fg_error(d, g->loc, "internal error: graph '%s' fails verification after pass '%s'", g->name, p->name);
+      return false;
+    }
+    if (o && o->time_passes) fprintf(out, "pass %-16s %-24s %8.3f ms\n", p->name, g->name, now_ms() - t0);
+    if (o && (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))) {
+      fprintf(out, "# after %s\n", p->name);
+      fg_print_graph(out, g);
+    }
+  }
+  return true;
+}

@@ -1,0 +1,35 @@
+/* The optimization pipeline over one graph: named passes run in order; each
+ * can be disabled and its output printed (fusec --disable-pass, --print-after,
+ * --print-after-all, --time-passes). Passes keep the graph verified. */
+#ifndef FG_PASSES_H
+#define FG_PASSES_H
+#include <stdio.h>
+
+#include "diag.h"
+#include "ir.h"
+
+typedef struct fg_pass_options {
+  const char *const *disabled;  /* pass names turned off */
+  int ndisabled;
+  const char *print_after;      /* a pass name, or NULL */
+  bool print_after_all;
+  bool time_passes;
+  FILE *print_out;              /* where --print-after* and --time-passes write (stderr) */
+} fg_pass_options;
+
+typedef struct fg_pass {
+  const char *name;
+  const char *what;             /* one line for --help */
+  bool (*run)(fg_graph *g, fg_diag *d); /* false: an error was reported */
+} fg_pass;
+
+/* The pipeline, in order; NULL-terminated by name. */
+extern const fg_pass fg_pipeline[];
+bool fg_pass_exists(const char *name);
+bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
+
+/* Individual passes (opt/<name>.c). */
+bool fg_pass_decompose(fg_graph *g, fg_diag *d);
+bool fg_pass_dce(fg_graph *g, fg_diag *d);
+
+#endif

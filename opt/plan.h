@@ -1,0 +1,118 @@
+/* The launch plan of one graph: which values are materialized in which
+ * buffers, which kernels compute them and how each kernel is scheduled.
+ * Built by segmentation (segment.c) and scheduling (schedule.c) on the
+ * optimized graph; lowered by backend_ptx; printed into the artifact. */
+#ifndef FG_PLAN_H
+#define FG_PLAN_H
+#include <stdio.h>
+
+#include "diag.h"
+#include "ir.h"
+#include "op.h"
+#include "strided.h"
+
+typedef enum fg_buf_kind { FG_BUF_NONE, FG_BUF_PARAM, FG_BUF_RESULT, FG_BUF_TEMP } fg_buf_kind;
+
+typedef struct fg_buf_ref {
+  fg_buf_kind kind;
+  int index;
+} fg_buf_ref;
+
+/* Where a value lives. Values that are not stored are recomputed inline by
+ * every kernel that needs them. */
+typedef struct fg_storage {
+  bool stored;
+  fg_buf_ref buf;
+  int kernel;        /* the kernel that writes it; -1 for parameters */
+} fg_storage;
+
+typedef enum fg_kernel_kind {
+  FG_KERNEL_POINTWISE,   /* one thread per V consecutive output elements */
+  FG_KERNEL_ROW,         /* reductions over trailing dims (inner), persistent normalization */
+  FG_KERNEL_COLUMN,      /* reductions over leading/middle dims with a kept inner extent */
+} fg_kernel_kind;
+
+typedef struct fg_kernel {
+  int id;
+  fg_kernel_kind kind;
+  const char *entry;
+  /* The iteration domain: for pointwise kernels the reference output shape;
+   * for reductions the reduced input's shape with mask[] marking reduced
+   * dims. */
+  int rank;
+  int64_t dims[FG_MAX_RANK];
+  bool mask[FG_MAX_RANK];
+  int nouts;
+  fg_value **outs;      /* stored values it writes, in graph order */
+  int nreds;
+  fg_node **reds;       /* reductions it computes, in graph order */
+  /* Buffers it reads or writes, in argument order, and scalar params. */
+  int nargs;
+  fg_buf_ref *args;
+  /* ---- schedule ---- */
+  int64_t outer, red, inner; /* B, R, I: the domain folded to 3 extents */
+  int vec;              /* elements per vector access (1: scalar) */
+  int block;            /* threads per CTA */
+  int64_t grid[3];
+  int split;            /* CTAs cooperating on one row/column tile (>1: grid reduction) */
+  int chunks;           /* per-thread vector chunks of a row kept in registers (ROW) */
+  bool persistent;      /* ROW: the row stays in registers across phases */
+  bool idx64;           /* 64-bit index arithmetic */
+  int partial_temp;     /* grid reduction partials (split > 1), else -1 */
+  int counter_temp;     /* arrival counters (split > 1), else -1 */
+  int smem;             /* dynamic shared memory bytes */
+  const char *why;      /* one line: why this kind and schedule */
+} fg_kernel;
+
+typedef struct fg_temp {
+  int64_t bytes;
+  bool zero;            /* must be zero before the first run (counters) */
+  fg_value *value;      /* the value it holds, NULL for workspaces */
+} fg_temp;
+
+typedef struct fg_result_plan {
+  bool is_view;
+  fg_buf_ref base;      /* view: p<J> or r<J> */
+  fg_strided view;      /* view: offset, sizes, strides over base's storage */
+  const char *why;      /* written: why it could not be a view (NULL if no view was possible at all) */
+} fg_result_plan;
+
+typedef struct fg_plan {
+  fg_graph *g;          /* the optimized graph (owned by the caller) */
+  fg_storage *store;    /* indexed by value id */
+  int nkernels;
+  fg_kernel *kernels;
+  int ntemps;
+  fg_temp *temps;
+  fg_result_plan *results;
+} fg_plan;
+
+typedef struct fg_plan_options {
+  int sm_count;         /* for grid sizing; 132 (H100 SXM) by default */
+  bool no_vectorize;    /* debugging: scalar accesses only */
+} fg_plan_options;
+
+/* Segments and schedules g. NULL after reporting an error (symbolic shapes,
+ * attention ops, returning a scalar). Everything lives in g's arena. */
+fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d);
+/* Scheduling of an already segmented plan (schedule.c). */
+bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d);
+
+/* The stored value whose storage a buffer is. */
+const char *fg_buf_str(fg_buf_ref b, char *buf, int cap);
+/* `fusec --emit plan`: human-readable kernels, buffers and aliases. */
+void fg_plan_print(FILE *f, const fg_plan *p);
+/* The artifact's plan comment block for this graph (docs/artifact.md). The
+ * kernel entries must already have their names. vec_entries[k] non-NULL
+ * means kernel k has an aligned variant with that entry name, requiring
+ * vec_align bytes on the pointers in vec_ptrs. */
+void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries);
+
+/* ---- helpers shared by segmentation, scheduling and lowering ---- */
+/* Whether v is available in memory for kernel k (a parameter, or stored by
+ * another kernel). Values in memory end the recomputation region. */
+bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k);
+/* Whether value v is produced by a view-like op (index remapping only). */
+bool fg_is_view_op(const fg_op *op);
+
+#endif

@@ -1,0 +1,171 @@
+/* Printing plans: for people (`--emit plan`) and for the loader (the
+ * artifact's comment block, docs/artifact.md). */
+#include <inttypes.h>
+#include <string.h>
+
+#include "plan.h"
+
+static void ints(FILE *f, const int64_t *v, int n) {
+  fputc('[', f);
+  for (int i = 0; i < n; i++) fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
+  fputc(']', f);
+}
+
+static void type_sizes(FILE *f, const fg_type *t) {
+  int64_t s[FG_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) s[i] = t->dims[i].size;
+  ints(f, s, t->rank);
+}
+
+static void dense_strides(FILE *f, const fg_type *t, bool use_layout) {
+  fg_type c = *t;
+  if (!use_layout) c.has_layout = false;
+  int64_t st[FG_MAX_RANK];
+  fg_type_strides(&c, st);
+  ints(f, st, t->rank);
+}
+
+static const char *kind_name(fg_kernel_kind k) {
+  return k == FG_KERNEL_POINTWISE ? "pointwise" : k == FG_KERNEL_ROW ? "row-reduction" : "column-reduction";
+}
+
+static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
+  if (b.kind == FG_BUF_PARAM && p->g->params[b.index]->type.scalar)
+    snprintf(buf, (size_t)cap, "s%d", b.index);
+  else
+    fg_buf_str(b, buf, cap);
+}
+
+static const char *value_name(const fg_value *v, char *buf, int cap) {
+  if (v->name) return v->name;
+  snprintf(buf, (size_t)cap, "%%%d", v->id);
+  return buf;
+}
+
+void fg_plan_print(FILE *f, const fg_plan *p) {
+  const fg_graph *g = p->g;
+  char b1[64], b2[64];
+  fprintf(f, "graph %s: %d kernel%s, %d temp%s\n", g->name, p->nkernels, p->nkernels == 1 ? "" : "s", p->ntemps,
+          p->ntemps == 1 ? "" : "s");
+  for (int i = 0; i < g->nparams; i++) {
+    const fg_value *v = g->params[i];
+    fprintf(f, "  param p%d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
+    if (v->type.scalar) fputs(" scalar", f);
+    else { type_sizes(f, &v->type); fputs(" strides ", f); dense_strides(f, &v->type, true); }
+    fputc('\n', f);
+  }
+  for (int i = 0; i < g->nresults; i++) {
+    const fg_value *v = g->results[i];
+    const fg_result_plan *r = &p->results[i];
+    fprintf(f, "  result r%d %s %s", i, value_name(v, b1, sizeof b1), fg_dtype_name(v->type.dtype));
+    type_sizes(f, &v->type);
+    if (r->is_view) {
+      fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2), r->view.offset);
+      ints(f, r->view.strides, r->view.rank);
+    } else {
+      fprintf(f, " written by k%d", p->store[v->id].kernel);
+      if (r->why) fprintf(f, " (not a view: %s)", r->why);
+    }
+    fputc('\n', f);
+  }
+  for (int i = 0; i < p->ntemps; i++) {
+    const fg_temp *t = &p->temps[i];
+    fprintf(f, "  temp t%d %" PRId64 " bytes%s", i, t->bytes, t->zero ? " zeroed" : "");
+    if (t->value) fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
+    else fputs(" workspace", f);
+    fputc('\n', f);
+  }
+  for (int i = 0; i < p->nkernels; i++) {
+    const fg_kernel *k = &p->kernels[i];
+    fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
+    ints(f, k->dims, k->rank);
+    if (k->kind != FG_KERNEL_POINTWISE) {
+      fputs(" reduce", f);
+      int64_t md[FG_MAX_RANK];
+      int nm = 0;
+      for (int d = 0; d < k->rank; d++)
+        if (k->mask[d]) md[nm++] = d;
+      ints(f, md, nm);
+    }
+    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec, k->block,
+            k->grid[0], k->grid[1], k->grid[2]);
+    if (k->kind == FG_KERNEL_ROW)
+      fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
+    if (k->split > 1) fprintf(f, " split %d", k->split);
+    fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
+    fputs("    writes", f);
+    for (int j = 0; j < k->nouts; j++) {
+      fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
+              fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
+    }
+    if (k->nreds) {
+      fputs("\n    reductions", f);
+      for (int j = 0; j < k->nreds; j++) fprintf(f, " %s(%s)", k->reds[j]->op->name, value_name(k->reds[j]->out[0], b1, sizeof b1));
+    }
+    fputs("\n    args", f);
+    for (int j = 0; j < k->nargs; j++) {
+      arg_str(p, k->args[j], b1, sizeof b1);
+      fprintf(f, " %s", b1);
+    }
+    fputc('\n', f);
+  }
+}
+
+void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries) {
+  const fg_graph *g = p->g;
+  char b[64];
+  fprintf(f, "// graph %s params %d results %d temps %d kernels %d\n", g->name, g->nparams, g->nresults, p->ntemps,
+          p->nkernels);
+  for (int i = 0; i < g->nparams; i++) {
+    const fg_value *v = g->params[i];
+    fprintf(f, "// param %d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
+    if (v->type.scalar) fputs(" scalar", f);
+    else {
+      fputc(' ', f);
+      type_sizes(f, &v->type);
+      fputs(" strides ", f);
+      dense_strides(f, &v->type, true);
+    }
+    fputc('\n', f);
+  }
+  for (int i = 0; i < g->nresults; i++) {
+    const fg_value *v = g->results[i];
+    const fg_result_plan *r = &p->results[i];
+    fprintf(f, "// result %d %s ", i, fg_dtype_name(v->type.dtype));
+    type_sizes(f, &v->type);
+    fputs(" strides ", f);
+    if (r->is_view) {
+      ints(f, r->view.strides, r->view.rank);
+      fprintf(f, " view %s offset %" PRId64 "\n", fg_buf_str(r->base, b, sizeof b), r->view.offset);
+    } else {
+      dense_strides(f, &v->type, false);
+      fputs(" written\n", f);
+    }
+  }
+  for (int i = 0; i < p->ntemps; i++) {
+    int64_t bytes = p->temps[i].bytes;
+    fprintf(f, "// temp %d bytes %" PRId64 " align 256 %s\n", i, bytes > 0 ? bytes : 1, p->temps[i].zero ? "zero" : "nozero");
+  }
+  for (int i = 0; i < p->nkernels; i++) {
+    const fg_kernel *k = &p->kernels[i];
+    fprintf(f, "// kernel %d %s grid %" PRId64 " %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ", i, k->entry,
+            k->grid[0], k->grid[1], k->grid[2], k->block, k->smem);
+    for (int j = 0; j < k->nargs; j++) {
+      arg_str(p, k->args[j], b, sizeof b);
+      fprintf(f, "%s%s", j ? "," : "", b);
+    }
+    fputc('\n', f);
+    if (vec_entries && vec_entries[i]) {
+      /* The aligned variant assumes 16-byte alignment of every pointer. */
+      fprintf(f, "// kernel-vec %d %s align 16 ptrs ", i, vec_entries[i]);
+      int n = 0;
+      for (int j = 0; j < k->nargs; j++) {
+        if (k->args[j].kind == FG_BUF_PARAM && g->params[k->args[j].index]->type.scalar) continue;
+        arg_str(p, k->args[j], b, sizeof b);
+        fprintf(f, "%s%s", n++ ? "," : "", b);
+      }
+      fputc('\n', f);
+    }
+  }
+  fputs("// end\n", f);
+}

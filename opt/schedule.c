@@ -1,0 +1,234 @@
+/* Scheduling: thread mapping, vector width, block and grid, grid-reduction
+ * split and index width of each kernel, from static shapes and dtypes.
+ *
+ * Vector width: 16-byte accesses for the widest element type a kernel
+ * moves, limited by the innermost extent, which must be a multiple of it.
+ * Only the innermost extent matters: broadcast (stride 0) dims never cost
+ * vectorization.
+ * Row kernels give each row to one CTA; the row's chunks stay in registers
+ * (persistent) when they fit in 8 vector chunks per thread, else phases
+ * re-read the row. Few long rows (a full reduction) split each row over
+ * several CTAs with a deterministic grid reduction: partials in a temp, and
+ * the last CTA to arrive (an atomic counter) combines them in a fixed order.
+ * Column kernels give each thread V adjacent outputs and loop over the
+ * reduced extent, split the same way when there are too few threads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+#include "plan.h"
+
+enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 512, PW_THREADS = 256, COL_THREADS = 256 };
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
+  int m = 1;
+  for (int i = 0; i < k->nargs; i++) {
+    fg_buf_ref b = k->args[i];
+    const fg_type *t = NULL;
+    if (b.kind == FG_BUF_PARAM) t = &p->g->params[b.index]->type;
+    else if (b.kind == FG_BUF_RESULT) t = &p->g->results[b.index]->type;
+    else if (b.kind == FG_BUF_TEMP && p->temps[b.index].value) t = &p->temps[b.index].value->type;
+    /* Only tensors indexed along the domain's last dim move in vectors. */
+    if (t && !t->scalar && t->rank && k->rank && t->dims[t->rank - 1].size == k->dims[k->rank - 1] &&
+        fg_dtype_size(t->dtype) > m)
+      m = fg_dtype_size(t->dtype);
+  }
+  return m;
+}
+
+static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
+  int64_t m = 1;
+  for (int i = 0; i < k->rank; i++) m *= k->dims[i] > 0 ? k->dims[i] : 1;
+  for (int i = 0; i < k->nargs; i++) {
+    fg_buf_ref b = k->args[i];
+    const fg_type *t = NULL;
+    if (b.kind == FG_BUF_PARAM) t = &p->g->params[b.index]->type;
+    else if (b.kind == FG_BUF_RESULT) t = &p->g->results[b.index]->type;
+    else if (b.kind == FG_BUF_TEMP) {
+      if (p->temps[b.index].bytes > m) m = p->temps[b.index].bytes;
+      if (p->temps[b.index].value) t = &p->temps[b.index].value->type;
+    }
+    if (t && !t->scalar && fg_type_numel(t) > m) m = fg_type_numel(t);
+  }
+  return m;
+}
+
+static int pick_vec(const fg_plan *p, const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
+  if (o && o->no_vectorize) return 1;
+  int v = 16 / max_elem_size(p, k);
+  while (v > 1 && (inner <= 0 || inner % v)) v /= 2;
+  return v;
+}
+
+/* Does any reduction or full-domain output of k use a reduction of k? Then
+ * phases depend on each other and a row cannot be split across CTAs. */
+static bool reaches(const fg_plan *p, const fg_kernel *k, const fg_value *from, const fg_node *target) {
+  const fg_value *stack[4096];
+  int sp = 0;
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen) return true;
+  stack[sp++] = from;
+  bool hit = false;
+  while (sp && !hit) {
+    const fg_value *v = stack[--sp];
+    if (seen[v->id] || fg_plan_in_memory(p, v, k->id) || !v->def) continue;
+    seen[v->id] = 1;
+    if (v->def == target) { hit = true; break; }
+    for (int a = 0; a < v->def->nin && sp < 4096; a++) stack[sp++] = v->def->in[a];
+  }
+  free(seen);
+  return hit;
+}
+
+static bool uses_reduction(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  for (int i = 0; i < k->nreds; i++)
+    if (reaches(p, k, v, k->reds[i])) return true;
+  return false;
+}
+
+static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
+  for (int i = 0; i < k->nreds; i++)
+    for (int j = 0; j < i; j++)
+      if (reaches(p, k, k->reds[i]->in[0], k->reds[j])) return true;
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (o->def->op->kind == FG_KIND_REDUCTION) continue;
+    bool full = o->type.rank == k->rank;
+    for (int d = 0; full && d < k->rank; d++) full = o->type.dims[d].size == k->dims[d];
+    /* Row kernels write full outputs only unsplit; column kernels can write
+     * those that do not use their reductions from any slice. */
+    if (full && (k->kind == FG_KERNEL_ROW || uses_reduction(p, k, o))) return true;
+  }
+  return false;
+}
+
+static int add_temp(fg_plan *p, int64_t bytes, bool zero) {
+  fg_temp *nt = fg_arena_alloc(&p->g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
+  if (p->ntemps) memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
+  nt[p->ntemps] = (fg_temp){bytes, zero, NULL};
+  p->temps = nt;
+  return p->ntemps++;
+}
+
+static void add_workspace_args(fg_plan *p, fg_kernel *k) {
+  fg_buf_ref *na = fg_arena_alloc(&p->g->arena, (size_t)(k->nargs + 2) * sizeof *na);
+  memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
+  na[k->nargs++] = (fg_buf_ref){FG_BUF_TEMP, k->partial_temp};
+  na[k->nargs++] = (fg_buf_ref){FG_BUF_TEMP, k->counter_temp};
+  k->args = na;
+}
+
+static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t n = 1;
+  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
+  k->outer = n;
+  k->red = 1;
+  k->inner = k->rank ? k->dims[k->rank - 1] : 1;
+  k->vec = pick_vec(p, k, k->inner, o);
+  k->block = PW_THREADS;
+  int64_t groups = ceil_div(n, k->vec);
+  if (groups < k->block) k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
+  k->grid[0] = groups ? ceil_div(groups, k->block) : 1;
+  k->grid[1] = k->grid[2] = 1;
+  k->split = 1;
+  k->why = "pointwise: one thread per vector of adjacent output elements";
+}
+
+static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t b = 1, r = 1;
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i]) r *= k->dims[i];
+    else b *= k->dims[i];
+  }
+  k->outer = b;
+  k->red = r;
+  k->inner = 1;
+  k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  k->split = 1;
+  if (b < sm && !dependent_phases(p, k)) {
+    int64_t want = ceil_div(4 * (int64_t)sm, b);
+    int64_t max_split = ceil_div(r, (int64_t)k->vec * ROW_THREADS * 2);
+    k->split = (int)(want < max_split ? want : max_split);
+    if (k->split < 1) k->split = 1;
+  }
+  int64_t slice = ceil_div(r, k->split);
+  if (k->split > 1) { /* keep slices vector-aligned */
+    slice = ceil_div(slice, k->vec) * k->vec;
+    k->split = (int)ceil_div(r, slice);
+  }
+  int64_t nchunks = ceil_div(slice, k->vec);
+  int64_t e = ceil_div(nchunks, ROW_THREADS);
+  k->persistent = e <= MAX_PERSIST_CHUNKS;
+  if (!k->persistent) e = MAX_PERSIST_CHUNKS;
+  int64_t t = ceil_div(nchunks, e);
+  t = ceil_div(t, 32) * 32;
+  if (t > 1024) t = 1024;
+  if (t < 32) t = 32;
+  k->block = (int)t;
+  k->chunks = (int)e;
+  k->grid[0] = b * k->split;
+  k->grid[1] = k->grid[2] = 1;
+  k->smem = 0;
+  k->why = k->split > 1 ? "row reduction split over CTAs with a deterministic grid reduction"
+           : k->persistent ? "row reduction, one CTA per row, row kept in registers"
+                           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
+}
+
+static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t kept = 1, r = 1, inner = 1;
+  int last_red = -1;
+  for (int i = 0; i < k->rank; i++)
+    if (k->mask[i]) last_red = i;
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i]) r *= k->dims[i];
+    else kept *= k->dims[i];
+    if (i > last_red) inner *= k->dims[i];
+  }
+  k->outer = kept / (inner ? inner : 1);
+  k->red = r;
+  k->inner = inner;
+  k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  int64_t threads = ceil_div(kept, k->vec);
+  k->block = COL_THREADS;
+  if (threads < k->block) k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
+  k->grid[0] = ceil_div(threads, k->block);
+  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  k->split = 1;
+  if (k->grid[0] < 2 * sm && r >= 64 && !dependent_phases(p, k)) {
+    int64_t want = ceil_div(4 * (int64_t)sm, k->grid[0]);
+    int64_t max_split = ceil_div(r, 32);
+    k->split = (int)(want < max_split ? want : max_split);
+    if (k->split > 65535) k->split = 65535;
+  }
+  k->grid[1] = k->split;
+  k->grid[2] = 1;
+  k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs (deterministic grid reduction)"
+                        : "column reduction: threads own outputs and loop over the reduced extent";
+}
+
+bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
+  (void)d;
+  for (int i = 0; i < p->nkernels; i++) {
+    fg_kernel *k = &p->kernels[i];
+    switch (k->kind) {
+    case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
+    case FG_KERNEL_ROW: schedule_row(p, k, o); break;
+    case FG_KERNEL_COLUMN: schedule_column(p, k, o); break;
+    }
+    if (k->split > 1) {
+      /* Partials: one 8-byte accumulator per reduction, per output element
+       * (column) or row (row), per split slice. */
+      int64_t per = k->kind == FG_KERNEL_ROW ? k->outer : k->outer * k->inner;
+      k->partial_temp = add_temp(p, 8 * (int64_t)k->nreds * per * k->split, false);
+      int64_t counters = k->kind == FG_KERNEL_ROW ? k->outer : k->grid[0];
+      k->counter_temp = add_temp(p, 4 * counters, true);
+      add_workspace_args(p, k);
+    }
+    k->idx64 = max_extent(p, k) * (k->split > 0 ? 1 : 1) >= ((int64_t)1 << 31) ||
+               (k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
+  }
+  return true;
+}

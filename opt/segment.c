@@ -1,0 +1,534 @@
+/* Segmentation: decide which values are materialized and group them into
+ * kernels by iteration domain.
+ *
+ * Materialized ("stored") values are graph results that are not views,
+ * reduction results needed outside their kernel, and operands of
+ * segment_set. Everything else is recomputed inline by each kernel that
+ * needs it, from parameters and stored values: pointwise and view ops are
+ * cheap next to a round trip through memory. Stored values are visited in
+ * graph order and join the most recent kernel when their domains agree:
+ *   - pointwise kernels: outputs of one shape;
+ *   - reductions over the same input shape and reduced dims share a kernel
+ *     (several reductions in one pass);
+ *   - row (inner) reduction kernels also take full-domain values and
+ *     row-shaped values that use their reductions through pointwise and
+ *     broadcasting ops only (normalization: the row stays on chip).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "infer.h"
+#include "plan.h"
+
+bool fg_is_view_op(const fg_op *op) { return op->kind == FG_KIND_VIEW && op->code != FG_OP_CAT && op->code != FG_OP_PAD; }
+
+bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k) {
+  if (v->param_index >= 0) return true;
+  const fg_storage *s = &p->store[v->id];
+  return s->stored && s->kernel >= 0 && s->kernel != k;
+}
+
+static bool same_shape(const fg_type *t, int rank, const int64_t *dims) {
+  if (t->rank != rank) return false;
+  for (int i = 0; i < rank; i++)
+    if (t->dims[i].size != dims[i]) return false;
+  return true;
+}
+
+/* A reshape that only inserts or removes size-1 dims keeps every element at
+ * the same row coordinates. */
+static bool reshape_unit_only(const fg_node *n) {
+  const fg_type *a = &n->in[0]->type, *b = &n->out[0]->type;
+  int i = 0, j = 0;
+  for (;;) {
+    while (i < a->rank && a->dims[i].size == 1) i++;
+    while (j < b->rank && b->dims[j].size == 1) j++;
+    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+    if (a->dims[i].size != b->dims[j].size) return false;
+    i++, j++;
+  }
+}
+
+static bool row_preserving(const fg_node *n) {
+  switch (n->op->code) {
+  case FG_OP_BROADCAST_IN_DIM: case FG_OP_EXPAND: case FG_OP_UNSQUEEZE: case FG_OP_SQUEEZE:
+    return true;
+  case FG_OP_RESHAPE: case FG_OP_VIEW:
+    return reshape_unit_only(n);
+  default:
+    return n->op->kind == FG_KIND_POINTWISE || n->op->kind == FG_KIND_LITERAL;
+  }
+}
+
+/* ---- walking a value's recomputation region relative to kernel k ---- */
+
+typedef struct walk_flags {
+  bool reaches_red;    /* uses a reduction computed by kernel k */
+  bool bad_path;       /* ... through an op that moves elements across rows */
+  bool crosses_segment;/* through a segment_set whose operand kernel k computes */
+} walk_flags;
+
+typedef struct walker {
+  const fg_plan *p;
+  int k;
+  unsigned char *seen; /* 0 unvisited, 1 done */
+  walk_flags *memo;
+} walker;
+
+static walk_flags walk(walker *w, const fg_value *v) {
+  walk_flags f = {0};
+  if (fg_plan_in_memory(w->p, v, w->k) || !v->def) return f;
+  if (w->seen[v->id]) return w->memo[v->id];
+  const fg_node *n = v->def;
+  const fg_storage *s = &w->p->store[v->id];
+  if (n->op->kind == FG_KIND_REDUCTION && s->kernel == w->k) {
+    f.reaches_red = true;
+  } else {
+    for (int i = 0; i < n->nin; i++) {
+      walk_flags g = walk(w, n->in[i]);
+      if (n->op->code == FG_OP_SEGMENT_SET) {
+        const fg_storage *xs = &w->p->store[n->in[i]->id];
+        if (xs->stored && xs->kernel == w->k) g.crosses_segment = true;
+      }
+      f.reaches_red |= g.reaches_red;
+      f.bad_path |= g.bad_path | (g.reaches_red && !row_preserving(n));
+      f.crosses_segment |= g.crosses_segment;
+    }
+  }
+  w->seen[v->id] = 1;
+  w->memo[v->id] = f;
+  return f;
+}
+
+static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
+  walker w = {p, k, calloc((size_t)p->g->next_value_id, 1),
+              calloc((size_t)p->g->next_value_id, sizeof(walk_flags))};
+  walk_flags f = {0};
+  if (w.seen && w.memo) {
+    /* A reduction's own flags come from its input, not itself. */
+    if (v->def && v->def->op->kind == FG_KIND_REDUCTION) f = walk(&w, v->def->in[0]);
+    else f = walk(&w, v);
+  }
+  free(w.seen);
+  free(w.memo);
+  return f;
+}
+
+/* ---- kernels ---- */
+
+static fg_kernel *new_kernel(fg_plan *p) {
+  fg_kernel *nk = fg_arena_alloc(&p->g->arena, (size_t)(p->nkernels + 1) * sizeof *nk);
+  if (p->nkernels) memcpy(nk, p->kernels, (size_t)p->nkernels * sizeof *nk);
+  p->kernels = nk;
+  fg_kernel *k = &nk[p->nkernels];
+  k->id = p->nkernels++;
+  k->partial_temp = k->counter_temp = -1;
+  return k;
+}
+
+static void push_value(fg_graph *g, fg_value ***arr, int *n, fg_value *v) {
+  fg_value **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
+  if (*n) memcpy(na, *arr, (size_t)*n * sizeof *na);
+  na[(*n)++] = v;
+  *arr = na;
+}
+
+static void push_node(fg_graph *g, fg_node ***arr, int *n, fg_node *v) {
+  fg_node **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
+  if (*n) memcpy(na, *arr, (size_t)*n * sizeof *na);
+  na[(*n)++] = v;
+  *arr = na;
+}
+
+static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
+  k->rank = t->rank;
+  for (int i = 0; i < t->rank; i++) {
+    k->dims[i] = t->dims[i].size;
+    k->mask[i] = mask ? mask[i] : false;
+  }
+}
+
+/* Row kernels reduce a trailing run of dims; everything else is a column
+ * kernel (threads own output elements). */
+static fg_kernel_kind reduction_kind(const fg_kernel *k) {
+  int first = -1;
+  for (int i = 0; i < k->rank; i++)
+    if (k->mask[i]) { first = i; break; }
+  if (first < 0) return FG_KERNEL_ROW; /* reduction over no dims: a copy per row */
+  for (int i = first; i < k->rank; i++)
+    if (!k->mask[i]) return FG_KERNEL_COLUMN;
+  return FG_KERNEL_ROW;
+}
+
+static bool same_mask(const fg_kernel *k, const bool *mask) {
+  for (int i = 0; i < k->rank; i++)
+    if (k->mask[i] != mask[i]) return false;
+  return true;
+}
+
+/* Is t the reduced shape of k's domain, with or without kept size-1 dims? */
+static bool row_shaped(const fg_kernel *k, const fg_type *t) {
+  int j = 0;
+  if (t->rank == k->rank) {
+    for (int i = 0; i < k->rank; i++)
+      if (t->dims[i].size != (k->mask[i] ? 1 : k->dims[i])) return false;
+    return true;
+  }
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i]) continue;
+    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
+    j++;
+  }
+  return j == t->rank;
+}
+
+static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
+
+/* May stored value v (not yet in a kernel) join kernel k? */
+static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  const fg_node *n = v->def;
+  walk_flags f = walk_value(p, k->id, v);
+  if (f.crosses_segment) return false;
+  bool is_red = n->op->kind == FG_KIND_REDUCTION;
+  if (!has_reductions(k)) {
+    if (is_red) return same_shape(&n->in[0]->type, k->rank, k->dims);
+    return same_shape(&v->type, k->rank, k->dims);
+  }
+  if (is_red) {
+    bool mask[FG_MAX_RANK];
+    fg_reduce_mask(n, mask);
+    if (!same_shape(&n->in[0]->type, k->rank, k->dims) || !same_mask(k, mask)) return false;
+    if (!f.reaches_red) return true;
+    return k->kind == FG_KERNEL_ROW && !f.bad_path;
+  }
+  if (same_shape(&v->type, k->rank, k->dims)) {
+    if (!f.reaches_red) return true;
+    return k->kind == FG_KERNEL_ROW && !f.bad_path;
+  }
+  if (row_shaped(k, &v->type)) return !f.bad_path;
+  return false;
+}
+
+/* The newest kernel that every value v loads from memory is ready for. */
+static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *seen) {
+  if (seen[v->id]) return -1;
+  seen[v->id] = 1;
+  if (v->param_index >= 0) return -1;
+  const fg_storage *s = &p->store[v->id];
+  if (s->stored && s->kernel >= 0) return s->kernel;
+  int m = -1;
+  const fg_node *n = v->def;
+  for (int i = 0; n && i < n->nin; i++) {
+    int k = earliest_kernel(p, n->in[i], seen);
+    if (k > m) m = k;
+  }
+  return m;
+}
+
+/* Which kernel v joins: among the kernels that come after every stored
+ * value v needs (those may also be computed by the kernel itself), prefer
+ * one whose reductions v uses (normalization), else the newest that fits. */
+static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen) return NULL;
+  const fg_node *n = v->def;
+  int lo = -1;
+  for (int i = 0; i < n->nin; i++) {
+    int k = earliest_kernel(p, n->in[i], seen);
+    if (k > lo) lo = k;
+  }
+  free(seen);
+  fg_kernel *fallback = NULL;
+  for (int ki = p->nkernels - 1; ki >= 0 && ki >= lo; ki--) {
+    fg_kernel *k = &p->kernels[ki];
+    /* Kernels after ki that v needs force ki = lo at least; a dependency
+     * on kernel j > ki rules ki out (checked by lo). */
+    if (!can_join(p, k, v)) continue;
+    if (has_reductions(k) && walk_value(p, k->id, v).reaches_red) return k;
+    if (!fallback) fallback = k;
+  }
+  return fallback;
+}
+
+static void add_to_kernel(fg_plan *p, fg_kernel *k, fg_value *v) {
+  fg_node *n = v->def;
+  p->store[v->id].kernel = k->id;
+  if (n->op->kind == FG_KIND_REDUCTION) {
+    bool mask[FG_MAX_RANK];
+    fg_reduce_mask(n, mask);
+    if (!has_reductions(k)) {
+      set_domain(k, &n->in[0]->type, mask);
+      k->kind = reduction_kind(k);
+    }
+    push_node(p->g, &k->reds, &k->nreds, n);
+  }
+  push_value(p->g, &k->outs, &k->nouts, v);
+}
+
+static void start_kernel(fg_plan *p, fg_value *v) {
+  fg_kernel *k = new_kernel(p);
+  k->kind = FG_KERNEL_POINTWISE;
+  set_domain(k, &v->type, NULL);
+  add_to_kernel(p, k, v);
+}
+
+/* ---- results: views of parameters or of other results ---- */
+
+/* Follows v's chain of view ops up to a value for which is_base() holds,
+ * composing the strided view. */
+static bool view_chain(const fg_plan *p, const fg_value *v, const bool *base_ok, const fg_value **base,
+                       fg_strided *out, const char **why) {
+  const fg_node *chain[256];
+  int nc = 0;
+  const fg_value *b = v;
+  while (!base_ok[b->id]) {
+    if (!b->def || !fg_is_view_op(b->def->op) || nc == 256) {
+      if (!*why) *why = b->def ? "computed by an op that is not a view" : NULL;
+      return false;
+    }
+    chain[nc++] = b->def;
+    b = b->def->in[0];
+  }
+  fg_strided s;
+  fg_type bt = b->type;
+  if (b->param_index < 0) bt.has_layout = false;
+  fg_strided_dense(&bt, &s);
+  const fg_value *cur = b;
+  for (int i = nc - 1; i >= 0; i--) {
+    const fg_node *n = chain[i];
+    int k = 0;
+    const fg_value *next = i ? chain[i - 1]->in[0] : v;
+    while (n->out[k] != next) k++;
+    fg_strided t;
+    if (!fg_strided_apply(n, k, &s, &t, why)) return false;
+    s = t;
+    cur = next;
+  }
+  (void)cur;
+  *base = b;
+  *out = s;
+  (void)p;
+  return true;
+}
+
+static bool plan_results(fg_plan *p, fg_diag *d) {
+  fg_graph *g = p->g;
+  bool *base_ok = calloc((size_t)g->next_value_id, 1);
+  int *written_as = malloc((size_t)g->next_value_id * sizeof *written_as);
+  if (!base_ok || !written_as) { free(base_ok); free(written_as); return false; }
+  for (int i = 0; i < g->next_value_id; i++) written_as[i] = -1;
+  for (int i = 0; i < g->nparams; i++) base_ok[g->params[i]->id] = !g->params[i]->type.scalar;
+  p->results = fg_arena_alloc(&g->arena, (size_t)g->nresults * sizeof *p->results);
+  /* Results in definition order, so a base result is decided before its views. */
+  int *order = malloc((size_t)g->nresults * sizeof *order);
+  int *pos = calloc((size_t)g->next_value_id, sizeof *pos);
+  if (!order || !pos) { free(base_ok); free(written_as); free(order); free(pos); return false; }
+  int at = 1;
+  for (int i = 0; i < g->nparams; i++) pos[g->params[i]->id] = at++;
+  for (fg_node *n = g->first; n; n = n->next)
+    for (int i = 0; i < n->nout; i++) pos[n->out[i]->id] = at++;
+  for (int i = 0; i < g->nresults; i++) order[i] = i;
+  for (int i = 1; i < g->nresults; i++)
+    for (int j = i; j > 0 && pos[g->results[order[j]]->id] < pos[g->results[order[j - 1]]->id]; j--) {
+      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+    }
+  bool ok = true;
+  for (int oi = 0; oi < g->nresults && ok; oi++) {
+    int i = order[oi];
+    fg_value *v = g->results[i];
+    fg_result_plan *r = &p->results[i];
+    if (v->type.scalar) {
+      fg_error(d, g->result_locs[i], "result %d is a scalar; graphs return tensors", i);
+      ok = false;
+      break;
+    }
+    if (written_as[v->id] >= 0) { /* returned twice: the second is a view */
+      r->is_view = true;
+      r->base = (fg_buf_ref){FG_BUF_RESULT, written_as[v->id]};
+      fg_type t = v->type;
+      fg_strided_dense(&t, &r->view);
+      continue;
+    }
+    const fg_value *base;
+    fg_strided s;
+    const char *why = NULL;
+    if (view_chain(p, v, base_ok, &base, &s, &why)) {
+      r->is_view = true;
+      r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
+                                       : (fg_buf_ref){FG_BUF_RESULT, written_as[base->id]};
+      r->view = s;
+      continue;
+    }
+    r->why = why;
+    written_as[v->id] = i;
+    base_ok[v->id] = true;
+    p->store[v->id] = (fg_storage){true, {FG_BUF_RESULT, i}, -1};
+  }
+  free(base_ok);
+  free(written_as);
+  free(order);
+  free(pos);
+  return ok;
+}
+
+/* ---- kernel arguments ---- */
+
+typedef struct argset {
+  fg_plan *p;
+  fg_kernel *k;
+  unsigned char *seen;
+} argset;
+
+static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == b.kind && k->args[i].index == b.index) return;
+  fg_buf_ref *na = fg_arena_alloc(&p->g->arena, (size_t)(k->nargs + 1) * sizeof *na);
+  if (k->nargs) memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
+  na[k->nargs++] = b;
+  k->args = na;
+}
+
+/* Collects the buffers a kernel reads, and marks reductions of other kernels
+ * it needs as stored. */
+static void collect(argset *a, const fg_value *v) {
+  if (a->seen[v->id]) return;
+  a->seen[v->id] = 1;
+  fg_plan *p = a->p;
+  if (v->param_index >= 0) {
+    add_arg(p, a->k, (fg_buf_ref){FG_BUF_PARAM, v->param_index});
+    return;
+  }
+  fg_storage *s = &p->store[v->id];
+  if (s->kernel >= 0 && s->kernel != a->k->id) {
+    s->stored = true; /* needed here, so it must reach memory */
+    return;           /* buffers are known after temps are assigned */
+  }
+  const fg_node *n = v->def;
+  for (int i = 0; i < n->nin; i++) collect(a, n->in[i]);
+}
+
+static void collect_loads(argset *a, const fg_value *v, fg_buf_ref *out, int *nout, int cap) {
+  (void)cap;
+  if (a->seen[v->id]) return;
+  a->seen[v->id] = 1;
+  fg_plan *p = a->p;
+  if (fg_plan_in_memory(p, v, a->k->id)) {
+    if (v->param_index < 0) out[(*nout)++] = p->store[v->id].buf;
+    return;
+  }
+  const fg_node *n = v->def;
+  for (int i = 0; i < n->nin; i++) collect_loads(a, n->in[i], out, nout, cap);
+}
+
+fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
+  for (int i = 0; i < g->nparams; i++)
+    if (!fg_type_is_static(&g->params[i]->type)) {
+      fg_error(d, g->params[i]->loc, "parameter '%s' has symbolic dims; the code generator needs static shapes",
+               g->params[i]->name);
+      return NULL;
+    }
+  for (fg_node *n = g->first; n; n = n->next)
+    if (n->op->kind == FG_KIND_ATTENTION) {
+      fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
+      return NULL;
+    }
+  fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
+  p->g = g;
+  p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
+  for (int i = 0; i < g->next_value_id; i++) p->store[i].kernel = -1;
+  for (int i = 0; i < g->nparams; i++)
+    p->store[g->params[i]->id] = (fg_storage){true, {FG_BUF_PARAM, i}, -1};
+  if (!plan_results(p, d)) return NULL;
+
+  /* Reductions and segment_set operands are stored until proven local. */
+  for (fg_node *n = g->first; n; n = n->next) {
+    if (n->op->kind == FG_KIND_REDUCTION)
+      for (int i = 0; i < n->nout; i++) p->store[n->out[i]->id].stored = true;
+    if (n->op->code == FG_OP_SEGMENT_SET && n->in[0]->param_index < 0 && n->in[0]->def &&
+        n->in[0]->def->op->kind != FG_KIND_LITERAL)
+      p->store[n->in[0]->id].stored = true;
+  }
+  /* Group stored values into kernels, in graph order. */
+  for (fg_node *n = g->first; n; n = n->next) {
+    for (int i = 0; i < n->nout; i++) {
+      fg_value *v = n->out[i];
+      if (!p->store[v->id].stored) continue;
+      fg_kernel *k = pick_kernel(p, v);
+      if (k) add_to_kernel(p, k, v);
+      else start_kernel(p, v);
+    }
+  }
+  /* Reductions are materialized only where another kernel reads them or
+   * they are results. */
+  for (fg_node *n = g->first; n; n = n->next)
+    if (n->op->kind == FG_KIND_REDUCTION)
+      for (int i = 0; i < n->nout; i++)
+        if (p->store[n->out[i]->id].buf.kind != FG_BUF_RESULT) p->store[n->out[i]->id].stored = false;
+  for (int ki = 0; ki < p->nkernels; ki++) {
+    fg_kernel *k = &p->kernels[ki];
+    argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
+    if (!a.seen) return NULL;
+    for (int i = 0; i < k->nouts; i++) {
+      const fg_node *n = k->outs[i]->def;
+      if (n->op->kind == FG_KIND_REDUCTION) collect(&a, n->in[0]);
+      else collect(&a, k->outs[i]);
+    }
+    free(a.seen);
+  }
+  /* Kernel outputs: reductions that stay local leave the out list. */
+  for (int ki = 0; ki < p->nkernels; ki++) {
+    fg_kernel *k = &p->kernels[ki];
+    int m = 0;
+    for (int i = 0; i < k->nouts; i++)
+      if (p->store[k->outs[i]->id].stored) k->outs[m++] = k->outs[i];
+    k->nouts = m;
+  }
+  /* Temps for stored values that are not results. */
+  for (fg_node *n = g->first; n; n = n->next)
+    for (int i = 0; i < n->nout; i++) {
+      fg_value *v = n->out[i];
+      fg_storage *s = &p->store[v->id];
+      if (!s->stored || s->buf.kind != FG_BUF_NONE) continue;
+      fg_temp *nt = fg_arena_alloc(&g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
+      if (p->ntemps) memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
+      int64_t bytes = fg_type_numel(&v->type) * fg_dtype_size(v->type.dtype);
+      nt[p->ntemps] = (fg_temp){bytes > 0 ? bytes : 1, false, v};
+      s->buf = (fg_buf_ref){FG_BUF_TEMP, p->ntemps++};
+      p->temps = nt;
+    }
+  /* Arguments: loads first, in discovery order, then written buffers. */
+  for (int ki = 0; ki < p->nkernels; ki++) {
+    fg_kernel *k = &p->kernels[ki];
+    fg_buf_ref *loads = malloc((size_t)(g->next_value_id + 1) * sizeof *loads);
+    argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
+    if (!loads || !a.seen) { free(loads); free(a.seen); return NULL; }
+    int nl = 0;
+    for (int i = 0; i < k->nouts; i++) {
+      const fg_node *n = k->outs[i]->def;
+      if (n->op->kind == FG_KIND_REDUCTION) collect_loads(&a, n->in[0], loads, &nl, g->next_value_id);
+      else collect_loads(&a, k->outs[i], loads, &nl, g->next_value_id);
+    }
+    for (int i = 0; i < k->nreds; i++) collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
+    free(a.seen);
+    /* Parameters are referenced through collect(); add them in index order
+     * for stable argument lists. */
+    fg_buf_ref *params = k->args;
+    int nparams = k->nargs;
+    k->args = NULL;
+    k->nargs = 0;
+    for (int pi = 0; pi < g->nparams; pi++)
+      for (int j = 0; j < nparams; j++)
+        if (params[j].index == pi) add_arg(p, k, params[j]);
+    for (int i = 0; i < nl; i++) add_arg(p, k, loads[i]);
+    for (int i = 0; i < k->nouts; i++) add_arg(p, k, p->store[k->outs[i]->id].buf);
+    free(loads);
+  }
+  if (!fg_plan_schedule(p, o, d)) return NULL;
+  return p;
+}
+
+const char *fg_buf_str(fg_buf_ref b, char *buf, int cap) {
+  const char *pre = b.kind == FG_BUF_PARAM ? "p" : b.kind == FG_BUF_RESULT ? "r" : b.kind == FG_BUF_TEMP ? "t" : "?";
+  snprintf(buf, (size_t)cap, "%s%d", pre, b.index);
+  return buf;
+}

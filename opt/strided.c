@@ -1,0 +1,164 @@
+#include "strided.h"
+
+#include <string.h>
+
+#include "infer.h"
+
+void fg_strided_dense(const fg_type *t, fg_strided *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = t->rank;
+  for (int i = 0; i < t->rank; i++) out->sizes[i] = t->dims[i].size;
+  fg_type_strides(t, out->strides);
+}
+
+bool fg_strided_is_dense(const fg_strided *s) {
+  if (s->offset != 0) return false;
+  int64_t st = 1;
+  for (int i = s->rank - 1; i >= 0; i--) {
+    if (s->sizes[i] != 1 && s->strides[i] != st) return false;
+    st *= s->sizes[i];
+  }
+  return true;
+}
+
+int64_t fg_strided_extent(const fg_strided *s) {
+  int64_t hi = s->offset;
+  for (int i = 0; i < s->rank; i++) {
+    if (s->sizes[i] == 0) return 0;
+    hi += (s->sizes[i] - 1) * s->strides[i];
+  }
+  return hi + 1;
+}
+
+/* PyTorch's computeStride: strides for viewing (sizes, strides) as newshape
+ * without a copy, or false. */
+static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank, int64_t *out) {
+  int64_t numel = 1;
+  for (int i = 0; i < in->rank; i++) numel *= in->sizes[i];
+  if (numel == 0 || in->rank == 0) {
+    int64_t st = 1;
+    for (int i = rank - 1; i >= 0; i--) { out[i] = st; st *= shape[i] > 0 ? shape[i] : 1; }
+    return true;
+  }
+  int view_d = rank - 1;
+  int64_t chunk_base = in->strides[in->rank - 1], tensor_numel = 1, view_numel = 1;
+  for (int td = in->rank - 1; td >= 0; td--) {
+    tensor_numel *= in->sizes[td];
+    if (td == 0 || (in->sizes[td - 1] != 1 && in->strides[td - 1] != tensor_numel * chunk_base)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base;
+        view_numel *= shape[view_d];
+        view_d--;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (td > 0) {
+        chunk_base = in->strides[td - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
+                     int64_t *out_len);
+
+bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out, const char **why) {
+  const fg_type *ot = &n->out[k]->type;
+  *why = NULL;
+  if (!fg_type_is_static(ot)) { *why = "symbolic shape"; return false; }
+  fg_strided r;
+  memset(&r, 0, sizeof r);
+  r.rank = ot->rank;
+  r.offset = in->offset;
+  for (int i = 0; i < ot->rank; i++) r.sizes[i] = ot->dims[i].size;
+  switch (n->op->code) {
+  case FG_OP_RESHAPE:
+  case FG_OP_VIEW:
+    if (!reshape_strides(in, r.sizes, r.rank, r.strides)) {
+      *why = "reshape across non-mergeable strides";
+      return false;
+    }
+    break;
+  case FG_OP_PERMUTE: {
+    const fg_attr *p = fg_node_attr(n, "dims");
+    for (int i = 0; i < r.rank; i++) {
+      int64_t s = p->ints[i] < 0 ? p->ints[i] + in->rank : p->ints[i];
+      r.strides[i] = in->strides[s];
+    }
+    break;
+  }
+  case FG_OP_TRANSPOSE: {
+    int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
+    if (a < 0) a += in->rank;
+    if (b < 0) b += in->rank;
+    memcpy(r.strides, in->strides, sizeof r.strides);
+    r.strides[a] = in->strides[b];
+    r.strides[b] = in->strides[a];
+    break;
+  }
+  case FG_OP_BROADCAST_IN_DIM: {
+    const fg_attr *dims = fg_node_attr(n, "dims");
+    for (int i = 0; i < r.rank; i++) r.strides[i] = 0;
+    for (int i = 0; i < dims->n; i++) {
+      int64_t o = dims->ints[i] < 0 ? dims->ints[i] + r.rank : dims->ints[i];
+      r.strides[o] = (in->sizes[i] == 1 && r.sizes[o] != 1) ? 0 : in->strides[i];
+    }
+    break;
+  }
+  case FG_OP_EXPAND: {
+    int lead = r.rank - in->rank;
+    for (int i = 0; i < r.rank; i++) {
+      if (i < lead) r.strides[i] = 0;
+      else r.strides[i] = (in->sizes[i - lead] == 1 && r.sizes[i] != 1) ? 0 : in->strides[i - lead];
+    }
+    break;
+  }
+  case FG_OP_SQUEEZE: {
+    /* The same dims inference drops: listed (or all) size-1 dims. */
+    const fg_attr *dims = fg_node_attr(n, "dims");
+    bool drop[FG_MAX_RANK] = {0};
+    for (int i = 0; i < in->rank; i++) drop[i] = !dims && in->sizes[i] == 1;
+    for (int i = 0; dims && i < dims->n; i++) {
+      int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
+      drop[d] = in->sizes[d] == 1;
+    }
+    for (int i = 0, j = 0; i < in->rank; i++)
+      if (!drop[i]) r.strides[j++] = in->strides[i];
+    break;
+  }
+  case FG_OP_UNSQUEEZE: {
+    int64_t d = fg_attr_int(n, "dim");
+    if (d < 0) d += in->rank + 1;
+    for (int i = 0, j = 0; i < r.rank; i++) {
+      if (i == d) r.strides[i] = d < in->rank ? in->strides[d] * in->sizes[d] : 1;
+      else r.strides[i] = in->strides[j++];
+    }
+    break;
+  }
+  case FG_OP_SLICE: {
+    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"), *sp = fg_node_attr(n, "steps");
+    for (int i = 0; i < r.rank; i++) {
+      int64_t step = sp ? sp->ints[i] : 1, s0, len;
+      fg_slice_bounds(in->sizes[i], st->ints[i], en->ints[i], step, &s0, &len);
+      r.offset += s0 * in->strides[i];
+      r.strides[i] = in->strides[i] * step;
+    }
+    break;
+  }
+  case FG_OP_SPLIT: {
+    const fg_attr *sizes = fg_node_attr(n, "sizes");
+    int64_t dim = fg_attr_int(n, "dim");
+    if (dim < 0) dim += in->rank;
+    memcpy(r.strides, in->strides, sizeof r.strides);
+    for (int i = 0; i < k; i++) r.offset += sizes->ints[i] * in->strides[dim];
+    break;
+  }
+  default:
+    *why = "not a view op";
+    return false;
+  }
+  *out = r;
+  return true;
+}

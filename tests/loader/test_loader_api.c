@@ -1,0 +1,413 @@
+/* The public API end to end on the fake driver (fake_cuda.c, through
+ * FGL_LIBCUDA): load (cold/warm/disabled cache), queries, temps, runs with
+ * views and kernel-vec selection, every bad-input case rejected with nothing
+ * launched and nothing written, and that fgl_run only launches. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fgload.h"
+#include "tl.h"
+
+#define N 1048576
+static long (*fake_count)(const char *);
+static void (*fake_reset)(void);
+static const char *(*fake_last)(void);
+static char cache_dir[256];
+
+static char logs[8192];
+static void logcb(void *u, fgl_log_level lv, const char *m) {
+  (void)u; (void)lv;
+  size_t n = strlen(logs);
+  snprintf(logs + n, sizeof logs - n, "%s\n", m);
+}
+
+static fgl_load_options opts(void) {
+  fgl_load_options o;
+  fgl_load_options_init(&o);
+  o.cache_dir = cache_dir;
+  o.log = logcb;
+  return o;
+}
+
+/* Cases that need a fresh process (the driver is loaded once per process). */
+static int in_child(const char *env, const char *val, fgl_status want, const char *msg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv(env, val, 1);
+    fgl_module *m;
+    fgl_error e = {0};
+    fgl_status st = fgl_module_load_file(FGL_FIXTURES "/add.ptx", NULL, &m, &e);
+    if (st != want || !strstr(e.msg, msg)) {
+      fprintf(stderr, "child %s=%s: got %s '%s'\n", env, val, fgl_status_name(st), e.msg);
+      _exit(1);
+    }
+    _exit(0);
+  }
+  int s;
+  waitpid(pid, &s, 0);
+  return WIFEXITED(s) && WEXITSTATUS(s) == 0;
+}
+
+static void test_no_driver(void) {
+  CHECK(in_child("FGL_LIBCUDA", "/nonexistent/libcuda.so.1", FGL_ERR_NO_DRIVER, "no CUDA driver: cannot load /nonexistent/libcuda.so.1"));
+  CHECK(in_child("FAKE_CUDA_DEVICES", "0", FGL_ERR_NO_DRIVER, "no CUDA device"));
+}
+
+static void test_dtypes(void) {
+  const char *names[] = {"bool", "i8", "u8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+  const int sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
+  CHECK(FGL_DTYPE_COUNT == 12 && FGL_BF16 == 7 && FGL_F8E5M2 == 11);
+  for (int i = 0; i < FGL_DTYPE_COUNT; i++) {
+    CHECK(!strcmp(fgl_dtype_name((fgl_dtype)i), names[i]));
+    CHECK(fgl_dtype_size((fgl_dtype)i) == sizes[i]);
+  }
+  CHECK(!strcmp(fgl_dtype_name((fgl_dtype)99), "?") && fgl_dtype_size((fgl_dtype)-1) == 0);
+  CHECK(!strcmp(fgl_status_name(FGL_ERR_MISMATCH), "FGL_ERR_MISMATCH"));
+}
+
+static void test_load(void) {
+  fgl_module *m = NULL;
+  fgl_error e = {0};
+  fgl_load_options o = opts();
+  fgl_load_stats s;
+  /* errors */
+  CHECK(fgl_module_load_file("/nonexistent.ptx", &o, &m, &e) == FGL_ERR_IO && strstr(e.msg, "/nonexistent.ptx: cannot open"));
+  CHECK(m == NULL);
+  const char *bad = "// fusec-plan 7\n";
+  CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m, &e) == FGL_ERR_PLAN);
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7 is not supported: this loader reads plan version 1"), "%s", e.msg);
+  CHECK(fgl_module_load_data(NULL, 0, &o, NULL, &e) == FGL_ERR_INVALID_ARGUMENT);
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  if (!text) { CHECK(0); return; }
+  char *failing = tl_replace(text, "// Hand-written", "// FAKE_JIT_FAIL Hand-written");
+  CHECK(fgl_module_load_data(failing, strlen(failing), &o, &m, &e) == FGL_ERR_CUDA);
+  CHECK_MSG(strstr(e.msg, "PTX JIT failed: CUDA_ERROR_INVALID_PTX") && strstr(e.msg, "ptxas fatal: fake JIT failure"), "%s", e.msg);
+  free(failing);
+  o.jit_opt_level = 9;
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_ERR_INVALID_ARGUMENT);
+  o = opts();
+  /* cold, then warm */
+  fake_reset();
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK);
+  CHECK(fake_count("jit") == 1);
+  CHECK(fgl_module_load_stats(m, &s, &e) == FGL_OK && !s.cache_hit);
+  fgl_module_free(m, &e);
+  CHECK(fgl_module_load_file(FGL_FIXTURES "/add.ptx", &o, &m, &e) == FGL_OK);
+  CHECK(fake_count("jit") == 1);
+  CHECK(fgl_module_load_stats(m, &s, &e) == FGL_OK && s.cache_hit == 1);
+  fgl_device_info di;
+  CHECK(fgl_module_device_info(m, &di, &e) == FGL_OK && !strcmp(di.name, "Fake GPU") && di.cc_major == 9 &&
+        di.cc_minor == 0 && di.driver_version == 12040);
+  fgl_module_free(m, &e);
+  /* cache disabled by option, then by FUSEC_CACHE=0 */
+  o.cache = 0;
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 2);
+  fgl_module_free(m, &e);
+  o.cache = 1;
+  setenv("FUSEC_CACHE", "0", 1);
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 3);
+  unsetenv("FUSEC_CACHE");
+  fgl_module_free(m, &e);
+  /* a newer target than the device */
+  char *sm100 = tl_replace(text, "// target sm_80", "// target sm_100");
+  CHECK(fgl_module_load_data(sm100, strlen(sm100), &o, &m, &e) == FGL_ERR_UNSUPPORTED && strstr(e.msg, "targets sm_100"));
+  free(sm100);
+  free(text);
+}
+
+typedef struct bufs {
+  fgl_devptr x, y, out, raw;
+} bufs;
+
+static void test_queries(fgl_module *m) {
+  fgl_error e;
+  int n;
+  fgl_graph_info gi;
+  CHECK(fgl_module_num_graphs(m, &n, &e) == FGL_OK && n == 2);
+  CHECK(fgl_module_graph_at(m, 1, &gi, &e) == FGL_OK && !strcmp(gi.name, "ident"));
+  CHECK(fgl_module_graph_at(m, 2, &gi, &e) == FGL_ERR_INVALID_ARGUMENT);
+  CHECK(fgl_module_graph_info(m, "axpy", &gi, &e) == FGL_OK && gi.n_params == 3 && gi.n_results == 3 &&
+        gi.n_temps == 1 && gi.n_kernels == 1);
+  CHECK(fgl_module_graph_info(m, "nope", &gi, &e) == FGL_ERR_NOT_FOUND);
+  CHECK_MSG(!strcmp(e.msg, "no graph 'nope' in the module (it has: axpy, ident)"), "%s", e.msg);
+  fgl_temp_info ti;
+  CHECK(fgl_module_temp_info(m, "axpy", 0, &ti, &e) == FGL_OK && ti.bytes == 4096 && ti.align == 256 && ti.zero);
+  CHECK(fgl_module_temp_info(m, "axpy", 1, &ti, &e) == FGL_ERR_INVALID_ARGUMENT);
+  fgl_graph *g;
+  CHECK(fgl_graph_create(m, "nope", &g, &e) == FGL_ERR_NOT_FOUND);
+  CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+  fgl_param_info pi;
+  CHECK(fgl_graph_param(g, 1, &pi, &e) == FGL_OK && !strcmp(pi.name, "y") && pi.dtype == FGL_F32 && pi.rank == 1 &&
+        pi.sizes[0] == N && pi.strides[0] == 1 && !pi.is_scalar);
+  CHECK(fgl_graph_param(g, 2, &pi, &e) == FGL_OK && pi.is_scalar && pi.rank == 0);
+  CHECK(fgl_graph_param(g, 3, &pi, &e) == FGL_ERR_INVALID_ARGUMENT);
+  fgl_result_info ri;
+  CHECK(fgl_graph_result(g, 0, &ri, &e) == FGL_OK && !ri.is_view && ri.base_index == -1);
+  CHECK(fgl_graph_result(g, 1, &ri, &e) == FGL_OK && ri.is_view && ri.base_is_param && ri.base_index == 0 &&
+        ri.rank == 2 && ri.sizes[1] == 1024);
+  CHECK(fgl_graph_result(g, 2, &ri, &e) == FGL_OK && ri.is_view && !ri.base_is_param && ri.offset == 1024);
+  fgl_graph_free(g, &e);
+}
+
+static void test_temps(fgl_module *m) {
+  fgl_error e;
+  fgl_graph *g;
+  fgl_devptr t;
+  CHECK(fgl_malloc(m, 8192, &t, &e) == FGL_OK);
+  CHECK(fgl_memset(m, t, 0xAB, 8192, &e) == FGL_OK);
+  fgl_devptr bad = t + 16;
+  CHECK(fgl_graph_create_with_temps(m, "axpy", &bad, 1, &g, &e) == FGL_ERR_INVALID_ARGUMENT && strstr(e.msg, "not aligned to 256"));
+  CHECK(fgl_graph_create_with_temps(m, "axpy", &t, 0, &g, &e) == FGL_ERR_INVALID_ARGUMENT);
+  CHECK(fgl_graph_create_with_temps(m, "axpy", &t, 1, &g, &e) == FGL_OK);
+  unsigned char h[8192];
+  CHECK(fgl_memcpy_dtoh(m, h, t, sizeof h, &e) == FGL_OK);
+  int zeroed = 1;
+  for (int i = 0; i < 4096; i++) zeroed &= h[i] == 0;
+  CHECK(zeroed && h[4096] == 0xAB); /* exactly the temp's bytes */
+  fgl_graph_free(g, &e);
+  CHECK(fgl_free(m, t, &e) == FGL_OK);
+}
+
+static void upload(fgl_module *m, fgl_devptr d, float base, float step) {
+  float *h = malloc(N * sizeof *h);
+  for (int i = 0; i < N; i++) h[i] = base + step * (float)(i % 1000);
+  fgl_error e;
+  CHECK(fgl_memcpy_htod(m, d, h, N * sizeof *h, &e) == FGL_OK);
+  free(h);
+}
+
+static int check_out(fgl_module *m, fgl_devptr out, float alpha) {
+  float *h = malloc(N * sizeof *h);
+  fgl_error e;
+  fgl_memcpy_dtoh(m, h, out, N * sizeof *h, &e);
+  int ok = 1;
+  for (int i = 0; i < N && ok; i++) {
+    float x = 1.0f + 0.5f * (float)(i % 1000), y = -2.0f + 0.25f * (float)(i % 1000);
+    if (h[i] != x + alpha * y) ok = 0;
+  }
+  free(h);
+  return ok;
+}
+
+static int all_ff(fgl_module *m, fgl_devptr out) {
+  unsigned char *h = malloc(N * 4);
+  fgl_error e;
+  fgl_memcpy_dtoh(m, h, out, N * 4, &e);
+  int ok = 1;
+  for (int i = 0; i < N * 4; i++) ok &= h[i] == 0xFF;
+  free(h);
+  return ok;
+}
+
+static void set_args(fgl_arg in[3], fgl_tensor out[3], bufs *b, double alpha) {
+  int64_t n = N;
+  fgl_tensor t;
+  fgl_tensor_contiguous(&t, b->x, FGL_F32, 1, &n);
+  in[0] = fgl_arg_tensor(t);
+  fgl_tensor_contiguous(&t, b->y, FGL_F32, 1, &n);
+  in[1] = fgl_arg_tensor(t);
+  in[2] = fgl_arg_float(FGL_F32, alpha);
+  fgl_tensor_contiguous(&out[0], b->out, FGL_F32, 1, &n);
+  memset(&out[1], 0x77, sizeof out[1]);
+  memset(&out[2], 0x77, sizeof out[2]);
+}
+
+static void test_run(fgl_module *m) {
+  fgl_error e = {0};
+  fgl_graph *g;
+  CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+  bufs b;
+  CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b.y, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b.out, &e) == FGL_OK);
+  b.x = b.raw;
+  upload(m, b.x, 1.0f, 0.5f);
+  upload(m, b.y, -2.0f, 0.25f);
+  fgl_arg in[3];
+  fgl_tensor out[3];
+  set_args(in, out, &b, 2.0);
+  fake_reset();
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK);
+  CHECK(fake_count("launch") == 1 && !strcmp(fake_last(), "fg_axpy_k0_v4"));
+  /* a run launches and nothing else */
+  CHECK(fake_count("alloc") == 0 && fake_count("free") == 0 && fake_count("sync") == 0 && fake_count("memset") == 0 &&
+        fake_count("htod") == 0 && fake_count("dtoh") == 0);
+  CHECK(check_out(m, b.out, 2.0f));
+  /* views: pointer, sizes, strides */
+  CHECK(out[1].ptr == b.x && out[1].dtype == FGL_F32 && out[1].rank == 2 && out[1].sizes[0] == 1024 &&
+        out[1].strides[0] == 1024 && out[1].strides[1] == 1);
+  CHECK(out[2].ptr == b.out + 1024 * 4 && out[2].rank == 1 && out[2].sizes[0] == 1024);
+  /* 4-byte aligned but not 16: the plain kernel */
+  fgl_devptr x4 = b.raw + 4;
+  upload(m, x4, 1.0f, 0.5f);
+  in[0].tensor.ptr = x4;
+  fake_reset();
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK && !strcmp(fake_last(), "fg_axpy_k0"));
+  CHECK(check_out(m, b.out, 2.0f) && out[1].ptr == x4);
+  /* integer alpha through the f64 slot: alpha = -1 */
+  in[2] = fgl_arg_float(FGL_F32, -1.0);
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK && check_out(m, b.out, -1.0f));
+  in[0].tensor.ptr = b.x;
+  upload(m, b.x, 1.0f, 0.5f);
+
+  /* bad inputs: rejected, nothing launched, output untouched, views not filled */
+  fgl_memset(m, b.out, 0xFF, N * 4, &e);
+  fgl_arg in2[3];
+  fgl_tensor out2[3];
+  int nc = 0;
+  const char *want[] = {
+      "graph 'axpy' takes 3 inputs, got 2",
+      "graph 'axpy' has 3 results, got 2 outputs",
+      "input 1 ('y'): expected f32[1048576] strides [1], got bf16[1048576] strides [1]",
+      "input 0 ('x'): expected f32[1048576] strides [1], got f32[1048575] strides [1]",
+      "input 0 ('x'): expected f32[1048576] strides [1], got f32[1048576] strides [2]",
+      "input 0 ('x'): expected f32[1048576] strides [1], got f32[1024,1024] strides [1024,1]",
+      "input 1 ('y'): NULL device pointer for f32[1048576] strides [1]",
+      "input 0 ('x'): pointer 0x",
+      "input 2 ('alpha'): expected a scalar f32, got a scalar f64",
+      "input 2 ('alpha'): expected a scalar f32, got f32[1048576] strides [1]",
+      "input 0 ('x'): expected f32[1048576] strides [1], got a scalar f32",
+      "output 0: expected f32[1048576] strides [1], got f32[1048576] strides [-1]",
+      "output 0: NULL device pointer",
+      "input 0 ('x'): expected f32[1048576] strides [1], got f32 with rank 9",
+  };
+  for (int c = 0; c < (int)(sizeof want / sizeof want[0]); c++) {
+    set_args(in2, out2, &b, 2.0);
+    int n_in = 3, n_out = 3;
+    switch (c) {
+    case 0: n_in = 2; break;
+    case 1: n_out = 2; break;
+    case 2: in2[1].tensor.dtype = FGL_BF16; break;
+    case 3: in2[0].tensor.sizes[0] = N - 1; break;
+    case 4: in2[0].tensor.strides[0] = 2; break;
+    case 5: { int64_t s[2] = {1024, 1024}; fgl_tensor_contiguous(&in2[0].tensor, b.x, FGL_F32, 2, s); } break;
+    case 6: in2[1].tensor.ptr = 0; break;
+    case 7: in2[0].tensor.ptr = b.x + 2; break;
+    case 8: in2[2].scalar_dtype = FGL_F64; break;
+    case 9: in2[2] = in2[1]; break;
+    case 10: in2[0] = fgl_arg_float(FGL_F32, 1.0); break;
+    case 11: out2[0].strides[0] = -1; break;
+    case 12: out2[0].ptr = 0; break;
+    case 13: in2[0].tensor.rank = 9; break;
+    }
+    fake_reset();
+    fgl_error e2 = {0};
+    fgl_status st = fgl_run(g, in2, n_in, out2, n_out, NULL, &e2);
+    CHECK_MSG(st == FGL_ERR_MISMATCH && e2.status == FGL_ERR_MISMATCH, "case %d: status %s", c, fgl_status_name(st));
+    CHECK_MSG(strstr(e2.msg, want[c]) == e2.msg, "case %d: '%s' does not start with '%s'", c, e2.msg, want[c]);
+    CHECK_MSG(fake_count("launch") == 0, "case %d launched", c);
+    unsigned char sentinel[sizeof out2[1]];
+    memset(sentinel, 0x77, sizeof sentinel);
+    CHECK_MSG(!memcmp(&out2[1], sentinel, sizeof sentinel), "case %d: view filled", c);
+    if (getenv("FGL_TEST_VERBOSE")) printf("rejected: %s\n", e2.msg);
+    nc++;
+  }
+  CHECK(all_ff(m, b.out));
+  printf("%d bad runs rejected with nothing launched\n", nc);
+  /* a size-1 dim's stride is not checked; an empty tensor may be NULL: ident graph */
+  fgl_graph *gi;
+  CHECK(fgl_graph_create(m, "ident", &gi, &e) == FGL_OK);
+  fgl_arg ia;
+  int64_t s48[2] = {4, 8};
+  fgl_tensor_contiguous(&ia.tensor, b.y, FGL_F32, 2, s48);
+  ia.is_scalar = 0;
+  fgl_tensor io;
+  fake_reset();
+  CHECK(fgl_run(gi, &ia, 1, &io, 1, NULL, &e) == FGL_OK && fake_count("launch") == 0 && fake_count("push") == 0);
+  CHECK(io.ptr == b.y && io.rank == 2 && io.sizes[0] == 8 && io.strides[0] == 1 && io.strides[1] == 8);
+  fgl_graph_free(gi, &e);
+  fgl_graph_free(g, &e);
+  fgl_free(m, b.raw, &e);
+  fgl_free(m, b.y, &e);
+  fgl_free(m, b.out, &e);
+}
+
+/* Events and stream sync through the public helpers. */
+static void test_events(fgl_module *m) {
+  fgl_error e;
+  fgl_event *a, *z;
+  float ms = -1;
+  CHECK(fgl_event_create(m, &a, &e) == FGL_OK && fgl_event_create(m, &z, &e) == FGL_OK);
+  CHECK(fgl_event_record(a, NULL, &e) == FGL_OK && fgl_event_record(z, NULL, &e) == FGL_OK);
+  CHECK(fgl_event_elapsed_ms(a, z, &ms, &e) == FGL_OK && ms >= 0);
+  CHECK(fgl_stream_sync(m, NULL, &e) == FGL_OK);
+  CHECK(fgl_event_destroy(a, &e) == FGL_OK && fgl_event_destroy(z, &e) == FGL_OK);
+}
+
+/* Concurrent loads, and concurrent runs on distinct instances. */
+static void *thread_main(void *arg) {
+  (void)arg;
+  fgl_load_options o = opts();
+  o.log = NULL;
+  fgl_module *m;
+  fgl_error e;
+  if (fgl_module_load_file(FGL_FIXTURES "/add.ptx", &o, &m, &e) != FGL_OK) return (void *)1;
+  fgl_graph *g;
+  long bad = 0;
+  if (fgl_graph_create(m, "axpy", &g, &e) != FGL_OK) return (void *)1;
+  bufs b;
+  fgl_malloc(m, N * 4, &b.x, &e);
+  fgl_malloc(m, N * 4, &b.y, &e);
+  fgl_malloc(m, N * 4, &b.out, &e);
+  upload(m, b.x, 1.0f, 0.5f);
+  upload(m, b.y, -2.0f, 0.25f);
+  for (int i = 0; i < 3; i++) {
+    fgl_arg in[3];
+    fgl_tensor out[3];
+    set_args(in, out, &b, (double)i);
+    if (fgl_run(g, in, 3, out, 3, NULL, &e) != FGL_OK || !check_out(m, b.out, (float)i)) bad++;
+  }
+  fgl_free(m, b.x, &e);
+  fgl_free(m, b.y, &e);
+  fgl_free(m, b.out, &e);
+  fgl_graph_free(g, &e);
+  fgl_module_free(m, &e);
+  return (void *)bad;
+}
+
+static void test_threads(void) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, thread_main, NULL);
+  for (int i = 0; i < 4; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    CHECK(r == NULL);
+  }
+}
+
+int main(void) {
+  const char *lib = getenv("FGL_LIBCUDA");
+  if (!lib) {
+    fprintf(stderr, "FGL_LIBCUDA must name the fake driver (ctest sets it)\n");
+    return 1;
+  }
+  snprintf(cache_dir, sizeof cache_dir, "/tmp/fgl-api-test-%d", (int)getpid());
+  test_no_driver();
+  test_dtypes();
+  void *h = dlopen(lib, RTLD_NOW);
+  CHECK(h != NULL);
+  if (!h) return 1;
+  fake_count = (long (*)(const char *))dlsym(h, "fake_cuda_count");
+  fake_reset = (void (*)(void))dlsym(h, "fake_cuda_reset");
+  fake_last = (const char *(*)(void))dlsym(h, "fake_cuda_last_entry");
+  test_load();
+  fgl_module *m;
+  fgl_error e;
+  fgl_load_options o = opts();
+  CHECK(fgl_module_load_file(FGL_FIXTURES "/add.ptx", &o, &m, &e) == FGL_OK);
+  test_queries(m);
+  test_temps(m);
+  test_run(m);
+  test_events(m);
+  fgl_module_free(m, &e);
+  test_threads();
+  dlclose(h);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
+  if (system(cmd) != 0) CHECK(0);
+  TL_DONE("test_loader_api");
+}

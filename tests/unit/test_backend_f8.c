@@ -1,0 +1,241 @@
+/* The backend's f8 codecs against the interpreter's (ir/dtype.c), on the
+ * CPU, before any GPU is involved:
+ *  1. the integer algorithm of backend_ptx/lower_f8.c, written in C here,
+ *     against fg_f32_to_f8e4m3 / fg_f32_to_f8e5m2 on a dense sample of f32
+ *     bit patterns (every sign/exponent/top-11-mantissa-bit combination with
+ *     7 low-bit patterns each, ~7.3M values per format) and all 256 decodes;
+ *  2. the LLVM IR that fgb_f8_encode / fgb_f8_decode emit, JIT-compiled for
+ *     the host, against the C version on the same sample and on all 256
+ *     codes.
+ * FGB_F8_EXHAUSTIVE=1 runs both over all 2^32 f32 bit patterns (minutes). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/ExecutionEngine.h>
+#include <llvm-c/Target.h>
+
+#include "backend.h"
+
+static int npass, nfail;
+#define CHECK(c, ...)                                                     \
+  do {                                                                    \
+    if (c) npass++;                                                       \
+    else {                                                                \
+      nfail++;                                                            \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
+      fprintf(stderr, __VA_ARGS__);                                       \
+      fputc('\n', stderr);                                                \
+    }                                                                     \
+  } while (0)
+
+/* ---- the algorithm of lower_f8.c in C ---- */
+
+typedef struct { int ebits, mbits, bias, ieee_inf; uint32_t maxcode; } f8fmt;
+static const f8fmt E4M3 = {4, 3, 7, 0, 0x7e}, E5M2 = {5, 2, 15, 1, 0x7b};
+
+static uint8_t c_encode(uint32_t u, f8fmt f) {
+  int emin = 1 - f.bias;
+  uint32_t a = u & 0x7fffffffu, sign = (u >> 24) & 0x80u;
+  int32_t e = (int32_t)(a >> 23) - 127;
+  uint32_t s = (a & 0x7fffffu) | 0x800000u;
+  int32_t ex = e > emin ? e : emin;
+  uint32_t shift = (uint32_t)(ex - e + 23 - f.mbits);
+  if (shift > 25) shift = 25;
+  uint32_t n = s >> shift, rem = s & ((1u << shift) - 1), half = 1u << (shift - 1);
+  n += rem > half || (rem == half && (n & 1));
+  int32_t code = ((ex + f.bias - 1) << f.mbits) + (int32_t)n;
+  if (code > (int32_t)f.maxcode) code = f.ieee_inf ? 0x7c : 0x7f;
+  code |= (int32_t)sign;
+  if (a > 0x7f800000u) code = f.ieee_inf ? 0x7e : (int32_t)(sign | 0x7f);
+  return (uint8_t)code;
+}
+
+static uint32_t c_decode(uint8_t b, f8fmt f) {
+  uint32_t v = b, sign = (v >> 7) << 31;
+  uint32_t eall = (1u << f.ebits) - 1, mall = (1u << f.mbits) - 1;
+  uint32_t e = (v >> f.mbits) & eall, mm = v & mall;
+  uint32_t nb = ((e + 127 - (uint32_t)f.bias) << 23) | (mm << (23 - f.mbits));
+  float sub = (float)mm * (float)ldexp(1.0, 1 - f.bias - f.mbits);
+  uint32_t sb;
+  memcpy(&sb, &sub, 4);
+  uint32_t mag = e == 0 ? sb : nb;
+  if (f.ieee_inf && e == eall) mag = mm == 0 ? 0x7f800000u : 0x7fc00000u;
+  if (!f.ieee_inf && e == eall && mm == mall) mag = 0x7fc00000u;
+  return mag | sign;
+}
+
+static uint8_t ref_encode(uint32_t u, fg_dtype dt) {
+  float x;
+  memcpy(&x, &u, 4);
+  return dt == FG_F8E4M3 ? fg_f32_to_f8e4m3(x) : fg_f32_to_f8e5m2(x);
+}
+static float ref_decode(uint8_t b, fg_dtype dt) {
+  return dt == FG_F8E4M3 ? fg_f8e4m3_to_f32(b) : fg_f8e5m2_to_f32(b);
+}
+
+static bool same_float(uint32_t a, float b) {
+  float fa;
+  memcpy(&fa, &a, 4);
+  if (isnan(fa) || isnan(b)) return isnan(fa) && isnan(b);
+  uint32_t bb;
+  memcpy(&bb, &b, 4);
+  return a == bb; /* signed zeros must match too */
+}
+
+/* The sample: bits 31..12 exhaustively, 7 patterns of bits 11..0. */
+static uint32_t sample(uint64_t k) {
+  static const uint32_t lo[6] = {0x000, 0x001, 0x7ff, 0x800, 0x801, 0xfff};
+  uint32_t hi = (uint32_t)(k / 7), j = (uint32_t)(k % 7);
+  uint32_t l = j < 6 ? lo[j] : (hi * 2654435761u) >> 20;
+  return hi << 12 | l;
+}
+#define NSAMPLE ((uint64_t)7 << 20)
+
+/* ---- the emitted IR, JIT-compiled for the host ---- */
+
+typedef void (*enc_fn)(const uint32_t *in, uint8_t *out, int64_t n);
+typedef void (*dec_fn)(const uint8_t *in, uint32_t *out, int64_t n);
+
+/* void name(in*, out*, i64 n) { for i < n: out[i] = body(in[i]) } with
+ * in/out element types tin/tout. */
+static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMTypeRef tout, fg_dtype dt,
+                      bool encode) {
+  LLVMContextRef c = fgb_ctx(m);
+  LLVMBuilderRef b = fgb_builder(m);
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef params[3] = {ptr, ptr, i64};
+  LLVMValueRef fn = LLVMAddFunction(fgb_llvm_module(m), name,
+                                    LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0));
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, fn, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, LLVMGetParam(fn, 2), LLVMConstInt(i64, 0, 0), ""), loop, done);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
+  LLVMValueRef x = LLVMBuildLoad2(b, tin, LLVMBuildGEP2(b, tin, LLVMGetParam(fn, 0), &i, 1, ""), "");
+  LLVMValueRef r;
+  if (encode) {
+    r = fgb_f8_encode(m, LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), ""), dt);
+  } else {
+    r = LLVMBuildBitCast(b, fgb_f8_decode(m, x, dt), tout, "");
+  }
+  LLVMBuildStore(b, r, LLVMBuildGEP2(b, tout, LLVMGetParam(fn, 1), &i, 1, ""));
+  LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
+  LLVMBasicBlockRef from[2] = {entry, loop};
+  LLVMValueRef vals[2] = {LLVMConstInt(i64, 0, 0), i1};
+  LLVMAddIncoming(i, vals, from, 2);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i1, LLVMGetParam(fn, 2), ""), loop, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  LLVMBuildRetVoid(b);
+}
+
+static void test_c_algorithm(bool exhaustive) {
+  const fg_dtype dts[2] = {FG_F8E4M3, FG_F8E5M2};
+  for (int d = 0; d < 2; d++) {
+    f8fmt f = d ? E5M2 : E4M3;
+    uint64_t bad = 0, total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE;
+    for (uint64_t k = 0; k < total; k++) {
+      uint32_t u = exhaustive ? (uint32_t)k : sample(k);
+      uint8_t a = c_encode(u, f), r = ref_encode(u, dts[d]);
+      if (a != r && bad++ < 5) fprintf(stderr, "  %s encode 0x%08x: %02x, dtype.c %02x\n", fg_dtype_name(dts[d]), u, a, r);
+    }
+    CHECK(bad == 0, "%s: C encode differs from dtype.c on %llu of %llu inputs", fg_dtype_name(dts[d]),
+          (unsigned long long)bad, (unsigned long long)total);
+    bad = 0;
+    for (int b = 0; b < 256; b++)
+      if (!same_float(c_decode((uint8_t)b, f), ref_decode((uint8_t)b, dts[d]))) bad++;
+    CHECK(bad == 0, "%s: C decode differs from dtype.c on %llu codes", fg_dtype_name(dts[d]), (unsigned long long)bad);
+    /* round trip: every non-NaN code encodes back to itself */
+    bad = 0;
+    for (int b = 0; b < 256; b++) {
+      uint32_t v = c_decode((uint8_t)b, f);
+      if ((v & 0x7fffffffu) > 0x7f800000u) continue;
+      if (c_encode(v, f) != b) bad++;
+    }
+    CHECK(bad == 0, "%s: %llu codes do not round-trip", fg_dtype_name(dts[d]), (unsigned long long)bad);
+  }
+}
+
+static void test_jit(bool exhaustive) {
+  char err[512];
+  fgb_module *m = fgb_module_create("f8jit", "sm_90", err, sizeof err);
+  CHECK(m != NULL, "%s", err);
+  if (!m) return;
+  LLVMContextRef c = fgb_ctx(m);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i8 = LLVMInt8TypeInContext(c);
+  emit_loop(m, "enc_e4m3", i32, i8, FG_F8E4M3, true);
+  emit_loop(m, "enc_e5m2", i32, i8, FG_F8E5M2, true);
+  emit_loop(m, "dec_e4m3", i8, i32, FG_F8E4M3, false);
+  emit_loop(m, "dec_e5m2", i8, i32, FG_F8E5M2, false);
+  LLVMModuleRef mod = fgb_llvm_module(m);
+  char *triple = LLVMGetDefaultTargetTriple();
+  LLVMSetTarget(mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMSetDataLayout(mod, "");
+  LLVMLinkInMCJIT();
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  struct LLVMMCJITCompilerOptions opts;
+  LLVMInitializeMCJITCompilerOptions(&opts, sizeof opts);
+  opts.OptLevel = 2;
+  LLVMExecutionEngineRef ee;
+  char *msg = NULL;
+  if (LLVMCreateMCJITCompilerForModule(&ee, mod, &opts, sizeof opts, &msg)) {
+    CHECK(0, "MCJIT: %s", msg ? msg : "?");
+    LLVMDisposeMessage(msg);
+    fgb_module_free(m);
+    return;
+  }
+  const char *enc_names[2] = {"enc_e4m3", "enc_e5m2"}, *dec_names[2] = {"dec_e4m3", "dec_e5m2"};
+  enum { CHUNK = 1 << 22 };
+  uint32_t *in = malloc(CHUNK * sizeof *in);
+  uint8_t *out = malloc(CHUNK);
+  for (int d = 0; d < 2; d++) {
+    f8fmt f = d ? E5M2 : E4M3;
+    enc_fn enc = (enc_fn)(uintptr_t)LLVMGetFunctionAddress(ee, enc_names[d]);
+    dec_fn dec = (dec_fn)(uintptr_t)LLVMGetFunctionAddress(ee, dec_names[d]);
+    CHECK(enc && dec, "JIT symbols missing");
+    if (!enc || !dec) continue;
+    uint64_t total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE, bad = 0;
+    for (uint64_t k0 = 0; k0 < total; k0 += CHUNK) {
+      int64_t n = (int64_t)(total - k0 < CHUNK ? total - k0 : CHUNK);
+      for (int64_t j = 0; j < n; j++) in[j] = exhaustive ? (uint32_t)(k0 + (uint64_t)j) : sample(k0 + (uint64_t)j);
+      enc(in, out, n);
+      for (int64_t j = 0; j < n; j++)
+        if (out[j] != c_encode(in[j], f) && bad++ < 5)
+          fprintf(stderr, "  IR %s encode 0x%08x: %02x, expected %02x\n", enc_names[d], in[j], out[j], c_encode(in[j], f));
+    }
+    CHECK(bad == 0, "%s: emitted IR differs on %llu of %llu inputs", enc_names[d], (unsigned long long)bad,
+          (unsigned long long)total);
+    uint8_t codes[256];
+    uint32_t dv[256];
+    for (int b = 0; b < 256; b++) codes[b] = (uint8_t)b;
+    dec(codes, dv, 256);
+    bad = 0;
+    for (int b = 0; b < 256; b++)
+      if (!same_float(dv[b], ref_decode((uint8_t)b, d ? FG_F8E5M2 : FG_F8E4M3))) bad++;
+    CHECK(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d], (unsigned long long)bad);
+    printf("  %s/%s: emitted IR == algorithm on %llu inputs, decode == dtype.c on 256 codes\n", enc_names[d],
+           dec_names[d], (unsigned long long)total);
+  }
+  free(in);
+  free(out);
+  /* give the module back to the fgb_module, which disposes it */
+  LLVMModuleRef outm;
+  if (!LLVMRemoveModule(ee, mod, &outm, &msg)) LLVMDisposeExecutionEngine(ee);
+  LLVMDisposeMessage(msg);
+  fgb_module_free(m);
+}
+
+int main(void) {
+  const char *ex = getenv("FGB_F8_EXHAUSTIVE");
+  bool exhaustive = ex && *ex && *ex != '0';
+  test_c_algorithm(exhaustive);
+  test_jit(exhaustive);
+  printf("test_backend_f8%s: %d passed, %d failed\n", exhaustive ? " (exhaustive)" : "", npass, nfail);
+  return nfail ? 1 : 0;
+}

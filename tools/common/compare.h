@@ -1,0 +1,21 @@
+/* Comparing a result against the reference interpreter's (fgrun --check).
+ * Floats: NaN and +-inf must sit at the same positions; over elements where
+ * both are finite the relative L2 error ||got - want|| / ||want|| (in
+ * double) must be within a per-dtype tolerance that absorbs libdevice's few
+ * ulp and rounding differences of fused code, but catches real bugs. Ints
+ * and bools must match exactly. */
+#ifndef FG_COMPARE_H
+#define FG_COMPARE_H
+#include <stdio.h>
+
+#include "interp.h"
+
+/* The relative L2 tolerance of a float dtype (0 for ints and bool). */
+double fg_compare_tol(fg_dtype dt);
+
+/* Compares result `index`, printing one line to f, e.g.
+ *   result 0 (bf16[16,128,1600]): rel_l2=1.2e-03 tol=1.0e-02 ok
+ * Returns true when it passes. */
+bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want);
+
+#endif

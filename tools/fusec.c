@@ -1,0 +1,281 @@
+/* fusec: the compiler driver (docs: shared spec tools.md). Reads a .fg file,
+ * parses and verifies it, and writes the requested stage to -o. Output goes
+ * to a temporary file next to the target and is renamed into place only on
+ * success, so a failed run never leaves a partial output file.
+ * Exit status: 0 ok, 1 error in the input, 2 bad usage. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "ir.h"
+#include "parse.h"
+#include "compile.h"
+#include "passes.h"
+#include "print.h"
+
+#ifndef FUSEC_DEFAULT_LIBDEVICE
+#define FUSEC_DEFAULT_LIBDEVICE ""
+#endif
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+enum { MAX_LIST = 64 };
+
+typedef enum emit_kind { EMIT_IR, EMIT_OPT, EMIT_PLAN, EMIT_LLVM, EMIT_PTX } emit_kind;
+static const char *const emit_names[] = {"ir", "opt", "plan", "llvm", "ptx"};
+
+typedef struct fusec_opts {
+  const char *input, *output;
+  const char *arch;          /* "sm_90" */
+  int sm;                    /* 90 */
+  int opt_level;             /* 0..2 */
+  emit_kind emit;
+  const char *graphs[MAX_LIST];
+  int ngraphs;
+  bool print_after_all;
+  const char *print_after[MAX_LIST];
+  int nprint_after;
+  const char *disabled[MAX_LIST];
+  int ndisabled;
+  bool time_passes;
+  const char *libdevice;
+} fusec_opts;
+
+static void usage(FILE *f) {
+  fputs("usage: fusec MODEL.fg -o OUT [options]\n"
+        "  -o PATH               output file ('-' for stdout)\n"
+        "  --arch sm_NN          target architecture, sm_80 or newer (default sm_90)\n"
+        "  -O0 | -O1 | -O2       optimization level (default -O2)\n"
+        "  --graph NAME          compile only this graph (repeatable)\n"
+        "  --emit STAGE          ir | opt | plan | llvm | ptx (default ptx)\n"
+        "  --print-after-all     print the graph after every pass (stderr)\n"
+        "  --print-after=PASS    print the graph after PASS (repeatable)\n"
+        "  --disable-pass=PASS   skip PASS (repeatable)\n"
+        "  --time-passes         report the time spent in each pass\n"
+        "  --libdevice PATH      libdevice.10.bc (default: FUSEC_LIBDEVICE or the build's)\n"
+        "  --help                show this message\n",
+        f);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs("fusec: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\n(run 'fusec --help' for usage)\n", stderr);
+  return EXIT_USAGE;
+}
+
+static int push(const char **list, int *n, const char *s, const char *flag) {
+  if (*n == MAX_LIST) return usage_error("too many %s options", flag);
+  list[(*n)++] = s;
+  return 0;
+}
+
+/* Returns 0, or the exit status for a usage error (-1 after --help). */
+static int parse_args(int argc, char **argv, fusec_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->arch = "sm_90";
+  o->sm = 90;
+  o->opt_level = 2;
+  o->emit = EMIT_PTX;
+  const char *env_ld = getenv("FUSEC_LIBDEVICE");
+  o->libdevice = env_ld && *env_ld ? env_ld : FUSEC_DEFAULT_LIBDEVICE;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
+    const char *val = NULL;
+    static const char *const valued[] = {"-o", "--arch", "--graph", "--emit", "--libdevice",
+                                         "--print-after", "--disable-pass"};
+    const char *flag = NULL;
+    for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
+      size_t l = strlen(valued[k]);
+      if (strcmp(a, valued[k]) == 0) {
+        if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        flag = valued[k];
+        val = argv[++i];
+      } else if (strncmp(a, valued[k], l) == 0 && a[l] == '=' && k > 0) {
+        flag = valued[k];
+        val = a + l + 1;
+      }
+      if (flag) break;
+    }
+    int rc = 0;
+    if (flag && strcmp(flag, "-o") == 0) {
+      o->output = val;
+    } else if (flag && strcmp(flag, "--arch") == 0) {
+      char *end;
+      long sm = strncmp(val, "sm_", 3) == 0 ? strtol(val + 3, &end, 10) : 0;
+      if (sm < 80 || sm > 999 || *end) return usage_error("unsupported --arch '%s' (sm_80 or newer)", val);
+      o->arch = val;
+      o->sm = (int)sm;
+    } else if (flag && strcmp(flag, "--graph") == 0) {
+      rc = push(o->graphs, &o->ngraphs, val, "--graph");
+    } else if (flag && strcmp(flag, "--emit") == 0) {
+      int k = -1;
+      for (int j = 0; j < 5; j++)
+        if (strcmp(val, emit_names[j]) == 0) k = j;
+      if (k < 0) return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
+      o->emit = (emit_kind)k;
+    } else if (flag && strcmp(flag, "--libdevice") == 0) {
+      o->libdevice = val;
+    } else if (flag && strcmp(flag, "--print-after") == 0) {
+      rc = push(o->print_after, &o->nprint_after, val, "--print-after");
+    } else if (flag && strcmp(flag, "--disable-pass") == 0) {
+      rc = push(o->disabled, &o->ndisabled, val, "--disable-pass");
+    } else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
+      o->opt_level = a[2] - '0';
+    } else if (strcmp(a, "--print-after-all") == 0) {
+      o->print_after_all = true;
+    } else if (strcmp(a, "--time-passes") == 0) {
+      o->time_passes = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return -1;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_error("unknown option '%s'", a);
+    } else if (o->input) {
+      return usage_error("more than one input file ('%s')", a);
+    } else {
+      o->input = a;
+    }
+    if (rc) return rc;
+  }
+  for (int i = 0; i < o->ndisabled; i++)
+    if (!fg_pass_exists(o->disabled[i])) return usage_error("unknown pass '%s' in --disable-pass", o->disabled[i]);
+  for (int i = 0; i < o->nprint_after; i++)
+    if (!fg_pass_exists(o->print_after[i])) return usage_error("unknown pass '%s' in --print-after", o->print_after[i]);
+  if (!o->input) return usage_error("%s", "no input file");
+  if (!o->output) return usage_error("%s", "no output file (-o PATH, or -o - for stdout)");
+  return 0;
+}
+
+/* Writes the requested stage of the selected graphs to out. Returns an exit
+ * status; diagnostics go to d. */
+static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, fg_diag *d) {
+  if (o->emit == EMIT_IR) {
+    for (int i = 0; i < n; i++) {
+      if (i) fputc('\n', out);
+      fg_print_graph(out, graphs[i]);
+    }
+    return 0;
+  }
+  static const fgc_emit stage[] = {FGC_EMIT_OPT, FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM, FGC_EMIT_PTX};
+  fgc_options co;
+  memset(&co, 0, sizeof co);
+  co.arch = o->arch;
+  co.opt_level = o->opt_level == 2 ? 3 : o->opt_level; /* -O2 is LLVM's default<O3> */
+  co.libdevice = o->libdevice;
+  co.passes.disabled = o->disabled;
+  co.passes.ndisabled = o->ndisabled;
+  co.passes.print_after = o->nprint_after ? o->print_after[0] : NULL;
+  co.passes.print_after_all = o->print_after_all;
+  co.passes.time_passes = o->time_passes;
+  co.time_passes = o->time_passes;
+  /* One module holding the selected graphs: the artifact is one PTX file. */
+  fg_module sub = {o->input, n, n, graphs};
+  int rc = fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, out);
+  return rc == 3 ? 3 : rc;
+}
+
+/* Runs emit_stage into a temp file beside o->output and renames it into
+ * place on success (or writes straight to stdout for "-o -"). */
+static int write_output(const fusec_opts *o, fg_graph **graphs, int n, fg_diag *d) {
+  struct stat st;
+  if (strcmp(o->output, "-") == 0) {
+    int rc = emit_stage(o, graphs, n, stdout, d);
+    if (fflush(stdout) != 0 && rc == 0) {
+      fprintf(stderr, "fusec: error: cannot write to stdout: %s\n", strerror(errno));
+      rc = EXIT_INPUT;
+    }
+    return rc;
+  }
+  /* Not a regular file (/dev/null, a FIFO): renaming over it would replace
+   * the device, so write in place. */
+  if (stat(o->output, &st) == 0 && !S_ISREG(st.st_mode)) {
+    FILE *f = fopen(o->output, "w");
+    if (!f) {
+      fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
+      return EXIT_INPUT;
+    }
+    int rc = emit_stage(o, graphs, n, f, d);
+    if (fclose(f) != 0 && rc == 0) {
+      fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
+      rc = EXIT_INPUT;
+    }
+    return rc;
+  }
+  size_t len = strlen(o->output);
+  char *tmp = malloc(len + 16);
+  if (!tmp) return EXIT_INPUT;
+  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", o->output);
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    fprintf(stderr, "fusec: error: cannot create '%s': %s\n", tmp, strerror(errno));
+    free(tmp);
+    return EXIT_INPUT;
+  }
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return EXIT_INPUT;
+  }
+  int rc = emit_stage(o, graphs, n, f, d);
+  int werr = ferror(f);
+  if (fclose(f) != 0) werr = 1;
+  if (rc == 0 && werr) {
+    fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
+    rc = EXIT_INPUT;
+  }
+  if (rc == 0 && rename(tmp, o->output) != 0) {
+    fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
+    rc = EXIT_INPUT;
+  }
+  if (rc != 0) unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  fusec_opts o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc) return rc < 0 ? 0 : rc;
+
+  size_t len = 0;
+  char *src = fg_read_file(o.input, &len);
+  if (!src) {
+    fprintf(stderr, "fusec: error: cannot read '%s': %s\n", o.input, strerror(errno));
+    return EXIT_INPUT;
+  }
+  fg_diag d;
+  fg_diag_init(&d, o.input, src, len, stderr);
+  fg_module *m = fg_parse(o.input, src, len, &d);
+  if (!m) {
+    fg_diag_free(&d);
+    free(src);
+    return EXIT_INPUT;
+  }
+
+  /* --graph selects (in command-line order); without it, every graph. */
+  int n = o.ngraphs ? o.ngraphs : m->ngraphs;
+  fg_graph **sel = calloc((size_t)(n > 0 ? n : 1), sizeof *sel);
+  if (!sel) abort();
+  for (int i = 0; i < n; i++) {
+    sel[i] = o.ngraphs ? fg_module_find(m, o.graphs[i]) : m->graphs[i];
+    if (!sel[i]) {
+      rc = usage_error("no graph named '%s' in the input", o.graphs[i]);
+      break;
+    }
+  }
+  if (rc == 0) rc = write_output(&o, sel, n, &d);
+
+  free(sel);
+  fg_module_free(m);
+  fg_diag_free(&d);
+  free(src);
+  return rc;
+}
