@@ -11,7 +11,7 @@ static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool 
   fg_node *n = fgo_node(g, FG_OP_SUM, 1, &x, like->loc);
   const fg_attr *dims = fg_node_attr(like, "dims");
   if (dims) fgo_set_ints(g, n, "dims", dims->ints, dims->n);
-  fgo_set_bool(n, "keepdim", keepdim);
+  if (keepdim) fgo_set_bool(n, "keepdim", true);
   return fgo_finish(n, d);
 }
 

@@ -427,11 +427,17 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
                g->params[i]->name);
       return NULL;
     }
-  for (fg_node *n = g->first; n; n = n->next)
+  for (fg_node *n = g->first; n; n = n->next) {
+    fg_opcode c = n->op->code;
+    if (c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) {
+      fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
+      return NULL;
+    }
     if (n->op->kind == FG_KIND_ATTENTION) {
       fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
       return NULL;
     }
+  }
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
