@@ -26,7 +26,7 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
     for (int k = 0; k < t.rank; k++) {
       if (!t.dims[k].sym) continue;
       for (int b = 0; b < nb; b++)
-        if (strcmp(t.dims[k].sym, names[b]) == 0) { t.dims[k].sym = NULL; t.dims[k].size = values[b]; }
+        if (t.dims[k].sym && strcmp(t.dims[k].sym, names[b]) == 0) { t.dims[k].sym = NULL; t.dims[k].size = values[b]; }
       t.dims[k].sym = copy_sym(g, t.dims[k].sym);
     }
     fg_value *np = fg_add_param(g, p->name, t, p->loc);

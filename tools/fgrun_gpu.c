@@ -1,0 +1,395 @@
+/* fgrun's GPU path: runs a compiled artifact through libfgload's public API
+ * (fgload.h) only. Called from fgrun.c for MODEL.ptx:
+ *
+ *   int fgrun_run_artifact(const fgrun_gpu_opts *o);   (exit status)
+ *
+ * What it does (shared/spec/tools.md): load the artifact; read --inputs
+ * (.npy, one per parameter, checked against the plan) or generate them with
+ * tools/common's seeded generator from the plan's signature; upload; fill
+ * the written results' storage with 0xFF bytes; run; check every view
+ * result's pointer is exactly base + offset * elemsize; download; write
+ * --out DIR/J.npy (or print a summary per result); --check MODEL.fg runs the
+ * CPU interpreter on the same inputs and compares every result (one line
+ * each, exit 1 on a mismatch); --bench N times N runs after warm-up with
+ * device events and prints the median microseconds and GB/s (each input
+ * read once, each written output written once; views count nothing).
+ * Exit status: 0 ok, 1 an error in the inputs or a mismatch, 2 bad usage. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compare.h"
+#include "diag.h"
+#include "fgload.h"
+#include "infer.h"
+#include "inputs.h"
+#include "interp.h"
+#include "npy.h"
+#include "parse.h"
+#include "summary.h"
+
+typedef struct fgrun_gpu_opts {
+  const char *artifact;  /* MODEL.ptx */
+  const char *graph;     /* NULL: the artifact's only graph */
+  const char *inputs;    /* comma-separated .npy paths, or NULL (generate) */
+  const char *out_dir;   /* NULL: print summaries */
+  const char *check;     /* MODEL.fg, or NULL */
+  uint64_t seed;
+  long bench;            /* 0: off */
+} fgrun_gpu_opts;
+
+int fgrun_run_artifact(const fgrun_gpu_opts *o);
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
+
+static void log_cb(void *user, fgl_log_level lv, const char *msg) {
+  (void)user;
+  if (lv >= FGL_LOG_WARN) fprintf(stderr, "fgrun: warning: %s\n", msg);
+}
+
+/* Bytes spanned by a strided tensor (0 when empty). */
+static size_t span_bytes(fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides) {
+  int64_t last = 0;
+  for (int d = 0; d < rank; d++) {
+    if (sizes[d] == 0) return 0;
+    last += (sizes[d] - 1) * strides[d];
+  }
+  return (size_t)(last + 1) * (size_t)fgl_dtype_size(dt);
+}
+
+/* Copies between a logical row-major buffer and a strided one, both ways. */
+static void strided_copy(void *strided, void *logical, int es, int rank, const int64_t *sizes,
+                         const int64_t *strides, int to_strided) {
+  int64_t numel = 1, idx[FGL_MAX_RANK] = {0};
+  for (int d = 0; d < rank; d++) numel *= sizes[d];
+  for (int64_t k = 0; k < numel; k++) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; d++) off += idx[d] * strides[d];
+    char *s = (char *)strided + off * es, *l = (char *)logical + k * es;
+    if (to_strided) memcpy(s, l, (size_t)es);
+    else memcpy(l, s, (size_t)es);
+    for (int d = rank - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;
+  }
+}
+
+static bool make_dirs(const char *dir) {
+  char *p = strdup(dir);
+  if (!p) return false;
+  bool ok = true;
+  for (char *s = p + 1; ok; s++) {
+    if (*s != '/' && *s != 0) continue;
+    char c = *s;
+    *s = 0;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST) ok = false;
+    *s = c;
+    if (!c) break;
+  }
+  free(p);
+  return ok;
+}
+
+static int cmp_f(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct state {
+  fgl_module *m;
+  fgl_graph *g;
+  fgl_graph_info gi;
+  fgl_param_info *pi;
+  fgl_result_info *ri;
+  fg_tensor *in, *got, *want;
+  fgl_arg *args;
+  fgl_tensor *outs;
+  fgl_devptr *dev; /* params then results; 0 when none */
+  fg_module *model;
+  char *model_src;
+  fg_graph *spec;
+} state;
+
+#define FAIL(...)                               \
+  do {                                          \
+    fprintf(stderr, "fgrun: error: ");          \
+    fprintf(stderr, __VA_ARGS__);               \
+    fputc('\n', stderr);                        \
+    return EXIT_INPUT;                          \
+  } while (0)
+#define FGL(call)                                                  \
+  do {                                                             \
+    fgl_error e_ = {0};                                            \
+    if ((call) != FGL_OK) FAIL("%s", e_.msg);                      \
+  } while (0)
+
+/* The .fg graph for --check, specialized to the plan's concrete shapes. */
+static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **out) {
+  size_t len;
+  s->model_src = fg_read_file(o->check, &len);
+  if (!s->model_src) FAIL("cannot read '%s': %s", o->check, strerror(errno));
+  fg_diag d;
+  fg_diag_init(&d, o->check, s->model_src, len, stderr);
+  s->model = fg_parse(o->check, s->model_src, len, &d);
+  fg_diag_free(&d);
+  if (!s->model) return EXIT_INPUT;
+  const fg_graph *g = fg_module_find(s->model, s->gi.name);
+  if (!g) FAIL("%s has no graph named '%s'", o->check, s->gi.name);
+  if (g->nparams != s->gi.n_params || g->nresults != s->gi.n_results)
+    FAIL("graph '%s' has %d params and %d results in %s but %d and %d in %s", s->gi.name, g->nparams, g->nresults,
+         o->check, s->gi.n_params, s->gi.n_results, o->artifact);
+  const char *names[64];
+  int64_t values[64];
+  int nb = 0;
+  for (int i = 0; i < g->nparams; i++) {
+    const fg_type *t = &g->params[i]->type;
+    const fgl_param_info *p = &s->pi[i];
+    if ((int)t->dtype != (int)p->dtype || t->rank != p->rank)
+      FAIL("parameter %d ('%s'): %s in %s but %s with rank %d in the artifact", i, p->name, fg_dtype_name(t->dtype),
+           o->check, fgl_dtype_name(p->dtype), p->rank);
+    for (int k = 0; k < t->rank; k++) {
+      if (!t->dims[k].sym) {
+        if (t->dims[k].size != p->sizes[k])
+          FAIL("parameter %d ('%s'): dim %d is %" PRId64 " in %s but %" PRId64 " in the artifact", i, p->name, k,
+               t->dims[k].size, o->check, p->sizes[k]);
+        continue;
+      }
+      int seen = 0;
+      for (int b = 0; b < nb; b++) seen |= !strcmp(names[b], t->dims[k].sym);
+      if (!seen && nb < 64) {
+        names[nb] = t->dims[k].sym;
+        values[nb++] = p->sizes[k];
+      }
+    }
+  }
+  if (nb) {
+    fg_diag_init(&d, o->check, s->model_src, len, stderr);
+    s->spec = fg_graph_specialize(g, nb, names, values, &d);
+    fg_diag_free(&d);
+    if (!s->spec) return EXIT_INPUT;
+    g = s->spec;
+  }
+  *out = g;
+  return EXIT_OK;
+}
+
+static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
+  int n = s->gi.n_params;
+  if (o->inputs) {
+    char *list = strdup(o->inputs), *save = NULL;
+    int count = 0, rc = EXIT_OK;
+    for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
+      if (count >= n) continue;
+      const fgl_param_info *pi = &s->pi[count];
+      char err[512];
+      if (!fg_npy_read(p, (fg_dtype)pi->dtype, &s->in[count], err, sizeof err)) {
+        fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, pi->name, err);
+        rc = EXIT_INPUT;
+        break;
+      }
+      const fg_tensor *t = &s->in[count];
+      int ok = (int)t->dtype == (int)pi->dtype && t->rank == pi->rank;
+      for (int d = 0; ok && d < t->rank; d++) ok = t->sizes[d] == pi->sizes[d];
+      if (!ok) {
+        char want[128];
+        fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype) : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
+        fg_type_str(&ty, want, sizeof want);
+        fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' does not match its type %s\n", count, p,
+                pi->name, want);
+        rc = EXIT_INPUT;
+        break;
+      }
+    }
+    free(list);
+    if (rc == EXIT_OK && count != n)
+      FAIL("graph '%s' has %d parameters but --inputs lists %d files", s->gi.name, n, count);
+    return rc;
+  }
+  for (int i = 0; i < n; i++) {
+    const fgl_param_info *pi = &s->pi[i];
+    fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype) : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
+    if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i])) FAIL("cannot generate an input for parameter '%s'", pi->name);
+  }
+  return EXIT_OK;
+}
+
+static int upload(state *s) {
+  for (int i = 0; i < s->gi.n_params; i++) {
+    const fgl_param_info *p = &s->pi[i];
+    const fg_tensor *t = &s->in[i];
+    if (p->is_scalar) {
+      s->args[i] = fgl_dtype_is_float(p->dtype) ? fgl_arg_float(p->dtype, fg_tensor_get_f(t, 0))
+                                                : fgl_arg_int(p->dtype, fg_tensor_get_i(t, 0));
+      continue;
+    }
+    size_t bytes = span_bytes(p->dtype, p->rank, p->sizes, p->strides);
+    char *h = calloc(bytes + 1, 1);
+    if (!h) FAIL("out of memory");
+    strided_copy(h, t->data, fgl_dtype_size(p->dtype), p->rank, p->sizes, p->strides, 1);
+    FGL(fgl_malloc(s->m, bytes, &s->dev[i], &e_));
+    FGL(fgl_memcpy_htod(s->m, s->dev[i], h, bytes, &e_));
+    free(h);
+    fgl_arg *a = &s->args[i];
+    memset(a, 0, sizeof *a);
+    a->tensor.ptr = s->dev[i];
+    a->tensor.dtype = p->dtype;
+    a->tensor.rank = p->rank;
+    memcpy(a->tensor.sizes, p->sizes, sizeof p->sizes);
+    memcpy(a->tensor.strides, p->strides, sizeof p->strides);
+  }
+  for (int j = 0; j < s->gi.n_results; j++) {
+    const fgl_result_info *r = &s->ri[j];
+    if (r->is_view) continue;
+    size_t bytes = span_bytes(r->dtype, r->rank, r->sizes, r->strides);
+    fgl_devptr *d = &s->dev[s->gi.n_params + j];
+    FGL(fgl_malloc(s->m, bytes, d, &e_));
+    FGL(fgl_memset(s->m, *d, 0xFF, bytes, &e_)); /* poison: unwritten elements show */
+    fgl_tensor *t = &s->outs[j];
+    t->ptr = *d;
+    t->dtype = r->dtype;
+    t->rank = r->rank;
+    memcpy(t->sizes, r->sizes, sizeof r->sizes);
+    memcpy(t->strides, r->strides, sizeof r->strides);
+  }
+  return EXIT_OK;
+}
+
+static int download(state *s) {
+  for (int j = 0; j < s->gi.n_results; j++) {
+    const fgl_result_info *r = &s->ri[j];
+    const fgl_tensor *t = &s->outs[j];
+    if (r->is_view) {
+      fgl_devptr base = r->base_is_param ? s->dev[r->base_index] : s->outs[r->base_index].ptr;
+      fgl_devptr want = base + (fgl_devptr)r->offset * (fgl_devptr)fgl_dtype_size(r->dtype);
+      if (t->ptr != want)
+        FAIL("result %d: view pointer 0x%llx, expected %c%d + %" PRId64 " elements = 0x%llx", j, t->ptr,
+             r->base_is_param ? 'p' : 'r', r->base_index, r->offset, want);
+    }
+    if (!fg_tensor_alloc(&s->got[j], (fg_dtype)t->dtype, t->rank, t->sizes)) FAIL("out of memory");
+    size_t bytes = span_bytes(t->dtype, t->rank, t->sizes, t->strides);
+    char *h = malloc(bytes + 1);
+    if (!h) FAIL("out of memory");
+    FGL(fgl_memcpy_dtoh(s->m, h, t->ptr, bytes, &e_));
+    strided_copy(h, s->got[j].data, fgl_dtype_size(t->dtype), t->rank, t->sizes, t->strides, 0);
+    free(h);
+  }
+  return EXIT_OK;
+}
+
+static int bench(const fgrun_gpu_opts *o, state *s) {
+  double bytes = 0;
+  for (int i = 0; i < s->gi.n_params; i++)
+    if (!s->pi[i].is_scalar) bytes += (double)fg_tensor_numel(&s->in[i]) * fgl_dtype_size(s->pi[i].dtype);
+  for (int j = 0; j < s->gi.n_results; j++)
+    if (!s->ri[j].is_view) bytes += (double)fg_tensor_numel(&s->got[j]) * fgl_dtype_size(s->ri[j].dtype);
+  fgl_event *e0, *e1;
+  FGL(fgl_event_create(s->m, &e0, &e_));
+  FGL(fgl_event_create(s->m, &e1, &e_));
+  float *ms = malloc((size_t)o->bench * sizeof *ms);
+  if (!ms) FAIL("out of memory");
+  long warm = o->bench < 10 ? o->bench : 10;
+  for (long i = 0; i < warm; i++) FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
+  for (long i = 0; i < o->bench; i++) {
+    FGL(fgl_event_record(e0, NULL, &e_));
+    FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
+    FGL(fgl_event_record(e1, NULL, &e_));
+    FGL(fgl_event_elapsed_ms(e0, e1, &ms[i], &e_));
+  }
+  qsort(ms, (size_t)o->bench, sizeof *ms, cmp_f);
+  double med_ms = o->bench % 2 ? ms[o->bench / 2] : 0.5 * (ms[o->bench / 2 - 1] + ms[o->bench / 2]);
+  printf("bench %s: %ld runs, median %.2f us, %.1f GB/s\n", s->gi.name, o->bench, med_ms * 1e3,
+         med_ms > 0 ? bytes / (med_ms * 1e-3) / 1e9 : 0.0);
+  free(ms);
+  fgl_event_destroy(e0, NULL);
+  fgl_event_destroy(e1, NULL);
+  return EXIT_OK;
+}
+
+static int run(const fgrun_gpu_opts *o, state *s) {
+  fgl_load_options lo;
+  fgl_load_options_init(&lo);
+  lo.log = log_cb;
+  FGL(fgl_module_load_file(o->artifact, &lo, &s->m, &e_));
+  if (o->graph) {
+    FGL(fgl_module_graph_info(s->m, o->graph, &s->gi, &e_));
+  } else {
+    int n = 0;
+    FGL(fgl_module_num_graphs(s->m, &n, &e_));
+    if (n != 1) {
+      fprintf(stderr, "fgrun: error: %s has %d graphs; choose one with --graph:", o->artifact, n);
+      for (int i = 0; i < n; i++) {
+        fgl_graph_info gi;
+        if (fgl_module_graph_at(s->m, i, &gi, NULL) == FGL_OK) fprintf(stderr, " %s", gi.name);
+      }
+      fputc('\n', stderr);
+      return EXIT_USAGE;
+    }
+    FGL(fgl_module_graph_at(s->m, 0, &s->gi, &e_));
+  }
+  FGL(fgl_graph_create(s->m, s->gi.name, &s->g, &e_));
+  int np = s->gi.n_params, nr = s->gi.n_results;
+  s->pi = calloc((size_t)np + 1, sizeof *s->pi);
+  s->ri = calloc((size_t)nr + 1, sizeof *s->ri);
+  s->in = calloc((size_t)np + 1, sizeof *s->in);
+  s->got = calloc((size_t)nr + 1, sizeof *s->got);
+  s->want = calloc((size_t)nr + 1, sizeof *s->want);
+  s->args = calloc((size_t)np + 1, sizeof *s->args);
+  s->outs = calloc((size_t)nr + 1, sizeof *s->outs);
+  s->dev = calloc((size_t)(np + nr) + 1, sizeof *s->dev);
+  if (!s->pi || !s->ri || !s->in || !s->got || !s->want || !s->args || !s->outs || !s->dev) FAIL("out of memory");
+  for (int i = 0; i < np; i++) FGL(fgl_graph_param(s->g, i, &s->pi[i], &e_));
+  for (int j = 0; j < nr; j++) FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
+  const fg_graph *ref = NULL;
+  int rc;
+  if (o->check && (rc = load_check_model(o, s, &ref)) != EXIT_OK) return rc;
+  if ((rc = prepare_inputs(o, s)) != EXIT_OK) return rc;
+  if ((rc = upload(s)) != EXIT_OK) return rc;
+  FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
+  FGL(fgl_stream_sync(s->m, NULL, &e_));
+  if ((rc = download(s)) != EXIT_OK) return rc;
+
+  rc = EXIT_OK;
+  if (ref) {
+    char err[1024];
+    if (!fg_interp_run(ref, s->in, s->want, err, sizeof err)) FAIL("%s", err);
+    for (int j = 0; j < nr; j++)
+      if (!fg_compare(stdout, j, &s->got[j], &s->want[j])) rc = EXIT_INPUT;
+  }
+  if (o->out_dir) {
+    if (!make_dirs(o->out_dir)) FAIL("cannot create directory '%s': %s", o->out_dir, strerror(errno));
+    for (int j = 0; j < nr; j++) {
+      char path[4096], err[512];
+      snprintf(path, sizeof path, "%s/%d.npy", o->out_dir, j);
+      if (!fg_npy_write(path, &s->got[j], err, sizeof err)) FAIL("%s", err);
+    }
+  } else if (!ref) {
+    for (int j = 0; j < nr; j++) fg_print_summary(stdout, j, &s->got[j]);
+  }
+  if (o->bench) {
+    int brc = bench(o, s);
+    if (brc != EXIT_OK) return brc;
+  }
+  return rc;
+}
+
+int fgrun_run_artifact(const fgrun_gpu_opts *o) {
+  state s;
+  memset(&s, 0, sizeof s);
+  int rc = run(o, &s);
+  int np = s.gi.n_params, nr = s.gi.n_results;
+  if (s.dev)
+    for (int i = 0; i < np + nr; i++) fgl_free(s.m, s.dev[i], NULL);
+  for (int i = 0; s.in && i < np; i++) fg_tensor_free(&s.in[i]);
+  for (int j = 0; j < nr; j++) {
+    if (s.got) fg_tensor_free(&s.got[j]);
+    if (s.want) fg_tensor_free(&s.want[j]);
+  }
+  free(s.pi); free(s.ri); free(s.in); free(s.got); free(s.want); free(s.args); free(s.outs); free(s.dev);
+  fgl_graph_free(s.g, NULL);
+  fgl_module_free(s.m, NULL);
+  fg_graph_free(s.spec);
+  if (s.model) fg_module_free(s.model);
+  free(s.model_src);
+  return rc;
+}
