@@ -127,8 +127,9 @@ LLVMValueRef fgb_declare(fgb_module *m, const char *name, LLVMTypeRef ret, int n
 
 LLVMValueRef fgb_call(fgb_module *m, const char *name, LLVMTypeRef ret, int n,
                       LLVMValueRef *args) {
-  LLVMTypeRef pt[8];
-  for (int i = 0; i < n && i < 8; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef pt[16];
+  if (n > 16) abort(); /* no intrinsic or libdevice function takes more */
+  for (int i = 0; i < n; i++) pt[i] = LLVMTypeOf(args[i]);
   LLVMValueRef f = fgb_declare(m, name, ret, n, pt);
   return LLVMBuildCall2(m->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n, "");
 }
@@ -273,8 +274,9 @@ char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size
   }
   internalize(m, o->fast_math);
   int lvl = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
-  static const char *const pipes[4] = {"default<O0>,globaldce", "default<O1>", "default<O2>",
-                                       "default<O3>"};
+  /* globaldce first: libdevice's unused functions must not go through O3. */
+  static const char *const pipes[4] = {"default<O0>,globaldce", "globaldce,default<O1>", "globaldce,default<O2>",
+                                       "globaldce,default<O3>"};
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(m->mod, pipes[lvl], m->tm, po);
   LLVMDisposePassBuilderOptions(po);

@@ -52,6 +52,7 @@ static void load_once(void) {
     S(cuMemcpyDtoH, "cuMemcpyDtoH_v2"),
     S(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
     S(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+    S(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
     S(cuMemsetD8, "cuMemsetD8_v2"),
     S(cuMemsetD8Async, "cuMemsetD8Async"),
     S(cuStreamCreate, "cuStreamCreate"),

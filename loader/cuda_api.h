@@ -69,6 +69,7 @@ typedef struct fgl_cuda_api {
   CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);                              /* _v2 */
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);         /* _v2 */
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);               /* _v2 */
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);          /* _v2 */
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);                         /* _v2 */
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);

@@ -221,6 +221,9 @@ fgl_status fgl_free(fgl_module *m, fgl_devptr p, fgl_error *err);
 fgl_status fgl_memcpy_htod(fgl_module *m, fgl_devptr dst, const void *src, size_t bytes,
                            fgl_error *err);
 fgl_status fgl_memcpy_dtoh(fgl_module *m, void *dst, fgl_devptr src, size_t bytes, fgl_error *err);
+/* Device-to-device copy queued on a stream (the copy-bandwidth reference of benchmarks). */
+fgl_status fgl_memcpy_dtod_async(fgl_module *m, fgl_devptr dst, fgl_devptr src, size_t bytes,
+                                 fgl_stream stream, fgl_error *err);
 fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes,
                       fgl_error *err);
 fgl_status fgl_stream_sync(fgl_module *m, fgl_stream stream, fgl_error *err);

@@ -572,6 +572,11 @@ fgl_status fgl_memcpy_dtoh(fgl_module *m, void *dst, fgl_devptr src, size_t byte
   if (!bytes) return FGL_OK;
   WITH_CTX(m, "cuMemcpyDtoH", m->cu->cuMemcpyDtoH(dst, src, bytes));
 }
+fgl_status fgl_memcpy_dtod_async(fgl_module *m, fgl_devptr dst, fgl_devptr src, size_t bytes, fgl_stream stream,
+                                 fgl_error *err) {
+  if (!bytes) return FGL_OK;
+  WITH_CTX(m, "cuMemcpyDtoDAsync", m->cu->cuMemcpyDtoDAsync(dst, src, bytes, (CUstream)stream));
+}
 fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes, fgl_error *err) {
   if (!bytes) return FGL_OK;
   WITH_CTX(m, "cuMemsetD8", m->cu->cuMemsetD8(dst, value, bytes));

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fgrun_gpu.h"
 #include "compare.h"
 #include "diag.h"
 #include "infer.h"
@@ -410,9 +411,8 @@ static int run_interp(const opts *o) {
 /* ---- the GPU path (compiled artifacts through loader/fgload.h) ---- */
 
 static int run_artifact(const opts *o) {
-  (void)o;
-  fputs("fgrun: error: running artifacts needs the GPU loader (not built yet)\n", stderr);
-  return EXIT_USAGE;
+  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir, o->check, o->seed, o->bench};
+  return fgrun_run_artifact(&g);
 }
 
 int main(int argc, char **argv) {

@@ -167,6 +167,11 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   counters[C_DTOH]++; memcpy(d, (void *)(uintptr_t)s, n); return 0;
 }
 EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  (void)st;
+  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+  return 0;
+}
 EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
 EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   counters[C_MEMSET]++; memset((void *)(uintptr_t)d, v, n); return 0;

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# On the build machine (LLVM, no GPU): compiles every example and test graph
+# into .gpu/ptx/ and unpacks xxHash into .deps/ for the GPU machine, which
+# has neither LLVM nor a package registry. Then the device runs
+# tests/gpu/device_run.sh with .gpu and .deps carried.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+FUSEC=${FUSEC:-build/tools/fusec}
+rm -rf .gpu && mkdir -p .gpu/ptx
+for f in examples/*.fg tests/graphs/*.fg bench/*.fg; do
+  [ -f "$f" ] || continue
+  out=.gpu/ptx/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+  if ! "$FUSEC" "$f" -o "$out" 2>.gpu/err.txt; then
+    echo "skip $f: $(head -1 .gpu/err.txt)"
+  fi
+done
+rm -f .gpu/err.txt
+if [ ! -d .deps/root ]; then
+  mkdir -p .deps && (cd .deps && apt-get download libxxhash0 libxxhash-dev >/dev/null 2>&1 &&
+    for d in *.deb; do dpkg -x "$d" root; done)
+fi
+ls .gpu/ptx | wc -l

@@ -1,0 +1,20 @@
+/* fgrun's GPU path (fgrun_gpu.c): runs a compiled artifact through
+ * libfgload's public API only. */
+#ifndef FGRUN_GPU_H
+#define FGRUN_GPU_H
+#include <stdint.h>
+
+typedef struct fgrun_gpu_opts {
+  const char *artifact;  /* MODEL.ptx */
+  const char *graph;     /* NULL: the artifact's only graph */
+  const char *inputs;    /* comma-separated .npy paths, or NULL (generate) */
+  const char *out_dir;   /* NULL: print summaries */
+  const char *check;     /* MODEL.fg, or NULL */
+  uint64_t seed;
+  long bench;            /* 0: off */
+} fgrun_gpu_opts;
+
+/* Returns fgrun's exit status: 0 ok, 1 input error or mismatch, 2 usage. */
+int fgrun_run_artifact(const fgrun_gpu_opts *o);
+
+#endif
