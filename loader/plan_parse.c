@@ -333,7 +333,7 @@ static int check_view(parser *ps, plan_graph *g, int idx) {
   if (bdt != r->dtype)
     return fail(ps, "result %d: view dtype %s differs from its base's %s", idx, fgl_dtype_name(r->dtype),
                 fgl_dtype_name(bdt));
-  int64_t bn, bmax, vn, vmax;
+  int64_t bn = 0, bmax = 0, vn = 0, vmax = 0;
   shape_extent(bs, bst, brank, &bn, &bmax);
   shape_extent(r->sizes, r->strides, r->rank, &vn, &vmax);
   if (vn > 0 && (bn == 0 || r->offset + vmax > bmax))

@@ -19,34 +19,64 @@ if [ ! -x build-gpu/tools/fgrun ]; then
 fi
 FGRUN=build-gpu/tools/fgrun
 
+# One check: fgrun ARTIFACT --graph G --check SRC, logged; prints PASS/FAIL.
+check_one() {
+  local ptx=$1 src=$2 g=$3 seed=$RANDOM
+  local log=$OUT/check_$(basename "$ptx" .ptx)_$g.log
+  if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" >"$log" 2>&1; then
+    echo "PASS $src $g"
+  else
+    echo "FAIL $src $g (seed $seed, exit $?)"
+    tail -8 "$log" | sed 's/^/    /'
+  fi
+}
+export -f check_one
+export FGRUN OUT
+
 check() {
-  local pass=0 fail=0 slow=()
+  local jobs=$OUT/jobs.txt
+  : >"$jobs"
   for ptx in .gpu/ptx/*.ptx; do
     base=$(basename "$ptx" .ptx)
     src=${base%%__*}; src=${src//_//}/${base#*__}.fg
     for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
-      case $g in large_2g*) slow+=("$ptx:$src:$g"); continue ;; esac
-      seed=$RANDOM
-      if timeout 300 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" >"$OUT/check_${base}_$g.log" 2>&1; then
-        pass=$((pass + 1))
-      else
-        fail=$((fail + 1))
-        echo "FAIL $src $g (seed $seed)"
-        tail -6 "$OUT/check_${base}_$g.log" | sed 's/^/    /'
-      fi
+      case $g in large_2g*) [ "${FG_SLOW:-0}" = 1 ] || continue ;; esac
+      echo "$ptx $src $g" >>"$jobs"
     done
   done
-  if [ "${FG_SLOW:-0}" = 1 ]; then
-    for s in "${slow[@]}"; do
-      IFS=: read -r ptx src g <<<"$s"
-      if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed 1 >"$OUT/check_slow_$g.log" 2>&1; then
-        pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $src $g"; tail -6 "$OUT/check_slow_$g.log"; fi
-    done
-  fi
-  echo "check: $pass passed, $fail failed"
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2"' <"$jobs" | tee "$OUT/check_summary.txt" | grep -v '^PASS' || true
+  echo "check: $(grep -c '^PASS' "$OUT/check_summary.txt") passed, $(grep -c '^FAIL' "$OUT/check_summary.txt") failed"
+}
+
+# Benchmarks: fgrun --bench (device events, median) with the copy bandwidth
+# of the same run; one line per graph in $OUT/bench.txt.
+bench() {
+  : >"$OUT/bench.txt"
+  while read -r file g; do
+    [ -n "$file" ] || continue
+    ptx=.gpu/ptx/$(dirname "$file" | tr / _)__$(basename "$file" .fg).ptx
+    "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep '^bench' | tee -a "$OUT/bench.txt"
+  done <<'LIST'
+examples/bias_gelu.fg bias_gelu
+examples/layer_norm.fg layer_norm_large
+examples/softmax.fg softmax
+examples/sum_rows.fg sum_rows
+examples/layer_norm.fg layer_norm
+examples/softmax.fg softmax_small
+examples/sum_rows.fg sum_cols
+examples/rmsnorm_bwd.fg rmsnorm_bwd
+examples/rmsnorm_bwd.fg layernorm_bwd
+examples/fp8_amax.fg amax_rowcol
+examples/fp8_amax.fg amax_nested
+examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed
+examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate
+examples/qkv_rope.fg qkv_rope
+tests/graphs/chain60.fg chain60
+LIST
 }
 
 case $what in
   check) check ;;
-  all) check ;;
+  bench) bench ;;
+  all) check; bench ;;
 esac
