@@ -134,30 +134,43 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int64_t n = 1;
   for (int i = 0; i < k->rank; i++) n *= k->dims[i];
-  LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
-                                  fgb_thread_index(e, 0), "");
-  LLVMValueRef base = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
-  LLVMValueRef c[FG_MAX_RANK];
-  fgb_delinearize(e, base, k->dims, k->rank, c);
+  int U = k->chunks > 0 ? k->chunks : 1;
+  /* Chunk u of CTA b covers vectors (b*U + u)*T + tid: block-strided, so
+   * each chunk is one coalesced sweep of the CTA. */
+  bool exact = n % ((int64_t)k->block * U * e->vec) == 0;
+  LLVMValueRef cta = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");
+  LLVMValueRef tid = fgb_thread_index(e, 0);
   int last = k->rank - 1;
-  for (int j = 0; j < e->vec; j++)
-    e->lanes[j] = j == 0 ? c[last] : LLVMBuildAdd(e->b, c[last], fgb_const(e, j), "");
-  e->nuniform = 0;
-  for (int d = 0; d < last; d++) e->uniform[e->nuniform++] = c[d];
-  for (int i = 0; i < k->nouts; i++) {
-    const fg_value *o = k->outs[i];
-    LLVMValueRef vals[16], idx[FG_MAX_RANK];
-    memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)k->rank);
-    for (int j = 0; j < e->vec; j++) {
-      if (k->rank) idx[last] = e->lanes[j];
-      vals[j] = fgb_emit_value(e, o, idx);
-      if (!vals[j]) return false;
+  for (int u = 0; u < U; u++) {
+    LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)u * k->block), ""), tid, "");
+    LLVMValueRef base = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
+    LLVMBasicBlockRef merge =
+        exact ? NULL : fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef c[FG_MAX_RANK];
+    fgb_delinearize(e, base, k->dims, k->rank, c);
+    for (int j = 0; j < e->vec; j++)
+      e->lanes[j] = j == 0 ? c[last] : LLVMBuildAdd(e->b, c[last], fgb_const(e, j), "");
+    e->nuniform = 0;
+    for (int d = 0; d < last; d++) e->uniform[e->nuniform++] = c[d];
+    for (int i = 0; i < k->nouts; i++) {
+      const fg_value *o = k->outs[i];
+      LLVMValueRef vals[16], idx[FG_MAX_RANK];
+      memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)k->rank);
+      for (int j = 0; j < e->vec; j++) {
+        if (k->rank) idx[last] = e->lanes[j];
+        vals[j] = fgb_emit_value(e, o, idx);
+        if (!vals[j]) return false;
+      }
+      if (k->rank) idx[last] = e->lanes[0];
+      fgb_emit_store_lanes(e, o, idx, vals);
     }
-    if (k->rank) idx[last] = e->lanes[0];
-    fgb_emit_store_lanes(e, o, idx, vals);
+    /* values of a guarded chunk do not dominate the next chunk */
+    if (merge) {
+      fgb_memo_release(e, mark);
+      fgb_end_if(e, merge);
+    }
   }
-  fgb_end_if(e, merge);
   return !e->failed;
 }
 

@@ -350,7 +350,6 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
     const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"), *sp = fg_node_attr(n, "steps");
     for (int i = 0; i < in->rank; i++) {
       int64_t step = sp ? sp->ints[i] : 1, s0, len;
-      extern void fg_slice_bounds(int64_t, int64_t, int64_t, int64_t, int64_t *, int64_t *);
       fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
       LLVMValueRef v = idx[i];
       if (step != 1) v = LLVMBuildMul(e->b, v, fgb_const(e, step), "");

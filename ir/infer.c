@@ -504,10 +504,6 @@ static bool infer_unsqueeze(fg_node *n, fg_diag *d) {
   return true;
 }
 
-/* Python slicing: negative indices count from the end, then both bounds are
- * clamped to [0, size]; an empty range gives size 0. */
-void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
-                     int64_t *out_len);
 void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
                      int64_t *out_len) {
   if (start < 0) start += size;

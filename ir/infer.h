@@ -35,6 +35,11 @@ fg_dtype fg_reduce_acc_dtype(fg_dtype in);
  * contradicts a shape. */
 fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
                               const int64_t *values, fg_diag *d);
+/* Python slicing of one dim: negative bounds count from the end, then both
+ * are clamped to [0, size]; the start and the length (0 when empty). */
+void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
+                     int64_t *out_len);
+
 /* A copy of g in a new arena. */
 fg_graph *fg_graph_clone(const fg_graph *g);
 

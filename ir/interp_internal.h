@@ -126,8 +126,4 @@ void fg_ix_strides(int rank, const int64_t *sizes, int64_t *strides);
 void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
                         const int64_t *src_strides, int rank, const int64_t *sizes, int esize);
 
-/* Python slice bounds, as inference decides them (ir/infer.c). */
-void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
-                     int64_t *out_len);
-
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "infer.h"
 #include "interp_internal.h"
 
 static int norm(int64_t d, int rank) { return (int)(d < 0 ? d + rank : d); }

@@ -255,11 +255,13 @@ bool fg_type_eq(const fg_type *a, const fg_type *b) {
 }
 
 void fg_type_strides(const fg_type *t, int64_t *strides) {
+  /* Size-0 dims count as 1, as PyTorch's contiguous strides: no stride is
+   * ever 0 for a dense tensor. */
   int64_t s = 1;
   for (int k = t->rank - 1; k >= 0; k--) {
     int d = t->has_layout ? t->layout[k] : k;
     strides[d] = s;
-    s *= t->dims[d].size;
+    s *= t->dims[d].size > 1 ? t->dims[d].size : 1;
   }
 }
 

@@ -91,6 +91,8 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
             k->grid[0], k->grid[1], k->grid[2]);
     if (k->kind == FG_KERNEL_ROW)
       fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
+    else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
+      fprintf(f, " chunks %d", k->chunks);
     if (k->split > 1) fprintf(f, " split %d", k->split);
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
     fputs("    writes", f);

@@ -18,7 +18,11 @@
 #include "infer.h"
 #include "plan.h"
 
-enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 512, PW_THREADS = 256, COL_THREADS = 256 };
+/* Row kernels: 128 threads a row with up to 8 vector chunks each in
+ * registers: several independent 16-byte loads in flight per thread and
+ * cheap 4-warp reductions; longer rows get more threads (up to 1024), then
+ * the multi-pass form. */
+enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 256, COL_THREADS = 256 };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -130,7 +134,13 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->block = PW_THREADS;
   int64_t groups = ceil_div(n, k->vec);
   if (groups < k->block) k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
-  k->grid[0] = groups ? ceil_div(groups, k->block) : 1;
+  /* Large tensors: each thread takes several vectors (a CTA's chunks are
+   * block-strided, so every chunk is coalesced), for more loads in flight
+   * per thread and fewer CTAs. */
+  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  k->chunks = 1;
+  while (k->chunks < 4 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8) k->chunks *= 2;
+  k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
   k->grid[1] = k->grid[2] = 1;
   k->split = 1;
   k->why = "pointwise: one thread per vector of adjacent output elements";
@@ -161,6 +171,7 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   }
   int64_t nchunks = ceil_div(slice, k->vec);
   int64_t e = ceil_div(nchunks, ROW_THREADS);
+  if (e > MAX_PERSIST_CHUNKS) e = ceil_div(nchunks, 1024);
   k->persistent = e <= MAX_PERSIST_CHUNKS;
   if (!k->persistent) e = MAX_PERSIST_CHUNKS;
   int64_t t = ceil_div(nchunks, e);

@@ -61,9 +61,6 @@ static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank
   return view_d == -1;
 }
 
-void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
-                     int64_t *out_len);
-
 bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out, const char **why) {
   const fg_type *ot = &n->out[k]->type;
   *why = NULL;

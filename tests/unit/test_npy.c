@@ -1,11 +1,13 @@
 /* .npy reading and writing: round trips of every dtype, numpy-written
  * headers (v1, v2, fortran order), and malformed files (truncated, corrupted,
  * big-endian) that must give an error naming the file, never a crash. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "npy.h"
 
 static int npass, nfail;
@@ -151,6 +153,46 @@ static void test_fuzz(void) {
   CHECK(bad_msgs == 0);
 }
 
+/* fgrun --check's comparison (tools/common/compare.c), which shares this
+ * test binary with the other tools/common code. */
+static void test_compare(void) {
+  fg_tensor a, b;
+  int64_t n = 100;
+  fg_tensor_alloc(&a, FG_F32, 1, &n);
+  fg_tensor_alloc(&b, FG_F32, 1, &n);
+  for (int i = 0; i < 100; i++) fg_tensor_set_f(&a, i, i + 1), fg_tensor_set_f(&b, i, (i + 1) * (1 + 1e-7));
+  FILE *f = tmpfile();
+  CHECK(fg_compare(f, 0, &a, &b));
+  fg_tensor_set_f(&a, 7, 1e3);
+  CHECK(!fg_compare(f, 1, &a, &b));
+  fg_tensor_set_f(&a, 7, 8), fg_tensor_set_f(&b, 7, 8);
+  fg_tensor_set_f(&a, 3, NAN);
+  CHECK(!fg_compare(f, 2, &a, &b)); /* NaN where the reference is finite */
+  fg_tensor_set_f(&b, 3, NAN);
+  CHECK(fg_compare(f, 3, &a, &b));  /* NaN in both: skipped */
+  fg_tensor_set_f(&a, 4, INFINITY), fg_tensor_set_f(&b, 4, -INFINITY);
+  CHECK(!fg_compare(f, 4, &a, &b)); /* inf signs differ */
+  fg_tensor c;
+  fg_tensor_alloc(&c, FG_I32, 1, &n);
+  CHECK(!fg_compare(f, 5, &c, &b)); /* dtype differs */
+  CHECK(fg_compare(f, 6, &c, &c));
+  fg_tensor d;
+  fg_tensor_alloc(&d, FG_I32, 1, &n);
+  fg_tensor_set_i(&d, 99, 1);
+  CHECK(!fg_compare(f, 7, &c, &d));
+  rewind(f);
+  char line[512];
+  CHECK(fgets(line, sizeof line, f) && strncmp(line, "result 0 (f32[100]): rel_l2=", 28) == 0 &&
+        strstr(line, " ok\n"));
+  CHECK(fgets(line, sizeof line, f) && strstr(line, " FAIL\n"));
+  fclose(f);
+  CHECK(fg_compare_tol(FG_BF16) == 1e-2 && fg_compare_tol(FG_F8E5M2) == 1.2e-1 && fg_compare_tol(FG_I8) == 0);
+  fg_tensor_free(&a);
+  fg_tensor_free(&b);
+  fg_tensor_free(&c);
+  fg_tensor_free(&d);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/test_npy.XXXXXX");
   if (!mkdtemp(dir)) {
@@ -160,6 +202,7 @@ int main(void) {
   test_roundtrip();
   test_headers();
   test_fuzz();
+  test_compare();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);

@@ -3,10 +3,15 @@
 #include <math.h>
 #include <stdio.h>
 
+/* Relative L2 tolerances. f32: libdevice's transcendentals are within a
+ * few ulp of the correctly rounded values the interpreter computes, and a
+ * 60-op chain compounds that to ~1e-5 (measured on the H100); 1e-4 keeps a
+ * margin while any real bug (a wrong op, index or rounding) is ~1e-3 or
+ * more. */
 double fg_compare_tol(fg_dtype dt) {
   switch (dt) {
   case FG_F64: return 1e-9;
-  case FG_F32: return 1e-5;
+  case FG_F32: return 1e-4;
   case FG_F16: return 1e-3;
   case FG_BF16: return 1e-2;
   case FG_F8E4M3: return 6e-2;
