@@ -53,6 +53,10 @@ typedef struct fgb_emitter {
   int nbuckets;
   char err[512];
   bool failed;
+  /* Prefetch mode: fgb_emit_value only issues the loads a value needs (and
+   * their index arithmetic), memoized, so that the loads of every chunk of a
+   * thread can be issued before the first one is used. */
+  bool prefetch;
 } fgb_emitter;
 
 bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned);
@@ -68,6 +72,8 @@ LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMVal
 
 /* v's register form at idx (v->type.rank entries). */
 LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
+/* Issues the loads v needs at idx (prefetch mode, see above). */
+void fgb_prefetch_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
 /* Stores v's register form `val` at idx into v's buffer (dense). */
 void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val);
 /* Stores vals[0..vec) for lanes 0..vec-1 at idx (whose last entry is

@@ -454,10 +454,43 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   return LLVMBuildSelect(e->b, valid, v, padv, "");
 }
 
+void fgb_prefetch_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  e->prefetch = true;
+  fgb_emit_value(e, v, idx);
+  e->prefetch = false;
+}
+
+/* Prefetch: walk through pointwise and view ops to the loads; everything
+ * else is computed later. */
+static LLVMValueRef prefetch_node(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  const fg_node *n = v->def;
+  if (n->op->kind == FG_KIND_POINTWISE) {
+    const fg_type *ot = &n->out[0]->type;
+    for (int i = 0; i < n->nin; i++) {
+      const fg_value *a = n->in[i];
+      if (a->def && a->def->op->kind == FG_KIND_LITERAL) continue;
+      LLVMValueRef aidx[FG_MAX_RANK];
+      int off = ot->rank - a->type.rank;
+      for (int d = 0; d < a->type.rank; d++)
+        aidx[d] = a->type.dims[d].size == 1 ? fgb_const(e, 0) : idx[off + d];
+      fgb_emit_value(e, a, aidx);
+    }
+  } else if (n->op->kind == FG_KIND_CONTROL) {
+    fgb_emit_value(e, n->in[0], idx);
+  }
+  return NULL;
+}
+
 LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
   if (e->failed) return NULL;
   LLVMValueRef hit = fgb_memo_get(e, v, idx);
   if (hit) return hit;
+  if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
+      (v->def->op->kind == FG_KIND_POINTWISE || v->def->op->kind == FG_KIND_CONTROL))
+    return prefetch_node(e, v, idx);
+  if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
+      !(v->def->op->kind == FG_KIND_VIEW && v->def->op->code != FG_OP_CAT && v->def->op->code != FG_OP_PAD))
+    return NULL;
   LLVMValueRef r = NULL;
   const fg_node *n = v->def;
   if (v->param_index >= 0 && v->type.scalar) {
