@@ -22,7 +22,7 @@
  * registers: several independent 16-byte loads in flight per thread and
  * cheap 4-warp reductions; longer rows get more threads (up to 1024), then
  * the multi-pass form. */
-enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 256, COL_THREADS = 256 };
+enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS = 256 };
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -140,6 +140,10 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   int sm = o && o->sm_count > 0 ? o->sm_count : 132;
   k->chunks = 1;
   while (k->chunks < 4 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8) k->chunks *= 2;
+  /* Experiment knobs (not a user interface): FUSEC_PW_CHUNKS, FUSEC_PW_BLOCK. */
+  const char *ec = getenv("FUSEC_PW_CHUNKS"), *eb = getenv("FUSEC_PW_BLOCK");
+  if (ec && atoi(ec) >= 1 && atoi(ec) <= 8) k->chunks = atoi(ec);
+  if (eb && atoi(eb) >= 32 && atoi(eb) <= 1024 && atoi(eb) % 32 == 0) k->block = atoi(eb);
   k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
   k->grid[1] = k->grid[2] = 1;
   k->split = 1;
