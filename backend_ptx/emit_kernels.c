@@ -195,7 +195,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)u * k->block), ""), tid, "");
     bases[u] = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
   }
-  if (exact) {
+  if (exact && (e->aligned || e->vec == 1)) {
     /* Every chunk is in range: issue all loads of all chunks first, so a
      * thread has U vector loads in flight before it computes. */
     for (int u = 0; u < U; u++) {
@@ -207,6 +207,24 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
       pw_enter(e, &ch[u]);
       if (!pw_outputs(e, &ch[u], false)) return false;
     }
+    return !e->failed;
+  }
+  if (!e->aligned && e->vec > 1 && U > 1) {
+    /* The fallback variant for misaligned pointers: chunks in a loop, so it
+     * costs a quarter of the code (and compile time) of the aligned one. */
+    loop l;
+    LLVMValueRef u = loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, U), fgb_const(e, 1));
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, LLVMBuildMul(e->b, u, fgb_const(e, k->block), ""), ""),
+                                    tid, "");
+    LLVMValueRef base = LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "");
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
+    pw_chunk_at(e, base, &ch[0]);
+    pw_enter(e, &ch[0]);
+    if (!pw_outputs(e, &ch[0], false)) return false;
+    fgb_memo_release(e, mark);
+    fgb_end_if(e, merge);
+    loop_end(e, &l, u);
     return !e->failed;
   }
   for (int u = 0; u < U; u++) {
@@ -370,7 +388,10 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
   LLVMValueRef totals[64];
   int nreds = k->nreds < 64 ? k->nreds : 64;
 
-  if (k->persistent) {
+  /* The fallback variant for misaligned pointers (vec > 1, not aligned)
+   * re-reads the row in each phase instead of unrolling it into registers:
+   * far less code, and it runs only when a caller passes odd pointers. */
+  if (k->persistent && (e->aligned || e->vec == 1)) {
     int E = k->chunks;
     LLVMValueRef idx0[8][FG_MAX_RANK], valid[8], lanes[8][16], uni[8][64];
     int nuni[8];
