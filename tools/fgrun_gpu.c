@@ -321,6 +321,12 @@ static int run(const fgrun_gpu_opts *o, state *s) {
   fgl_load_options_init(&lo);
   lo.log = log_cb;
   FGL(fgl_module_load_file(o->artifact, &lo, &s->m, &e_));
+  if (o->bench) {
+    fgl_load_stats ls;
+    if (fgl_module_load_stats(s->m, &ls, NULL) == FGL_OK)
+      printf("load %s: %.3f ms (%s, JIT %.3f ms)\n", o->artifact, ls.total_ms,
+             ls.cache_hit ? "cubin cache hit" : "cache miss", ls.jit_ms);
+  }
   if (o->graph) {
     FGL(fgl_module_graph_info(s->m, o->graph, &s->gi, &e_));
   } else {

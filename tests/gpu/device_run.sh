@@ -11,13 +11,15 @@ export XXHASH_ROOT=$PWD/.deps/root
 export FUSEC_CACHE_DIR=$OUT/cache
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
 what=${1:-all}
-if [ ! -x build-gpu/tools/fgrun ]; then
+if [ -n "${FG_PREBUILT_FGRUN:-}" ]; then
+  FGRUN=$FG_PREBUILT_FGRUN
+elif [ ! -x build-gpu/tools/fgrun ]; then
   cmake -S . -B build-gpu -DFUSEC_WITH_LLVM=OFF -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 ||
     { tail -40 "$OUT/cmake.log"; exit 1; }
   cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 ||
     { grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; }
 fi
-FGRUN=build-gpu/tools/fgrun
+FGRUN=${FGRUN:-build-gpu/tools/fgrun}
 
 # One check: fgrun ARTIFACT --graph G --check SRC, logged; prints PASS/FAIL.
 check_one() {
@@ -55,7 +57,7 @@ bench() {
   while read -r file g; do
     [ -n "$file" ] || continue
     ptx=.gpu/ptx/$(dirname "$file" | tr / _)__$(basename "$file" .fg).ptx
-    "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep '^bench' | tee -a "$OUT/bench.txt"
+    "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep -E '^(bench|load)' | tee -a "$OUT/bench.txt"
   done <<'LIST'
 examples/bias_gelu.fg bias_gelu
 examples/layer_norm.fg layer_norm_large
@@ -75,8 +77,23 @@ tests/graphs/chain60.fg chain60
 LIST
 }
 
+# Load times of the artifact holding every example (.gpu/all_examples.ptx):
+# cold (empty cubin cache, driver JIT cache off) then warm (cache hit).
+loadtime() {
+  local cache=$OUT/loadcache
+  rm -rf "$cache"
+  for i in 1 2 3; do
+    rm -rf "$cache"
+    CUDA_CACHE_DISABLE=1 FUSEC_CACHE_DIR=$cache "$FGRUN" .gpu/all_examples.ptx --graph layer_norm --bench 3 | grep '^load' | sed 's/^/cold: /'
+  done
+  for i in 1 2 3; do
+    CUDA_CACHE_DISABLE=1 FUSEC_CACHE_DIR=$cache "$FGRUN" .gpu/all_examples.ptx --graph layer_norm --bench 3 | grep '^load' | sed 's/^/warm: /'
+  done
+}
+
 case $what in
+  loadtime) loadtime ;;
   check) check ;;
   bench) bench ;;
-  all) check; bench ;;
+  all) check; bench; loadtime ;;
 esac

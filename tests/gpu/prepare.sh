@@ -15,6 +15,8 @@ for f in examples/*.fg tests/graphs/*.fg bench/*.fg; do
   fi
 done
 rm -f .gpu/err.txt
+cat examples/*.fg >.gpu/all_examples.fg
+"$FUSEC" .gpu/all_examples.fg -o .gpu/all_examples.ptx
 if [ ! -d .deps/root ]; then
   mkdir -p .deps && (cd .deps && apt-get download libxxhash0 libxxhash-dev >/dev/null 2>&1 &&
     for d in *.deb; do dpkg -x "$d" root; done)
