@@ -31,5 +31,7 @@ bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
 /* Individual passes (opt/<name>.c). */
 bool fg_pass_decompose(fg_graph *g, fg_diag *d);
 bool fg_pass_dce(fg_graph *g, fg_diag *d);
+bool fg_pass_zip_cat(fg_graph *g, fg_diag *d);
+bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 
 #endif

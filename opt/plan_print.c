@@ -42,6 +42,17 @@ static const char *value_name(const fg_value *v, char *buf, int cap) {
   return buf;
 }
 
+/* The kernel that writes result buffer i (the stored value may be an
+ * ancestor of the result whose storage holds the same bytes). */
+static int writer_of_result(const fg_plan *p, int i) {
+  for (int k = 0; k < p->nkernels; k++)
+    for (int j = 0; j < p->kernels[k].nouts; j++) {
+      fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
+      if (b.kind == FG_BUF_RESULT && b.index == i) return k;
+    }
+  return -1;
+}
+
 void fg_plan_print(FILE *f, const fg_plan *p) {
   const fg_graph *g = p->g;
   char b1[64], b2[64];
@@ -63,7 +74,7 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2), r->view.offset);
       ints(f, r->view.strides, r->view.rank);
     } else {
-      fprintf(f, " written by k%d", p->store[v->id].kernel);
+      fprintf(f, " written by k%d", writer_of_result(p, i));
       if (r->why) fprintf(f, " (not a view: %s)", r->why);
     }
     fputc('\n', f);

@@ -311,6 +311,39 @@ static bool view_chain(const fg_plan *p, const fg_value *v, const bool *base_ok,
   return true;
 }
 
+/* The highest ancestor c of v through view ops whose dense storage holds
+ * exactly v's bytes in v's row-major order (a reshape in all but name):
+ * storing c in v's result buffer writes v, and lets c's kernel write it at
+ * c's own shape (a materialized cat beside its reduction, say). */
+static const fg_value *dense_ancestor(const fg_value *v) {
+  const fg_value *best = v;
+  const fg_node *chain[64];
+  const fg_value *vals[64];
+  int nc = 0;
+  const fg_value *a = v;
+  while (a->def && fg_is_view_op(a->def->op) && a->def->nout == 1 && nc < 64) {
+    vals[nc] = a;
+    chain[nc++] = a->def;
+    a = a->def->in[0];
+    if (a->param_index >= 0 || !fg_type_is_static(&a->type)) break;
+    if (fg_type_numel(&a->type) != fg_type_numel(&v->type)) continue;
+    fg_strided s;
+    fg_type at = a->type;
+    at.has_layout = false;
+    fg_strided_dense(&at, &s);
+    bool ok = true;
+    for (int i = nc - 1; i >= 0 && ok; i--) {
+      fg_strided t;
+      const char *why;
+      ok = fg_strided_apply(chain[i], 0, &s, &t, &why);
+      s = t;
+      (void)vals;
+    }
+    if (ok && fg_strided_is_dense(&s)) best = a;
+  }
+  return best;
+}
+
 static bool plan_results(fg_plan *p, fg_diag *d) {
   fg_graph *g = p->g;
   bool *base_ok = calloc((size_t)g->next_value_id, 1);
@@ -360,9 +393,13 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
       continue;
     }
     r->why = why;
+    const fg_value *c = dense_ancestor(v);
+    if (base_ok[c->id]) c = v;
     written_as[v->id] = i;
     base_ok[v->id] = true;
-    p->store[v->id] = (fg_storage){true, {FG_BUF_RESULT, i}, -1};
+    written_as[c->id] = i;
+    base_ok[c->id] = true;
+    p->store[c->id] = (fg_storage){true, {FG_BUF_RESULT, i}, -1};
   }
   free(base_ok);
   free(written_as);
