@@ -403,10 +403,80 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
   return fgb_convert(e->m, r, from, ot->dtype);
 }
 
+/* A cat along the lane dim whose piece boundaries are multiples of the
+ * vector width: every lane of a chunk falls in the same piece, so one branch
+ * per chunk picks the piece, whose lanes are computed (with vector loads)
+ * inside it; phis join the lanes. No piece is read where it is not used. */
+static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx, int dim, int lane) {
+  const fg_type *ot = &n->out[0]->type;
+  LLVMValueRef base = e->lanes[0];
+  LLVMValueRef saved[16];
+  memcpy(saved, e->lanes, sizeof saved);
+  LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.end");
+  LLVMValueRef vals[64][16];
+  LLVMBasicBlockRef ends[64];
+  int nv = 0;
+  int64_t off = 0;
+  int last = -1;
+  for (int i = 0; i < n->nin; i++)
+    if (n->in[i]->type.dims[dim].size > 0) last = i;
+  for (int i = 0; i < n->nin && nv < 64; i++) {
+    const fg_value *a = n->in[i];
+    int64_t sz = a->type.dims[dim].size;
+    if (sz == 0) continue;
+    LLVMBasicBlockRef blk = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.piece");
+    LLVMBasicBlockRef next = NULL;
+    if (i != last) {
+      next = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.next");
+      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, off + sz), ""), blk, next);
+    } else {
+      LLVMBuildBr(e->b, blk);
+    }
+    LLVMPositionBuilderAtEnd(e->b, blk);
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef lbase = off ? LLVMBuildSub(e->b, base, fgb_const(e, off), "") : base;
+    for (int l = 0; l < e->vec; l++) e->lanes[l] = l == 0 ? lbase : LLVMBuildAdd(e->b, lbase, fgb_const(e, l), "");
+    for (int l = 0; l < e->vec; l++) {
+      LLVMValueRef aidx[FG_MAX_RANK];
+      memcpy(aidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
+      aidx[dim] = e->lanes[l];
+      LLVMValueRef v = fgb_emit_value(e, a, aidx);
+      if (!v) return NULL;
+      vals[nv][l] = fgb_convert(e->m, v, a->type.dtype, ot->dtype);
+    }
+    fgb_memo_release(e, mark);
+    memcpy(e->lanes, saved, sizeof saved);
+    ends[nv++] = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, merge);
+    if (next) LLVMPositionBuilderAtEnd(e->b, next);
+    off += sz;
+  }
+  LLVMPositionBuilderAtEnd(e->b, merge);
+  LLVMValueRef res = NULL;
+  for (int l = 0; l < e->vec; l++) {
+    LLVMValueRef phi = LLVMBuildPhi(e->b, fgb_reg_type(e->m, ot->dtype), "");
+    LLVMValueRef in[64];
+    for (int i = 0; i < nv; i++) in[i] = vals[i][l];
+    LLVMAddIncoming(phi, in, ends, (unsigned)nv);
+    LLVMValueRef lidx[FG_MAX_RANK];
+    memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
+    lidx[dim] = e->lanes[l];
+    fgb_memo_put(e, n->out[0], lidx, phi);
+    if (l == lane) res = phi;
+  }
+  return res;
+}
+
 static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
   const fg_type *ot = &n->out[0]->type;
   int64_t dim = fg_attr_int(n, "dim");
   if (dim < 0) dim += ot->rank;
+  int lane;
+  if (e->vec > 1 && !e->prefetch && is_lane(e, idx[dim], &lane)) {
+    bool aligned = n->nin <= 64;
+    for (int i = 0; i < n->nin; i++) aligned &= n->in[i]->type.dims[dim].size % e->vec == 0;
+    if (aligned) return emit_cat_lanes(e, n, idx, (int)dim, lane);
+  }
   LLVMValueRef res = NULL;
   int64_t off = 0;
   LLVMValueRef vals[64], bounds[64];

@@ -16,6 +16,7 @@
  *   (NaN), e5m2 -> sign|0x7c (inf); infinities take the same path.
  * decode(b): the usual fields; e == 0 scales the mantissa by 2^(emin - M). */
 #include <math.h>
+#include <string.h>
 
 #include "fgb_internal.h"
 #include "lower_value.h"
@@ -31,7 +32,7 @@ static LLVMValueRef c32(fgb_module *m, long long v) {
   return LLVMConstInt(m->i32, (unsigned long long)v, 1);
 }
 
-LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
+LLVMValueRef fgb_f8_encode_int(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
   LLVMBuilderRef b = m->b;
   f8fmt f = fmt_of(dt);
   int emin = 1 - f.bias;
@@ -66,7 +67,7 @@ LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
   return LLVMBuildTrunc(b, code, m->i8, "");
 }
 
-LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
+LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
   LLVMBuilderRef b = m->b;
   f8fmt f = fmt_of(dt);
   LLVMValueRef v = LLVMBuildZExt(b, bits, m->i32, "");
@@ -94,4 +95,49 @@ LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
     mag = LLVMBuildSelect(b, special, c32(m, 0x7fc00000), mag, "");
   }
   return LLVMBuildBitCast(b, LLVMBuildOr(b, mag, sign, ""), m->f32, "");
+}
+
+/* ---- sm_89+: the hardware conversions (PTX cvt ... e4m3x2 / e5m2x2) ----
+ * cvt.rn.satfinite rounds to nearest even like small_encode but saturates
+ * out-of-range values to the largest finite code, where the interpreter (as
+ * PyTorch) gives NaN for e4m3 and inf for e5m2: a select restores that for
+ * |x| past the rounding boundary (e4m3: > 464; e5m2: >= 61440, the tie that
+ * rounds up to 2^16), and NaN inputs get dtype.c's NaN codes. Decoding to
+ * f16 is exact for both formats. */
+
+static LLVMValueRef asm_call(fgb_module *m, LLVMTypeRef ret, LLVMTypeRef arg, const char *text,
+                             const char *cons, LLVMValueRef v) {
+  LLVMTypeRef fty = LLVMFunctionType(ret, &arg, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(m->b, fty, fn, &v, 1, "");
+}
+
+LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
+  if (m->sm < 89) return fgb_f8_encode_int(m, x, dt);
+  LLVMBuilderRef b = m->b;
+  bool e4 = dt == FG_F8E4M3;
+  const char *text = e4 ? "{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }"
+                        : "{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }";
+  LLVMValueRef code = LLVMBuildAnd(b, asm_call(m, m->i32, m->f32, text, "=r,f", x), c32(m, 0xff), "");
+  LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
+  LLVMValueRef a = LLVMBuildAnd(b, u, c32(m, 0x7fffffff), "");
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 24), ""), c32(m, 0x80), "");
+  /* 464 = 0x43e80000, 61440 = 0x47700000 */
+  LLVMValueRef over = e4 ? LLVMBuildICmp(b, LLVMIntUGT, a, c32(m, 0x43e80000), "")
+                         : LLVMBuildICmp(b, LLVMIntUGE, a, c32(m, 0x47700000), "");
+  code = LLVMBuildSelect(b, over, LLVMBuildOr(b, sign, c32(m, e4 ? 0x7f : 0x7c), ""), code, "");
+  LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, a, c32(m, 0x7f800000), "");
+  LLVMValueRef nan = e4 ? LLVMBuildOr(b, sign, c32(m, 0x7f), "") : c32(m, 0x7e);
+  code = LLVMBuildSelect(b, isnan, nan, code, "");
+  return LLVMBuildTrunc(b, code, m->i8, "");
+}
+
+LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
+  if (m->sm < 89) return fgb_f8_decode_int(m, bits, dt);
+  const char *text = dt == FG_F8E4M3
+      ? "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e4m3x2 h, $1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }"
+      : "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e5m2x2 h, $1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }";
+  LLVMValueRef w = LLVMBuildZExt(m->b, bits, m->i16, "");
+  return asm_call(m, m->f32, m->i16, text, "=f,h", w);
 }

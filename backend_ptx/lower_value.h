@@ -71,6 +71,10 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
  * small_decode (f32 -> i8 bits, i8 bits -> f32). dt is FG_F8E4M3 or FG_F8E5M2. */
 LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
 LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
+/* The integer forms behind them (every arch; the only forms before sm_89,
+ * where fgb_f8_* use the hardware conversions with the same results). */
+LLVMValueRef fgb_f8_encode_int(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
+LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
 
 /* ---- pointwise ops ---- */
 

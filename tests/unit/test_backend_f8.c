@@ -119,9 +119,9 @@ static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMType
   LLVMValueRef x = LLVMBuildLoad2(b, tin, LLVMBuildGEP2(b, tin, LLVMGetParam(fn, 0), &i, 1, ""), "");
   LLVMValueRef r;
   if (encode) {
-    r = fgb_f8_encode(m, LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), ""), dt);
+    r = fgb_f8_encode_int(m, LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), ""), dt);
   } else {
-    r = LLVMBuildBitCast(b, fgb_f8_decode(m, x, dt), tout, "");
+    r = LLVMBuildBitCast(b, fgb_f8_decode_int(m, x, dt), tout, "");
   }
   LLVMBuildStore(b, r, LLVMBuildGEP2(b, tout, LLVMGetParam(fn, 1), &i, 1, ""));
   LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
