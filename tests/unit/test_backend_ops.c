@@ -318,8 +318,13 @@ static void test_casts(void) {
   CHECK(nk == NDT * NDT, "%d casts", nk);
   char *ptx = finish(m, "casts", "sm_90", false);
   if (ptx) {
-    /* f8 conversions must not use the saturating hardware cvt */
-    CHECK(!strstr(ptx, "satfinite"), "cvt.satfinite used for an f8 conversion");
+    /* sm_90: f8 encodes use the hardware cvt, whose saturation is undone
+     * for out-of-range inputs (464 = 0x43e80000, 61440 = 0x47700000) */
+    CHECK(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32") && strstr(ptx, "cvt.rn.satfinite.e5m2x2.f32"),
+          "sm_90 f8 encodes do not use the hardware cvt");
+    CHECK(strstr(ptx, "1139277824") || strstr(ptx, "0f43E80000") || strstr(ptx, "0x43e80000") ||
+              strstr(ptx, "1139277823"),
+          "no e4m3 overflow fix-up threshold in the PTX");
     CHECK(!strstr(ptx, ".approx"), "approximate instruction in a conversion");
   }
   free(ptx);
