@@ -3,10 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "emit.h"
 #include "infer.h"
 #include "print.h"
+#include "ptx_merge.h"
 
 static double now_ms(void) {
   struct timespec ts;
@@ -66,6 +69,53 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
   return ok;
 }
 
+/* One thread's share of the kernels: its own LLVM context and module. */
+typedef struct unit {
+  const fgc_options *o;
+  bool emit_llvm;
+  fg_plan **plans;
+  int ngraphs;
+  const char ***vec_entries;
+  const int *owner;     /* per kernel (graph-major order): which unit lowers it */
+  int index;
+  char *text;
+  char err[1024];
+  int rc;
+} unit;
+
+static void *run_unit(void *arg) {
+  unit *u = arg;
+  fgb_module *mod = fgb_module_create("fusec", u->o->arch ? u->o->arch : "sm_90", u->err, sizeof u->err);
+  if (!mod) { u->rc = 3; return NULL; }
+  int gk = 0;
+  for (int gi = 0; gi < u->ngraphs; gi++) {
+    fg_plan *p = u->plans[gi];
+    if (!p) continue;
+    for (int ki = 0; ki < p->nkernels; ki++, gk++) {
+      if (u->owner[gk] != u->index) continue;
+      fg_kernel *k = &p->kernels[ki];
+      if (!lower_kernel(mod, p, k, k->entry, false, u->err, sizeof u->err) ||
+          (u->vec_entries[gi][ki] && !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, u->err, sizeof u->err))) {
+        u->rc = 3;
+        fgb_module_free(mod);
+        return NULL;
+      }
+    }
+  }
+  fgb_finish_opts fo = {u->o->libdevice, u->o->opt_level, u->emit_llvm, u->o->fast_math};
+  u->text = fgb_module_finish(mod, &fo, u->err, sizeof u->err);
+  if (!u->text) u->rc = 2;
+  fgb_module_free(mod);
+  return NULL;
+}
+
+/* Rough cost of lowering a kernel: its unrolled elements, twice when it has
+ * an aligned variant. */
+static int64_t kernel_weight(const fg_kernel *k) {
+  int64_t w = (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) + 8;
+  return k->vec > 1 ? 2 * w : w;
+}
+
 int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o, fg_diag *d,
                 FILE *out) {
   FILE *log = stderr;
@@ -73,8 +123,9 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   int rc = 0;
   fg_plan **plans = calloc((size_t)m->ngraphs + 1, sizeof *plans);
   const char ***vec_entries = calloc((size_t)m->ngraphs + 1, sizeof *vec_entries);
-  fgb_module *mod = NULL;
-  char err[1024] = "";
+  int *owner = NULL;
+  unit *units = NULL;
+  int nunits = 0;
   if (!plans || !vec_entries) { rc = 3; goto done; }
   for (int gi = 0; gi < m->ngraphs; gi++) {
     fg_graph *g = m->graphs[gi];
@@ -101,9 +152,9 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
       if (plans[gi]) fg_plan_print(out, plans[gi]);
     goto done;
   }
-  double tl = now_ms();
-  mod = fgb_module_create("fusec", o->arch ? o->arch : "sm_90", err, sizeof err);
-  if (!mod) { fprintf(stderr, "fusec: error: %s\n", err); rc = 3; goto done; }
+  /* Names first (they live in the graphs' arenas), then the kernels are
+   * shared out among threads, each lowering into its own LLVM module. */
+  int total = 0;
   for (int gi = 0; gi < m->ngraphs; gi++) {
     fg_plan *p = plans[gi];
     if (!p) continue;
@@ -111,28 +162,47 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     for (int ki = 0; ki < p->nkernels; ki++) {
       fg_kernel *k = &p->kernels[ki];
       k->entry = entry_name(p->g, gi, ki, false);
-      if (!lower_kernel(mod, p, k, k->entry, false, err, sizeof err)) {
-        fprintf(stderr, "fusec: internal error: %s\n", err);
-        rc = 3;
-        goto done;
-      }
-      if (k->vec > 1) {
-        const char *v = entry_name(p->g, gi, ki, true);
-        if (!lower_kernel(mod, p, k, v, true, err, sizeof err)) {
-          fprintf(stderr, "fusec: internal error: %s\n", err);
-          rc = 3;
-          goto done;
-        }
-        vec_entries[gi][ki] = v;
-      }
+      if (k->vec > 1) vec_entries[gi][ki] = entry_name(p->g, gi, ki, true);
+      total++;
     }
   }
-  if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "lower-kernels", "*", now_ms() - tl);
-  double tf = now_ms();
-  fgb_finish_opts fo = {o->libdevice, o->opt_level, emit == FGC_EMIT_LLVM, o->fast_math};
-  char *text = fgb_module_finish(mod, &fo, err, sizeof err);
-  if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "llvm+ptx", "*", now_ms() - tf);
-  if (!text) { fprintf(stderr, "fusec: error: %s\n", err); rc = 3; goto done; }
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  nunits = emit == FGC_EMIT_LLVM ? 1 : (int)(ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu);
+  if (nunits > total) nunits = total > 0 ? total : 1;
+  owner = calloc((size_t)total + 1, sizeof *owner);
+  units = calloc((size_t)nunits, sizeof *units);
+  int64_t load[8] = {0};
+  if (!owner || !units) { rc = 3; goto done; }
+  for (int gi = 0, gk = 0; gi < m->ngraphs; gi++) {
+    fg_plan *p = plans[gi];
+    if (!p) continue;
+    for (int ki = 0; ki < p->nkernels; ki++, gk++) {
+      int best = 0;
+      for (int t = 1; t < nunits; t++)
+        if (load[t] < load[best]) best = t;
+      owner[gk] = best;
+      load[best] += kernel_weight(&p->kernels[ki]);
+    }
+  }
+  double tl = now_ms();
+  pthread_t th[8];
+  for (int t = 0; t < nunits; t++) {
+    units[t] = (unit){o, emit == FGC_EMIT_LLVM, plans, m->ngraphs, vec_entries, owner, t, NULL, "", 0};
+    if (t > 0 && pthread_create(&th[t], NULL, run_unit, &units[t]) != 0) run_unit(&units[t]);
+  }
+  run_unit(&units[0]);
+  for (int t = 1; t < nunits; t++) pthread_join(th[t], NULL);
+  if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms (%d threads)\n", "lower+llvm+ptx", "*", now_ms() - tl, nunits);
+  for (int t = 0; t < nunits; t++)
+    if (units[t].rc) {
+      fprintf(stderr, "fusec: %s: %s\n", units[t].rc == 3 ? "internal error" : "error", units[t].err);
+      rc = 3;
+      goto done;
+    }
+  char *texts[8];
+  for (int t = 0; t < nunits; t++) texts[t] = units[t].text;
+  char *text = nunits == 1 ? units[0].text : fgb_ptx_merge(texts, nunits);
+  if (!text) { rc = 3; goto done; }
   if (emit == FGC_EMIT_PTX) {
     fprintf(out, "// fusec-plan 1\n// target %s\n", o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)
@@ -140,10 +210,12 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     fputc('\n', out); /* the plan is the leading run of // lines */
   }
   fputs(text, out);
-  free(text);
+  if (nunits > 1) free(text);
   if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "total", "*", now_ms() - t0);
 done:
-  if (mod) fgb_module_free(mod);
+  for (int t = 0; units && t < nunits; t++) free(units[t].text);
+  free(units);
+  free(owner);
   free(plans);
   free(vec_entries);
   return rc;

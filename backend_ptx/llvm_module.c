@@ -1,5 +1,6 @@
 /* Module lifecycle: create (target machine), kernels, finish (libdevice,
  * passes, PTX). See llvm_module.h. */
+#include <pthread.h>
 #include "llvm_module.h"
 
 #include <stdarg.h>
@@ -26,14 +27,18 @@ static void set_err(char *err, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void init_nvptx(void) {
-  static int done;
-  if (done) return;
+static void init_once(void) {
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
   LLVMInitializeNVPTXAsmPrinter();
-  done = 1;
+}
+
+/* Modules may be created on several threads at once (fusec compiles
+ * kernels in parallel). */
+static void init_nvptx(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, init_once);
 }
 
 /* The smallest PTX ISA version each supported arch needs. */

@@ -85,6 +85,7 @@ typedef struct fg_plan {
   int ntemps;
   fg_temp *temps;
   fg_result_plan *results;
+  int sm_count;         /* from the options: what "few rows" means */
 } fg_plan;
 
 typedef struct fg_plan_options {

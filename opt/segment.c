@@ -184,6 +184,20 @@ static bool row_shaped(const fg_kernel *k, const fg_type *t) {
 
 static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
 
+/* A row kernel with few long rows (a full reduction) must split its rows
+ * over CTAs to fill the GPU, which a phase that needs the finished
+ * reduction forbids: such consumers go to a later kernel instead. Short
+ * rows stay together: one CTA each is quick. */
+static bool few_rows(const fg_plan *p, const fg_kernel *k) {
+  if (k->kind != FG_KERNEL_ROW) return false;
+  int64_t b = 1, r = 1;
+  for (int i = 0; i < k->rank; i++) {
+    if (!k->mask[i]) b *= k->dims[i];
+    else r *= k->dims[i];
+  }
+  return b < 2 * (int64_t)p->sm_count && r > 32768;
+}
+
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
@@ -199,11 +213,11 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     fg_reduce_mask(n, mask);
     if (!same_shape(&n->in[0]->type, k->rank, k->dims) || !same_mask(k, mask)) return false;
     if (!f.reaches_red) return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path;
+    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
   }
   if (same_shape(&v->type, k->rank, k->dims)) {
     if (!f.reaches_red) return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path;
+    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
   }
   if (row_shaped(k, &v->type)) return !f.bad_path;
   return false;
@@ -477,6 +491,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   }
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
+  p->sm_count = o && o->sm_count > 0 ? o->sm_count : 132;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
   for (int i = 0; i < g->next_value_id; i++) p->store[i].kernel = -1;
   for (int i = 0; i < g->nparams; i++)
