@@ -26,6 +26,11 @@ struct fgl_module {
   plan plan;
   CUfunction **funcs;     /* [graph][kernel] */
   CUfunction **vec_funcs; /* [graph][kernel], NULL when no kernel-vec */
+  /* Kernels are looked up when the first instance of their graph is made:
+   * with the driver's lazy loading that is when a kernel is really loaded,
+   * so loading a many-graph artifact costs only what is used. */
+  unsigned char *resolved; /* [graph] */
+  pthread_mutex_t resolve_lock;
   fgl_device_info dev;
   fgl_load_stats stats;
   fgl_log_fn log;

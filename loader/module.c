@@ -91,8 +91,54 @@ static void module_destroy(fgl_module *m) {
   }
   free(m->funcs);
   free(m->vec_funcs);
+  free(m->resolved);
+  pthread_mutex_destroy(&m->resolve_lock);
   plan_free(&m->plan);
   free(m);
+}
+
+/* Looks up graph gi's kernels (both variants) once; the module's context
+ * must be current. */
+static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
+  const fgl_cuda_api *cu = m->cu;
+  fgl_status st = FGL_OK;
+  pthread_mutex_lock(&m->resolve_lock);
+  if (m->resolved[gi]) goto out;
+  const plan_graph *g = &m->plan.graphs[gi];
+  int smem_optin = -1;
+  for (int k = 0; k < g->n_kernels && st == FGL_OK; k++) {
+    const plan_kernel *pk = &g->kernels[k];
+    for (int v = 0; v < 2; v++) {
+      const char *name = v ? pk->vec_entry : pk->entry;
+      CUfunction *slot = v ? &m->vec_funcs[gi][k] : &m->funcs[gi][k];
+      CUresult r;
+      if (!name) continue;
+      if ((r = cu->cuModuleGetFunction(slot, m->mod, name)) != CUDA_SUCCESS) {
+        char t[200];
+        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d: cuModuleGetFunction('%s') failed: %s", g->name, k,
+                      name, fgl_cuda_error_text(r, t, sizeof t));
+        goto out;
+      }
+      if (pk->smem > 48 * 1024) {
+        if (smem_optin < 0 &&
+            cu->cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
+          smem_optin = 48 * 1024;
+        if (pk->smem > (unsigned)smem_optin) {
+          st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "graph '%s' kernel %d needs %u bytes of shared memory, the device allows %d",
+                        g->name, k, pk->smem, smem_optin);
+          goto out;
+        }
+        if ((r = cu->cuFuncSetAttribute(*slot, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)pk->smem))) {
+          st = fgl_cuda_fail(m, err, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+          goto out;
+        }
+      }
+    }
+  }
+  m->resolved[gi] = 1;
+out:
+  pthread_mutex_unlock(&m->resolve_lock);
+  return st;
 }
 
 /* text is NUL-terminated at text[len]; what names it in messages. */
@@ -118,6 +164,7 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
   }
   m->cu = cu;
   m->plan = pl;
+  pthread_mutex_init(&m->resolve_lock, NULL);
   m->log = opts.log;
   m->log_user = opts.log_user;
   fgl_status st = FGL_OK;
@@ -189,40 +236,13 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
   m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
   m->vec_funcs = calloc((size_t)pl.n_graphs, sizeof *m->vec_funcs);
   if (!m->funcs || !m->vec_funcs) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
-  int smem_optin = -1;
+  m->resolved = calloc((size_t)pl.n_graphs + 1, 1);
+  if (!m->resolved) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
   for (int gi = 0; gi < pl.n_graphs; gi++) {
     const plan_graph *g = &pl.graphs[gi];
     m->funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->funcs);
     m->vec_funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->vec_funcs);
     if (!m->funcs[gi] || !m->vec_funcs[gi]) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
-    for (int k = 0; k < g->n_kernels; k++) {
-      const plan_kernel *pk = &g->kernels[k];
-      for (int v = 0; v < 2; v++) {
-        const char *name = v ? pk->vec_entry : pk->entry;
-        CUfunction *slot = v ? &m->vec_funcs[gi][k] : &m->funcs[gi][k];
-        if (!name) continue;
-        if ((r = cu->cuModuleGetFunction(slot, m->mod, name)) != CUDA_SUCCESS) {
-          char t[200];
-          st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d: cuModuleGetFunction('%s') failed: %s", g->name, k,
-                        name, fgl_cuda_error_text(r, t, sizeof t));
-          goto fail;
-        }
-        if (pk->smem > 48 * 1024) {
-          if (smem_optin < 0 &&
-              cu->cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
-            smem_optin = 48 * 1024;
-          if (pk->smem > (unsigned)smem_optin) {
-            st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "graph '%s' kernel %d needs %u bytes of shared memory, the device allows %d",
-                          g->name, k, pk->smem, smem_optin);
-            goto fail;
-          }
-          if ((r = cu->cuFuncSetAttribute(*slot, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)pk->smem))) {
-            st = fgl_cuda_fail(m, err, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-            goto fail;
-          }
-        }
-      }
-    }
   }
   fgl_ctx_leave(m, pushed);
   m->stats.total_ms = fgl_now_ms() - t0;
@@ -472,6 +492,17 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
   if (!g->slot_p || !g->slot_r || !g->slot_t || !g->temp_alloc || !g->launches || !g->param_ptrs || !g->vec_ptr_store) {
     graph_destroy(g);
     return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  }
+  int pushed0 = 0;
+  if ((st = fgl_ctx_enter(m, &pushed0, err)) != FGL_OK) {
+    graph_destroy(g);
+    return st;
+  }
+  st = resolve_graph(m, gi, err);
+  fgl_ctx_leave(m, pushed0);
+  if (st != FGL_OK) {
+    graph_destroy(g);
+    return st;
   }
   int ai = 0, vi = 0;
   for (int k = 0; k < pg->n_kernels; k++) {

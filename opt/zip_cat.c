@@ -61,7 +61,7 @@ static bool zipped_view(const fg_node *n, const fg_value **base, fg_strided *z) 
   int d = (int)fg_attr_int(n, "dim");
   int rank = n->out[0]->type.rank;
   if (d < 0) d += rank;
-  fg_strided s[64];
+  fg_strided s[64] = {{0}};
   if (n->nin > 64) return false;
   for (int i = 0; i < n->nin; i++) {
     const fg_value *b;
@@ -128,12 +128,12 @@ static fg_value *rebuild(fg_graph *g, fg_node *before, const fg_value *base, con
   fg_node *rn = fgo_node(tmpg, FG_OP_RESHAPE, 1, &tb, (fg_loc){0, 0});
   fgo_set_ints(tmpg, rn, "shape", shape, r);
   bool ok = fgo_finish(rn, &quiet) != NULL;
-  fg_strided s;
+  fg_strided s = {0};
   const char *why;
   fg_type bt2 = bt;
   if (base->param_index < 0) bt2.has_layout = false;
   fg_strided_dense(&bt2, &s);
-  fg_strided t;
+  fg_strided t = {0};
   ok = ok && fg_strided_apply(rn, 0, &s, &t, &why);
   int64_t inv[FG_MAX_RANK];
   for (int i = 0; i < r; i++) inv[perm[i]] = i;
