@@ -484,11 +484,14 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
     LLVMValueRef last = arrive(e, cptr, (int)S);
     LLVMBasicBlockRef done = fgb_begin_if(e, last);
     fgb_membar_gl(e->m);
+    /* The last CTA combines the row's S partials cooperatively: thread t
+     * takes partials t, t+T, ... in order, then a block reduction; a fixed
+     * assignment and a fixed tree, so the same bits every run. */
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
       LLVMValueRef accv = local_var(e, fgb_reg_type(e->m, red_acc(n)), fgb_reduce_identity(e->m, red_op(n), red_acc(n)));
       loop l;
-      LLVMValueRef si = loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, S), fgb_const(e, 1));
+      LLVMValueRef si = loop_begin(e, &l, tid, fgb_const(e, S), fgb_const(e, T));
       LLVMValueRef slot = LLVMBuildAdd(
           e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
           si, "");
@@ -496,7 +499,8 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
       acc = fgb_reduce_combine(e->m, red_op(n), acc, load_partial(e, red_acc(n), slot), red_acc(n));
       LLVMBuildStore(e->b, acc, accv);
       loop_end(e, &l, si);
-      seed_reduction(e, n, rc.kc, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, ""));
+      LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
+      seed_reduction(e, n, rc.kc, fgb_block_reduce(e, red_op(n), red_acc(n), mine, i));
     }
     reset_counter(e, cptr);
     store_rows(e, &rc);
@@ -600,16 +604,34 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
       const fg_node *n = k->reds[i];
       fg_dtype ad = red_acc(n);
       for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, red_op(n), ad), accv[i][j]);
-      loop sl;
-      LLVMValueRef si = loop_begin(e, &sl, fgb_const(e, 0), fgb_const(e, S), fgb_const(e, 1));
-      for (int j = 0; j < V; j++) {
-        LLVMValueRef slot = LLVMBuildAdd(
-            e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), si, ""), fgb_const(e, kept), ""),
-            LLVMBuildAdd(e->b, basec, fgb_const(e, j), ""), "");
-        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-        LLVMBuildStore(e->b, fgb_reduce_combine(e->m, red_op(n), acc, load_partial(e, ad, slot), ad), accv[i][j]);
+      /* Partials s..s+B-1 are loaded before any is combined (in-order issue
+       * would otherwise wait a memory latency per partial), then combined
+       * in order s, s+1, ... */
+      int64_t B = V >= 32 ? 1 : 32 / V; /* V*B loads in flight */
+      if (B > 8) B = 8;
+      int64_t full = S / B * B;
+      for (int pass = 0; pass < 2; pass++) {
+        int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
+        if (lo >= hi) continue;
+        loop sl;
+        LLVMValueRef si = loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+        LLVMValueRef got[16][8];
+        for (int q = 0; q < step; q++) {
+          LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
+          for (int j = 0; j < V; j++) {
+            LLVMValueRef slot = LLVMBuildAdd(
+                e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, ""), fgb_const(e, kept), ""),
+                LLVMBuildAdd(e->b, basec, fgb_const(e, j), ""), "");
+            got[j][q] = load_partial(e, ad, slot);
+          }
+        }
+        for (int j = 0; j < V; j++) {
+          LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+          for (int q = 0; q < step; q++) acc = fgb_reduce_combine(e->m, red_op(n), acc, got[j][q], ad);
+          LLVMBuildStore(e->b, acc, accv[i][j]);
+        }
+        loop_end(e, &sl, si);
       }
-      loop_end(e, &sl, si);
       for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
     }
     reset_counter(e, cptr);

@@ -32,6 +32,8 @@ bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
 bool fg_pass_decompose(fg_graph *g, fg_diag *d);
 bool fg_pass_dce(fg_graph *g, fg_diag *d);
 bool fg_pass_zip_cat(fg_graph *g, fg_diag *d);
+bool fg_pass_reduce_reuse(fg_graph *g, fg_diag *d);
+bool fg_pass_cse(fg_graph *g, fg_diag *d);
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 
 #endif
