@@ -235,30 +235,15 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
 
 /* A chain of view ops from a value in memory to v, composed into one
  * strided view; false when v is not such a chain or it does not compose. */
+typedef struct mem_ctx { const fg_plan *p; int k; } mem_ctx;
+static bool in_memory_stop(const fg_value *v, const void *ctx) {
+  const mem_ctx *c = ctx;
+  return fg_plan_in_memory(c->p, v, c->k);
+}
 static bool view_from_memory(fgb_emitter *e, const fg_value *v, const fg_value **base, fg_strided *out) {
-  const fg_node *chain[64];
-  const fg_value *vals[64];
-  int nc = 0;
-  const fg_value *b = v;
-  while (!fg_plan_in_memory(e->p, b, e->k->id)) {
-    if (!b->def || !fg_is_view_op(b->def->op) || nc == 64) return false;
-    vals[nc] = b;
-    chain[nc++] = b->def;
-    b = b->def->in[0];
-  }
-  fg_strided s;
-  base_view(e, b, &s);
-  for (int i = nc - 1; i >= 0; i--) {
-    int k = 0;
-    while (chain[i]->out[k] != vals[i]) k++;
-    fg_strided t;
-    const char *why;
-    if (!fg_strided_apply(chain[i], k, &s, &t, &why)) return false;
-    s = t;
-  }
-  *base = b;
-  *out = s;
-  return true;
+  mem_ctx c = {e->p, e->k->id};
+  const char *why;
+  return fg_strided_chain(v, in_memory_stop, &c, base, out, &why);
 }
 
 /* ---- index remapping through view ops (output index -> operand index) ---- */

@@ -113,7 +113,5 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
 /* Whether v is available in memory for kernel k (a parameter, or stored by
  * another kernel). Values in memory end the recomputation region. */
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k);
-/* Whether value v is produced by a view-like op (index remapping only). */
-bool fg_is_view_op(const fg_op *op);
 
 #endif

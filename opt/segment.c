@@ -20,8 +20,6 @@
 #include "infer.h"
 #include "plan.h"
 
-bool fg_is_view_op(const fg_op *op) { return op->kind == FG_KIND_VIEW && op->code != FG_OP_CAT && op->code != FG_OP_PAD; }
-
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k) {
   if (v->param_index >= 0) return true;
   const fg_storage *s = &p->store[v->id];
@@ -288,42 +286,7 @@ static void start_kernel(fg_plan *p, fg_value *v) {
 
 /* ---- results: views of parameters or of other results ---- */
 
-/* Follows v's chain of view ops up to a value for which is_base() holds,
- * composing the strided view. */
-static bool view_chain(const fg_plan *p, const fg_value *v, const bool *base_ok, const fg_value **base,
-                       fg_strided *out, const char **why) {
-  const fg_node *chain[256];
-  int nc = 0;
-  const fg_value *b = v;
-  while (!base_ok[b->id]) {
-    if (!b->def || !fg_is_view_op(b->def->op) || nc == 256) {
-      if (!*why) *why = b->def ? "computed by an op that is not a view" : NULL;
-      return false;
-    }
-    chain[nc++] = b->def;
-    b = b->def->in[0];
-  }
-  fg_strided s;
-  fg_type bt = b->type;
-  if (b->param_index < 0) bt.has_layout = false;
-  fg_strided_dense(&bt, &s);
-  const fg_value *cur = b;
-  for (int i = nc - 1; i >= 0; i--) {
-    const fg_node *n = chain[i];
-    int k = 0;
-    const fg_value *next = i ? chain[i - 1]->in[0] : v;
-    while (n->out[k] != next) k++;
-    fg_strided t;
-    if (!fg_strided_apply(n, k, &s, &t, why)) return false;
-    s = t;
-    cur = next;
-  }
-  (void)cur;
-  *base = b;
-  *out = s;
-  (void)p;
-  return true;
-}
+static bool is_base(const fg_value *v, const void *ctx) { return ((const bool *)ctx)[v->id]; }
 
 /* The highest ancestor c of v through view ops whose dense storage holds
  * exactly v's bytes in v's row-major order (a reshape in all but name):
@@ -399,7 +362,7 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     const fg_value *base;
     fg_strided s;
     const char *why = NULL;
-    if (view_chain(p, v, base_ok, &base, &s, &why)) {
+    if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
       r->is_view = true;
       r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
                                        : (fg_buf_ref){FG_BUF_RESULT, written_as[base->id]};

@@ -159,3 +159,45 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
   *out = r;
   return true;
 }
+
+bool fg_is_view_op(const fg_op *op) {
+  return op->kind == FG_KIND_VIEW && op->code != FG_OP_CAT && op->code != FG_OP_PAD;
+}
+
+bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const void *), const void *ctx,
+                      const fg_value **base, fg_strided *out, const char **why) {
+  enum { MAX_CHAIN = 256 };
+  const fg_node *chain[MAX_CHAIN];
+  const fg_value *outs[MAX_CHAIN]; /* the value each chain node defines */
+  int nc = 0;
+  const fg_value *b = v;
+  *why = NULL;
+  while (!(stop && stop(b, ctx))) {
+    if (!b->def || !fg_is_view_op(b->def->op) || nc == MAX_CHAIN) {
+      if (!stop) break; /* the first non-view ancestor is the base */
+      if (b->def) *why = "computed by an op that is not a view";
+      return false;
+    }
+    outs[nc] = b;
+    chain[nc++] = b->def;
+    b = b->def->in[0];
+  }
+  if (!fg_type_is_static(&b->type) || b->type.scalar) {
+    *why = "symbolic or scalar base";
+    return false;
+  }
+  fg_strided s;
+  fg_type bt = b->type;
+  if (b->param_index < 0) bt.has_layout = false;
+  fg_strided_dense(&bt, &s);
+  for (int i = nc - 1; i >= 0; i--) {
+    int k = 0;
+    while (chain[i]->out[k] != outs[i]) k++;
+    fg_strided t;
+    if (!fg_strided_apply(chain[i], k, &s, &t, why)) return false;
+    s = t;
+  }
+  *base = b;
+  *out = s;
+  return true;
+}

@@ -19,31 +19,8 @@
 
 /* Composes v's chain of view ops down to its first non-view ancestor. */
 static bool view_of(const fg_value *v, const fg_value **base, fg_strided *out) {
-  const fg_node *chain[64];
-  const fg_value *vals[64];
-  int nc = 0;
-  const fg_value *b = v;
-  while (b->def && fg_is_view_op(b->def->op) && nc < 64) {
-    vals[nc] = b;
-    chain[nc++] = b->def;
-    b = b->def->in[0];
-  }
-  if (!fg_type_is_static(&b->type) || b->type.scalar) return false;
-  fg_strided s;
-  fg_type bt = b->type;
-  if (b->param_index < 0) bt.has_layout = false;
-  fg_strided_dense(&bt, &s);
-  for (int i = nc - 1; i >= 0; i--) {
-    int k = 0;
-    while (chain[i]->out[k] != vals[i]) k++;
-    fg_strided t;
-    const char *why;
-    if (!fg_strided_apply(chain[i], k, &s, &t, &why)) return false;
-    s = t;
-  }
-  *base = b;
-  *out = s;
-  return true;
+  const char *why;
+  return fg_strided_chain(v, NULL, NULL, base, out, &why);
 }
 
 /* Same view: equal sizes, equal offsets, equal strides where size > 1. */
