@@ -142,8 +142,8 @@ static void pw_chunk_at(fgb_emitter *e, LLVMValueRef base, pw_chunk *ch) {
   const fg_kernel *k = e->k;
   int last = k->rank - 1;
   fgb_delinearize(e, base, k->dims, k->rank, ch->c);
-  for (int j = 0; j < e->vec; j++)
-    ch->lanes[j] = j == 0 ? ch->c[last] : LLVMBuildAdd(e->b, ch->c[last], fgb_const(e, j), "");
+  for (int j = 0; j < e->vec; j++) /* a 0-d domain has no lane dim (and vec 1) */
+    ch->lanes[j] = last < 0 ? NULL : j == 0 ? ch->c[last] : LLVMBuildAdd(e->b, ch->c[last], fgb_const(e, j), "");
   ch->nuniform = 0;
   for (int d = 0; d < last; d++) ch->uniform[ch->nuniform++] = ch->c[d];
 }
