@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dirs.h"
 #include "fgrun_gpu.h"
 #include "compare.h"
 #include "diag.h"
@@ -334,30 +335,12 @@ static void free_tensors(fg_tensor *t, int n) {
 
 /* ---- results ---- */
 
-static bool make_dirs(const char *dir) {
-  char *p = strdup(dir);
-  if (!p) return false;
-  bool ok = true;
-  for (char *s = p + 1; ok; s++) {
-    if (*s != '/' && *s != 0) continue;
-    char c = *s;
-    *s = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) ok = false;
-    *s = c;
-    if (!c) break;
-  }
-  struct stat st;
-  if (ok && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) ok = false;
-  free(p);
-  return ok;
-}
-
 static int emit_results(const opts *o, const fg_tensor *res, int n) {
   if (!o->out_dir) {
     for (int i = 0; i < n; i++) fg_print_summary(stdout, i, &res[i]);
     return EXIT_OK;
   }
-  if (!make_dirs(o->out_dir)) {
+  if (!fg_make_dirs(o->out_dir)) {
     fprintf(stderr, "fgrun: error: cannot create directory '%s': %s\n", o->out_dir, strerror(errno));
     return EXIT_INPUT;
   }

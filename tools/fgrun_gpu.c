@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dirs.h"
 #include "compare.h"
 #include "diag.h"
 #include "fgload.h"
@@ -63,22 +64,6 @@ static void strided_copy(void *strided, void *logical, int es, int rank, const i
     else memcpy(l, s, (size_t)es);
     for (int d = rank - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;
   }
-}
-
-static bool make_dirs(const char *dir) {
-  char *p = strdup(dir);
-  if (!p) return false;
-  bool ok = true;
-  for (char *s = p + 1; ok; s++) {
-    if (*s != '/' && *s != 0) continue;
-    char c = *s;
-    *s = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) ok = false;
-    *s = c;
-    if (!c) break;
-  }
-  free(p);
-  return ok;
 }
 
 static int cmp_f(const void *a, const void *b) {
@@ -373,7 +358,7 @@ static int run(const fgrun_gpu_opts *o, state *s) {
       if (!fg_compare(stdout, j, &s->got[j], &s->want[j])) rc = EXIT_INPUT;
   }
   if (o->out_dir) {
-    if (!make_dirs(o->out_dir)) FAIL("cannot create directory '%s': %s", o->out_dir, strerror(errno));
+    if (!fg_make_dirs(o->out_dir)) FAIL("cannot create directory '%s': %s", o->out_dir, strerror(errno));
     for (int j = 0; j < nr; j++) {
       char path[4096], err[512];
       snprintf(path, sizeof path, "%s/%d.npy", o->out_dir, j);
