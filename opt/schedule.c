@@ -246,7 +246,8 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       k->counter_temp = add_temp(p, 4 * counters, true);
       add_workspace_args(p, k);
     }
-    k->idx64 = max_extent(p, k) * (k->split > 0 ? 1 : 1) >= ((int64_t)1 << 31) ||
+    /* 64-bit indices when any extent or workspace offset reaches 2^31 */
+    k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) ||
                (k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
   }
   return true;
