@@ -34,8 +34,9 @@ deps() {
 
 configure_build() { # dir, extra cmake args...
   local dir=$1; shift
-  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir.configure.log" 2>&1 ||
-    { cat "$dir.configure.log"; exit 1; }
+  mkdir -p "$dir"
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
   cmake --build "$dir" -j"$JOBS" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^Consolidate|^-- ' || true
   test "${PIPESTATUS[0]}" = 0
 }
