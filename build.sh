@@ -37,8 +37,12 @@ configure_build() { # dir, extra cmake args...
   mkdir -p "$dir"
   cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >"$dir/configure.log" 2>&1 ||
     { cat "$dir/configure.log"; exit 1; }
-  cmake --build "$dir" -j"$JOBS" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^Consolidate|^-- ' || true
-  test "${PIPESTATUS[0]}" = 0
+  if ! cmake --build "$dir" -j"$JOBS" >"$dir/build.log" 2>&1; then
+    grep -E "error|Error" "$dir/build.log" | head -60
+    echo "build.sh: building $dir failed (full log: $dir/build.log)" >&2
+    exit 1
+  fi
+  echo "build.sh: built $dir"
 }
 
 demo() {
