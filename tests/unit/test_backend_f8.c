@@ -19,17 +19,7 @@
 
 #include "backend.h"
 
-static int npass, nfail;
-#define CHECK(c, ...)                                                     \
-  do {                                                                    \
-    if (c) npass++;                                                       \
-    else {                                                                \
-      nfail++;                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                                       \
-      fputc('\n', stderr);                                                \
-    }                                                                     \
-  } while (0)
+#include "check.h"
 
 /* ---- the algorithm of lower_f8.c in C ---- */
 
@@ -143,12 +133,12 @@ static void test_c_algorithm(bool exhaustive) {
       uint8_t a = c_encode(u, f), r = ref_encode(u, dts[d]);
       if (a != r && bad++ < 5) fprintf(stderr, "  %s encode 0x%08x: %02x, dtype.c %02x\n", fg_dtype_name(dts[d]), u, a, r);
     }
-    CHECK(bad == 0, "%s: C encode differs from dtype.c on %llu of %llu inputs", fg_dtype_name(dts[d]),
+    CHECK_MSG(bad == 0, "%s: C encode differs from dtype.c on %llu of %llu inputs", fg_dtype_name(dts[d]),
           (unsigned long long)bad, (unsigned long long)total);
     bad = 0;
     for (int b = 0; b < 256; b++)
       if (!same_float(c_decode((uint8_t)b, f), ref_decode((uint8_t)b, dts[d]))) bad++;
-    CHECK(bad == 0, "%s: C decode differs from dtype.c on %llu codes", fg_dtype_name(dts[d]), (unsigned long long)bad);
+    CHECK_MSG(bad == 0, "%s: C decode differs from dtype.c on %llu codes", fg_dtype_name(dts[d]), (unsigned long long)bad);
     /* round trip: every non-NaN code encodes back to itself */
     bad = 0;
     for (int b = 0; b < 256; b++) {
@@ -156,14 +146,14 @@ static void test_c_algorithm(bool exhaustive) {
       if ((v & 0x7fffffffu) > 0x7f800000u) continue;
       if (c_encode(v, f) != b) bad++;
     }
-    CHECK(bad == 0, "%s: %llu codes do not round-trip", fg_dtype_name(dts[d]), (unsigned long long)bad);
+    CHECK_MSG(bad == 0, "%s: %llu codes do not round-trip", fg_dtype_name(dts[d]), (unsigned long long)bad);
   }
 }
 
 static void test_jit(bool exhaustive) {
   char err[512];
   fgb_module *m = fgb_module_create("f8jit", "sm_90", err, sizeof err);
-  CHECK(m != NULL, "%s", err);
+  CHECK_MSG(m != NULL, "%s", err);
   if (!m) return;
   LLVMContextRef c = fgb_ctx(m);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i8 = LLVMInt8TypeInContext(c);
@@ -185,7 +175,7 @@ static void test_jit(bool exhaustive) {
   LLVMExecutionEngineRef ee;
   char *msg = NULL;
   if (LLVMCreateMCJITCompilerForModule(&ee, mod, &opts, sizeof opts, &msg)) {
-    CHECK(0, "MCJIT: %s", msg ? msg : "?");
+    CHECK_MSG(0, "MCJIT: %s", msg ? msg : "?");
     LLVMDisposeMessage(msg);
     fgb_module_free(m);
     return;
@@ -198,7 +188,7 @@ static void test_jit(bool exhaustive) {
     f8fmt f = d ? E5M2 : E4M3;
     enc_fn enc = (enc_fn)(uintptr_t)LLVMGetFunctionAddress(ee, enc_names[d]);
     dec_fn dec = (dec_fn)(uintptr_t)LLVMGetFunctionAddress(ee, dec_names[d]);
-    CHECK(enc && dec, "JIT symbols missing");
+    CHECK_MSG(enc && dec, "JIT symbols missing");
     if (!enc || !dec) continue;
     uint64_t total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE, bad = 0;
     for (uint64_t k0 = 0; k0 < total; k0 += CHUNK) {
@@ -209,7 +199,7 @@ static void test_jit(bool exhaustive) {
         if (out[j] != c_encode(in[j], f) && bad++ < 5)
           fprintf(stderr, "  IR %s encode 0x%08x: %02x, expected %02x\n", enc_names[d], in[j], out[j], c_encode(in[j], f));
     }
-    CHECK(bad == 0, "%s: emitted IR differs on %llu of %llu inputs", enc_names[d], (unsigned long long)bad,
+    CHECK_MSG(bad == 0, "%s: emitted IR differs on %llu of %llu inputs", enc_names[d], (unsigned long long)bad,
           (unsigned long long)total);
     uint8_t codes[256];
     uint32_t dv[256];
@@ -218,7 +208,7 @@ static void test_jit(bool exhaustive) {
     bad = 0;
     for (int b = 0; b < 256; b++)
       if (!same_float(dv[b], ref_decode((uint8_t)b, d ? FG_F8E5M2 : FG_F8E4M3))) bad++;
-    CHECK(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d], (unsigned long long)bad);
+    CHECK_MSG(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d], (unsigned long long)bad);
     printf("  %s/%s: emitted IR == algorithm on %llu inputs, decode == dtype.c on 256 codes\n", enc_names[d],
            dec_names[d], (unsigned long long)total);
   }

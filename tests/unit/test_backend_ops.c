@@ -15,17 +15,7 @@
 #include "infer.h"
 #include "parse.h"
 
-static int npass, nfail;
-#define CHECK(c, ...)                                       \
-  do {                                                      \
-    if (c) npass++;                                         \
-    else {                                                  \
-      nfail++;                                              \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fputc('\n', stderr);                                  \
-    }                                                       \
-  } while (0)
+#include "check.h"
 
 #ifndef FGB_PTXAS
 #define FGB_PTXAS ""
@@ -121,7 +111,7 @@ static bool add_kernel(fgb_module *m, const char *src, const char *name, int vec
   fg_module *fm = parse_quiet(src);
   if (!fm) return false;
   bool ok = emit_node_kernel(m, fm->graphs[0], name, vec);
-  CHECK(ok, "%s: no kernel emitted", name);
+  CHECK_MSG(ok, "%s: no kernel emitted", name);
   fg_module_free(fm);
   return ok;
 }
@@ -161,8 +151,8 @@ static bool uses_libdevice(fg_opcode op, fg_dtype cdt) {
 }
 
 static void check_module_ptx(const char *what, const char *ptx, bool fast) {
-  CHECK(!strstr(ptx, "__nvvm_reflect"), "%s: __nvvm_reflect left in the PTX", what);
-  CHECK(!strstr(ptx, ".extern"), "%s: unresolved external in the PTX", what);
+  CHECK_MSG(!strstr(ptx, "__nvvm_reflect"), "%s: __nvvm_reflect left in the PTX", what);
+  CHECK_MSG(!strstr(ptx, ".extern"), "%s: unresolved external in the PTX", what);
   /* No flush-to-zero, except libdevice's own ex2.approx.ftz / rcp.approx.ftz
    * on range-reduced arguments or as Newton seeds (used whatever __CUDA_FTZ
    * says, by design); any other .ftz means __nvvm_reflect("__CUDA_FTZ") was 1. */
@@ -171,14 +161,14 @@ static void check_module_ptx(const char *what, const char *ptx, bool fast) {
     while (l > ptx && l[-1] != '\n') l--;
     while (*l == ' ' || *l == '\t') l++;
     bool ok = strncmp(l, "ex2.approx.ftz.f32", 18) == 0 || strncmp(l, "rcp.approx.ftz.f", 16) == 0;
-    CHECK(ok, "%s: flush-to-zero instruction: %.40s", what, l);
+    CHECK_MSG(ok, "%s: flush-to-zero instruction: %.40s", what, l);
     if (!ok) break;
   }
   /* (libdevice's exact fmodf uses div.approx for a quotient estimate, so
    * div.approx is checked per kernel, in the kernels without libdevice.) */
   if (!fast) {
-    CHECK(!strstr(ptx, "div.full"), "%s: approximate division", what);
-    CHECK(!strstr(ptx, "sqrt.approx"), "%s: approximate sqrt", what);
+    CHECK_MSG(!strstr(ptx, "div.full"), "%s: approximate division", what);
+    CHECK_MSG(!strstr(ptx, "sqrt.approx"), "%s: approximate sqrt", what);
   }
 }
 
@@ -218,11 +208,11 @@ static char *finish(fgb_module *m, const char *what, const char *arch, bool fast
   double t0 = now();
   char *ptx = fgb_module_finish(m, &o, err, sizeof err);
   double t1 = now();
-  CHECK(ptx != NULL, "%s: finish failed: %s", what, err);
+  CHECK_MSG(ptx != NULL, "%s: finish failed: %s", what, err);
   if (!ptx) return NULL;
   check_module_ptx(what, ptx, fast);
   int rc = ptxas_run(ptx, arch, what);
-  if (rc >= 0) CHECK(rc == 0, "%s: ptxas -arch=%s failed", what, arch);
+  if (rc >= 0) CHECK_MSG(rc == 0, "%s: ptxas -arch=%s failed", what, arch);
   printf("  %-16s %3d entries, PTX %7zu bytes, finish %.0f ms%s\n", what, count(ptx, ".entry "),
          strlen(ptx), 1e3 * (t1 - t0), rc < 0 ? " (ptxas skipped)" : ", ptxas ok");
   return ptx;
@@ -252,7 +242,7 @@ static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
   char err[512], src[512], name[128];
   const char *dn = fg_dtype_name(dt);
   fgb_module *m = fgb_module_create(dn, "sm_90", err, sizeof err);
-  CHECK(m != NULL, "%s", err);
+  CHECK_MSG(m != NULL, "%s", err);
   if (!m) return;
   int nk = 0;
   char (*names)[128] = calloc(FG_OP_COUNT * 2, sizeof *names);
@@ -282,16 +272,16 @@ static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
     fg_dtype cdt = fg_dtype_is_float(dt) ? (dt == FG_F64 ? FG_F64 : FG_F32) : FG_I64;
     for (int k = 0; k < nk; k++) {
       char *t = entry_text(ptx, names[k]);
-      CHECK(t != NULL, "%s missing from the PTX", names[k]);
+      CHECK_MSG(t != NULL, "%s missing from the PTX", names[k]);
       if (!t) continue;
       if (!uses_libdevice(codes[k], cdt) && fg_dtype_is_float(dt))
-        CHECK(!strstr(t, ".approx"), "%s: approximate instruction in an exact op", names[k]);
+        CHECK_MSG(!strstr(t, ".approx"), "%s: approximate instruction in an exact op", names[k]);
       if (codes[k] == FG_OP_DIV && fg_dtype_is_float(dt))
-        CHECK(strstr(t, dt == FG_F64 ? "div.rn.f64" : "div.rn.f32"), "%s: no div.rn", names[k]);
+        CHECK_MSG(strstr(t, dt == FG_F64 ? "div.rn.f64" : "div.rn.f32"), "%s: no div.rn", names[k]);
       if ((codes[k] == FG_OP_SQRT || codes[k] == FG_OP_RSQRT) && fg_dtype_is_float(dt))
-        CHECK(strstr(t, dt == FG_F64 ? "sqrt.rn.f64" : "sqrt.rn.f32"), "%s: no sqrt.rn", names[k]);
+        CHECK_MSG(strstr(t, dt == FG_F64 ? "sqrt.rn.f64" : "sqrt.rn.f32"), "%s: no sqrt.rn", names[k]);
       if (codes[k] == FG_OP_ADD)
-        CHECK(strstr(t, "ld.global.nc"), "%s: input loads are not ld.global.nc", names[k]);
+        CHECK_MSG(strstr(t, "ld.global.nc"), "%s: input loads are not ld.global.nc", names[k]);
       free(t);
     }
   }
@@ -303,7 +293,7 @@ static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
 static void test_casts(void) {
   char err[512], src[256], name[64];
   fgb_module *m = fgb_module_create("casts", "sm_90", err, sizeof err);
-  CHECK(m != NULL, "%s", err);
+  CHECK_MSG(m != NULL, "%s", err);
   if (!m) return;
   int nk = 0;
   for (int a = 0; a < NDT; a++)
@@ -312,20 +302,20 @@ static void test_casts(void) {
       snprintf(src, sizeof src, "graph g(a: %s[64]) {\n r = cast(a, dtype=%s)\n return r\n}\n", fa, fb);
       snprintf(name, sizeof name, "k_cast_%s_%s", fa, fb);
       bool ok = add_kernel(m, src, name, 1);
-      CHECK(ok, "cast %s -> %s did not build", fa, fb);
+      CHECK_MSG(ok, "cast %s -> %s did not build", fa, fb);
       nk += ok;
     }
-  CHECK(nk == NDT * NDT, "%d casts", nk);
+  CHECK_MSG(nk == NDT * NDT, "%d casts", nk);
   char *ptx = finish(m, "casts", "sm_90", false);
   if (ptx) {
     /* sm_90: f8 encodes use the hardware cvt, whose saturation is undone
      * for out-of-range inputs (464 = 0x43e80000, 61440 = 0x47700000) */
-    CHECK(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32") && strstr(ptx, "cvt.rn.satfinite.e5m2x2.f32"),
+    CHECK_MSG(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32") && strstr(ptx, "cvt.rn.satfinite.e5m2x2.f32"),
           "sm_90 f8 encodes do not use the hardware cvt");
-    CHECK(strstr(ptx, "1139277824") || strstr(ptx, "0f43E80000") || strstr(ptx, "0x43e80000") ||
+    CHECK_MSG(strstr(ptx, "1139277824") || strstr(ptx, "0f43E80000") || strstr(ptx, "0x43e80000") ||
               strstr(ptx, "1139277823"),
           "no e4m3 overflow fix-up threshold in the PTX");
-    CHECK(!strstr(ptx, ".approx"), "approximate instruction in a conversion");
+    CHECK_MSG(!strstr(ptx, ".approx"), "approximate instruction in a conversion");
   }
   free(ptx);
   fgb_module_free(m);
@@ -351,24 +341,24 @@ static void test_misc(const char *arch) {
   };
   char err[512], name[64];
   fgb_module *m = fgb_module_create("misc", arch, err, sizeof err);
-  CHECK(m != NULL, "%s", err);
+  CHECK_MSG(m != NULL, "%s", err);
   if (!m) return;
   int n = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < n; i++) {
     snprintf(name, sizeof name, "k_misc_%d", i);
     bool ok = add_kernel(m, cases[i].src, name, cases[i].vec);
-    CHECK(ok, "misc case %d did not build", i);
+    CHECK_MSG(ok, "misc case %d did not build", i);
   }
   char what[32];
   snprintf(what, sizeof what, "misc %s", arch);
   char *ptx = finish(m, what, arch, false);
   if (ptx) {
     char *t = entry_text(ptx, "k_misc_0"); /* 8 x bf16 in one 16-byte access */
-    CHECK(t && strstr(t, "ld.global.nc.v4"), "bf16 x8 load is not one ld.global.nc.v4");
-    CHECK(t && strstr(t, "st.global.v4"), "bf16 x8 store is not one st.global.v4");
+    CHECK_MSG(t && strstr(t, "ld.global.nc.v4"), "bf16 x8 load is not one ld.global.nc.v4");
+    CHECK_MSG(t && strstr(t, "st.global.v4"), "bf16 x8 store is not one st.global.v4");
     free(t);
     t = entry_text(ptx, "k_misc_3"); /* 16 x f8 */
-    CHECK(t && strstr(t, "ld.global.nc.v4"), "f8 x16 load is not one ld.global.nc.v4");
+    CHECK_MSG(t && strstr(t, "ld.global.nc.v4"), "f8 x16 load is not one ld.global.nc.v4");
     free(t);
   }
   free(ptx);
@@ -381,7 +371,7 @@ static void test_misc(const char *arch) {
 static void test_reduce_and_intrinsics(void) {
   char err[512];
   fgb_module *m = fgb_module_create("red", "sm_90", err, sizeof err);
-  CHECK(m != NULL, "%s", err);
+  CHECK_MSG(m != NULL, "%s", err);
   if (!m) return;
   LLVMBuilderRef b = fgb_builder(m);
   LLVMContextRef c = fgb_ctx(m);
@@ -435,13 +425,13 @@ static void test_reduce_and_intrinsics(void) {
   LLVMBuildRetVoid(b);
   char *ptx = finish(m, "reduce+prims", "sm_90", false);
   if (ptx) {
-    CHECK(strstr(ptx, ".maxntid 256, 1, 1") || strstr(ptx, ".maxntid 256,"), "no .maxntid");
-    CHECK(strstr(ptx, ".minnctapersm 2"), "no .minnctapersm");
-    CHECK(strstr(ptx, "shfl.sync.bfly.b32"), "no shfl.sync.bfly");
-    CHECK(strstr(ptx, "bar.sync") || strstr(ptx, "barrier.sync"), "no barrier");
-    CHECK(strstr(ptx, "membar.gl") || strstr(ptx, "fence.sc.gpu"), "no device fence");
-    CHECK(strstr(ptx, "atom.global.add.u32"), "no atom.global.add.u32");
-    CHECK(strstr(ptx, ".shared .align 16 .b8"), "no 16-byte aligned shared array");
+    CHECK_MSG(strstr(ptx, ".maxntid 256, 1, 1") || strstr(ptx, ".maxntid 256,"), "no .maxntid");
+    CHECK_MSG(strstr(ptx, ".minnctapersm 2"), "no .minnctapersm");
+    CHECK_MSG(strstr(ptx, "shfl.sync.bfly.b32"), "no shfl.sync.bfly");
+    CHECK_MSG(strstr(ptx, "bar.sync") || strstr(ptx, "barrier.sync"), "no barrier");
+    CHECK_MSG(strstr(ptx, "membar.gl") || strstr(ptx, "fence.sc.gpu"), "no device fence");
+    CHECK_MSG(strstr(ptx, "atom.global.add.u32"), "no atom.global.add.u32");
+    CHECK_MSG(strstr(ptx, ".shared .align 16 .b8"), "no 16-byte aligned shared array");
   }
   free(ptx);
   fgb_module_free(m);
@@ -456,7 +446,7 @@ static void test_modes(void) {
   add_kernel(m, src, "k_div", 1);
   add_kernel(m, src2, "k_rsqrt", 1);
   char *ptx = finish(m, "fast-math", "sm_90", true);
-  CHECK(ptx && (strstr(ptx, "div.approx") || strstr(ptx, "div.full") || strstr(ptx, "rcp.approx")),
+  CHECK_MSG(ptx && (strstr(ptx, "div.approx") || strstr(ptx, "div.full") || strstr(ptx, "rcp.approx")),
         "fast_math did not approximate the division");
   free(ptx);
   fgb_module_free(m);
@@ -464,7 +454,7 @@ static void test_modes(void) {
   add_kernel(m, src, "k_div", 1);
   fgb_finish_opts o = {.libdevice_path = libdevice_path(), .opt_level = 2, .emit_llvm = true};
   char *ir = fgb_module_finish(m, &o, err, sizeof err);
-  CHECK(ir && strstr(ir, "define ptx_kernel void @k_div") && strstr(ir, "fdiv float"), "LLVM IR output: %s",
+  CHECK_MSG(ir && strstr(ir, "define ptx_kernel void @k_div") && strstr(ir, "fdiv float"), "LLVM IR output: %s",
         ir ? "unexpected text" : err);
   free(ir);
   fgb_module_free(m);
@@ -473,22 +463,22 @@ static void test_modes(void) {
   add_kernel(m, "graph g(a: f32[64]) {\n r = tanh(a)\n return r\n}\n", "k_tanh", 1);
   fgb_finish_opts o0 = {.libdevice_path = libdevice_path(), .opt_level = 0};
   char *p0 = fgb_module_finish(m, &o0, err, sizeof err);
-  CHECK(p0 != NULL, "O0: %s", err);
+  CHECK_MSG(p0 != NULL, "O0: %s", err);
   if (p0) {
     check_module_ptx("O0", p0, false);
     int rc = ptxas_run(p0, "sm_90", "O0");
-    if (rc >= 0) CHECK(rc == 0, "O0: ptxas failed");
+    if (rc >= 0) CHECK_MSG(rc == 0, "O0: ptxas failed");
   }
   free(p0);
   fgb_module_free(m);
   /* errors */
-  CHECK(fgb_module_create("x", "sm_70", err, sizeof err) == NULL && strstr(err, "sm_70"), "bad arch accepted");
+  CHECK_MSG(fgb_module_create("x", "sm_70", err, sizeof err) == NULL && strstr(err, "sm_70"), "bad arch accepted");
   m = fgb_module_create("nolib", "sm_90", err, sizeof err);
   add_kernel(m, src2, "k_ok", 1);
   add_kernel(m, "graph g(a: f32[64]) {\n r = exp(a)\n return r\n}\n", "k_exp", 1);
   fgb_finish_opts none = {.opt_level = 1};
   char *p = fgb_module_finish(m, &none, err, sizeof err);
-  CHECK(p == NULL && strstr(err, "libdevice"), "missing libdevice not reported");
+  CHECK_MSG(p == NULL && strstr(err, "libdevice"), "missing libdevice not reported");
   free(p);
   fgb_module_free(m);
 }

@@ -5,16 +5,7 @@
 
 #include "dtype.h"
 
-static int npass, nfail;
-
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (c) npass++;                                                       \
-    else {                                                                \
-      nfail++;                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                     \
-  } while (0)
+#include "check.h"
 
 static void test_bf16(void) {
   CHECK(fg_f32_to_bf16(1.0f) == 0x3f80);

@@ -8,16 +8,7 @@
 #include "interp.h"
 #include "parse.h"
 
-static int npass, nfail;
-
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (c) npass++;                                                       \
-    else {                                                                \
-      nfail++;                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                     \
-  } while (0)
+#include "check.h"
 
 #define CHECK_NEAR(a, b, tol)                                                                  \
   do {                                                                                         \

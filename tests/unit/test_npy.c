@@ -10,16 +10,7 @@
 #include "compare.h"
 #include "npy.h"
 
-static int npass, nfail;
-
-#define CHECK(c)                                                          \
-  do {                                                                    \
-    if (c) npass++;                                                       \
-    else {                                                                \
-      nfail++;                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                     \
-  } while (0)
+#include "check.h"
 
 static char dir[64];
 
