@@ -1,0 +1,465 @@
+"""fusec: run fusec artifacts from Python on PyTorch CUDA tensors.
+
+A thin ctypes binding of libfgload (loader/fgload.h); no compiled extension.
+
+    import fusec, torch
+    m = fusec.load("model.ptx")            # JIT through the driver, cubin cache on disk
+    print(m.graphs())                      # ['layer_norm', ...]
+    g = m.graph("layer_norm")              # one instance per thread
+    y, mean, rstd = g(x, w, b)             # CUDA tensors in, tensors out
+
+A call checks every argument against the launch plan (dtype, shape, strides,
+device; the loader's own checks and messages), passes data pointers and
+strides, runs on torch.cuda.current_stream() (or `stream=`), allocates the
+written results with torch, and returns results that the plan describes as
+views (of an input or of another result) as torch views sharing that storage.
+One result is returned as a tensor, several as a tuple. Scalar parameters
+are Python numbers. Any error raises FusecError with the loader's message.
+
+The library is found, in order: load(..., lib=PATH), $FGLOAD_LIBRARY, a
+libfgload.so next to this package, the system's library path.
+"""
+import contextlib
+import ctypes
+import logging
+import numbers
+import os
+import threading
+import weakref
+from collections import namedtuple
+
+from . import _capi
+
+__all__ = [
+    "load", "library", "Module", "Graph", "FusecError", "ParamInfo", "ResultInfo", "GraphInfo",
+    "DTYPE_NAMES", "dtype_size", "torch_dtype",
+]
+__version__ = "0.1.0"
+
+DTYPE_NAMES = _capi.DTYPE_NAMES
+_log = logging.getLogger("fusec")
+
+
+class FusecError(RuntimeError):
+    """A libfgload failure. `status` is the fgl_status name ("FGL_ERR_MISMATCH",
+    ...), `code` its value; str() is the loader's one-line message."""
+
+    def __init__(self, code, msg):
+        self.code = int(code)
+        self.status = _capi.STATUS_NAMES[code] if 0 <= code < len(_capi.STATUS_NAMES) else "FGL_ERR_%d" % code
+        self.msg = msg
+        super().__init__(msg)
+
+    def __str__(self):
+        return "%s: %s" % (self.status, self.msg)
+
+
+ParamInfo = namedtuple("ParamInfo", "index name dtype is_scalar shape strides")
+ResultInfo = namedtuple("ResultInfo", "index dtype shape strides is_view base offset")
+ResultInfo.__doc__ = ("A graph result. For views (is_view), base is ('param', J) or ('result', J) and "
+                      "offset is in elements from the base's address; otherwise base is None.")
+GraphInfo = namedtuple("GraphInfo", "name n_params n_results n_temps n_kernels")
+
+# ---- the library -----------------------------------------------------------
+
+_libs = {}
+_libs_lock = threading.Lock()
+
+
+def library(lib=None):
+    """(ctypes.CDLL, path) of libfgload, opened once per path (see the module doc)."""
+    key = os.fspath(lib) if lib else os.environ.get("FGLOAD_LIBRARY") or ""
+    with _libs_lock:
+        if key not in _libs:
+            _libs[key] = _capi.open_library(lib)
+        return _libs[key]
+
+
+def _check(st, err):
+    if st != _capi.FGL_OK:
+        raise FusecError(st, err.msg.decode("utf-8", "replace"))
+
+
+def dtype_size(name, lib=None):
+    """Bytes per element of a fusec dtype name, as the library says."""
+    dll, _ = library(lib)
+    return dll.fgl_dtype_size(_capi.DTYPE_INDEX[name])
+
+
+# ---- torch (imported lazily: the package itself does not need it) ----------
+
+_torch_mod = None
+_fgl_of_torch = None
+_torch_of_fgl = None
+
+# For the CPU tests only (fake driver, where "device memory" is host memory):
+# accept CPU tensors, allocate results on the CPU and run on stream 0.
+_HOST_TENSORS_FOR_TESTS = False
+
+
+def _torch():
+    global _torch_mod, _fgl_of_torch, _torch_of_fgl
+    if _torch_mod is None:
+        import torch
+
+        names = {
+            "bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i32": torch.int32,
+            "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+            "f64": torch.float64, "f8e4m3": getattr(torch, "float8_e4m3fn", None),
+            "f8e5m2": getattr(torch, "float8_e5m2", None),
+        }
+        _torch_of_fgl = tuple(names[n] for n in _capi.DTYPE_NAMES)
+        _fgl_of_torch = {t: i for i, t in enumerate(_torch_of_fgl) if t is not None}
+        _torch_mod = torch
+    return _torch_mod
+
+
+def torch_dtype(name):
+    """The torch dtype of a fusec dtype name (f8e4m3 is torch.float8_e4m3fn)."""
+    _torch()
+    return _torch_of_fgl[_capi.DTYPE_INDEX[name]]
+
+
+# ---- modules ----------------------------------------------------------------
+
+
+def load(path, lib=None, *, device=None, cache=True, cache_dir=None, jit_opt_level=4):
+    """Loads a fusec artifact (.ptx with its launch plan) and returns a Module.
+
+    device: the CUDA device to load on (torch.device, "cuda:1" or an index;
+    default torch.cuda.current_device()); its primary context, the one
+    PyTorch uses, is made current for the load. cache / cache_dir /
+    jit_opt_level are fgl_load_options (cubin cache on, $FUSEC_CACHE_DIR or
+    ~/.cache/fusec, ptxas -O4)."""
+    return Module(path, lib=lib, device=device, cache=cache, cache_dir=cache_dir, jit_opt_level=jit_opt_level)
+
+
+def _on_log(user, level, msg):
+    text = msg.decode("utf-8", "replace") if msg else ""
+    _log.log({_capi.FGL_LOG_DEBUG: logging.DEBUG, _capi.FGL_LOG_INFO: logging.INFO}.get(level, logging.WARNING),
+             "%s", text)
+
+
+class Module:
+    """A loaded artifact. Free it with close() (or let it be collected)."""
+
+    def __init__(self, path, lib=None, *, device=None, cache=True, cache_dir=None, jit_opt_level=4):
+        self._dll, self.library_path = library(lib)
+        self.path = os.fspath(path)
+        self._h = None
+        self._graphs = weakref.WeakSet()
+        self._log_cb = _capi.fgl_log_fn(_on_log)  # kept alive as long as the module
+        opts = _capi.fgl_load_options()
+        self._dll.fgl_load_options_init(ctypes.byref(opts))
+        opts.log = self._log_cb
+        opts.cache = 1 if cache else 0
+        opts.jit_opt_level = int(jit_opt_level)
+        if cache_dir is not None:
+            self._cache_dir = os.fsencode(cache_dir)
+            opts.cache_dir = self._cache_dir
+        self.device = None  # torch.device the tensors must be on
+        self._dev_index = 0
+        h = ctypes.c_void_p()
+        err = _capi.fgl_error()
+        ctx = self._device_context(device)
+        with ctx:
+            st = self._dll.fgl_module_load_file(os.fsencode(self.path), ctypes.byref(opts), ctypes.byref(h),
+                                                ctypes.byref(err))
+        _check(st, err)
+        self._h = h
+
+    def _device_context(self, device):
+        """Makes torch's primary context of the device current for the load
+        (the loader adopts the current context). Without torch/CUDA: nothing,
+        and the loader picks (or fails to find) a driver itself."""
+        if _HOST_TENSORS_FOR_TESTS:
+            torch = _torch()
+            self.device, self._dev_index = torch.device("cpu"), -1
+            return contextlib.nullcontext()
+        try:
+            torch = _torch()
+        except ImportError:
+            return contextlib.nullcontext()
+        if not torch.cuda.is_available():
+            return contextlib.nullcontext()
+        if device is None:
+            idx = torch.cuda.current_device()
+        elif isinstance(device, int):
+            idx = device
+        else:
+            d = torch.device(device)
+            if d.type != "cuda":
+                raise ValueError("fusec.load: device must be a CUDA device, got %s" % d)
+            idx = d.index if d.index is not None else torch.cuda.current_device()
+        self.device, self._dev_index = torch.device("cuda", idx), idx
+
+        @contextlib.contextmanager
+        def ctx():
+            with torch.cuda.device(idx):
+                torch.cuda.synchronize(idx)  # creates the primary context and makes it current
+                yield
+
+        return ctx()
+
+    def _handle(self):
+        if not self._h:
+            raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "module %s is closed" % self.path)
+        return self._h
+
+    def _call(self, fn, *args):
+        err = _capi.fgl_error()
+        _check(getattr(self._dll, fn)(self._handle(), *args, ctypes.byref(err)), err)
+
+    def graphs(self):
+        """Names of the artifact's graphs, in file order."""
+        n = ctypes.c_int()
+        self._call("fgl_module_num_graphs", ctypes.byref(n))
+        out = []
+        for i in range(n.value):
+            gi = _capi.fgl_graph_info()
+            self._call("fgl_module_graph_at", i, ctypes.byref(gi))
+            out.append(gi.name.decode())
+        return out
+
+    def info(self, name):
+        """GraphInfo(name, n_params, n_results, n_temps, n_kernels); FusecError
+        (FGL_ERR_NOT_FOUND) when there is no such graph."""
+        gi = _capi.fgl_graph_info()
+        self._call("fgl_module_graph_info", name.encode(), ctypes.byref(gi))
+        return GraphInfo(gi.name.decode(), gi.n_params, gi.n_results, gi.n_temps, gi.n_kernels)
+
+    def graph(self, name):
+        """A new runnable instance of a graph (owns its temps). An instance is
+        used by one thread at a time; make one per thread."""
+        return Graph(self, name)
+
+    def __getitem__(self, name):
+        return self.graph(name)
+
+    def load_stats(self):
+        s = _capi.fgl_load_stats()
+        self._call("fgl_module_load_stats", ctypes.byref(s))
+        return {"cache_hit": bool(s.cache_hit), "jit_ms": s.jit_ms, "total_ms": s.total_ms}
+
+    def device_info(self):
+        d = _capi.fgl_device_info()
+        self._call("fgl_module_device_info", ctypes.byref(d))
+        return {"name": d.name.decode("utf-8", "replace"), "cc": (d.cc_major, d.cc_minor),
+                "driver_version": d.driver_version}
+
+    def close(self):
+        """Frees every graph instance of this module, then the module."""
+        for g in list(self._graphs):
+            g.close()
+        if self._h:
+            h, self._h = self._h, None
+            self._dll.fgl_module_free(h, None)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<fusec.Module %s%s>" % (self.path, "" if self._h else " (closed)")
+
+
+# ---- graphs -------------------------------------------------------------------
+
+
+def _tuple(arr, rank):
+    return tuple(int(arr[k]) for k in range(rank))
+
+
+class Graph:
+    """A runnable instance of one graph of a Module (see Module.graph)."""
+
+    def __init__(self, module, name):
+        self.module = module
+        self._dll = module._dll
+        self._dev_index = module._dev_index
+        self._dev = module.device if module.device is not None else "cuda:%d" % module._dev_index
+        self._h = None
+        h = ctypes.c_void_p()
+        err = _capi.fgl_error()
+        _check(self._dll.fgl_graph_create(module._handle(), name.encode(), ctypes.byref(h), ctypes.byref(err)), err)
+        self._h = h
+        module._graphs.add(self)
+        gi = _capi.fgl_graph_info()
+        self._call("fgl_graph_get_info", ctypes.byref(gi))
+        self.name = gi.name.decode()
+        self.n_kernels, self.n_temps = gi.n_kernels, gi.n_temps
+        params, results = [], []
+        for i in range(gi.n_params):
+            p = _capi.fgl_param_info()
+            self._call("fgl_graph_param", i, ctypes.byref(p))
+            params.append(ParamInfo(i, p.name.decode(), _capi.DTYPE_NAMES[p.dtype], bool(p.is_scalar),
+                                    _tuple(p.sizes, p.rank), _tuple(p.strides, p.rank)))
+        for j in range(gi.n_results):
+            r = _capi.fgl_result_info()
+            self._call("fgl_graph_result", j, ctypes.byref(r))
+            base = None
+            if r.is_view:
+                base = ("param" if r.base_is_param else "result", r.base_index)
+            results.append(ResultInfo(j, _capi.DTYPE_NAMES[r.dtype], _tuple(r.sizes, r.rank),
+                                      _tuple(r.strides, r.rank), bool(r.is_view), base,
+                                      int(r.offset) if r.is_view else 0))
+        self.params = tuple(params)
+        self.results = tuple(results)
+        self._lock = threading.Lock()
+        self._err = _capi.fgl_error()
+        # Argument arrays reused by every call (the loader only reads inputs;
+        # it fills the view entries of outputs).
+        self._ins = (_capi.fgl_arg * max(1, len(params)))()
+        self._in_shape = [None] * len(params)  # (shape, strides) last written into _ins[i]
+        self._outs = (_capi.fgl_tensor * max(1, len(results)))()
+        self._written = []  # (index, shape, strides, fgl dtype) of the results the caller allocates
+        self._views = []  # (index, base is param, base index, shape, strides, offset)
+        for r in results:
+            t = self._outs[r.index]
+            if r.is_view:
+                self._views.append((r.index, r.base[0] == "param", r.base[1], r.shape, r.strides, r.offset))
+                continue
+            t.dtype = _capi.DTYPE_INDEX[r.dtype]
+            t.rank = len(r.shape)
+            for k, (s, st) in enumerate(zip(r.shape, r.strides)):
+                t.sizes[k], t.strides[k] = s, st
+            self._written.append((r.index, r.shape, r.strides, t.dtype))
+
+    def _call(self, fn, *args):
+        if not self._h:
+            raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "graph instance is closed")
+        err = _capi.fgl_error()
+        _check(getattr(self._dll, fn)(self._h, *args, ctypes.byref(err)), err)
+
+    def __repr__(self):
+        sig = ", ".join("%s: %s%s" % (p.name, p.dtype, "" if p.is_scalar else list(p.shape)) for p in self.params)
+        return "<fusec.Graph %s(%s) -> %d results, %d kernels>" % (self.name, sig, len(self.results), self.n_kernels)
+
+    def close(self):
+        if self._h:
+            h, self._h = self._h, None
+            self._dll.fgl_graph_free(h, None)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- arguments --
+
+    def _set_scalar(self, a, i, v):
+        p = self.params[i] if i < len(self.params) else None
+        dt = _capi.DTYPE_INDEX[p.dtype] if p is not None else _capi.FGL_F64
+        a.is_scalar = 1
+        a.scalar_dtype = dt
+        if _capi.DTYPES[dt][2]:
+            a.f = float(v)
+        else:
+            if isinstance(v, numbers.Integral):
+                a.i = int(v)
+            elif isinstance(v, numbers.Real) and float(v).is_integer():
+                a.i = int(v)
+            else:
+                raise FusecError(_capi.FGL_ERR_MISMATCH, "input %d ('%s'): expected an integer for the %s scalar, got %r"
+                                 % (i, p.name, p.dtype, v))
+
+    def _who(self, i):
+        return "input %d ('%s')" % (i, self.params[i].name) if i < len(self.params) else "input %d" % i
+
+    def _set_tensor(self, a, i, t, cached):
+        dt = _fgl_of_torch.get(t.dtype)
+        if dt is None:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: dtype %s has no fusec equivalent" % (self._who(i), t.dtype))
+        if t.get_device() != self._dev_index:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: tensor on %s, the module runs on %s"
+                             % (self._who(i), t.device, self._dev))
+        a.is_scalar = 0
+        tt = a.tensor
+        tt.ptr = t.data_ptr()
+        tt.dtype = dt
+        shape, strides = t.shape, t.stride()
+        if cached is not None and i < len(cached) and cached[i] is not None and cached[i][0] == shape \
+                and cached[i][1] == strides:
+            return
+        rank = len(shape)
+        if rank > _capi.MAX_RANK:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: rank %d is above the loader's maximum %d"
+                             % (self._who(i), rank, _capi.MAX_RANK))
+        tt.rank = rank
+        for k in range(rank):
+            tt.sizes[k] = shape[k]
+            tt.strides[k] = strides[k]
+        if cached is not None and i < len(cached):
+            cached[i] = (tuple(shape), tuple(strides))
+
+    def __call__(self, *args, stream=None):
+        """Runs the graph on `args` (one per parameter: CUDA tensors for tensor
+        parameters, Python numbers for scalar ones) on `stream` (default:
+        torch.cuda.current_stream() of the module's device; a torch.cuda.Stream
+        or a raw CUstream int). Returns the results (a tensor, or a tuple of
+        them when the graph has several); view results share their base's
+        storage. Raises FusecError on any mismatch, before anything runs."""
+        torch = _torch()
+        dev = self._dev
+        if stream is None:
+            raw = 0 if self._dev_index < 0 else _raw_stream(torch, self._dev_index)
+            custom = None
+        elif isinstance(stream, int):
+            raw, custom = stream, None
+        else:
+            raw, custom = stream.cuda_stream, stream
+        with self._lock:
+            if not self._h:
+                raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "graph instance %s is closed" % self.name)
+            n_in = len(args)
+            if n_in == len(self.params):
+                ins, cached = self._ins, self._in_shape
+            else:  # the loader reports the count; the arguments are still checked for what they are
+                ins, cached = (_capi.fgl_arg * max(1, n_in))(), None
+            Tensor = torch.Tensor
+            for i, a in enumerate(args):
+                if isinstance(a, Tensor):
+                    self._set_tensor(ins[i], i, a, cached)
+                elif isinstance(a, (numbers.Number, bool)):
+                    self._set_scalar(ins[i], i, a)
+                    if cached is not None:
+                        cached[i] = None
+                else:
+                    raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: expected a torch.Tensor or a number, got %s"
+                                     % (self._who(i), type(a).__name__))
+            outs = self._outs
+            res = [None] * len(self.results)
+            tdt = _torch_of_fgl
+            for j, shape, strides, dt in self._written:
+                t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
+                res[j] = t
+                outs[j].ptr = t.data_ptr()
+                if custom is not None:
+                    t.record_stream(custom)
+            st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, ctypes.byref(self._err))
+            if st != _capi.FGL_OK:
+                _check(st, self._err)
+            for j, from_param, bi, shape, strides, off in self._views:
+                base = args[bi] if from_param else res[bi]
+                v = base.as_strided(shape, strides, base.storage_offset() + off)
+                if v.data_ptr() != outs[j].ptr:
+                    raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "result %d: the loader's view pointer 0x%x is "
+                                     "not base + %d elements (0x%x)" % (j, outs[j].ptr, off, v.data_ptr()))
+                res[j] = v
+        return res[0] if len(res) == 1 else tuple(res)
+
+
+def _raw_stream(torch, idx):
+    f = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if f is not None:
+        return f(idx)
+    return torch.cuda.current_stream(idx).cuda_stream
