@@ -1,0 +1,272 @@
+"""PyTorch eager references of the benchmark graphs (bench/workloads.py),
+written op by op to match the .fg semantics: the same ops in the same order,
+f16/bf16 arithmetic rounded at every op's output as PyTorch eager does (and
+as the .fg spec asks), reductions of f32 data in f32. Shapes come from the
+inputs, so one function serves every shape of a template.
+
+Also: input generation from a graph signature and the comparison used to
+check fusec (and torch.compile) against eager."""
+import torch
+
+bf16, f32 = torch.bfloat16, torch.float32
+
+
+def bias_gelu(x, bias):
+    return torch.nn.functional.gelu(x + bias, approximate="tanh")
+
+
+def bias_gelu_formula(y, bias):
+    x = bias + y
+    inner = (0.79788456 * x) * (1.0 + (0.044715 * x) * x)
+    return (x * 0.5) * (1.0 + torch.tanh(inner))
+
+
+def layer_norm_nanogpt(x, w, b):
+    xf = x.to(f32)
+    var, mean = torch.var_mean(xf, dim=2, correction=0, keepdim=False)
+    var_k = var.unsqueeze(2)  # broadcast_in_dim(var, [B,T,1], dims=[0,1])
+    mean_k = mean.unsqueeze(2)
+    rstd = torch.rsqrt(var_k + 1e-5)
+    xhat = (xf - mean_k) * rstd
+    y = xhat * w.to(f32) + b.to(f32)
+    return y.to(bf16), mean_k, rstd
+
+
+def layer_norm_large(x, w, b):
+    xf = x.to(f32)
+    var, mean = torch.var_mean(xf, dim=1, correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + 1e-5)
+    xhat = (xf - mean) * rstd
+    y = xhat * w.to(f32) + b.to(f32)
+    return y.to(bf16), mean, rstd
+
+
+def softmax(x):
+    xf = x.to(f32)
+    m = torch.amax(xf, dim=1, keepdim=True)
+    e = torch.exp(xf - m)
+    s = torch.sum(e, dim=1, keepdim=True)
+    return (e / s).to(bf16)
+
+
+def softmax_small(x):
+    xf = x.to(f32)
+    e = torch.exp(xf - torch.amax(xf, dim=-1, keepdim=True))
+    return (e / torch.sum(e, dim=-1, keepdim=True)).to(bf16)
+
+
+def sum_rows(x):
+    return torch.sum(x, dim=1)
+
+
+def sum_cols(x):
+    return torch.sum(x, dim=0)
+
+
+def rmsnorm_bwd(x, w, dy, rstd):
+    xf = x.to(f32)
+    dyf = dy.to(f32)
+    r = rstd.unsqueeze(1)
+    xhat = xf * r
+    g = dyf * w.to(f32)
+    c = torch.mean(g * xhat, dim=1, keepdim=True)
+    dx = (g - xhat * c) * r
+    dw = torch.sum(dyf * xhat, dim=0)
+    return dx.to(bf16), dw.to(bf16)
+
+
+def layernorm_bwd(x, w, dy, mu, rstd):
+    xf = x.to(f32)
+    dyf = dy.to(f32)
+    xhat = (xf - mu) * rstd
+    g = dyf * w.to(f32)
+    g_mean = torch.mean(g, dim=1, keepdim=True)
+    gx_mean = torch.mean(g * xhat, dim=1, keepdim=True)
+    dx = rstd * ((g - g_mean) - xhat * gx_mean)
+    dw = torch.sum(dyf * xhat, dim=0)
+    db = torch.sum(dyf, dim=0)
+    return dx.to(bf16), dw.to(bf16), db.to(bf16)
+
+
+def amax_rowcol(x):
+    a = torch.abs(x)
+    row = torch.amax(a, dim=1)
+    col = torch.amax(a, dim=0)
+    t = torch.amax(a, dim=(0, 1))
+    return row.to(f32), col.to(f32), t.to(f32)
+
+
+def amax_nested(x):
+    a = torch.abs(x)
+    return torch.amax(a, dim=1), torch.amax(a, dim=(1, 2))
+
+
+def _div_scalar_by(v, t):
+    # div(448.0, t): a true division (PyTorch's `448.0 / t` is reciprocal(t) * 448).
+    return torch.div(torch.full_like(t, v), t)
+
+
+def fp8_scaled_cast(x):
+    xf = x.to(f32)
+    amax_t = torch.amax(torch.abs(xf), dim=(0, 1))
+    scale = _div_scalar_by(448.0, torch.clamp(amax_t, min=1e-12))
+    xs = torch.clamp(xf * scale, min=-448.0, max=448.0)
+    return xs.to(torch.float8_e4m3fn), torch.reciprocal(scale)
+
+
+def fp8_rowwise_cast(x):
+    xf = x.to(f32)
+    amax_r = torch.amax(torch.abs(xf), dim=-1, keepdim=True)
+    scale = _div_scalar_by(448.0, torch.clamp(amax_r, min=1e-12))
+    x8 = torch.clamp(xf * scale, min=-448.0, max=448.0).to(torch.float8_e4m3fn)
+    return x8, torch.reciprocal(scale)
+
+
+def sdpa_bwd_epilogue_packed(dqkv):
+    B, S, _, H, D = dqkv.shape
+    dq = dqkv[:, :, 0:1]
+    dk = dqkv[:, :, 1:2]
+    dv = dqkv[:, :, 2:3]
+    q2 = dq.reshape(B, S, H * D)
+    k2 = dk.reshape(B, S, H * D)
+    v2 = dv.reshape(B, S, H * D)
+    g = torch.cat((q2, k2, v2), dim=2)
+    dbias = torch.sum(g.to(f32), dim=(0, 1)).to(bf16)
+    dqkv_view = g.reshape(B * S, 3 * H * D)
+    dqkv_t = dqkv_view.permute(1, 0)
+    return dbias, dqkv_view, dqkv_t
+
+
+def sdpa_bwd_epilogue_separate(dq, dk, dv):
+    B, H, S, D = dq.shape
+    q2 = dq.transpose(1, 2).reshape(B, S, H * D)
+    k2 = dk.permute(0, 2, 1, 3).reshape(B, S, H * D)
+    v2 = dv.transpose(1, 2).reshape(B, S, H * D)
+    dqkv = torch.cat((q2, k2, v2), dim=2)
+    dbias = torch.sum(dqkv.to(f32), dim=(0, 1)).to(bf16)
+    dqkv_view = dqkv.reshape(B * S, 3 * H * D)
+    dqkv_t = dqkv_view.permute(1, 0)
+    return dbias, dqkv_view, dqkv_t
+
+
+def _rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    x1 = x[..., :half]
+    x2 = x[..., half:]
+    rotated = torch.cat((-x2, x1), dim=3)
+    return x * cos + rotated * sin
+
+
+def _qkv_rope(qkv, cos, sin, groups, q_per_kv):
+    B, T, C = qkv.shape
+    hs = cos.shape[-1]
+    t5 = qkv.reshape(B, T, groups, q_per_kv + 2, hs)
+    tp = t5.permute(0, 2, 3, 1, 4)
+    qs, ks, vs = tp.split((q_per_kv, 1, 1), dim=2)
+    q = qs.reshape(B, -1, T, hs)
+    k = ks.reshape(B, -1, T, hs)
+    v = vs.reshape(B, -1, T, hs)
+    return _rope(q, cos, sin), _rope(k, cos, sin), v
+
+
+def qkv_rope_mha(qkv, cos, sin):
+    hs = cos.shape[-1]
+    return _qkv_rope(qkv, cos, sin, qkv.shape[-1] // (3 * hs), 1)
+
+
+def ref_for(kind, shape):
+    """The reference of a workload (template kind + shape parameters)."""
+    if kind == "qkv_rope":  # n_query_groups and q_per_kv are not recoverable from the input shapes
+        groups, q_per_kv = shape["G"], shape["Q"]
+
+        def qkv_rope(qkv, cos, sin):
+            return _qkv_rope(qkv, cos, sin, groups, q_per_kv)
+
+        return qkv_rope
+    return REFS[kind]
+
+
+# template kind (bench/workloads.py) -> reference
+REFS = {
+    "bias_gelu": bias_gelu,
+    "bias_gelu_small": bias_gelu,
+    "bias_gelu_formula_small": bias_gelu_formula,
+    "layer_norm": layer_norm_nanogpt,
+    "layer_norm_large": layer_norm_large,
+    "softmax": softmax,
+    "softmax_small": softmax_small,
+    "sum_rows": sum_rows,
+    "sum_cols": sum_cols,
+    "rmsnorm_bwd": rmsnorm_bwd,
+    "layernorm_bwd": layernorm_bwd,
+    "amax_rowcol": amax_rowcol,
+    "amax_nested": amax_nested,
+    "fp8_scaled_cast": fp8_scaled_cast,
+    "fp8_rowwise_cast": fp8_rowwise_cast,
+    "sdpa_bwd_epilogue_packed": sdpa_bwd_epilogue_packed,
+    "sdpa_bwd_epilogue_packed_small": sdpa_bwd_epilogue_packed,
+    "sdpa_bwd_epilogue_separate": sdpa_bwd_epilogue_separate,
+    "sdpa_bwd_epilogue_separate_small": sdpa_bwd_epilogue_separate,
+    "qkv_rope_mha_small": qkv_rope_mha,
+}
+
+DTYPES = {
+    "bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i32": torch.int32,
+    "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+    "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2,
+}
+
+
+def make_inputs(sig, device, seed=0):
+    """Inputs for a signature [(name, dtype, shape)]: standard normal, except
+    the saved statistics `rstd` (uniform in [0.5, 1.5], as 1/std is positive)
+    and `mu` (normal scaled by 0.1)."""
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    out = []
+    for name, dt, shape in sig:
+        if shape is None:
+            raise ValueError("scalar parameter %s: no benchmark input rule" % name)
+        tdt = DTYPES[dt]
+        if name == "rstd":
+            t = torch.rand(shape, generator=gen, device=device, dtype=f32) + 0.5
+        else:
+            t = torch.randn(shape, generator=gen, device=device, dtype=f32)
+            if name == "mu":
+                t = t * 0.1
+        out.append(t.to(tdt))
+    return out
+
+
+# relative L2 tolerance by dtype (fgrun --check's)
+TOL = {
+    torch.float16: 1e-3, torch.bfloat16: 1e-2, torch.float32: 1e-4, torch.float64: 1e-9,
+    torch.float8_e4m3fn: 6e-2, torch.float8_e5m2: 1.2e-1,
+}
+
+
+def compare(got, want):
+    """(ok, reason): same shape and dtype; integers and bool exact; floats by
+    relative L2 error under TOL, with NaN and inf positions equal."""
+    if tuple(got.shape) != tuple(want.shape):
+        return False, "shape %s, expected %s" % (tuple(got.shape), tuple(want.shape))
+    if got.dtype != want.dtype:
+        return False, "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if want.dtype not in TOL:
+        ok = torch.equal(got, want)
+        return ok, "exact" if ok else "integer values differ"
+    g = got.to(torch.float64)
+    w = want.to(torch.float64)
+    gn, wn = torch.isnan(g), torch.isnan(w)
+    if not torch.equal(gn, wn):
+        return False, "NaN positions differ (%d vs %d NaNs)" % (int(gn.sum()), int(wn.sum()))
+    gi, wi = torch.isinf(g), torch.isinf(w)
+    if not torch.equal(gi, wi) or not torch.equal(g[gi], w[wi]):
+        return False, "inf positions differ"
+    fin = ~(wn | wi)
+    g, w = g[fin], w[fin]
+    num = torch.linalg.vector_norm(g - w).item()
+    den = torch.linalg.vector_norm(w).item()
+    err = num / den if den > 0 else num
+    tol = TOL[want.dtype]
+    return err <= tol, "rel L2 %.3g (tol %.0e)" % (err, tol)
