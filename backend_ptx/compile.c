@@ -48,6 +48,7 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
   }
   LLVMValueRef fn = fgb_kernel_begin(mod, name, k->nargs, kinds);
   fgb_kernel_set_maxntid(mod, fn, k->block);
+  if (k->min_ctas_per_sm > 0) fgb_kernel_set_minctasm(mod, fn, k->min_ctas_per_sm);
   fgb_emitter e;
   if (!fgb_emitter_init(&e, mod, p, k, aligned)) {
     snprintf(err, cap, "out of memory");

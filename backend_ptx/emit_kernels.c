@@ -4,13 +4,14 @@
 #include <string.h>
 
 #include "emit.h"
+#include "emit_skel.h"
 #include "infer.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* ---- loops and locals ---- */
 
-static LLVMValueRef local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) {
+LLVMValueRef fgk_local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) {
   LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
   LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
   LLVMValueRef first = LLVMGetFirstInstruction(entry);
@@ -22,14 +23,10 @@ static LLVMValueRef local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) 
   return a;
 }
 
-typedef struct loop {
-  LLVMValueRef var, step, end;
-  LLVMBasicBlockRef cond, body, exit;
-} loop;
 
 /* for (i = start; i < end; i += step) — returns i inside the body. */
-static LLVMValueRef loop_begin(fgb_emitter *e, loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step) {
-  l->var = local_var(e, LLVMTypeOf(start), start);
+LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step) {
+  l->var = fgk_local_var(e, LLVMTypeOf(start), start);
   l->step = step;
   l->end = end;
   l->cond = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "loop");
@@ -43,13 +40,13 @@ static LLVMValueRef loop_begin(fgb_emitter *e, loop *l, LLVMValueRef start, LLVM
   return i;
 }
 
-static void loop_end(fgb_emitter *e, loop *l, LLVMValueRef i) {
+void fgk_loop_end(fgb_emitter *e, fgk_loop *l, LLVMValueRef i) {
   LLVMBuildStore(e->b, LLVMBuildAdd(e->b, i, l->step, ""), l->var);
   LLVMBuildBr(e->b, l->cond);
   LLVMPositionBuilderAtEnd(e->b, l->exit);
 }
 
-static LLVMValueRef imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b) {
+LLVMValueRef fgk_imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
 
@@ -68,7 +65,7 @@ static LLVMValueRef smem(fgb_emitter *e) {
   return fgb_shared_array(e->m, name, (uint64_t)8 * 32 * (uint64_t)(e->k->nreds + 1));
 }
 
-static LLVMValueRef smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
+LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef byte = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, i32_index, LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""),
                                    LLVMConstInt(LLVMInt32TypeInContext(e->ctx), (unsigned long long)slot * 256, 0), "");
@@ -84,29 +81,29 @@ LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMVa
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
   LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
-  LLVMBuildStore(e->b, v, smem_slot(e, slot, warp));
+  LLVMBuildStore(e->b, v, fgk_smem_slot(e, slot, warp));
   fgb_end_if(e, merge);
   fgb_barrier(e->m);
   /* Every thread combines the warp totals in warp order: the same bits
    * everywhere, run after run. */
   LLVMValueRef t = fgb_reduce_identity(e->m, op, acc);
   for (int w = 0; w < nwarps; w++) {
-    LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v), smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
+    LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v), fgk_smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
     t = fgb_reduce_combine(e->m, op, t, x, acc);
   }
   return t;
 }
 
 /* The op a reduction node combines with (decomposition leaves only these). */
-static fg_opcode red_op(const fg_node *n) {
+fg_opcode fgk_red_op(const fg_node *n) {
   return n->op->code == FG_OP_MEAN ? FG_OP_SUM : n->op->code;
 }
 
-static fg_dtype red_acc(const fg_node *n) { return fg_reduce_acc_dtype(n->in[0]->type.dtype); }
+fg_dtype fgk_red_acc(const fg_node *n) { return fg_reduce_acc_dtype(n->in[0]->type.dtype); }
 
 /* Seeds reduction n's result for the row whose kept coordinates are kc
  * (in kept-dim order). */
-static void seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total) {
+void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total) {
   const fg_value *o = n->out[0];
   LLVMValueRef idx[FG_MAX_RANK];
   int j = 0;
@@ -114,11 +111,11 @@ static void seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef 
     if (!e->k->mask[d]) idx[j++] = kc[c++];
     else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
   }
-  fgb_memo_put(e, o, idx, fgb_convert(e->m, total, red_acc(n), o->type.dtype));
+  fgb_memo_put(e, o, idx, fgb_convert(e->m, total, fgk_red_acc(n), o->type.dtype));
 }
 
 /* The index of a row-shaped value for the row at kept coordinates kc. */
-static void row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx) {
+void fgk_row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx) {
   int j = 0;
   for (int d = 0, c = 0; d < e->k->rank; d++) {
     if (!e->k->mask[d]) idx[j++] = kc[c++];
@@ -126,7 +123,7 @@ static void row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc,
   }
 }
 
-static bool is_reduction_result(const fg_value *o) { return o->def->op->kind == FG_KIND_REDUCTION; }
+bool fgk_is_reduction_result(const fg_value *o) { return o->def->op->kind == FG_KIND_REDUCTION; }
 
 /* ---- pointwise ---- */
 
@@ -212,8 +209,8 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   if (!e->aligned && e->vec > 1 && U > 1) {
     /* The fallback variant for misaligned pointers: chunks in a loop, so it
      * costs a quarter of the code (and compile time) of the aligned one. */
-    loop l;
-    LLVMValueRef u = loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, U), fgb_const(e, 1));
+    fgk_loop l;
+    LLVMValueRef u = fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, U), fgb_const(e, 1));
     int mark = fgb_memo_mark(e);
     LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, LLVMBuildMul(e->b, u, fgb_const(e, k->block), ""), ""),
                                     tid, "");
@@ -224,7 +221,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     if (!pw_outputs(e, &ch[0], false)) return false;
     fgb_memo_release(e, mark);
     fgb_end_if(e, merge);
-    loop_end(e, &l, u);
+    fgk_loop_end(e, &l, u);
     return !e->failed;
   }
   for (int u = 0; u < U; u++) {
@@ -248,7 +245,7 @@ static LLVMValueRef arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) 
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   fgb_membar_gl(e->m);
   fgb_barrier(e->m);
-  LLVMValueRef flag_slot = smem_slot(e, e->k->nreds, LLVMConstInt(i32, 0, 0));
+  LLVMValueRef flag_slot = fgk_smem_slot(e, e->k->nreds, LLVMConstInt(i32, 0, 0));
   LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
   LLVMValueRef old = fgb_atomic_add_i32_global(e->m, counter_ptr, LLVMConstInt(i32, 1, 0));
@@ -268,7 +265,7 @@ static LLVMValueRef partial_ptr(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_
   return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
 }
 
-static void reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
+void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
@@ -286,16 +283,10 @@ static LLVMValueRef load_partial(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot
 
 /* ---- row reductions ---- */
 
-typedef struct row_ctx {
-  int nkept, nred;
-  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK];
-  LLVMValueRef kc[FG_MAX_RANK];
-  LLVMValueRef rstart, rend;
-} row_ctx;
 
 /* Coordinates of the chunk starting at reduced linear index r0: fills
  * lanes and the domain index for lane 0 (idx). */
-static void row_chunk(fgb_emitter *e, const row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx) {
+void fgk_row_chunk(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx) {
   LLVMValueRef red[FG_MAX_RANK];
   fgb_delinearize(e, r0, rc->red_sizes, rc->nred, red);
   int last = rc->nred - 1;
@@ -307,32 +298,32 @@ static void row_chunk(fgb_emitter *e, const row_ctx *rc, LLVMValueRef r0, LLVMVa
   for (int d = 0, a = 0, b = 0; d < e->k->rank; d++) idx[d] = e->k->mask[d] ? red[b++] : rc->kc[a++];
 }
 
-static void lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx) {
+void fgk_lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx) {
   memcpy(idx, idx0, sizeof(LLVMValueRef) * (size_t)e->k->rank);
   if (e->k->rank && e->lanes[j]) idx[e->k->rank - 1] = e->lanes[j];
 }
 
 /* Accumulates reduction n over one chunk (all lanes) into acc. */
-static LLVMValueRef accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
+LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
                                LLVMValueRef acc) {
-  fg_dtype ad = red_acc(n);
-  LLVMValueRef id = fgb_reduce_identity(e->m, red_op(n), ad);
+  fg_dtype ad = fgk_red_acc(n);
+  LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
   for (int j = 0; j < e->vec; j++) {
     LLVMValueRef idx[FG_MAX_RANK];
-    lane_index(e, idx0, j, idx);
+    fgk_lane_index(e, idx0, j, idx);
     LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
     if (!x) return NULL;
     x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
     if (valid) x = LLVMBuildSelect(e->b, valid, x, id, "");
-    acc = fgb_reduce_combine(e->m, red_op(n), acc, x, ad);
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad);
   }
   return acc;
 }
 
-static void store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid) {
+void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid) {
   LLVMValueRef vals[16], idx[FG_MAX_RANK];
   for (int j = 0; j < e->vec; j++) {
-    lane_index(e, idx0, j, idx);
+    fgk_lane_index(e, idx0, j, idx);
     vals[j] = fgb_emit_value(e, o, idx);
     if (!vals[j]) return;
   }
@@ -341,15 +332,15 @@ static void store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *id
   if (merge) fgb_end_if(e, merge);
 }
 
-static void store_rows(fgb_emitter *e, const row_ctx *rc) {
+void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc) {
   const fg_kernel *k = e->k;
   LLVMValueRef vals[64];
   int n = 0;
   for (int i = 0; i < k->nouts && n < 64; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
     LLVMValueRef idx[FG_MAX_RANK];
-    row_index(e, o, rc->kc, idx);
+    fgk_row_index(e, o, rc->kc, idx);
     vals[n++] = fgb_emit_value(e, o, idx);
   }
   if (e->failed || n == 0) return;
@@ -359,9 +350,9 @@ static void store_rows(fgb_emitter *e, const row_ctx *rc) {
   n = 0;
   for (int i = 0; i < k->nouts && n < 64; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
     LLVMValueRef idx[FG_MAX_RANK];
-    row_index(e, o, rc->kc, idx);
+    fgk_row_index(e, o, rc->kc, idx);
     fgb_emit_store(e, o, idx, vals[n++]);
   }
   fgb_end_if(e, merge);
@@ -369,7 +360,8 @@ static void store_rows(fgb_emitter *e, const row_ctx *rc) {
 
 bool fgb_emit_row_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
-  row_ctx rc;
+  if (k->ncols || k->ntails) return fgb_emit_rowcol_kernel(e);
+  fgk_row_ctx rc;
   memset(&rc, 0, sizeof rc);
   for (int d = 0; d < k->rank; d++) {
     if (k->mask[d]) rc.red_sizes[rc.nred++] = k->dims[d];
@@ -382,7 +374,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
   LLVMValueRef s = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
   fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
   rc.rstart = LLVMBuildMul(e->b, s, fgb_const(e, slice), "");
-  rc.rend = imin(e, LLVMBuildAdd(e->b, rc.rstart, fgb_const(e, slice), ""), fgb_const(e, R));
+  rc.rend = fgk_imin(e, LLVMBuildAdd(e->b, rc.rstart, fgb_const(e, slice), ""), fgb_const(e, R));
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tv = LLVMBuildMul(e->b, tid, fgb_const(e, V), "");
   LLVMValueRef totals[64];
@@ -400,67 +392,67 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
       LLVMValueRef r0 = LLVMBuildAdd(e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
       valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
       if (valid[c]) r0 = LLVMBuildSelect(e->b, valid[c], r0, rc.rstart, "");
-      row_chunk(e, &rc, r0, idx0[c]);
+      fgk_row_chunk(e, &rc, r0, idx0[c]);
       memcpy(lanes[c], e->lanes, sizeof e->lanes);
       memcpy(uni[c], e->uniform, sizeof e->uniform);
       nuni[c] = e->nuniform;
     }
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef acc = fgb_reduce_identity(e->m, red_op(n), red_acc(n));
+      LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
       for (int c = 0; c < E && acc; c++) {
         memcpy(e->lanes, lanes[c], sizeof e->lanes);
         memcpy(e->uniform, uni[c], sizeof e->uniform);
         e->nuniform = nuni[c];
-        acc = accumulate(e, n, idx0[c], valid[c], acc);
+        acc = fgk_accumulate(e, n, idx0[c], valid[c], acc);
       }
       if (!acc) return false;
-      totals[i] = fgb_block_reduce(e, red_op(n), red_acc(n), acc, i);
-      if (S == 1) seed_reduction(e, n, rc.kc, totals[i]);
+      totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
+      if (S == 1) fgk_seed_reduction(e, n, rc.kc, totals[i]);
     }
     if (S == 1) {
       for (int i = 0; i < k->nouts; i++) {
         const fg_value *o = k->outs[i];
-        if (!fgb_is_full(e, o) || is_reduction_result(o)) continue;
+        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
         for (int c = 0; c < E; c++) {
           memcpy(e->lanes, lanes[c], sizeof e->lanes);
           memcpy(e->uniform, uni[c], sizeof e->uniform);
           e->nuniform = nuni[c];
-          store_full(e, o, idx0[c], valid[c]);
+          fgk_store_full(e, o, idx0[c], valid[c]);
         }
       }
     }
   } else {
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef accv = local_var(e, fgb_reg_type(e->m, red_acc(n)), fgb_reduce_identity(e->m, red_op(n), red_acc(n)));
-      loop l;
-      LLVMValueRef r0 = loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)), fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+      fgk_loop l;
+      LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
       int mark = fgb_memo_mark(e);
       LLVMValueRef idx0[FG_MAX_RANK];
-      row_chunk(e, &rc, r0, idx0);
-      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
-      acc = accumulate(e, n, idx0, NULL, acc);
+      fgk_row_chunk(e, &rc, r0, idx0);
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+      acc = fgk_accumulate(e, n, idx0, NULL, acc);
       if (!acc) return false;
       LLVMBuildStore(e->b, acc, accv);
       fgb_memo_release(e, mark);
-      loop_end(e, &l, r0);
-      acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
-      totals[i] = fgb_block_reduce(e, red_op(n), red_acc(n), acc, i);
-      if (S == 1) seed_reduction(e, n, rc.kc, totals[i]);
+      fgk_loop_end(e, &l, r0);
+      acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+      totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
+      if (S == 1) fgk_seed_reduction(e, n, rc.kc, totals[i]);
     }
     if (S == 1) {
       for (int i = 0; i < k->nouts; i++) {
         const fg_value *o = k->outs[i];
-        if (!fgb_is_full(e, o) || is_reduction_result(o)) continue;
-        loop l;
-        LLVMValueRef r0 = loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
+        fgk_loop l;
+        LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
         int mark = fgb_memo_mark(e);
         LLVMValueRef idx0[FG_MAX_RANK];
-        row_chunk(e, &rc, r0, idx0);
-        store_full(e, o, idx0, NULL);
+        fgk_row_chunk(e, &rc, r0, idx0);
+        fgk_store_full(e, o, idx0, NULL);
         fgb_memo_release(e, mark);
-        loop_end(e, &l, r0);
+        fgk_loop_end(e, &l, r0);
       }
     }
   }
@@ -476,7 +468,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
       LLVMValueRef slot = LLVMBuildAdd(
           e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
           s, "");
-      LLVMBuildStore(e->b, totals[i], partial_ptr(e, red_acc(k->reds[i]), slot));
+      LLVMBuildStore(e->b, totals[i], partial_ptr(e, fgk_red_acc(k->reds[i]), slot));
     }
     fgb_end_if(e, merge);
     LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
@@ -489,24 +481,24 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
      * assignment and a fixed tree, so the same bits every run. */
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef accv = local_var(e, fgb_reg_type(e->m, red_acc(n)), fgb_reduce_identity(e->m, red_op(n), red_acc(n)));
-      loop l;
-      LLVMValueRef si = loop_begin(e, &l, tid, fgb_const(e, S), fgb_const(e, T));
+      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)), fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+      fgk_loop l;
+      LLVMValueRef si = fgk_loop_begin(e, &l, tid, fgb_const(e, S), fgb_const(e, T));
       LLVMValueRef slot = LLVMBuildAdd(
           e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
           si, "");
-      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
-      acc = fgb_reduce_combine(e->m, red_op(n), acc, load_partial(e, red_acc(n), slot), red_acc(n));
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_partial(e, fgk_red_acc(n), slot), fgk_red_acc(n));
       LLVMBuildStore(e->b, acc, accv);
-      loop_end(e, &l, si);
-      LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(n)), accv, "");
-      seed_reduction(e, n, rc.kc, fgb_block_reduce(e, red_op(n), red_acc(n), mine, i));
+      fgk_loop_end(e, &l, si);
+      LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+      fgk_seed_reduction(e, n, rc.kc, fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), mine, i));
     }
-    reset_counter(e, cptr);
-    store_rows(e, &rc);
+    fgk_reset_counter(e, cptr);
+    fgk_store_rows(e, &rc);
     fgb_end_if(e, done);
   } else {
-    store_rows(e, &rc);
+    fgk_store_rows(e, &rc);
   }
   return !e->failed;
 }
@@ -540,16 +532,16 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   int64_t rs = ceil_div(R, S);
   LLVMValueRef s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
   LLVMValueRef rstart = LLVMBuildMul(e->b, s, fgb_const(e, rs), "");
-  LLVMValueRef rend = imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+  LLVMValueRef rend = fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
   int nreds = k->nreds < 8 ? k->nreds : 8;
   if (k->nreds > 8) { fgb_fail(e, "column kernel with more than 8 reductions"); return false; }
   LLVMValueRef accv[8][16];
   for (int i = 0; i < nreds; i++)
     for (int j = 0; j < V; j++)
-      accv[i][j] = local_var(e, fgb_reg_type(e->m, red_acc(k->reds[i])),
-                             fgb_reduce_identity(e->m, red_op(k->reds[i]), red_acc(k->reds[i])));
-  loop l;
-  LLVMValueRef r = loop_begin(e, &l, rstart, rend, fgb_const(e, 1));
+      accv[i][j] = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
+                             fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
+  fgk_loop l;
+  LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rend, fgb_const(e, 1));
   int mark = fgb_memo_mark(e);
   LLVMValueRef rc[FG_MAX_RANK];
   fgb_delinearize(e, r, red_sizes, nred, rc);
@@ -561,27 +553,27 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   for (int d = 0, a = 0, b = 0; d < k->rank; d++) idx0[d] = k->mask[d] ? rc[b++] : kc[a++];
   for (int i = 0; i < nreds; i++) {
     const fg_node *n = k->reds[i];
-    fg_dtype ad = red_acc(n);
+    fg_dtype ad = fgk_red_acc(n);
     for (int j = 0; j < V; j++) {
       LLVMValueRef idx[FG_MAX_RANK];
-      lane_index(e, idx0, j, idx);
+      fgk_lane_index(e, idx0, j, idx);
       LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
       if (!x) return false;
       x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
       LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-      LLVMBuildStore(e->b, fgb_reduce_combine(e->m, red_op(n), acc, x, ad), accv[i][j]);
+      LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), accv[i][j]);
     }
   }
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !is_reduction_result(o)) store_full(e, o, idx0, valid);
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_store_full(e, o, idx0, valid);
   }
   fgb_memo_release(e, mark);
-  loop_end(e, &l, r);
+  fgk_loop_end(e, &l, r);
   if (e->failed) return false;
   LLVMValueRef tot[8][16];
   for (int i = 0; i < nreds; i++)
-    for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, red_acc(k->reds[i])), accv[i][j], "");
+    for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
   LLVMBasicBlockRef done = NULL;
   if (S > 1) {
     /* partials[(red * S + s) * kept + element] */
@@ -591,7 +583,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
         LLVMValueRef slot = LLVMBuildAdd(
             e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, ""), fgb_const(e, kept), ""),
             LLVMBuildAdd(e->b, base, fgb_const(e, j), ""), "");
-        LLVMBuildStore(e->b, tot[i][j], partial_ptr(e, red_acc(k->reds[i]), slot));
+        LLVMBuildStore(e->b, tot[i][j], partial_ptr(e, fgk_red_acc(k->reds[i]), slot));
       }
     fgb_end_if(e, merge);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -602,8 +594,8 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     fgb_membar_gl(e->m);
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      fg_dtype ad = red_acc(n);
-      for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, red_op(n), ad), accv[i][j]);
+      fg_dtype ad = fgk_red_acc(n);
+      for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
       /* Partials s..s+B-1 are loaded before any is combined (in-order issue
        * would otherwise wait a memory latency per partial), then combined
        * in order s, s+1, ... */
@@ -616,8 +608,8 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
       for (int pass = 0; pass < 2; pass++) {
         int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
         if (lo >= hi) continue;
-        loop sl;
-        LLVMValueRef si = loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+        fgk_loop sl;
+        LLVMValueRef si = fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
         LLVMValueRef got[16][8];
         for (int q = 0; q < step; q++) {
           LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
@@ -630,31 +622,31 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
         }
         for (int j = 0; j < V; j++) {
           LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-          for (int q = 0; q < step; q++) acc = fgb_reduce_combine(e->m, red_op(n), acc, got[j][q], ad);
+          for (int q = 0; q < step; q++) acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
           LLVMBuildStore(e->b, acc, accv[i][j]);
         }
-        loop_end(e, &sl, si);
+        fgk_loop_end(e, &sl, si);
       }
       for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
     }
-    reset_counter(e, cptr);
+    fgk_reset_counter(e, cptr);
   }
   for (int i = 0; i < nreds; i++)
-    for (int j = 0; j < V; j++) seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
+    for (int j = 0; j < V; j++) fgk_seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
   /* Row-shaped outputs, one per lane. */
   e->nuniform = 0;
   for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = kc[i];
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !is_reduction_result(o)) continue;
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) continue;
     LLVMValueRef vals[16], idx[FG_MAX_RANK];
     for (int j = 0; j < V; j++) {
-      row_index(e, o, kc_lane[j], idx);
+      fgk_row_index(e, o, kc_lane[j], idx);
       vals[j] = fgb_emit_value(e, o, idx);
       if (!vals[j]) return false;
     }
     LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
-    row_index(e, o, kc_lane[0], idx);
+    fgk_row_index(e, o, kc_lane[0], idx);
     if (o->type.rank > 0 && lane_dim) fgb_emit_store_lanes(e, o, idx, vals);
     else fgb_emit_store(e, o, idx, vals[0]);
     fgb_end_if(e, merge);

@@ -50,6 +50,11 @@ LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
   return LLVMBuildTrunc(b, r, t, "");
 }
 
+void fgb_nanosleep(fgb_module *m, int ns) {
+  LLVMValueRef a = LLVMConstInt(m->i32, (unsigned)ns, 0);
+  fgb_call(m, "llvm.nvvm.nanosleep", m->v, 1, &a);
+}
+
 LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValueRef val) {
   return LLVMBuildAtomicRMW(m->b, LLVMAtomicRMWBinOpAdd, ptr, val, LLVMAtomicOrderingMonotonic, 0);
 }

@@ -26,6 +26,9 @@ void fgb_membar_gl(fgb_module *m);
  * shuffles). Returns the value of lane (laneid ^ lane_mask). */
 LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask);
 
+/* nanosleep.u32 ns (sm_70+), to back off in a spin loop. */
+void fgb_nanosleep(fgb_module *m, int ns);
+
 /* atomicrmw add (monotonic: atom.global.add.u32, GPU scope) on an i32 in
  * global memory; returns the old value. */
 LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValueRef val);

@@ -46,6 +46,16 @@ typedef struct fg_kernel {
   fg_value **outs;      /* stored values it writes, in graph order */
   int nreds;
   fg_node **reds;       /* reductions it computes, in graph order */
+  /* ROW kernels only, "row + column" form: reductions over the kept dims
+   * of the same domain (a weight gradient's sum over rows), and reductions
+   * of row-shaped values over every row (a tensor amax from row amaxes).
+   * Each CTA loops over rows, accumulates them in registers, writes a
+   * partial; the last CTAs to arrive combine the partials in a fixed order
+   * (schedule.c, emit_rowcol.c). */
+  int ncols;
+  fg_node **cols;
+  int ntails;
+  fg_node **tails;
   /* Buffers it reads or writes, in argument order, and scalar params. */
   int nargs;
   fg_buf_ref *args;
@@ -61,6 +71,9 @@ typedef struct fg_kernel {
   int partial_temp;     /* grid reduction partials (split > 1), else -1 */
   int counter_temp;     /* arrival counters (split > 1), else -1 */
   int smem;             /* dynamic shared memory bytes */
+  int combiners;        /* row + column form: CTAs that combine the partials */
+  int combine_cols;     /* ... columns each combines at a time (8, 16 or 32) */
+  int min_ctas_per_sm;  /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
   const char *why;      /* one line: why this kind and schedule */
 } fg_kernel;
 
@@ -110,6 +123,12 @@ void fg_plan_print(FILE *f, const fg_plan *p);
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries);
 
 /* ---- helpers shared by segmentation, scheduling and lowering ---- */
+/* When a row + column kernel computes a value it writes: with the rows
+ * (FG_PHASE_ROWS), or once the partials are combined, at column
+ * coordinates (FG_PHASE_COLUMNS) or once (FG_PHASE_TAIL). */
+typedef enum fg_phase { FG_PHASE_ROWS, FG_PHASE_COLUMNS, FG_PHASE_TAIL } fg_phase;
+fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v);
+
 /* Whether v is available in memory for kernel k (a parameter, or stored by
  * another kernel). Values in memory end the recomputation region. */
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k);

@@ -105,6 +105,7 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
       fprintf(f, " chunks %d", k->chunks);
     if (k->split > 1) fprintf(f, " split %d", k->split);
+    if (k->ncols || k->ntails) fprintf(f, " combiners %d x %d columns", k->combiners, k->combine_cols);
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
     fputs("    writes", f);
     for (int j = 0; j < k->nouts; j++) {
@@ -114,6 +115,14 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     if (k->nreds) {
       fputs("\n    reductions", f);
       for (int j = 0; j < k->nreds; j++) fprintf(f, " %s(%s)", k->reds[j]->op->name, value_name(k->reds[j]->out[0], b1, sizeof b1));
+    }
+    if (k->ncols) {
+      fputs("\n    column reductions", f);
+      for (int j = 0; j < k->ncols; j++) fprintf(f, " %s(%s)", k->cols[j]->op->name, value_name(k->cols[j]->out[0], b1, sizeof b1));
+    }
+    if (k->ntails) {
+      fputs("\n    reductions over all rows", f);
+      for (int j = 0; j < k->ntails; j++) fprintf(f, " %s(%s)", k->tails[j]->op->name, value_name(k->tails[j]->out[0], b1, sizeof b1));
     }
     fputs("\n    args", f);
     for (int j = 0; j < k->nargs; j++) {

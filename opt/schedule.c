@@ -26,6 +26,24 @@ enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS 
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Whether t has the shape of k's kept dims (one value per row of a row
+ * kernel), with or without the reduced dims as size-1 dims. */
+static bool per_row(const fg_kernel *k, const fg_type *t) {
+  int j = 0;
+  if (k->kind != FG_KERNEL_ROW) return false;
+  if (t->rank == k->rank) {
+    for (int i = 0; i < k->rank; i++)
+      if (t->dims[i].size != (k->mask[i] ? 1 : k->dims[i])) return false;
+    return true;
+  }
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i]) continue;
+    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
+    j++;
+  }
+  return j == t->rank;
+}
+
 static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   int m = 1;
   for (int i = 0; i < k->nargs; i++) {
@@ -34,9 +52,10 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
     if (b.kind == FG_BUF_PARAM) t = &p->g->params[b.index]->type;
     else if (b.kind == FG_BUF_RESULT) t = &p->g->results[b.index]->type;
     else if (b.kind == FG_BUF_TEMP && p->temps[b.index].value) t = &p->temps[b.index].value->type;
-    /* Only tensors indexed along the domain's last dim move in vectors. */
+    /* Only tensors indexed along the domain's last dim move in vectors; a
+     * row kernel's per-row vector (rstd) may match that extent by chance. */
     if (t && !t->scalar && t->rank && k->rank && t->dims[t->rank - 1].size == k->dims[k->rank - 1] &&
-        fg_dtype_size(t->dtype) > m)
+        !per_row(k, t) && fg_dtype_size(t->dtype) > m)
       m = fg_dtype_size(t->dtype);
   }
   return m;
@@ -196,6 +215,83 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
                            : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
 }
 
+/* The row + column form (plan.h): G CTAs loop over rows r = cta, cta+G,
+ * ..., each keeping its columns' partial sums in registers, and write
+ * them to a [G, row] partial buffer; the last `combiners` CTAs to arrive
+ * wait for the rest, then each combines a set of column ranges over the G
+ * partials in a fixed order. G: as many CTAs as fit on the GPU at once
+ * (from a register estimate), so that partials stay few. */
+static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
+  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  (void)d;
+  /* Registers: the row's elements a thread keeps (two f32 values each:
+   * inputs and a normalization's intermediates) and its column
+   * accumulators (f32), plus addressing; measured with ptxas on the
+   * examples within 15% (RMSNorm bwd 166, LayerNorm bwd 244). The count
+   * is enforced (.minnctapersm), so all G CTAs are resident at once. */
+  const char *et = getenv("FUSEC_ROWCOL_THREADS"); /* experiment knob, not a user interface */
+  if (et && atoi(et) >= 32 && atoi(et) <= 1024 && atoi(et) % 32 == 0) {
+    int64_t nchunks = ceil_div(k->red, k->vec), e = ceil_div(nchunks, atoi(et));
+    if (e <= MAX_PERSIST_CHUNKS) {
+      k->chunks = (int)e;
+      k->block = (int)(ceil_div(ceil_div(nchunks, e), 32) * 32);
+    }
+  }
+  int64_t per_thread = (int64_t)k->chunks * k->vec;
+  bool full_out = false;
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_type *t = &k->outs[i]->type;
+    bool full = t->rank == k->rank;
+    for (int d = 0; full && d < k->rank; d++) full = t->dims[d].size == k->dims[d];
+    full_out |= full;
+  }
+  int64_t regs = 32 + per_thread * (2 + 2 * k->ncols);
+  if (!full_out) {
+    /* Only reductions: the row stays as loaded (bf16 packs two to a
+     * register) beside the column accumulators (amax_rowcol: 52). */
+    int64_t halves = 0;
+    int64_t numel = k->outer * k->red;
+    for (int i = 0; i < k->nargs; i++)
+      if (k->args[i].kind == FG_BUF_PARAM) {
+        const fg_type *t = &p->g->params[k->args[i].index]->type;
+        if (!t->scalar && fg_type_numel(t) == numel) halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
+      }
+    regs = 32 + per_thread * (halves + 2 * k->ncols) / 2;
+  }
+  int64_t per_sm = 65536 / (regs * k->block);
+  if (per_sm > 2048 / k->block) per_sm = 2048 / k->block;
+  if (per_sm < 1) per_sm = 1;
+  const char *ec = getenv("FUSEC_ROWCOL_CTAS"); /* experiment knob, not a user interface */
+  if (ec && atoi(ec) >= 1 && atoi(ec) <= 2048 / k->block) per_sm = atoi(ec);
+  k->min_ctas_per_sm = (int)per_sm;
+  int64_t G = (int64_t)sm * per_sm;
+  /* At least two rows a CTA: partials stay under half an f32 copy of
+   * the data. */
+  if (G > k->outer / 2) G = k->outer / 2 > 0 ? k->outer / 2 : 1;
+  k->grid[0] = G;
+  /* Combiners: as many as there are column blocks, up to G - 1 (one CTA
+   * must exit without waiting for the others to be able to start, if the
+   * GPU is shared), so each sums few partials per column. */
+  int64_t want = G > 1 ? G - 1 : 1;
+  int cw = 8;
+  while (cw < 32 && ceil_div(k->red, cw) > want) cw *= 2;
+  if (cw > k->block) cw = k->block;
+  int64_t K = ceil_div(k->red, cw);
+  if (K > want) K = want;
+  if (k->ncols == 0) K = 1;
+  k->combiners = (int)K;
+  k->combine_cols = cw;
+  /* Partials: each column reduction's [G, R] accumulators, then 8 bytes
+   * per CTA for each tail reduction. */
+  int64_t bytes = 0;
+  for (int i = 0; i < k->ncols; i++) bytes += G * k->red * fg_dtype_size(fg_reduce_acc_dtype(k->cols[i]->in[0]->type.dtype));
+  bytes += 8 * G * k->ntails;
+  k->partial_temp = add_temp(p, bytes, false);
+  k->counter_temp = add_temp(p, 8, true);
+  add_workspace_args(p, k);
+  k->why = "row reduction with column reductions: CTAs loop over rows, the last to arrive combine the partials in a fixed order";
+}
+
 static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t kept = 1, r = 1, inner = 1;
   int last_red = -1;
@@ -236,12 +332,20 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 }
 
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
-  (void)d;
   for (int i = 0; i < p->nkernels; i++) {
     fg_kernel *k = &p->kernels[i];
     switch (k->kind) {
     case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
-    case FG_KERNEL_ROW: schedule_row(p, k, o); break;
+    case FG_KERNEL_ROW:
+      schedule_row(p, k, o);
+      if (k->ncols || k->ntails) {
+        if (k->split != 1 || !k->persistent) {
+          fg_error(d, p->g->loc, "internal error: row + column kernel %d of graph '%s' is not persistent", k->id, p->g->name);
+          return false;
+        }
+        schedule_rowcol(p, k, o, d);
+      }
+      break;
     case FG_KERNEL_COLUMN: schedule_column(p, k, o); break;
     }
     if (k->split > 1) {

@@ -61,7 +61,9 @@ static bool row_preserving(const fg_node *n) {
 /* ---- walking a value's recomputation region relative to kernel k ---- */
 
 typedef struct walk_flags {
-  bool reaches_red;    /* uses a reduction computed by kernel k */
+  bool reaches_red;    /* uses a row reduction computed by kernel k */
+  bool reaches_col;    /* uses a column reduction of a row + column kernel k */
+  bool reaches_tail;   /* uses a reduction over every row of kernel k */
   bool bad_path;       /* ... through an op that moves elements across rows */
   bool crosses_segment;/* through a segment_set whose operand kernel k computes */
 } walk_flags;
@@ -73,14 +75,23 @@ typedef struct walker {
   walk_flags *memo;
 } walker;
 
+static bool in_list(fg_node *const *l, int n, const fg_node *x) {
+  for (int i = 0; i < n; i++)
+    if (l[i] == x) return true;
+  return false;
+}
+
 static walk_flags walk(walker *w, const fg_value *v) {
   walk_flags f = {0};
   if (fg_plan_in_memory(w->p, v, w->k) || !v->def) return f;
   if (w->seen[v->id]) return w->memo[v->id];
   const fg_node *n = v->def;
   const fg_storage *s = &w->p->store[v->id];
+  const fg_kernel *k = &w->p->kernels[w->k];
   if (n->op->kind == FG_KIND_REDUCTION && s->kernel == w->k) {
-    f.reaches_red = true;
+    if (in_list(k->cols, k->ncols, n)) f.reaches_col = true;
+    else if (in_list(k->tails, k->ntails, n)) f.reaches_tail = true;
+    else f.reaches_red = true;
   } else {
     for (int i = 0; i < n->nin; i++) {
       walk_flags g = walk(w, n->in[i]);
@@ -89,7 +100,9 @@ static walk_flags walk(walker *w, const fg_value *v) {
         if (xs->stored && xs->kernel == w->k) g.crosses_segment = true;
       }
       f.reaches_red |= g.reaches_red;
-      f.bad_path |= g.bad_path | (g.reaches_red && !row_preserving(n));
+      f.reaches_col |= g.reaches_col;
+      f.reaches_tail |= g.reaches_tail;
+      f.bad_path |= g.bad_path | ((g.reaches_red || g.reaches_col || g.reaches_tail) && !row_preserving(n));
       f.crosses_segment |= g.crosses_segment;
     }
   }
@@ -196,6 +209,62 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
   return b < 2 * (int64_t)p->sm_count && r > 32768;
 }
 
+/* Is t the shape of one row of k's domain (the reduced dims), with or
+ * without the kept dims as size-1 dims? */
+static bool col_shaped(const fg_kernel *k, const fg_type *t) {
+  int j = 0;
+  if (t->rank == k->rank) {
+    for (int i = 0; i < k->rank; i++)
+      if (t->dims[i].size != (k->mask[i] ? k->dims[i] : 1)) return false;
+    return true;
+  }
+  for (int i = 0; i < k->rank; i++) {
+    if (!k->mask[i]) continue;
+    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
+    j++;
+  }
+  return j == t->rank;
+}
+
+/* The row + column form (plan.h): a row kernel over enough rows to give
+ * every SM a CTA of at least two rows, short enough rows that each stays in
+ * registers (schedule.c keeps rows of up to 8192 elements persistent at
+ * any vector width), and few column reductions (their accumulators live
+ * in registers beside the row). */
+enum { ROWCOL_MAX_ROW = 8192, ROWCOL_MAX_LATE = 4 };
+
+static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
+  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE) return false;
+  int64_t b = 1, r = 1;
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i]) r *= k->dims[i];
+    else b *= k->dims[i];
+  }
+  /* Enough rows for two a CTA on every SM (schedule.c). */
+  return b >= 2 * (int64_t)p->sm_count && r <= ROWCOL_MAX_ROW;
+}
+
+/* A reduction of kernel k's domain over exactly the kept dims. */
+static bool is_column_of(const fg_kernel *k, const fg_node *n) {
+  bool mask[FG_MAX_RANK];
+  fg_reduce_mask(n, mask);
+  if (!same_shape(&n->in[0]->type, k->rank, k->dims)) return false;
+  for (int i = 0; i < k->rank; i++)
+    if (mask[i] == k->mask[i]) return false;
+  return true;
+}
+
+/* A reduction of a row-shaped value over all of it. */
+static bool is_tail_of(const fg_kernel *k, const fg_node *n) {
+  bool mask[FG_MAX_RANK];
+  fg_reduce_mask(n, mask);
+  const fg_type *t = &n->in[0]->type;
+  if (!row_shaped(k, t)) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (!mask[i] && t->dims[i].size != 1) return false;
+  return true;
+}
+
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
@@ -206,12 +275,23 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     if (is_red) return same_shape(&n->in[0]->type, k->rank, k->dims);
     return same_shape(&v->type, k->rank, k->dims);
   }
+  bool late = f.reaches_col || f.reaches_tail;
   if (is_red) {
     bool mask[FG_MAX_RANK];
     fg_reduce_mask(n, mask);
-    if (!same_shape(&n->in[0]->type, k->rank, k->dims) || !same_mask(k, mask)) return false;
-    if (!f.reaches_red) return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
+    if (same_shape(&n->in[0]->type, k->rank, k->dims) && same_mask(k, mask)) {
+      if (late) return false;
+      if (!f.reaches_red) return true;
+      return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
+    }
+    /* The row + column form: a weight gradient beside the row work, or a
+     * tensor-wide result from the rows' results. */
+    return rowcol_ok(p, k) && !late && !f.bad_path && (is_column_of(k, n) || is_tail_of(k, n));
+  }
+  if (late) {
+    /* Written by the combining CTAs: values of the late reductions only. */
+    if (f.reaches_red || f.bad_path || (f.reaches_col && f.reaches_tail)) return false;
+    return f.reaches_col ? col_shaped(k, &v->type) : fg_type_numel(&v->type) == 1;
   }
   if (same_shape(&v->type, k->rank, k->dims)) {
     if (!f.reaches_red) return true;
@@ -219,6 +299,14 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   }
   if (row_shaped(k, &v->type)) return !f.bad_path;
   return false;
+}
+
+fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  if (!k->ncols && !k->ntails) return FG_PHASE_ROWS;
+  if (v->def && in_list(k->cols, k->ncols, v->def)) return FG_PHASE_COLUMNS;
+  if (v->def && in_list(k->tails, k->ntails, v->def)) return FG_PHASE_TAIL;
+  walk_flags f = walk_value(p, k->id, v);
+  return f.reaches_col ? FG_PHASE_COLUMNS : f.reaches_tail ? FG_PHASE_TAIL : FG_PHASE_ROWS;
 }
 
 /* The newest kernel that every value v loads from memory is ready for. */
@@ -256,7 +344,10 @@ static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
     /* Kernels after ki that v needs force ki = lo at least; a dependency
      * on kernel j > ki rules ki out (checked by lo). */
     if (!can_join(p, k, v)) continue;
-    if (has_reductions(k) && walk_value(p, k->id, v).reaches_red) return k;
+    if (has_reductions(k)) {
+      walk_flags f = walk_value(p, k->id, v);
+      if (f.reaches_red || f.reaches_col || f.reaches_tail) return k;
+    }
     if (!fallback) fallback = k;
   }
   return fallback;
@@ -272,7 +363,9 @@ static void add_to_kernel(fg_plan *p, fg_kernel *k, fg_value *v) {
       set_domain(k, &n->in[0]->type, mask);
       k->kind = reduction_kind(k);
     }
-    push_node(p->g, &k->reds, &k->nreds, n);
+    if (is_column_of(k, n)) push_node(p->g, &k->cols, &k->ncols, n);
+    else if (!same_shape(&n->in[0]->type, k->rank, k->dims)) push_node(p->g, &k->tails, &k->ntails, n);
+    else push_node(p->g, &k->reds, &k->nreds, n);
   }
   push_value(p->g, &k->outs, &k->nouts, v);
 }
@@ -530,6 +623,8 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
       else collect_loads(&a, k->outs[i], loads, &nl, g->next_value_id);
     }
     for (int i = 0; i < k->nreds; i++) collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
+    for (int i = 0; i < k->ncols; i++) collect_loads(&a, k->cols[i]->in[0], loads, &nl, g->next_value_id);
+    for (int i = 0; i < k->ntails; i++) collect_loads(&a, k->tails[i]->in[0], loads, &nl, g->next_value_id);
     free(a.seen);
     /* Parameters are referenced through collect(); add them in index order
      * for stable argument lists. */

@@ -42,7 +42,8 @@ check() {
     base=$(basename "$ptx" .ptx)
     src=${base%%__*}; src=${src//_//}/${base#*__}.fg
     for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
-      case $g in large_2g*) [ "${FG_SLOW:-0}" = 1 ] || continue ;; esac
+      # the largest graphs take minutes in the CPU interpreter
+      case $g in large_2g*|*_32k) [ "${FG_SLOW:-0}" = 1 ] || continue ;; esac
       echo "$ptx $src $g" >>"$jobs"
     done
   done
@@ -70,11 +71,42 @@ examples/rmsnorm_bwd.fg rmsnorm_bwd
 examples/rmsnorm_bwd.fg layernorm_bwd
 examples/fp8_amax.fg amax_rowcol
 examples/fp8_amax.fg amax_nested
+bench/norm_bwd.fg rmsnorm_bwd_4k
+bench/norm_bwd.fg rmsnorm_bwd_64k
+bench/norm_bwd.fg rmsnorm_bwd_32k
+bench/norm_bwd.fg layernorm_bwd_4k
+bench/norm_bwd.fg layernorm_bwd_64k
+bench/norm_bwd.fg layernorm_bwd_32k
 examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed
 examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate
 examples/qkv_rope.fg qkv_rope
 tests/graphs/chain60.fg chain60
 LIST
+}
+
+# Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
+# with a grid reduction of the row + column form.
+repeat() {
+  local t=build-gpu/tests/loader/gpu_repeat_test
+  [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
+  : >"$OUT/repeat.txt"
+  for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
+      bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
+      bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k; do
+    "$t" ".gpu/ptx/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$OUT/repeat.txt"
+  done
+}
+
+# Every graph of every artifact under .gpu/var/ (schedule experiments).
+variants() {
+  : >"$OUT/variants.txt"
+  for ptx in .gpu/var/*.ptx; do
+    [ -f "$ptx" ] || continue
+    for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
+      "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-50}" --seed 1 2>&1 | grep -E '^bench.*fraction' |
+        sed "s|^|$(basename "$ptx" .ptx) |" | tee -a "$OUT/variants.txt"
+    done
+  done
 }
 
 # Load times of the artifact holding every example (.gpu/all_examples.ptx):
@@ -95,5 +127,7 @@ case $what in
   loadtime) loadtime ;;
   check) check ;;
   bench) bench ;;
-  all) check; bench; loadtime ;;
+  repeat) repeat ;;
+  variants) variants ;;
+  all) check; repeat; bench; loadtime ;;
 esac

@@ -1,0 +1,429 @@
+/* The row + column form of a row kernel (plan.h, schedule.c): row
+ * reductions and their normalization outputs, plus reductions over the
+ * rows (a weight gradient's column sums, a tensor-wide amax), in one pass
+ * over the data.
+ *
+ * CTA g of G handles rows g, g+G, ...; each row stays in registers as in
+ * the persistent row kernel, and each thread adds its columns of the row
+ * to accumulators kept in registers across rows (a thread owns the same
+ * columns in every row). Then every CTA writes its partials ([G, R] per
+ * column reduction, one value per tail reduction), fences, and takes a
+ * ticket from an arrival counter. The CTAs with the last `combiners`
+ * tickets wait until all G have arrived and combine: combiner j takes
+ * column blocks j, j+K, ..., summing the G partials of each column in a
+ * fixed order (thread groups over g = q, q+NG, ..., then the groups in
+ * order), so results are bitwise reproducible and independent of which
+ * CTA combines. Waiting is safe: a waiting CTA holds a ticket among the
+ * last K, so the CTAs with earlier tickets have exited and freed their
+ * slots for any CTA not yet started. The last combiner to finish resets
+ * both counters for the next run (and CUDA-graph replays). */
+#include <string.h>
+
+#include "emit.h"
+#include "emit_skel.h"
+#include "infer.h"
+
+enum { MAX_COLS = 4, MAX_TAILS = 4, MAX_CHUNKS = 8, LOADS_IN_FLIGHT = 16 };
+
+static LLVMValueRef partial_base(fgb_emitter *e) {
+  return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
+}
+
+static int64_t col_region(const fg_kernel *k, int i) {
+  int64_t off = 0;
+  for (int q = 0; q < i; q++) off += k->grid[0] * k->red * fg_dtype_size(fgk_red_acc(k->cols[q]));
+  return off;
+}
+
+/* &partial of column reduction i for CTA g at column col. */
+static LLVMValueRef col_partial(fgb_emitter *e, int i, LLVMValueRef g, LLVMValueRef col) {
+  const fg_kernel *k = e->k;
+  int sz = fg_dtype_size(fgk_red_acc(k->cols[i]));
+  LLVMValueRef el = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, k->red), ""), col, "");
+  LLVMValueRef byte = LLVMBuildAdd(e->b, fgb_const(e, col_region(k, i)), LLVMBuildMul(e->b, el, fgb_const(e, sz), ""), "");
+  return fgb_gep_global(e->m, partial_base(e), LLVMInt8TypeInContext(e->ctx), byte);
+}
+
+/* &partial of tail reduction i for CTA g (8-byte slots). */
+static LLVMValueRef tail_partial(fgb_emitter *e, int i, LLVMValueRef g) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef el = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->grid[0]), g, "");
+  LLVMValueRef byte = LLVMBuildAdd(e->b, fgb_const(e, col_region(k, k->ncols)), LLVMBuildMul(e->b, el, fgb_const(e, 8), ""), "");
+  return fgb_gep_global(e->m, partial_base(e), LLVMInt8TypeInContext(e->ctx), byte);
+}
+
+static LLVMValueRef load_volatile(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef ptr) {
+  /* other CTAs wrote it: never a stale L1 line */
+  LLVMValueRef ld = LLVMBuildLoad2(e->b, t, ptr, "");
+  LLVMSetVolatile(ld, 1);
+  return ld;
+}
+
+static void store_volatile(fgb_emitter *e, LLVMValueRef v, LLVMValueRef ptr) {
+  LLVMSetVolatile(LLVMBuildStore(e->b, v, ptr), 1);
+}
+
+static LLVMValueRef is_thread0(fgb_emitter *e) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  return LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+}
+
+/* The index of a value shaped like one row (a column reduction's result
+ * or a value computed from it) at reduced coordinates rc. */
+static void col_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *redc, LLVMValueRef *idx) {
+  int j = 0;
+  for (int d = 0, b = 0; d < e->k->rank; d++) {
+    if (e->k->mask[d]) idx[j++] = redc[b++];
+    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+  }
+}
+
+static void zero_index(fgb_emitter *e, const fg_value *o, LLVMValueRef *idx) {
+  for (int d = 0; d < o->type.rank; d++) idx[d] = fgb_const(e, 0);
+}
+
+typedef struct chunks {
+  int n;
+  LLVMValueRef idx0[MAX_CHUNKS][FG_MAX_RANK], valid[MAX_CHUNKS];
+  LLVMValueRef lanes[MAX_CHUNKS][16], uni[MAX_CHUNKS][64];
+  int nuni[MAX_CHUNKS];
+} chunks;
+
+static void enter(fgb_emitter *e, const chunks *ch, int c) {
+  memcpy(e->lanes, ch->lanes[c], sizeof e->lanes);
+  memcpy(e->uniform, ch->uni[c], sizeof e->uniform);
+  e->nuniform = ch->nuni[c];
+}
+
+/* One row: its reductions, its outputs, and its share of the column and
+ * tail accumulators. */
+static bool emit_row(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
+                     LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  int E = k->chunks, V = e->vec;
+  chunks ch;
+  for (int c = 0; c < E; c++) {
+    fgk_row_chunk(e, rc, r0[c], ch.idx0[c]);
+    ch.valid[c] = valid[c];
+    memcpy(ch.lanes[c], e->lanes, sizeof e->lanes);
+    memcpy(ch.uni[c], e->uniform, sizeof e->uniform);
+    ch.nuni[c] = e->nuniform;
+  }
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
+    for (int c = 0; c < E && acc; c++) {
+      enter(e, &ch, c);
+      acc = fgk_accumulate(e, n, ch.idx0[c], ch.valid[c], acc);
+    }
+    if (!acc) return false;
+    fgk_seed_reduction(e, n, rc->kc, fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i));
+  }
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
+    for (int c = 0; c < E; c++) {
+      enter(e, &ch, c);
+      fgk_store_full(e, o, ch.idx0[c], ch.valid[c]);
+    }
+  }
+  for (int i = 0; i < k->ncols; i++) {
+    const fg_node *n = k->cols[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    for (int c = 0; c < E; c++) {
+      enter(e, &ch, c);
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef idx[FG_MAX_RANK];
+        fgk_lane_index(e, ch.idx0[c], j, idx);
+        LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+        if (!x) return false;
+        x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+        if (ch.valid[c]) x = LLVMBuildSelect(e->b, ch.valid[c], x, id, "");
+        LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], "");
+        LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), cacc[i][c][j]);
+      }
+    }
+  }
+  e->nuniform = 0;
+  for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
+  for (int i = 0; i < k->ntails; i++) {
+    const fg_node *n = k->tails[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMValueRef idx[FG_MAX_RANK];
+    fgk_row_index(e, n->in[0], rc->kc, idx);
+    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+    if (!x) return false;
+    x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+    LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
+    LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
+  }
+  fgk_store_rows(e, rc);
+  return !e->failed;
+}
+
+/* Combiner: column block blk of CW columns. Thread t sums column t % CW
+ * over CTAs g = t / CW, + NG, ... (LOADS_IN_FLIGHT loads issued before
+ * any is combined), the NG group sums meet in shared memory and the first
+ * CW threads add them in group order. */
+static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
+  const fg_kernel *k = e->k;
+  int64_t CW = k->combine_cols, T = k->block, NG = T / CW, G = k->grid[0], R = k->red;
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  LLVMValueRef tid = fgb_thread_index(e, 0);
+  LLVMValueRef tcol = LLVMBuildURem(e->b, tid, fgb_const(e, CW), "");
+  LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, CW), "");
+  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), tcol, "");
+  LLVMValueRef cvalid = LLVMBuildICmp(e->b, LLVMIntSLT, col, fgb_const(e, R), "");
+  LLVMValueRef colc = LLVMBuildSelect(e->b, cvalid, col, fgb_const(e, 0), "");
+  for (int i = 0; i < k->ncols; i++) {
+    const fg_node *n = k->cols[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMTypeRef rt = fgb_reg_type(e->m, ad);
+    LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    LLVMValueRef accv = fgk_local_var(e, rt, id);
+    fgk_loop l;
+    LLVMValueRef g0 = fgk_loop_begin(e, &l, gq, fgb_const(e, G), fgb_const(e, NG * LOADS_IN_FLIGHT));
+    LLVMValueRef got[LOADS_IN_FLIGHT], in[LOADS_IN_FLIGHT];
+    for (int q = 0; q < LOADS_IN_FLIGHT; q++) {
+      LLVMValueRef g = LLVMBuildAdd(e->b, g0, fgb_const(e, q * NG), "");
+      in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
+      g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
+      got[q] = load_volatile(e, rt, col_partial(e, i, g, colc));
+    }
+    LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
+    for (int q = 0; q < LOADS_IN_FLIGHT; q++)
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildSelect(e->b, in[q], got[q], id, ""), ad);
+    LLVMBuildStore(e->b, acc, accv);
+    fgk_loop_end(e, &l, g0);
+    LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * T), tid, "");
+    LLVMValueRef sp = fgb_gep(e->m, scratch, i8, LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, LLVMInt32TypeInContext(e->ctx), ""),
+                                                         LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""));
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, rt, accv, ""), sp);
+  }
+  fgb_barrier(e->m);
+  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef redc[FG_MAX_RANK];
+  fgb_delinearize(e, colc, rc->red_sizes, rc->nred, redc);
+  for (int i = 0; i < k->ncols; i++) {
+    const fg_node *n = k->cols[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMTypeRef rt = fgb_reg_type(e->m, ad);
+    LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    for (int q = 0; q < NG; q++) {
+      LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * T + q * CW), tcol, "");
+      LLVMValueRef sp = fgb_gep(e->m, scratch, i8, LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, LLVMInt32TypeInContext(e->ctx), ""),
+                                                           LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""));
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, sp, ""), ad);
+    }
+    LLVMValueRef idx[FG_MAX_RANK];
+    col_index(e, n->out[0], redc, idx);
+    fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
+  }
+  LLVMValueRef vals[64];
+  int nv = 0;
+  for (int i = 0; i < k->nouts && nv < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fg_plan_phase(e->p, k, o) != FG_PHASE_COLUMNS) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    col_index(e, o, redc, idx);
+    vals[nv++] = fgb_emit_value(e, o, idx);
+    if (e->failed) return false;
+  }
+  LLVMBasicBlockRef st = fgb_begin_if(e, cvalid);
+  nv = 0;
+  for (int i = 0; i < k->nouts && nv < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fg_plan_phase(e->p, k, o) != FG_PHASE_COLUMNS) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    col_index(e, o, redc, idx);
+    fgb_emit_store(e, o, idx, vals[nv++]);
+  }
+  fgb_end_if(e, st);
+  fgb_memo_release(e, mark);
+  fgb_end_if(e, first);
+  fgb_barrier(e->m); /* the scratch is reused by the next block */
+  return !e->failed;
+}
+
+/* Combiner 0 also finishes the tail reductions: a block reduction over the
+ * G per-CTA partials. */
+static bool combine_tails(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef tid = fgb_thread_index(e, 0);
+  int mark = fgb_memo_mark(e);
+  for (int i = 0; i < k->ntails; i++) {
+    const fg_node *n = k->tails[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMTypeRef rt = fgb_reg_type(e->m, ad);
+    LLVMValueRef accv = fgk_local_var(e, rt, fgb_reduce_identity(e->m, fgk_red_op(n), ad));
+    fgk_loop l;
+    LLVMValueRef g = fgk_loop_begin(e, &l, tid, fgb_const(e, k->grid[0]), fgb_const(e, k->block));
+    LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_volatile(e, rt, tail_partial(e, i, g)), ad);
+    LLVMBuildStore(e->b, acc, accv);
+    fgk_loop_end(e, &l, g);
+    if (i) fgb_barrier(e->m); /* the previous block reduction's slots are read */
+    LLVMValueRef tot = fgb_block_reduce(e, fgk_red_op(n), ad, LLVMBuildLoad2(e->b, rt, accv, ""), 0);
+    LLVMValueRef idx[FG_MAX_RANK];
+    zero_index(e, n->out[0], idx);
+    fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, tot, ad, n->out[0]->type.dtype));
+  }
+  LLVMValueRef vals[64];
+  int nv = 0;
+  for (int i = 0; i < k->nouts && nv < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fg_plan_phase(e->p, k, o) != FG_PHASE_TAIL) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    zero_index(e, o, idx);
+    vals[nv++] = fgb_emit_value(e, o, idx);
+    if (e->failed) return false;
+  }
+  LLVMBasicBlockRef t0 = fgb_begin_if(e, is_thread0(e));
+  nv = 0;
+  for (int i = 0; i < k->nouts && nv < 64; i++) {
+    const fg_value *o = k->outs[i];
+    if (fg_plan_phase(e->p, k, o) != FG_PHASE_TAIL) continue;
+    LLVMValueRef idx[FG_MAX_RANK];
+    zero_index(e, o, idx);
+    fgb_emit_store(e, o, idx, vals[nv++]);
+  }
+  fgb_end_if(e, t0);
+  fgb_memo_release(e, mark);
+  return !e->failed;
+}
+
+bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  int E = k->chunks, V = e->vec;
+  int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
+  if (k->ncols > MAX_COLS || k->ntails > MAX_TAILS || E > MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G) {
+    fgb_fail(e, "internal error: row + column kernel %d out of its limits", k->id);
+    return false;
+  }
+  fgk_row_ctx rc;
+  memset(&rc, 0, sizeof rc);
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d]) rc.red_sizes[rc.nred++] = k->dims[d];
+    else rc.kept_sizes[rc.nkept++] = k->dims[d];
+  }
+  rc.rstart = fgb_const(e, 0);
+  rc.rend = fgb_const(e, R);
+  LLVMValueRef cta = fgb_block_index(e, 0);
+  LLVMValueRef tv = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, V), "");
+  /* A thread's chunks sit at the same columns in every row. */
+  bool exact = T * V * E == R;
+  LLVMValueRef r0[MAX_CHUNKS], valid[MAX_CHUNKS];
+  for (int c = 0; c < E; c++) {
+    r0[c] = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, "");
+    valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0[c], fgb_const(e, R), "");
+    if (valid[c]) r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
+  }
+  LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], tacc[MAX_TAILS];
+  for (int i = 0; i < k->ncols; i++) {
+    fg_dtype ad = fgk_red_acc(k->cols[i]);
+    for (int c = 0; c < E; c++)
+      for (int j = 0; j < V; j++)
+        cacc[i][c][j] = fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
+  }
+  for (int i = 0; i < k->ntails; i++) {
+    fg_dtype ad = fgk_red_acc(k->tails[i]);
+    tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
+  }
+
+  fgk_loop rows;
+  LLVMValueRef row = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer), fgb_const(e, G));
+  int mark = fgb_memo_mark(e);
+  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
+  if (!emit_row(e, &rc, r0, valid, cacc, tacc)) return false;
+  /* The next row's block reductions reuse the shared slots this row's
+   * are still read from. */
+  fgb_barrier(e->m);
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &rows, row);
+
+  /* Partials, then the arrival ticket. */
+  for (int i = 0; i < k->ncols; i++) {
+    fg_dtype ad = fgk_red_acc(k->cols[i]);
+    for (int c = 0; c < E; c++) {
+      LLVMBasicBlockRef m = valid[c] ? fgb_begin_if(e, valid[c]) : NULL;
+      for (int j = 0; j < V; j++)
+        LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], ""),
+                       col_partial(e, i, cta, LLVMBuildAdd(e->b, r0[c], fgb_const(e, j), "")));
+      if (m) fgb_end_if(e, m);
+    }
+  }
+  if (k->ntails) {
+    LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
+    for (int i = 0; i < k->ntails; i++)
+      LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->tails[i])), tacc[i], ""),
+                     tail_partial(e, i, cta));
+    fgb_end_if(e, m);
+  }
+  LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+  LLVMValueRef arrived = fgb_gep_global(e->m, counters, i32, LLVMConstInt(i32, 0, 0));
+  LLVMValueRef finished = fgb_gep_global(e->m, counters, i32, LLVMConstInt(i32, 1, 0));
+  LLVMValueRef flag = fgk_smem_slot(e, k->nreds, LLVMConstInt(i32, 0, 0));
+  fgb_membar_gl(e->m);
+  fgb_barrier(e->m);
+  LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
+  LLVMBuildStore(e->b, fgb_atomic_add_i32_global(e->m, arrived, LLVMConstInt(i32, 1, 0)), flag);
+  fgb_end_if(e, m);
+  fgb_barrier(e->m);
+  LLVMValueRef ticket = LLVMBuildLoad2(e->b, i32, flag, "");
+  LLVMValueRef first_combiner = LLVMConstInt(i32, (unsigned long long)(G - K), 0);
+  LLVMBasicBlockRef done = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntUGE, ticket, first_combiner, ""));
+  LLVMValueRef j = LLVMBuildSub(e->b, ticket, first_combiner, "");
+  if (LLVMTypeOf(fgb_const(e, 0)) != i32) j = LLVMBuildZExt(e->b, j, LLVMTypeOf(fgb_const(e, 0)), "");
+
+  /* Wait for every CTA's partials. */
+  m = fgb_begin_if(e, is_thread0(e));
+  LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "spin");
+  LLVMBasicBlockRef nap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "nap");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "go");
+  LLVMBuildBr(e->b, spin);
+  LLVMPositionBuilderAtEnd(e->b, spin);
+  LLVMValueRef seen = load_volatile(e, i32, arrived);
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntULT, seen, LLVMConstInt(i32, (unsigned long long)G, 0), ""), nap, go);
+  LLVMPositionBuilderAtEnd(e->b, nap);
+  fgb_nanosleep(e->m, 64);
+  LLVMBuildBr(e->b, spin);
+  LLVMPositionBuilderAtEnd(e->b, go);
+  fgb_end_if(e, m);
+  fgb_barrier(e->m);
+  fgb_membar_gl(e->m);
+
+  if (k->ncols) {
+    char name[256];
+    snprintf(name, sizeof name, "fg_combine_%s", LLVMGetValueName(e->fn));
+    LLVMValueRef scratch = fgb_shared_array(e->m, name, (uint64_t)8 * (uint64_t)T * (uint64_t)k->ncols);
+    int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;
+    fgk_loop bl;
+    LLVMValueRef blk = fgk_loop_begin(e, &bl, j, fgb_const(e, nblocks), fgb_const(e, K));
+    for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+    e->nuniform = 0;
+    if (!combine_block(e, &rc, blk, scratch)) return false;
+    fgk_loop_end(e, &bl, blk);
+  }
+  if (k->ntails) {
+    for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+    e->nuniform = 0;
+    LLVMBasicBlockRef t = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, 0), ""));
+    if (!combine_tails(e)) return false;
+    fgb_end_if(e, t);
+  }
+  /* The last combiner out resets both counters (every combiner has left
+   * the wait by then). */
+  m = fgb_begin_if(e, is_thread0(e));
+  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, finished, LLVMConstInt(i32, 1, 0));
+  LLVMBasicBlockRef reset =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, old, LLVMConstInt(i32, (unsigned long long)(K - 1), 0), ""));
+  store_volatile(e, LLVMConstInt(i32, 0, 0), arrived);
+  store_volatile(e, LLVMConstInt(i32, 0, 0), finished);
+  fgb_end_if(e, reset);
+  fgb_end_if(e, m);
+  fgb_end_if(e, done);
+  return !e->failed;
+}

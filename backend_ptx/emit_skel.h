@@ -1,0 +1,55 @@
+/* Pieces shared by the kernel skeletons (emit_kernels.c, emit_rowcol.c):
+ * loops, locals, reductions' accumulators and the row coordinates. */
+#ifndef FGB_EMIT_SKEL_H
+#define FGB_EMIT_SKEL_H
+#include "emit.h"
+
+/* A local variable (an alloca in the entry block, so it becomes a
+ * register), initialized here. */
+LLVMValueRef fgk_local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init);
+
+typedef struct fgk_loop {
+  LLVMValueRef var, step, end;
+  LLVMBasicBlockRef cond, body, exit;
+} fgk_loop;
+/* for (i = start; i < end; i += step): returns i inside the body. */
+LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step);
+void fgk_loop_end(fgb_emitter *e, fgk_loop *l, LLVMValueRef i);
+LLVMValueRef fgk_imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b);
+
+/* 8-byte slot `i32_index` of shared-memory area `slot` (256 bytes each;
+ * area nreds is the grid reduction's flag). */
+LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index);
+/* Thread 0 zeroes a grid-reduction counter (volatile). */
+void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr);
+
+fg_opcode fgk_red_op(const fg_node *n);   /* the combining op */
+fg_dtype fgk_red_acc(const fg_node *n);   /* the accumulator type */
+bool fgk_is_reduction_result(const fg_value *o);
+/* Seeds reduction n's result for the row at kept coordinates kc. */
+void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total);
+/* The index of row-shaped value o for the row at kept coordinates kc. */
+void fgk_row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx);
+
+typedef struct fgk_row_ctx {
+  int nkept, nred;
+  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK];
+  LLVMValueRef kc[FG_MAX_RANK];
+  LLVMValueRef rstart, rend;
+} fgk_row_ctx;
+/* Sets lanes and uniform coordinates for the chunk at reduced linear index
+ * r0 and fills the domain index of its lane 0. */
+void fgk_row_chunk(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx);
+void fgk_lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx);
+/* Accumulates reduction n over one chunk (all lanes; identity where !valid). */
+LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
+                            LLVMValueRef acc);
+/* Stores full-domain output o for one chunk (when valid). */
+void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid);
+/* Thread 0 stores the row-shaped outputs (and reduction results) of the row. */
+void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc);
+
+/* The row + column form of a row kernel (plan.h). */
+bool fgb_emit_rowcol_kernel(fgb_emitter *e);
+
+#endif
