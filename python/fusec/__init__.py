@@ -147,7 +147,12 @@ class Module:
         self._dll, self.library_path = library(lib)
         self.path = os.fspath(path)
         self._h = None
+        # Graph instances are freed before the module, whatever order the
+        # garbage collector finalizes the Python objects in (at exit, weak
+        # references are cleared first): the module owns their handles.
+        self._graph_handles = set()
         self._graphs = weakref.WeakSet()
+        self._handles_lock = threading.Lock()
         self._log_cb = _capi.fgl_log_fn(_on_log)  # kept alive as long as the module
         opts = _capi.fgl_load_options()
         self._dll.fgl_load_options_init(ctypes.byref(opts))
@@ -251,9 +256,20 @@ class Module:
         """Frees every graph instance of this module, then the module."""
         for g in list(self._graphs):
             g.close()
+        with self._handles_lock:
+            handles, self._graph_handles = self._graph_handles, set()
+        for h in handles:
+            self._dll.fgl_graph_free(ctypes.c_void_p(h), None)
         if self._h:
             h, self._h = self._h, None
             self._dll.fgl_module_free(h, None)
+
+    def _release_graph(self, h):
+        with self._handles_lock:
+            if h.value not in self._graph_handles:
+                return  # freed with the module already
+            self._graph_handles.discard(h.value)
+        self._dll.fgl_graph_free(h, None)
 
     def __del__(self):
         try:
@@ -291,6 +307,8 @@ class Graph:
         err = _capi.fgl_error()
         _check(self._dll.fgl_graph_create(module._handle(), name.encode(), ctypes.byref(h), ctypes.byref(err)), err)
         self._h = h
+        with module._handles_lock:
+            module._graph_handles.add(h.value)
         module._graphs.add(self)
         gi = _capi.fgl_graph_info()
         self._call("fgl_graph_get_info", ctypes.byref(gi))
@@ -315,6 +333,7 @@ class Graph:
         self.results = tuple(results)
         self._lock = threading.Lock()
         self._err = _capi.fgl_error()
+        self._err_ref = ctypes.byref(self._err)
         # Argument arrays reused by every call (the loader only reads inputs;
         # it fills the view entries of outputs).
         self._ins = (_capi.fgl_arg * max(1, len(params)))()
@@ -334,7 +353,7 @@ class Graph:
             self._written.append((r.index, r.shape, r.strides, t.dtype))
 
     def _call(self, fn, *args):
-        if not self._h:
+        if not self._h or not self.module._h:
             raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "graph instance is closed")
         err = _capi.fgl_error()
         _check(getattr(self._dll, fn)(self._h, *args, ctypes.byref(err)), err)
@@ -346,7 +365,7 @@ class Graph:
     def close(self):
         if self._h:
             h, self._h = self._h, None
-            self._dll.fgl_graph_free(h, None)
+            self.module._release_graph(h)
 
     def __del__(self):
         try:
@@ -418,7 +437,7 @@ class Graph:
         else:
             raw, custom = stream.cuda_stream, stream
         with self._lock:
-            if not self._h:
+            if not self._h or not self.module._h:
                 raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "graph instance %s is closed" % self.name)
             n_in = len(args)
             if n_in == len(self.params):
@@ -445,7 +464,7 @@ class Graph:
                 outs[j].ptr = t.data_ptr()
                 if custom is not None:
                     t.record_stream(custom)
-            st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, ctypes.byref(self._err))
+            st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, self._err_ref)
             if st != _capi.FGL_OK:
                 _check(st, self._err)
             for j, from_param, bi, shape, strides, off in self._views:

@@ -323,6 +323,31 @@ class FakeDriver(unittest.TestCase):
         with self.assertRaises(fusec.FusecError):
             m.graphs()
 
+    def test_module_finalized_before_its_graphs(self):
+        # As at interpreter exit, when the collector clears weak references
+        # first and finalizes a module before its graphs: the module frees
+        # the graph handles, and the graphs' own close() frees nothing twice.
+        m = fusec.load(ADD_PTX, LIB)
+        g1, g2 = m.graph("ident"), m.graph("axpy")
+        m._graphs.discard(g1)
+        m._graphs.discard(g2)
+        m.close()
+        g1.close()
+        g2.__del__()
+        self.assertIsNone(g1._h)
+        # the same from a real reference cycle, in a child process that must exit cleanly
+        code = ("import fusec, gc\n"
+                "class C: pass\n"
+                "for i in range(20):\n"
+                "    c = C(); c.c = c; c.m = fusec.load(%r, %r); c.gs = [c.m.graph('ident') for _ in range(3)]\n"
+                "    del c\n"
+                "gc.collect()\n"
+                "k = C(); k.k = k; k.m = fusec.load(%r, %r); k.g = k.m.graph('axpy')\n"
+                "print('ok')\n" % (ADD_PTX, LIB, ADD_PTX, LIB))
+        p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")), timeout=120)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "ok"), p.stdout)
+
     # -- calls (need torch; CPU tensors stand for device memory here) --
 
     def need_torch(self):
