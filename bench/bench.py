@@ -6,8 +6,10 @@ Per workload: inputs from the graph's signature (seeded normal); the PyTorch
 eager reference (bench/refs.py, the graph's ops one by one); fusec's artifact
 (precompiled by bench/prepare.sh on the build machine) through the Python
 binding (python/fusec) checked against eager BEFORE any timing;
-torch.compile(dynamic=False) in the default mode and in
-"max-autotune-no-cudagraphs", each checked too; then the timings.
+torch.compile(dynamic=False) in the default mode, checked too; then the
+timings. A second pass, in priority order while time is left, adds
+torch.compile(mode="max-autotune-no-cudagraphs") (the workloads it has no
+time for say so).
 
 Timing (the same for every implementation):
 - device time: CUDA events around each call, median of N calls (N for about
@@ -80,10 +82,14 @@ LOCK = threading.RLock()
 STATE = {}
 PHASE = [None, None, 0.0]  # workload, phase, start time (read by the watchdog)
 PHASE_LIMIT_S = {"compile_default": 300.0, "compile_max_autotune": 300.0}
-DEFAULT_PHASE_LIMIT_S = float(os.environ.get("FGBENCH_PHASE_LIMIT_S", "120"))
+DEFAULT_PHASE_LIMIT_S = 120.0
+if os.environ.get("FGBENCH_PHASE_LIMIT_S"):  # one limit for every phase (the hang self-test)
+    DEFAULT_PHASE_LIMIT_S = float(os.environ["FGBENCH_PHASE_LIMIT_S"])
+    PHASE_LIMIT_S = {}
 # For the self-test of the hang handling (bench/run.sh with BENCH_DRY_RUN_CPU=1): a workload whose
 # reference never returns.
 TEST_HANG = os.environ.get("FGBENCH_TEST_HANG", "")
+MA_SUFFIX = "#max-autotune"  # in_progress of phase 2
 
 
 def phase(name, what):
@@ -170,7 +176,6 @@ class Timer:
         self.events = [DEV.event() for _ in range(26)]
 
     def host_us(self, fn, calls, reps):
-        torch = self.torch
         out = []
         for _ in range(reps):
             DEV.sync()
@@ -184,7 +189,6 @@ class Timer:
 
     def measure(self, fn, target_s=0.25):
         """Returns a dict: device µs (median, p10, p90, n), host µs per call."""
-        torch = self.torch
         for _ in range(3):
             fn()
         DEV.sync()
@@ -292,44 +296,84 @@ def check_outputs(refs, got, want):
 
 
 class Budget:
-    def __init__(self, deadline, n_workloads):
+    """Phase 1 (every workload: eager, fusec, torch.compile default) keeps
+    time for the workloads after it; phase 2 (max-autotune, in priority
+    order) gets what is left."""
+
+    def __init__(self, deadline):
         self.deadline = deadline
-        self.reserve = 20.0  # writing the outputs at the end
-        self.basic = []  # seconds per workload without max-autotune
+        self.reserve = 20.0  # the final copy measurement and the outputs
         self.ma = []  # seconds per max-autotune compile + timing
 
     def left(self):
         return self.deadline - self.reserve - time.time()
 
-    def est_basic(self):
-        return statistics.mean(self.basic) if self.basic else 12.0
-
     def est_ma(self):
-        return max(self.ma) if self.ma else 60.0
+        return max(self.ma) if self.ma else 45.0
+
+
+CURRENT = [None]  # the result being filled (the watchdog saves it if a phase hangs)
+
+
+def workload_io(wl, ctx):
+    """(reference, inputs, eager outputs) of a workload."""
+    torch, refs = ctx["torch"], ctx["refs"]
+    tiny = ctx["args"].dry_run_cpu
+    sig = workloads.signature(workloads.fg_text(wl, tiny=tiny))
+    ref = refs.ref_for(wl["kind"], wl["tiny"] if tiny else wl["shape"])
+    inputs = refs.make_inputs(sig, torch.device(DEV.name), seed=0)
+    DEV.sync()
+    want = as_tuple(ref(*inputs))
+    DEV.sync()
+    return sig, ref, inputs, want
+
+
+def compile_and_time(ctx, name, r, mode, ref, inputs, want):
+    """torch.compile(ref) in `mode` (None: default): cold compile time, check, timing, into r."""
+    torch, refs, timer = ctx["torch"], ctx["refs"], ctx["timer"]
+    t_impl = time.time()
+    impl = "compile_default" if mode is None else "compile_max_autotune"
+    phase(name, impl)
+    cfn = None
+    try:
+        torch._dynamo.reset()
+        cfn = torch.compile(ref, dynamic=False) if mode is None else torch.compile(ref, dynamic=False, mode=mode)
+        t0 = time.perf_counter()
+        out = cfn(*inputs)
+        DEV.sync()
+        r["compile_s"] = time.perf_counter() - t0
+        r["check"] = check_outputs(refs, out, want)
+        del out
+        r.update(timer.measure(lambda: cfn(*inputs)))
+        log("%s: %s compiled in %.1f s, %s, %.2f us" % (name, impl, r["compile_s"],
+                                                       "check ok" if r["check"]["ok"] else "CHECK FAILED", r["us"]))
+    except Exception as e:
+        r["error"] = err_text(e)
+        log("%s: %s failed: %s" % (name, impl, r["error"][:300]))
+    finally:
+        cfn = None
+        torch._dynamo.reset()
+        r["phase_s"] = time.time() - t_impl
 
 
 def run_workload(wl, ctx, remaining_after):
+    """Phase 1: eager, fusec (checked against eager), torch.compile default."""
     torch, refs, timer, budget, prep = ctx["torch"], ctx["refs"], ctx["timer"], ctx["budget"], ctx["prep"]
     import fusec
 
     name = wl["name"]
     t_start = time.time()
-    tiny = ctx["args"].dry_run_cpu
-    text = workloads.fg_text(wl, tiny=tiny)
-    sig = workloads.signature(text)
+    sig = workloads.signature(workloads.fg_text(wl, tiny=ctx["args"].dry_run_cpu))
     res = dict(name=name, desc=wl["desc"], small=wl["small"], status="running",
                inputs=["%s: %s[%s]" % (n, d, ",".join(map(str, s))) for n, d, s in sig], notes=[])
     for impl in IMPLS:
         res[impl] = {}
+    CURRENT[0] = res
     phase(name, "inputs and eager reference")
     if name == TEST_HANG:
         time.sleep(1e6)
-    ref = refs.ref_for(wl["kind"], wl["tiny"] if tiny else wl["shape"])
-    inputs = refs.make_inputs(sig, torch.device(DEV.name), seed=0)
-    DEV.sync()
     with torch.no_grad():
-        want = as_tuple(ref(*inputs))
-        DEV.sync()
+        sig, ref, inputs, want = workload_io(wl, ctx)
         res["outputs"] = ["%s[%s]" % (str(t.dtype).replace("torch.", ""), ",".join(map(str, t.shape))) for t in want]
         res["bytes_eager_outputs"] = eager_bytes(inputs, want)
         res["bytes"], res["bytes_source"] = res["bytes_eager_outputs"], "eager outputs (no fusec plan)"
@@ -377,81 +421,71 @@ def run_workload(wl, ctx, remaining_after):
                 res[impl].update(timer.measure(fn))
             except Exception as e:
                 res[impl]["error"] = err_text(e)
-
-        # -- torch.compile, default then max-autotune (time-guarded)
-        for impl, mode in (("compile_default", None), ("compile_max_autotune", "max-autotune-no-cudagraphs")):
-            r = res[impl]
-            if ctx["args"].skip_compile or (mode and ctx["args"].skip_max_autotune):
-                r["skipped"] = "disabled on the command line"
-                continue
-            if mode is None:
-                need = 10.0 + remaining_after * 3.0
-            else:
-                need = budget.est_ma() + remaining_after * budget.est_basic()
-            if budget.left() < need:
-                r["skipped"] = "time budget: %.0f s left, about %.0f s needed for it and the basic runs of the " \
-                               "%d workloads after it" % (budget.left(), need, remaining_after)
-                log("%s: %s skipped (%s)" % (name, impl, r["skipped"]))
-                continue
-            t_impl = time.time()
-            phase(name, impl)
-            try:
-                torch._dynamo.reset()
-                cfn = torch.compile(ref, dynamic=False) if mode is None else \
-                    torch.compile(ref, dynamic=False, mode=mode)
-                t0 = time.perf_counter()
-                out = cfn(*inputs)
-                DEV.sync()
-                r["compile_s"] = time.perf_counter() - t0
-                r["check"] = check_outputs(refs, out, want)
-                del out
-                r.update(timer.measure(lambda: cfn(*inputs)))
-                log("%s: %s compiled in %.1f s, %s, %.2f us" % (name, impl, r["compile_s"],
-                                                               "check ok" if r["check"]["ok"] else "CHECK FAILED",
-                                                               r["us"]))
-            except Exception as e:
-                r["error"] = err_text(e)
-                log("%s: %s failed: %s" % (name, impl, r["error"][:300]))
-            finally:
-                cfn = None
-                torch._dynamo.reset()
-                r["phase_s"] = time.time() - t_impl
-                if mode:
-                    budget.ma.append(r["phase_s"])
         if g is not None:
             g.close()
         if m is not None:
             m.close()
-    del inputs, want
+
+        # -- torch.compile, default mode (time-guarded: keeps time for the basic runs after it)
+        r = res["compile_default"]
+        need = 10.0 + remaining_after * 3.0
+        if ctx["args"].skip_compile:
+            r["skipped"] = "disabled on the command line"
+        elif budget.left() < need:
+            r["skipped"] = "time budget: %.0f s left, about %.0f s needed for it and the %d workloads after it" % (
+                budget.left(), need, remaining_after)
+            log("%s: torch.compile skipped (%s)" % (name, r["skipped"]))
+        else:
+            compile_and_time(ctx, name, r, None, ref, inputs, want)
+    inputs = want = None
     gc.collect()
     DEV.sync()
     DEV.empty_cache()
-
-    # -- derived figures (fractions: derive(), with the run's copy bandwidth)
-    comp = [res[i]["us"] for i in ("compile_default", "compile_max_autotune")
-            if "us" in res[i] and res[i].get("check", {}).get("ok")]
-    fz = res["fusec"]
-    if comp and "us" in fz and fz.get("check", {}).get("ok"):
-        res["speedup_vs_best_compile"] = min(comp) / fz["us"]
-    if "us" in fz and "us" in res["eager"] and fz.get("check", {}).get("ok"):
-        res["speedup_vs_eager"] = res["eager"]["us"] / fz["us"]
     res["status"] = "done"
     res["seconds"] = time.time() - t_start
-    budget.basic.append(res["seconds"] - res["compile_max_autotune"].get("phase_s", 0.0))
     return res
 
 
+def run_max_autotune(wl, ctx, res):
+    """Phase 2: torch.compile(mode="max-autotune-no-cudagraphs"), checked against eager, timed."""
+    torch = ctx["torch"]
+    r = res["compile_max_autotune"] = {}
+    CURRENT[0] = res
+    phase(wl["name"], "inputs and eager reference")
+    with torch.no_grad():
+        sig, ref, inputs, want = workload_io(wl, ctx)
+        if wl["name"] + MA_SUFFIX == TEST_HANG:
+            phase(wl["name"], "compile_max_autotune")
+            time.sleep(1e6)
+        compile_and_time(ctx, wl["name"], r, "max-autotune-no-cudagraphs", ref, inputs, want)
+    inputs = want = None
+    gc.collect()
+    DEV.sync()
+    DEV.empty_cache()
+    ctx["budget"].ma.append(r.get("phase_s", 0.0))
+
+
 def derive(st):
-    """GB/s and fraction of copy bandwidth of every timed implementation."""
+    """GB/s and fraction of copy bandwidth of every timed implementation, and
+    fusec's speedups (over the best checked torch.compile, and over eager)."""
     copy = st.get("copy_gbs_used") or 0
     for res in st.get("workloads", {}).values():
         if res.get("status") != "done":
             continue
         for impl in IMPLS:
-            r = res[impl]
+            r = res.setdefault(impl, {})
             if r.get("us", 0) > 0 and copy > 0:
                 r["gbs"] = res["bytes"] / (r["us"] * 1e-6) / 1e9
                 r["fraction"] = r["gbs"] / copy
+        ok = lambda r: "us" in r and r.get("check", {}).get("ok")  # noqa: E731
+        fz = res["fusec"]
+        comp = [res[i]["us"] for i in ("compile_default", "compile_max_autotune") if ok(res[i])]
+        res.pop("speedup_vs_best_compile", None)
+        res.pop("speedup_vs_eager", None)
+        if ok(fz) and comp:
+            res["speedup_vs_best_compile"] = min(comp) / fz["us"]
+        if ok(fz) and "us" in res["eager"]:
+            res["speedup_vs_eager"] = res["eager"]["us"] / fz["us"]
 
 
 # ---- reports ------------------------------------------------------------------------
@@ -700,11 +734,12 @@ def main():
             STATE = json.load(f)
         STATE["attempts"] = STATE.get("attempts", 1) + 1
         ip = STATE.get("in_progress")
-        if ip:
-            STATE["workloads"][ip] = dict(name=ip, status="crashed", inputs=[],
-                                          error="the process died or lost its CUDA context during this workload "
-                                                "(see bench.log); the run went on in a new process")
-            STATE["in_progress"] = None
+        why = "the process died or lost its CUDA context here (see bench.log); the run went on in a new process"
+        if ip and ip.endswith(MA_SUFFIX):  # phase 2: only that max-autotune compile is lost
+            STATE["workloads"][ip[:-len(MA_SUFFIX)]]["compile_max_autotune"] = dict(error=why)
+        elif ip:
+            STATE["workloads"][ip] = dict(name=ip, status="crashed", inputs=[], error=why)
+        STATE["in_progress"] = None
         log("resuming from %s (attempt %d)" % (state_path, STATE["attempts"]))
     else:
         STATE = dict(meta={}, copy_bw=[], workloads={}, notes=[], attempts=1, in_progress=None)
@@ -742,12 +777,19 @@ def main():
             name, what, t = PHASE
             if name and time.time() - t > PHASE_LIMIT_S.get(what, DEFAULT_PHASE_LIMIT_S):
                 # a hung kernel or compile: record it, then let run.sh resume in a new process
-                log("%s: %s has run %.0f s: giving up on this workload (exit 3: run.sh resumes)" % (
-                    name, what, time.time() - t))
+                log("%s: %s has run %.0f s: giving up on it (exit 3: run.sh resumes)" % (name, what, time.time() - t))
+                why = "%s did not finish in %.0f s (a hung kernel or compile?); the run went on in a new process" % (
+                    what, time.time() - t)
                 with LOCK:
-                    STATE["workloads"][name] = dict(name=name, status="hung", inputs=[],
-                                                    error="%s did not finish in %.0f s (a hung kernel or compile?);"
-                                                          " the run went on in a new process" % (what, time.time() - t))
+                    res = CURRENT[0] if CURRENT[0] is not None and CURRENT[0].get("name") == name else None
+                    if (STATE.get("in_progress") or "").endswith(MA_SUFFIX):  # phase 2: keep phase 1's results
+                        STATE["workloads"][name]["compile_max_autotune"] = dict(error=why)
+                    elif res is not None and what in IMPLS and "bytes" in res:
+                        res[what] = dict(error=why)  # keep what was measured before
+                        res["status"] = "done"
+                        STATE["workloads"][name] = res
+                    else:
+                        STATE["workloads"][name] = dict(name=name, status="hung", inputs=[], error=why)
                     STATE["in_progress"] = None
                 try:
                     save_state(state_path)
@@ -793,8 +835,35 @@ def main():
     with LOCK:
         STATE["selected"] = [w["name"] for w in workloads.W if (not only or w["name"] in only)
                              and not (args.skip_small and w["small"])]
-    budget = Budget(deadline, len(todo))
+    budget = Budget(deadline)
     ctx = dict(torch=torch, refs=refs, timer=timer, budget=budget, prep=prep, prep_dir=args.prep, args=args)
+
+    def finish(name, res, key=None):
+        """Stores a result; if the CUDA context died, exits 3 (run.sh resumes)."""
+        alive = True
+        try:
+            DEV.sync()
+            torch.zeros(1, device=DEV.name).add_(1).item()
+        except Exception as e:
+            alive = False
+            lost = "CUDA context lost: %s" % err_text(e)
+            target = res if key is None else res.setdefault(key, {})
+            target["error"] = (target.get("error", "") + " | " + lost).lstrip(" |")
+            if key is None:
+                res["status"] = "error"
+        PHASE[:] = [None, None, 0.0]
+        CURRENT[0] = None
+        with LOCK:
+            STATE["workloads"][name] = res
+            STATE["in_progress"] = None
+        save_state(state_path)
+        write_outputs(args.out, png=False)
+        if not alive:
+            log("the CUDA context is lost after %s: exiting with 3 so that run.sh resumes in a new process" % name)
+            sys.stdout.flush()
+            os._exit(3)
+
+    # Phase 1: every workload (eager, fusec, torch.compile default).
     for i, wl in enumerate(todo):
         name = wl["name"]
         if budget.left() < 8:
@@ -810,24 +879,31 @@ def main():
         except Exception as e:
             res = dict(name=name, status="error", inputs=[], error=err_text(e), traceback=traceback.format_exc())
             log("%s: ERROR %s" % (name, res["error"]))
-        alive = True
-        try:
-            DEV.sync()
-            torch.zeros(1, device=DEV.name).add_(1).item()
-        except Exception as e:
-            alive = False
-            res["status"] = "error"
-            res["error"] = (res.get("error") or "") + " | CUDA context lost: %s" % err_text(e)
-        PHASE[:] = [None, None, 0.0]
+        finish(name, res)
+
+    # Phase 2: max-autotune, in priority order, while time is left.
+    for wl in workloads.W:
+        name = wl["name"]
+        res = STATE["workloads"].get(name)
+        if name not in STATE["selected"] or not res or res.get("status") != "done" or res.get("compile_max_autotune"):
+            continue
+        if args.skip_compile or args.skip_max_autotune:
+            res["compile_max_autotune"] = dict(skipped="disabled on the command line")
+            continue
+        if budget.left() < budget.est_ma():
+            res["compile_max_autotune"] = dict(skipped="time budget: %.0f s left, a max-autotune compile takes up to "
+                                                       "%.0f s here" % (max(0, budget.left()), budget.est_ma()))
+            continue
         with LOCK:
-            STATE["workloads"][name] = res
-            STATE["in_progress"] = None
+            STATE["in_progress"] = name + MA_SUFFIX
         save_state(state_path)
-        write_outputs(args.out, png=False)
-        if not alive:
-            log("the CUDA context is lost after %s: exiting with 3 so that run.sh resumes in a new process" % name)
-            sys.stdout.flush()
-            os._exit(3)
+        log("== %s: max-autotune" % name)
+        try:
+            run_max_autotune(wl, ctx, res)
+        except Exception as e:
+            res["compile_max_autotune"] = dict(error=err_text(e))
+            log("%s: max-autotune ERROR %s" % (name, err_text(e)))
+        finish(name, res, "compile_max_autotune")
 
     try:
         cb = copy_bandwidth(torch, timer)

@@ -72,7 +72,7 @@ for attempt in 1 2 3 4; do
     0) break ;;
     2) fail "bench.py could not start (exit 2; see above)" ;;
     *) if [ "$(date +%s)" -ge $(( DEADLINE - 30 )) ]; then break; fi
-       say "bench.py exited with $rc (3 = CUDA context lost; other = crash): resuming in a new process" ;;
+       say "bench.py exited with $rc (3 = CUDA context lost or a workload hung; other = a crash): resuming in a new process" ;;
   esac
 done
 say "finished in $(( $(date +%s) - START )) s (bench.py exit $rc); outputs: $(cd "$OUT" && ls | tr '\n' ' ')"

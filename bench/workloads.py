@@ -431,7 +431,11 @@ def prepare(fusec, out, reps=3, tiny=False):
         for _ in range(reps):
             r0 = os.times()
             t0 = time.perf_counter()
-            p = subprocess.run([fusec, src, "-o", dst], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                p = subprocess.run([fusec, src, "-o", dst], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+            except OSError as e:
+                sys.exit("workloads.py: cannot run %s: %s" % (fusec, e))
             walls.append(time.perf_counter() - t0)
             r1 = os.times()
             cpus.append((r1.children_user - r0.children_user) + (r1.children_system - r0.children_system))

@@ -20,6 +20,7 @@ the library is not built; tests needing torch or the fake driver skip alone.
 """
 import ctypes
 import ctypes.util
+import importlib.util
 import logging
 import os
 import re
@@ -59,12 +60,7 @@ def find_fake():
 
 LIB = find_lib()
 FAKE = find_fake()
-try:
-    import torch  # noqa: F401
-
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 # Scenario sub-suites run in child processes: libfgload opens the driver once
 # per process, so "no driver" and "fake driver" cannot share one.
