@@ -459,12 +459,16 @@ def prepare(fusec, out, reps=3, tiny=False):
                              runs=reps, kernels=kernels, ptx_bytes=len(ptx))
             print("bench prepare: %-34s %.3f s (median of %d), %d kernel(s)" % (name, res[name]["seconds"], reps,
                                                                                  kernels))
-    def git(*a):
-        try:
-            return subprocess.run(["git", "-C", ROOT] + list(a), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True).stdout.strip()
-        except OSError:
-            return ""
+    def git(*a):  # the source tree fusec was built from (its build folder sits in it), else this one
+        for d in (os.path.dirname(os.path.abspath(fusec)), ROOT):
+            try:
+                p = subprocess.run(["git", "-C", d] + list(a), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                   text=True)
+            except OSError:
+                continue
+            if p.returncode == 0:
+                return p.stdout.strip()
+        return ""
     meta = dict(
         fusec=os.path.abspath(fusec),
         tiny_shapes=tiny,
