@@ -57,6 +57,10 @@ typedef struct fgb_emitter {
    * their index arithmetic), memoized, so that the loads of every chunk of a
    * thread can be issued before the first one is used. */
   bool prefetch;
+  /* Non-NULL: parameters are read again (the row + column form's reload):
+   * loads without !invariant.load, through base + reload_zero, an opaque
+   * zero (inline asm), so LLVM cannot merge them with the first reads. */
+  LLVMValueRef reload_zero;
 } fgb_emitter;
 
 bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned);
@@ -98,6 +102,10 @@ LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b);
 /* Deterministic block-wide reduction of one accumulator per thread; every
  * thread gets the total. slot: a distinct shared-memory slot per call. */
 LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot);
+/* The same for n accumulators at once (slots first_slot..+n-1), with one
+ * barrier; v[i] receives total i. */
+void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
+                        int first_slot);
 
 /* Kernel skeletons: emit the kernel body after parameters are set up. */
 bool fgb_emit_pointwise_kernel(fgb_emitter *e);

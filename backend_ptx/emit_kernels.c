@@ -60,10 +60,12 @@ static LLVMValueRef smem(fgb_emitter *e) {
   g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
   if (g) return g;
   (void)counter;
-  /* 8-byte slots: 32 per reduction (one per warp) for every reduction plus
-   * one for the grid-reduction flag. */
-  return fgb_shared_array(e->m, name, (uint64_t)8 * 32 * (uint64_t)(e->k->nreds + 1));
+  /* 8-byte slots: 32 per reduction (one per warp) for every reduction of
+   * every row in flight, plus one for the grid-reduction flag. */
+  return fgb_shared_array(e->m, name, (uint64_t)8 * 32 * (uint64_t)(fgk_flag_area(e->k) + 1));
 }
+
+int fgk_flag_area(const fg_kernel *k) { return k->nreds * (k->rows_per_iter > 1 ? k->rows_per_iter : 1); }
 
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
@@ -92,6 +94,31 @@ LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMVa
     t = fgb_reduce_combine(e->m, op, t, x, acc);
   }
   return t;
+}
+
+void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
+                        int first_slot) {
+  for (int off = 16; off >= 1; off /= 2)
+    for (int i = 0; i < n; i++) v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
+  int nwarps = e->k->block / 32;
+  if (nwarps <= 1) return;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef tid = fgb_tid(e->m, 0);
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  for (int i = 0; i < n; i++) LLVMBuildStore(e->b, v[i], fgk_smem_slot(e, first_slot + i, warp));
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef t = fgb_reduce_identity(e->m, ops[i], accs[i]);
+    for (int w = 0; w < nwarps; w++) {
+      LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v[i]),
+                                      fgk_smem_slot(e, first_slot + i, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
+      t = fgb_reduce_combine(e->m, ops[i], t, x, accs[i]);
+    }
+    v[i] = t;
+  }
 }
 
 /* The op a reduction node combines with (decomposition leaves only these). */
@@ -245,7 +272,7 @@ static LLVMValueRef arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) 
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   fgb_membar_gl(e->m);
   fgb_barrier(e->m);
-  LLVMValueRef flag_slot = fgk_smem_slot(e, e->k->nreds, LLVMConstInt(i32, 0, 0));
+  LLVMValueRef flag_slot = fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0));
   LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
   LLVMValueRef old = fgb_atomic_add_i32_global(e->m, counter_ptr, LLVMConstInt(i32, 1, 0));

@@ -17,13 +17,14 @@
  * last K, so the CTAs with earlier tickets have exited and freed their
  * slots for any CTA not yet started. The last combiner to finish resets
  * both counters for the next run (and CUDA-graph replays). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit.h"
 #include "emit_skel.h"
 #include "infer.h"
 
-enum { MAX_COLS = 4, MAX_TAILS = 4, MAX_CHUNKS = 8, LOADS_IN_FLIGHT = 16 };
+enum { MAX_COLS = 4, MAX_TAILS = 4, MAX_CHUNKS = 8, MAX_ROWS = 4, LOADS_IN_FLIGHT = 16 };
 
 static LLVMValueRef partial_base(fgb_emitter *e) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
@@ -95,51 +96,97 @@ static void enter(fgb_emitter *e, const chunks *ch, int c) {
   e->nuniform = ch->nuni[c];
 }
 
-/* One row: its reductions, its outputs, and its share of the column and
- * tail accumulators. */
-static bool emit_row(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
-                     LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
+                       chunks *ch) {
+  ch->n = e->k->chunks;
+  for (int c = 0; c < ch->n; c++) {
+    fgk_row_chunk(e, rc, r0[c], ch->idx0[c]);
+    ch->valid[c] = valid[c];
+    memcpy(ch->lanes[c], e->lanes, sizeof e->lanes);
+    memcpy(ch->uni[c], e->uniform, sizeof e->uniform);
+    ch->nuni[c] = e->nuniform;
+  }
+}
+
+/* Issues every load a row needs, before any row of the group is used. */
+static void prefetch_row(fgb_emitter *e, const chunks *ch) {
   const fg_kernel *k = e->k;
-  int E = k->chunks, V = e->vec;
-  chunks ch;
-  for (int c = 0; c < E; c++) {
-    fgk_row_chunk(e, rc, r0[c], ch.idx0[c]);
-    ch.valid[c] = valid[c];
-    memcpy(ch.lanes[c], e->lanes, sizeof e->lanes);
-    memcpy(ch.uni[c], e->uniform, sizeof e->uniform);
-    ch.nuni[c] = e->nuniform;
-  }
-  for (int i = 0; i < k->nreds; i++) {
-    const fg_node *n = k->reds[i];
-    LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
-    for (int c = 0; c < E && acc; c++) {
-      enter(e, &ch, c);
-      acc = fgk_accumulate(e, n, ch.idx0[c], ch.valid[c], acc);
+  for (int c = 0; c < ch->n; c++) {
+    enter(e, ch, c);
+    for (int j = 0; j < e->vec; j++) {
+      LLVMValueRef idx[FG_MAX_RANK];
+      fgk_lane_index(e, ch->idx0[c], j, idx);
+      for (int i = 0; i < k->nreds; i++) fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+      for (int i = 0; i < k->ncols; i++) fgb_prefetch_value(e, k->cols[i]->in[0], idx);
+      for (int i = 0; i < k->nouts; i++)
+        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i])) fgb_prefetch_value(e, k->outs[i], idx);
     }
-    if (!acc) return false;
-    fgk_seed_reduction(e, n, rc->kc, fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i));
   }
+}
+
+/* Whether v, as computed in this kernel, uses any of reductions l[0..n). */
+static bool uses_walk(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n, unsigned char *seen) {
+  if (seen[v->id] || fg_plan_in_memory(e->p, v, e->k->id) || !v->def) return false;
+  seen[v->id] = 1;
+  for (int i = 0; i < n; i++)
+    if (v->def == l[i]) return true;
+  for (int i = 0; i < v->def->nin; i++)
+    if (uses_walk(e, v->def->in[i], l, n, seen)) return true;
+  return false;
+}
+
+static bool uses_any(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n) {
+  unsigned char *seen = calloc((size_t)e->p->g->next_value_id, 1);
+  if (!seen) return true;
+  bool r = uses_walk(e, v, l, n, seen);
+  free(seen);
+  return r;
+}
+
+/* A row's reductions first..end-1, accumulated over its chunks (block-
+ * reduced by the caller, all rows of the group together). */
+static bool row_reductions(fgb_emitter *e, const chunks *ch, int first, int end, LLVMValueRef *acc) {
+  const fg_kernel *k = e->k;
+  for (int i = first; i < end; i++) {
+    const fg_node *n = k->reds[i];
+    LLVMValueRef a = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
+    for (int c = 0; c < ch->n && a; c++) {
+      enter(e, ch, c);
+      a = fgk_accumulate(e, n, ch->idx0[c], ch->valid[c], a);
+    }
+    if (!a) return false;
+    acc[i - first] = a;
+  }
+  return !e->failed;
+}
+
+/* With its reductions seeded: a row's outputs and its share of the column
+ * and tail accumulators. */
+static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const chunks *ch,
+                        LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  int V = e->vec;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
     if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
-    for (int c = 0; c < E; c++) {
-      enter(e, &ch, c);
-      fgk_store_full(e, o, ch.idx0[c], ch.valid[c]);
+    for (int c = 0; c < ch->n; c++) {
+      enter(e, ch, c);
+      fgk_store_full(e, o, ch->idx0[c], ch->valid[c]);
     }
   }
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-    for (int c = 0; c < E; c++) {
-      enter(e, &ch, c);
+    for (int c = 0; c < ch->n; c++) {
+      enter(e, ch, c);
       for (int j = 0; j < V; j++) {
         LLVMValueRef idx[FG_MAX_RANK];
-        fgk_lane_index(e, ch.idx0[c], j, idx);
+        fgk_lane_index(e, ch->idx0[c], j, idx);
         LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
         if (!x) return false;
         x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-        if (ch.valid[c]) x = LLVMBuildSelect(e->b, ch.valid[c], x, id, "");
+        if (ch->valid[c]) x = LLVMBuildSelect(e->b, ch->valid[c], x, id, "");
         LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], "");
         LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), cacc[i][c][j]);
       }
@@ -159,6 +206,66 @@ static bool emit_row(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, co
     LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
   }
   fgk_store_rows(e, rc);
+  return !e->failed;
+}
+
+/* One group of U rows: all their loads first, then each row's reductions,
+ * then (after re-reading the rows, when the schedule says so: fewer
+ * registers, more CTAs) each row's outputs and accumulators. */
+static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, const LLVMValueRef *r0, const LLVMValueRef *valid,
+                      LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  fgk_row_ctx rc[MAX_ROWS];
+  chunks ch[MAX_ROWS];
+  LLVMValueRef totals[MAX_ROWS][64];
+  int mark = fgb_memo_mark(e);
+  for (int u = 0; u < U; u++) {
+    rc[u] = *base;
+    LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, grp, fgb_const(e, U), ""), fgb_const(e, u), "");
+    fgb_delinearize(e, row, rc[u].kept_sizes, rc[u].nkept, rc[u].kc);
+    row_chunks(e, &rc[u], r0, valid, &ch[u]);
+  }
+  if (U > 1)
+    for (int u = 0; u < U; u++) prefetch_row(e, &ch[u]);
+  /* Reductions in groups that do not use each other (a variance after its
+   * mean comes in a later group): each group's rows share one barrier. */
+  for (int start = 0, end; start < k->nreds; start = end) {
+    for (end = start + 1; end < k->nreds && !uses_any(e, k->reds[end]->in[0], k->reds + start, end - start); end++)
+      ;
+    int n = end - start;
+    fg_opcode ops[MAX_ROWS * 64];
+    fg_dtype accs[MAX_ROWS * 64];
+    LLVMValueRef all[MAX_ROWS * 64];
+    for (int u = 0; u < U; u++) {
+      if (!row_reductions(e, &ch[u], start, end, &all[u * n])) return false;
+      for (int i = start; i < end; i++) {
+        ops[u * n + i - start] = fgk_red_op(k->reds[i]);
+        accs[u * n + i - start] = fgk_red_acc(k->reds[i]);
+      }
+    }
+    fgb_block_reduce_n(e, U * n, ops, accs, all, start * U);
+    for (int u = 0; u < U; u++)
+      for (int i = start; i < end; i++) {
+        totals[u][i] = all[u * n + i - start];
+        fgk_seed_reduction(e, k->reds[i], rc[u].kc, totals[u][i]);
+      }
+  }
+  if (k->reload) {
+    fgb_memo_release(e, mark);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+    LLVMTypeRef fty = LLVMFunctionType(i64, NULL, 0, 0);
+    LLVMValueRef zero = LLVMGetInlineAsm(fty, (char *)"mov.u64 $0, 0;", 14, (char *)"=l", 2, 1, 0,
+                                         LLVMInlineAsmDialectATT, 0);
+    e->reload_zero = LLVMBuildCall2(e->b, fty, zero, NULL, 0, "");
+  }
+  for (int u = 0; u < U; u++) {
+    if (k->reload)
+      for (int i = 0; i < k->nreds; i++) fgk_seed_reduction(e, k->reds[i], rc[u].kc, totals[u][i]);
+    if (!row_outputs(e, &rc[u], &ch[u], cacc, tacc)) return false;
+  }
+  e->reload_zero = NULL;
+  fgb_memo_release(e, mark);
   return !e->failed;
 }
 
@@ -299,7 +406,9 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   int E = k->chunks, V = e->vec;
   int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
-  if (k->ncols > MAX_COLS || k->ntails > MAX_TAILS || E > MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G) {
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  if (k->ncols > MAX_COLS || k->ntails > MAX_TAILS || E > MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
+      U > MAX_ROWS || k->outer % U || k->nreds > 64) {
     fgb_fail(e, "internal error: row + column kernel %d out of its limits", k->id);
     return false;
   }
@@ -334,15 +443,12 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   }
 
   fgk_loop rows;
-  LLVMValueRef row = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer), fgb_const(e, G));
-  int mark = fgb_memo_mark(e);
-  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
-  if (!emit_row(e, &rc, r0, valid, cacc, tacc)) return false;
-  /* The next row's block reductions reuse the shared slots this row's
+  LLVMValueRef grp = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer / U), fgb_const(e, G));
+  if (!emit_rows(e, &rc, grp, r0, valid, cacc, tacc)) return false;
+  /* The next group's block reductions reuse the shared slots this group's
    * are still read from. */
   fgb_barrier(e->m);
-  fgb_memo_release(e, mark);
-  fgk_loop_end(e, &rows, row);
+  fgk_loop_end(e, &rows, grp);
 
   /* Partials, then the arrival ticket. */
   for (int i = 0; i < k->ncols; i++) {
@@ -365,7 +471,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
   LLVMValueRef arrived = fgb_gep_global(e->m, counters, i32, LLVMConstInt(i32, 0, 0));
   LLVMValueRef finished = fgb_gep_global(e->m, counters, i32, LLVMConstInt(i32, 1, 0));
-  LLVMValueRef flag = fgk_smem_slot(e, k->nreds, LLVMConstInt(i32, 0, 0));
+  LLVMValueRef flag = fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0));
   fgb_membar_gl(e->m);
   fgb_barrier(e->m);
   LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));

@@ -17,8 +17,10 @@ LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLV
 void fgk_loop_end(fgb_emitter *e, fgk_loop *l, LLVMValueRef i);
 LLVMValueRef fgk_imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b);
 
-/* 8-byte slot `i32_index` of shared-memory area `slot` (256 bytes each;
- * area nreds is the grid reduction's flag). */
+/* 8-byte slot `i32_index` of shared-memory area `slot` (256 bytes each:
+ * one per reduction of each row in flight, then the grid reduction's flag
+ * at area fgk_flag_area). */
+int fgk_flag_area(const fg_kernel *k);
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index);
 /* Thread 0 zeroes a grid-reduction counter (volatile). */
 void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr);

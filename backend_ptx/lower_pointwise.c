@@ -349,6 +349,12 @@ LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, L
   case FG_OP_AMAX: case FG_OP_AMIN: {
     bool mx = op == FG_OP_AMAX;
     if (!fl) return sel(m, icmp(m, mx ? LLVMIntSGT : LLVMIntSLT, x, acc), x, acc);
+    /* sm_80+: max.NaN.f32 / min.NaN.f32, one instruction with the same
+     * NaN propagation (amax of a row is issue-bound otherwise). */
+    if (m->sm >= 80 && LLVMTypeOf(acc) == m->f32) {
+      LLVMValueRef a[2] = {acc, x};
+      return fgb_call(m, mx ? "llvm.maximum.f32" : "llvm.minimum.f32", m->f32, 2, a);
+    }
     LLVMValueRef r = sel(m, fcmp(m, mx ? LLVMRealOGT : LLVMRealOLT, x, acc), x, acc);
     return sel(m, fcmp(m, LLVMRealUNO, acc, x), fc(LLVMTypeOf(acc), NAN), r);
   }

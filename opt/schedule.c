@@ -245,29 +245,63 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     for (int d = 0; full && d < k->rank; d++) full = t->dims[d].size == k->dims[d];
     full_out |= full;
   }
-  int64_t regs = 32 + per_thread * (2 + 2 * k->ncols);
-  if (!full_out) {
-    /* Only reductions: the row stays as loaded (bf16 packs two to a
-     * register) beside the column accumulators (amax_rowcol: 52). */
-    int64_t halves = 0;
-    int64_t numel = k->outer * k->red;
-    for (int i = 0; i < k->nargs; i++)
-      if (k->args[i].kind == FG_BUF_PARAM) {
-        const fg_type *t = &p->g->params[k->args[i].index]->type;
-        if (!t->scalar && fg_type_numel(t) == numel) halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
-      }
-    regs = 32 + per_thread * (halves + 2 * k->ncols) / 2;
+  /* Bytes of the full-size parameters per row, and registers per element
+   * they take as loaded (in halves: bf16 packs two to a register). */
+  int64_t halves = 0, row_bytes = 0, numel = k->outer * k->red;
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == FG_BUF_PARAM) {
+      const fg_type *t = &p->g->params[k->args[i].index]->type;
+      if (t->scalar || fg_type_numel(t) != numel) continue;
+      halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
+      row_bytes += k->red * fg_dtype_size(t->dtype);
+    }
+  /* Normalization backward keeps f32 intermediates of the row (xhat, g)
+   * for its outputs, or re-reads the row (from L1) after the reductions
+   * (reload). Measured on the H100 (2026-11-22, fraction of copy
+   * bandwidth, keep / reload): LayerNorm bwd [65536,1024] 0.85 / 0.885,
+   * RMSNorm bwd there 0.91 / 0.88; with long rows keeping wins (RMSNorm
+   * bwd [4096,4096] 0.73 / 0.62). So: reload for short rows with two
+   * or more column reductions. */
+  k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
+  const char *er = getenv("FUSEC_ROWCOL_RELOAD"); /* experiment knob, not a user interface */
+  if (er && (atoi(er) == 0 || atoi(er) == 1)) k->reload = atoi(er) == 1;
+  /* Registers per thread for U rows in flight: the rows' elements (two f32
+   * values each when kept for outputs, else as loaded), the column
+   * accumulators (f32) and addressing; within 15% of ptxas on the
+   * examples. The count is enforced (.minnctapersm), so all G CTAs are
+   * resident at once. */
+  int64_t rows_needed = row_bytes > 0 ? ceil_div(64 * 1024, row_bytes) : 1; /* ~64 KiB in flight per SM */
+  int U = 1;
+  for (int u = 4; u >= 2; u /= 2) {
+    int64_t r = 32 + per_thread * 2 * k->ncols +
+                (full_out && !k->reload ? per_thread * 2 * u : per_thread * halves * u / 2);
+    /* Several rows a CTA only in blocks of 8+ warps or for short rows:
+     * small blocks do better with more CTAs (RMSNorm bwd [4096,4096],
+     * 128 threads: 0.73 with one row, 0.71 with two; [32768,8192], 256
+     * threads: 0.88 with one, 0.93 with two). */
+    bool fits = r <= 240 && 65536 / (r * k->block) >= 1 && (k->block >= 256 || per_thread <= 8);
+    if (u <= rows_needed && k->outer % u == 0 && fits) { U = u; break; }
   }
+  const char *eu = getenv("FUSEC_ROWCOL_ROWS"); /* experiment knob, not a user interface */
+  if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0) U = atoi(eu);
+  k->rows_per_iter = U;
+  int64_t regs = 32 + per_thread * 2 * k->ncols +
+                 (full_out && !k->reload ? per_thread * 2 * U : per_thread * halves * U / 2);
   int64_t per_sm = 65536 / (regs * k->block);
   if (per_sm > 2048 / k->block) per_sm = 2048 / k->block;
+  /* No more CTAs than the rows in flight need, but at least 8 warps. */
+  int64_t need = ceil_div(rows_needed, U), warps = ceil_div(8, k->block / 32);
+  if (need < warps) need = warps;
+  if (per_sm > need) per_sm = need;
   if (per_sm < 1) per_sm = 1;
   const char *ec = getenv("FUSEC_ROWCOL_CTAS"); /* experiment knob, not a user interface */
   if (ec && atoi(ec) >= 1 && atoi(ec) <= 2048 / k->block) per_sm = atoi(ec);
   k->min_ctas_per_sm = (int)per_sm;
   int64_t G = (int64_t)sm * per_sm;
-  /* At least two rows a CTA: partials stay under half an f32 copy of
-   * the data. */
-  if (G > k->outer / 2) G = k->outer / 2 > 0 ? k->outer / 2 : 1;
+  /* At least two row groups a CTA: partials stay under half an f32 copy
+   * of the data. */
+  int64_t groups = k->outer / U;
+  if (G > groups / 2) G = groups / 2 > 0 ? groups / 2 : 1;
   k->grid[0] = G;
   /* Combiners: as many as there are column blocks, up to G - 1 (one CTA
    * must exit without waiting for the others to be able to start, if the

@@ -44,6 +44,8 @@ check() {
     for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
       # the largest graphs take minutes in the CPU interpreter
       case $g in large_2g*|*_32k) [ "${FG_SLOW:-0}" = 1 ] || continue ;; esac
+      # FG_CHECK_FILTER: a regular expression on "artifact graph" (default: all)
+      echo "$ptx $g" | grep -Eq "${FG_CHECK_FILTER:-.}" || continue
       echo "$ptx $src $g" >>"$jobs"
     done
   done
