@@ -275,11 +275,11 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int u = 4; u >= 2; u /= 2) {
     int64_t r = 32 + per_thread * 2 * k->ncols +
                 (full_out && !k->reload ? per_thread * 2 * u : per_thread * halves * u / 2);
-    /* Several rows a CTA only in blocks of 8+ warps or for short rows:
-     * small blocks do better with more CTAs (RMSNorm bwd [4096,4096],
-     * 128 threads: 0.73 with one row, 0.71 with two; [32768,8192], 256
-     * threads: 0.88 with one, 0.93 with two). */
-    bool fits = r <= 240 && 65536 / (r * k->block) >= 1 && (k->block >= 256 || per_thread <= 8);
+    /* Several rows a CTA only in blocks of 8+ warps or when reloading:
+     * small blocks do better with more CTAs (RMSNorm bwd, 128 threads,
+     * one row / more: [4096,4096] 0.73 / 0.71 (2 rows), [65536,1024]
+     * 0.91 / 0.89 (4 rows); [32768,8192], 256 threads: 0.88 / 0.93 (2)). */
+    bool fits = r <= 240 && 65536 / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
     if (u <= rows_needed && k->outer % u == 0 && fits) { U = u; break; }
   }
   const char *eu = getenv("FUSEC_ROWCOL_ROWS"); /* experiment knob, not a user interface */
