@@ -11,11 +11,14 @@
 #include "passes.h"
 #include "infer.h"
 
-static bool commutative(fg_opcode c) {
-  switch (c) {
-  case FG_OP_ADD: case FG_OP_MUL: case FG_OP_MAXIMUM: case FG_OP_MINIMUM: case FG_OP_EQ: case FG_OP_NE:
-  case FG_OP_LOGICAL_AND: case FG_OP_LOGICAL_OR:
+/* Float maximum/minimum are not: a tie gives the second operand, so
+ * maximum(+0.0, -0.0) is -0.0 and maximum(-0.0, +0.0) is +0.0. */
+static bool commutative(const fg_node *n) {
+  switch (n->op->code) {
+  case FG_OP_ADD: case FG_OP_MUL: case FG_OP_EQ: case FG_OP_NE: case FG_OP_LOGICAL_AND: case FG_OP_LOGICAL_OR:
     return true;
+  case FG_OP_MAXIMUM: case FG_OP_MINIMUM:
+    return !fg_dtype_is_float(fg_pw_compute_dtype(n));
   default:
     return false;
   }
@@ -37,7 +40,7 @@ static bool attr_eq(const fg_attr *a, const fg_attr *b) {
 /* Operand ids in canonical order. */
 static int operands(const fg_node *n, int *ids) {
   for (int i = 0; i < n->nin; i++) ids[i] = n->in[i]->id;
-  if (n->nin == 2 && commutative(n->op->code) && ids[0] > ids[1]) {
+  if (n->nin == 2 && commutative(n) && ids[0] > ids[1]) {
     int t = ids[0];
     ids[0] = ids[1];
     ids[1] = t;
