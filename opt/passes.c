@@ -8,6 +8,7 @@
 
 const fg_pass fg_pipeline[] = {
     {"decompose", "rewrite mean, var and var_mean into sums and pointwise ops", fg_pass_decompose},
+    {"canonicalize", "fold constants, drop exact identities, shorten exact cast chains", fg_pass_canonicalize},
     {"cse", "merge nodes that compute the same values", fg_pass_cse},
     {"reduce-reuse", "a reduction over a superset of another's dims reuses its result", fg_pass_reduce_reuse},
     {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat},

@@ -34,6 +34,7 @@ bool fg_pass_dce(fg_graph *g, fg_diag *d);
 bool fg_pass_zip_cat(fg_graph *g, fg_diag *d);
 bool fg_pass_reduce_reuse(fg_graph *g, fg_diag *d);
 bool fg_pass_cse(fg_graph *g, fg_diag *d);
+bool fg_pass_canonicalize(fg_graph *g, fg_diag *d);
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 
 #endif
