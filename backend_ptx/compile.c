@@ -34,9 +34,9 @@ static const char *entry_name(fg_graph *g, int gi, int ki, bool aligned) {
 
 static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const char *name, bool aligned,
                          char *err, size_t cap) {
-  fgb_param_kind kinds[256];
-  if (k->nargs > 256) {
-    snprintf(err, cap, "kernel %s has too many arguments", name);
+  fgb_param_kind kinds[FGB_MAX_KERNEL_PARAMS];
+  if (k->nargs > FGB_MAX_KERNEL_PARAMS) {
+    snprintf(err, cap, "kernel %s has %d arguments; at most %d are supported", name, k->nargs, FGB_MAX_KERNEL_PARAMS);
     return false;
   }
   for (int i = 0; i < k->nargs; i++) {
@@ -47,6 +47,10 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
       kinds[i] = FGB_PARAM_PTR_NOALIAS;
   }
   LLVMValueRef fn = fgb_kernel_begin(mod, name, k->nargs, kinds);
+  if (!fn) {
+    snprintf(err, cap, "kernel %s: too many arguments", name);
+    return false;
+  }
   fgb_kernel_set_maxntid(mod, fn, k->block);
   if (k->min_ctas_per_sm > 0) fgb_kernel_set_minctasm(mod, fn, k->min_ctas_per_sm);
   fgb_emitter e;

@@ -151,8 +151,10 @@ static void add_enum_attr(fgb_module *m, LLVMValueRef fn, unsigned idx, const ch
 
 LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
                               const fgb_param_kind *kinds) {
-  LLVMTypeRef pt[64];
-  if (nparams > 64) nparams = 64;
+  /* The caller bounds nparams (compile.c: 256 arguments, 2 KiB of the
+   * 4 KiB kernel parameter space). */
+  LLVMTypeRef pt[FGB_MAX_KERNEL_PARAMS];
+  if (nparams > FGB_MAX_KERNEL_PARAMS) return NULL;
   for (int i = 0; i < nparams; i++) {
     switch (kinds[i]) {
     case FGB_PARAM_PTR: case FGB_PARAM_PTR_NOALIAS: pt[i] = m->gptr; break;

@@ -43,6 +43,7 @@ typedef enum fgb_param_kind {
  * Pointer parameters are also marked align 16 (the runtime allocates with at
  * least 256-byte alignment; views are handled by the caller's offsets).
  * Parameters: LLVMGetParam(fn, i). */
+#define FGB_MAX_KERNEL_PARAMS 256
 LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
                               const fgb_param_kind *kinds);
 /* Launch-bound annotations (nvvm.annotations "maxntidx" / "minctasm"):
