@@ -245,6 +245,7 @@ static bool in_memory_stop(const fg_value *v, const void *ctx) {
 static bool view_from_memory(fgb_emitter *e, const fg_value *v, const fg_value **base, fg_strided *out) {
   mem_ctx c = {e->p, e->k->id};
   const char *why;
+  if (!e->p->g->bookend) return false; /* views are index arithmetic (opt/bookend.c) */
   return fg_strided_chain(v, in_memory_stop, &c, base, out, &why);
 }
 

@@ -92,6 +92,9 @@ struct fg_graph {
   fg_node *first, *last;
   fg_node *insert_point;  /* fg_node_new inserts before this node (NULL: append) */
   int next_value_id, next_node_id;
+  /* Set by the bookend pass (opt/bookend.c): view ops at the fusion's
+   * edges leave the kernels. */
+  bool bookend;
 };
 
 typedef struct fg_module {

@@ -14,6 +14,7 @@ const fg_pass fg_pipeline[] = {
     {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat},
     {"merge-views", "merge adjacent reshapes and permutes, drop identity views", fg_pass_merge_views},
     {"dce", "remove nodes whose values are never used", fg_pass_dce},
+    {"bookend", "view ops at the fusion's edges leave the kernels (results as views, strided loads)", fg_pass_bookend},
     {NULL, NULL, NULL},
 };
 

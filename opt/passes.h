@@ -36,5 +36,6 @@ bool fg_pass_reduce_reuse(fg_graph *g, fg_diag *d);
 bool fg_pass_cse(fg_graph *g, fg_diag *d);
 bool fg_pass_canonicalize(fg_graph *g, fg_diag *d);
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
+bool fg_pass_bookend(fg_graph *g, fg_diag *d);
 
 #endif

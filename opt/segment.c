@@ -455,7 +455,9 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     const fg_value *base;
     fg_strided s;
     const char *why = NULL;
-    if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
+    if (!g->bookend) {
+      why = "bookending disabled (--disable-pass=bookend)";
+    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
       r->is_view = true;
       r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
                                        : (fg_buf_ref){FG_BUF_RESULT, written_as[base->id]};
@@ -463,7 +465,7 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
       continue;
     }
     r->why = why;
-    const fg_value *c = dense_ancestor(v);
+    const fg_value *c = g->bookend ? dense_ancestor(v) : v;
     if (base_ok[c->id]) c = v;
     written_as[v->id] = i;
     base_ok[v->id] = true;

@@ -24,7 +24,7 @@ FGRUN=${FGRUN:-build-gpu/tools/fgrun}
 # One check: fgrun ARTIFACT --graph G --check SRC, logged; prints PASS/FAIL.
 check_one() {
   local ptx=$1 src=$2 g=$3 seed=$RANDOM
-  local log=$OUT/check_$(basename "$ptx" .ptx)_$g.log
+  local log=$OUT/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g.log
   if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" >"$log" 2>&1; then
     echo "PASS $src $g"
   else
@@ -38,7 +38,8 @@ export FGRUN OUT
 check() {
   local jobs=$OUT/jobs.txt
   : >"$jobs"
-  for ptx in .gpu/ptx/*.ptx; do
+  for ptx in .gpu/ptx/*.ptx .gpu/ptx-nobookend/*.ptx; do
+    [ -f "$ptx" ] || continue
     base=$(basename "$ptx" .ptx)
     src=${base%%__*}; src=${src//_//}/${base#*__}.fg
     for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
