@@ -455,7 +455,8 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     const fg_value *base;
     fg_strided s;
     const char *why = NULL;
-    if (!g->bookend) {
+    if (!g->bookend && v->param_index < 0) {
+      /* a parameter returned as it is involves no view op: still aliased */
       why = "bookending disabled (--disable-pass=bookend)";
     } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
       r->is_view = true;
@@ -640,6 +641,21 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     for (int i = 0; i < nl; i++) add_arg(p, k, loads[i]);
     for (int i = 0; i < k->nouts; i++) add_arg(p, k, p->store[k->outs[i]->id].buf);
     free(loads);
+  }
+  /* Every written result has a writer: a result left unwritten would be
+   * returned as garbage, so it is a compiler bug to report, not to ship. */
+  for (int i = 0; i < g->nresults; i++) {
+    if (p->results[i].is_view) continue;
+    bool written = false;
+    for (int ki = 0; ki < p->nkernels && !written; ki++)
+      for (int j = 0; j < p->kernels[ki].nouts && !written; j++) {
+        fg_buf_ref b = p->store[p->kernels[ki].outs[j]->id].buf;
+        written = b.kind == FG_BUF_RESULT && b.index == i;
+      }
+    if (!written) {
+      fg_error(d, g->result_locs[i], "internal error: no kernel writes result %d of graph '%s'", i, g->name);
+      return NULL;
+    }
   }
   if (!fg_plan_schedule(p, o, d)) return NULL;
   return p;
