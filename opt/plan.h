@@ -77,6 +77,10 @@ typedef struct fg_kernel {
   int rows_per_iter;    /* row + column form: rows whose loads are issued together */
   bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
   const char *why;      /* one line: why this kind and schedule */
+  /* Column kernels beside a row kernel over the same domain: why the row +
+   * column form did not take them (the two-kernel fallback). */
+  int not_with;         /* that row kernel, or -1 */
+  const char *not_with_why;
 } fg_kernel;
 
 typedef struct fg_temp {

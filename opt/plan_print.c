@@ -109,6 +109,7 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fprintf(f, " rows %d%s min-ctas-per-sm %d combiners %d x %d columns", k->rows_per_iter, k->reload ? " reload" : "",
               k->min_ctas_per_sm, k->combiners, k->combine_cols);
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
+    if (k->not_with >= 0) fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
     fputs("    writes", f);
     for (int j = 0; j < k->nouts; j++) {
       fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),

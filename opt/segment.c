@@ -134,6 +134,7 @@ static fg_kernel *new_kernel(fg_plan *p) {
   fg_kernel *k = &nk[p->nkernels];
   k->id = p->nkernels++;
   k->partial_temp = k->counter_temp = -1;
+  k->not_with = -1;
   return k;
 }
 
@@ -263,6 +264,37 @@ static bool is_tail_of(const fg_kernel *k, const fg_node *n) {
   for (int i = 0; i < t->rank; i++)
     if (!mask[i] && t->dims[i].size != 1) return false;
   return true;
+}
+
+/* A column kernel beside a row kernel over the same domain: say why the
+ * row + column form did not take its reductions (the plan prints it). */
+static void explain_fallbacks(fg_plan *p) {
+  for (int c = 0; c < p->nkernels; c++) {
+    fg_kernel *kc = &p->kernels[c];
+    if (kc->kind != FG_KERNEL_COLUMN) continue;
+    for (int r = 0; r < p->nkernels; r++) {
+      const fg_kernel *kr = &p->kernels[r];
+      if (kr->kind != FG_KERNEL_ROW || kr->rank != kc->rank) continue;
+      bool match = true;
+      for (int d = 0; d < kr->rank && match; d++) match = kr->dims[d] == kc->dims[d] && kr->mask[d] != kc->mask[d];
+      if (!match) continue;
+      int64_t b = 1, len = 1;
+      for (int d = 0; d < kr->rank; d++) {
+        if (kr->mask[d]) len *= kr->dims[d];
+        else b *= kr->dims[d];
+      }
+      kc->not_with = r;
+      if (b < 2 * (int64_t)p->sm_count)
+        kc->not_with_why = "fewer rows than two per SM: the row + column form would leave SMs idle";
+      else if (len > ROWCOL_MAX_ROW)
+        kc->not_with_why = "rows longer than 8192 elements do not stay in registers";
+      else if (kr->ncols + kr->ntails >= ROWCOL_MAX_LATE)
+        kc->not_with_why = "the row kernel already has the most column reductions it keeps in registers";
+      else
+        kc->not_with_why = "its reductions use values the row kernel cannot give while rows stream";
+      break;
+    }
+  }
 }
 
 /* May stored value v (not yet in a kernel) join kernel k? */
@@ -642,6 +674,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     for (int i = 0; i < k->nouts; i++) add_arg(p, k, p->store[k->outs[i]->id].buf);
     free(loads);
   }
+  explain_fallbacks(p);
   /* Every written result has a writer: a result left unwritten would be
    * returned as garbage, so it is a compiler bug to report, not to ship. */
   for (int i = 0; i < g->nresults; i++) {
