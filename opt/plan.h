@@ -138,5 +138,8 @@ fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v);
 /* Whether v is available in memory for kernel k (a parameter, or stored by
  * another kernel). Values in memory end the recomputation region. */
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k);
+/* Whether t is one value per row of k's domain (the kept dims, with or
+ * without the reduced dims as size-1 dims). */
+bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t);
 
 #endif

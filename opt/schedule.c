@@ -26,22 +26,9 @@ enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS 
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Whether t has the shape of k's kept dims (one value per row of a row
- * kernel), with or without the reduced dims as size-1 dims. */
+/* A row kernel's per-row vector (rstd) may match the last extent by chance. */
 static bool per_row(const fg_kernel *k, const fg_type *t) {
-  int j = 0;
-  if (k->kind != FG_KERNEL_ROW) return false;
-  if (t->rank == k->rank) {
-    for (int i = 0; i < k->rank; i++)
-      if (t->dims[i].size != (k->mask[i] ? 1 : k->dims[i])) return false;
-    return true;
-  }
-  for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i]) continue;
-    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
-    j++;
-  }
-  return j == t->rank;
+  return k->kind == FG_KERNEL_ROW && fg_plan_row_shaped(k, t);
 }
 
 static int max_elem_size(const fg_plan *p, const fg_kernel *k) {

@@ -179,7 +179,7 @@ static bool same_mask(const fg_kernel *k, const bool *mask) {
 }
 
 /* Is t the reduced shape of k's domain, with or without kept size-1 dims? */
-static bool row_shaped(const fg_kernel *k, const fg_type *t) {
+bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t) {
   int j = 0;
   if (t->rank == k->rank) {
     for (int i = 0; i < k->rank; i++)
@@ -260,7 +260,7 @@ static bool is_tail_of(const fg_kernel *k, const fg_node *n) {
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
   const fg_type *t = &n->in[0]->type;
-  if (!row_shaped(k, t)) return false;
+  if (!fg_plan_row_shaped(k, t)) return false;
   for (int i = 0; i < t->rank; i++)
     if (!mask[i] && t->dims[i].size != 1) return false;
   return true;
@@ -329,7 +329,7 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     if (!f.reaches_red) return true;
     return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
   }
-  if (row_shaped(k, &v->type)) return !f.bad_path;
+  if (fg_plan_row_shaped(k, &v->type)) return !f.bad_path;
   return false;
 }
 
