@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cuda_api.h"
+#include "gpu_test.h"
 #include "fgload.h"
 
 #define N 1048576
@@ -34,16 +35,6 @@ static int failures;
       printf("\n");                                         \
       failures++;                                           \
     }                                                       \
-  } while (0)
-#define CU(call)                                                                       \
-  do {                                                                                 \
-    CUresult r_ = (call);                                                              \
-    if (r_ != CUDA_SUCCESS) {                                                          \
-      char t_[200];                                                                    \
-      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                        \
-             fgl_cuda_error_text(r_, t_, sizeof t_));                                  \
-      exit(1);                                                                         \
-    }                                                                                  \
   } while (0)
 #define FG(call)                                                                       \
   do {                                                                                 \

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cuda_api.h"
+#include "gpu_test.h"
 #include "fgload.h"
 
 #define FG(call)                                                             \
@@ -21,16 +22,6 @@
     fgl_error e_ = {0};                                                      \
     if ((call) != FGL_OK) {                                                  \
       printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_.msg);     \
-      exit(1);                                                               \
-    }                                                                        \
-  } while (0)
-#define CU(call)                                                             \
-  do {                                                                       \
-    CUresult r_ = (call);                                                    \
-    if (r_ != CUDA_SUCCESS) {                                                \
-      char t_[200];                                                          \
-      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,              \
-             fgl_cuda_error_text(r_, t_, sizeof t_));                        \
       exit(1);                                                               \
     }                                                                        \
   } while (0)
