@@ -68,6 +68,14 @@ static int usage_error(const char *fmt, const char *arg) {
   return EXIT_USAGE;
 }
 
+/* An unknown pass name: the error, then the pipeline's passes in order. */
+static int unknown_pass(const char *name, const char *option) {
+  fprintf(stderr, "fusec: error: unknown pass '%s' in %s\n(passes:", name, option);
+  for (const fg_pass *p = fg_pipeline; p->name; p++) fprintf(stderr, " %s", p->name);
+  fputs(")\n(run 'fusec --help' for usage)\n", stderr);
+  return EXIT_USAGE;
+}
+
 static int push(const char **list, int *n, const char *s, const char *flag) {
   if (*n == MAX_LIST) return usage_error("too many %s options", flag);
   list[(*n)++] = s;
@@ -144,9 +152,11 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     if (rc) return rc;
   }
   for (int i = 0; i < o->ndisabled; i++)
-    if (!fg_pass_exists(o->disabled[i])) return usage_error("unknown pass '%s' in --disable-pass", o->disabled[i]);
+    if (!fg_pass_exists(o->disabled[i]))
+      return unknown_pass(o->disabled[i], "--disable-pass");
   for (int i = 0; i < o->nprint_after; i++)
-    if (!fg_pass_exists(o->print_after[i])) return usage_error("unknown pass '%s' in --print-after", o->print_after[i]);
+    if (!fg_pass_exists(o->print_after[i]))
+      return unknown_pass(o->print_after[i], "--print-after");
   if (!o->input) return usage_error("%s", "no input file");
   if (!o->output) return usage_error("%s", "no output file (-o PATH, or -o - for stdout)");
   return 0;
