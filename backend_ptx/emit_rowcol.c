@@ -3,10 +3,13 @@
  * rows (a weight gradient's column sums, a tensor-wide amax), in one pass
  * over the data.
  *
- * CTA g of G handles rows g, g+G, ...; each row stays in registers as in
- * the persistent row kernel, and each thread adds its columns of the row
- * to accumulators kept in registers across rows (a thread owns the same
- * columns in every row). Then every CTA writes its partials ([G, R] per
+ * Rows come in groups of U (k->rows_per_iter); CTA g of G handles groups
+ * g, g+G, ...: the loads of a group's rows are issued together, their
+ * block reductions share one barrier, and each row stays in registers as
+ * in the persistent row kernel (or, with k->reload, is read again from L1
+ * for the outputs instead of keeping its intermediates). Each thread adds
+ * its columns of every row to accumulators kept in registers across rows
+ * (a thread owns the same columns in every row). Then every CTA writes its partials ([G, R] per
  * column reduction, one value per tail reduction), fences, and takes a
  * ticket from an arrival counter. The CTAs with the last `combiners`
  * tickets wait until all G have arrived and combine: combiner j takes
