@@ -347,6 +347,34 @@ LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef
   return acc;
 }
 
+void fgk_chunks_save(fgb_emitter *e, fgk_chunks *ch, int c, LLVMValueRef valid) {
+  ch->valid[c] = valid;
+  memcpy(ch->lanes[c], e->lanes, sizeof e->lanes);
+  memcpy(ch->uni[c], e->uniform, sizeof e->uniform);
+  ch->nuni[c] = e->nuniform;
+}
+
+void fgk_chunks_enter(fgb_emitter *e, const fgk_chunks *ch, int c) {
+  memcpy(e->lanes, ch->lanes[c], sizeof e->lanes);
+  memcpy(e->uniform, ch->uni[c], sizeof e->uniform);
+  e->nuniform = ch->nuni[c];
+}
+
+LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n, LLVMValueRef acc) {
+  for (int c = 0; c < ch->n && acc; c++) {
+    fgk_chunks_enter(e, ch, c);
+    acc = fgk_accumulate(e, n, ch->idx0[c], ch->valid[c], acc);
+  }
+  return acc;
+}
+
+void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value *o) {
+  for (int c = 0; c < ch->n; c++) {
+    fgk_chunks_enter(e, ch, c);
+    fgk_store_full(e, o, ch->idx0[c], ch->valid[c]);
+  }
+}
+
 void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid) {
   LLVMValueRef vals[16], idx[FG_MAX_RANK];
   for (int j = 0; j < e->vec; j++) {
@@ -412,27 +440,19 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
    * far less code, and it runs only when a caller passes odd pointers. */
   if (k->persistent && (e->aligned || e->vec == 1)) {
     int E = k->chunks;
-    LLVMValueRef idx0[8][FG_MAX_RANK], valid[8], lanes[8][16], uni[8][64];
-    int nuni[8];
+    fgk_chunks ch;
+    ch.n = E;
     bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
     for (int c = 0; c < E; c++) {
       LLVMValueRef r0 = LLVMBuildAdd(e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
-      valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
-      if (valid[c]) r0 = LLVMBuildSelect(e->b, valid[c], r0, rc.rstart, "");
-      fgk_row_chunk(e, &rc, r0, idx0[c]);
-      memcpy(lanes[c], e->lanes, sizeof e->lanes);
-      memcpy(uni[c], e->uniform, sizeof e->uniform);
-      nuni[c] = e->nuniform;
+      LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
+      if (valid) r0 = LLVMBuildSelect(e->b, valid, r0, rc.rstart, "");
+      fgk_row_chunk(e, &rc, r0, ch.idx0[c]);
+      fgk_chunks_save(e, &ch, c, valid);
     }
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
-      for (int c = 0; c < E && acc; c++) {
-        memcpy(e->lanes, lanes[c], sizeof e->lanes);
-        memcpy(e->uniform, uni[c], sizeof e->uniform);
-        e->nuniform = nuni[c];
-        acc = fgk_accumulate(e, n, idx0[c], valid[c], acc);
-      }
+      LLVMValueRef acc = fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
       if (!acc) return false;
       totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
       if (S == 1) fgk_seed_reduction(e, n, rc.kc, totals[i]);
@@ -440,13 +460,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
     if (S == 1) {
       for (int i = 0; i < k->nouts; i++) {
         const fg_value *o = k->outs[i];
-        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
-        for (int c = 0; c < E; c++) {
-          memcpy(e->lanes, lanes[c], sizeof e->lanes);
-          memcpy(e->uniform, uni[c], sizeof e->uniform);
-          e->nuniform = nuni[c];
-          fgk_store_full(e, o, idx0[c], valid[c]);
-        }
+        if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, &ch, o);
       }
     }
   } else {

@@ -86,36 +86,20 @@ static void zero_index(fgb_emitter *e, const fg_value *o, LLVMValueRef *idx) {
   for (int d = 0; d < o->type.rank; d++) idx[d] = fgb_const(e, 0);
 }
 
-typedef struct chunks {
-  int n;
-  LLVMValueRef idx0[MAX_CHUNKS][FG_MAX_RANK], valid[MAX_CHUNKS];
-  LLVMValueRef lanes[MAX_CHUNKS][16], uni[MAX_CHUNKS][64];
-  int nuni[MAX_CHUNKS];
-} chunks;
-
-static void enter(fgb_emitter *e, const chunks *ch, int c) {
-  memcpy(e->lanes, ch->lanes[c], sizeof e->lanes);
-  memcpy(e->uniform, ch->uni[c], sizeof e->uniform);
-  e->nuniform = ch->nuni[c];
-}
-
 static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
-                       chunks *ch) {
+                       fgk_chunks *ch) {
   ch->n = e->k->chunks;
   for (int c = 0; c < ch->n; c++) {
     fgk_row_chunk(e, rc, r0[c], ch->idx0[c]);
-    ch->valid[c] = valid[c];
-    memcpy(ch->lanes[c], e->lanes, sizeof e->lanes);
-    memcpy(ch->uni[c], e->uniform, sizeof e->uniform);
-    ch->nuni[c] = e->nuniform;
+    fgk_chunks_save(e, ch, c, valid[c]);
   }
 }
 
 /* Issues every load a row needs, before any row of the group is used. */
-static void prefetch_row(fgb_emitter *e, const chunks *ch) {
+static void prefetch_row(fgb_emitter *e, const fgk_chunks *ch) {
   const fg_kernel *k = e->k;
   for (int c = 0; c < ch->n; c++) {
-    enter(e, ch, c);
+    fgk_chunks_enter(e, ch, c);
     for (int j = 0; j < e->vec; j++) {
       LLVMValueRef idx[FG_MAX_RANK];
       fgk_lane_index(e, ch->idx0[c], j, idx);
@@ -148,15 +132,11 @@ static bool uses_any(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n
 
 /* A row's reductions first..end-1, accumulated over its chunks (block-
  * reduced by the caller, all rows of the group together). */
-static bool row_reductions(fgb_emitter *e, const chunks *ch, int first, int end, LLVMValueRef *acc) {
+static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int end, LLVMValueRef *acc) {
   const fg_kernel *k = e->k;
   for (int i = first; i < end; i++) {
     const fg_node *n = k->reds[i];
-    LLVMValueRef a = fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n));
-    for (int c = 0; c < ch->n && a; c++) {
-      enter(e, ch, c);
-      a = fgk_accumulate(e, n, ch->idx0[c], ch->valid[c], a);
-    }
+    LLVMValueRef a = fgk_chunks_accumulate(e, ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
     if (!a) return false;
     acc[i - first] = a;
   }
@@ -165,24 +145,20 @@ static bool row_reductions(fgb_emitter *e, const chunks *ch, int first, int end,
 
 /* With its reductions seeded: a row's outputs and its share of the column
  * and tail accumulators. */
-static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const chunks *ch,
+static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
                         LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   int V = e->vec;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
-    for (int c = 0; c < ch->n; c++) {
-      enter(e, ch, c);
-      fgk_store_full(e, o, ch->idx0[c], ch->valid[c]);
-    }
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, ch, o);
   }
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
     for (int c = 0; c < ch->n; c++) {
-      enter(e, ch, c);
+      fgk_chunks_enter(e, ch, c);
       for (int j = 0; j < V; j++) {
         LLVMValueRef idx[FG_MAX_RANK];
         fgk_lane_index(e, ch->idx0[c], j, idx);
@@ -220,7 +196,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   fgk_row_ctx rc[MAX_ROWS];
-  chunks ch[MAX_ROWS];
+  fgk_chunks ch[MAX_ROWS];
   LLVMValueRef totals[MAX_ROWS][64];
   int mark = fgb_memo_mark(e);
   for (int u = 0; u < U; u++) {

@@ -46,6 +46,22 @@ void fgk_lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRe
 /* Accumulates reduction n over one chunk (all lanes; identity where !valid). */
 LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
                             LLVMValueRef acc);
+/* A thread's chunks of one row (the persistent row kernels): the domain
+ * index of lane 0, validity, and the lanes and uniform coordinates that
+ * fgk_chunks_enter restores before a chunk's values are emitted. */
+typedef struct fgk_chunks {
+  int n;
+  LLVMValueRef idx0[8][FG_MAX_RANK], valid[8];
+  LLVMValueRef lanes[8][16], uni[8][64];
+  int nuni[8];
+} fgk_chunks;
+/* Records chunk c after fgk_row_chunk filled idx0[c] (valid may be NULL). */
+void fgk_chunks_save(fgb_emitter *e, fgk_chunks *ch, int c, LLVMValueRef valid);
+void fgk_chunks_enter(fgb_emitter *e, const fgk_chunks *ch, int c);
+/* Reduction n accumulated over every chunk, from acc; NULL on failure. */
+LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n, LLVMValueRef acc);
+/* Full-domain output o stored for every chunk. */
+void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value *o);
 /* Stores full-domain output o for one chunk (when valid). */
 void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid);
 /* Thread 0 stores the row-shaped outputs (and reduction results) of the row. */
