@@ -1,6 +1,7 @@
 /* Kernel skeletons: thread mapping, loops, block and grid reductions. The
  * values themselves come from the recursion in emit_value.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emit.h"
@@ -389,28 +390,32 @@ void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0,
 
 void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc) {
   const fg_kernel *k = e->k;
-  LLVMValueRef vals[64];
+  /* values first (every thread: they may need block-wide work), then
+   * thread 0 stores; no cap on how many */
+  LLVMValueRef *vals = calloc((size_t)k->nouts + 1, sizeof *vals);
+  if (!vals) {
+    fgb_fail(e, "out of memory");
+    return;
+  }
   int n = 0;
-  for (int i = 0; i < k->nouts && n < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    fgk_row_index(e, o, rc->kc, idx);
-    vals[n++] = fgb_emit_value(e, o, idx);
+  LLVMBasicBlockRef merge = NULL;
+  for (int pass = 0; pass < 2 && !e->failed; pass++) {
+    if (pass == 1) {
+      if (n == 0) break;
+      LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+      merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
+    }
+    for (int i = 0; i < k->nouts && !e->failed; i++) {
+      const fg_value *o = k->outs[i];
+      if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
+      LLVMValueRef idx[FG_MAX_RANK];
+      fgk_row_index(e, o, rc->kc, idx);
+      if (pass == 0) vals[i] = fgb_emit_value(e, o, idx), n++;
+      else fgb_emit_store(e, o, idx, vals[i]);
+    }
   }
-  if (e->failed || n == 0) return;
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
-  n = 0;
-  for (int i = 0; i < k->nouts && n < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    fgk_row_index(e, o, rc->kc, idx);
-    fgb_emit_store(e, o, idx, vals[n++]);
-  }
-  fgb_end_if(e, merge);
+  if (merge) fgb_end_if(e, merge);
+  free(vals);
 }
 
 bool fgb_emit_row_kernel(fgb_emitter *e) {
@@ -433,7 +438,11 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tv = LLVMBuildMul(e->b, tid, fgb_const(e, V), "");
   LLVMValueRef totals[64];
-  int nreds = k->nreds < 64 ? k->nreds : 64;
+  int nreds = k->nreds;
+  if (nreds > 64) {
+    fgb_fail(e, "row kernel with %d reductions: the code generator supports at most 64", nreds);
+    return false;
+  }
 
   /* The fallback variant for misaligned pointers (vec > 1, not aligned)
    * re-reads the row in each phase instead of unrolling it into registers:

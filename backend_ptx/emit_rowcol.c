@@ -86,6 +86,33 @@ static void zero_index(fgb_emitter *e, const fg_value *o, LLVMValueRef *idx) {
   for (int d = 0; d < o->type.rank; d++) idx[d] = fgb_const(e, 0);
 }
 
+/* The outputs of the combine phase ph: all computed (every thread, so
+ * that values needing block-wide work can be emitted), then stored where
+ * `guard` holds: at column coordinates redc, or once for the tail. */
+static bool store_phase(fgb_emitter *e, fg_phase ph, const LLVMValueRef *redc, LLVMValueRef guard) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef *vals = calloc((size_t)k->nouts + 1, sizeof *vals);
+  if (!vals) {
+    fgb_fail(e, "out of memory");
+    return false;
+  }
+  for (int pass = 0; pass < 2 && !e->failed; pass++) {
+    LLVMBasicBlockRef merge = pass ? fgb_begin_if(e, guard) : NULL;
+    for (int i = 0; i < k->nouts && !e->failed; i++) {
+      const fg_value *o = k->outs[i];
+      if (fg_plan_phase(e->p, k, o) != ph) continue;
+      LLVMValueRef idx[FG_MAX_RANK];
+      if (ph == FG_PHASE_COLUMNS) col_index(e, o, redc, idx);
+      else zero_index(e, o, idx);
+      if (pass == 0) vals[i] = fgb_emit_value(e, o, idx);
+      else fgb_emit_store(e, o, idx, vals[i]);
+    }
+    if (merge) fgb_end_if(e, merge);
+  }
+  free(vals);
+  return !e->failed;
+}
+
 static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
                        fgk_chunks *ch) {
   ch->n = e->k->chunks;
@@ -307,26 +334,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     col_index(e, n->out[0], redc, idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
   }
-  LLVMValueRef vals[64];
-  int nv = 0;
-  for (int i = 0; i < k->nouts && nv < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if (fg_plan_phase(e->p, k, o) != FG_PHASE_COLUMNS) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    col_index(e, o, redc, idx);
-    vals[nv++] = fgb_emit_value(e, o, idx);
-    if (e->failed) return false;
-  }
-  LLVMBasicBlockRef st = fgb_begin_if(e, cvalid);
-  nv = 0;
-  for (int i = 0; i < k->nouts && nv < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if (fg_plan_phase(e->p, k, o) != FG_PHASE_COLUMNS) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    col_index(e, o, redc, idx);
-    fgb_emit_store(e, o, idx, vals[nv++]);
-  }
-  fgb_end_if(e, st);
+  if (!store_phase(e, FG_PHASE_COLUMNS, redc, cvalid)) return false;
   fgb_memo_release(e, mark);
   fgb_end_if(e, first);
   fgb_barrier(e->m); /* the scratch is reused by the next block */
@@ -356,26 +364,7 @@ static bool combine_tails(fgb_emitter *e) {
     zero_index(e, n->out[0], idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, tot, ad, n->out[0]->type.dtype));
   }
-  LLVMValueRef vals[64];
-  int nv = 0;
-  for (int i = 0; i < k->nouts && nv < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if (fg_plan_phase(e->p, k, o) != FG_PHASE_TAIL) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    zero_index(e, o, idx);
-    vals[nv++] = fgb_emit_value(e, o, idx);
-    if (e->failed) return false;
-  }
-  LLVMBasicBlockRef t0 = fgb_begin_if(e, is_thread0(e));
-  nv = 0;
-  for (int i = 0; i < k->nouts && nv < 64; i++) {
-    const fg_value *o = k->outs[i];
-    if (fg_plan_phase(e->p, k, o) != FG_PHASE_TAIL) continue;
-    LLVMValueRef idx[FG_MAX_RANK];
-    zero_index(e, o, idx);
-    fgb_emit_store(e, o, idx, vals[nv++]);
-  }
-  fgb_end_if(e, t0);
+  if (!store_phase(e, FG_PHASE_TAIL, NULL, is_thread0(e))) return false;
   fgb_memo_release(e, mark);
   return !e->failed;
 }

@@ -406,8 +406,13 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
   int nv = 0;
   int64_t off = 0;
   int last = -1;
+  int pieces = 0;
   for (int i = 0; i < n->nin; i++)
-    if (n->in[i]->type.dims[dim].size > 0) last = i;
+    if (n->in[i]->type.dims[dim].size > 0) last = i, pieces++;
+  if (pieces > 64) {
+    fgb_fail(e, "cat of %d non-empty pieces: the code generator supports at most 64", pieces);
+    return NULL;
+  }
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;
@@ -469,6 +474,12 @@ static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   int64_t off = 0;
   LLVMValueRef vals[64], bounds[64];
   int nv = 0;
+  int pieces = 0;
+  for (int i = 0; i < n->nin; i++) pieces += n->in[i]->type.dims[dim].size > 0;
+  if (pieces > 64) {
+    fgb_fail(e, "cat of %d non-empty pieces: the code generator supports at most 64", pieces);
+    return NULL;
+  }
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;
