@@ -103,13 +103,7 @@ int main(int argc, char **argv) {
   if (load_only) argv++, argc--;
   snprintf(artifact, sizeof artifact, "%s", argc > 1 ? argv[1] : "add.ptx");
   setenv("CUDA_CACHE_DISABLE", "1", 1); /* before the driver starts: no driver-side JIT cache */
-  char msg[512];
-  cu = fgl_cuda(msg, sizeof msg);
-  int ndev = 0;
-  if (!cu || cu->cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
-    printf("skipped: no CUDA driver/GPU (%s)\n", cu ? "no device" : msg);
-    return 77;
-  }
+  cu = gpu_test_driver();
   /* Create the context up front so loads measure the loader, not context creation. */
   CUdevice dev;
   CUcontext ctx;

@@ -66,13 +66,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int runs = argc > 3 ? atoi(argv[3]) : 100;
-  char msg[512];
-  const fgl_cuda_api *cu = fgl_cuda(msg, sizeof msg);
-  int ndev = 0;
-  if (!cu || cu->cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
-    printf("skipped: no CUDA driver/GPU (%s)\n", cu ? "no device" : msg);
-    return 77;
-  }
+  const fgl_cuda_api *cu = gpu_test_driver();
   CUdevice dev;
   CUcontext ctx;
   CU(cu->cuDeviceGet(&dev, 0));

@@ -18,4 +18,17 @@
     }                                                                                  \
   } while (0)
 
+/* The driver API, or exit 77 (ctest's "skipped") when there is no driver
+ * or no GPU, saying so. */
+static inline const fgl_cuda_api *gpu_test_driver(void) {
+  char msg[512];
+  const fgl_cuda_api *cu = fgl_cuda(msg, sizeof msg);
+  int ndev = 0;
+  if (!cu || cu->cuDeviceGetCount(&ndev) != CUDA_SUCCESS || ndev == 0) {
+    printf("skipped: no CUDA driver/GPU (%s)\n", cu ? "no device" : msg);
+    exit(77);
+  }
+  return cu;
+}
+
 #endif
