@@ -10,6 +10,11 @@
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Values a thread of a column kernel's last CTA has in flight while it
+ * combines the partials (one CTA per column tile does all of it: with
+ * few in flight this tail was a fifth of the packed dQKV epilogue). */
+enum { COL_COMBINE_VALUES = 64 };
+
 /* ---- loops and locals ---- */
 
 LLVMValueRef fgk_local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) {
@@ -302,6 +307,37 @@ void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
   fgb_end_if(e, merge);
 }
 
+/* The column kernel's partials: row (red, s) of `kept` accumulators,
+ * packed (acc-sized), rows 8 * kept bytes apart (the temp's size), so a
+ * thread's V lanes are contiguous and vector-aligned. */
+static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef row, LLVMValueRef elem, fg_dtype acc) {
+  LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
+  LLVMValueRef byte = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_const(e, 8 * kept), ""),
+                                   LLVMBuildMul(e->b, elem, fgb_const(e, fg_dtype_size(acc)), ""), "");
+  return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
+}
+
+/* V lanes of a column partial at ptr: vector accesses of up to 16 bytes.
+ * The loads are plain: they follow the fence after the arrival counter
+ * (the acquire side of the PTX memory model's fence-fence synchronization
+ * with the writers' fence), and volatile loads were issued one at a time. */
+static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, int V, LLVMValueRef *vals, bool store) {
+  int asz = fg_dtype_size(acc), per = 16 / asz < V ? 16 / asz : V;
+  LLVMTypeRef rt = fgb_reg_type(e->m, acc), vt = LLVMVectorType(rt, (unsigned)per), i32 = LLVMInt32TypeInContext(e->ctx);
+  for (int done = 0; done < V; done += per) {
+    LLVMValueRef p = fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), fgb_const(e, (int64_t)done * asz));
+    if (store) {
+      LLVMValueRef v = LLVMGetUndef(vt);
+      for (int j = 0; j < per; j++) v = LLVMBuildInsertElement(e->b, v, vals[done + j], LLVMConstInt(i32, (unsigned)j, 0), "");
+      LLVMSetAlignment(LLVMBuildStore(e->b, v, p), (unsigned)(per * asz));
+    } else {
+      LLVMValueRef ld = LLVMBuildLoad2(e->b, vt, p, "");
+      LLVMSetAlignment(ld, (unsigned)(per * asz));
+      for (int j = 0; j < per; j++) vals[done + j] = LLVMBuildExtractElement(e->b, ld, LLVMConstInt(i32, (unsigned)j, 0), "");
+    }
+  }
+}
+
 static LLVMValueRef load_partial(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index) {
   /* volatile: other CTAs wrote it; do not trust a stale L1 line */
   LLVMValueRef ld = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, acc), partial_ptr(e, acc, slot_index), "");
@@ -555,6 +591,74 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
 
 /* ---- column reductions ---- */
 
+/* What a column kernel's rows share: the thread's kept coordinates and
+ * lanes, the reduced dims, the accumulators. */
+typedef struct col_rows_ctx {
+  const LLVMValueRef *kc;
+  int nkept;
+  bool lane_dim;
+  const LLVMValueRef *lanes;
+  const int64_t *red_sizes;
+  int nred;
+  LLVMValueRef (*accv)[16];
+  int nreds;
+  LLVMValueRef valid;
+} col_rows_ctx;
+
+static void col_row_enter(fgb_emitter *e, const col_rows_ctx *cx, const LLVMValueRef *rc) {
+  memcpy(e->lanes, cx->lanes, sizeof e->lanes);
+  e->nuniform = 0;
+  for (int i = 0; i < cx->nkept - (cx->lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = cx->kc[i];
+  for (int i = 0; i < cx->nred; i++) e->uniform[e->nuniform++] = rc[i];
+}
+
+/* Rows r .. r+U-1 of the thread's columns: with U > 1, every load of
+ * every row is issued before the first row is used (more loads in flight:
+ * a column kernel has few CTAs), then each row is accumulated and its
+ * full-size outputs stored. */
+static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int U) {
+  const fg_kernel *k = e->k;
+  int V = e->vec;
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef rc[8][FG_MAX_RANK], idx0[8][FG_MAX_RANK];
+  for (int u = 0; u < U; u++) {
+    LLVMValueRef ru = u ? LLVMBuildAdd(e->b, r, fgb_const(e, u), "") : r;
+    fgb_delinearize(e, ru, cx->red_sizes, cx->nred, rc[u]);
+    for (int d = 0, a = 0, b = 0; d < k->rank; d++) idx0[u][d] = k->mask[d] ? rc[u][b++] : cx->kc[a++];
+    if (U == 1) continue;
+    col_row_enter(e, cx, rc[u]);
+    for (int j = 0; j < V; j++) {
+      LLVMValueRef idx[FG_MAX_RANK];
+      fgk_lane_index(e, idx0[u], j, idx);
+      for (int i = 0; i < cx->nreds; i++) fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+      for (int i = 0; i < k->nouts; i++)
+        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i])) fgb_prefetch_value(e, k->outs[i], idx);
+    }
+  }
+  for (int u = 0; u < U; u++) {
+    col_row_enter(e, cx, rc[u]);
+    for (int i = 0; i < cx->nreds; i++) {
+      const fg_node *n = k->reds[i];
+      fg_dtype ad = fgk_red_acc(n);
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef idx[FG_MAX_RANK];
+        fgk_lane_index(e, idx0[u], j, idx);
+        LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+        if (!x) return false;
+        x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cx->accv[i][j], "");
+        LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), cx->accv[i][j]);
+      }
+    }
+    for (int i = 0; i < k->nouts; i++) {
+      const fg_value *o = k->outs[i];
+      if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_store_full(e, o, idx0[u], cx->valid);
+    }
+  }
+  fgb_memo_release(e, mark);
+  return !e->failed;
+}
+
 bool fgb_emit_column_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int nkept = 0, nred = 0;
@@ -590,35 +694,22 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     for (int j = 0; j < V; j++)
       accv[i][j] = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
                              fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
+  col_rows_ctx cx = {kc, nkept, lane_dim, lanes, red_sizes, nred, accv, nreds, valid};
+  /* Rows in groups of U (all their loads issued first), then the rest one
+   * at a time. */
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  LLVMValueRef rmain = rstart;
+  if (U > 1) {
+    LLVMValueRef cnt = LLVMBuildSub(e->b, rend, rstart, "");
+    rmain = LLVMBuildSub(e->b, rend, LLVMBuildSRem(e->b, cnt, fgb_const(e, U), ""), "");
+    fgk_loop l;
+    LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rmain, fgb_const(e, U));
+    if (!col_rows(e, &cx, r, U)) return false;
+    fgk_loop_end(e, &l, r);
+  }
   fgk_loop l;
-  LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rend, fgb_const(e, 1));
-  int mark = fgb_memo_mark(e);
-  LLVMValueRef rc[FG_MAX_RANK];
-  fgb_delinearize(e, r, red_sizes, nred, rc);
-  memcpy(e->lanes, lanes, sizeof lanes);
-  e->nuniform = 0;
-  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = kc[i];
-  for (int i = 0; i < nred; i++) e->uniform[e->nuniform++] = rc[i];
-  LLVMValueRef idx0[FG_MAX_RANK];
-  for (int d = 0, a = 0, b = 0; d < k->rank; d++) idx0[d] = k->mask[d] ? rc[b++] : kc[a++];
-  for (int i = 0; i < nreds; i++) {
-    const fg_node *n = k->reds[i];
-    fg_dtype ad = fgk_red_acc(n);
-    for (int j = 0; j < V; j++) {
-      LLVMValueRef idx[FG_MAX_RANK];
-      fgk_lane_index(e, idx0, j, idx);
-      LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-      if (!x) return false;
-      x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-      LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), accv[i][j]);
-    }
-  }
-  for (int i = 0; i < k->nouts; i++) {
-    const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_store_full(e, o, idx0, valid);
-  }
-  fgb_memo_release(e, mark);
+  LLVMValueRef r = fgk_loop_begin(e, &l, rmain, rend, fgb_const(e, 1));
+  if (!col_rows(e, &cx, r, 1)) return false;
   fgk_loop_end(e, &l, r);
   if (e->failed) return false;
   LLVMValueRef tot[8][16];
@@ -626,15 +717,12 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
   LLVMBasicBlockRef done = NULL;
   if (S > 1) {
-    /* partials[(red * S + s) * kept + element] */
     LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
-    for (int i = 0; i < nreds; i++)
-      for (int j = 0; j < V; j++) {
-        LLVMValueRef slot = LLVMBuildAdd(
-            e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, ""), fgb_const(e, kept), ""),
-            LLVMBuildAdd(e->b, base, fgb_const(e, j), ""), "");
-        LLVMBuildStore(e->b, tot[i][j], partial_ptr(e, fgk_red_acc(k->reds[i]), slot));
-      }
+    for (int i = 0; i < nreds; i++) {
+      LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, "");
+      col_partial_lanes(e, col_partial_ptr(e, kept, row, base, fgk_red_acc(k->reds[i])), fgk_red_acc(k->reds[i]), (int)V,
+                        tot[i], true);
+    }
     fgb_end_if(e, merge);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
     LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
@@ -648,27 +736,24 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
       for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
       /* Partials s..s+B-1 are loaded before any is combined (in-order issue
        * would otherwise wait a memory latency per partial), then combined
-       * in order s, s+1, ... */
-      /* V*B <= 8 loads in flight: more raised the kernel's register count
-       * (and so lowered the main loop's occupancy) for no measured gain
-       * (H100, 2026-11-22: dQKV epilogues 0.70 -> 0.57 of copy bandwidth
-       * with 32). */
-      int64_t B = V >= 8 ? 1 : 8 / V;
+       * in order s, s+1, ...: B * V values in flight, as vector loads. */
+      int64_t B = COL_COMBINE_VALUES / V;
+      if (B > 16) B = 16;
+      if (B < 1) B = 1;
+      const char *eb = getenv("FUSEC_COL_COMBINE"); /* experiment knob, not a user interface */
+      if (eb && atoi(eb) >= 1 && atoi(eb) <= 16) B = atoi(eb);
       int64_t full = S / B * B;
       for (int pass = 0; pass < 2; pass++) {
         int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
         if (lo >= hi) continue;
         fgk_loop sl;
         LLVMValueRef si = fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
-        LLVMValueRef got[16][8];
+        LLVMValueRef got[16][16], lv[16];
         for (int q = 0; q < step; q++) {
           LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
-          for (int j = 0; j < V; j++) {
-            LLVMValueRef slot = LLVMBuildAdd(
-                e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, ""), fgb_const(e, kept), ""),
-                LLVMBuildAdd(e->b, basec, fgb_const(e, j), ""), "");
-            got[j][q] = load_partial(e, ad, slot);
-          }
+          LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, "");
+          col_partial_lanes(e, col_partial_ptr(e, kept, row, basec, ad), ad, (int)V, lv, false);
+          for (int j = 0; j < V; j++) got[j][q] = lv[j];
         }
         for (int j = 0; j < V; j++) {
           LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");

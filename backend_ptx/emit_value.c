@@ -523,6 +523,48 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   return LLVMBuildSelect(e->b, valid, v, padv, "");
 }
 
+/* A reshape whose last dim carries the lanes, where the input's last dim
+ * is a whole number of vectors too: the V lanes (an aligned run of the
+ * linear index) land in one input row, at consecutive positions. So the
+ * input is emitted with lanes of its own along its last dim and its other
+ * coordinates uniform, which keeps its loads vectorized (the separate
+ * dQKV epilogue reads q, k and v through [B,H,S,D] -> [B,S,H*D]: eight
+ * scalar loads a thread per row before). False when that does not apply;
+ * else *r is v at idx (NULL in prefetch mode, or on failure). */
+static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value *v, const LLVMValueRef *idx,
+                               LLVMValueRef *r) {
+  const fg_type *in = &n->in[0]->type, *out = &v->type;
+  int lane, V = e->vec;
+  if (V <= 1 || (n->op->code != FG_OP_RESHAPE && n->op->code != FG_OP_VIEW) || in->rank < 1 || out->rank < 1 ||
+      !is_lane(e, idx[out->rank - 1], &lane) || in->dims[in->rank - 1].size % V || out->dims[out->rank - 1].size % V ||
+      e->nuniform + in->rank > 64)
+    return false;
+  LLVMValueRef oidx[FG_MAX_RANK], res0[FG_MAX_RANK], saved[16], nl[16];
+  memcpy(oidx, idx, sizeof(LLVMValueRef) * (size_t)out->rank);
+  oidx[out->rank - 1] = e->lanes[0];
+  map_reshape(e, in, out, oidx, res0);
+  int last = in->rank - 1, nuni = e->nuniform;
+  memcpy(saved, e->lanes, sizeof saved);
+  for (int j = 0; j < V; j++) nl[j] = j ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "") : res0[last];
+  memcpy(e->lanes, nl, sizeof(LLVMValueRef) * (size_t)V);
+  for (int d = 0; d < last; d++) e->uniform[e->nuniform++] = res0[d];
+  LLVMValueRef vals[16];
+  for (int j = 0; j < V && !e->failed; j++) {
+    res0[last] = nl[j];
+    vals[j] = fgb_emit_value(e, n->in[0], res0);
+  }
+  memcpy(e->lanes, saved, sizeof saved);
+  e->nuniform = nuni;
+  *r = NULL;
+  if (e->failed || e->prefetch) return true;
+  for (int j = 0; j < V; j++) {
+    oidx[out->rank - 1] = e->lanes[j];
+    if (j != lane) fgb_memo_put(e, v, oidx, vals[j]);
+  }
+  *r = vals[lane];
+  return true;
+}
+
 void fgb_prefetch_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
   e->prefetch = true;
   fgb_emit_value(e, v, idx);
@@ -599,7 +641,7 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
       if (n->op->code == FG_OP_PAD) { r = emit_pad(e, n, idx); break; }
       if (view_from_memory(e, v, &base, &s)) {
         r = load_view(e, v, buf_of_value(e, base), &s, idx);
-      } else {
+      } else if (!emit_reshape_lanes(e, n, v, idx, &r)) {
         LLVMValueRef in_idx[FG_MAX_RANK];
         map_view(e, n, v->def_index, idx, in_idx);
         r = fgb_emit_value(e, n->in[0], in_idx);

@@ -74,7 +74,7 @@ typedef struct fg_kernel {
   int combiners;        /* row + column form: CTAs that combine the partials */
   int combine_cols;     /* ... columns each combines at a time (8, 16 or 32) */
   int min_ctas_per_sm;  /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
-  int rows_per_iter;    /* row + column form: rows whose loads are issued together */
+  int rows_per_iter;    /* row + column form, column kernels: rows whose loads are issued together */
   bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +

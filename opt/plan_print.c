@@ -105,6 +105,7 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
       fprintf(f, " chunks %d", k->chunks);
     if (k->split > 1) fprintf(f, " split %d", k->split);
+    if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1) fprintf(f, " rows %d", k->rows_per_iter);
     if (k->ncols || k->ntails)
       fprintf(f, " rows %d%s min-ctas-per-sm %d combiners %d x %d columns", k->rows_per_iter, k->reload ? " reload" : "",
               k->min_ctas_per_sm, k->combiners, k->combine_cols);

@@ -20,4 +20,4 @@ elif [ ! -d .gpu/ptx ]; then
   exit 77
 fi
 export FGRUN_BIN=$FGRUN
-OUT=${OUT:-$(mktemp -d)} FG_PREBUILT_FGRUN=$FGRUN bash tests/gpu/device_run.sh check | tee /dev/stderr | tail -1 | grep -q ', 0 failed'
+OUT=${OUT:-$(mktemp -d)} FG_LOG=$(mktemp -d) FG_PREBUILT_FGRUN=$FGRUN bash tests/gpu/device_run.sh check | tee /dev/stderr | tail -1 | grep -q ', 0 failed'

@@ -2,29 +2,32 @@
 # On the GPU machine: builds libfgload and fgrun without LLVM, checks every
 # precompiled artifact of .gpu/ptx against the CPU reference interpreter
 # (poisoned outputs, fresh random inputs), runs the loader's GPU tests and
-# the benchmarks. Logs go to $OUT (or /tmp/fgout).
+# the benchmarks. Logs go to $LOG (/tmp/fglogs), packed after each mode into
+# $OUT/logs.tgz (the device tool returns at most 8 files).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/fgout}
-mkdir -p "$OUT"
+LOG=${FG_LOG:-/tmp/fglogs}
+mkdir -p "$OUT" "$LOG"
+trap 'tar czf "$OUT/logs.tgz" --exclude=./cache --exclude=./loadcache -C "$LOG" .' EXIT
 export XXHASH_ROOT=$PWD/.deps/root
-export FUSEC_CACHE_DIR=$OUT/cache
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
+export FUSEC_CACHE_DIR=$LOG/cache
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$LOG/device.txt"
 what=${1:-all}
 if [ -n "${FG_PREBUILT_FGRUN:-}" ]; then
   FGRUN=$FG_PREBUILT_FGRUN
 elif [ ! -x build-gpu/tools/fgrun ]; then
-  cmake -S . -B build-gpu -DFUSEC_WITH_LLVM=OFF -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 ||
-    { tail -40 "$OUT/cmake.log"; exit 1; }
-  cmake --build build-gpu -j16 >"$OUT/build.log" 2>&1 ||
-    { grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; }
+  cmake -S . -B build-gpu -DFUSEC_WITH_LLVM=OFF -DCMAKE_BUILD_TYPE=Release >"$LOG/cmake.log" 2>&1 ||
+    { tail -40 "$LOG/cmake.log"; exit 1; }
+  cmake --build build-gpu -j16 >"$LOG/build.log" 2>&1 ||
+    { grep -E "error|Error" "$LOG/build.log" | head -40; exit 1; }
 fi
 FGRUN=${FGRUN:-build-gpu/tools/fgrun}
 
 # One check: fgrun ARTIFACT --graph G --check SRC, logged; prints PASS/FAIL.
 check_one() {
   local ptx=$1 src=$2 g=$3 seed=$RANDOM
-  local log=$OUT/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g.log
+  local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g.log
   if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" >"$log" 2>&1; then
     echo "PASS $src $g"
   else
@@ -33,10 +36,10 @@ check_one() {
   fi
 }
 export -f check_one
-export FGRUN OUT
+export FGRUN LOG
 
 check() {
-  local jobs=$OUT/jobs.txt
+  local jobs=$LOG/jobs.txt
   : >"$jobs"
   for ptx in .gpu/ptx/*.ptx .gpu/ptx-nobookend/*.ptx; do
     [ -f "$ptx" ] || continue
@@ -50,18 +53,18 @@ check() {
       echo "$ptx $src $g" >>"$jobs"
     done
   done
-  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2"' <"$jobs" | tee "$OUT/check_summary.txt" | grep -v '^PASS' || true
-  echo "check: $(grep -c '^PASS' "$OUT/check_summary.txt") passed, $(grep -c '^FAIL' "$OUT/check_summary.txt") failed"
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2"' <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
+  echo "check: $(grep -c '^PASS' "$LOG/check_summary.txt") passed, $(grep -c '^FAIL' "$LOG/check_summary.txt") failed"
 }
 
 # Benchmarks: fgrun --bench (device events, median) with the copy bandwidth
-# of the same run; one line per graph in $OUT/bench.txt.
+# of the same run; one line per graph in $LOG/bench.txt.
 bench() {
-  : >"$OUT/bench.txt"
+  : >"$LOG/bench.txt"
   while read -r file g; do
     [ -n "$file" ] || continue
     ptx=.gpu/ptx/$(dirname "$file" | tr / _)__$(basename "$file" .fg).ptx
-    "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep -E '^(bench|load)' | tee -a "$OUT/bench.txt"
+    "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep -E '^(bench|load)' | tee -a "$LOG/bench.txt"
   done <<'LIST'
 examples/bias_gelu.fg bias_gelu
 examples/layer_norm.fg layer_norm_large
@@ -92,22 +95,22 @@ LIST
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
-  : >"$OUT/repeat.txt"
+  : >"$LOG/repeat.txt"
   for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
       bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k; do
-    "$t" ".gpu/ptx/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$OUT/repeat.txt"
+    "$t" ".gpu/ptx/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
 }
 
 # Every graph of every artifact under .gpu/var/ (schedule experiments).
 variants() {
-  : >"$OUT/variants.txt"
+  : >"$LOG/variants.txt"
   for ptx in .gpu/var/*.ptx; do
     [ -f "$ptx" ] || continue
     for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx"); do
       "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-50}" --seed 1 2>&1 | grep -E '^bench.*fraction' |
-        sed "s|^|$(basename "$ptx" .ptx) |" | tee -a "$OUT/variants.txt"
+        sed "s|^|$(basename "$ptx" .ptx) |" | tee -a "$LOG/variants.txt"
     done
   done
 }
@@ -115,7 +118,7 @@ variants() {
 # Load times of the artifact holding every example (.gpu/all_examples.ptx):
 # cold (empty cubin cache, driver JIT cache off) then warm (cache hit).
 loadtime() {
-  local cache=$OUT/loadcache
+  local cache=$LOG/loadcache
   rm -rf "$cache"
   for i in 1 2 3; do
     rm -rf "$cache"
@@ -126,7 +129,24 @@ loadtime() {
   done
 }
 
+# Hardware counters of the row + column and epilogue kernels (ncu, clocks
+# left alone); one report per graph in $LOG/ncu_*.txt.
+profile() {
+  command -v ncu >/dev/null || { echo "profile: no ncu here"; return; }
+  for spec in ${FG_PROFILE:-bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k examples__fp8_amax:amax_rowcol \
+      examples__sdpa_bwd_epilogue_separate:sdpa_bwd_epilogue_separate examples__sdpa_bwd_epilogue_packed:sdpa_bwd_epilogue_packed}; do
+    ptx=.gpu/ptx/${spec%%:*}.ptx; [ -f "$ptx" ] || ptx=.gpu/var/${spec%%:*}.ptx
+    timeout 300 ncu --clock-control none --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+      --section LaunchStats --section SchedulerStats \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum \
+      "$FGRUN" "$ptx" --graph "${spec#*:}" --bench 3 --seed 1 >"$LOG/ncu_${spec#*:}.txt" 2>&1
+    echo "profile ${spec#*:}: exit $?, $(grep -E 'gpu__time_duration.sum|dram__bytes_(read|write).sum' "$LOG/ncu_${spec#*:}.txt" | tr -s ' ' | tr '\n' ';')"
+  done
+}
+
 case $what in
+  profile) profile ;;
   loadtime) loadtime ;;
   check) check ;;
   bench) bench ;;
