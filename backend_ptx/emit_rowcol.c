@@ -170,17 +170,15 @@ static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int 
   return !e->failed;
 }
 
-/* With its reductions seeded: a row's outputs and its share of the column
- * and tail accumulators. */
-static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
-                        LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+/* A row's share of the column accumulators: those whose input uses a
+ * row reduction of the kernel (late), or those that do not (early: added
+ * before the block reductions, so that their inputs need not live across
+ * the barrier; a thread's rows are still added in row order). */
+static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], bool late) {
   const fg_kernel *k = e->k;
   int V = e->vec;
-  for (int i = 0; i < k->nouts; i++) {
-    const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, ch, o);
-  }
   for (int i = 0; i < k->ncols; i++) {
+    if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds) != late) continue;
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
@@ -198,6 +196,19 @@ static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
       }
     }
   }
+  return !e->failed;
+}
+
+/* With its reductions seeded: a row's outputs and its share of the late
+ * column accumulators and of the tail accumulators. */
+static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
+                        LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, ch, o);
+  }
+  if (!row_columns(e, ch, cacc, true)) return false;
   e->nuniform = 0;
   for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
   for (int i = 0; i < k->ntails; i++) {
@@ -234,6 +245,8 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   }
   if (U > 1)
     for (int u = 0; u < U; u++) prefetch_row(e, &ch[u]);
+  for (int u = 0; u < U; u++)
+    if (!row_columns(e, &ch[u], cacc, false)) return false;
   /* Reductions in groups that do not use each other (a variance after its
    * mean comes in a later group): each group's rows share one barrier. */
   for (int start = 0, end; start < k->nreds; start = end) {
