@@ -233,6 +233,11 @@ fg_dtype fg_reduce_acc_dtype(fg_dtype in) {
   return FG_I64;
 }
 
+fg_dtype fg_reduce_partial_dtype(const fg_node *n) {
+  if (n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) return n->in[0]->type.dtype;
+  return fg_reduce_acc_dtype(n->in[0]->type.dtype);
+}
+
 static bool infer_reduction(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *dims = ints_attr(n, "dims");

@@ -29,6 +29,10 @@ int fg_reduce_mask(const fg_node *n, bool mask[FG_MAX_RANK]);
 /* Reductions' accumulation dtype: f64 for f64 input, i64 for bool/int
  * inputs, else f32. */
 fg_dtype fg_reduce_acc_dtype(fg_dtype in);
+/* The dtype that holds a partial result of reduction n exactly: its input
+ * dtype for amax/amin (a maximum is one of the values), else the
+ * accumulation dtype. */
+fg_dtype fg_reduce_partial_dtype(const fg_node *n);
 
 /* A copy of g in a new arena with each symbolic dim named in names[] bound to
  * values[], types re-inferred. NULL with an error in d when a binding

@@ -257,10 +257,14 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * accumulators (f32) and addressing; within 15% of ptxas on the
    * examples. The count is enforced (.minnctapersm), so all G CTAs are
    * resident at once. */
-  int64_t rows_needed = row_bytes > 0 ? ceil_div(64 * 1024, row_bytes) : 1; /* ~64 KiB in flight per SM */
+  /* Rows in flight per SM: ~64 KiB of loads, or ~128 KiB where the rows
+   * need not be kept for full-size outputs (registers allow it). Measured
+   * on the H100 (2026-11-22): row + column + tensor amax bf16 [8192,8192],
+   * 4 rows a CTA, 1 / 2 CTAs an SM: 0.70-0.74 / 0.81. */
+  int64_t rows_needed = row_bytes > 0 ? ceil_div((full_out ? 64 : 128) * 1024, row_bytes) : 1;
   int U = 1;
   for (int u = 4; u >= 2; u /= 2) {
-    int64_t r = 32 + per_thread * 2 * k->ncols +
+    int64_t r = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
                 (full_out && !k->reload ? per_thread * 2 * u : per_thread * halves * u / 2);
     /* Several rows a CTA only in blocks of 8+ warps or when reloading:
      * small blocks do better with more CTAs (RMSNorm bwd, 128 threads,
@@ -272,7 +276,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   const char *eu = getenv("FUSEC_ROWCOL_ROWS"); /* experiment knob, not a user interface */
   if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0) U = atoi(eu);
   k->rows_per_iter = U;
-  int64_t regs = 32 + per_thread * 2 * k->ncols +
+  int64_t regs = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
                  (full_out && !k->reload ? per_thread * 2 * U : per_thread * halves * U / 2);
   int64_t per_sm = 65536 / (regs * k->block);
   if (per_sm > 2048 / k->block) per_sm = 2048 / k->block;
@@ -308,7 +312,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   /* Partials: each column reduction's [G, R] accumulators, then 8 bytes
    * per CTA for each tail reduction. */
   int64_t bytes = 0;
-  for (int i = 0; i < k->ncols; i++) bytes += G * k->red * fg_dtype_size(fg_reduce_acc_dtype(k->cols[i]->in[0]->type.dtype));
+  for (int i = 0; i < k->ncols; i++) bytes += G * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
   bytes += 8 * G * k->ntails;
   k->partial_temp = add_temp(p, bytes, false);
   k->counter_temp = add_temp(p, 8, true);
@@ -353,9 +357,17 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
    * (one thread per V outputs), so each thread needs several loads in
    * flight. Measured on the H100 (2026-11-22, fraction of copy bandwidth,
    * rows 1 / 4 / 8 at split 32): packed dQKV epilogue 0.83 / 0.926 / 0.968,
-   * separate 0.63 / 0.910 / 0.898, column sum f32 [16384,4096] 0.925 /
-   * 0.965 / -. */
-  k->rows_per_iter = 8;
+   * separate 0.63 / 0.910 / 0.898 (0.901 / 0.897 in a second run), column
+   * sum f32 [16384,4096] 0.925 / 0.963 / 0.949, nested amax f32 (its
+   * column kernel) 0.999 / 1.009 / 0.987: 8 rows for 2-byte inputs, 4 for
+   * wider ones (the same 16 bytes a row, but twice the registers once
+   * widened to f32 for bf16). */
+  int esz = 1;
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == FG_BUF_PARAM && !p->g->params[k->args[i].index]->type.scalar &&
+        fg_dtype_size(p->g->params[k->args[i].index]->type.dtype) > esz)
+      esz = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
+  k->rows_per_iter = esz <= 2 ? 8 : 4;
   const char *eu = getenv("FUSEC_COL_ROWS"); /* experiment knob, not a user interface */
   if (eu && atoi(eu) >= 1 && atoi(eu) <= 8) k->rows_per_iter = atoi(eu);
   k->grid[1] = k->split;

@@ -138,7 +138,7 @@ profile() {
     ptx=.gpu/ptx/${spec%%:*}.ptx; [ -f "$ptx" ] || ptx=.gpu/var/${spec%%:*}.ptx
     timeout 300 ncu --clock-control none --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
-      --section LaunchStats --section SchedulerStats \
+      --section LaunchStats --section SchedulerStats --section SourceCounters \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum \
       "$FGRUN" "$ptx" --graph "${spec#*:}" --bench 3 --seed 1 >"$LOG/ncu_${spec#*:}.txt" 2>&1
     echo "profile ${spec#*:}: exit $?, $(grep -E 'gpu__time_duration.sum|dram__bytes_(read|write).sum' "$LOG/ncu_${spec#*:}.txt" | tr -s ' ' | tr '\n' ';')"
