@@ -61,7 +61,23 @@ typedef struct fgb_emitter {
    * loads without !invariant.load, through base + reload_zero, an opaque
    * zero (inline asm), so LLVM cannot merge them with the first reads. */
   LLVMValueRef reload_zero;
+  /* Software pipelining of a loop's row loads through shared memory (the
+   * row + column form): in FGB_PIPE_ISSUE, each 16-byte vector load indexed
+   * by one of pipe_rows[] (the coordinates of the rows walked) becomes an
+   * asynchronous copy into this thread's slot of buffer pipe_buf; in
+   * FGB_PIPE_READ the same walk reads the slots back. Both walks must meet
+   * the same loads in the same order: the same code at the same memo
+   * state. Slots: one shared array per load, [2 buffers][pieces][threads]. */
+  int pipe_mode;
+  LLVMValueRef pipe_rows[64];
+  int npipe_rows;
+  LLVMValueRef pipe_buf;
+  struct fgb_pipe_slot { LLVMValueRef smem; int pieces; } *pipe;
+  int npipe, cappipe, pipe_pos;
+  int64_t pipe_bytes; /* shared memory the slots take */
 } fgb_emitter;
+
+enum { FGB_PIPE_OFF, FGB_PIPE_ISSUE, FGB_PIPE_READ };
 
 bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned);
 void fgb_emitter_free(fgb_emitter *e);

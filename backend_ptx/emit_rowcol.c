@@ -228,25 +228,69 @@ static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
   return !e->failed;
 }
 
-/* One group of U rows: all their loads first, then each row's reductions,
- * then (after re-reading the rows, when the schedule says so: fewer
- * registers, more CTAs) each row's outputs and accumulators. */
-static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, const LLVMValueRef *r0, const LLVMValueRef *valid,
-                      LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+/* The rows of group grp: their coordinates and chunks; then every load
+ * they need is issued (several rows, or pipeline mode `mode` with buffer
+ * buf: copies started, or the slots read). */
+static void group_loads(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, const LLVMValueRef *r0,
+                        const LLVMValueRef *valid, int mode, LLVMValueRef buf, fgk_row_ctx *rc, fgk_chunks *ch) {
+  int U = e->k->rows_per_iter > 1 ? e->k->rows_per_iter : 1;
+  e->npipe_rows = 0;
+  for (int u = 0; u < U; u++) {
+    rc[u] = *base;
+    LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, grp, fgb_const(e, U), ""), fgb_const(e, u), "");
+    fgb_delinearize(e, row, rc[u].kept_sizes, rc[u].nkept, rc[u].kc);
+    row_chunks(e, &rc[u], r0, valid, &ch[u]);
+    for (int d = 0; d < rc[u].nkept; d++) e->pipe_rows[e->npipe_rows++] = rc[u].kc[d];
+  }
+  if (U == 1 && mode == FGB_PIPE_OFF) return;
+  e->pipe_mode = mode;
+  e->pipe_buf = buf;
+  e->pipe_pos = 0;
+  for (int u = 0; u < U; u++) prefetch_row(e, &ch[u]);
+  e->pipe_mode = FGB_PIPE_OFF;
+}
+
+/* Pipelining: the copies of group `next`'s rows (when there is one) into
+ * buffer buf start now; the memo forgets the walk. */
+static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef next, LLVMValueRef buf, const LLVMValueRef *r0,
+                        const LLVMValueRef *valid) {
+  const fg_kernel *k = e->k;
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  fgk_row_ctx rc[MAX_ROWS];
+  fgk_chunks ch[MAX_ROWS];
+  int mark = fgb_memo_mark(e);
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, next, fgb_const(e, k->outer / U), ""));
+  group_loads(e, base, next, r0, valid, FGB_PIPE_ISSUE, buf, rc, ch);
+  fgb_cp_async_commit(e->m);
+  fgb_memo_release(e, mark);
+  fgb_end_if(e, merge);
+}
+
+/* One group of U rows: all their loads first (pipelined: waited for, and
+ * the next group's started), then each row's reductions, then (after
+ * re-reading the rows, when the schedule says so: fewer registers, more
+ * CTAs) each row's outputs and accumulators. */
+static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, const LLVMValueRef *r0,
+                      const LLVMValueRef *valid, LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   fgk_row_ctx rc[MAX_ROWS];
   fgk_chunks ch[MAX_ROWS];
   LLVMValueRef totals[MAX_ROWS][64];
   int mark = fgb_memo_mark(e);
-  for (int u = 0; u < U; u++) {
-    rc[u] = *base;
-    LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, grp, fgb_const(e, U), ""), fgb_const(e, u), "");
-    fgb_delinearize(e, row, rc[u].kept_sizes, rc[u].nkept, rc[u].kc);
-    row_chunks(e, &rc[u], r0, valid, &ch[u]);
+  LLVMValueRef buf = NULL;
+  if (k->pipeline) {
+    /* This group's copies (buffer iter & 1) have landed; the next group's
+     * go to the other buffer, whose reads finished last iteration. */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+    if (LLVMTypeOf(iter) != i32) iter = LLVMBuildTrunc(e->b, iter, i32, "");
+    buf = LLVMBuildAnd(e->b, iter, LLVMConstInt(i32, 1, 0), "");
+    fgb_cp_async_wait_all(e->m);
+    issue_group(e, base, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
+                LLVMBuildXor(e->b, buf, LLVMConstInt(i32, 1, 0), ""), r0, valid);
   }
-  if (U > 1)
-    for (int u = 0; u < U; u++) prefetch_row(e, &ch[u]);
+  group_loads(e, base, grp, r0, valid, k->pipeline ? FGB_PIPE_READ : FGB_PIPE_OFF, buf, rc, ch);
+  if (e->failed) return false;
   for (int u = 0; u < U; u++)
     if (!row_columns(e, &ch[u], cacc, false)) return false;
   /* Reductions in groups that do not use each other (a variance after its
@@ -427,9 +471,12 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
   }
 
+  if (k->pipeline) /* the first group's copies, into buffer 0 */
+    issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);
   fgk_loop rows;
   LLVMValueRef grp = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer / U), fgb_const(e, G));
-  if (!emit_rows(e, &rc, grp, r0, valid, cacc, tacc)) return false;
+  LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, cta, ""), fgb_const(e, G), "");
+  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc)) return false;
   /* The next group's block reductions reuse the shared slots this group's
    * are still read from. */
   fgb_barrier(e->m);

@@ -39,6 +39,52 @@ void fgb_emitter_free(fgb_emitter *e) {
   free(e->buckets);
   free(e->memo);
   free(e->args);
+  free(e->pipe);
+}
+
+/* Whether a load of view s at idx goes through the pipeline: indexed by a
+ * coordinate of the rows walked (not a row-invariant weight). */
+static bool pipe_eligible(const fgb_emitter *e, const fg_strided *s, const LLVMValueRef *idx) {
+  if (e->pipe_mode == FGB_PIPE_OFF || e->reload_zero) return false;
+  for (int d = 0; d < s->rank; d++) {
+    if (s->strides[d] == 0 || s->sizes[d] == 1) continue;
+    for (int r = 0; r < e->npipe_rows; r++)
+      if (idx[d] == e->pipe_rows[r]) return true;
+  }
+  return false;
+}
+
+/* This thread's slot for piece q of the next pipelined load (created by
+ * the first walk); NULL, with the emitter failed, when walks disagree. */
+static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
+  int i = e->pipe_pos;
+  if (q == pieces - 1) e->pipe_pos++;
+  if (i == e->npipe && e->pipe_mode == FGB_PIPE_ISSUE) {
+    if (e->npipe == e->cappipe) {
+      int cap = e->cappipe ? 2 * e->cappipe : 32;
+      struct fgb_pipe_slot *np = realloc(e->pipe, (size_t)cap * sizeof *np);
+      if (!np) { fgb_fail(e, "out of memory"); return NULL; }
+      e->pipe = np;
+      e->cappipe = cap;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%s_pipe%d", LLVMGetValueName(e->fn), i);
+    int64_t bytes = 2 * (int64_t)pieces * e->k->block * 16;
+    e->pipe[i].smem = fgb_shared_array(e->m, name, (uint64_t)bytes);
+    e->pipe[i].pieces = pieces;
+    e->pipe_bytes += bytes;
+    e->npipe++;
+  }
+  if (i >= e->npipe || e->pipe[i].pieces != pieces) {
+    fgb_fail(e, "internal error: pipelined loads of kernel %d differ between walks", e->k->id);
+    return NULL;
+  }
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, e->pipe_buf, LLVMConstInt(i32, (unsigned)pieces, 0), ""),
+                                   LLVMConstInt(i32, (unsigned)q, 0), "");
+  slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, (unsigned)e->k->block, 0), ""), fgb_tid(e->m, 0), "");
+  return fgb_gep(e->m, e->pipe[i].smem, LLVMInt8TypeInContext(e->ctx),
+                 LLVMBuildMul(e->b, slot, LLVMConstInt(i32, 16, 0), ""));
 }
 
 /* ---- memo ---- */
@@ -222,11 +268,23 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   /* Wider than 16 bytes (f64 lanes): several vector accesses. */
   int per = 16 / fg_dtype_size(dt);
   if (per > e->vec) per = e->vec;
-  while (done < e->vec) {
+  bool piped = per * fg_dtype_size(dt) == 16 && pipe_eligible(e, s, idx);
+  int pieces = e->vec / per;
+  for (int q = 0; done < e->vec; q++) {
     LLVMValueRef a = done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
-    fgb_load_vec(e->m, a, dt, per, align, flags, vals + done);
+    if (piped) {
+      LLVMValueRef sp = pipe_slot(e, pieces, q);
+      if (!sp) return NULL;
+      if (e->pipe_mode == FGB_PIPE_ISSUE) fgb_cp_async16(e->m, sp, a);
+      else fgb_load_vec(e->m, sp, dt, per, 16, 0, vals + done);
+    } else {
+      fgb_load_vec(e->m, a, dt, per, align, flags, vals + done);
+    }
     done += per;
   }
+  /* An issuing walk only starts copies: its values are never used. */
+  if (piped && e->pipe_mode == FGB_PIPE_ISSUE)
+    for (int j = 0; j < e->vec; j++) vals[j] = LLVMGetUndef(fgb_reg_type(e->m, dt));
   e->nvec_loads++;
   for (int j = 0; j < e->vec; j++) {
     lidx[lane_dim] = e->lanes[j];

@@ -3,6 +3,7 @@
 #include "gpu_intrin.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "fgb_internal.h"
 
@@ -49,6 +50,26 @@ LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
   LLVMValueRef r = shfl32(m, LLVMBuildZExt(b, v, m->i32, ""), lane_mask);
   return LLVMBuildTrunc(b, r, t, "");
 }
+
+static void asm_call(fgb_module *m, const char *text, const char *cons, int n, LLVMValueRef *args) {
+  LLVMTypeRef ts[2];
+  for (int i = 0; i < n; i++) ts[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(m->v, ts, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
+}
+
+void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr) {
+  LLVMValueRef a[2] = {LLVMBuildTrunc(m->b, LLVMBuildPtrToInt(m->b, sptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), ""),
+                                      m->i32, ""),
+                       LLVMBuildPtrToInt(m->b, gptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), "")};
+  asm_call(m, "cp.async.cg.shared.global [$0], [$1], 16;", "r,l,~{memory}", 2, a);
+}
+
+void fgb_cp_async_commit(fgb_module *m) { asm_call(m, "cp.async.commit_group;", "~{memory}", 0, NULL); }
+
+void fgb_cp_async_wait_all(fgb_module *m) { asm_call(m, "cp.async.wait_group 0;", "~{memory}", 0, NULL); }
 
 void fgb_nanosleep(fgb_module *m, int ns) {
   LLVMValueRef a = LLVMConstInt(m->i32, (unsigned)ns, 0);

@@ -28,6 +28,13 @@ LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask);
 
 /* nanosleep.u32 ns (sm_70+), to back off in a spin loop. */
 void fgb_nanosleep(fgb_module *m, int ns);
+/* Asynchronous copies global -> shared (sm_80+): 16 bytes from gptr (a
+ * global pointer) to sptr (a shared pointer), L2 only; the copies issued
+ * so far form a group at commit; wait_all waits for every group of this
+ * thread, whose copies are then visible to it. */
+void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr);
+void fgb_cp_async_commit(fgb_module *m);
+void fgb_cp_async_wait_all(fgb_module *m);
 
 /* atomicrmw add (monotonic: atom.global.add.u32, GPU scope) on an i32 in
  * global memory; returns the old value. */

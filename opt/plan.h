@@ -76,6 +76,7 @@ typedef struct fg_kernel {
   int min_ctas_per_sm;  /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
   int rows_per_iter;    /* row + column form, column kernels: rows whose loads are issued together */
   bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
+  bool pipeline;        /* ... the next row group is copied into shared memory while this one is reduced */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */

@@ -41,7 +41,7 @@ export FGRUN LOG
 check() {
   local jobs=$LOG/jobs.txt
   : >"$jobs"
-  for ptx in .gpu/ptx/*.ptx .gpu/ptx-nobookend/*.ptx; do
+  for ptx in .gpu/ptx/*.ptx .gpu/ptx-*/*.ptx; do
     [ -f "$ptx" ] || continue
     base=$(basename "$ptx" .ptx)
     src=${base%%__*}; src=${src//_//}/${base#*__}.fg
@@ -99,7 +99,7 @@ repeat() {
   for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
       bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k; do
-    "$t" ".gpu/ptx/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
+    "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
 }
 
