@@ -697,7 +697,8 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   col_rows_ctx cx = {kc, nkept, lane_dim, lanes, red_sizes, nred, accv, nreds, valid};
   /* Rows in groups of U (all their loads issued first), then the rest one
    * at a time. */
-  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  /* The plain variant (misaligned pointers) stays compact: one row. */
+  int U = k->rows_per_iter > 1 && e->aligned ? k->rows_per_iter : 1;
   LLVMValueRef rmain = rstart;
   if (U > 1) {
     LLVMValueRef cnt = LLVMBuildSub(e->b, rend, rstart, "");
@@ -737,7 +738,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
       /* Partials s..s+B-1 are loaded before any is combined (in-order issue
        * would otherwise wait a memory latency per partial), then combined
        * in order s, s+1, ...: B * V values in flight, as vector loads. */
-      int64_t B = COL_COMBINE_VALUES / V;
+      int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
       if (B > 16) B = 16;
       if (B < 1) B = 1;
       const char *eb = getenv("FUSEC_COL_COMBINE"); /* experiment knob, not a user interface */
