@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FUSEC=${FUSEC:-build/tools/fusec}
 rm -rf .gpu && mkdir -p .gpu/ptx
-for f in examples/*.fg tests/graphs/*.fg bench/*.fg; do
+# row_column.fg: the row + column form at small and odd shapes.
+for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg tests/golden/opt/rowcol_pipeline.fg; do
   [ -f "$f" ] || continue
   out=.gpu/ptx/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   if ! "$FUSEC" "$f" -o "$out" 2>.gpu/err.txt; then
