@@ -241,6 +241,11 @@ static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
     if (k->mask[i]) r *= k->dims[i];
     else b *= k->dims[i];
   }
+  /* Experiment knob, not a user interface: 0 never, 2 regardless of the
+   * shape (to measure the crossover against the two-kernel path). */
+  const char *ef = getenv("FUSEC_ROWCOL");
+  if (ef && atoi(ef) == 0) return false;
+  if (ef && atoi(ef) == 2) return b >= 2;
   /* Enough rows for two a CTA on every SM (schedule.c). */
   return b >= 2 * (int64_t)p->sm_count && r <= ROWCOL_MAX_ROW;
 }
