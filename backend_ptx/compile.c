@@ -116,9 +116,13 @@ static void *run_unit(void *arg) {
 
 /* Rough cost of lowering a kernel: its unrolled elements, twice when it has
  * an aligned variant. */
+/* Roughly the code a kernel unrolls: lanes x chunks x rows in flight (the
+ * aligned variant's; the plain one is compact), and a fixed part (more
+ * for the row + column form's combine phase). */
 static int64_t kernel_weight(const fg_kernel *k) {
-  int64_t w = (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) + 8;
-  return k->vec > 1 ? 2 * w : w;
+  int64_t rows = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  int64_t w = (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) * rows + (k->ncols || k->ntails ? 32 : 8);
+  return k->vec > 1 ? w + (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) + 8 : w;
 }
 
 int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o, fg_diag *d,
