@@ -741,7 +741,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
       int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
       if (B > 16) B = 16;
       if (B < 1) B = 1;
-      const char *eb = getenv("FUSEC_COL_COMBINE"); /* experiment knob, not a user interface */
+      const char *eb = fg_plan_knob(&e->p->opts, "COL_COMBINE"); /* fusec --knob */
       if (eb && atoi(eb) >= 1 && atoi(eb) <= 16) B = atoi(eb);
       int64_t full = S / B * B;
       for (int pass = 0; pass < 2; pass++) {

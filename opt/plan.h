@@ -97,6 +97,15 @@ typedef struct fg_result_plan {
   const char *why;      /* written: why it could not be a view (NULL if no view was possible at all) */
 } fg_result_plan;
 
+typedef struct fg_plan_options {
+  int sm_count;         /* for grid sizing; 132 (H100 SXM) by default */
+  bool no_vectorize;    /* debugging: scalar accesses only */
+  /* Schedule experiments ("NAME=VALUE", fusec --knob): not a stable
+   * interface; docs/architecture.md lists them. */
+  const char *const *knobs;
+  int nknobs;
+} fg_plan_options;
+
 typedef struct fg_plan {
   fg_graph *g;          /* the optimized graph (owned by the caller) */
   fg_storage *store;    /* indexed by value id */
@@ -106,12 +115,14 @@ typedef struct fg_plan {
   fg_temp *temps;
   fg_result_plan *results;
   int sm_count;         /* from the options: what "few rows" means */
+  fg_plan_options opts; /* the options it was built with (knob strings: the caller's) */
 } fg_plan;
 
-typedef struct fg_plan_options {
-  int sm_count;         /* for grid sizing; 132 (H100 SXM) by default */
-  bool no_vectorize;    /* debugging: scalar accesses only */
-} fg_plan_options;
+
+/* The value of experiment knob NAME in o (NULL when not given), and the
+ * knobs there are (NULL-terminated). */
+const char *fg_plan_knob(const fg_plan_options *o, const char *name);
+extern const char *const fg_plan_knob_names[];
 
 /* Segments and schedules g. NULL after reporting an error (symbolic shapes,
  * attention ops, returning a scalar). Everything lives in g's arena. */

@@ -148,8 +148,8 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   /* 2 chunks: measured within 1% of 4 on the H100 (bias+GELU bf16
    * [16384,4096]: 0.933 vs 0.942 of copy bandwidth) at half the code. */
   while (k->chunks < 2 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8) k->chunks *= 2;
-  /* Experiment knobs (not a user interface): FUSEC_PW_CHUNKS, FUSEC_PW_BLOCK. */
-  const char *ec = getenv("FUSEC_PW_CHUNKS"), *eb = getenv("FUSEC_PW_BLOCK");
+  /* Experiment knobs (fusec --knob, not a stable interface): PW_CHUNKS, PW_BLOCK. */
+  const char *ec = fg_plan_knob(o, "PW_CHUNKS"), *eb = fg_plan_knob(o, "PW_BLOCK");
   if (ec && atoi(ec) >= 1 && atoi(ec) <= 8) k->chunks = atoi(ec);
   if (eb && atoi(eb) >= 32 && atoi(eb) <= 1024 && atoi(eb) % 32 == 0) k->block = atoi(eb);
   k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
@@ -216,7 +216,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * accumulators (f32), plus addressing; measured with ptxas on the
    * examples within 15% (RMSNorm bwd 166, LayerNorm bwd 244). The count
    * is enforced (.minnctapersm), so all G CTAs are resident at once. */
-  const char *et = getenv("FUSEC_ROWCOL_THREADS"); /* experiment knob, not a user interface */
+  const char *et = fg_plan_knob(o, "ROWCOL_THREADS"); /* fusec --knob */
   if (et && atoi(et) >= 32 && atoi(et) <= 1024 && atoi(et) % 32 == 0) {
     int64_t nchunks = ceil_div(k->red, k->vec), e = ceil_div(nchunks, atoi(et));
     if (e <= MAX_PERSIST_CHUNKS) {
@@ -250,7 +250,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * bwd [4096,4096] 0.73 / 0.62). So: reload for short rows with two
    * or more column reductions. */
   k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
-  const char *er = getenv("FUSEC_ROWCOL_RELOAD"); /* experiment knob, not a user interface */
+  const char *er = fg_plan_knob(o, "ROWCOL_RELOAD"); /* fusec --knob */
   if (er && (atoi(er) == 0 || atoi(er) == 1)) k->reload = atoi(er) == 1;
   /* Registers per thread for U rows in flight: the rows' elements (two f32
    * values each when kept for outputs, else as loaded), the column
@@ -274,7 +274,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * column reductions add to the registers. */
   const int64_t pipe_max = 40 * 1024;
   k->pipeline = full_out && !k->reload && k->ncols >= 2 && row_bytes >= 16 * 1024;
-  const char *ep = getenv("FUSEC_ROWCOL_PIPE"); /* experiment knob, not a user interface */
+  const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
   if (ep && (atoi(ep) == 0 || atoi(ep) == 1)) k->pipeline = atoi(ep) == 1;
   if (2 * row_bytes > pipe_max) k->pipeline = false;
   int U = 1;
@@ -289,7 +289,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     bool fits = r <= 240 && 65536 / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
     if (u <= rows_needed && k->outer % u == 0 && fits) { U = u; break; }
   }
-  const char *eu = getenv("FUSEC_ROWCOL_ROWS"); /* experiment knob, not a user interface */
+  const char *eu = fg_plan_knob(o, "ROWCOL_ROWS"); /* fusec --knob */
   if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0 &&
       !(k->pipeline && 2 * atoi(eu) * row_bytes > pipe_max))
     U = atoi(eu);
@@ -304,7 +304,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   if (per_sm > need) per_sm = need;
   if (k->pipeline && per_sm > 200 * 1024 / (2 * U * row_bytes)) per_sm = 200 * 1024 / (2 * U * row_bytes);
   if (per_sm < 1) per_sm = 1;
-  const char *ec = getenv("FUSEC_ROWCOL_CTAS"); /* experiment knob, not a user interface */
+  const char *ec = fg_plan_knob(o, "ROWCOL_CTAS"); /* fusec --knob */
   if (ec && atoi(ec) >= 1 && atoi(ec) <= 2048 / k->block) per_sm = atoi(ec);
   k->min_ctas_per_sm = (int)per_sm;
   int64_t G = (int64_t)sm * per_sm;
@@ -369,7 +369,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
      * column sum f32 [16384,4096] 0.78/0.87/0.92/0.94/0.78, packed dQKV
      * epilogue 0.70/0.73/0.83/0.71/0.45, RMSNorm bwd 0.39/0.47/0.46/0.39/0.28. */
     if (k->split > 32) k->split = 32;
-    const char *es = getenv("FUSEC_COL_SPLIT"); /* experiment knob, not a user interface */
+    const char *es = fg_plan_knob(o, "COL_SPLIT"); /* fusec --knob */
     if (es && atoi(es) >= 1 && atoi(es) <= max_split) k->split = atoi(es);
   }
   /* Rows whose loads are issued together: a column kernel has few CTAs
@@ -387,12 +387,23 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
         fg_dtype_size(p->g->params[k->args[i].index]->type.dtype) > esz)
       esz = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
   k->rows_per_iter = esz <= 2 ? 8 : 4;
-  const char *eu = getenv("FUSEC_COL_ROWS"); /* experiment knob, not a user interface */
+  const char *eu = fg_plan_knob(o, "COL_ROWS"); /* fusec --knob */
   if (eu && atoi(eu) >= 1 && atoi(eu) <= 8) k->rows_per_iter = atoi(eu);
   k->grid[1] = k->split;
   k->grid[2] = 1;
   k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs (deterministic grid reduction)"
                         : "column reduction: threads own outputs and loop over the reduced extent";
+}
+
+const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
+                                           "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
+                                           "COL_COMBINE", NULL};
+
+const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; o && i < o->nknobs; i++)
+    if (strncmp(o->knobs[i], name, n) == 0 && o->knobs[i][n] == '=') return o->knobs[i] + n + 1;
+  return NULL;
 }
 
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {

@@ -243,7 +243,7 @@ static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   }
   /* Experiment knob, not a user interface: 0 never, 2 regardless of the
    * shape (to measure the crossover against the two-kernel path). */
-  const char *ef = getenv("FUSEC_ROWCOL");
+  const char *ef = fg_plan_knob(&p->opts, "ROWCOL");
   if (ef && atoi(ef) == 0) return false;
   if (ef && atoi(ef) == 2) return b >= 2;
   /* Enough rows for two a CTA on every SM (schedule.c). */
@@ -588,6 +588,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
   p->sm_count = o && o->sm_count > 0 ? o->sm_count : 132;
+  if (o) p->opts = *o;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
   for (int i = 0; i < g->next_value_id; i++) p->store[i].kernel = -1;
   for (int i = 0; i < g->nparams; i++)

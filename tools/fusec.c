@@ -41,6 +41,8 @@ typedef struct fusec_opts {
   int nprint_after;
   const char *disabled[MAX_LIST];
   int ndisabled;
+  const char *knobs[MAX_LIST];
+  int nknobs;
   bool time_passes;
   const char *libdevice;
 } fusec_opts;
@@ -56,6 +58,8 @@ static void usage(FILE *f) {
         "  --print-after=PASS    print the graph after PASS (repeatable)\n"
         "  --disable-pass=PASS   skip PASS (repeatable)\n"
         "  --time-passes         report the time spent in each pass\n"
+        "  --knob NAME=VALUE     a schedule experiment (repeatable; not a stable\n"
+        "                        interface: docs/architecture.md lists them)\n"
         "  --libdevice PATH      libdevice.10.bc (default: FUSEC_LIBDEVICE or the build's)\n"
         "  --help                show this message\n",
         f);
@@ -96,7 +100,7 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
     const char *val = NULL;
     static const char *const valued[] = {"-o", "--arch", "--graph", "--emit", "--libdevice",
-                                         "--print-after", "--disable-pass"};
+                                         "--print-after", "--disable-pass", "--knob"};
     const char *flag = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
       size_t l = strlen(valued[k]);
@@ -133,6 +137,19 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
       rc = push(o->print_after, &o->nprint_after, val, "--print-after");
     } else if (flag && strcmp(flag, "--disable-pass") == 0) {
       rc = push(o->disabled, &o->ndisabled, val, "--disable-pass");
+    } else if (flag && strcmp(flag, "--knob") == 0) {
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || !eq[1]) return usage_error("--knob needs NAME=VALUE, got '%s'", val);
+      bool known = false;
+      for (const char *const *k = fg_plan_knob_names; *k; k++)
+        known |= strlen(*k) == (size_t)(eq - val) && strncmp(*k, val, (size_t)(eq - val)) == 0;
+      if (!known) {
+        fprintf(stderr, "fusec: error: unknown knob in '%s'\n(knobs:", val);
+        for (const char *const *k = fg_plan_knob_names; *k; k++) fprintf(stderr, " %s", *k);
+        fputs(")\n(run 'fusec --help' for usage)\n", stderr);
+        return EXIT_USAGE;
+      }
+      rc = push(o->knobs, &o->nknobs, val, "--knob");
     } else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
       o->opt_level = a[2] - '0';
     } else if (strcmp(a, "--print-after-all") == 0) {
@@ -178,6 +195,8 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.arch = o->arch;
   co.opt_level = o->opt_level == 2 ? 3 : o->opt_level; /* -O2 is LLVM's default<O3> */
   co.libdevice = o->libdevice;
+  co.plan.knobs = o->knobs;
+  co.plan.nknobs = o->nknobs;
   co.passes.disabled = o->disabled;
   co.passes.ndisabled = o->ndisabled;
   co.passes.print_after = o->nprint_after ? o->print_after[0] : NULL;
