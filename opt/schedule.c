@@ -406,9 +406,40 @@ const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   return NULL;
 }
 
+/* What the code generator cannot lower, as an error at the node that
+ * exceeds it (exit 1, like any other input it cannot compile). */
+static bool within_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
+  if (k->kind == FG_KERNEL_ROW && k->nreds > 64) {
+    fg_error(d, k->reds[64]->loc,
+             "%d reductions over the same rows in one kernel: the code generator supports at most 64 "
+             "(a segment_set between them splits the kernel)", k->nreds);
+    return false;
+  }
+  if (k->kind == FG_KERNEL_COLUMN && k->nreds > 8) {
+    fg_error(d, k->reds[8]->loc,
+             "%d reductions over the same columns in one kernel: the code generator supports at most 8 "
+             "(a segment_set between them splits the kernel)", k->nreds);
+    return false;
+  }
+  (void)p;
+  return true;
+}
+
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
+  for (const fg_node *n = p->g->first; n; n = n->next) {
+    if (n->op->code != FG_OP_CAT) continue;
+    int64_t dim = fg_attr_int(n, "dim"), pieces = 0;
+    if (dim < 0) dim += n->out[0]->type.rank;
+    for (int j = 0; j < n->nin; j++) pieces += n->in[j]->type.dims[dim].size > 0;
+    if (pieces > 64) {
+      fg_error(d, n->loc, "cat of %lld non-empty pieces: the code generator supports at most 64",
+               (long long)pieces);
+      return false;
+    }
+  }
   for (int i = 0; i < p->nkernels; i++) {
     fg_kernel *k = &p->kernels[i];
+    if (!within_limits(p, k, d)) return false;
     switch (k->kind) {
     case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
     case FG_KERNEL_ROW:
