@@ -114,9 +114,7 @@ static void *run_unit(void *arg) {
   return NULL;
 }
 
-/* Rough cost of lowering a kernel: its unrolled elements, twice when it has
- * an aligned variant. */
-/* Roughly the code a kernel unrolls: lanes x chunks x rows in flight (the
+/* Rough cost of lowering a kernel, roughly the code a kernel unrolls: lanes x chunks x rows in flight (the
  * aligned variant's; the plain one is compact), and a fixed part (more
  * for the row + column form's combine phase). */
 static int64_t kernel_weight(const fg_kernel *k) {

@@ -74,7 +74,6 @@ typedef struct fgb_emitter {
   LLVMValueRef pipe_buf;
   struct fgb_pipe_slot { LLVMValueRef smem; int pieces; } *pipe;
   int npipe, cappipe, pipe_pos;
-  int64_t pipe_bytes; /* shared memory the slots take */
 } fgb_emitter;
 
 enum { FGB_PIPE_OFF, FGB_PIPE_ISSUE, FGB_PIPE_READ };

@@ -323,18 +323,10 @@ static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef r
  * with the writers' fence), and volatile loads were issued one at a time. */
 static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, int V, LLVMValueRef *vals, bool store) {
   int asz = fg_dtype_size(acc), per = 16 / asz < V ? 16 / asz : V;
-  LLVMTypeRef rt = fgb_reg_type(e->m, acc), vt = LLVMVectorType(rt, (unsigned)per), i32 = LLVMInt32TypeInContext(e->ctx);
   for (int done = 0; done < V; done += per) {
     LLVMValueRef p = fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), fgb_const(e, (int64_t)done * asz));
-    if (store) {
-      LLVMValueRef v = LLVMGetUndef(vt);
-      for (int j = 0; j < per; j++) v = LLVMBuildInsertElement(e->b, v, vals[done + j], LLVMConstInt(i32, (unsigned)j, 0), "");
-      LLVMSetAlignment(LLVMBuildStore(e->b, v, p), (unsigned)(per * asz));
-    } else {
-      LLVMValueRef ld = LLVMBuildLoad2(e->b, vt, p, "");
-      LLVMSetAlignment(ld, (unsigned)(per * asz));
-      for (int j = 0; j < per; j++) vals[done + j] = LLVMBuildExtractElement(e->b, ld, LLVMConstInt(i32, (unsigned)j, 0), "");
-    }
+    if (store) fgb_store_vec(e->m, p, acc, per, (unsigned)(per * asz), vals + done);
+    else fgb_load_vec(e->m, p, acc, per, (unsigned)(per * asz), 0, vals + done);
   }
 }
 

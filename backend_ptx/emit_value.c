@@ -72,7 +72,6 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
     int64_t bytes = 2 * (int64_t)pieces * e->k->block * 16;
     e->pipe[i].smem = fgb_shared_array(e->m, name, (uint64_t)bytes);
     e->pipe[i].pieces = pieces;
-    e->pipe_bytes += bytes;
     e->npipe++;
   }
   if (i >= e->npipe || e->pipe[i].pieces != pieces) {

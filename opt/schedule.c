@@ -408,7 +408,7 @@ const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
 
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
-static bool within_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
+static bool within_limits(const fg_kernel *k, fg_diag *d) {
   if (k->kind == FG_KERNEL_ROW && k->nreds > 64) {
     fg_error(d, k->reds[64]->loc,
              "%d reductions over the same rows in one kernel: the code generator supports at most 64 "
@@ -421,7 +421,6 @@ static bool within_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
              "(a segment_set between them splits the kernel)", k->nreds);
     return false;
   }
-  (void)p;
   return true;
 }
 
@@ -439,7 +438,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   }
   for (int i = 0; i < p->nkernels; i++) {
     fg_kernel *k = &p->kernels[i];
-    if (!within_limits(p, k, d)) return false;
+    if (!within_limits(k, d)) return false;
     switch (k->kind) {
     case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
     case FG_KERNEL_ROW:
