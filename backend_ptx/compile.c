@@ -44,7 +44,7 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     if (b.kind == FG_BUF_PARAM && p->g->params[b.index]->type.scalar)
       kinds[i] = fg_dtype_is_float(p->g->params[b.index]->type.dtype) ? FGB_PARAM_F64 : FGB_PARAM_I64;
     else
-      kinds[i] = FGB_PARAM_PTR_NOALIAS;
+      kinds[i] = aligned ? FGB_PARAM_PTR_NOALIAS : FGB_PARAM_PTR_NOALIAS_PLAIN;
   }
   LLVMValueRef fn = fgb_kernel_begin(mod, name, k->nargs, kinds);
   if (!fn) {
@@ -72,6 +72,29 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
   else snprintf(err, cap, "%s: %s", name, e.err[0] ? e.err : "lowering failed");
   fgb_emitter_free(&e);
   return ok;
+}
+
+/* The cluster shape of a kernel entry: LLVM 19 emits no
+ * .reqnctapercluster, so it goes in after the entry's .maxntid line.
+ * Returns the new text (text is freed), or NULL. */
+static char *add_cluster_dims(char *text, const char *entry, int c) {
+  char pat[300], dir[64];
+  snprintf(pat, sizeof pat, ".entry %s(", entry);
+  char *at = strstr(text, pat), *mx = at ? strstr(at, "\n.maxntid") : NULL, *eol = mx ? strchr(mx + 1, '\n') : NULL;
+  if (!eol) {
+    free(text);
+    return NULL;
+  }
+  int dl = snprintf(dir, sizeof dir, ".reqnctapercluster %d, 1, 1\n", c);
+  size_t head = (size_t)(eol + 1 - text), len = strlen(text);
+  char *out = malloc(len + (size_t)dl + 1);
+  if (out) {
+    memcpy(out, text, head);
+    memcpy(out + head, dir, (size_t)dl);
+    memcpy(out + head + dl, text + head, len - head + 1);
+  }
+  free(text);
+  return out;
 }
 
 /* One thread's share of the kernels: its own LLVM context and module. */
@@ -110,6 +133,19 @@ static void *run_unit(void *arg) {
   fgb_finish_opts fo = {u->o->libdevice, u->o->opt_level, u->emit_llvm, u->o->fast_math};
   u->text = fgb_module_finish(mod, &fo, u->err, sizeof u->err);
   if (!u->text) u->rc = 2;
+  for (int gi = 0, gk = 0; gi < u->ngraphs && u->text && !u->emit_llvm; gi++) {
+    fg_plan *p = u->plans[gi];
+    for (int ki = 0; p && ki < p->nkernels && u->text; ki++, gk++) {
+      const fg_kernel *k = &p->kernels[ki];
+      if (u->owner[gk] != u->index || k->cluster <= 1) continue;
+      u->text = add_cluster_dims(u->text, k->entry, k->cluster);
+      if (u->text && u->vec_entries[gi][ki]) u->text = add_cluster_dims(u->text, u->vec_entries[gi][ki], k->cluster);
+      if (!u->text) {
+        snprintf(u->err, sizeof u->err, "kernel %s: no .maxntid line to add its cluster shape after", k->entry);
+        u->rc = 3;
+      }
+    }
+  }
   fgb_module_free(mod);
   return NULL;
 }

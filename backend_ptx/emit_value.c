@@ -67,11 +67,15 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
       e->pipe = np;
       e->cappipe = cap;
     }
-    char name[96];
-    snprintf(name, sizeof name, "%s_pipe%d", LLVMGetValueName(e->fn), i);
     int64_t bytes = 2 * (int64_t)pieces * e->k->block * 16;
-    e->pipe[i].smem = fgb_shared_array(e->m, name, (uint64_t)bytes);
+    if (!e->pipe_arena || e->pipe_used + bytes > e->pipe_bytes) {
+      fgb_fail(e, "internal error: pipelined loads of kernel %d exceed its %lld bytes of shared memory", e->k->id,
+               (long long)e->pipe_bytes);
+      return NULL;
+    }
+    e->pipe[i].off = e->pipe_used;
     e->pipe[i].pieces = pieces;
+    e->pipe_used += bytes;
     e->npipe++;
   }
   if (i >= e->npipe || e->pipe[i].pieces != pieces) {
@@ -82,8 +86,9 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
   LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, e->pipe_buf, LLVMConstInt(i32, (unsigned)pieces, 0), ""),
                                    LLVMConstInt(i32, (unsigned)q, 0), "");
   slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, (unsigned)e->k->block, 0), ""), fgb_tid(e->m, 0), "");
-  return fgb_gep(e->m, e->pipe[i].smem, LLVMInt8TypeInContext(e->ctx),
-                 LLVMBuildMul(e->b, slot, LLVMConstInt(i32, 16, 0), ""));
+  return fgb_gep(e->m, e->pipe_arena, LLVMInt8TypeInContext(e->ctx),
+                 LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, 16, 0), ""),
+                              LLVMConstInt(i32, (unsigned long long)e->pipe[i].off, 0), ""));
 }
 
 /* ---- memo ---- */

@@ -71,6 +71,17 @@ void fgb_cp_async_commit(fgb_module *m) { asm_call(m, "cp.async.commit_group;", 
 
 void fgb_cp_async_wait_all(fgb_module *m) { asm_call(m, "cp.async.wait_group 0;", "~{memory}", 0, NULL); }
 
+void fgb_cluster_barrier(fgb_module *m) {
+  fgb_call(m, "llvm.nvvm.barrier.cluster.arrive", m->v, 0, NULL);
+  fgb_call(m, "llvm.nvvm.barrier.cluster.wait", m->v, 0, NULL);
+}
+
+LLVMValueRef fgb_cluster_map(fgb_module *m, LLVMValueRef sptr, LLVMValueRef rank) {
+  LLVMTypeRef generic = LLVMPointerTypeInContext(LLVMGetModuleContext(m->mod), 0);
+  LLVMValueRef a[2] = {LLVMBuildAddrSpaceCast(m->b, sptr, generic, ""), rank};
+  return fgb_call(m, "llvm.nvvm.mapa", generic, 2, a);
+}
+
 void fgb_nanosleep(fgb_module *m, int ns) {
   LLVMValueRef a = LLVMConstInt(m->i32, (unsigned)ns, 0);
   fgb_call(m, "llvm.nvvm.nanosleep", m->v, 1, &a);

@@ -36,6 +36,14 @@ void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr);
 void fgb_cp_async_commit(fgb_module *m);
 void fgb_cp_async_wait_all(fgb_module *m);
 
+/* Thread-block clusters (sm_90). barrier.cluster.arrive (release) then
+ * .wait (acquire): every thread of every CTA of the cluster. */
+void fgb_cluster_barrier(fgb_module *m);
+/* The generic address of shared variable sptr (addrspace 3) in the CTA
+ * of rank `rank` (i32) of this cluster (mapa): plain loads and stores
+ * through it reach that CTA's shared memory. */
+LLVMValueRef fgb_cluster_map(fgb_module *m, LLVMValueRef sptr, LLVMValueRef rank);
+
 /* atomicrmw add (monotonic: atom.global.add.u32, GPU scope) on an i32 in
  * global memory; returns the old value. */
 LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValueRef val);

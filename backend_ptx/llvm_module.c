@@ -157,7 +157,7 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   if (nparams > FGB_MAX_KERNEL_PARAMS) return NULL;
   for (int i = 0; i < nparams; i++) {
     switch (kinds[i]) {
-    case FGB_PARAM_PTR: case FGB_PARAM_PTR_NOALIAS: pt[i] = m->gptr; break;
+    case FGB_PARAM_PTR: case FGB_PARAM_PTR_NOALIAS: case FGB_PARAM_PTR_NOALIAS_PLAIN: pt[i] = m->gptr; break;
     case FGB_PARAM_F64: pt[i] = m->f64; break;
     case FGB_PARAM_I64: pt[i] = m->i64; break;
     case FGB_PARAM_I32: pt[i] = m->i32; break;
@@ -168,7 +168,8 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   for (int i = 0; i < nparams; i++) {
-    if (kinds[i] == FGB_PARAM_PTR_NOALIAS) add_enum_attr(m, fn, (unsigned)i + 1, "noalias", 0);
+    if (kinds[i] == FGB_PARAM_PTR_NOALIAS || kinds[i] == FGB_PARAM_PTR_NOALIAS_PLAIN)
+      add_enum_attr(m, fn, (unsigned)i + 1, "noalias", 0);
     if (kinds[i] == FGB_PARAM_PTR || kinds[i] == FGB_PARAM_PTR_NOALIAS)
       add_enum_attr(m, fn, (unsigned)i + 1, "align", 16);
   }

@@ -32,6 +32,7 @@ LLVMBuilderRef fgb_builder(fgb_module *m);
 typedef enum fgb_param_kind {
   FGB_PARAM_PTR,
   FGB_PARAM_PTR_NOALIAS,
+  FGB_PARAM_PTR_NOALIAS_PLAIN, /* noalias, aligned to its elements only */
   FGB_PARAM_F64,
   FGB_PARAM_I64,
   FGB_PARAM_I32,
@@ -40,8 +41,10 @@ typedef enum fgb_param_kind {
 
 /* Adds `void name(params...)` with the ptx_kernel calling convention (a PTX
  * `.entry`), creates its entry block and positions the builder at its end.
- * Pointer parameters are also marked align 16 (the runtime allocates with at
- * least 256-byte alignment; views are handled by the caller's offsets).
+ * PTR and PTR_NOALIAS parameters are also marked align 16 (the loader runs
+ * such a kernel only when every pointer is 16-byte aligned); PLAIN ones
+ * are not (a kernel's variant for pointers aligned to their elements only:
+ * LLVM must not merge its accesses into wider ones).
  * Parameters: LLVMGetParam(fn, i). */
 #define FGB_MAX_KERNEL_PARAMS 256
 LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,

@@ -77,6 +77,10 @@ typedef struct fg_kernel {
   int rows_per_iter;    /* row + column form, column kernels: rows whose loads are issued together */
   bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
   bool pipeline;        /* ... the next row group is copied into shared memory while this one is reduced */
+  int pipe_bytes;       /* ... pipelined: shared memory for the copies (two buffers of a row group) */
+  int cluster;          /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster combines its column
+                         * partials in distributed shared memory, and its last cluster to arrive combines
+                         * the clusters' partials; 1: the last `combiners` CTAs to arrive combine) */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */
@@ -99,6 +103,7 @@ typedef struct fg_result_plan {
 
 typedef struct fg_plan_options {
   int sm_count;         /* for grid sizing; 132 (H100 SXM) by default */
+  int sm_arch;          /* target architecture (80, 90, ...); 0: 90 */
   bool no_vectorize;    /* debugging: scalar accesses only */
   /* Schedule experiments ("NAME=VALUE", fusec --knob): not a stable
    * interface; docs/architecture.md lists them. */

@@ -106,10 +106,12 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fprintf(f, " chunks %d", k->chunks);
     if (k->split > 1) fprintf(f, " split %d", k->split);
     if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1) fprintf(f, " rows %d", k->rows_per_iter);
-    if (k->ncols || k->ntails)
-      fprintf(f, " rows %d%s%s min-ctas-per-sm %d combiners %d x %d columns", k->rows_per_iter, k->reload ? " reload" : "",
-              k->pipeline ? " pipelined" : "",
-              k->min_ctas_per_sm, k->combiners, k->combine_cols);
+    if (k->ncols || k->ntails) {
+      fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
+              k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
+      if (k->cluster > 1) fprintf(f, " cluster %d", k->cluster);
+      fprintf(f, " combiners %d x %d columns", k->combiners, k->combine_cols);
+    }
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
     if (k->not_with >= 0) fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
     fputs("    writes", f);

@@ -5,6 +5,7 @@
  *   fgrun MODEL.fg  --graph NAME [--inputs a.npy,...] [--out DIR] [--seed N]
  *                   [--dim NAME=VALUE]...
  *   fgrun MODEL.ptx --graph NAME [...] [--check MODEL.fg] [--bench N]
+ *                   [--misalign]
  *
  * Exit status: 0 ok, 1 an error in the inputs (model, .npy files, shapes),
  * 2 bad usage. Inputs are prepared (read or generated, symbolic dims bound)
@@ -38,6 +39,7 @@ typedef struct opts {
   const char *check;        /* --check MODEL.fg (artifact path only) */
   uint64_t seed;
   long bench;               /* --bench N (artifact path only); 0: off */
+  int misalign;             /* --misalign (artifact path only) */
   int ndims;                /* --dim NAME=VALUE bindings */
   const char *dim_names[MAX_DIMS];
   int64_t dim_values[MAX_DIMS];
@@ -47,7 +49,9 @@ static void usage(FILE *f) {
   fputs("usage: fgrun MODEL.fg --graph NAME [--inputs a.npy,b.npy,...] [--out DIR] [--seed N]\n"
         "             [--dim NAME=VALUE]...\n"
         "       fgrun MODEL.ptx --graph NAME [--inputs ...] [--out DIR] [--seed N]\n"
-        "             [--check MODEL.fg] [--bench N]\n",
+        "             [--check MODEL.fg] [--bench N] [--misalign]\n"
+        "  --misalign: place every tensor one element past a 16-byte boundary, so the\n"
+        "              kernels for misaligned pointers run (with --check: tests them)\n",
         f);
 }
 
@@ -87,6 +91,10 @@ static int parse_args(int argc, char **argv, opts *o) {
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
       exit(EXIT_OK);
+    }
+    if (strcmp(a, "--misalign") == 0) {
+      o->misalign = 1;
+      continue;
     }
     if (a[0] != '-' || a[1] == 0) {
       if (o->model) return usage_error("more than one model given ('%s')", a);
@@ -368,9 +376,9 @@ static int run_reference(const fg_graph *g, const fg_tensor *inputs, fg_tensor *
 }
 
 static int run_interp(const opts *o) {
-  if (o->check || o->bench)
+  if (o->check || o->bench || o->misalign)
     return usage_error("%s applies to compiled artifacts (.ptx), not to a .fg model",
-                       o->check ? "--check" : "--bench");
+                       o->check ? "--check" : o->bench ? "--bench" : "--misalign");
   model md;
   int rc = load_model(o->model, o->graph, &md);
   fg_tensor *inputs = NULL, *outputs = NULL;
@@ -394,7 +402,7 @@ static int run_interp(const opts *o) {
 /* ---- the GPU path (compiled artifacts through loader/fgload.h) ---- */
 
 static int run_artifact(const opts *o) {
-  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir, o->check, o->seed, o->bench};
+  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir, o->check, o->seed, o->bench, o->misalign};
   return fgrun_run_artifact(&g);
 }
 

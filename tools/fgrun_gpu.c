@@ -81,6 +81,8 @@ typedef struct state {
   fgl_arg *args;
   fgl_tensor *outs;
   fgl_devptr *dev; /* params then results; 0 when none */
+  fgl_devptr *raw; /* their allocations (dev minus the --misalign shift) */
+  int misalign;
   fg_module *model;
   char *model_src;
   fg_graph *spec;
@@ -189,6 +191,16 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
   return EXIT_OK;
 }
 
+/* Buffer k of s->dev. With --misalign it starts one element past a 16-byte
+ * boundary (elements narrower than 16 bytes), which is what sends the loader
+ * to a kernel's plain variant; the allocation itself is kept in s->raw. */
+static int dev_alloc(state *s, size_t bytes, int k, int elem, fgl_error *e) {
+  int shift = s->misalign && elem < 16 ? elem : 0;
+  int rc = fgl_malloc(s->m, bytes + (size_t)shift, &s->raw[k], e);
+  s->dev[k] = s->raw[k] + (fgl_devptr)shift;
+  return rc;
+}
+
 static int upload(state *s) {
   for (int i = 0; i < s->gi.n_params; i++) {
     const fgl_param_info *p = &s->pi[i];
@@ -202,7 +214,7 @@ static int upload(state *s) {
     char *h = calloc(bytes + 1, 1);
     if (!h) FAIL("out of memory");
     strided_copy(h, t->data, fgl_dtype_size(p->dtype), p->rank, p->sizes, p->strides, 1);
-    FGL(fgl_malloc(s->m, bytes, &s->dev[i], &e_));
+    FGL(dev_alloc(s, bytes, i, fgl_dtype_size(p->dtype), &e_));
     FGL(fgl_memcpy_htod(s->m, s->dev[i], h, bytes, &e_));
     free(h);
     fgl_arg *a = &s->args[i];
@@ -218,7 +230,7 @@ static int upload(state *s) {
     if (r->is_view) continue;
     size_t bytes = span_bytes(r->dtype, r->rank, r->sizes, r->strides);
     fgl_devptr *d = &s->dev[s->gi.n_params + j];
-    FGL(fgl_malloc(s->m, bytes, d, &e_));
+    FGL(dev_alloc(s, bytes, s->gi.n_params + j, fgl_dtype_size(r->dtype), &e_));
     FGL(fgl_memset(s->m, *d, 0xFF, bytes, &e_)); /* poison: unwritten elements show */
     fgl_tensor *t = &s->outs[j];
     t->ptr = *d;
@@ -338,7 +350,10 @@ static int run(const fgrun_gpu_opts *o, state *s) {
   s->args = calloc((size_t)np + 1, sizeof *s->args);
   s->outs = calloc((size_t)nr + 1, sizeof *s->outs);
   s->dev = calloc((size_t)(np + nr) + 1, sizeof *s->dev);
-  if (!s->pi || !s->ri || !s->in || !s->got || !s->want || !s->args || !s->outs || !s->dev) FAIL("out of memory");
+  s->raw = calloc((size_t)(np + nr) + 1, sizeof *s->raw);
+  if (!s->pi || !s->ri || !s->in || !s->got || !s->want || !s->args || !s->outs || !s->dev || !s->raw)
+    FAIL("out of memory");
+  s->misalign = o->misalign;
   for (int i = 0; i < np; i++) FGL(fgl_graph_param(s->g, i, &s->pi[i], &e_));
   for (int j = 0; j < nr; j++) FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
   const fg_graph *ref = NULL;
@@ -379,14 +394,14 @@ int fgrun_run_artifact(const fgrun_gpu_opts *o) {
   memset(&s, 0, sizeof s);
   int rc = run(o, &s);
   int np = s.gi.n_params, nr = s.gi.n_results;
-  if (s.dev)
-    for (int i = 0; i < np + nr; i++) fgl_free(s.m, s.dev[i], NULL);
+  if (s.raw)
+    for (int i = 0; i < np + nr; i++) fgl_free(s.m, s.raw[i], NULL);
   for (int i = 0; s.in && i < np; i++) fg_tensor_free(&s.in[i]);
   for (int j = 0; j < nr; j++) {
     if (s.got) fg_tensor_free(&s.got[j]);
     if (s.want) fg_tensor_free(&s.want[j]);
   }
-  free(s.pi); free(s.ri); free(s.in); free(s.got); free(s.want); free(s.args); free(s.outs); free(s.dev);
+  free(s.pi); free(s.ri); free(s.in); free(s.got); free(s.want); free(s.args); free(s.outs); free(s.dev); free(s.raw);
   fgl_graph_free(s.g, NULL);
   fgl_module_free(s.m, NULL);
   fg_graph_free(s.spec);

@@ -12,6 +12,7 @@ typedef struct fgrun_gpu_opts {
   const char *check;     /* MODEL.fg, or NULL */
   uint64_t seed;
   long bench;            /* 0: off */
+  int misalign;          /* tensors one element past a 16-byte boundary */
 } fgrun_gpu_opts;
 
 /* Returns fgrun's exit status: 0 ok, 1 input error or mismatch, 2 usage. */

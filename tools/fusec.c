@@ -195,6 +195,7 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.arch = o->arch;
   co.opt_level = o->opt_level == 2 ? 3 : o->opt_level; /* -O2 is LLVM's default<O3> */
   co.libdevice = o->libdevice;
+  co.plan.sm_arch = o->sm;
   co.plan.knobs = o->knobs;
   co.plan.nknobs = o->nknobs;
   co.passes.disabled = o->disabled;

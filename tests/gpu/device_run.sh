@@ -24,14 +24,15 @@ elif [ ! -x build-gpu/tools/fgrun ]; then
 fi
 FGRUN=${FGRUN:-build-gpu/tools/fgrun}
 
-# One check: fgrun ARTIFACT --graph G --check SRC, logged; prints PASS/FAIL.
+# One check: fgrun ARTIFACT --graph G --check SRC [--misalign], logged;
+# prints PASS/FAIL.
 check_one() {
-  local ptx=$1 src=$2 g=$3 seed=$RANDOM
-  local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g.log
-  if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" >"$log" 2>&1; then
-    echo "PASS $src $g"
+  local ptx=$1 src=$2 g=$3 flag=${4:-} seed=$RANDOM
+  local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g${flag//-/_}.log
+  if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" $flag >"$log" 2>&1; then
+    echo "PASS $src $g $flag"
   else
-    echo "FAIL $src $g (seed $seed, exit $?)"
+    echo "FAIL $src $g $flag (seed $seed, exit $?)"
     tail -8 "$log" | sed 's/^/    /'
   fi
 }
@@ -51,9 +52,12 @@ check() {
       # FG_CHECK_FILTER: a regular expression on "artifact graph" (default: all)
       echo "$ptx $g" | grep -Eq "${FG_CHECK_FILTER:-.}" || continue
       echo "$ptx $src $g" >>"$jobs"
+      # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
+      # Not for bench/: its shapes are large, its kernels the same.
+      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
-  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2"' <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2" "$3"' <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
   echo "check: $(grep -c '^PASS' "$LOG/check_summary.txt") passed, $(grep -c '^FAIL' "$LOG/check_summary.txt") failed"
 }
 
