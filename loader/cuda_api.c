@@ -41,6 +41,7 @@ static void load_once(void) {
     S(cuModuleUnload, "cuModuleUnload"),
     S(cuModuleGetFunction, "cuModuleGetFunction"),
     S(cuFuncSetAttribute, "cuFuncSetAttribute"),
+    S(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     S(cuLinkCreate, "cuLinkCreate_v2"),
     S(cuLinkAddData, "cuLinkAddData_v2"),
     S(cuLinkComplete, "cuLinkComplete"),
@@ -82,6 +83,8 @@ static void load_once(void) {
     }
     *syms[i].slot = p;
   }
+  /* optional: drivers before CUDA 12 have no clusters */
+  *(void **)&g_api.cuOccupancyMaxActiveClusters = dlsym(h, "cuOccupancyMaxActiveClusters");
   CUresult r = g_api.cuInit(0);
   if (r != CUDA_SUCCESS) {
     char t[160];

@@ -20,8 +20,16 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef int CUjit_option;
 typedef int CUjitInputType;
 
+typedef struct CUlaunchConfig_st {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  void *attrs; /* CUlaunchAttribute *: none here (a kernel's cluster shape is in its PTX) */
+  unsigned numAttrs;
+} CUlaunchConfig;
+
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_NO_DEVICE 100
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
@@ -56,6 +64,8 @@ typedef struct fgl_cuda_api {
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
+  CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* NULL before CUDA 12 */
   CUresult (*cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);         /* _v2 */
   CUresult (*cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *,
                             unsigned, CUjit_option *, void **);                       /* _v2 */

@@ -40,7 +40,8 @@ typedef enum fgl_status {
   FGL_ERR_CUDA,             /* a CUDA driver call failed (message names it) */
   FGL_ERR_IO,               /* reading the artifact file failed */
   FGL_ERR_PLAN,             /* the artifact is malformed (message gives the line) */
-  FGL_ERR_UNSUPPORTED,      /* artifact targets a newer GPU than the device */
+  FGL_ERR_UNSUPPORTED,      /* artifact targets a newer GPU than the device, or needs more
+                             * resident CTAs (kernel-resident) than it holds */
   FGL_ERR_NOT_FOUND,        /* no graph of that name */
   FGL_ERR_MISMATCH,         /* fgl_run: an argument does not match the plan */
   FGL_ERR_NO_MEMORY         /* host allocation failed */

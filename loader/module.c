@@ -97,6 +97,38 @@ static void module_destroy(fgl_module *m) {
   free(m);
 }
 
+/* A kernel whose CTAs wait for one another (the row + column form's
+ * combiners) runs only if all of them are resident at once: otherwise it
+ * would hang, so it is refused (an artifact compiled for more SMs than
+ * this GPU has). */
+static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfunction f, fgl_error *err) {
+  const fgl_cuda_api *cu = m->cu;
+  const plan_kernel *pk = &g->kernels[k];
+  int sms = 0, per_sm = 0;
+  CUresult r;
+  if ((r = cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, m->device)))
+    return fgl_cuda_fail(m, err, r, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  int threads = (int)(pk->block[0] * pk->block[1] * pk->block[2]);
+  if ((r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, pk->smem)))
+    return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  long long fit = (long long)per_sm * sms;
+  if (pk->cluster > 1 && cu->cuOccupancyMaxActiveClusters) {
+    CUlaunchConfig cfg = {pk->grid[0], pk->grid[1], pk->grid[2], pk->block[0], pk->block[1], pk->block[2],
+                          pk->smem, NULL, NULL, 0};
+    int clusters = 0;
+    if ((r = cu->cuOccupancyMaxActiveClusters(&clusters, f, &cfg)))
+      return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveClusters");
+    if ((long long)clusters * pk->cluster < fit) fit = (long long)clusters * pk->cluster;
+  }
+  if (fit < (long long)pk->grid[0] * pk->grid[1] * pk->grid[2])
+    return fgl_fail(err, FGL_ERR_UNSUPPORTED,
+                    "graph '%s' kernel %d: its %u CTAs wait for one another, so all must be resident at once, but this "
+                    "GPU holds %lld (%d SMs x %d%s); recompile for this GPU",
+                    g->name, k, pk->grid[0] * pk->grid[1] * pk->grid[2], fit, sms, per_sm,
+                    pk->cluster > 1 ? ", in clusters" : "");
+  return FGL_OK;
+}
+
 /* Looks up graph gi's kernels (both variants) once; the module's context
  * must be current. */
 static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
@@ -133,6 +165,7 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
           goto out;
         }
       }
+      if (pk->resident && (st = check_resident(m, g, k, *slot, err)) != FGL_OK) goto out;
     }
   }
   m->resolved[gi] = 1;

@@ -456,6 +456,24 @@ static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_se
   return 0;
 }
 
+static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
+  int64_t v;
+  if (want_count(ps, tk, nt, 4)) return -1;
+  if (want_int(ps, tk[1], "kernel-resident index", 0, MAX_COUNT, &v)) return -1;
+  if (v >= n_seen) return fail(ps, "kernel-resident %lld does not follow its kernel line", (long long)v);
+  plan_kernel *k = &g->kernels[v];
+  if (k->resident) return fail(ps, "kernel %lld has two kernel-resident lines", (long long)v);
+  if (want_kw(ps, tk, nt, 2, "cluster")) return -1;
+  int64_t c;
+  if (want_int(ps, tk[3], "kernel-resident cluster", 1, 16, &c)) return -1;
+  if (k->grid[0] % (unsigned)c || k->grid[1] != 1 || k->grid[2] != 1)
+    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", (long long)v, k->grid[0],
+                k->grid[1], k->grid[2], (long long)c);
+  k->resident = true;
+  k->cluster = (int)c;
+  return 0;
+}
+
 static int count_arg(parser *ps, tok *tk, int nt, int i, const char *kw, int *out) {
   int64_t v;
   if (want_kw(ps, tk, nt, i, kw)) return -1;
@@ -507,8 +525,13 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
       if (parse_kernel_vec(ps, t2, n, g, ik)) return -1;
       continue;
     }
+    if (tok_is(kw, "kernel-resident") && ip == np && ir == nr && it == ntm) {
+      if (parse_kernel_resident(ps, t2, n, g, ik)) return -1;
+      continue;
+    }
     if (!tok_is(kw, expect)) {
-      static const char *known[] = {"fusec-plan", "target", "graph", "param", "result", "temp", "kernel", "kernel-vec", "end"};
+      static const char *known[] = {"fusec-plan", "target", "graph",      "param", "result",
+                                    "temp",       "kernel", "kernel-vec", "kernel-resident", "end"};
       bool is_known = false;
       for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) is_known |= tok_is(kw, known[i]);
       if (!is_known) return fail(ps, "unknown plan line '%s'", show(kw, b, sizeof b));

@@ -195,6 +195,9 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       }
       fputc('\n', f);
     }
+    /* The row + column form's combiners wait for every CTA. */
+    if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
+      fprintf(f, "// kernel-resident %d cluster %d\n", i, k->cluster > 1 ? k->cluster : 1);
   }
   fputs("// end\n", f);
 }

@@ -227,12 +227,24 @@ static bool col_shaped(const fg_kernel *k, const fg_type *t) {
   return j == t->rank;
 }
 
-/* The row + column form (plan.h): a row kernel over enough rows to give
- * every SM a CTA of at least two rows, short enough rows that each stays in
- * registers (schedule.c keeps rows of up to 8192 elements persistent at
- * any vector width), and few column reductions (their accumulators live
- * in registers beside the row). */
-enum { ROWCOL_MAX_ROW = 8192, ROWCOL_MAX_LATE = 4 };
+/* The row + column form (plan.h) or two kernels (the row kernel, then a
+ * column kernel reading the data again): measured on the H100
+ * (2026-11-23, RMSNorm bwd bf16, fraction of copy bandwidth, fused / two
+ * kernels), rows of 4096: 32 rows 0.019 / 0.020, 64 0.037 / 0.034, 128
+ * 0.079 / 0.063, 256 0.167 / 0.126, 512 0.289 / 0.226, 1024 0.503 /
+ * 0.411, 4096 0.74 / 0.46; 4096 rows of 16384: 0.853 / 0.584; 2048 rows
+ * of 32768: 0.213 / 0.562 (the row and its column accumulators no longer
+ * fit in registers: spills). So: at least 64 rows, and rows of at most
+ * 16384 elements with one column reduction (measured), 8192 with more
+ * (their accumulators take the registers a longer row would need); few
+ * column reductions (their accumulators live in registers beside the
+ * row). */
+enum { ROWCOL_MIN_ROWS = 64, ROWCOL_MAX_ROW = 16384, ROWCOL_MAX_ROW_MANY = 8192, ROWCOL_MAX_LATE = 4 };
+
+/* For k's next column or tail reduction. */
+static int64_t rowcol_max_row(const fg_kernel *k) {
+  return k->ncols + k->ntails == 0 ? ROWCOL_MAX_ROW : ROWCOL_MAX_ROW_MANY;
+}
 
 static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE) return false;
@@ -246,8 +258,7 @@ static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   const char *ef = fg_plan_knob(&p->opts, "ROWCOL");
   if (ef && atoi(ef) == 0) return false;
   if (ef && atoi(ef) == 2) return b >= 2;
-  /* Enough rows for two a CTA on every SM (schedule.c). */
-  return b >= 2 * (int64_t)p->sm_count && r <= ROWCOL_MAX_ROW;
+  return b >= ROWCOL_MIN_ROWS && r <= rowcol_max_row(k);
 }
 
 /* A reduction of kernel k's domain over exactly the kept dims. */
@@ -289,10 +300,12 @@ static void explain_fallbacks(fg_plan *p) {
         else b *= kr->dims[d];
       }
       kc->not_with = r;
-      if (b < 2 * (int64_t)p->sm_count)
-        kc->not_with_why = "fewer rows than two per SM: the row + column form would leave SMs idle";
-      else if (len > ROWCOL_MAX_ROW)
-        kc->not_with_why = "rows longer than 8192 elements do not stay in registers";
+      if (b < ROWCOL_MIN_ROWS)
+        kc->not_with_why = "fewer than 64 rows: the row + column form is no faster (measured)";
+      else if (len > rowcol_max_row(kr) && len > ROWCOL_MAX_ROW_MANY && kr->ncols + kr->ntails == 0)
+        kc->not_with_why = "rows longer than 16384 elements do not stay in registers beside column accumulators";
+      else if (len > rowcol_max_row(kr))
+        kc->not_with_why = "rows longer than 8192 elements do not stay in registers beside several column reductions";
       else if (kr->ncols + kr->ntails >= ROWCOL_MAX_LATE)
         kc->not_with_why = "the row kernel already has the most column reductions it keeps in registers";
       else

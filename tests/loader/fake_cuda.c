@@ -48,7 +48,22 @@ EXPORT CUresult cuDeviceGetCount(int *n) {
 EXPORT CUresult cuDeviceGet(int *d, int o) { *d = o; return 0; }
 EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   (void)d;
-  *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : 0;
+  *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : a == 16 ? 132 : 0;
+  return 0;
+}
+/* FAKE_CUDA_CTAS_PER_SM: what the occupancy calls report (default 16). */
+static int fake_per_sm(void) {
+  const char *e = getenv("FAKE_CUDA_CTAS_PER_SM");
+  return e ? atoi(e) : 16;
+}
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfunc_st *f, int block, size_t smem) {
+  (void)f; (void)block; (void)smem;
+  *n = fake_per_sm();
+  return 0;
+}
+EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, struct CUfunc_st *f, const void *cfg) {
+  (void)f; (void)cfg;
+  *n = fake_per_sm() * 132 / 2;
   return 0;
 }
 EXPORT CUresult cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return 0; }

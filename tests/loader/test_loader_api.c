@@ -112,6 +112,23 @@ static void test_load(void) {
   CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 3);
   unsetenv("FUSEC_CACHE");
   fgl_module_free(m, &e);
+  /* a kernel whose CTAs wait for one another: refused where they cannot
+   * all be resident (the fake GPU: 132 SMs, FAKE_CUDA_CTAS_PER_SM each) */
+  char *res = tl_replace(text, "// end\n", "// kernel-resident 0 cluster 2\n// end\n");
+  fgl_graph *gr = NULL;
+  CHECK(fgl_module_load_data(res, strlen(res), &o, &m, &e) == FGL_OK);
+  CHECK_MSG(fgl_graph_create(m, "axpy", &gr, &e) == FGL_OK, "%s", e.msg);
+  fgl_graph_free(gr, &e);
+  fgl_module_free(m, &e);
+  setenv("FAKE_CUDA_CTAS_PER_SM", "4", 1);
+  CHECK(fgl_module_load_data(res, strlen(res), &o, &m, &e) == FGL_OK);
+  CHECK(fgl_graph_create(m, "axpy", &gr, &e) == FGL_ERR_UNSUPPORTED);
+  CHECK_MSG(strstr(e.msg, "graph 'axpy' kernel 0: its 1024 CTAs wait for one another") &&
+                strstr(e.msg, "this GPU holds 528 (132 SMs x 4, in clusters)"),
+            "%s", e.msg);
+  unsetenv("FAKE_CUDA_CTAS_PER_SM");
+  fgl_module_free(m, &e);
+  free(res);
   /* a newer target than the device */
   char *sm100 = tl_replace(text, "// target sm_80", "// target sm_100");
   CHECK(fgl_module_load_data(sm100, strlen(sm100), &o, &m, &e) == FGL_ERR_UNSUPPORTED && strstr(e.msg, "targets sm_100"));

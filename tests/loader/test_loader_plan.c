@@ -84,6 +84,11 @@ static const bad_case BAD[] = {
     {"// end\n", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// end\n", 12, "kernel 0 has two kernel-vec lines"},
     {"// param 0 x", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// param 0 x", 4, "expected 'param' line"},
     {"temps 1", "temps 99999999", 3, "temps count 99999999 is out of range"},
+    {"// end\n", "// kernel-resident 0 cluster 2\n// kernel-resident 0 cluster 2\n// end\n", 13, "kernel 0 has two kernel-resident lines"},
+    {"// end\n", "// kernel-resident 0 cluster 3\n// end\n", 12, "kernel-resident 0: grid 4x1x1 is not made of clusters of 3"},
+    {"// end\n", "// kernel-resident 0 cluster 0\n// end\n", 12, "kernel-resident cluster 0 is out of range"},
+    {"// end\n", "// kernel-resident 0 clusters 2\n// end\n", 12, "expected 'cluster', found 'clusters'"},
+    {"// end\n", "// kernel-resident 1 cluster 1\n// end\n", 12, "kernel-resident 1 does not follow its kernel line"},
 };
 
 static void valid_base(void) {
@@ -106,7 +111,17 @@ static void valid_base(void) {
   CHECK(k->args[1].kind == 's' && k->args[1].index == 1 && k->args[4].kind == 't');
   CHECK(k->vec_entry && !strcmp(k->vec_entry, "k0_v") && k->vec_align == 16 && k->n_vec_ptrs == 2);
   CHECK(plan_find(&p, "nope") == NULL);
+  CHECK(!k->resident);
   plan_free(&p);
+  /* kernel-resident: CTAs that wait for one another, in clusters of 2 */
+  char *res = tl_replace(BASE, "// end\n", "// kernel-resident 0 cluster 2\n// end\n");
+  rc = plan_parse(res, strlen(res), &p, err, sizeof err);
+  CHECK_MSG(rc == 0, "%s", err);
+  if (!rc) {
+    CHECK(p.graphs[0].kernels[0].resident && p.graphs[0].kernels[0].cluster == 2);
+    plan_free(&p);
+  }
+  free(res);
 }
 
 static void valid_variants(void) {
