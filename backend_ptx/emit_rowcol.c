@@ -10,16 +10,19 @@
  * for the outputs instead of keeping its intermediates). Each thread adds
  * its columns of every row to accumulators kept in registers across rows
  * (a thread owns the same columns in every row). Then every CTA writes its partials ([G, R] per
- * column reduction, one value per tail reduction), fences, and takes a
+ * column reduction, one value per tail reduction; in clusters, k->cluster
+ * > 1, the cluster's CTAs first sum theirs in distributed shared memory
+ * and write one row of partials per cluster), fences, and takes a
  * ticket from an arrival counter. The CTAs with the last `combiners`
  * tickets wait until all G have arrived and combine: combiner j takes
  * column blocks j, j+K, ..., summing the G partials of each column in a
  * fixed order (thread groups over g = q, q+NG, ..., then the groups in
  * order), so results are bitwise reproducible and independent of which
- * CTA combines. Waiting is safe: a waiting CTA holds a ticket among the
- * last K, so the CTAs with earlier tickets have exited and freed their
- * slots for any CTA not yet started. The last combiner to finish resets
- * both counters for the next run (and CUDA-graph replays). */
+ * CTA combines. Waiting needs all G CTAs resident at once (the schedule
+ * sizes G and .minnctapersm for it; the plan's kernel-resident line has
+ * the loader refuse a GPU that holds fewer, which would otherwise hang).
+ * The last combiner to finish resets both counters for the next run (and
+ * CUDA-graph replays). */
 #include <stdlib.h>
 #include <string.h>
 
