@@ -151,7 +151,9 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
                       name, fgl_cuda_error_text(r, t, sizeof t));
         goto out;
       }
-      if (pk->smem > 48 * 1024) {
+      /* The default limit is 48 KiB of static plus dynamic shared memory:
+       * any dynamic amount may need the opt-in beside the kernel's static. */
+      if (pk->smem > 0) {
         if (smem_optin < 0 &&
             cu->cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
           smem_optin = 48 * 1024;

@@ -15,8 +15,9 @@ typedef unsigned long long CUdeviceptr;
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { C_ALLOC, C_FREE, C_HTOD, C_DTOH, C_MEMSET, C_SYNC, C_LAUNCH, C_JIT, C_MODLOAD, C_PUSH, C_CAPTURED, C_N };
-static const char *const cnames[C_N] = {"alloc", "free", "htod", "dtoh", "memset", "sync", "launch", "jit", "modload", "push", "captured"};
+enum { C_ALLOC, C_FREE, C_HTOD, C_DTOH, C_MEMSET, C_SYNC, C_LAUNCH, C_JIT, C_MODLOAD, C_PUSH, C_CAPTURED, C_SMEM_ATTR, C_N };
+static const char *const cnames[C_N] = {"alloc", "free",    "htod",     "dtoh",    "memset", "sync",
+                                        "launch", "jit",    "modload",  "push",    "captured", "smem_attr"};
 static long counters[C_N];
 static char last_entry[128];
 static int capturing;
@@ -114,7 +115,11 @@ EXPORT CUresult cuModuleGetFunction(struct CUfunc_st **f, struct CUmod_st *m, co
   *f = &funcs[n_funcs++];
   return 0;
 }
-EXPORT CUresult cuFuncSetAttribute(struct CUfunc_st *f, int a, int v) { (void)f; (void)a; (void)v; return 0; }
+EXPORT CUresult cuFuncSetAttribute(struct CUfunc_st *f, int a, int v) {
+  (void)f; (void)v;
+  if (a == 8) counters[C_SMEM_ATTR]++; /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  return 0;
+}
 
 EXPORT CUresult cuLinkCreate_v2(unsigned n, int *o, void **v, struct CUlinkState_st **s) {
   *s = calloc(1, sizeof **s);

@@ -129,6 +129,16 @@ static void test_load(void) {
   unsetenv("FAKE_CUDA_CTAS_PER_SM");
   fgl_module_free(m, &e);
   free(res);
+  /* dynamic shared memory, even under 48 KiB, is allowed for explicitly:
+   * the kernel's static shared memory counts against the same limit */
+  char *dyn = tl_replace(text, "block 256 1 1 smem 0", "block 256 1 1 smem 40960");
+  fake_reset();
+  CHECK(fgl_module_load_data(dyn, strlen(dyn), &o, &m, &e) == FGL_OK);
+  CHECK_MSG(fgl_graph_create(m, "axpy", &gr, &e) == FGL_OK, "%s", e.msg);
+  CHECK(fake_count("smem_attr") == 2); /* both variants */
+  fgl_graph_free(gr, &e);
+  fgl_module_free(m, &e);
+  free(dyn);
   /* a newer target than the device */
   char *sm100 = tl_replace(text, "// target sm_80", "// target sm_100");
   CHECK(fgl_module_load_data(sm100, strlen(sm100), &o, &m, &e) == FGL_ERR_UNSUPPORTED && strstr(e.msg, "targets sm_100"));
