@@ -29,42 +29,9 @@
 #include "emit.h"
 #include "emit_skel.h"
 #include "infer.h"
+#include "rowcol_partials.h"
 
-enum { MAX_COLS = 4, MAX_TAILS = 4, MAX_CHUNKS = 8, MAX_ROWS = 4, LOADS_IN_FLIGHT = 16 };
-
-static LLVMValueRef partial_base(fgb_emitter *e) {
-  return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
-}
-
-/* Rows of column partials: one per CTA, or one per cluster. */
-static int64_t partial_rows(const fg_kernel *k) { return k->cluster > 1 ? k->grid[0] / k->cluster : k->grid[0]; }
-
-/* Column partials are stored in fg_reduce_partial_dtype (amax of bf16:
- * bf16, exactly), which halves their traffic against f32; each column
- * reduction's [partial_rows, R] region starts 16-byte aligned. */
-static int64_t col_region(const fg_kernel *k, int i) {
-  int64_t off = 0;
-  for (int q = 0; q < i; q++)
-    off += (partial_rows(k) * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[q])) + 15) / 16 * 16;
-  return off;
-}
-
-/* &partial of column reduction i for partial row g (CTA or cluster) at column col. */
-static LLVMValueRef col_partial(fgb_emitter *e, int i, LLVMValueRef g, LLVMValueRef col) {
-  const fg_kernel *k = e->k;
-  int sz = fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-  LLVMValueRef el = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, k->red), ""), col, "");
-  LLVMValueRef byte = LLVMBuildAdd(e->b, fgb_const(e, col_region(k, i)), LLVMBuildMul(e->b, el, fgb_const(e, sz), ""), "");
-  return fgb_gep_global(e->m, partial_base(e), LLVMInt8TypeInContext(e->ctx), byte);
-}
-
-/* &partial of tail reduction i for CTA g (8-byte slots). */
-static LLVMValueRef tail_partial(fgb_emitter *e, int i, LLVMValueRef g) {
-  const fg_kernel *k = e->k;
-  LLVMValueRef el = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->grid[0]), g, "");
-  LLVMValueRef byte = LLVMBuildAdd(e->b, fgb_const(e, col_region(k, k->ncols)), LLVMBuildMul(e->b, el, fgb_const(e, 8), ""), "");
-  return fgb_gep_global(e->m, partial_base(e), LLVMInt8TypeInContext(e->ctx), byte);
-}
+enum { MAX_TAILS = 4, MAX_ROWS = 4, LOADS_IN_FLIGHT = 16 };
 
 static LLVMValueRef load_volatile(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef ptr) {
   /* other CTAs wrote it: never a stale L1 line */
@@ -184,7 +151,7 @@ static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int 
  * row reduction of the kernel (late), or those that do not (early: added
  * before the block reductions, so that their inputs need not live across
  * the barrier; a thread's rows are still added in row order). */
-static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], bool late) {
+static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], bool late) {
   const fg_kernel *k = e->k;
   int V = e->vec;
   for (int i = 0; i < k->ncols; i++) {
@@ -212,7 +179,7 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
 /* With its reductions seeded: a row's outputs and its share of the late
  * column accumulators and of the tail accumulators. */
 static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
-                        LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+                        LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
@@ -279,7 +246,7 @@ static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef ne
  * re-reading the rows, when the schedule says so: fewer registers, more
  * CTAs) each row's outputs and accumulators. */
 static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, const LLVMValueRef *r0,
-                      const LLVMValueRef *valid, LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], LLVMValueRef *tacc) {
+                      const LLVMValueRef *valid, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   fgk_row_ctx rc[MAX_ROWS];
@@ -348,7 +315,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
  * CW threads add them in group order. */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
-  int64_t CW = k->combine_cols, T = k->block, NG = T / CW, G = partial_rows(k), R = k->red;
+  int64_t CW = k->combine_cols, T = k->block, NG = T / CW, G = fgr_partial_rows(k), R = k->red;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tcol = LLVMBuildURem(e->b, tid, fgb_const(e, CW), "");
@@ -370,7 +337,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
       in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
       g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
       fg_dtype pd = fg_reduce_partial_dtype(n);
-      got[q] = fgb_convert(e->m, fgb_from_storage(e->m, load_volatile(e, fgb_storage_type(e->m, pd), col_partial(e, i, g, colc)), pd),
+      got[q] = fgb_convert(e->m, fgb_from_storage(e->m, load_volatile(e, fgb_storage_type(e->m, pd), fgr_col_partial(e, i, g, colc)), pd),
                            pd, ad);
     }
     LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
@@ -424,7 +391,7 @@ static bool combine_tails(fgb_emitter *e) {
     fgk_loop l;
     LLVMValueRef g = fgk_loop_begin(e, &l, tid, fgb_const(e, k->grid[0]), fgb_const(e, k->block));
     LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
-    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_volatile(e, rt, tail_partial(e, i, g)), ad);
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_volatile(e, rt, fgr_tail_partial(e, i, g)), ad);
     LLVMBuildStore(e->b, acc, accv);
     fgk_loop_end(e, &l, g);
     if (i) fgb_barrier(e->m); /* the previous block reduction's slots are read */
@@ -438,101 +405,13 @@ static bool combine_tails(fgb_emitter *e) {
   return !e->failed;
 }
 
-/* ---- clusters (k->cluster = C > 1, sm_90) ----
- * After its rows, each CTA puts its column accumulators in its shared
- * memory (the exchange buffer, one column reduction at a time), and CTA r
- * of the cluster sums columns slice r over the C CTAs (distributed shared
- * memory, in rank order) into its cluster's row of partials: C times
- * fewer partials to write and for the combiners to read. Vectors of W
- * lanes (16 bytes of the widest partial) where the slices allow. */
-
-static int cluster_lanes(const fg_kernel *k) {
-  int psz = 1;
-  for (int i = 0; i < k->ncols; i++) {
-    int z = fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (z > psz) psz = z;
-  }
-  int w = 16 / psz;
-  return w > 1 && k->red % ((int64_t)k->cluster * w) == 0 ? w : 1;
-}
-
-/* Columns per slice: a multiple of the lanes. */
-static int64_t cluster_slice(const fg_kernel *k) {
-  int64_t W = cluster_lanes(k), C = k->cluster;
-  return ((k->red + C - 1) / C + W - 1) / W * W;
-}
-
-/* Bytes of the exchange buffer: one column reduction's accumulators of a
- * CTA. */
-static int64_t cluster_xchg_bytes(const fg_kernel *k) {
-  int64_t b = 16;
-  for (int i = 0; i < k->ncols; i++) {
-    int64_t own = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (own > b) b = own;
-  }
-  return (b + 15) / 16 * 16;
-}
-
-static LLVMValueRef smem_at(fgb_emitter *e, LLVMValueRef base, LLVMValueRef byte) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  if (LLVMTypeOf(byte) != i32) byte = LLVMBuildTrunc(e->b, byte, i32, "");
-  return fgb_gep(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
-}
-
-/* This CTA's accumulators of column reduction i into x, then its slice of
- * the cluster's sums into partial row cid. */
-static void cluster_slice_sums(fgb_emitter *e, int i, LLVMValueRef x, LLVMValueRef rank, LLVMValueRef cid,
-                               const LLVMValueRef *r0, const LLVMValueRef *valid, LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16]) {
-  const fg_kernel *k = e->k;
-  const fg_node *n = k->cols[i];
-  fg_dtype ad = fgk_red_acc(n), pd = fg_reduce_partial_dtype(n);
-  int psz = fg_dtype_size(pd), V = e->vec, W = cluster_lanes(k);
-  int per = 16 / psz < V ? 16 / psz : V;
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  for (int c = 0; c < k->chunks; c++) {
-    LLVMBasicBlockRef m = valid[c] ? fgb_begin_if(e, valid[c]) : NULL;
-    LLVMValueRef vals[16];
-    for (int j = 0; j < V; j++)
-      vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], ""), ad, pd);
-    for (int j = 0; j < V; j += per) {
-      LLVMValueRef byte = LLVMBuildMul(e->b, LLVMBuildAdd(e->b, r0[c], fgb_const(e, j), ""), fgb_const(e, psz), "");
-      fgb_store_vec(e->m, smem_at(e, x, byte), pd, per, (unsigned)(per * psz), vals + j);
-    }
-    if (m) fgb_end_if(e, m);
-  }
-  fgb_cluster_barrier(e->m);
-  int64_t S = cluster_slice(k), C = k->cluster;
-  LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-  fgk_loop l;
-  LLVMValueRef v = fgk_loop_begin(e, &l, fgb_thread_index(e, 0), fgb_const(e, S / W), fgb_const(e, k->block));
-  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, rank, fgb_const(e, S), ""), LLVMBuildMul(e->b, v, fgb_const(e, W), ""), "");
-  LLVMValueRef ok = LLVMBuildICmp(e->b, LLVMIntSLT, col, fgb_const(e, k->red), "");
-  LLVMValueRef colc = LLVMBuildSelect(e->b, ok, col, fgb_const(e, 0), "");
-  LLVMValueRef got[8][16], acc[16];
-  for (int q = 0; q < C; q++) {
-    LLVMValueRef p = fgb_cluster_map(e->m, smem_at(e, x, LLVMBuildMul(e->b, colc, fgb_const(e, psz), "")),
-                                     LLVMConstInt(i32, (unsigned long long)q, 0));
-    fgb_load_vec(e->m, p, pd, W, (unsigned)(W * psz), 0, got[q]);
-  }
-  for (int j = 0; j < W; j++) {
-    acc[j] = id;
-    for (int q = 0; q < C; q++) acc[j] = fgb_reduce_combine(e->m, fgk_red_op(n), acc[j], fgb_convert(e->m, got[q][j], pd, ad), ad);
-    acc[j] = fgb_convert(e->m, acc[j], ad, pd);
-  }
-  LLVMBasicBlockRef m = fgb_begin_if(e, ok);
-  fgb_store_vec(e->m, col_partial(e, i, cid, col), pd, W, (unsigned)(W * psz), acc);
-  fgb_end_if(e, m);
-  fgk_loop_end(e, &l, v);
-  fgb_cluster_barrier(e->m); /* x is rewritten next, or read by no one */
-}
-
 bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   int E = k->chunks, V = e->vec;
   int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  if (k->ncols > MAX_COLS || k->ntails > MAX_TAILS || E > MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
+  if (k->ncols > FGR_MAX_COLS || k->ntails > MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
       U > MAX_ROWS || k->outer % U || k->nreds > 64) {
     fgb_fail(e, "internal error: row + column kernel %d out of its limits", k->id);
     return false;
@@ -549,13 +428,13 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMValueRef tv = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, V), "");
   /* A thread's chunks sit at the same columns in every row. */
   bool exact = T * V * E == R;
-  LLVMValueRef r0[MAX_CHUNKS], valid[MAX_CHUNKS];
+  LLVMValueRef r0[FGR_MAX_CHUNKS], valid[FGR_MAX_CHUNKS];
   for (int c = 0; c < E; c++) {
     r0[c] = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, "");
     valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0[c], fgb_const(e, R), "");
     if (valid[c]) r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
   }
-  LLVMValueRef cacc[MAX_COLS][MAX_CHUNKS][16], tacc[MAX_TAILS];
+  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], tacc[MAX_TAILS];
   for (int i = 0; i < k->ncols; i++) {
     fg_dtype ad = fgk_red_acc(k->cols[i]);
     for (int c = 0; c < E; c++)
@@ -571,7 +450,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
    * cluster's exchange of column accumulators: one array. */
   LLVMValueRef xchg = NULL;
   int64_t arena = k->pipeline ? k->pipe_bytes : 0;
-  if (k->cluster > 1 && cluster_xchg_bytes(k) > arena) arena = cluster_xchg_bytes(k);
+  if (k->cluster > 1 && fgr_cluster_xchg_bytes(k) > arena) arena = fgr_cluster_xchg_bytes(k);
   if (arena) {
     char name[256];
     snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
@@ -596,14 +475,14 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   if (k->cluster > 1) {
     LLVMValueRef rank = LLVMBuildURem(e->b, cta, fgb_const(e, k->cluster), "");
     LLVMValueRef cid = LLVMBuildUDiv(e->b, cta, fgb_const(e, k->cluster), "");
-    for (int i = 0; i < k->ncols; i++) cluster_slice_sums(e, i, xchg, rank, cid, r0, valid, cacc);
+    for (int i = 0; i < k->ncols; i++) fgr_cluster_slice_sums(e, i, xchg, rank, cid, r0, valid, cacc);
   }
   for (int i = 0; i < k->ncols && k->cluster <= 1; i++) {
     fg_dtype ad = fgk_red_acc(k->cols[i]), pd = fg_reduce_partial_dtype(k->cols[i]);
     for (int c = 0; c < E; c++) {
       LLVMBasicBlockRef m = valid[c] ? fgb_begin_if(e, valid[c]) : NULL;
       for (int j = 0; j < V; j++)
-        fgb_store(e->m, col_partial(e, i, cta, LLVMBuildAdd(e->b, r0[c], fgb_const(e, j), "")), pd,
+        fgb_store(e->m, fgr_col_partial(e, i, cta, LLVMBuildAdd(e->b, r0[c], fgb_const(e, j), "")), pd,
                   fgb_convert(e->m, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], ""), ad, pd));
       if (m) fgb_end_if(e, m);
     }
@@ -612,7 +491,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
     for (int i = 0; i < k->ntails; i++)
       LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->tails[i])), tacc[i], ""),
-                     tail_partial(e, i, cta));
+                     fgr_tail_partial(e, i, cta));
     fgb_end_if(e, m);
   }
   LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
