@@ -334,8 +334,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * 0.647 / 0.714, RMSNorm bwd there 0.725 / 0.726, row + column + tensor
    * amax 0.791 / 0.791; at 4 CTAs an SM, C = 2 / 4 / 8: amax 0.783 /
    * 0.652 / 0.660, LayerNorm 0.625 / 0.514 / 0.531 (larger clusters are
-   * slower, and at 2 CTAs an SM clusters of 8 do not all fit: the
-   * one-cluster-wide wait hung). */
+   * slower; at 2 CTAs an SM clusters of 8 do not all fit, and the
+   * combiners' wait hung). Larger C (a knob) only where C divides
+   * 2 * per_sm. */
   int C = 1;
   int64_t xchg = 0;
   for (int i = 0; i < k->ncols; i++) {
@@ -348,10 +349,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
     if (!C) C = 2;
     while (C > 1 && (2 * per_sm % C || G < 2 * C)) C /= 2;
-    /* the exchange buffer shares the 48 KiB of static shared memory */
-    if (xchg > 32 * 1024 || (k->pipeline ? k->pipe_bytes : 0) + (k->pipeline && xchg > k->pipe_bytes ? xchg - k->pipe_bytes : 0) +
-                                 (k->pipeline ? 0 : xchg) > 40 * 1024)
-      C = 1;
+    /* The exchange buffer shares the pipeline's shared memory (or has its
+     * own), within the 48 KiB of static shared memory. */
+    int64_t arena = k->pipeline && k->pipe_bytes > xchg ? k->pipe_bytes : xchg;
+    if (xchg > 32 * 1024 || arena > 40 * 1024) C = 1;
     G = G / C * C;
   }
   k->cluster = C;
@@ -361,9 +362,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   G = ceil_div(G, C) * C;
   k->grid[0] = G;
   int64_t P = G / C; /* rows of column partials */
-  /* Combiners: as many as there are column blocks, up to G - 1 (one CTA
-   * must exit without waiting for the others to be able to start, if the
-   * GPU is shared), so each sums few partials per column. */
+  /* Combiners: as many as there are column blocks, up to G - 1, so each
+   * sums few partials per column. They wait for every CTA, so all G must
+   * be resident at once (the plan says kernel-resident; the loader checks). */
   int64_t want = G > 1 ? G - 1 : 1;
   int cw = 8;
   while (cw < 32 && ceil_div(k->red, cw) > want) cw *= 2;
