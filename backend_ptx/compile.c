@@ -150,8 +150,9 @@ static void *run_unit(void *arg) {
   return NULL;
 }
 
-/* Rough cost of lowering a kernel, roughly the code a kernel unrolls: lanes x chunks x rows in flight (the
- * aligned variant's; the plain one is compact), and a fixed part (more
+/* Rough cost of lowering a kernel, to share kernels between the compile
+ * threads: the code it unrolls, lanes x chunks x rows in flight (the
+ * aligned variant's; the plain one is compact), plus a fixed part (more
  * for the row + column form's combine phase). */
 static int64_t kernel_weight(const fg_kernel *k) {
   int64_t rows = k->rows_per_iter > 1 ? k->rows_per_iter : 1;

@@ -67,14 +67,15 @@ typedef struct fgb_emitter {
    * asynchronous copy into this thread's slot of buffer pipe_buf; in
    * FGB_PIPE_READ the same walk reads the slots back. Both walks must meet
    * the same loads in the same order: the same code at the same memo
-   * state. Slots: one region of the shared array pipe_arena (pipe_bytes)
-   * per load, [2 buffers][pieces][threads], at byte `off`. */
+   * state. Slots: one region of the shared array pipe_arena (the first
+   * k->pipe_bytes of it) per load, [2 buffers][pieces][threads], at byte
+   * `off`. */
   int pipe_mode;
   LLVMValueRef pipe_rows[64];
   int npipe_rows;
   LLVMValueRef pipe_buf;
   LLVMValueRef pipe_arena;
-  int64_t pipe_bytes, pipe_used;
+  int64_t pipe_used;
   struct fgb_pipe_slot { int64_t off; int pieces; } *pipe;
   int npipe, cappipe, pipe_pos;
 } fgb_emitter;

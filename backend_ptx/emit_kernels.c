@@ -416,34 +416,44 @@ void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0,
   if (merge) fgb_end_if(e, merge);
 }
 
-void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc) {
+bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx, LLVMValueRef guard) {
   const fg_kernel *k = e->k;
-  /* values first (every thread: they may need block-wide work), then
-   * thread 0 stores; no cap on how many */
+  /* values first (every thread: they may need block-wide work), then the
+   * stores where guard holds; no cap on how many */
   LLVMValueRef *vals = calloc((size_t)k->nouts + 1, sizeof *vals);
   if (!vals) {
     fgb_fail(e, "out of memory");
-    return;
+    return false;
   }
   int n = 0;
   LLVMBasicBlockRef merge = NULL;
   for (int pass = 0; pass < 2 && !e->failed; pass++) {
     if (pass == 1) {
       if (n == 0) break;
-      LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-      merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
+      merge = fgb_begin_if(e, guard);
     }
     for (int i = 0; i < k->nouts && !e->failed; i++) {
       const fg_value *o = k->outs[i];
-      if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, e->k, o) != FG_PHASE_ROWS) continue;
+      if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, k, o) != ph) continue;
       LLVMValueRef idx[FG_MAX_RANK];
-      fgk_row_index(e, o, rc->kc, idx);
+      index(e, o, ctx, idx);
       if (pass == 0) vals[i] = fgb_emit_value(e, o, idx), n++;
       else fgb_emit_store(e, o, idx, vals[i]);
     }
   }
   if (merge) fgb_end_if(e, merge);
   free(vals);
+  return !e->failed;
+}
+
+static void row_out_index(fgb_emitter *e, const fg_value *o, const void *rc, LLVMValueRef *idx) {
+  fgk_row_index(e, o, ((const fgk_row_ctx *)rc)->kc, idx);
+}
+
+void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  fgk_store_phase(e, FG_PHASE_ROWS, row_out_index, rc,
+                  LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
 }
 
 bool fgb_emit_row_kernel(fgb_emitter *e) {

@@ -63,31 +63,15 @@ static void zero_index(fgb_emitter *e, const fg_value *o, LLVMValueRef *idx) {
   for (int d = 0; d < o->type.rank; d++) idx[d] = fgb_const(e, 0);
 }
 
-/* The outputs of the combine phase ph: all computed (every thread, so
- * that values needing block-wide work can be emitted), then stored where
- * `guard` holds: at column coordinates redc, or once for the tail. */
-static bool store_phase(fgb_emitter *e, fg_phase ph, const LLVMValueRef *redc, LLVMValueRef guard) {
-  const fg_kernel *k = e->k;
-  LLVMValueRef *vals = calloc((size_t)k->nouts + 1, sizeof *vals);
-  if (!vals) {
-    fgb_fail(e, "out of memory");
-    return false;
-  }
-  for (int pass = 0; pass < 2 && !e->failed; pass++) {
-    LLVMBasicBlockRef merge = pass ? fgb_begin_if(e, guard) : NULL;
-    for (int i = 0; i < k->nouts && !e->failed; i++) {
-      const fg_value *o = k->outs[i];
-      if (fg_plan_phase(e->p, k, o) != ph) continue;
-      LLVMValueRef idx[FG_MAX_RANK];
-      if (ph == FG_PHASE_COLUMNS) col_index(e, o, redc, idx);
-      else zero_index(e, o, idx);
-      if (pass == 0) vals[i] = fgb_emit_value(e, o, idx);
-      else fgb_emit_store(e, o, idx, vals[i]);
-    }
-    if (merge) fgb_end_if(e, merge);
-  }
-  free(vals);
-  return !e->failed;
+/* Output indices for the combine phases: at column coordinates redc, or
+ * the single element of a tail result. */
+static void col_out_index(fgb_emitter *e, const fg_value *o, const void *redc, LLVMValueRef *idx) {
+  col_index(e, o, redc, idx);
+}
+
+static void tail_out_index(fgb_emitter *e, const fg_value *o, const void *unused, LLVMValueRef *idx) {
+  (void)unused;
+  zero_index(e, o, idx);
 }
 
 static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
@@ -370,7 +354,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     col_index(e, n->out[0], redc, idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
   }
-  if (!store_phase(e, FG_PHASE_COLUMNS, redc, cvalid)) return false;
+  if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, cvalid)) return false;
   fgb_memo_release(e, mark);
   fgb_end_if(e, first);
   fgb_barrier(e->m); /* the scratch is reused by the next block */
@@ -400,7 +384,7 @@ static bool combine_tails(fgb_emitter *e) {
     zero_index(e, n->out[0], idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, tot, ad, n->out[0]->type.dtype));
   }
-  if (!store_phase(e, FG_PHASE_TAIL, NULL, is_thread0(e))) return false;
+  if (!fgk_store_phase(e, FG_PHASE_TAIL, tail_out_index, NULL, is_thread0(e))) return false;
   fgb_memo_release(e, mark);
   return !e->failed;
 }
@@ -449,16 +433,12 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   /* Shared memory for the pipeline's copies and, after the rows, the
    * cluster's exchange of column accumulators: one array. */
   LLVMValueRef xchg = NULL;
-  int64_t arena = k->pipeline ? k->pipe_bytes : 0;
-  if (k->cluster > 1 && fgr_cluster_xchg_bytes(k) > arena) arena = fgr_cluster_xchg_bytes(k);
+  int64_t arena = k->pipeline && k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
   if (arena) {
     char name[256];
     snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
     xchg = fgb_shared_array(e->m, name, (uint64_t)arena);
-    if (k->pipeline) {
-      e->pipe_arena = xchg;
-      e->pipe_bytes = k->pipe_bytes;
-    }
+    if (k->pipeline) e->pipe_arena = xchg;
   }
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);

@@ -66,6 +66,11 @@ void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value 
 void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid);
 /* Thread 0 stores the row-shaped outputs (and reduction results) of the row. */
 void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc);
+/* The outputs of phase ph that are not full-domain rows: each computed by
+ * every thread at the index index(e, o, ctx, idx) gives (values may need
+ * block-wide work), then stored where guard holds. */
+typedef void (*fgk_out_index)(fgb_emitter *e, const fg_value *o, const void *ctx, LLVMValueRef *idx);
+bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx, LLVMValueRef guard);
 
 /* The row + column form of a row kernel (plan.h). */
 bool fgb_emit_rowcol_kernel(fgb_emitter *e);

@@ -68,9 +68,9 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
       e->cappipe = cap;
     }
     int64_t bytes = 2 * (int64_t)pieces * e->k->block * 16;
-    if (!e->pipe_arena || e->pipe_used + bytes > e->pipe_bytes) {
-      fgb_fail(e, "internal error: pipelined loads of kernel %d exceed its %lld bytes of shared memory", e->k->id,
-               (long long)e->pipe_bytes);
+    if (!e->pipe_arena || e->pipe_used + bytes > e->k->pipe_bytes) {
+      fgb_fail(e, "internal error: pipelined loads of kernel %d exceed its %d bytes of shared memory", e->k->id,
+               e->k->pipe_bytes);
       return NULL;
     }
     e->pipe[i].off = e->pipe_used;
@@ -453,6 +453,15 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
   return fgb_convert(e->m, r, from, ot->dtype);
 }
 
+/* Backstop: schedule.c reports a cat of more than 64 non-empty pieces at
+ * its node; the lowering's tables hold 64. */
+static bool cat_within_limit(fgb_emitter *e, const fg_node *n, int64_t dim) {
+  int pieces = 0;
+  for (int i = 0; i < n->nin; i++) pieces += n->in[i]->type.dims[dim].size > 0;
+  if (pieces > 64) fgb_fail(e, "internal error: cat of %d non-empty pieces (at most 64)", pieces);
+  return pieces <= 64;
+}
+
 /* A cat along the lane dim whose piece boundaries are multiples of the
  * vector width: every lane of a chunk falls in the same piece, so one branch
  * per chunk picks the piece, whose lanes are computed (with vector loads)
@@ -468,13 +477,9 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
   int nv = 0;
   int64_t off = 0;
   int last = -1;
-  int pieces = 0;
   for (int i = 0; i < n->nin; i++)
-    if (n->in[i]->type.dims[dim].size > 0) last = i, pieces++;
-  if (pieces > 64) {
-    fgb_fail(e, "cat of %d non-empty pieces: the code generator supports at most 64", pieces);
-    return NULL;
-  }
+    if (n->in[i]->type.dims[dim].size > 0) last = i;
+  if (!cat_within_limit(e, n, dim)) return NULL;
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;
@@ -536,12 +541,7 @@ static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   int64_t off = 0;
   LLVMValueRef vals[64], bounds[64];
   int nv = 0;
-  int pieces = 0;
-  for (int i = 0; i < n->nin; i++) pieces += n->in[i]->type.dims[dim].size > 0;
-  if (pieces > 64) {
-    fgb_fail(e, "cat of %d non-empty pieces: the code generator supports at most 64", pieces);
-    return NULL;
-  }
+  if (!cat_within_limit(e, n, dim)) return NULL;
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;

@@ -62,17 +62,6 @@ static int64_t cluster_slice(const fg_kernel *k) {
   return ((k->red + C - 1) / C + W - 1) / W * W;
 }
 
-/* Bytes of the exchange buffer: one column reduction's accumulators of a
- * CTA. */
-int64_t fgr_cluster_xchg_bytes(const fg_kernel *k) {
-  int64_t b = 16;
-  for (int i = 0; i < k->ncols; i++) {
-    int64_t own = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (own > b) b = own;
-  }
-  return (b + 15) / 16 * 16;
-}
-
 static LLVMValueRef smem_at(fgb_emitter *e, LLVMValueRef base, LLVMValueRef byte) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   if (LLVMTypeOf(byte) != i32) byte = LLVMBuildTrunc(e->b, byte, i32, "");

@@ -14,10 +14,8 @@ int64_t fgr_partial_rows(const fg_kernel *k);
 LLVMValueRef fgr_col_partial(fgb_emitter *e, int i, LLVMValueRef g, LLVMValueRef col);
 /* &partial of tail reduction i for CTA g. */
 LLVMValueRef fgr_tail_partial(fgb_emitter *e, int i, LLVMValueRef g);
-/* Bytes of shared memory a cluster's exchange needs (x below). */
-int64_t fgr_cluster_xchg_bytes(const fg_kernel *k);
 /* This CTA's accumulators cacc of column reduction i (its chunks start at
- * columns r0[c], valid[c]) into shared buffer x, then its slice (rank) of
+ * columns r0[c], valid[c]) into shared buffer x (k->xchg_bytes), then its slice (rank) of
  * the cluster's sums into partial row cid; cluster barriers around. */
 void fgr_cluster_slice_sums(fgb_emitter *e, int i, LLVMValueRef x, LLVMValueRef rank, LLVMValueRef cid,
                             const LLVMValueRef *r0, const LLVMValueRef *valid,

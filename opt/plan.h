@@ -78,9 +78,10 @@ typedef struct fg_kernel {
   bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
   bool pipeline;        /* ... the next row group is copied into shared memory while this one is reduced */
   int pipe_bytes;       /* ... pipelined: shared memory for the copies (two buffers of a row group) */
-  int cluster;          /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster combines its column
-                         * partials in distributed shared memory, and its last cluster to arrive combines
-                         * the clusters' partials; 1: the last `combiners` CTAs to arrive combine) */
+  int cluster;          /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster sums its CTAs' column
+                         * partials in distributed shared memory and writes one row of them; 1: each CTA
+                         * writes its own); either way the last `combiners` CTAs to arrive combine */
+  int xchg_bytes;       /* ... cluster > 1: shared memory for one CTA's accumulators of a column reduction */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */

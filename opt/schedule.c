@@ -356,6 +356,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     G = G / C * C;
   }
   k->cluster = C;
+  k->xchg_bytes = C > 1 ? (int)ceil_div(xchg, 16) * 16 : 0;
   /* The fewest CTAs (in whole clusters) with the same number of groups
    * for the busiest one: no slower, and fewer partials. */
   G = ceil_div(groups, ceil_div(groups, G));

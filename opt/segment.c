@@ -232,7 +232,8 @@ static bool col_shaped(const fg_kernel *k, const fg_type *t) {
  * (2026-11-23, RMSNorm bwd bf16, fraction of copy bandwidth, fused / two
  * kernels), rows of 4096: 32 rows 0.019 / 0.020, 64 0.037 / 0.034, 128
  * 0.079 / 0.063, 256 0.167 / 0.126, 512 0.289 / 0.226, 1024 0.503 /
- * 0.411, 4096 0.74 / 0.46; 4096 rows of 16384: 0.853 / 0.584; 2048 rows
+ * 0.411 (4096: 0.74 / 0.46, the latter on 2026-11-22); 4096 rows of
+ * 16384: 0.853 / 0.584; 2048 rows
  * of 32768: 0.213 / 0.562 (the row and its column accumulators no longer
  * fit in registers: spills). So: at least 64 rows, and rows of at most
  * 16384 elements with one column reduction (measured), 8192 with more
@@ -302,10 +303,10 @@ static void explain_fallbacks(fg_plan *p) {
       kc->not_with = r;
       if (b < ROWCOL_MIN_ROWS)
         kc->not_with_why = "fewer than 64 rows: the row + column form is no faster (measured)";
-      else if (len > rowcol_max_row(kr) && len > ROWCOL_MAX_ROW_MANY && kr->ncols + kr->ntails == 0)
-        kc->not_with_why = "rows longer than 16384 elements do not stay in registers beside column accumulators";
       else if (len > rowcol_max_row(kr))
-        kc->not_with_why = "rows longer than 8192 elements do not stay in registers beside several column reductions";
+        kc->not_with_why = kr->ncols + kr->ntails == 0
+                               ? "rows longer than 16384 elements do not stay in registers beside column accumulators"
+                               : "rows longer than 8192 elements do not stay in registers beside several column reductions";
       else if (kr->ncols + kr->ntails >= ROWCOL_MAX_LATE)
         kc->not_with_why = "the row kernel already has the most column reductions it keeps in registers";
       else

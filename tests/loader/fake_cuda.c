@@ -62,9 +62,12 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfun
   *n = fake_per_sm();
   return 0;
 }
+/* Clusters of 2: one pair fewer than the SMs would hold (as when a GPC's
+ * slots do not divide evenly), so that the cluster limit is the one that
+ * binds. */
 EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, struct CUfunc_st *f, const void *cfg) {
   (void)f; (void)cfg;
-  *n = fake_per_sm() * 132 / 2;
+  *n = fake_per_sm() * 132 / 2 - 1;
   return 0;
 }
 EXPORT CUresult cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return 0; }

@@ -124,7 +124,7 @@ static void test_load(void) {
   CHECK(fgl_module_load_data(res, strlen(res), &o, &m, &e) == FGL_OK);
   CHECK(fgl_graph_create(m, "axpy", &gr, &e) == FGL_ERR_UNSUPPORTED);
   CHECK_MSG(strstr(e.msg, "graph 'axpy' kernel 0: its 1024 CTAs wait for one another") &&
-                strstr(e.msg, "this GPU holds 528 (132 SMs x 4, in clusters)"),
+                strstr(e.msg, "this GPU holds 526 (132 SMs x 4, in clusters)"),
             "%s", e.msg);
   unsetenv("FAKE_CUDA_CTAS_PER_SM");
   fgl_module_free(m, &e);
