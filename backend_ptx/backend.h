@@ -7,7 +7,7 @@
  *                  default<O0..3>, PTX or LLVM IR text) -> free.
  *                  Accurate by default (div.rn, sqrt.rn, no FMA contraction,
  *                  no ftz); fgb_finish_opts.fast_math opts into approximations.
- *   gpu_intrin.h   %tid/%ctaid/%ntid/%nctaid/%laneid, bar.sync, membar.gl,
+ *   gpu_intrin.h   %tid/%ctaid/%ntid/%nctaid/%laneid, bar.sync, fence.acq_rel.gpu,
  *                  shfl.sync.bfly (i1..i64, f32, f64), atom.global.add.u32,
  *                  static shared arrays, GEPs.
  *   lower_value.h  the .fg numerics: register/storage forms, load/store

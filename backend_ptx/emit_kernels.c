@@ -276,7 +276,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
  * the arrival; returns the flag "this CTA is the last of `split`". */
 static LLVMValueRef arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  fgb_membar_gl(e->m);
+  fgb_fence_gpu(e->m);
   fgb_barrier(e->m);
   LLVMValueRef flag_slot = fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0));
   LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
@@ -563,7 +563,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
     LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, row);
     LLVMValueRef last = arrive(e, cptr, (int)S);
     LLVMBasicBlockRef done = fgb_begin_if(e, last);
-    fgb_membar_gl(e->m);
+    fgb_fence_gpu(e->m);
     /* The last CTA combines the row's S partials cooperatively: thread t
      * takes partials t, t+T, ... in order, then a block reduction; a fixed
      * assignment and a fixed tree, so the same bits every run. */
@@ -732,7 +732,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
     LLVMValueRef last = arrive(e, cptr, (int)S);
     done = fgb_begin_if(e, last);
-    fgb_membar_gl(e->m);
+    fgb_fence_gpu(e->m);
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
       fg_dtype ad = fgk_red_acc(n);

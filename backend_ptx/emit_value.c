@@ -431,6 +431,25 @@ static LLVMValueRef clampi(fgb_emitter *e, LLVMValueRef v, int64_t lo, int64_t h
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, h, ""), h, v, "");
 }
 
+/* abs, neg, maximum and minimum of bf16 (f16) values give a bf16 (f16)
+ * value or NaN: their f32 result needs no rounding back to the narrow
+ * type. Rounding anyway cost a cvt.rn.bf16.f32 an element (LLVM cannot
+ * see that the f32 came from a bf16), a conversion-unit op that slowed
+ * the amax loop. */
+static bool exact_in_dtype(const fg_node *n) {
+  fg_dtype t = n->out[0]->type.dtype;
+  if (t != FG_BF16 && t != FG_F16) return false;
+  switch (n->op->code) {
+  case FG_OP_ABS: case FG_OP_NEG: case FG_OP_MAXIMUM: case FG_OP_MINIMUM: break;
+  default: return false;
+  }
+  double lit;
+  for (int i = 0; i < n->nin; i++) /* a literal operand is not rounded to t */
+    if (n->in[i]->type.dtype != t || fgb_pw_operand_target(n, i) != FG_F32 || fg_value_is_literal(n->in[i], &lit))
+      return false;
+  return fg_pw_compute_dtype(n) == FG_F32;
+}
+
 static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx) {
   (void)k;
   const fg_type *ot = &n->out[0]->type;
@@ -450,6 +469,7 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
   LLVMValueRef r = fgb_emit_pointwise(e->m, n, ops);
   if (!r) { fgb_fail(e, "internal error: no lowering for '%s'", n->op->name); return NULL; }
   fg_dtype from = LLVMTypeOf(r) == LLVMInt1TypeInContext(e->ctx) ? FG_BOOL : fg_pw_compute_dtype(n);
+  if (exact_in_dtype(n)) return r;
   return fgb_convert(e->m, r, from, ot->dtype);
 }
 

@@ -22,7 +22,6 @@ LLVMValueRef fgb_laneid(fgb_module *m) {
 }
 
 void fgb_barrier(fgb_module *m) { fgb_call(m, "llvm.nvvm.barrier0", m->v, 0, NULL); }
-void fgb_membar_gl(fgb_module *m) { fgb_call(m, "llvm.nvvm.membar.gl", m->v, 0, NULL); }
 
 static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask) {
   bool f = LLVMTypeOf(v) == m->f32;
@@ -59,6 +58,11 @@ static void asm_call(fgb_module *m, const char *text, const char *cons, int n, L
                                      LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
 }
+
+/* fence.acq_rel.gpu (MEMBAR.ALL.GPU), not membar.gl: membar.gl is
+ * fence.sc.gpu (MEMBAR.SC.GPU), stronger than the release / acquire
+ * patterns of the grid reductions need, and slower. */
+void fgb_fence_gpu(fgb_module *m) { asm_call(m, "fence.acq_rel.gpu;", "~{memory}", 0, NULL); }
 
 void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr) {
   LLVMValueRef a[2] = {LLVMBuildTrunc(m->b, LLVMBuildPtrToInt(m->b, sptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), ""),

@@ -17,9 +17,9 @@ LLVMValueRef fgb_laneid(fgb_module *m);
 
 /* bar.sync 0 (__syncthreads). */
 void fgb_barrier(fgb_module *m);
-/* membar.gl (__threadfence: device-scope fence; LLVM 19's NVPTX cannot
- * select `fence syncscope(...)` instructions, so the intrinsic is used). */
-void fgb_membar_gl(fgb_module *m);
+/* fence.acq_rel.gpu (__threadfence as a release / acquire fence; LLVM
+ * 19's NVPTX cannot select `fence syncscope(...)`, so inline asm). */
+void fgb_fence_gpu(fgb_module *m);
 
 /* shfl.sync.bfly over the full warp (mask 0xffffffff, clamp 0x1f):
  * v of type i1, i8..i32, f32 (one shuffle) or i64, f64 (two 32-bit

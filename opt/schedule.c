@@ -359,19 +359,23 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   k->xchg_bytes = C > 1 ? (int)ceil_div(xchg, 16) * 16 : 0;
   /* The fewest CTAs (in whole clusters) with the same number of groups
    * for the busiest one: no slower, and fewer partials. */
-  G = ceil_div(groups, ceil_div(groups, G));
+  const char *ef = fg_plan_knob(o, "ROWCOL_FILL"); /* fusec --knob: 1 keeps every slot */
+  if (!(ef && atoi(ef) == 1)) G = ceil_div(groups, ceil_div(groups, G));
   G = ceil_div(G, C) * C;
   k->grid[0] = G;
   int64_t P = G / C; /* rows of column partials */
-  /* Combiners: as many as there are column blocks, up to G - 1, so each
-   * sums few partials per column. They wait for every CTA, so all G must
-   * be resident at once (the plan says kernel-resident; the loader checks). */
-  int64_t want = G > 1 ? G - 1 : 1;
+  /* Combiners: one per column block of cw columns, plus one for the tail
+   * reductions, so that none works twice as long as the others (a
+   * combiner with two blocks ended the amax kernel 1 us after the rest,
+   * trace of 2026-11-23); cw as small as that allows, so each sums few
+   * partials per column. They wait for every CTA, so all G must be
+   * resident at once (the plan says kernel-resident; the loader checks). */
+  int64_t tail_k = k->ntails ? 1 : 0;
   int cw = 8;
-  while (cw < 32 && ceil_div(k->red, cw) > want) cw *= 2;
+  while (cw < k->block && ceil_div(k->red, cw) + tail_k > G) cw *= 2;
   if (cw > k->block) cw = k->block;
-  int64_t K = ceil_div(k->red, cw);
-  if (K > want) K = want;
+  int64_t K = ceil_div(k->red, cw) + tail_k;
+  if (K > G) K = G;
   if (k->ncols == 0) K = 1;
   k->combiners = (int)K;
   k->combine_cols = cw;
@@ -381,8 +385,13 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->ncols; i++)
     bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
   bytes += 8 * G * k->ntails;
+  const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
+  if (etr && atoi(etr) == 1) {
+    k->trace_off = ceil_div(bytes, 16) * 16;
+    bytes = k->trace_off + 64 * G;
+  }
   k->partial_temp = add_temp(p, bytes, false);
-  k->counter_temp = add_temp(p, 8, true);
+  k->counter_temp = add_temp(p, 8, true); /* a 64-bit arrival counter (emit_rowcol.c) */
   add_workspace_args(p, k);
   k->why = C > 1 ? "row reduction with column reductions: CTAs loop over rows, clusters sum their partials in "
                    "shared memory, the last CTAs to arrive combine the clusters' in a fixed order"
@@ -448,7 +457,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 
 const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
                                            "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
-                                           "COL_COMBINE", "CLUSTER",  NULL};
+                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", NULL};
 
 const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   size_t n = strlen(name);

@@ -83,6 +83,7 @@ typedef struct state {
   fgl_devptr *dev; /* params then results; 0 when none */
   fgl_devptr *raw; /* their allocations (dev minus the --misalign shift) */
   int misalign;
+  fgl_devptr trace_temps[16]; /* FG_TRACE_OUT: the temps, ours */
   fg_module *model;
   char *model_src;
   fg_graph *spec;
@@ -340,7 +341,24 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     }
     FGL(fgl_module_graph_at(s->m, 0, &s->gi, &e_));
   }
-  FGL(fgl_graph_create(s->m, s->gi.name, &s->g, &e_));
+  /* FG_TRACE_OUT=FILE (profiling, with fusec --knob TRACE=1): the temps
+   * are ours, and temp 0 (the timeline after the partials) is written to
+   * FILE after the benchmark. */
+  const char *trace_out = getenv("FG_TRACE_OUT");
+  fgl_devptr *trace_temps = s->trace_temps;
+  size_t trace_bytes = 0;
+  if (trace_out && s->gi.n_temps > 0 && s->gi.n_temps <= 16) {
+    for (int t = 0; t < s->gi.n_temps; t++) {
+      fgl_temp_info ti;
+      FGL(fgl_module_temp_info(s->m, s->gi.name, t, &ti, &e_));
+      FGL(fgl_malloc(s->m, ti.bytes, &trace_temps[t], &e_));
+      if (!t) trace_bytes = ti.bytes;
+    }
+    FGL(fgl_graph_create_with_temps(s->m, s->gi.name, trace_temps, s->gi.n_temps, &s->g, &e_));
+  } else {
+    trace_out = NULL;
+    FGL(fgl_graph_create(s->m, s->gi.name, &s->g, &e_));
+  }
   int np = s->gi.n_params, nr = s->gi.n_results;
   s->pi = calloc((size_t)np + 1, sizeof *s->pi);
   s->ri = calloc((size_t)nr + 1, sizeof *s->ri);
@@ -386,6 +404,17 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     int brc = bench(o, s);
     if (brc != EXIT_OK) return brc;
   }
+  if (trace_out) {
+    FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
+    FGL(fgl_stream_sync(s->m, NULL, &e_));
+    char *h = malloc(trace_bytes);
+    FILE *f = fopen(trace_out, "wb");
+    if (!h || !f) FAIL("cannot write %s", trace_out);
+    FGL(fgl_memcpy_dtoh(s->m, h, trace_temps[0], trace_bytes, &e_));
+    fwrite(h, 1, trace_bytes, f);
+    fclose(f);
+    free(h);
+  }
   return rc;
 }
 
@@ -403,6 +432,8 @@ int fgrun_run_artifact(const fgrun_gpu_opts *o) {
   }
   free(s.pi); free(s.ri); free(s.in); free(s.got); free(s.want); free(s.args); free(s.outs); free(s.dev); free(s.raw);
   fgl_graph_free(s.g, NULL);
+  for (int t = 0; t < 16; t++)
+    if (s.trace_temps[t]) fgl_free(s.m, s.trace_temps[t], NULL);
   fgl_module_free(s.m, NULL);
   fg_graph_free(s.spec);
   if (s.model) fg_module_free(s.model);

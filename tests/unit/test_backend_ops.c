@@ -419,7 +419,7 @@ static void test_reduce_and_intrinsics(void) {
   LLVMValueRef t2 = LLVMBuildXor(b, tid, LLVMConstInt(i32, 1, 0), "");
   LLVMValueRef l = LLVMBuildLoad2(b, i32, fgb_gep(m, smem, i32, t2), "");
   l = LLVMBuildAdd(b, l, LLVMBuildAdd(b, fgb_ctaid(m, 0), LLVMBuildAdd(b, fgb_nctaid(m, 0), fgb_ntid(m, 1), ""), ""), "");
-  fgb_membar_gl(m);
+  fgb_fence_gpu(m);
   LLVMValueRef old = fgb_atomic_add_i32_global(m, LLVMGetParam(fn, 0), l);
   LLVMBuildStore(b, old, fgb_gep_global(m, LLVMGetParam(fn, 0), i32, LLVMBuildAdd(b, tid, LLVMConstInt(i32, 1, 0), "")));
   LLVMBuildRetVoid(b);
@@ -429,7 +429,7 @@ static void test_reduce_and_intrinsics(void) {
     CHECK_MSG(strstr(ptx, ".minnctapersm 2"), "no .minnctapersm");
     CHECK_MSG(strstr(ptx, "shfl.sync.bfly.b32"), "no shfl.sync.bfly");
     CHECK_MSG(strstr(ptx, "bar.sync") || strstr(ptx, "barrier.sync"), "no barrier");
-    CHECK_MSG(strstr(ptx, "membar.gl") || strstr(ptx, "fence.sc.gpu"), "no device fence");
+    CHECK_MSG(strstr(ptx, "fence.acq_rel.gpu"), "no device fence");
     CHECK_MSG(strstr(ptx, "atom.global.add.u32"), "no atom.global.add.u32");
     CHECK_MSG(strstr(ptx, ".shared .align 16 .b8"), "no 16-byte aligned shared array");
   }
