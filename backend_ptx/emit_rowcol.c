@@ -13,7 +13,7 @@
  * column reduction, one value per tail reduction; in clusters, k->cluster
  * > 1, the cluster's CTAs first sum theirs in distributed shared memory
  * and write one row of partials per cluster), fences, and takes a
- * ticket from an arrival counter. The CTAs with the last `combiners`
+ * ticket from the arrival counter. The CTAs with the last `combiners`
  * tickets wait until all G have arrived and combine: combiner j takes
  * column blocks j, j+K, ..., summing the G partials of each column in a
  * fixed order (thread groups over g = q, q+NG, ..., then the groups in
@@ -21,8 +21,9 @@
  * CTA combines. Waiting needs all G CTAs resident at once (the schedule
  * sizes G and .minnctapersm for it; the plan's kernel-resident line has
  * the loader refuse a GPU that holds fewer, which would otherwise hang).
- * The last combiner to finish resets both counters for the next run (and
- * CUDA-graph replays). */
+ * The arrival counter is 64 bits and only grows (run n's arrivals take it
+ * from n * G to (n + 1) * G), so back-to-back runs and CUDA-graph replays
+ * need no reset. */
 #include <stdlib.h>
 #include <string.h>
 
