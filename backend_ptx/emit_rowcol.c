@@ -400,70 +400,96 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   return !e->failed;
 }
 
-/* Combiner: column block blk of CW columns. Thread t sums column t % CW
- * over partial rows g = t / CW, + NG, ... (up to LOADS_IN_FLIGHT loads
- * issued before any is combined: all of them, usually), the NG group sums
- * meet in shared memory and the first CW threads add them in group order. */
+/* Lanes a combiner thread sums side by side: a 16-byte vector of the
+ * widest partial dtype, where every row of partials and every block is
+ * whole vectors (else 1). */
+static int combine_lanes(const fg_kernel *k) {
+  int psz = 1;
+  for (int i = 0; i < k->ncols; i++) {
+    int z = fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
+    if (z > psz) psz = z;
+  }
+  int w = 16 / psz;
+  return w > 1 && k->red % w == 0 && k->combine_cols % w == 0 ? w : 1;
+}
+
+static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValueRef slot) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  return fgb_gep(e->m, scratch, LLVMInt8TypeInContext(e->ctx),
+                 LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""), LLVMConstInt(i32, 8, 0), ""));
+}
+
+/* Combiner: column block blk of CW columns. Thread t sums W columns side
+ * by side (one vector load a partial row: W = combine_lanes), columns
+ * (t % (CW / W)) * W + 0..W-1 of the block, over partial rows g = q, q +
+ * NG, ... with q = t / (CW / W) (up to LOADS_IN_FLIGHT vectors issued
+ * before any is combined: all of them, usually); the NG group sums meet in
+ * shared memory and the first CW / W threads add them in group order. */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
-  int64_t CW = k->combine_cols, T = k->block, NG = T / CW, G = fgr_partial_rows(k), R = k->red;
-  LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
+  int W = combine_lanes(k);
+  int64_t CW = k->combine_cols, T = k->block, TPR = CW / W, NG = T / TPR, G = fgr_partial_rows(k), R = k->red;
   LLVMValueRef tid = fgb_thread_index(e, 0);
-  LLVMValueRef tcol = LLVMBuildURem(e->b, tid, fgb_const(e, CW), "");
-  LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, CW), "");
-  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), tcol, "");
+  LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
+  LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, TPR), "");
+  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), LLVMBuildMul(e->b, tr, fgb_const(e, W), ""), "");
   LLVMValueRef cvalid = LLVMBuildICmp(e->b, LLVMIntSLT, col, fgb_const(e, R), "");
   LLVMValueRef colc = LLVMBuildSelect(e->b, cvalid, col, fgb_const(e, 0), "");
+  int per = LOADS_IN_FLIGHT * 2 / W > 0 ? LOADS_IN_FLIGHT * 2 / W : 1; /* vectors in flight: 64 registers' worth */
+  if (per > LOADS_IN_FLIGHT) per = LOADS_IN_FLIGHT;
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
-    fg_dtype ad = fgk_red_acc(n);
+    fg_dtype ad = fgk_red_acc(n), pd = fg_reduce_partial_dtype(n);
     LLVMTypeRef rt = fgb_reg_type(e->m, ad);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-    LLVMValueRef accv = fgk_local_var(e, rt, id);
-    int lif = (int)((G + NG - 1) / NG < LOADS_IN_FLIGHT ? (G + NG - 1) / NG : LOADS_IN_FLIGHT);
+    LLVMValueRef accv[16];
+    for (int w = 0; w < W; w++) accv[w] = fgk_local_var(e, rt, id);
+    int lif = (int)((G + NG - 1) / NG < per ? (G + NG - 1) / NG : per);
     fgk_loop l;
     LLVMValueRef g0 = fgk_loop_begin(e, &l, gq, fgb_const(e, G), fgb_const(e, NG * lif));
-    LLVMValueRef got[LOADS_IN_FLIGHT], in[LOADS_IN_FLIGHT];
+    LLVMValueRef got[LOADS_IN_FLIGHT][16], in[LOADS_IN_FLIGHT];
     for (int q = 0; q < lif; q++) {
       LLVMValueRef g = LLVMBuildAdd(e->b, g0, fgb_const(e, q * NG), "");
       in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
       g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
-      fg_dtype pd = fg_reduce_partial_dtype(n);
-      got[q] = fgb_convert(e->m, fgb_from_storage(e->m, load_volatile(e, fgb_storage_type(e->m, pd), fgr_col_partial(e, i, g, colc)), pd),
-                           pd, ad);
+      /* Plain loads: the acquire fence after the wait invalidated L1. */
+      fgb_load_vec(e->m, fgr_col_partial(e, i, g, colc), pd, W, (unsigned)(W * fg_dtype_size(pd)), 0, got[q]);
     }
-    LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
-    for (int q = 0; q < lif; q++)
-      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildSelect(e->b, in[q], got[q], id, ""), ad);
-    LLVMBuildStore(e->b, acc, accv);
+    for (int w = 0; w < W; w++) {
+      LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv[w], "");
+      for (int q = 0; q < lif; q++)
+        acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildSelect(e->b, in[q], fgb_convert(e->m, got[q][w], pd, ad), id, ""),
+                                 ad);
+      LLVMBuildStore(e->b, acc, accv[w]);
+    }
     fgk_loop_end(e, &l, g0);
-    LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * T), tid, "");
-    LLVMValueRef sp = fgb_gep(e->m, scratch, i8, LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, LLVMInt32TypeInContext(e->ctx), ""),
-                                                         LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""));
-    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, rt, accv, ""), sp);
+    for (int w = 0; w < W; w++)
+      LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, rt, accv[w], ""),
+                     scratch_slot(e, scratch, LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * T), tid, "")));
   }
   fgb_barrier(e->m);
-  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
-  int mark = fgb_memo_mark(e);
-  LLVMValueRef redc[FG_MAX_RANK];
-  fgb_delinearize(e, colc, rc->red_sizes, rc->nred, redc);
-  for (int i = 0; i < k->ncols; i++) {
-    const fg_node *n = k->cols[i];
-    fg_dtype ad = fgk_red_acc(n);
-    LLVMTypeRef rt = fgb_reg_type(e->m, ad);
-    LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-    for (int q = 0; q < NG; q++) {
-      LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * T + q * CW), tcol, "");
-      LLVMValueRef sp = fgb_gep(e->m, scratch, i8, LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, LLVMInt32TypeInContext(e->ctx), ""),
-                                                           LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""));
-      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, sp, ""), ad);
+  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, TPR), ""));
+  for (int w = 0; w < W; w++) {
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef cw = LLVMBuildAdd(e->b, colc, fgb_const(e, w), "");
+    LLVMValueRef redc[FG_MAX_RANK];
+    fgb_delinearize(e, cw, rc->red_sizes, rc->nred, redc);
+    for (int i = 0; i < k->ncols; i++) {
+      const fg_node *n = k->cols[i];
+      fg_dtype ad = fgk_red_acc(n);
+      LLVMTypeRef rt = fgb_reg_type(e->m, ad);
+      LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+      for (int q = 0; q < NG; q++) {
+        LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * T + q * TPR), tr, "");
+        acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, scratch_slot(e, scratch, slot), ""), ad);
+      }
+      LLVMValueRef idx[FG_MAX_RANK];
+      col_index(e, n->out[0], redc, idx);
+      fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
     }
-    LLVMValueRef idx[FG_MAX_RANK];
-    col_index(e, n->out[0], redc, idx);
-    fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
+    if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, cvalid)) return false;
+    fgb_memo_release(e, mark);
   }
-  if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, cvalid)) return false;
-  fgb_memo_release(e, mark);
   fgb_end_if(e, first);
   fgb_barrier(e->m); /* the scratch is reused by the next block */
   return !e->failed;
@@ -586,7 +612,11 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   if (k->ncols) {
     char name[256];
     snprintf(name, sizeof name, "fg_combine_%s", LLVMGetValueName(e->fn));
-    LLVMValueRef scratch = fgb_shared_array(e->m, name, (uint64_t)8 * (uint64_t)T * (uint64_t)k->ncols);
+    /* The combiners' scratch: the arena where it is large enough (the
+     * pipeline and the cluster exchange are over: the exchange's last
+     * cluster barrier waits for the partner's reads). */
+    uint64_t sbytes = (uint64_t)8 * (uint64_t)T * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
+    LLVMValueRef scratch = xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
     /* Combiner 0 takes the tails; with a combiner to spare, no block. */
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;
     int64_t skip = k->ntails && K > nblocks ? 1 : 0;
