@@ -32,7 +32,7 @@
 #include "infer.h"
 #include "rowcol_partials.h"
 
-enum { MAX_TAILS = 4, MAX_ROWS = 4, LOADS_IN_FLIGHT = 32 };
+enum { MAX_TAILS = 4, MAX_ROWS = 4, LOADS_IN_FLIGHT = 32, COMBINE_VECTORS = 8 };
 
 static LLVMValueRef load_volatile(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef ptr) {
   /* other CTAs wrote it: never a stale L1 line */
@@ -419,16 +419,21 @@ static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValue
                  LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""), LLVMConstInt(i32, 8, 0), ""));
 }
 
-/* Combiner: column block blk of CW columns. Thread t sums W columns side
- * by side (one vector load a partial row: W = combine_lanes), columns
- * (t % (CW / W)) * W + 0..W-1 of the block, over partial rows g = q, q +
- * NG, ... with q = t / (CW / W) (up to LOADS_IN_FLIGHT vectors issued
- * before any is combined: all of them, usually); the NG group sums meet in
- * shared memory and the first CW / W threads add them in group order. */
+/* Combiner: column block blk of CW columns. Thread t < TPR * NG sums W
+ * columns side by side (one vector load a partial row: W =
+ * combine_lanes), columns (t % TPR) * W + 0..W-1 of the block (TPR = CW /
+ * W), over partial rows g = q, q + NG, ... with q = t / TPR (the vectors
+ * issued before any is combined); the NG group sums meet in shared memory
+ * and thread c < CW adds column c's in group order. NG: the fewest groups
+ * (a power of two) that leave a thread at most COMBINE_VECTORS loads, so
+ * that neither stage is long: with every thread loading (NG = T / TPR) the
+ * second stage took 256 dependent shared loads (amax, 2026-11-23). */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
-  int64_t CW = k->combine_cols, T = k->block, TPR = CW / W, NG = T / TPR, G = fgr_partial_rows(k), R = k->red;
+  int64_t CW = k->combine_cols, T = k->block, TPR = CW / W, G = fgr_partial_rows(k), R = k->red;
+  int64_t NG = 1;
+  while (NG < T / TPR && (G + NG - 1) / NG > COMBINE_VECTORS) NG *= 2;
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
   LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, TPR), "");
@@ -437,6 +442,8 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
   LLVMValueRef colc = LLVMBuildSelect(e->b, cvalid, col, fgb_const(e, 0), "");
   int per = LOADS_IN_FLIGHT * 2 / W > 0 ? LOADS_IN_FLIGHT * 2 / W : 1; /* vectors in flight: 64 registers' worth */
   if (per > LOADS_IN_FLIGHT) per = LOADS_IN_FLIGHT;
+  /* Threads past the NG groups have no rows (their sums stay the identity). */
+  LLVMValueRef gstart = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, gq, fgb_const(e, NG), ""), gq, fgb_const(e, G), "");
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n), pd = fg_reduce_partial_dtype(n);
@@ -446,7 +453,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     for (int w = 0; w < W; w++) accv[w] = fgk_local_var(e, rt, id);
     int lif = (int)((G + NG - 1) / NG < per ? (G + NG - 1) / NG : per);
     fgk_loop l;
-    LLVMValueRef g0 = fgk_loop_begin(e, &l, gq, fgb_const(e, G), fgb_const(e, NG * lif));
+    LLVMValueRef g0 = fgk_loop_begin(e, &l, gstart, fgb_const(e, G), fgb_const(e, NG * lif));
     LLVMValueRef got[LOADS_IN_FLIGHT][16], in[LOADS_IN_FLIGHT];
     for (int q = 0; q < lif; q++) {
       LLVMValueRef g = LLVMBuildAdd(e->b, g0, fgb_const(e, q * NG), "");
@@ -468,28 +475,31 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
                      scratch_slot(e, scratch, LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * T), tid, "")));
   }
   fgb_barrier(e->m);
-  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, TPR), ""));
-  for (int w = 0; w < W; w++) {
-    int mark = fgb_memo_mark(e);
-    LLVMValueRef cw = LLVMBuildAdd(e->b, colc, fgb_const(e, w), "");
-    LLVMValueRef redc[FG_MAX_RANK];
-    fgb_delinearize(e, cw, rc->red_sizes, rc->nred, redc);
-    for (int i = 0; i < k->ncols; i++) {
-      const fg_node *n = k->cols[i];
-      fg_dtype ad = fgk_red_acc(n);
-      LLVMTypeRef rt = fgb_reg_type(e->m, ad);
-      LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-      for (int q = 0; q < NG; q++) {
-        LLVMValueRef slot = LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * T + q * TPR), tr, "");
-        acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, scratch_slot(e, scratch, slot), ""), ad);
-      }
-      LLVMValueRef idx[FG_MAX_RANK];
-      col_index(e, n->out[0], redc, idx);
-      fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
+  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef w = LLVMBuildURem(e->b, tid, fgb_const(e, W), ""), ftr = LLVMBuildUDiv(e->b, tid, fgb_const(e, W), "");
+  LLVMValueRef fcol = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), tid, "");
+  LLVMValueRef fvalid = LLVMBuildICmp(e->b, LLVMIntSLT, fcol, fgb_const(e, R), "");
+  fcol = LLVMBuildSelect(e->b, fvalid, fcol, fgb_const(e, 0), "");
+  LLVMValueRef redc[FG_MAX_RANK];
+  fgb_delinearize(e, fcol, rc->red_sizes, rc->nred, redc);
+  for (int i = 0; i < k->ncols; i++) {
+    const fg_node *n = k->cols[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMTypeRef rt = fgb_reg_type(e->m, ad);
+    LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    LLVMValueRef base = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * W), w, ""), fgb_const(e, T), ""),
+                                     ftr, "");
+    for (int q = 0; q < NG; q++) {
+      LLVMValueRef slot = LLVMBuildAdd(e->b, base, fgb_const(e, q * TPR), "");
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, scratch_slot(e, scratch, slot), ""), ad);
     }
-    if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, cvalid)) return false;
-    fgb_memo_release(e, mark);
+    LLVMValueRef idx[FG_MAX_RANK];
+    col_index(e, n->out[0], redc, idx);
+    fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
   }
+  if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, fvalid)) return false;
+  fgb_memo_release(e, mark);
   fgb_end_if(e, first);
   fgb_barrier(e->m); /* the scratch is reused by the next block */
   return !e->failed;

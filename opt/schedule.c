@@ -348,7 +348,13 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     C = 0;
     const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
     if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
-    if (!C) C = 2;
+    /* Since the shorter end of kernel (2026-11-23, runs D20-D21) the
+     * exchange pays only where two column reductions' partials would be
+     * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
+     * 0.706-0.722); with one, the exchange's latency at the end costs
+     * more than half the partials save (RMSNorm bwd there 0.776 / 0.758-
+     * 0.768, amax 0.811-0.825 / 0.808-0.813). */
+    if (!C) C = k->ncols >= 2 ? 2 : 1;
     while (C > 1 && (2 * per_sm % C || G < 2 * C)) C /= 2;
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
