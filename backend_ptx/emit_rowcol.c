@@ -247,6 +247,7 @@ static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef ne
 /* The end of a CTA's rows (see the header comment): its partials and
  * arrival. */
 typedef struct rowcol_end {
+  bool early;          /* partials and arrival from inside the last group (see emit_rows) */
   LLVMValueRef x;      /* the cluster's exchange buffer (shared memory), or NULL */
   LLVMValueRef cta;
   const LLVMValueRef *r0, *valid;
@@ -337,7 +338,8 @@ static void await(fgb_emitter *e, LLVMValueRef goal) {
  * re-reading the rows, when the schedule says so: fewer registers, more
  * CTAs) each row's outputs and accumulators. */
 static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, const LLVMValueRef *r0,
-                      const LLVMValueRef *valid, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc) {
+                      const LLVMValueRef *valid, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc,
+                      const rowcol_end *en) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   fgk_row_ctx rc[MAX_ROWS];
@@ -359,6 +361,19 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   if (e->failed) return false;
   for (int u = 0; u < U; u++)
     if (!row_columns(e, &ch[u], cacc, false)) return false;
+  if (en->early) {
+    /* The CTA's last group: its column sums are complete before its row
+     * reductions and outputs, so the partials and the arrival go now, and
+     * the fence does not wait for this group's output stores; the
+     * combiners' wait overlaps the group's remaining work. */
+    LLVMBasicBlockRef m = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
+                                                        fgb_const(e, k->outer / U), ""));
+    column_partials(e, en, cacc);
+    trace_point(e, 2);
+    arrive(e, en->goal);
+    trace_point(e, 3);
+    fgb_end_if(e, m);
+  }
   /* Reductions in groups that do not use each other (a variance after its
    * mean comes in a later group): each group's rows share one barrier. */
   for (int start = 0, end; start < k->nreds; start = end) {
@@ -586,30 +601,38 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   }
   rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid,
                    .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx), LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
+  /* Early arrival (k->early_arrive, a schedule choice): where every column
+   * reduction's input is known before the row reductions (weight
+   * gradients, amax), there are no tail reductions (they need the rows'),
+   * no cluster exchange (its buffer may be the pipeline's, and its latency
+   * is what the early arrival hides), and the group's rows are not live in
+   * registers across it (one row a group, or pipelined: measured with four
+   * rows in registers, the amax kernel spilled and ran 2.4x slower). */
+  en.early = k->early_arrive && k->ncols > 0 && k->ntails == 0 && k->cluster <= 1 && (k->pipeline || U == 1);
+  for (int i = 0; i < k->ncols; i++)
+    if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds)) en.early = false;
   trace_point(e, 0);
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);
   fgk_loop rows;
   LLVMValueRef grp = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer / U), fgb_const(e, G));
   LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, cta, ""), fgb_const(e, G), "");
-  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc)) return false;
+  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc, &en)) return false;
   /* The next group's block reductions reuse the shared slots this group's
    * are still read from. */
   fgb_barrier(e->m);
   fgk_loop_end(e, &rows, grp);
   trace_point(e, 1);
 
-  /* Partials (the cluster's, or this CTA's), then the arrival ticket.
-   * (Sending them from inside the last row group, before its row
-   * reductions and outputs, so that the combiners start earlier, was
-   * measured on 2026-11-23: RMSNorm bwd [4096,4096] no faster, the amax
-   * kernel 2.4x slower: its rows stayed live across the exchange and
-   * spilled.) */
-  column_partials(e, &en, cacc);
-  if (k->ntails) tail_partials(e, cta, tacc);
-  trace_point(e, 2);
-  arrive(e, en.goal);
-  trace_point(e, 3);
+  /* Otherwise partials (the cluster's, or this CTA's), then the arrival
+   * ticket, after the rows. */
+  if (!en.early) {
+    column_partials(e, &en, cacc);
+    if (k->ntails) tail_partials(e, cta, tacc);
+    trace_point(e, 2);
+    arrive(e, en.goal);
+    trace_point(e, 3);
+  }
   LLVMValueRef ticket = LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
   trace_point(e, 4);
   LLVMValueRef first_combiner = LLVMConstInt(i32, (unsigned long long)(G - K), 0);

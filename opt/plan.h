@@ -82,6 +82,7 @@ typedef struct fg_kernel {
                          * partials in distributed shared memory and writes one row of them; 1: each CTA
                          * writes its own); either way the last `combiners` CTAs to arrive combine */
   int xchg_bytes;       /* ... cluster > 1: shared memory for one CTA's accumulators of a column reduction */
+  bool early_arrive;    /* ... partials and arrival from inside a CTA's last row group, where the emitter can */
   int64_t trace_off;    /* ... > 0: knob TRACE: byte offset in the partials of a per-CTA timeline (8 u64) */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +

@@ -392,6 +392,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->ncols; i++)
     bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
   bytes += 8 * G * k->ntails;
+  /* Measured on the H100 (2026-11-23, run D22): RMSNorm bwd [4096,4096]
+   * late / early arrival ... */
+  const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
+  k->early_arrive = !(eea && atoi(eea) == 0);
   const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
   if (etr && atoi(etr) == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
@@ -464,7 +468,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 
 const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
                                            "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
-                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", NULL};
+                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", "ROWCOL_EARLY", NULL};
 
 const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   size_t n = strlen(name);
