@@ -272,7 +272,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * 0.72-0.74 / 0.72-0.74; [65536,1024] RMSNorm 0.917 / 0.871, LayerNorm
    * (reload) 0.873 / 0.539; row + column + tensor amax 0.81 / 0.76-0.78.
    * So only where long rows are kept for full-size outputs. Since the
-   * shorter end of kernel (2026-11-23, runs D19-D20) that includes one
+   * shorter end of kernel (2026-11-23, run D20) that includes one
    * column reduction: RMSNorm bwd [4096,4096] 0.748-0.752 / 0.765-0.767. */
   const int64_t pipe_max = 40 * 1024;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
@@ -348,7 +348,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     C = 0;
     const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
     if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
-    /* Since the shorter end of kernel (2026-11-23, runs D20-D21) the
+    /* Since the shorter end of kernel (2026-11-23, runs D21-D22) the
      * exchange pays only where two column reductions' partials would be
      * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
      * 0.706-0.722); with one, the exchange's latency at the end costs
@@ -392,8 +392,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->ncols; i++)
     bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
   bytes += 8 * G * k->ntails;
-  /* Measured on the H100 (2026-11-23, run D22): RMSNorm bwd [4096,4096]
-   * late / early arrival ... */
+  /* Early arrival (emit_rowcol.c says where it applies). Measured on the
+   * H100 (2026-11-23, runs D23-D24, RMSNorm bwd [4096,4096]): after the
+   * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
+   * trace shows the arrival before the rows' end. */
   const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
   k->early_arrive = !(eea && atoi(eea) == 0);
   const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
