@@ -251,6 +251,7 @@ typedef struct rowcol_end {
   LLVMValueRef x;      /* the cluster's exchange buffer (shared memory), or NULL */
   LLVMValueRef cta;
   const LLVMValueRef *r0, *valid;
+  LLVMValueRef goal;   /* i64 local: the arrival count that means "all G arrived" */
 } rowcol_end;
 
 /* Column partials: the cluster's (summed through distributed shared
@@ -284,82 +285,52 @@ static void tail_partials(fgb_emitter *e, LLVMValueRef cta, LLVMValueRef *tacc) 
   fgb_end_if(e, m);
 }
 
-/* Arrival. The counter temp holds a 64-bit arrival count and one u32
- * flag per CTA. The count only grows, so nothing resets it: arrival t of
- * this run is ticket t % G (the last K tickets combine), and the run is
- * number t / G, which every CTA also knows from its start (fewer than G
- * arrivals of its run can precede it; earlier runs are complete). A CTA
- * publishes its partials by setting its flag to run + 1 after a release
- * fence; combiners wait for the flags of the partials they read, not for
- * the count, so they load each partial as soon as it is there: most of
- * the reading happens while the last CTAs still work (before, all of it
- * came after the last arrival, 4 MiB at once from L2, 1.1-1.8 us). A
- * reset by the last combiner would cost an atomic round trip at the very
- * end of the kernel. */
+/* The arrival counter (64 bits) only grows, so nothing resets it: arrival
+ * t of this run is ticket t % G, and the run's last arrival brings it to
+ * (t / G + 1) * G, kept in `goal` (a reset by the last combiner cost an
+ * atomic round trip at the very end of the kernel). The ticket goes to
+ * the flag slot for every thread. */
 static LLVMValueRef counter(fgb_emitter *e) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->counter_temp});
 }
 
-static LLVMValueRef flag_of(fgb_emitter *e, LLVMValueRef cta) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  if (LLVMTypeOf(cta) != i32) cta = LLVMBuildTrunc(e->b, cta, i32, "");
-  return fgb_gep_global(e->m, counter(e), i32, LLVMBuildAdd(e->b, cta, LLVMConstInt(i32, 2, 0), ""));
-}
-
-/* Smem slots of the flag area: 0 the ticket, 1 this run's flag value. */
-static LLVMValueRef run_slot(fgb_emitter *e) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  return fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 1, 0));
-}
-
-/* At the start: thread 0 notes run + 1 (read by the others after the
- * barriers of arrive). */
-static void note_run(fgb_emitter *e) {
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx), i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
-  LLVMValueRef c = load_volatile(e, i64, counter(e));
-  LLVMValueRef run = LLVMBuildUDiv(e->b, c, LLVMConstInt(i64, (unsigned long long)e->k->grid[0], 0), "");
-  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, LLVMBuildTrunc(e->b, run, i32, ""), LLVMConstInt(i32, 1, 0), ""), run_slot(e));
-  fgb_end_if(e, m);
-}
-
-static void arrive(fgb_emitter *e) {
+static void arrive(fgb_emitter *e, LLVMValueRef goal) {
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx), i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef G64 = LLVMConstInt(i64, (unsigned long long)e->k->grid[0], 0);
   fgb_barrier(e->m);
   LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
   fgb_fence_gpu(e->m); /* release: the CTA's partials, ordered before it by the barrier */
-  store_volatile(e, LLVMBuildLoad2(e->b, i32, run_slot(e), ""), flag_of(e, fgb_block_index(e, 0)));
   LLVMValueRef t = LLVMBuildAtomicRMW(e->b, LLVMAtomicRMWBinOpAdd, counter(e), LLVMConstInt(i64, 1, 0),
                                       LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildStore(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, LLVMBuildUDiv(e->b, t, G64, ""), LLVMConstInt(i64, 1, 0), ""),
+                                    G64, ""), goal);
   LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, LLVMBuildURem(e->b, t, G64, ""), i32, ""),
                  fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0)));
   fgb_end_if(e, m);
   fgb_barrier(e->m);
 }
 
-/* The calling thread waits until the CTAs writers[q] (where in[q]) have
- * published their partials, then may read them (acquire). */
-static void await_published(fgb_emitter *e, const LLVMValueRef *writers, const LLVMValueRef *in, int n) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx), i1 = LLVMInt1TypeInContext(e->ctx);
-  LLVMValueRef run = LLVMBuildLoad2(e->b, i32, run_slot(e), "");
+/* Thread 0 waits until the counter reaches goal, then the CTA may read
+ * every CTA's partials (acquire, passed on by the barrier). */
+static void await(fgb_emitter *e, LLVMValueRef goal) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+  LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
   LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "spin");
   LLVMBasicBlockRef nap = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "nap");
   LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "go");
+  LLVMValueRef want = LLVMBuildLoad2(e->b, i64, goal, "");
+  LLVMValueRef ptr = counter(e);
   LLVMBuildBr(e->b, spin);
   LLVMPositionBuilderAtEnd(e->b, spin);
-  LLVMValueRef ok = LLVMConstInt(i1, 1, 0);
-  for (int q = 0; q < n; q++) {
-    LLVMValueRef f = load_volatile(e, i32, flag_of(e, writers[q]));
-    LLVMValueRef here = LLVMBuildICmp(e->b, LLVMIntEQ, f, run, "");
-    ok = LLVMBuildAnd(e->b, ok, in && in[q] ? LLVMBuildOr(e->b, LLVMBuildNot(e->b, in[q], ""), here, "") : here, "");
-  }
-  LLVMBuildCondBr(e->b, ok, go, nap);
+  LLVMValueRef seen = load_volatile(e, i64, ptr);
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntULT, seen, want, ""), nap, go);
   LLVMPositionBuilderAtEnd(e->b, nap);
-  fgb_nanosleep(e->m, 32);
+  fgb_nanosleep(e->m, 64);
   LLVMBuildBr(e->b, spin);
   LLVMPositionBuilderAtEnd(e->b, go);
   fgb_fence_gpu(e->m);
+  fgb_end_if(e, m);
+  fgb_barrier(e->m);
 }
 
 /* One group of U rows: all their loads first (pipelined: waited for, and
@@ -399,7 +370,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
                                                         fgb_const(e, k->outer / U), ""));
     column_partials(e, en, cacc);
     trace_point(e, 2);
-    arrive(e);
+    arrive(e, en->goal);
     trace_point(e, 3);
     fgb_end_if(e, m);
   }
@@ -498,17 +469,14 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     int lif = (int)((G + NG - 1) / NG < per ? (G + NG - 1) / NG : per);
     fgk_loop l;
     LLVMValueRef g0 = fgk_loop_begin(e, &l, gstart, fgb_const(e, G), fgb_const(e, NG * lif));
-    LLVMValueRef got[LOADS_IN_FLIGHT][16], in[LOADS_IN_FLIGHT], gs[LOADS_IN_FLIGHT], writers[LOADS_IN_FLIGHT];
+    LLVMValueRef got[LOADS_IN_FLIGHT][16], in[LOADS_IN_FLIGHT];
     for (int q = 0; q < lif; q++) {
       LLVMValueRef g = LLVMBuildAdd(e->b, g0, fgb_const(e, q * NG), "");
       in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
-      gs[q] = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
-      writers[q] = fgr_partial_writer(e, gs[q], colc);
+      g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
+      /* Plain loads: the acquire fence after the wait invalidated L1. */
+      fgb_load_vec(e->m, fgr_col_partial(e, i, g, colc), pd, W, (unsigned)(W * fg_dtype_size(pd)), 0, got[q]);
     }
-    await_published(e, writers, in, lif);
-    /* Plain loads: the acquire fence after the wait invalidated L1. */
-    for (int q = 0; q < lif; q++)
-      fgb_load_vec(e->m, fgr_col_partial(e, i, gs[q], colc), pd, W, (unsigned)(W * fg_dtype_size(pd)), 0, got[q]);
     for (int w = 0; w < W; w++) {
       LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv[w], "");
       for (int q = 0; q < lif; q++)
@@ -565,9 +533,8 @@ static bool combine_tails(fgb_emitter *e) {
     LLVMValueRef accv = fgk_local_var(e, rt, fgb_reduce_identity(e->m, fgk_red_op(n), ad));
     fgk_loop l;
     LLVMValueRef g = fgk_loop_begin(e, &l, tid, fgb_const(e, k->grid[0]), fgb_const(e, k->block));
-    await_published(e, &g, NULL, 1);
     LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
-    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, fgr_tail_partial(e, i, g), ""), ad);
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_volatile(e, rt, fgr_tail_partial(e, i, g)), ad);
     LLVMBuildStore(e->b, acc, accv);
     fgk_loop_end(e, &l, g);
     if (i) fgb_barrier(e->m); /* the previous block reduction's slots are read */
@@ -632,7 +599,8 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     xchg = fgb_shared_array(e->m, name, (uint64_t)arena);
     if (k->pipeline) e->pipe_arena = xchg;
   }
-  rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid};
+  rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid,
+                   .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx), LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
   /* Early arrival (k->early_arrive, a schedule choice): where every column
    * reduction's input is known before the row reductions (weight
    * gradients, amax), there are no tail reductions (they need the rows'),
@@ -644,7 +612,6 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   for (int i = 0; i < k->ncols; i++)
     if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds)) en.early = false;
   trace_point(e, 0);
-  note_run(e);
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);
   fgk_loop rows;
@@ -663,7 +630,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     column_partials(e, &en, cacc);
     if (k->ntails) tail_partials(e, cta, tacc);
     trace_point(e, 2);
-    arrive(e);
+    arrive(e, en.goal);
     trace_point(e, 3);
   }
   LLVMValueRef ticket = LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
@@ -672,6 +639,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMBasicBlockRef done = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntUGE, ticket, first_combiner, ""));
   LLVMValueRef j = LLVMBuildSub(e->b, ticket, first_combiner, "");
   if (LLVMTypeOf(fgb_const(e, 0)) != i32) j = LLVMBuildZExt(e->b, j, LLVMTypeOf(fgb_const(e, 0)), "");
+  await(e, en.goal);
   trace_point(e, 5);
 
   if (k->ncols) {

@@ -4,8 +4,6 @@
 #include "emit_skel.h"
 #include "infer.h"
 
-static int64_t cluster_slice(const fg_kernel *k);
-
 static LLVMValueRef partial_base(fgb_emitter *e) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
 }
@@ -30,15 +28,6 @@ LLVMValueRef fgr_col_partial(fgb_emitter *e, int i, LLVMValueRef g, LLVMValueRef
   LLVMValueRef el = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, k->red), ""), col, "");
   LLVMValueRef byte = LLVMBuildAdd(e->b, fgb_const(e, col_region(k, i)), LLVMBuildMul(e->b, el, fgb_const(e, sz), ""), "");
   return fgb_gep_global(e->m, partial_base(e), LLVMInt8TypeInContext(e->ctx), byte);
-}
-
-/* The CTA that writes partial row g at column col: g itself, or in
- * clusters the cluster's CTA whose slice holds col. */
-LLVMValueRef fgr_partial_writer(fgb_emitter *e, LLVMValueRef g, LLVMValueRef col) {
-  const fg_kernel *k = e->k;
-  if (k->cluster <= 1) return g;
-  LLVMValueRef rank = LLVMBuildUDiv(e->b, col, fgb_const(e, cluster_slice(k)), "");
-  return LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, k->cluster), ""), rank, "");
 }
 
 /* &partial of tail reduction i for CTA g (8-byte slots). */

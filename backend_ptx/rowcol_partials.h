@@ -12,9 +12,6 @@ enum { FGR_MAX_COLS = 4, FGR_MAX_CHUNKS = 8 };
 int64_t fgr_partial_rows(const fg_kernel *k);
 /* &partial of column reduction i for partial row g at column col. */
 LLVMValueRef fgr_col_partial(fgb_emitter *e, int i, LLVMValueRef g, LLVMValueRef col);
-/* The CTA that writes partial row g at column col (g, or in a cluster the
- * CTA whose slice holds col): whose publication flag a combiner awaits. */
-LLVMValueRef fgr_partial_writer(fgb_emitter *e, LLVMValueRef g, LLVMValueRef col);
 /* &partial of tail reduction i for CTA g. */
 LLVMValueRef fgr_tail_partial(fgb_emitter *e, int i, LLVMValueRef g);
 /* This CTA's accumulators cacc of column reduction i (its chunks start at

@@ -404,7 +404,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     bytes = k->trace_off + 64 * G;
   }
   k->partial_temp = add_temp(p, bytes, false);
-  k->counter_temp = add_temp(p, 8 + 4 * G, true); /* arrival count, a flag per CTA (emit_rowcol.c) */
+  k->counter_temp = add_temp(p, 8, true); /* a 64-bit arrival counter (emit_rowcol.c) */
   add_workspace_args(p, k);
   k->why = C > 1 ? "row reduction with column reductions: CTAs loop over rows, clusters sum their partials in "
                    "shared memory, the last CTAs to arrive combine the clusters' in a fixed order"
