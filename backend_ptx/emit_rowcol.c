@@ -419,12 +419,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
  * widest partial dtype, where every row of partials and every block is
  * whole vectors (else 1). */
 static int combine_lanes(const fg_kernel *k) {
-  int psz = 1;
-  for (int i = 0; i < k->ncols; i++) {
-    int z = fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (z > psz) psz = z;
-  }
-  int w = 16 / psz;
+  int w = fgr_vector_lanes(k);
   return w > 1 && k->red % w == 0 && k->combine_cols % w == 0 ? w : 1;
 }
 

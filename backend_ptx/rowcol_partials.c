@@ -48,13 +48,17 @@ LLVMValueRef fgr_tail_partial(fgb_emitter *e, int i, LLVMValueRef g) {
 
 enum { SLICE_ROUNDS = 8 };
 
-static int cluster_lanes(const fg_kernel *k) {
+int fgr_vector_lanes(const fg_kernel *k) {
   int psz = 1;
   for (int i = 0; i < k->ncols; i++) {
     int z = fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
     if (z > psz) psz = z;
   }
-  int w = 16 / psz;
+  return 16 / psz;
+}
+
+static int cluster_lanes(const fg_kernel *k) {
+  int w = fgr_vector_lanes(k);
   return w > 1 && k->red % ((int64_t)k->cluster * w) == 0 ? w : 1;
 }
 

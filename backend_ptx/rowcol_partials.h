@@ -8,6 +8,8 @@
 
 enum { FGR_MAX_COLS = 4, FGR_MAX_CHUNKS = 8 };
 
+/* Partials per 16-byte vector: of the widest partial dtype. */
+int fgr_vector_lanes(const fg_kernel *k);
 /* Rows of column partials: one per CTA, or one per cluster. */
 int64_t fgr_partial_rows(const fg_kernel *k);
 /* &partial of column reduction i for partial row g at column col. */
