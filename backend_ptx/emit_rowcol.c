@@ -596,16 +596,16 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   }
   rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid,
                    .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx), LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
-  /* Early arrival (k->early_arrive, a schedule choice): where every column
-   * reduction's input is known before the row reductions (weight
-   * gradients, amax), there are no tail reductions (they need the rows'),
-   * no cluster exchange (its buffer may be the pipeline's, and its latency
-   * is what the early arrival hides), and the group's rows are not live in
-   * registers across it (one row a group, or pipelined: measured with four
-   * rows in registers, the amax kernel spilled and ran 2.4x slower). */
-  en.early = k->early_arrive && k->ncols > 0 && k->ntails == 0 && k->cluster <= 1 && (k->pipeline || U == 1);
-  for (int i = 0; i < k->ncols; i++)
-    if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds)) en.early = false;
+  /* Early arrival: the schedule's choice (early_arrival in schedule.c),
+   * which needs the column sums complete before the row reductions, no
+   * tails and no cluster exchange. */
+  en.early = k->early_arrive;
+  bool cols_late = false;
+  for (int i = 0; i < k->ncols; i++) cols_late |= uses_any(e, k->cols[i]->in[0], k->reds, k->nreds);
+  if (en.early && (cols_late || k->ntails || k->cluster > 1)) {
+    fgb_fail(e, "internal error: early arrival in row + column kernel %d, which cannot arrive early", k->id);
+    return false;
+  }
   trace_point(e, 0);
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);

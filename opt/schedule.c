@@ -203,6 +203,44 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
                            : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
 }
 
+/* Whether v, as kernel k computes it, uses one of its row reductions. */
+static bool uses_row_reduction(const fg_plan *p, const fg_kernel *k, const fg_value *v, unsigned char *seen) {
+  if (seen[v->id] || fg_plan_in_memory(p, v, k->id) || !v->def) return false;
+  seen[v->id] = 1;
+  for (int i = 0; i < k->nreds; i++)
+    if (v->def == k->reds[i]) return true;
+  for (int i = 0; i < v->def->nin; i++)
+    if (uses_row_reduction(p, k, v->def->in[i], seen)) return true;
+  return false;
+}
+
+/* Early arrival: a CTA writes its column partials and takes its ticket
+ * from inside its last row group, before that group's row reductions and
+ * outputs, so the combiners' wait overlaps that work. Where every column
+ * reduction's input is known before the row reductions (weight gradients,
+ * amax), there are no tail reductions (they need the rows'), no cluster
+ * exchange (its buffer may be the pipeline's, and its latency is what the
+ * early arrival hides), and the group's rows are not live in registers
+ * across it (one row a group, or pipelined: with four rows in registers
+ * the amax kernel spilled and ran 2.4x slower, 2026-11-23, run D19).
+ * Measured on the H100 (runs D23-D24, RMSNorm bwd [4096,4096]): after the
+ * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
+ * trace shows the arrival before the rows' end. */
+static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
+  const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
+  if (eea && atoi(eea) == 0) return false;
+  if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1)) return false;
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen) return false;
+  bool ok = true;
+  for (int i = 0; i < k->ncols && ok; i++) {
+    memset(seen, 0, (size_t)p->g->next_value_id);
+    ok = !uses_row_reduction(p, k, k->cols[i]->in[0], seen);
+  }
+  free(seen);
+  return ok;
+}
+
 /* The row + column form (plan.h): G CTAs loop over rows r = cta, cta+G,
  * ..., each keeping its columns' partial sums in registers, and write
  * them to a [G, row] partial buffer; the last `combiners` CTAs to arrive
@@ -392,12 +430,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->ncols; i++)
     bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
   bytes += 8 * G * k->ntails;
-  /* Early arrival (emit_rowcol.c says where it applies). Measured on the
-   * H100 (2026-11-23, runs D23-D24, RMSNorm bwd [4096,4096]): after the
-   * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
-   * trace shows the arrival before the rows' end. */
-  const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
-  k->early_arrive = !(eea && atoi(eea) == 0);
+  k->early_arrive = early_arrival(p, k, o);
   const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
   if (etr && atoi(etr) == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
