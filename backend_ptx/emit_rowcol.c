@@ -9,16 +9,19 @@
  * in the persistent row kernel (or, with k->reload, is read again from L1
  * for the outputs instead of keeping its intermediates). Each thread adds
  * its columns of every row to accumulators kept in registers across rows
- * (a thread owns the same columns in every row). Then every CTA writes its partials ([G, R] per
- * column reduction, one value per tail reduction; in clusters, k->cluster
- * > 1, the cluster's CTAs first sum theirs in distributed shared memory
- * and write one row of partials per cluster), fences, and takes a
- * ticket from the arrival counter. The CTAs with the last `combiners`
- * tickets wait until all G have arrived and combine: combiner j takes
- * column blocks j, j+K, ..., summing the G partials of each column in a
- * fixed order (thread groups over g = q, q+NG, ..., then the groups in
- * order), so results are bitwise reproducible and independent of which
- * CTA combines. Waiting needs all G CTAs resident at once (the schedule
+ * (a thread owns the same columns in every row). Then every CTA writes
+ * its partials ([G, R] per column reduction, one value per tail
+ * reduction; in clusters, k->cluster > 1, the cluster's CTAs first sum
+ * theirs in distributed shared memory and write one row of partials per
+ * cluster), fences, and takes a ticket from the arrival counter: after
+ * its rows, or with k->early_arrive from inside its last row group, once
+ * the column sums are complete. The CTAs with the last `combiners` tickets
+ * wait until all G have arrived and combine: combiner 0 the tail
+ * reductions (when there are any), the others a column block each (more
+ * where there are fewer combiners than blocks), summing the partials of
+ * each column in a fixed order (16-byte vectors, thread groups over rows
+ * g = q, q+NG, ..., then the groups in order), so results are bitwise
+ * reproducible and independent of which CTA combines. Waiting needs all G CTAs resident at once (the schedule
  * sizes G and .minnctapersm for it; the plan's kernel-resident line has
  * the loader refuse a GPU that holds fewer, which would otherwise hang).
  * The arrival counter is 64 bits and only grows (run n's arrivals take it
