@@ -119,6 +119,21 @@ variants() {
   done
 }
 
+# Timelines (.gpu/trace/*.ptx, compiled with --knob TRACE=1): each graph
+# benchmarked, then one more run's per-CTA timeline written to
+# $LOG/trace_NAME.bin and summarized by tests/gpu/trace_report.py.
+trace() {
+  for ptx in .gpu/trace/*.ptx; do
+    [ -f "$ptx" ] || continue
+    local n g
+    n=$(basename "$ptx" .ptx)
+    g=$(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$ptx" | head -1)
+    FG_TRACE_OUT=$LOG/trace_$n.bin "$FGRUN" "$ptx" --graph "$g" --bench "${FG_BENCH_N:-30}" --seed 1 2>&1 |
+      grep -E '^bench.*fraction' | sed "s|^|$n |"
+    python3 tests/gpu/trace_report.py "$LOG/trace_$n.bin" "$ptx" || true
+  done
+}
+
 # Load times of the artifact holding every example (.gpu/all_examples.ptx):
 # cold (empty cubin cache, driver JIT cache off) then warm (cache hit).
 loadtime() {
@@ -156,5 +171,6 @@ case $what in
   bench) bench ;;
   repeat) repeat ;;
   variants) variants ;;
+  trace) trace ;;
   all) check; repeat; bench; loadtime ;;
 esac

@@ -23,6 +23,13 @@ for f in examples/*.fg tests/graphs/views.fg tests/graphs/strided.fg; do
   "$FUSEC" "$f" --disable-pass=bookend -o "$out" 2>.gpu/err.txt || echo "skip $f (no bookend): $(head -1 .gpu/err.txt)"
 done
 rm -f .gpu/err.txt
+# Timelines of the row + column kernels at the issue shapes (knob TRACE,
+# for tests/gpu/device_run.sh trace; docs/architecture.md).
+mkdir -p .gpu/trace
+"$FUSEC" examples/fp8_amax.fg --graph amax_rowcol --knob TRACE=1 -o .gpu/trace/amax_rowcol.ptx
+for g in rmsnorm_bwd_4k layernorm_bwd_4k; do
+  "$FUSEC" bench/norm_bwd.fg --graph "$g" --knob TRACE=1 -o ".gpu/trace/$g.ptx"
+done
 cat examples/*.fg >.gpu/all_examples.fg
 "$FUSEC" .gpu/all_examples.fg -o .gpu/all_examples.ptx
 if [ ! -d .deps/root ]; then
