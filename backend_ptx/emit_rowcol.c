@@ -21,9 +21,10 @@
  * where there are fewer combiners than blocks), summing the partials of
  * each column in a fixed order (16-byte vectors, thread groups over rows
  * g = q, q+NG, ..., then the groups in order), so results are bitwise
- * reproducible and independent of which CTA combines. Waiting needs all G CTAs resident at once (the schedule
- * sizes G and .minnctapersm for it; the plan's kernel-resident line has
- * the loader refuse a GPU that holds fewer, which would otherwise hang).
+ * reproducible and independent of which CTA combines. Waiting needs all
+ * G CTAs resident at once (the schedule sizes G and .minnctapersm for it;
+ * the plan's kernel-resident line has the loader refuse a GPU that holds
+ * fewer, which would otherwise hang).
  * The arrival counter is 64 bits and only grows (run n's arrivals take it
  * from n * G to (n + 1) * G), so back-to-back runs and CUDA-graph replays
  * need no reset. */
