@@ -427,14 +427,26 @@ static int parse_kernel(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   return 0;
 }
 
+/* A line about kernel tk[1] (`what I ...`, nt tokens in all) that must
+ * follow the kernel's own line: that kernel, or NULL after failing. */
+static plan_kernel *kernel_of_line(parser *ps, tok *tk, int nt, int count, const char *what, plan_graph *g, int n_seen) {
+  char label[48];
+  int64_t v;
+  snprintf(label, sizeof label, "%s index", what);
+  if (want_count(ps, tk, nt, count) || want_int(ps, tk[1], label, 0, MAX_COUNT, &v)) return NULL;
+  if (v >= n_seen) {
+    fail(ps, "%s %lld does not follow its kernel line", what, (long long)v);
+    return NULL;
+  }
+  return &g->kernels[v];
+}
+
 static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
   char b[64];
   int64_t v;
-  if (want_count(ps, tk, nt, 7)) return -1;
-  if (want_int(ps, tk[1], "kernel-vec index", 0, MAX_COUNT, &v)) return -1;
-  if (v >= n_seen) return fail(ps, "kernel-vec %lld does not follow its kernel line", (long long)v);
-  plan_kernel *k = &g->kernels[v];
-  if (k->vec_entry) return fail(ps, "kernel %lld has two kernel-vec lines", (long long)v);
+  plan_kernel *k = kernel_of_line(ps, tk, nt, 7, "kernel-vec", g, n_seen);
+  if (!k) return -1;
+  if (k->vec_entry) return fail(ps, "kernel %d has two kernel-vec lines", (int)(k - g->kernels));
   if (!is_name(tk[2])) return fail(ps, "bad kernel-vec entry name '%s'", show(tk[2], b, sizeof b));
   if (!(k->vec_entry = dup_tok(tk[2]))) return fail(ps, "out of memory");
   if (want_kw(ps, tk, nt, 3, "align")) return -1;
@@ -457,17 +469,15 @@ static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_se
 }
 
 static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
-  int64_t v;
-  if (want_count(ps, tk, nt, 4)) return -1;
-  if (want_int(ps, tk[1], "kernel-resident index", 0, MAX_COUNT, &v)) return -1;
-  if (v >= n_seen) return fail(ps, "kernel-resident %lld does not follow its kernel line", (long long)v);
-  plan_kernel *k = &g->kernels[v];
-  if (k->resident) return fail(ps, "kernel %lld has two kernel-resident lines", (long long)v);
+  plan_kernel *k = kernel_of_line(ps, tk, nt, 4, "kernel-resident", g, n_seen);
+  if (!k) return -1;
+  long long v = (long long)(k - g->kernels);
+  if (k->resident) return fail(ps, "kernel %lld has two kernel-resident lines", v);
   if (want_kw(ps, tk, nt, 2, "cluster")) return -1;
   int64_t c;
   if (want_int(ps, tk[3], "kernel-resident cluster", 1, 16, &c)) return -1;
   if (k->grid[0] % (unsigned)c || k->grid[1] != 1 || k->grid[2] != 1)
-    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", (long long)v, k->grid[0],
+    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", v, k->grid[0],
                 k->grid[1], k->grid[2], (long long)c);
   k->resident = true;
   k->cluster = (int)c;

@@ -391,7 +391,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
      * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
      * 0.706-0.724); with one, the exchange's latency at the end costs
      * as much as or more than half the partials save (RMSNorm bwd there
-     * 0.776-0.790 / 0.758-0.770; amax 0.811-0.824 / 0.812-0.831, a tie). */
+     * 0.776-0.790 / 0.758-0.770; amax 0.811-0.825 / 0.808-0.831, a tie). */
     if (!C) C = k->ncols >= 2 ? 2 : 1;
     while (C > 1 && (2 * per_sm % C || G < 2 * C)) C /= 2;
     /* The exchange buffer shares the pipeline's shared memory (or has its
