@@ -154,6 +154,9 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
  * coordinates (FG_PHASE_COLUMNS) or once (FG_PHASE_TAIL). */
 typedef enum fg_phase { FG_PHASE_ROWS, FG_PHASE_COLUMNS, FG_PHASE_TAIL } fg_phase;
 fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v);
+/* Whether k computes v from one of its row reductions (for a reduction
+ * node's result: whether its input is). */
+bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v);
 
 /* Whether v is available in memory for kernel k (a parameter, or stored by
  * another kernel). Values in memory end the recomputation region. */

@@ -203,17 +203,6 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
                            : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
 }
 
-/* Whether v, as kernel k computes it, uses one of its row reductions. */
-static bool uses_row_reduction(const fg_plan *p, const fg_kernel *k, const fg_value *v, unsigned char *seen) {
-  if (seen[v->id] || fg_plan_in_memory(p, v, k->id) || !v->def) return false;
-  seen[v->id] = 1;
-  for (int i = 0; i < k->nreds; i++)
-    if (v->def == k->reds[i]) return true;
-  for (int i = 0; i < v->def->nin; i++)
-    if (uses_row_reduction(p, k, v->def->in[i], seen)) return true;
-  return false;
-}
-
 /* Early arrival: a CTA writes its column partials and takes its ticket
  * from inside its last row group, before that group's row reductions and
  * outputs, so the combiners' wait overlaps that work. Where every column
@@ -230,15 +219,9 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
   const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
   if (eea && atoi(eea) == 0) return false;
   if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1)) return false;
-  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen) return false;
-  bool ok = true;
-  for (int i = 0; i < k->ncols && ok; i++) {
-    memset(seen, 0, (size_t)p->g->next_value_id);
-    ok = !uses_row_reduction(p, k, k->cols[i]->in[0], seen);
-  }
-  free(seen);
-  return ok;
+  for (int i = 0; i < k->ncols; i++)
+    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return false;
+  return true;
 }
 
 /* The row + column form (plan.h): G CTAs loop over rows r = cta, cta+G,

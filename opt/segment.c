@@ -352,6 +352,10 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   return false;
 }
 
+bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  return walk_value(p, k->id, v).reaches_red;
+}
+
 fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   if (!k->ncols && !k->ntails) return FG_PHASE_ROWS;
   if (v->def && in_list(k->cols, k->ncols, v->def)) return FG_PHASE_COLUMNS;
