@@ -345,18 +345,19 @@ static int run(const fgrun_gpu_opts *o, state *s) {
    * are ours, and temp 0 (the timeline after the partials) is written to
    * FILE after the benchmark. */
   const char *trace_out = getenv("FG_TRACE_OUT");
-  fgl_devptr *trace_temps = s->trace_temps;
   size_t trace_bytes = 0;
-  if (trace_out && s->gi.n_temps > 0 && s->gi.n_temps <= 16) {
+  if (trace_out && (s->gi.n_temps < 1 || s->gi.n_temps > 16))
+    FAIL("FG_TRACE_OUT: graph '%s' has %d temps (1 to 16 expected: compile it with --knob TRACE=1)", s->gi.name,
+         s->gi.n_temps);
+  if (trace_out) {
     for (int t = 0; t < s->gi.n_temps; t++) {
       fgl_temp_info ti;
       FGL(fgl_module_temp_info(s->m, s->gi.name, t, &ti, &e_));
-      FGL(fgl_malloc(s->m, ti.bytes, &trace_temps[t], &e_));
+      FGL(fgl_malloc(s->m, ti.bytes, &s->trace_temps[t], &e_));
       if (!t) trace_bytes = ti.bytes;
     }
-    FGL(fgl_graph_create_with_temps(s->m, s->gi.name, trace_temps, s->gi.n_temps, &s->g, &e_));
+    FGL(fgl_graph_create_with_temps(s->m, s->gi.name, s->trace_temps, s->gi.n_temps, &s->g, &e_));
   } else {
-    trace_out = NULL;
     FGL(fgl_graph_create(s->m, s->gi.name, &s->g, &e_));
   }
   int np = s->gi.n_params, nr = s->gi.n_results;
@@ -408,12 +409,15 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
     FGL(fgl_stream_sync(s->m, NULL, &e_));
     char *h = malloc(trace_bytes);
-    FILE *f = fopen(trace_out, "wb");
-    if (!h || !f) FAIL("cannot write %s", trace_out);
-    FGL(fgl_memcpy_dtoh(s->m, h, trace_temps[0], trace_bytes, &e_));
-    fwrite(h, 1, trace_bytes, f);
-    fclose(f);
+    if (!h) FAIL("out of memory");
+    fgl_error ce = {0};
+    fgl_status st = fgl_memcpy_dtoh(s->m, h, s->trace_temps[0], trace_bytes, &ce);
+    FILE *f = st == FGL_OK ? fopen(trace_out, "wb") : NULL;
+    bool ok = f && fwrite(h, 1, trace_bytes, f) == trace_bytes;
+    if (f && fclose(f) != 0) ok = false;
     free(h);
+    if (st != FGL_OK) FAIL("%s", ce.msg);
+    if (!ok) FAIL("cannot write %s: %s", trace_out, strerror(errno));
   }
   return rc;
 }
