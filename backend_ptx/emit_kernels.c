@@ -71,7 +71,12 @@ static LLVMValueRef smem(fgb_emitter *e) {
   return fgb_shared_array(e->m, name, (uint64_t)8 * 32 * (uint64_t)(fgk_flag_area(e->k) + 1));
 }
 
-int fgk_flag_area(const fg_kernel *k) { return k->nreds * (k->rows_per_iter > 1 ? k->rows_per_iter : 1); }
+/* Row + column kernels leave room for the tails' block reduction after
+ * deferred rows (emit_rowcol.c). */
+int fgk_flag_area(const fg_kernel *k) {
+  int n = k->nreds * (k->rows_per_iter > 1 ? k->rows_per_iter : 1);
+  return (k->ncols || k->ntails) && n < FGK_MAX_TAILS ? FGK_MAX_TAILS : n;
+}
 
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);

@@ -36,7 +36,7 @@
 #include "infer.h"
 #include "rowcol_partials.h"
 
-enum { MAX_TAILS = 4, MAX_ROWS = 4, LOADS_IN_FLIGHT = 32, COMBINE_VECTORS = 8 };
+enum { MAX_ROWS = 4, LOADS_IN_FLIGHT = 32, COMBINE_VECTORS = 8 };
 
 static LLVMValueRef load_volatile(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef ptr) {
   /* other CTAs wrote it: never a stale L1 line */
@@ -97,6 +97,10 @@ static void tail_out_index(fgb_emitter *e, const fg_value *o, const void *unused
   zero_index(e, o, idx);
 }
 
+static void row_out_index_of(fgb_emitter *e, const fg_value *o, const void *rc, LLVMValueRef *idx) {
+  fgk_row_index(e, o, ((const fgk_row_ctx *)rc)->kc, idx);
+}
+
 static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
                        fgk_chunks *ch) {
   ch->n = e->k->chunks;
@@ -141,13 +145,67 @@ static bool uses_any(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n
   return r;
 }
 
+/* Whether reduction n accumulates in bf16 pairs (k->pack_bf16, schedule.c). */
+static bool packed(const fgb_emitter *e, const fg_node *n) {
+  return e->k->pack_bf16 && e->vec % 2 == 0 && fgb_bf16x2_ok(e->m, fgk_red_op(n)) && n->in[0]->type.dtype == FG_BF16 &&
+         fgk_red_acc(n) == FG_F32;
+}
+
+/* Lanes j and j + 1 of bf16 value v in chunk c as a pair: abs and neg
+ * of a bf16 value on the pair's bits (one and / xor for two lanes; the
+ * loaded pair then packs back into the word it was loaded as), anything
+ * else computed a lane at a time and packed. */
+static LLVMValueRef packed_value(fgb_emitter *e, const fg_value *v, const fgk_chunks *ch, int c, int j) {
+  const fg_node *d = v->def;
+  if (d && !fg_plan_in_memory(e->p, v, e->k->id) && d->nin == 1 && d->in[0]->type.dtype == FG_BF16 &&
+      (d->op->code == FG_OP_ABS || d->op->code == FG_OP_NEG)) {
+    LLVMValueRef p = packed_value(e, d->in[0], ch, c, j);
+    if (!p) return NULL;
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+    LLVMValueRef w = LLVMBuildBitCast(e->b, p, i32, "");
+    w = d->op->code == FG_OP_ABS ? LLVMBuildAnd(e->b, w, LLVMConstInt(i32, 0x7fff7fffu, 0), "")
+                                 : LLVMBuildXor(e->b, w, LLVMConstInt(i32, 0x80008000u, 0), "");
+    return LLVMBuildBitCast(e->b, w, LLVMTypeOf(p), "");
+  }
+  LLVMValueRef x[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef idx[FG_MAX_RANK];
+    fgk_lane_index(e, ch->idx0[c], j + h, idx);
+    if (!(x[h] = fgb_emit_value(e, v, idx))) return NULL;
+  }
+  return fgb_bf16x2_pack(e->m, x[0], x[1]);
+}
+
+/* Lanes j and j + 1 of n's input in the current chunk, as a bf16 pair
+ * (the identity where the chunk is past the row's end). */
+static LLVMValueRef packed_input(fgb_emitter *e, const fg_node *n, const fgk_chunks *ch, int c, int j) {
+  LLVMValueRef v = packed_value(e, n->in[0], ch, c, j);
+  if (!v) return NULL;
+  return ch->valid[c] ? LLVMBuildSelect(e->b, ch->valid[c], v, fgb_bf16x2_identity(e->m, fgk_red_op(n)), "") : v;
+}
+
+static LLVMValueRef packed_row(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n) {
+  fg_opcode op = fgk_red_op(n);
+  LLVMValueRef acc = fgb_bf16x2_identity(e->m, op);
+  for (int c = 0; c < ch->n; c++) {
+    fgk_chunks_enter(e, ch, c);
+    for (int j = 0; j < e->vec; j += 2) {
+      LLVMValueRef x = packed_input(e, n, ch, c, j);
+      if (!x) return NULL;
+      acc = fgb_bf16x2_combine(e->m, op, acc, x);
+    }
+  }
+  return fgb_reduce_combine(e->m, op, fgb_bf16x2_unpack(e->m, acc, 0), fgb_bf16x2_unpack(e->m, acc, 1), FG_F32);
+}
+
 /* A row's reductions first..end-1, accumulated over its chunks (block-
  * reduced by the caller, all rows of the group together). */
 static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int end, LLVMValueRef *acc) {
   const fg_kernel *k = e->k;
   for (int i = first; i < end; i++) {
     const fg_node *n = k->reds[i];
-    LLVMValueRef a = fgk_chunks_accumulate(e, ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    LLVMValueRef a = packed(e, n) ? packed_row(e, ch, n)
+                                  : fgk_chunks_accumulate(e, ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
     if (!a) return false;
     acc[i - first] = a;
   }
@@ -166,6 +224,19 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    if (packed(e, n)) {
+      /* the pair (j, j + 1) accumulates in cacc[i][c][j] (unpack_columns) */
+      for (int c = 0; c < ch->n; c++) {
+        fgk_chunks_enter(e, ch, c);
+        for (int j = 0; j < V; j += 2) {
+          LLVMValueRef x = packed_input(e, n, ch, c, j);
+          if (!x) return false;
+          LLVMValueRef a = LLVMBuildLoad2(e->b, LLVMTypeOf(x), cacc[i][c][j], "");
+          LLVMBuildStore(e->b, fgb_bf16x2_combine(e->m, fgk_red_op(n), a, x), cacc[i][c][j]);
+        }
+      }
+      continue;
+    }
     for (int c = 0; c < ch->n; c++) {
       fgk_chunks_enter(e, ch, c);
       for (int j = 0; j < V; j++) {
@@ -258,10 +329,32 @@ typedef struct rowcol_end {
   LLVMValueRef goal;   /* i64 local: the arrival count that means "all G arrived" */
 } rowcol_end;
 
+/* The f32 column accumulators the partials read (out): cacc's, with the
+ * packed pairs (cacc[i][c][j], j even) unpacked into new ones. */
+static void unpack_columns(fgb_emitter *e, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16],
+                           LLVMValueRef out[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]) {
+  const fg_kernel *k = e->k;
+  for (int i = 0; i < k->ncols; i++) {
+    bool pk = packed(e, k->cols[i]);
+    LLVMTypeRef t = pk ? LLVMTypeOf(fgb_bf16x2_identity(e->m, fgk_red_op(k->cols[i]))) : NULL;
+    for (int c = 0; c < k->chunks; c++)
+      for (int j = 0; j < e->vec; j++) {
+        out[i][c][j] = cacc[i][c][j];
+        if (!pk || j % 2) continue;
+        LLVMValueRef v = LLVMBuildLoad2(e->b, t, cacc[i][c][j], "");
+        LLVMValueRef lo = fgb_bf16x2_unpack(e->m, v, 0);
+        out[i][c][j] = fgk_local_var(e, LLVMTypeOf(lo), lo);
+        LLVMBuildStore(e->b, fgb_bf16x2_unpack(e->m, v, 1), cacc[i][c][j + 1]);
+      }
+  }
+}
+
 /* Column partials: the cluster's (summed through distributed shared
  * memory) or this CTA's own. */
-static void column_partials(fgb_emitter *e, const rowcol_end *en, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]) {
+static void column_partials(fgb_emitter *e, const rowcol_end *en, LLVMValueRef packs[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]) {
   const fg_kernel *k = e->k;
+  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16];
+  unpack_columns(e, packs, cacc);
   if (k->cluster > 1) {
     LLVMValueRef rank = LLVMBuildURem(e->b, en->cta, fgb_const(e, k->cluster), "");
     LLVMValueRef cid = LLVMBuildUDiv(e->b, en->cta, fgb_const(e, k->cluster), "");
@@ -337,6 +430,129 @@ static void await(fgb_emitter *e, LLVMValueRef goal) {
   fgb_barrier(e->m);
 }
 
+static LLVMValueRef as_i32(fgb_emitter *e, LLVMValueRef v) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  return LLVMTypeOf(v) == i32 ? v : LLVMBuildTrunc(e->b, v, i32, "");
+}
+
+/* Deferred row totals (k->defer_groups = F, schedule.c): the shared array
+ * of warp shares, entry [(i * F * U + s) * W + w] for reduction i, row
+ * slot s (group iter % F, row u: s = (iter % F) * U + u) and warp w. */
+static LLVMValueRef defer_slot(fgb_emitter *e, int i, LLVMValueRef s, LLVMValueRef w) {
+  const fg_kernel *k = e->k;
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  int64_t D = (int64_t)k->defer_groups * U, W = k->block / 32;
+  char name[256];
+  snprintf(name, sizeof name, "fg_defer_%s", LLVMGetValueName(e->fn));
+  LLVMValueRef arr = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
+  if (!arr) arr = fgb_shared_array(e->m, name, (uint64_t)(8 * k->nreds * D * W));
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef entry = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned long long)(i * D), 0), s, ""),
+                                                       LLVMConstInt(i32, (unsigned long long)W, 0), ""), w, "");
+  return fgb_gep(e->m, arr, LLVMInt8TypeInContext(e->ctx), LLVMBuildMul(e->b, entry, LLVMConstInt(i32, 8, 0), ""));
+}
+
+/* Each warp's share of every reduction of the group's rows: summed
+ * across the warp (shuffles), written by lane 0; no barrier. */
+static bool defer_shares(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef iter) {
+  const fg_kernel *k = e->k;
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef tid = fgb_tid(e->m, 0);
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef lane0 = LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), ""), LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef s0 = LLVMBuildMul(e->b, as_i32(e, LLVMBuildURem(e->b, iter, fgb_const(e, k->defer_groups), "")),
+                                 LLVMConstInt(i32, (unsigned long long)U, 0), "");
+  LLVMValueRef v[MAX_ROWS * 64];
+  for (int u = 0; u < U; u++)
+    if (!row_reductions(e, &ch[u], 0, k->nreds, &v[u * k->nreds])) return false;
+  for (int off = 16; off >= 1; off /= 2)
+    for (int u = 0; u < U; u++)
+      for (int i = 0; i < k->nreds; i++) {
+        const fg_node *n = k->reds[i];
+        LLVMValueRef *x = &v[u * k->nreds + i];
+        *x = fgb_reduce_combine(e->m, fgk_red_op(n), *x, fgb_shfl_bfly(e->m, *x, off), fgk_red_acc(n));
+      }
+  LLVMBasicBlockRef m = fgb_begin_if(e, lane0);
+  for (int u = 0; u < U; u++)
+    for (int i = 0; i < k->nreds; i++)
+      LLVMBuildStore(e->b, v[u * k->nreds + i],
+                     defer_slot(e, i, LLVMBuildAdd(e->b, s0, LLVMConstInt(i32, (unsigned long long)u, 0), ""), warp));
+  fgb_end_if(e, m);
+  return !e->failed;
+}
+
+/* The deferred rows since the last flush (after group iter, the last of
+ * F or of the CTA's): thread s sums row slot s's warp shares in warp
+ * order, writes the row's results and adds its tail contributions to its
+ * own accumulators (combined across the CTA after the loop). */
+static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  int64_t F = k->defer_groups, W = k->block / 32, G = k->grid[0];
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef pos = LLVMBuildURem(e->b, iter, fgb_const(e, F), "");
+  LLVMValueRef last = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, pos, fgb_const(e, F - 1), ""),
+                                  LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, G), ""), fgb_const(e, k->outer / U), ""),
+                                  "");
+  LLVMBasicBlockRef m = fgb_begin_if(e, last); /* the same for every thread of the CTA */
+  fgb_barrier(e->m);
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef t = fgb_thread_index(e, 0);
+  LLVMValueRef mine = LLVMBuildICmp(e->b, LLVMIntSLT, t, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, pos, fgb_const(e, 1), ""), fgb_const(e, U), ""), "");
+  LLVMValueRef s = LLVMBuildSelect(e->b, mine, t, fgb_const(e, 0), "");
+  /* slot s: group grp - (pos - s / U) * G, row s % U */
+  LLVMValueRef back = LLVMBuildSub(e->b, pos, LLVMBuildUDiv(e->b, s, fgb_const(e, U), ""), "");
+  LLVMValueRef g = LLVMBuildSub(e->b, grp, LLVMBuildMul(e->b, back, fgb_const(e, G), ""), "");
+  LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, U), ""), LLVMBuildURem(e->b, s, fgb_const(e, U), ""), "");
+  fgk_row_ctx rc = *base;
+  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
+  for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+  e->nuniform = 0;
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMValueRef tot = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
+    for (int w = 0; w < W; w++)
+      tot = fgb_reduce_combine(e->m, fgk_red_op(n), tot,
+                               LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), defer_slot(e, i, as_i32(e, s), LLVMConstInt(i32, (unsigned long long)w, 0)), ""),
+                               ad);
+    fgk_seed_reduction(e, n, rc.kc, tot);
+  }
+  if (!fgk_store_phase(e, FG_PHASE_ROWS, row_out_index_of, &rc, mine)) return false;
+  for (int i = 0; i < k->ntails; i++) {
+    const fg_node *n = k->tails[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMValueRef idx[FG_MAX_RANK];
+    fgk_row_index(e, n->in[0], rc.kc, idx);
+    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+    if (!x) return false;
+    x = LLVMBuildSelect(e->b, mine, fgb_convert(e->m, x, n->in[0]->type.dtype, ad), fgb_reduce_identity(e->m, fgk_red_op(n), ad), "");
+    LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
+    LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
+  }
+  fgb_memo_release(e, mark);
+  fgb_barrier(e->m); /* the shares are written again next */
+  fgb_end_if(e, m);
+  return !e->failed;
+}
+
+/* After deferred rows: every thread's tail accumulators, combined across
+ * the CTA in a fixed order (thread 0 writes the partial). */
+static void defer_tails(fgb_emitter *e, LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  fg_opcode ops[FGK_MAX_TAILS];
+  fg_dtype accs[FGK_MAX_TAILS];
+  LLVMValueRef v[FGK_MAX_TAILS];
+  for (int i = 0; i < k->ntails; i++) {
+    ops[i] = fgk_red_op(k->tails[i]);
+    accs[i] = fgk_red_acc(k->tails[i]);
+    v[i] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, accs[i]), tacc[i], "");
+  }
+  fgb_block_reduce_n(e, k->ntails, ops, accs, v, 0);
+  for (int i = 0; i < k->ntails; i++) LLVMBuildStore(e->b, v[i], tacc[i]);
+}
+
 /* One group of U rows: all their loads first (pipelined: waited for, and
  * the next group's started), then each row's reductions, then (after
  * re-reading the rows, when the schedule says so: fewer registers, more
@@ -355,8 +571,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
     /* This group's copies (buffer iter & 1) have landed; the next group's
      * go to the other buffer, whose reads finished last iteration. */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-    if (LLVMTypeOf(iter) != i32) iter = LLVMBuildTrunc(e->b, iter, i32, "");
-    buf = LLVMBuildAnd(e->b, iter, LLVMConstInt(i32, 1, 0), "");
+    buf = LLVMBuildAnd(e->b, as_i32(e, iter), LLVMConstInt(i32, 1, 0), "");
     fgb_cp_async_wait_all(e->m);
     issue_group(e, base, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
                 LLVMBuildXor(e->b, buf, LLVMConstInt(i32, 1, 0), ""), r0, valid);
@@ -377,6 +592,11 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
     arrive(e, en->goal);
     trace_point(e, 3);
     fgb_end_if(e, m);
+  }
+  if (k->defer_groups) {
+    bool ok = defer_shares(e, ch, iter);
+    fgb_memo_release(e, mark);
+    return ok;
   }
   /* Reductions in groups that do not use each other (a variance after its
    * mean comes in a later group): each group's rows share one barrier. */
@@ -547,13 +767,31 @@ static bool combine_tails(fgb_emitter *e) {
   return !e->failed;
 }
 
+/* The kernel's shared arrays are static, so at most 48 KiB together (a
+ * knob's thread count can ask for more: the combiners' scratch grows with
+ * it); more would only fail when the loader JIT-compiles the PTX. */
+static bool static_smem_fits(fgb_emitter *e) {
+  static const char *const prefix[] = {"fg_smem_", "fg_combine_", "fg_defer_", "fg_arena_"};
+  uint64_t total = 0;
+  for (int i = 0; i < 4; i++) {
+    char name[256];
+    snprintf(name, sizeof name, "%s%s", prefix[i], LLVMGetValueName(e->fn));
+    LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
+    if (g) total += LLVMGetArrayLength2(LLVMGlobalGetValueType(g));
+  }
+  if (total > 48 * 1024)
+    fgb_fail(e, "row + column kernel %d needs %llu bytes of static shared memory, more than the 49152 a kernel can have "
+             "(fewer threads a CTA: --knob ROWCOL_THREADS)", e->k->id, (unsigned long long)total);
+  return !e->failed;
+}
+
 bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   int E = k->chunks, V = e->vec;
   int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  if (k->ncols > FGR_MAX_COLS || k->ntails > MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
+  if (k->ncols > FGR_MAX_COLS || k->ntails > FGK_MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
       U > MAX_ROWS || k->outer % U || k->nreds > 64) {
     fgb_fail(e, "internal error: row + column kernel %d out of its limits", k->id);
     return false;
@@ -576,12 +814,15 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0[c], fgb_const(e, R), "");
     if (valid[c]) r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
   }
-  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], tacc[MAX_TAILS];
+  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], tacc[FGK_MAX_TAILS];
   for (int i = 0; i < k->ncols; i++) {
     fg_dtype ad = fgk_red_acc(k->cols[i]);
+    bool pk = packed(e, k->cols[i]);
+    LLVMValueRef id2 = pk ? fgb_bf16x2_identity(e->m, fgk_red_op(k->cols[i])) : NULL;
     for (int c = 0; c < E; c++)
       for (int j = 0; j < V; j++)
-        cacc[i][c][j] = fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
+        cacc[i][c][j] = pk && j % 2 == 0 ? fgk_local_var(e, LLVMTypeOf(id2), id2)
+                                         : fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
   }
   for (int i = 0; i < k->ntails; i++) {
     fg_dtype ad = fgk_red_acc(k->tails[i]);
@@ -618,10 +859,16 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, cta, ""), fgb_const(e, G), "");
   if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc, &en)) return false;
   /* The next group's block reductions reuse the shared slots this group's
-   * are still read from. */
-  fgb_barrier(e->m);
+   * are still read from; deferred rows, the shares a flush reads (its own
+   * barriers). */
+  if (k->defer_groups) {
+    if (!defer_flush(e, &rc, grp, iter, tacc)) return false;
+  } else {
+    fgb_barrier(e->m);
+  }
   fgk_loop_end(e, &rows, grp);
   trace_point(e, 1);
+  if (k->defer_groups && k->ntails) defer_tails(e, tacc);
 
   /* Otherwise partials (the cluster's, or this CTA's), then the arrival
    * ticket, after the rows. */
@@ -671,5 +918,5 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   trace_point(e, 6);
   trace_point(e, 7);
   fgb_end_if(e, done);
-  return !e->failed;
+  return static_smem_fits(e);
 }

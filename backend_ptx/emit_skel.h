@@ -20,6 +20,7 @@ LLVMValueRef fgk_imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b);
 /* 8-byte slot `i32_index` of shared-memory area `slot` (256 bytes each:
  * one per reduction of each row in flight, then the grid reduction's flag
  * at area fgk_flag_area). */
+enum { FGK_MAX_TAILS = 4 }; /* tail reductions a row + column kernel can have */
 int fgk_flag_area(const fg_kernel *k);
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index);
 /* Thread 0 zeroes a grid-reduction counter (volatile). */

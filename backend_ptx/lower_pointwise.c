@@ -361,3 +361,33 @@ LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, L
   default: return NULL;
   }
 }
+
+/* ---- bf16 pairs for max / min reductions (lower_value.h) ---- */
+
+static LLVMTypeRef bf16x2(fgb_module *m) { return LLVMVectorType(m->bf16, 2); }
+
+bool fgb_bf16x2_ok(fgb_module *m, fg_opcode op) { return m->sm >= 80 && (op == FG_OP_AMAX || op == FG_OP_AMIN); }
+
+LLVMValueRef fgb_bf16x2_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, LLVMValueRef x) {
+  LLVMValueRef a[2] = {acc, x};
+  return fgb_call(m, op == FG_OP_AMAX ? "llvm.maximum.v2bf16" : "llvm.minimum.v2bf16", bf16x2(m), 2, a);
+}
+
+/* The bf16 bits of an exactly representable f32 are its upper half. */
+LLVMValueRef fgb_bf16x2_pack(fgb_module *m, LLVMValueRef x0, LLVMValueRef x1) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef lo = LLVMBuildLShr(b, LLVMBuildBitCast(b, x0, m->i32, ""), LLVMConstInt(m->i32, 16, 0), "");
+  LLVMValueRef hi = LLVMBuildAnd(b, LLVMBuildBitCast(b, x1, m->i32, ""), LLVMConstInt(m->i32, 0xffff0000u, 0), "");
+  return LLVMBuildBitCast(b, LLVMBuildOr(b, lo, hi, ""), bf16x2(m), "");
+}
+
+LLVMValueRef fgb_bf16x2_unpack(fgb_module *m, LLVMValueRef v, int h) {
+  LLVMValueRef x = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, (unsigned long long)h, 0), "");
+  return LLVMBuildFPExt(m->b, x, m->f32, "");
+}
+
+LLVMValueRef fgb_bf16x2_identity(fgb_module *m, fg_opcode op) {
+  LLVMValueRef x = LLVMConstReal(m->bf16, op == FG_OP_AMAX ? -INFINITY : INFINITY);
+  LLVMValueRef v[2] = {x, x};
+  return LLVMConstVector(v, 2);
+}

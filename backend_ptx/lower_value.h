@@ -118,5 +118,16 @@ LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_nod
 LLVMValueRef fgb_reduce_identity(fgb_module *m, fg_opcode op, fg_dtype acc);
 LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, LLVMValueRef x,
                                 fg_dtype acc_dt);
+/* Max and min of bf16 pairs (<2 x bfloat>: max.NaN.bf16x2, sm_80+), exact
+ * and NaN-propagating like the f32 form, at half the instructions: for
+ * reductions of bf16 values (an f32 register holds a bf16-typed value
+ * exactly). fgb_bf16x2_ok: whether op on this target has it; pack: two
+ * such f32 values into a pair (lane 0 the low half); unpack: lane h as
+ * f32; identity: op's identity in both lanes. */
+bool fgb_bf16x2_ok(fgb_module *m, fg_opcode op);
+LLVMValueRef fgb_bf16x2_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, LLVMValueRef x);
+LLVMValueRef fgb_bf16x2_pack(fgb_module *m, LLVMValueRef x0, LLVMValueRef x1);
+LLVMValueRef fgb_bf16x2_unpack(fgb_module *m, LLVMValueRef v, int h);
+LLVMValueRef fgb_bf16x2_identity(fgb_module *m, fg_opcode op);
 
 #endif

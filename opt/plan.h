@@ -83,6 +83,9 @@ typedef struct fg_kernel {
                          * writes its own); either way the last `combiners` CTAs to arrive combine */
   int xchg_bytes;       /* ... cluster > 1: shared memory for one CTA's accumulators of a column reduction */
   bool early_arrive;    /* ... partials and arrival from inside a CTA's last row group, where the emitter can */
+  int defer_groups;     /* ... > 0: nothing in the loop uses a row's totals, so each warp leaves its share in
+                         * shared memory and the CTA sums them every defer_groups groups (no barrier a group) */
+  bool pack_bf16;       /* ... max / min of bf16 values accumulate in bf16 pairs (exact; half the instructions) */
   int64_t trace_off;    /* ... > 0: knob TRACE: byte offset in the partials of a per-CTA timeline (8 u64) */
   const char *why;      /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +

@@ -110,6 +110,8 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
               k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
       if (k->cluster > 1) fprintf(f, " cluster %d", k->cluster);
+      if (k->defer_groups) fprintf(f, " deferred-rows %d", k->defer_groups);
+      if (k->pack_bf16) fputs(" bf16x2", f);
       fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols, k->early_arrive ? " early-arrival" : "");
     }
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);

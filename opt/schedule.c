@@ -224,6 +224,48 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
   return true;
 }
 
+/* Deferred row totals: where nothing in the row loop needs a row's
+ * reductions (no full-size outputs; column inputs and the other reductions
+ * do not use them; not pipelined), each warp leaves its share of a row's
+ * reductions in shared memory, and every F groups the CTA sums them (one
+ * thread a row, warps in order) and writes the rows' results and tail
+ * contributions: one barrier every F groups instead of two a group, so
+ * the warps' loads no longer go in lockstep, and one large CTA an SM
+ * loses nothing to barriers. */
+static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o, bool full_out) {
+  const char *ed = fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
+  if ((ed && atoi(ed) == 0) || full_out || k->pipeline || k->nreds == 0 || k->block < 64) return false;
+  for (int i = 0; i < k->ncols; i++)
+    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return false;
+  for (int i = 0; i < k->nreds; i++)
+    for (int j = 0; j < k->nreds; j++)
+      if (i != j && reaches(p, k, k->reds[i]->in[0], k->reds[j])) return false;
+  return true;
+}
+
+/* F: the CTA's groups, within one slot a thread (F * U <= threads) and
+ * 16 KiB of shared memory. */
+static int defer_groups(const fg_kernel *k, int64_t G) {
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  int64_t F = ceil_div(k->outer / U, G), slots = 16 * 1024 / (8 * k->nreds * U * (k->block / 32));
+  if (F > k->block / U) F = k->block / U;
+  if (F > slots) F = slots;
+  return F >= 1 ? (int)F : 0;
+}
+
+/* Max and min of bf16 values accumulate in bf16 pairs (max.NaN.bf16x2,
+ * sm_80+): exact, so the same bits, with half the accumulator registers
+ * and a quarter of the instructions of widening each element to f32. */
+static bool pack_bf16(const fg_kernel *k, const fg_plan_options *o) {
+  const char *ep = fg_plan_knob(o, "ROWCOL_PACK"); /* fusec --knob: 0 accumulates in f32 */
+  if ((ep && atoi(ep) == 0) || (o && o->sm_arch ? o->sm_arch : 90) < 80 || k->vec % 2) return false;
+  for (int i = 0; i < k->nreds + k->ncols; i++) {
+    const fg_node *n = i < k->nreds ? k->reds[i] : k->cols[i - k->nreds];
+    if ((n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) && n->in[0]->type.dtype == FG_BF16) return true;
+  }
+  return false;
+}
+
 /* The row + column form (plan.h): G CTAs loop over rows r = cta, cta+G,
  * ..., each keeping its columns' partial sums in registers, and write
  * them to a [G, row] partial buffer; the last `combiners` CTAs to arrive
@@ -304,7 +346,16 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * twice the threads, half the chunks each. Measured on the H100
    * (2026-11-23, LayerNorm bwd [4096,4096], clusters of 2): 128 threads
    * 0.719, 256 threads 0.734 (0.659 / 0.667 before clusters). */
-  if (k->pipeline && !et && k->chunks % 2 == 0 && k->block * 2 <= 1024) {
+  /* Deferred rows: no barrier a group, so twice the threads, half the
+   * chunks each (and then one CTA an SM, from the register count).
+   * Measured on the H100 (2026-11-23, runs E1-E2, row + column + tensor
+   * amax bf16 [8192,8192], fraction of copy bandwidth): 256 threads, 2
+   * CTAs an SM 0.819-0.832; 512 threads, 1 CTA an SM 0.853 / 0.857 (2
+   * CTAs an SM: 0.818-0.821); 256 threads at 3 or 4 CTAs an SM, 2 or 4
+   * rows a group: 0.764-0.800. At most 512 threads: the combiners'
+   * scratch grows with them. */
+  bool defer = deferrable(p, k, o, full_out);
+  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->block * 2 <= 512)) && !et && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
     per_thread /= 2;
@@ -413,7 +464,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->ncols; i++)
     bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
   bytes += 8 * G * k->ntails;
-  k->early_arrive = early_arrival(p, k, o);
+  k->defer_groups = defer ? defer_groups(k, G) : 0;
+  k->early_arrive = !k->defer_groups && early_arrival(p, k, o);
+  k->pack_bf16 = pack_bf16(k, o);
   const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
   if (etr && atoi(etr) == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
@@ -486,7 +539,8 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 
 const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
                                            "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
-                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", "ROWCOL_EARLY", NULL};
+                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", "ROWCOL_EARLY",
+                                           "ROWCOL_DEFER", "ROWCOL_PACK", NULL};
 
 const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   size_t n = strlen(name);

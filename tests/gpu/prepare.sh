@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.."
 FUSEC=${FUSEC:-build/tools/fusec}
 rm -rf .gpu && mkdir -p .gpu/ptx
 # row_column.fg: the row + column form at small and odd shapes.
-for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg tests/golden/opt/rowcol_pipeline.fg; do
+for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg tests/golden/opt/rowcol_pipeline.fg tests/golden/opt/rowcol_deferred.fg; do
   [ -f "$f" ] || continue
   out=.gpu/ptx/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   if ! "$FUSEC" "$f" -o "$out" 2>.gpu/err.txt; then
