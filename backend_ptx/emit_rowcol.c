@@ -647,6 +647,17 @@ static int combine_lanes(const fg_kernel *k) {
   return w > 1 && k->red % w == 0 && k->combine_cols % w == 0 ? w : 1;
 }
 
+/* The combiners' thread groups (see combine_block): the fewest (a power
+ * of two) that leave a thread at most COMBINE_VECTORS loads; threads
+ * t < TPR * NG load, and the scratch holds that many sums a lane. */
+static int64_t combine_groups(const fg_kernel *k) {
+  int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1;
+  while (NG < k->block / TPR && (G + NG - 1) / NG > COMBINE_VECTORS) NG *= 2;
+  return NG;
+}
+
+static int64_t combine_threads(const fg_kernel *k) { return combine_groups(k) * (k->combine_cols / combine_lanes(k)); }
+
 static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValueRef slot) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   return fgb_gep(e->m, scratch, LLVMInt8TypeInContext(e->ctx),
@@ -665,9 +676,8 @@ static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValue
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
-  int64_t CW = k->combine_cols, T = k->block, TPR = CW / W, G = fgr_partial_rows(k), R = k->red;
-  int64_t NG = 1;
-  while (NG < T / TPR && (G + NG - 1) / NG > COMBINE_VECTORS) NG *= 2;
+  int64_t CW = k->combine_cols, TPR = CW / W, G = fgr_partial_rows(k), R = k->red;
+  int64_t NG = combine_groups(k), NT = combine_threads(k);
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
   LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, TPR), "");
@@ -704,9 +714,11 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
       LLVMBuildStore(e->b, acc, accv[w]);
     }
     fgk_loop_end(e, &l, g0);
+    LLVMBasicBlockRef m = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, NT), ""));
     for (int w = 0; w < W; w++)
       LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, rt, accv[w], ""),
-                     scratch_slot(e, scratch, LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * T), tid, "")));
+                     scratch_slot(e, scratch, LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * NT), tid, "")));
+    fgb_end_if(e, m);
   }
   fgb_barrier(e->m);
   LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
@@ -722,7 +734,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     fg_dtype ad = fgk_red_acc(n);
     LLVMTypeRef rt = fgb_reg_type(e->m, ad);
     LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-    LLVMValueRef base = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * W), w, ""), fgb_const(e, T), ""),
+    LLVMValueRef base = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * W), w, ""), fgb_const(e, NT), ""),
                                      ftr, "");
     for (int q = 0; q < NG; q++) {
       LLVMValueRef slot = LLVMBuildAdd(e->b, base, fgb_const(e, q * TPR), "");
@@ -894,7 +906,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     /* The combiners' scratch: the arena where it is large enough (the
      * pipeline and the cluster exchange are over: the exchange's last
      * cluster barrier waits for the partner's reads). */
-    uint64_t sbytes = (uint64_t)8 * (uint64_t)T * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
+    uint64_t sbytes = (uint64_t)8 * (uint64_t)combine_threads(k) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
     LLVMValueRef scratch = xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
     /* Combiner 0 takes the tails; with a combiner to spare, no block. */
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;

@@ -352,10 +352,11 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * amax bf16 [8192,8192], fraction of copy bandwidth): 256 threads, 2
    * CTAs an SM 0.819-0.832; 512 threads, 1 CTA an SM 0.853 / 0.857 (2
    * CTAs an SM: 0.818-0.821); 256 threads at 3 or 4 CTAs an SM, 2 or 4
-   * rows a group: 0.764-0.800. At most 512 threads: the combiners'
-   * scratch grows with them. */
+   * rows a group: 0.764-0.800. At most 512 threads and one column
+   * reduction: the combiners' scratch (shared) grows with both. */
   bool defer = deferrable(p, k, o, full_out);
-  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->block * 2 <= 512)) && !et && k->chunks % 2 == 0) {
+  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) && !et &&
+      k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
     per_thread /= 2;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every example, test graph and benchmark graph compiles with fusec, and
+# Every example, test graph and benchmark graph (and the row + column
+# golden graphs, whose shared arrays must fit) compiles with fusec, and
 # ptxas accepts its PTX for sm_90 (skipped, saying so, without ptxas).
 # Graphs the code generator rejects on purpose (symbolic dims) must fail
 # with a line:col error, not crash.
@@ -15,7 +16,7 @@ if [ -z "$PTXAS" ]; then echo "skipped: ptxas not found"; exit 77; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
-for f in examples/*.fg tests/graphs/*.fg bench/*.fg; do
+for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg tests/golden/opt/rowcol_pipeline.fg tests/golden/opt/rowcol_deferred.fg; do
   out=$tmp/$(basename "$f" .fg).ptx
   if "$FUSEC" "$f" -o "$out" 2>"$tmp/err"; then
     if "$PTXAS" -arch=sm_90 "$out" -o "$tmp/x.cubin" 2>"$tmp/ptxas.err"; then
