@@ -650,13 +650,16 @@ static int combine_lanes(const fg_kernel *k) {
 /* The combiners' thread groups (see combine_block): the fewest (a power
  * of two) that leave a thread at most COMBINE_VECTORS loads; threads
  * t < TPR * NG load, and the scratch holds that many sums a lane. */
-static int64_t combine_groups(const fg_kernel *k) {
-  int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1;
-  while (NG < k->block / TPR && (G + NG - 1) / NG > COMBINE_VECTORS) NG *= 2;
+static int64_t combine_groups(const fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1, V = COMBINE_VECTORS;
+  const char *ev = fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
+  if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT) V = atoi(ev);
+  while (NG < k->block / TPR && (G + NG - 1) / NG > V) NG *= 2;
   return NG;
 }
 
-static int64_t combine_threads(const fg_kernel *k) { return combine_groups(k) * (k->combine_cols / combine_lanes(k)); }
+static int64_t combine_threads(const fgb_emitter *e) { return combine_groups(e) * (e->k->combine_cols / combine_lanes(e->k)); }
 
 static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValueRef slot) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -677,7 +680,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
   int64_t CW = k->combine_cols, TPR = CW / W, G = fgr_partial_rows(k), R = k->red;
-  int64_t NG = combine_groups(k), NT = combine_threads(k);
+  int64_t NG = combine_groups(e), NT = combine_threads(e);
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
   LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, TPR), "");
@@ -848,7 +851,12 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   if (arena) {
     char name[256];
     snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
-    xchg = fgb_shared_array(e->m, name, (uint64_t)arena);
+    xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name) : fgb_shared_array(e->m, name, (uint64_t)arena);
+    if (k->smem > 0 && k->smem < arena) {
+      fgb_fail(e, "internal error: row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id, k->smem,
+               (long long)arena);
+      return false;
+    }
     if (k->pipeline) e->pipe_arena = xchg;
   }
   rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid,
@@ -906,7 +914,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     /* The combiners' scratch: the arena where it is large enough (the
      * pipeline and the cluster exchange are over: the exchange's last
      * cluster barrier waits for the partner's reads). */
-    uint64_t sbytes = (uint64_t)8 * (uint64_t)combine_threads(k) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
+    uint64_t sbytes = (uint64_t)8 * (uint64_t)combine_threads(e) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
     LLVMValueRef scratch = xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
     /* Combiner 0 takes the tails; with a combiner to spare, no block. */
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;

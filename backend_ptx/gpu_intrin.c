@@ -104,6 +104,14 @@ LLVMValueRef fgb_shared_array(fgb_module *m, const char *name, uint64_t bytes) {
   return g;
 }
 
+LLVMValueRef fgb_dynamic_shared(fgb_module *m, const char *name) {
+  LLVMTypeRef t = LLVMArrayType2(m->i8, 0);
+  LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->mod, t, name, 3);
+  LLVMSetLinkage(g, LLVMExternalLinkage);
+  LLVMSetAlignment(g, 16);
+  return g;
+}
+
 LLVMValueRef fgb_gep(fgb_module *m, LLVMValueRef ptr, LLVMTypeRef elem, LLVMValueRef idx) {
   return LLVMBuildInBoundsGEP2(m->b, elem, ptr, &idx, 1, "");
 }

@@ -52,6 +52,9 @@ LLVMValueRef fgb_atomic_add_i32_global(fgb_module *m, LLVMValueRef ptr, LLVMValu
  * (an internal addrspace(3) global named `name`). Returns its address
  * (ptr addrspace(3)). */
 LLVMValueRef fgb_shared_array(fgb_module *m, const char *name, uint64_t bytes);
+/* The kernel's dynamic shared memory (extern, sized at launch: the plan's
+ * smem), as an i8 array. */
+LLVMValueRef fgb_dynamic_shared(fgb_module *m, const char *name);
 
 /* &ptr[idx] for elements of type elem (any address space; idx any int
  * type, sign-extended). fgb_gep_global is the same for global pointers. */

@@ -226,7 +226,7 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
 
 /* Deferred row totals: where nothing in the row loop needs a row's
  * reductions (no full-size outputs; column inputs and the other reductions
- * do not use them; not pipelined), each warp leaves its share of a row's
+ * do not use them), each warp leaves its share of a row's
  * reductions in shared memory, and every F groups the CTA sums them (one
  * thread a row, warps in order) and writes the rows' results and tail
  * contributions: one barrier every F groups instead of two a group, so
@@ -234,7 +234,7 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
  * loses nothing to barriers. */
 static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o, bool full_out) {
   const char *ed = fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
-  if ((ed && atoi(ed) == 0) || full_out || k->pipeline || k->nreds == 0 || k->block < 64) return false;
+  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64) return false;
   for (int i = 0; i < k->ncols; i++)
     if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return false;
   for (int i = 0; i < k->nreds; i++)
@@ -338,6 +338,17 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * shorter end of kernel (2026-11-23, run D20) that includes one
    * column reduction: RMSNorm bwd [4096,4096] 0.748-0.752 / 0.765-0.767. */
   const int64_t pipe_max = 40 * 1024;
+  /* Beyond pipe_max the copies take dynamic shared memory (k->smem), for
+   * several rows a group (knob ROWCOL_ROWS): a CTA may opt in to 227 KiB
+   * on sm_90, 163 KiB on sm_80, 99 KiB on sm_86 and sm_89. Measured on
+   * the H100 (2026-11-23, runs E4-E5, fraction of copy bandwidth): RMSNorm
+   * bwd [4096,4096] with 2 rows a group (64 KiB) 0.786-0.802 against
+   * 0.778-0.800 with 1; LayerNorm bwd there 0.710-0.722 against
+   * 0.710-0.734; row + column + tensor amax pipelined with 4 rows (128
+   * KiB, one CTA an SM) 0.846-0.855 against 0.845-0.853 unpipelined.
+   * Noise-level, so the defaults stay; the knob remains. */
+  int arch = o && o->sm_arch ? o->sm_arch : 90;
+  const int64_t pipe_dyn = arch >= 90 || arch == 80 ? 128 * 1024 : arch >= 80 ? 96 * 1024 : pipe_max;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
   const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
   if (ep && (atoi(ep) == 0 || atoi(ep) == 1)) k->pipeline = atoi(ep) == 1;
@@ -377,7 +388,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   while (U > 1 && k->outer / U < 2 * (int64_t)sm) U /= 2;
   const char *eu = fg_plan_knob(o, "ROWCOL_ROWS"); /* fusec --knob */
   if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0 &&
-      !(k->pipeline && 2 * atoi(eu) * row_bytes > pipe_max))
+      !(k->pipeline && 2 * atoi(eu) * row_bytes > pipe_dyn))
     U = atoi(eu);
   k->rows_per_iter = U;
   k->pipe_bytes = k->pipeline ? (int)(2 * U * row_bytes) : 0;
@@ -432,11 +443,15 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
     int64_t arena = k->pipeline && k->pipe_bytes > xchg ? k->pipe_bytes : xchg;
-    if (xchg > 32 * 1024 || arena > 40 * 1024) C = 1;
+    if (xchg > 32 * 1024 || (arena > 40 * 1024 && k->pipe_bytes <= pipe_max)) C = 1;
     G = G / C * C;
   }
   k->cluster = C;
   k->xchg_bytes = C > 1 ? (int)ceil_div(xchg, 16) * 16 : 0;
+  /* The pipeline's buffers (and the exchange, which reuses them) past the
+   * static limit: dynamic shared memory, which the loader opts in to. */
+  if (k->pipeline && k->pipe_bytes > pipe_max)
+    k->smem = k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
   /* The fewest CTAs (in whole clusters) with the same number of groups
    * for the busiest one: no slower, and fewer partials. */
   const char *ef = fg_plan_knob(o, "ROWCOL_FILL"); /* fusec --knob: 1 keeps every slot */
@@ -454,6 +469,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   int cw = 8;
   while (cw < k->block && ceil_div(k->red, cw) + tail_k > G) cw *= 2;
   if (cw > k->block) cw = k->block;
+  const char *ecw = fg_plan_knob(o, "ROWCOL_CW"); /* fusec --knob: columns a combiner block */
+  if (ecw && atoi(ecw) >= 8 && atoi(ecw) <= k->block && (atoi(ecw) & (atoi(ecw) - 1)) == 0) cw = atoi(ecw);
   int64_t K = ceil_div(k->red, cw) + tail_k;
   if (K > G) K = G;
   if (k->ncols == 0) K = 1;
@@ -541,7 +558,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
                                            "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
                                            "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", "ROWCOL_EARLY",
-                                           "ROWCOL_DEFER", "ROWCOL_PACK", NULL};
+                                           "ROWCOL_DEFER", "ROWCOL_PACK", "ROWCOL_CVEC", "ROWCOL_CW", NULL};
 
 const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   size_t n = strlen(name);
