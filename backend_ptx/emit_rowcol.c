@@ -36,7 +36,7 @@
 #include "infer.h"
 #include "rowcol_partials.h"
 
-enum { MAX_ROWS = 4, LOADS_IN_FLIGHT = 32, COMBINE_VECTORS = 8 };
+enum { MAX_ROWS = 4, LOADS_IN_FLIGHT = 32, COMBINE_VECTORS = 4, COMBINE_GROUPS = 32 };
 
 static LLVMValueRef load_volatile(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef ptr) {
   /* other CTAs wrote it: never a stale L1 line */
@@ -655,16 +655,24 @@ static int64_t combine_groups(const fgb_emitter *e) {
   int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1, V = COMBINE_VECTORS;
   const char *ev = fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
   if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT) V = atoi(ev);
-  while (NG < k->block / TPR && (G + NG - 1) / NG > V) NG *= 2;
+  while (NG < k->block / TPR && NG < COMBINE_GROUPS && (G + NG - 1) / NG > V) NG *= 2;
   return NG;
 }
 
 static int64_t combine_threads(const fgb_emitter *e) { return combine_groups(e) * (e->k->combine_cols / combine_lanes(e->k)); }
 
+/* Bytes a scratch slot: the widest column accumulator (4 for f32). */
+static int scratch_stride(const fg_kernel *k) {
+  int b = 4;
+  for (int i = 0; i < k->ncols; i++)
+    if (fg_dtype_size(fgk_red_acc(k->cols[i])) > b) b = fg_dtype_size(fgk_red_acc(k->cols[i]));
+  return b;
+}
+
 static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValueRef slot) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   return fgb_gep(e->m, scratch, LLVMInt8TypeInContext(e->ctx),
-                 LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""), LLVMConstInt(i32, 8, 0), ""));
+                 LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""), LLVMConstInt(i32, (unsigned)scratch_stride(e->k), 0), ""));
 }
 
 /* Combiner: column block blk of CW columns. Thread t < TPR * NG sums W
@@ -673,9 +681,15 @@ static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValue
  * W), over partial rows g = q, q + NG, ... with q = t / TPR (the vectors
  * issued before any is combined); the NG group sums meet in shared memory
  * and thread c < CW adds column c's in group order. NG: the fewest groups
- * (a power of two) that leave a thread at most COMBINE_VECTORS loads, so
- * that neither stage is long: with every thread loading (NG = T / TPR) the
- * second stage took 256 dependent shared loads (amax, 2026-11-23). */
+ * (a power of two) that leave a thread at most COMBINE_VECTORS loads, but
+ * at most COMBINE_GROUPS, so that neither stage is long: with every thread
+ * loading (NG = T / TPR) the second stage took 256 dependent shared loads
+ * (amax, 2026-11-23). Measured on the H100 (2026-11-23, runs E4 and E6,
+ * fraction of copy bandwidth, at most 8 / 4 loads a thread): row + column
+ * + tensor amax 0.823-0.838 / 0.834-0.852 (32 groups instead of 16, all
+ * 512 threads loading; better in each of six same-run pairs); RMSNorm bwd
+ * [4096,4096] keeps its 32 groups; LayerNorm bwd there (32 groups instead
+ * of 16) 0.709-0.739 / 0.709-0.711. */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
@@ -914,7 +928,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     /* The combiners' scratch: the arena where it is large enough (the
      * pipeline and the cluster exchange are over: the exchange's last
      * cluster barrier waits for the partner's reads). */
-    uint64_t sbytes = (uint64_t)8 * (uint64_t)combine_threads(e) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
+    uint64_t sbytes = (uint64_t)scratch_stride(k) * (uint64_t)combine_threads(e) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
     LLVMValueRef scratch = xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
     /* Combiner 0 takes the tails; with a combiner to spare, no block. */
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;
