@@ -652,7 +652,8 @@ static int combine_lanes(const fg_kernel *k) {
  * t < TPR * NG load, and the scratch holds that many sums a lane. */
 static int64_t combine_groups(const fgb_emitter *e) {
   const fg_kernel *k = e->k;
-  int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1, V = COMBINE_VECTORS;
+  int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1;
+  int64_t V = k->ncols > 1 ? 2 * COMBINE_VECTORS : COMBINE_VECTORS; /* a thread loads V vectors a column reduction */
   const char *ev = fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
   if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT) V = atoi(ev);
   while (NG < k->block / TPR && NG < COMBINE_GROUPS && (G + NG - 1) / NG > V) NG *= 2;
@@ -689,7 +690,8 @@ static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValue
  * + tensor amax 0.823-0.838 / 0.834-0.852 (32 groups instead of 16, all
  * 512 threads loading; better in each of six same-run pairs); RMSNorm bwd
  * [4096,4096] keeps its 32 groups; LayerNorm bwd there (32 groups instead
- * of 16) 0.709-0.739 / 0.709-0.711. */
+ * of 16) 0.709-0.739 / 0.709-0.711, no better: with two column reductions
+ * a thread's loads are twice as many, so it keeps 8 a reduction. */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
