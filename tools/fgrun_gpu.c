@@ -12,7 +12,9 @@
  * CPU interpreter on the same inputs and compares every result (one line
  * each, exit 1 on a mismatch); --bench N times N runs after warm-up with
  * device events and prints the median microseconds and GB/s (each input
- * read once, each written output written once; views count nothing).
+ * read once, each written output written once; views count nothing): runs
+ * queued back to back (device time), against a 512 MiB copy timed the same
+ * way, then the same two timed each alone on an idle stream.
  * Exit status: 0 ok, 1 an error in the inputs or a mismatch, 2 bad usage. */
 #include <errno.h>
 #include <inttypes.h>
@@ -265,53 +267,105 @@ static int download(state *s) {
   return EXIT_OK;
 }
 
+/* Medians of n timings: queued back to back (events around each run, all
+ * enqueued before any is read, so the stream never idles and the host's
+ * launch time stays outside the events: device time, as triton's
+ * do_bench measures), or each run alone on an idle stream (the events
+ * then also hold the host's launch of the run: several microseconds). */
+typedef struct timing {
+  fgl_event **ev; /* 2 * n */
+  float *ms;
+  long n;
+} timing;
+
+static int timing_init(state *s, timing *t, long n) {
+  t->n = n;
+  t->ev = calloc((size_t)(2 * n), sizeof *t->ev);
+  t->ms = malloc((size_t)n * sizeof *t->ms);
+  if (!t->ev || !t->ms) FAIL("out of memory");
+  for (long i = 0; i < 2 * n; i++) FGL(fgl_event_create(s->m, &t->ev[i], &e_));
+  return EXIT_OK;
+}
+
+static void timing_free(timing *t) {
+  for (long i = 0; t->ev && i < 2 * t->n; i++) fgl_event_destroy(t->ev[i], NULL);
+  free(t->ev);
+  free(t->ms);
+}
+
+static double median_ms(float *ms, long n) {
+  qsort(ms, (size_t)n, sizeof *ms, cmp_f);
+  return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
+/* One timed piece of work: the graph, or the reference copy. */
+typedef struct work {
+  state *s;
+  fgl_devptr src, dst;
+  size_t copy_bytes; /* > 0: the copy */
+} work;
+
+static int do_work(const work *w) {
+  state *s = w->s;
+  if (w->copy_bytes) FGL(fgl_memcpy_dtod_async(s->m, w->dst, w->src, w->copy_bytes, NULL, &e_));
+  else FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
+  return EXIT_OK;
+}
+
+/* Median ms of t->n timed runs of w after `warm` untimed ones. */
+static int time_work(const work *w, timing *t, long warm, bool queued, double *med) {
+  int rc;
+  for (long i = 0; i < warm; i++)
+    if ((rc = do_work(w)) != EXIT_OK) return rc;
+  for (long i = 0; i < t->n; i++) {
+    FGL(fgl_event_record(t->ev[2 * i], NULL, &e_));
+    if ((rc = do_work(w)) != EXIT_OK) return rc;
+    FGL(fgl_event_record(t->ev[2 * i + 1], NULL, &e_));
+    if (!queued) FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
+  }
+  if (queued)
+    for (long i = 0; i < t->n; i++) FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
+  *med = median_ms(t->ms, t->n);
+  return EXIT_OK;
+}
+
 static int bench(const fgrun_gpu_opts *o, state *s) {
   double bytes = 0;
   for (int i = 0; i < s->gi.n_params; i++)
     if (!s->pi[i].is_scalar) bytes += (double)fg_tensor_numel(&s->in[i]) * fgl_dtype_size(s->pi[i].dtype);
   for (int j = 0; j < s->gi.n_results; j++)
     if (!s->ri[j].is_view) bytes += (double)fg_tensor_numel(&s->got[j]) * fgl_dtype_size(s->ri[j].dtype);
-  fgl_event *e0, *e1;
-  FGL(fgl_event_create(s->m, &e0, &e_));
-  FGL(fgl_event_create(s->m, &e1, &e_));
-  float *ms = malloc((size_t)o->bench * sizeof *ms);
-  if (!ms) FAIL("out of memory");
   long warm = o->bench < 10 ? o->bench : 10;
-  for (long i = 0; i < warm; i++) FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
-  for (long i = 0; i < o->bench; i++) {
-    FGL(fgl_event_record(e0, NULL, &e_));
-    FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
-    FGL(fgl_event_record(e1, NULL, &e_));
-    FGL(fgl_event_elapsed_ms(e0, e1, &ms[i], &e_));
-  }
-  qsort(ms, (size_t)o->bench, sizeof *ms, cmp_f);
-  double med_ms = o->bench % 2 ? ms[o->bench / 2] : 0.5 * (ms[o->bench / 2 - 1] + ms[o->bench / 2]);
-  double gbs = med_ms > 0 ? bytes / (med_ms * 1e-3) / 1e9 : 0.0;
-  printf("bench %s: %ld runs, median %.2f us, %.1f GB/s\n", s->gi.name, o->bench, med_ms * 1e3, gbs);
   /* The reference: a device-to-device copy in the same run, counting bytes
    * read plus written, large enough to stream from DRAM (not L2). */
   const size_t cb = (size_t)512 << 20;
-  fgl_devptr src = 0, dst = 0;
-  FGL(fgl_malloc(s->m, cb, &src, &e_));
-  FGL(fgl_malloc(s->m, cb, &dst, &e_));
-  FGL(fgl_memset(s->m, src, 0x3c, cb, &e_));
-  float cms[23];
-  for (int i = 0; i < 23; i++) {
-    FGL(fgl_event_record(e0, NULL, &e_));
-    FGL(fgl_memcpy_dtod_async(s->m, dst, src, cb, NULL, &e_));
-    FGL(fgl_event_record(e1, NULL, &e_));
-    FGL(fgl_event_elapsed_ms(e0, e1, &cms[i], &e_));
+  work graph = {s, 0, 0, 0}, copy = {s, 0, 0, cb};
+  FGL(fgl_malloc(s->m, cb, &copy.src, &e_));
+  FGL(fgl_malloc(s->m, cb, &copy.dst, &e_));
+  FGL(fgl_memset(s->m, copy.src, 0x3c, cb, &e_));
+  timing t = {0}, c = {0};
+  int rc = timing_init(s, &t, o->bench);
+  if (rc == EXIT_OK) rc = timing_init(s, &c, 20);
+  double med[2] = {0, 0}, cmed[2] = {0, 0};
+  for (int q = 0; q < 2 && rc == EXIT_OK; q++) { /* q = 0: queued, 1: idle stream */
+    rc = time_work(&graph, &t, warm, q == 0, &med[q]);
+    if (rc == EXIT_OK) rc = time_work(&copy, &c, 3, q == 0, &cmed[q]);
   }
-  qsort(cms + 3, 20, sizeof *cms, cmp_f);
-  double copy_gbs = 2.0 * (double)cb / (0.5 * (cms[3 + 9] + cms[3 + 10]) * 1e-3) / 1e9;
-  printf("bench %s: copy bandwidth %.1f GB/s (device-to-device copy of 512 MiB, read+write); fraction %.3f\n",
-         s->gi.name, copy_gbs, copy_gbs > 0 ? gbs / copy_gbs : 0.0);
-  fgl_free(s->m, src, NULL);
-  fgl_free(s->m, dst, NULL);
-  free(ms);
-  fgl_event_destroy(e0, NULL);
-  fgl_event_destroy(e1, NULL);
-  return EXIT_OK;
+  if (rc == EXIT_OK) {
+    double gbs = med[0] > 0 ? bytes / (med[0] * 1e-3) / 1e9 : 0.0, cgbs = 2.0 * (double)cb / (cmed[0] * 1e-3) / 1e9;
+    double gbs1 = med[1] > 0 ? bytes / (med[1] * 1e-3) / 1e9 : 0.0, cgbs1 = 2.0 * (double)cb / (cmed[1] * 1e-3) / 1e9;
+    printf("bench %s: %ld runs, median %.2f us, %.1f GB/s\n", s->gi.name, o->bench, med[0] * 1e3, gbs);
+    printf("bench %s: copy bandwidth %.1f GB/s (device-to-device copy of 512 MiB, read+write); fraction %.3f\n",
+           s->gi.name, cgbs, cgbs > 0 ? gbs / cgbs : 0.0);
+    printf("bench %s: each run alone on an idle stream (the host's launch inside the events): median %.2f us, "
+           "copy %.1f GB/s, idle-stream fraction %.3f\n",
+           s->gi.name, med[1] * 1e3, cgbs1, cgbs1 > 0 ? gbs1 / cgbs1 : 0.0);
+  }
+  fgl_free(s->m, copy.src, NULL);
+  fgl_free(s->m, copy.dst, NULL);
+  timing_free(&t);
+  timing_free(&c);
+  return rc;
 }
 
 static int run(const fgrun_gpu_opts *o, state *s) {
