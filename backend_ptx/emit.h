@@ -121,6 +121,9 @@ LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b);
 /* Deterministic block-wide reduction of one accumulator per thread; every
  * thread gets the total. slot: a distinct shared-memory slot per call. */
 LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot);
+/* Each warp's total of n accumulators (shuffles, fixed order; every lane
+ * gets it); no barrier. */
+void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v);
 /* The same for n accumulators at once (slots first_slot..+n-1), with one
  * barrier; v[i] receives total i. */
 void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,

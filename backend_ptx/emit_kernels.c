@@ -107,10 +107,14 @@ LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMVa
   return t;
 }
 
-void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
-                        int first_slot) {
+void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v) {
   for (int off = 16; off >= 1; off /= 2)
     for (int i = 0; i < n; i++) v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
+}
+
+void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
+                        int first_slot) {
+  fgb_warp_reduce_n(e, n, ops, accs, v);
   int nwarps = e->k->block / 32;
   if (nwarps <= 1) return;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -455,10 +459,10 @@ static void row_out_index(fgb_emitter *e, const fg_value *o, const void *rc, LLV
   fgk_row_index(e, o, ((const fgk_row_ctx *)rc)->kc, idx);
 }
 
-void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc) {
+bool fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef guard) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  fgk_store_phase(e, FG_PHASE_ROWS, row_out_index, rc,
-                  LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
+  if (!guard) guard = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  return fgk_store_phase(e, FG_PHASE_ROWS, row_out_index, rc, guard);
 }
 
 bool fgb_emit_row_kernel(fgb_emitter *e) {
@@ -588,10 +592,10 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
       fgk_seed_reduction(e, n, rc.kc, fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), mine, i));
     }
     fgk_reset_counter(e, cptr);
-    fgk_store_rows(e, &rc);
+    fgk_store_rows(e, &rc, NULL);
     fgb_end_if(e, done);
   } else {
-    fgk_store_rows(e, &rc);
+    fgk_store_rows(e, &rc, NULL);
   }
   return !e->failed;
 }

@@ -97,10 +97,6 @@ static void tail_out_index(fgb_emitter *e, const fg_value *o, const void *unused
   zero_index(e, o, idx);
 }
 
-static void row_out_index_of(fgb_emitter *e, const fg_value *o, const void *rc, LLVMValueRef *idx) {
-  fgk_row_index(e, o, ((const fgk_row_ctx *)rc)->kc, idx);
-}
-
 static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
                        fgk_chunks *ch) {
   ch->n = e->k->chunks;
@@ -254,6 +250,25 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
   return !e->failed;
 }
 
+/* The row's contributions to the tail accumulators (where `mine` holds,
+ * when not NULL). */
+static bool tail_contributions(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef mine, LLVMValueRef *tacc) {
+  const fg_kernel *k = e->k;
+  for (int i = 0; i < k->ntails; i++) {
+    const fg_node *n = k->tails[i];
+    fg_dtype ad = fgk_red_acc(n);
+    LLVMValueRef idx[FG_MAX_RANK];
+    fgk_row_index(e, n->in[0], rc->kc, idx);
+    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+    if (!x) return false;
+    x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+    if (mine) x = LLVMBuildSelect(e->b, mine, x, fgb_reduce_identity(e->m, fgk_red_op(n), ad), "");
+    LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
+    LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
+  }
+  return !e->failed;
+}
+
 /* With its reductions seeded: a row's outputs and its share of the late
  * column accumulators and of the tail accumulators. */
 static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
@@ -266,19 +281,8 @@ static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
   if (!row_columns(e, ch, cacc, true)) return false;
   e->nuniform = 0;
   for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
-  for (int i = 0; i < k->ntails; i++) {
-    const fg_node *n = k->tails[i];
-    fg_dtype ad = fgk_red_acc(n);
-    LLVMValueRef idx[FG_MAX_RANK];
-    fgk_row_index(e, n->in[0], rc->kc, idx);
-    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-    if (!x) return false;
-    x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-    LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
-    LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
-  }
-  fgk_store_rows(e, rc);
-  return !e->failed;
+  if (!tail_contributions(e, rc, NULL, tacc)) return false;
+  return fgk_store_rows(e, rc, NULL);
 }
 
 /* The rows of group grp: their coordinates and chunks; then every load
@@ -464,15 +468,16 @@ static bool defer_shares(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef iter
   LLVMValueRef s0 = LLVMBuildMul(e->b, as_i32(e, LLVMBuildURem(e->b, iter, fgb_const(e, k->defer_groups), "")),
                                  LLVMConstInt(i32, (unsigned long long)U, 0), "");
   LLVMValueRef v[MAX_ROWS * 64];
-  for (int u = 0; u < U; u++)
+  fg_opcode ops[MAX_ROWS * 64];
+  fg_dtype accs[MAX_ROWS * 64];
+  for (int u = 0; u < U; u++) {
     if (!row_reductions(e, &ch[u], 0, k->nreds, &v[u * k->nreds])) return false;
-  for (int off = 16; off >= 1; off /= 2)
-    for (int u = 0; u < U; u++)
-      for (int i = 0; i < k->nreds; i++) {
-        const fg_node *n = k->reds[i];
-        LLVMValueRef *x = &v[u * k->nreds + i];
-        *x = fgb_reduce_combine(e->m, fgk_red_op(n), *x, fgb_shfl_bfly(e->m, *x, off), fgk_red_acc(n));
-      }
+    for (int i = 0; i < k->nreds; i++) {
+      ops[u * k->nreds + i] = fgk_red_op(k->reds[i]);
+      accs[u * k->nreds + i] = fgk_red_acc(k->reds[i]);
+    }
+  }
+  fgb_warp_reduce_n(e, U * k->nreds, ops, accs, v);
   LLVMBasicBlockRef m = fgb_begin_if(e, lane0);
   for (int u = 0; u < U; u++)
     for (int i = 0; i < k->nreds; i++)
@@ -519,18 +524,7 @@ static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef gr
                                ad);
     fgk_seed_reduction(e, n, rc.kc, tot);
   }
-  if (!fgk_store_phase(e, FG_PHASE_ROWS, row_out_index_of, &rc, mine)) return false;
-  for (int i = 0; i < k->ntails; i++) {
-    const fg_node *n = k->tails[i];
-    fg_dtype ad = fgk_red_acc(n);
-    LLVMValueRef idx[FG_MAX_RANK];
-    fgk_row_index(e, n->in[0], rc.kc, idx);
-    LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-    if (!x) return false;
-    x = LLVMBuildSelect(e->b, mine, fgb_convert(e->m, x, n->in[0]->type.dtype, ad), fgb_reduce_identity(e->m, fgk_red_op(n), ad), "");
-    LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
-    LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
-  }
+  if (!fgk_store_rows(e, &rc, mine) || !tail_contributions(e, &rc, mine, tacc)) return false;
   fgb_memo_release(e, mark);
   fgb_barrier(e->m); /* the shares are written again next */
   fgb_end_if(e, m);

@@ -65,8 +65,9 @@ LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const f
 void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value *o);
 /* Stores full-domain output o for one chunk (when valid). */
 void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid);
-/* Thread 0 stores the row-shaped outputs (and reduction results) of the row. */
-void fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc);
+/* Stores the row-shaped outputs (and reduction results) of the row where
+ * guard holds (NULL: thread 0). */
+bool fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef guard);
 /* The outputs of phase ph that are not full-domain rows: each computed by
  * every thread at the index index(e, o, ctx, idx) gives (values may need
  * block-wide work), then stored where guard holds. */
