@@ -215,13 +215,21 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
  * Measured on the H100 (runs D23-D24, RMSNorm bwd [4096,4096]): after the
  * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
  * trace shows the arrival before the rows' end. */
+/* The target architecture (80, 90, ...; 90 when unset). */
+static int target_arch(const fg_plan_options *o) { return o && o->sm_arch ? o->sm_arch : 90; }
+
+/* Whether a column reduction's input uses the kernel's row reductions. */
+static bool cols_use_rows(const fg_plan *p, const fg_kernel *k) {
+  for (int i = 0; i < k->ncols; i++)
+    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return true;
+  return false;
+}
+
 static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
   const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
   if (eea && atoi(eea) == 0) return false;
   if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1)) return false;
-  for (int i = 0; i < k->ncols; i++)
-    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return false;
-  return true;
+  return !cols_use_rows(p, k);
 }
 
 /* Deferred row totals: where nothing in the row loop needs a row's
@@ -234,9 +242,7 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
  * loses nothing to barriers. */
 static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o, bool full_out) {
   const char *ed = fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
-  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64) return false;
-  for (int i = 0; i < k->ncols; i++)
-    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return false;
+  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64 || cols_use_rows(p, k)) return false;
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < k->nreds; j++)
       if (i != j && reaches(p, k, k->reds[i]->in[0], k->reds[j])) return false;
@@ -258,7 +264,7 @@ static int defer_groups(const fg_kernel *k, int64_t G) {
  * and a quarter of the instructions of widening each element to f32. */
 static bool pack_bf16(const fg_kernel *k, const fg_plan_options *o) {
   const char *ep = fg_plan_knob(o, "ROWCOL_PACK"); /* fusec --knob: 0 accumulates in f32 */
-  if ((ep && atoi(ep) == 0) || (o && o->sm_arch ? o->sm_arch : 90) < 80 || k->vec % 2) return false;
+  if ((ep && atoi(ep) == 0) || target_arch(o) < 80 || k->vec % 2) return false;
   for (int i = 0; i < k->nreds + k->ncols; i++) {
     const fg_node *n = i < k->nreds ? k->reds[i] : k->cols[i - k->nreds];
     if ((n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) && n->in[0]->type.dtype == FG_BF16) return true;
@@ -347,7 +353,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * 0.710-0.734; row + column + tensor amax pipelined with 4 rows (128
    * KiB, one CTA an SM) 0.846-0.855 against 0.845-0.853 unpipelined.
    * Noise-level, so the defaults stay; the knob remains. */
-  int arch = o && o->sm_arch ? o->sm_arch : 90;
+  int arch = target_arch(o);
   const int64_t pipe_dyn = arch >= 90 || arch == 80 ? 128 * 1024 : arch >= 80 ? 96 * 1024 : pipe_max;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
   const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
@@ -428,7 +434,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     int64_t b = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
     if (b > xchg) xchg = b;
   }
-  if ((o && o->sm_arch ? o->sm_arch : 90) >= 90 && k->ncols > 0) {
+  if (target_arch(o) >= 90 && k->ncols > 0) {
     C = 0;
     const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
     if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
