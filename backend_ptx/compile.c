@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "emit.h"
+#include "exit_status.h"
+#include "diag.h"
 #include "infer.h"
 #include "print.h"
 #include "ptx_merge.h"
@@ -114,7 +116,7 @@ typedef struct unit {
 static void *run_unit(void *arg) {
   unit *u = arg;
   fgb_module *mod = fgb_module_create("fusec", u->o->arch ? u->o->arch : "sm_90", u->err, sizeof u->err);
-  if (!mod) { u->rc = 3; return NULL; }
+  if (!mod) { u->rc = FG_EXIT_INTERNAL; return NULL; }
   int gk = 0;
   for (int gi = 0; gi < u->ngraphs; gi++) {
     fg_plan *p = u->plans[gi];
@@ -124,7 +126,7 @@ static void *run_unit(void *arg) {
       fg_kernel *k = &p->kernels[ki];
       if (!lower_kernel(mod, p, k, k->entry, false, u->err, sizeof u->err) ||
           (u->vec_entries[gi][ki] && !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, u->err, sizeof u->err))) {
-        u->rc = 3;
+        u->rc = FG_EXIT_INTERNAL;
         fgb_module_free(mod);
         return NULL;
       }
@@ -132,7 +134,7 @@ static void *run_unit(void *arg) {
   }
   fgb_finish_opts fo = {u->o->libdevice, u->o->opt_level, u->emit_llvm, u->o->fast_math};
   u->text = fgb_module_finish(mod, &fo, u->err, sizeof u->err);
-  if (!u->text) u->rc = 2;
+  if (!u->text) u->rc = fgb_module_setup_error(mod) ? FG_EXIT_INPUT : FG_EXIT_INTERNAL;
   for (int gi = 0, gk = 0; gi < u->ngraphs && u->text && !u->emit_llvm; gi++) {
     fg_plan *p = u->plans[gi];
     for (int ki = 0; p && ki < p->nkernels && u->text; ki++, gk++) {
@@ -142,7 +144,7 @@ static void *run_unit(void *arg) {
       if (u->text && u->vec_entries[gi][ki]) u->text = add_cluster_dims(u->text, u->vec_entries[gi][ki], k->cluster);
       if (!u->text) {
         snprintf(u->err, sizeof u->err, "kernel %s: no .maxntid line to add its cluster shape after", k->entry);
-        u->rc = 3;
+        u->rc = FG_EXIT_INTERNAL;
       }
     }
   }
@@ -160,6 +162,18 @@ static int64_t kernel_weight(const fg_kernel *k) {
   return k->vec > 1 ? w + (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) + 8 : w;
 }
 
+/* The exit status after a stage reported failure: what d has seen, and a
+ * failure that reported nothing is itself a bug. */
+static int failed(fg_diag *d) {
+  if (d->nerrors == 0) fg_internal_error(d, (fg_loc){0}, "a stage failed without saying why");
+  return fg_diag_status(d);
+}
+
+static int oom(fg_diag *d) {
+  fg_error(d, (fg_loc){0}, "out of memory");
+  return FG_EXIT_INPUT;
+}
+
 int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o, fg_diag *d,
                 FILE *out) {
   FILE *log = stderr;
@@ -170,15 +184,15 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   int *owner = NULL;
   unit *units = NULL;
   int nunits = 0;
-  if (!plans || !vec_entries) { rc = 3; goto done; }
+  if (!plans || !vec_entries) { rc = oom(d); goto done; }
   for (int gi = 0; gi < m->ngraphs; gi++) {
     fg_graph *g = m->graphs[gi];
     if (!selected(g, names, n)) continue;
-    if (!fg_run_pipeline(g, &o->passes, d)) { rc = 1; goto done; }
+    if (!fg_run_pipeline(g, &o->passes, d)) { rc = failed(d); goto done; }
     if (emit == FGC_EMIT_OPT) continue;
     double ts = now_ms();
     plans[gi] = fg_plan_build(g, &o->plan, d);
-    if (!plans[gi]) { rc = 1; goto done; }
+    if (!plans[gi]) { rc = failed(d); goto done; }
     if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "segment+schedule", g->name, now_ms() - ts);
   }
   if (emit == FGC_EMIT_OPT) {
@@ -216,7 +230,7 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   owner = calloc((size_t)total + 1, sizeof *owner);
   units = calloc((size_t)nunits, sizeof *units);
   int64_t load[8] = {0};
-  if (!owner || !units) { rc = 3; goto done; }
+  if (!owner || !units) { rc = oom(d); goto done; }
   for (int gi = 0, gk = 0; gi < m->ngraphs; gi++) {
     fg_plan *p = plans[gi];
     if (!p) continue;
@@ -239,14 +253,15 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms (%d threads)\n", "lower+llvm+ptx", "*", now_ms() - tl, nunits);
   for (int t = 0; t < nunits; t++)
     if (units[t].rc) {
-      fprintf(stderr, "fusec: %s: %s\n", units[t].rc == 3 ? "internal error" : "error", units[t].err);
-      rc = 3;
+      if (units[t].rc == FG_EXIT_INTERNAL) fg_internal_error(d, (fg_loc){0}, "%s", units[t].err);
+      else fg_error(d, (fg_loc){0}, "%s", units[t].err);
+      rc = units[t].rc;
       goto done;
     }
   char *texts[8];
   for (int t = 0; t < nunits; t++) texts[t] = units[t].text;
   char *text = nunits == 1 ? units[0].text : fgb_ptx_merge(texts, nunits);
-  if (!text) { rc = 3; goto done; }
+  if (!text) { rc = oom(d); goto done; }
   if (emit == FGC_EMIT_PTX) {
     fprintf(out, "// fusec-plan 1\n// target %s\n", o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)

@@ -23,8 +23,9 @@ typedef struct fgc_options {
 } fgc_options;
 
 /* Compiles graphs (names[0..n), or every graph when n == 0) of m and writes
- * the stage to out. Returns 0 on success, 1 after an input error reported
- * to d, 3 after an internal error (message on stderr). The module's graphs
+ * the stage to out. Returns an exit status (exit_status.h): 0 on success,
+ * FG_EXIT_INPUT after an error reported to d, FG_EXIT_INTERNAL after a
+ * compiler bug (reported to d as an internal error). The module's graphs
  * are optimized in place. */
 int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o,
                 fg_diag *d, FILE *out);

@@ -818,7 +818,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   if (k->ncols > FGR_MAX_COLS || k->ntails > FGK_MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
       U > MAX_ROWS || k->outer % U || k->nreds > 64) {
-    fgb_fail(e, "internal error: row + column kernel %d out of its limits", k->id);
+    fgb_fail(e, "row + column kernel %d out of its limits", k->id);
     return false;
   }
   fgk_row_ctx rc;
@@ -863,7 +863,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
     xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name) : fgb_shared_array(e->m, name, (uint64_t)arena);
     if (k->smem > 0 && k->smem < arena) {
-      fgb_fail(e, "internal error: row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id, k->smem,
+      fgb_fail(e, "row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id, k->smem,
                (long long)arena);
       return false;
     }
@@ -878,7 +878,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   bool cols_late = false;
   for (int i = 0; i < k->ncols; i++) cols_late |= uses_any(e, k->cols[i]->in[0], k->reds, k->nreds);
   if (en.early && (cols_late || k->ntails || k->cluster > 1)) {
-    fgb_fail(e, "internal error: early arrival in row + column kernel %d, which cannot arrive early", k->id);
+    fgb_fail(e, "early arrival in row + column kernel %d, which cannot arrive early", k->id);
     return false;
   }
   trace_point(e, 0);

@@ -69,7 +69,7 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
     }
     int64_t bytes = 2 * (int64_t)pieces * e->k->block * 16;
     if (!e->pipe_arena || e->pipe_used + bytes > e->k->pipe_bytes) {
-      fgb_fail(e, "internal error: pipelined loads of kernel %d exceed its %d bytes of shared memory", e->k->id,
+      fgb_fail(e, "pipelined loads of kernel %d exceed its %d bytes of shared memory", e->k->id,
                e->k->pipe_bytes);
       return NULL;
     }
@@ -79,7 +79,7 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
     e->npipe++;
   }
   if (i >= e->npipe || e->pipe[i].pieces != pieces) {
-    fgb_fail(e, "internal error: pipelined loads of kernel %d differ between walks", e->k->id);
+    fgb_fail(e, "pipelined loads of kernel %d differ between walks", e->k->id);
     return NULL;
   }
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -186,7 +186,7 @@ LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
   for (int i = 0; i < e->k->nargs; i++)
     if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index) return e->args[i];
   char s[32];
-  fgb_fail(e, "internal error: kernel %d has no argument for buffer %s", e->k->id, fg_buf_str(b, s, sizeof s));
+  fgb_fail(e, "kernel %d has no argument for buffer %s", e->k->id, fg_buf_str(b, s, sizeof s));
   return NULL;
 }
 
@@ -419,7 +419,7 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
     return;
   }
   default:
-    fgb_fail(e, "internal error: '%s' is not a view op", n->op->name);
+    fgb_fail(e, "'%s' is not a view op", n->op->name);
   }
 }
 
@@ -467,7 +467,7 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
     ops[i] = fgb_convert(e->m, v, a->type.dtype, fgb_pw_operand_target(n, i));
   }
   LLVMValueRef r = fgb_emit_pointwise(e->m, n, ops);
-  if (!r) { fgb_fail(e, "internal error: no lowering for '%s'", n->op->name); return NULL; }
+  if (!r) { fgb_fail(e, "no lowering for '%s'", n->op->name); return NULL; }
   fg_dtype from = LLVMTypeOf(r) == LLVMInt1TypeInContext(e->ctx) ? FG_BOOL : fg_pw_compute_dtype(n);
   if (exact_in_dtype(n)) return r;
   return fgb_convert(e->m, r, from, ot->dtype);
@@ -478,7 +478,7 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
 static bool cat_within_limit(fgb_emitter *e, const fg_node *n, int64_t dim) {
   int pieces = 0;
   for (int i = 0; i < n->nin; i++) pieces += n->in[i]->type.dims[dim].size > 0;
-  if (pieces > 64) fgb_fail(e, "internal error: cat of %d non-empty pieces (at most 64)", pieces);
+  if (pieces > 64) fgb_fail(e, "cat of %d non-empty pieces (at most 64)", pieces);
   return pieces <= 64;
 }
 
@@ -695,7 +695,7 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
     base_view(e, v, &s);
     r = load_view(e, v, buf_of_value(e, v), &s, idx);
   } else if (!n) {
-    fgb_fail(e, "internal error: value %d has no definition", v->id);
+    fgb_fail(e, "value %d has no definition", v->id);
   } else {
     const fg_value *base;
     fg_strided s;
@@ -730,7 +730,7 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
       }
       break;
     case FG_KIND_REDUCTION:
-      fgb_fail(e, "internal error: reduction '%s' used at an index its kernel did not compute", n->op->name);
+      fgb_fail(e, "reduction '%s' used at an index its kernel did not compute", n->op->name);
       break;
     case FG_KIND_ATTENTION:
       fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);

@@ -262,12 +262,14 @@ static char *dup_str(const char *s, size_t n) {
   return r;
 }
 
+bool fgb_module_setup_error(const fgb_module *m) { return m->setup_error; }
+
 char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size_t cap) {
   fgb_finish_opts def = {.opt_level = 3};
   if (!o) o = &def;
   char *msg = NULL;
   if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
-    set_err(err, cap, "internal error: invalid LLVM module: %s", msg ? msg : "?");
+    set_err(err, cap, "invalid LLVM module: %s", msg ? msg : "?");
     LLVMDisposeMessage(msg);
     return NULL;
   }
@@ -278,9 +280,13 @@ char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size
   if (uses_libdevice(m)) {
     if (!o->libdevice_path || !*o->libdevice_path) {
       set_err(err, cap, "the kernels need libdevice (libdevice.10.bc) but no path was given");
+      m->setup_error = true;
       return NULL;
     }
-    if (!link_libdevice(m, o->libdevice_path, err, cap)) return NULL;
+    if (!link_libdevice(m, o->libdevice_path, err, cap)) {
+      m->setup_error = true;
+      return NULL;
+    }
   }
   internalize(m, o->fast_math);
   int lvl = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;

@@ -74,6 +74,11 @@ typedef struct fgb_finish_opts {
  * in err. The module is consumed: only fgb_module_free may follow. */
 char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size_t cap);
 
+/* After fgb_module_finish returned NULL: true when the cause was the
+ * setup (libdevice missing or unreadable: the user can mend it), false when
+ * it was a compiler bug (an invalid module, a failing LLVM pass). */
+bool fgb_module_setup_error(const fgb_module *m);
+
 /* Helpers for emitters: get-or-declare a function (intrinsic attributes are
  * attached automatically for "llvm.*" names) and call it. */
 LLVMValueRef fgb_declare(fgb_module *m, const char *name, LLVMTypeRef ret, int n,

@@ -1,5 +1,7 @@
 #include "diag.h"
 
+#include "exit_status.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +99,21 @@ void fg_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
   va_start(ap, fmt);
   report(d, "error", loc, fmt, ap);
   va_end(ap);
+}
+
+void fg_internal_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
+  int max = d->max_errors ? d->max_errors : 20;
+  d->nerrors++;
+  d->ninternal++;
+  if (d->nerrors > max) return;
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, "internal error", loc, fmt, ap);
+  va_end(ap);
+}
+
+int fg_diag_status(const fg_diag *d) {
+  return d->ninternal ? FG_EXIT_INTERNAL : d->nerrors ? FG_EXIT_INPUT : FG_EXIT_OK;
 }
 
 void fg_note(fg_diag *d, fg_loc loc, const char *fmt, ...) {

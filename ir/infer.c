@@ -775,6 +775,6 @@ bool fg_infer_node(fg_node *n, fg_diag *d) {
   case FG_OP_PAD: return infer_pad(n, d);
   default: break;
   }
-  fg_error(d, n->loc, "internal error: no shape inference for '%s'", op->name);
+  fg_internal_error(d, n->loc, "no shape inference for '%s'", op->name);
   return false;
 }

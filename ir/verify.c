@@ -14,7 +14,7 @@ bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++) {
     fg_value *p = g->params[i];
     if (p->param_index != i || p->def) {
-      fg_error(d, p->loc, "internal error: parameter %d is malformed", i);
+      fg_internal_error(d, p->loc, "parameter %d is malformed", i);
       ok = false;
     }
     defined[p->id] = true;
@@ -22,7 +22,7 @@ bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
   for (fg_node *n = g->first; n && ok; n = n->next) {
     for (int i = 0; i < n->nin; i++) {
       if (!n->in[i] || n->in[i]->id >= nv || !defined[n->in[i]->id]) {
-        fg_error(d, n->loc, "internal error: operand %d of '%s' is used before it is defined", i, n->op->name);
+        fg_internal_error(d, n->loc, "operand %d of '%s' is used before it is defined", i, n->op->name);
         ok = false;
       }
     }
@@ -34,12 +34,12 @@ bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
     for (int i = 0; i < n->nout; i++) {
       fg_value *o = n->out[i];
       if (o->def != n || o->def_index != i || defined[o->id]) {
-        fg_error(d, n->loc, "internal error: result %d of '%s' is malformed", i, n->op->name);
+        fg_internal_error(d, n->loc, "result %d of '%s' is malformed", i, n->op->name);
         ok = false;
       }
       if (i < ns && !fg_type_eq(&saved[i], &o->type)) {
         char a[128], b[128];
-        fg_error(d, n->loc, "internal error: result %d of '%s' has type %s, inference gives %s", i,
+        fg_internal_error(d, n->loc, "result %d of '%s' has type %s, inference gives %s", i,
                  n->op->name, fg_type_str(&saved[i], a, sizeof a), fg_type_str(&o->type, b, sizeof b));
         ok = false;
       }
@@ -52,7 +52,7 @@ bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
   }
   for (int i = 0; ok && i < g->nresults; i++)
     if (!g->results[i] || !defined[g->results[i]->id]) {
-      fg_error(d, g->result_locs ? g->result_locs[i] : g->loc, "internal error: result %d is not defined", i);
+      fg_internal_error(d, g->result_locs ? g->result_locs[i] : g->loc, "result %d is not defined", i);
       ok = false;
     }
   free(defined);

@@ -45,7 +45,7 @@ bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
     /* A pass that leaves the graph inconsistent is a compiler bug; catch it
      * at the pass that did it. */
     if (!fg_verify_graph(g, d)) {
-      fg_error(d, g->loc, "internal error: graph '%s' fails verification after pass '%s'", g->name, p->name);
+      fg_internal_error(d, g->loc, "graph '%s' fails verification after pass '%s'", g->name, p->name);
       return false;
     }
     if (o && o->time_passes) fprintf(out, "pass %-16s %-24s %8.3f ms\n", p->name, g->name, now_ms() - t0);

@@ -612,7 +612,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       schedule_row(p, k, o);
       if (k->ncols || k->ntails) {
         if (k->split != 1 || !k->persistent) {
-          fg_error(d, p->g->loc, "internal error: row + column kernel %d of graph '%s' is not persistent", k->id, p->g->name);
+          fg_internal_error(d, p->g->loc, "row + column kernel %d of graph '%s' is not persistent", k->id, p->g->name);
           return false;
         }
         schedule_rowcol(p, k, o, d);

@@ -710,7 +710,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
         written = b.kind == FG_BUF_RESULT && b.index == i;
       }
     if (!written) {
-      fg_error(d, g->result_locs[i], "internal error: no kernel writes result %d of graph '%s'", i, g->name);
+      fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i, g->name);
       return NULL;
     }
   }

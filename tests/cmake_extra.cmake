@@ -12,6 +12,8 @@ if(TARGET fusec)
   add_test(NAME golden/frontend/stress
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden/frontend/stress.sh $<TARGET_FILE:fusec>)
   set_tests_properties(golden/frontend/stress PROPERTIES TIMEOUT 300)
+  add_test(NAME golden/frontend/output_file
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden/frontend/output_file.sh $<TARGET_FILE:fusec> ${PROJECT_SOURCE_DIR})
 endif()
 
 # libFuzzer harness for fg_parse. It needs clang's fuzzer runtime (Debian:

@@ -2,7 +2,8 @@
  * parses and verifies it, and writes the requested stage to -o. Output goes
  * to a temporary file next to the target and is renamed into place only on
  * success, so a failed run never leaves a partial output file.
- * Exit status: 0 ok, 1 error in the input, 2 bad usage. */
+ * Exit status (exit_status.h): 0 ok, 1 error in the input, 2 bad usage,
+ * 3 internal error (a bug in fusec, whichever stage finds it). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,17 +13,18 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "exit_status.h"
 #include "ir.h"
 #include "parse.h"
 #include "compile.h"
 #include "passes.h"
 #include "print.h"
+#include "out_file.h"
 
 #ifndef FUSEC_DEFAULT_LIBDEVICE
 #define FUSEC_DEFAULT_LIBDEVICE ""
 #endif
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 enum { MAX_LIST = 64 };
 
 typedef enum emit_kind { EMIT_IR, EMIT_OPT, EMIT_PLAN, EMIT_LLVM, EMIT_PTX } emit_kind;
@@ -69,7 +71,7 @@ static int usage_error(const char *fmt, const char *arg) {
   fputs("fusec: error: ", stderr);
   fprintf(stderr, fmt, arg);
   fputs("\n(run 'fusec --help' for usage)\n", stderr);
-  return EXIT_USAGE;
+  return FG_EXIT_USAGE;
 }
 
 /* An unknown pass name: the error, then the pipeline's passes in order. */
@@ -77,7 +79,7 @@ static int unknown_pass(const char *name, const char *option) {
   fprintf(stderr, "fusec: error: unknown pass '%s' in %s\n(passes:", name, option);
   for (const fg_pass *p = fg_pipeline; p->name; p++) fprintf(stderr, " %s", p->name);
   fputs(")\n(run 'fusec --help' for usage)\n", stderr);
-  return EXIT_USAGE;
+  return FG_EXIT_USAGE;
 }
 
 static int push(const char **list, int *n, const char *s, const char *flag) {
@@ -147,7 +149,7 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
         fprintf(stderr, "fusec: error: unknown knob in '%s'\n(knobs:", val);
         for (const char *const *k = fg_plan_knob_names; *k; k++) fprintf(stderr, " %s", *k);
         fputs(")\n(run 'fusec --help' for usage)\n", stderr);
-        return EXIT_USAGE;
+        return FG_EXIT_USAGE;
       }
       rc = push(o->knobs, &o->nknobs, val, "--knob");
     } else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
@@ -206,19 +208,18 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.time_passes = o->time_passes;
   /* One module holding the selected graphs: the artifact is one PTX file. */
   fg_module sub = {o->input, n, n, graphs};
-  int rc = fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, out);
-  return rc == 3 ? 3 : rc;
+  return fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, out);
 }
 
-/* Runs emit_stage into a temp file beside o->output and renames it into
- * place on success (or writes straight to stdout for "-o -"). */
+/* Runs emit_stage into a temp file beside o->output that is renamed into
+ * place on success (out_file.h), or straight to stdout for "-o -". */
 static int write_output(const fusec_opts *o, fg_graph **graphs, int n, fg_diag *d) {
   struct stat st;
   if (strcmp(o->output, "-") == 0) {
     int rc = emit_stage(o, graphs, n, stdout, d);
     if (fflush(stdout) != 0 && rc == 0) {
       fprintf(stderr, "fusec: error: cannot write to stdout: %s\n", strerror(errno));
-      rc = EXIT_INPUT;
+      rc = FG_EXIT_INPUT;
     }
     return rc;
   }
@@ -228,45 +229,25 @@ static int write_output(const fusec_opts *o, fg_graph **graphs, int n, fg_diag *
     FILE *f = fopen(o->output, "w");
     if (!f) {
       fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     }
     int rc = emit_stage(o, graphs, n, f, d);
     if (fclose(f) != 0 && rc == 0) {
       fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
-      rc = EXIT_INPUT;
+      rc = FG_EXIT_INPUT;
     }
     return rc;
   }
-  size_t len = strlen(o->output);
-  char *tmp = malloc(len + 16);
-  if (!tmp) return EXIT_INPUT;
-  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", o->output);
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    fprintf(stderr, "fusec: error: cannot create '%s': %s\n", tmp, strerror(errno));
-    free(tmp);
-    return EXIT_INPUT;
+  fg_out_file of;
+  if (!fg_out_open(&of, o->output)) {
+    fprintf(stderr, "fusec: error: cannot create a file beside '%s': %s\n", o->output, strerror(errno));
+    return FG_EXIT_INPUT;
   }
-  FILE *f = fdopen(fd, "w");
-  if (!f) {
-    close(fd);
-    unlink(tmp);
-    free(tmp);
-    return EXIT_INPUT;
-  }
-  int rc = emit_stage(o, graphs, n, f, d);
-  int werr = ferror(f);
-  if (fclose(f) != 0) werr = 1;
-  if (rc == 0 && werr) {
+  int rc = emit_stage(o, graphs, n, of.f, d);
+  if (!fg_out_close(&of, rc == 0) && rc == 0) {
     fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
-    rc = EXIT_INPUT;
+    rc = FG_EXIT_INPUT;
   }
-  if (rc == 0 && rename(tmp, o->output) != 0) {
-    fprintf(stderr, "fusec: error: cannot write '%s': %s\n", o->output, strerror(errno));
-    rc = EXIT_INPUT;
-  }
-  if (rc != 0) unlink(tmp);
-  free(tmp);
   return rc;
 }
 
@@ -279,15 +260,16 @@ int main(int argc, char **argv) {
   char *src = fg_read_file(o.input, &len);
   if (!src) {
     fprintf(stderr, "fusec: error: cannot read '%s': %s\n", o.input, strerror(errno));
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
   fg_diag d;
   fg_diag_init(&d, o.input, src, len, stderr);
   fg_module *m = fg_parse(o.input, src, len, &d);
   if (!m) {
+    rc = d.ninternal ? FG_EXIT_INTERNAL : FG_EXIT_INPUT;
     fg_diag_free(&d);
     free(src);
-    return EXIT_INPUT;
+    return rc;
   }
 
   /* --graph selects (in command-line order); without it, every graph. */
