@@ -152,6 +152,28 @@ static void *run_unit(void *arg) {
   return NULL;
 }
 
+/* A unit's fixed cost (its own LLVM module, libdevice linked again) pays
+ * only for this much kernel weight or more. */
+enum { FGC_UNIT_WEIGHT = 48 };
+
+/* The units not yet taken; each thread takes the next until none is left. */
+typedef struct worklist {
+  pthread_mutex_t lock;
+  int next, n;
+  unit *units;
+} worklist;
+
+static void *run_units(void *arg) {
+  worklist *w = arg;
+  for (;;) {
+    pthread_mutex_lock(&w->lock);
+    int i = w->next < w->n ? w->next++ : -1;
+    pthread_mutex_unlock(&w->lock);
+    if (i < 0) return NULL;
+    run_unit(&w->units[i]);
+  }
+}
+
 /* Rough cost of lowering a kernel, to share kernels between the compile
  * threads: the code it unrolls, lanes x chunks x rows in flight (the
  * aligned variant's; the plain one is compact), plus a fixed part (more
@@ -224,12 +246,18 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
       total++;
     }
   }
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  nunits = emit == FGC_EMIT_LLVM ? 1 : (int)(ncpu < 1 ? 1 : ncpu > 8 ? 8 : ncpu);
-  if (nunits > total) nunits = total > 0 ? total : 1;
+  /* Units by the kernels alone (compile.h: FGC_UNITS); threads by the
+   * machine, each taking the next unit until none is left. */
+  int64_t weight = 0;
+  for (int gi = 0; gi < m->ngraphs; gi++)
+    for (int ki = 0; plans[gi] && ki < plans[gi]->nkernels; ki++) weight += kernel_weight(&plans[gi]->kernels[ki]);
+  nunits = emit == FGC_EMIT_LLVM ? 1 : (int)(weight / FGC_UNIT_WEIGHT);
+  if (nunits > FGC_UNITS) nunits = FGC_UNITS;
+  if (nunits > total) nunits = total;
+  if (nunits < 1) nunits = 1;
   owner = calloc((size_t)total + 1, sizeof *owner);
   units = calloc((size_t)nunits, sizeof *units);
-  int64_t load[8] = {0};
+  int64_t load[FGC_UNITS] = {0};
   if (!owner || !units) { rc = oom(d); goto done; }
   for (int gi = 0, gk = 0; gi < m->ngraphs; gi++) {
     fg_plan *p = plans[gi];
@@ -243,14 +271,21 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     }
   }
   double tl = now_ms();
-  pthread_t th[8];
-  for (int t = 0; t < nunits; t++) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int nthreads = o->jobs > 0 ? o->jobs : ncpu < 1 ? 1 : (int)(ncpu < FGC_UNITS ? ncpu : FGC_UNITS);
+  if (nthreads > nunits) nthreads = nunits;
+  worklist wl = {PTHREAD_MUTEX_INITIALIZER, 0, nunits, units};
+  for (int t = 0; t < nunits; t++)
     units[t] = (unit){o, emit == FGC_EMIT_LLVM, plans, m->ngraphs, vec_entries, owner, t, NULL, "", 0};
-    if (t > 0 && pthread_create(&th[t], NULL, run_unit, &units[t]) != 0) run_unit(&units[t]);
-  }
-  run_unit(&units[0]);
-  for (int t = 1; t < nunits; t++) pthread_join(th[t], NULL);
-  if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms (%d threads)\n", "lower+llvm+ptx", "*", now_ms() - tl, nunits);
+  pthread_t th[FGC_UNITS];
+  int started = 0;
+  for (int t = 1; t < nthreads; t++, started++)
+    if (pthread_create(&th[t - 1], NULL, run_units, &wl) != 0) break;
+  run_units(&wl);
+  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  if (o->time_passes)
+    fprintf(log, "pass %-16s %-24s %8.3f ms (%d units, %d threads)\n", "lower+llvm+ptx", "*", now_ms() - tl, nunits,
+            started + 1);
   for (int t = 0; t < nunits; t++)
     if (units[t].rc) {
       if (units[t].rc == FG_EXIT_INTERNAL) fg_internal_error(d, (fg_loc){0}, "%s", units[t].err);
@@ -258,7 +293,7 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
       rc = units[t].rc;
       goto done;
     }
-  char *texts[8];
+  char *texts[FGC_UNITS];
   for (int t = 0; t < nunits; t++) texts[t] = units[t].text;
   char *text = nunits == 1 ? units[0].text : fgb_ptx_merge(texts, nunits);
   if (!text) { rc = oom(d); goto done; }

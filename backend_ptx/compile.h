@@ -20,7 +20,16 @@ typedef struct fgc_options {
   fg_pass_options passes;
   fg_plan_options plan;
   bool time_passes;
+  /* Threads that lower the units (0: as many as the machine has CPUs, at
+   * most FGC_UNITS). The output does not depend on it. */
+  int jobs;
 } fgc_options;
+
+/* The kernels are shared out among at most this many LLVM modules (units),
+ * by their estimated cost (one unit per FGC_UNIT_WEIGHT of it, compile.c)
+ * and never by the build machine's CPU count, so
+ * the same input and flags give the same PTX bytes on any machine. */
+enum { FGC_UNITS = 4 };
 
 /* Compiles graphs (names[0..n), or every graph when n == 0) of m and writes
  * the stage to out. Returns an exit status (exit_status.h): 0 on success,

@@ -47,6 +47,7 @@ typedef struct fusec_opts {
   int nknobs;
   bool time_passes;
   const char *libdevice;
+  int jobs;                  /* 0: one a CPU */
 } fusec_opts;
 
 static void usage(FILE *f) {
@@ -63,6 +64,8 @@ static void usage(FILE *f) {
         "  --knob NAME=VALUE     a schedule experiment (repeatable; not a stable\n"
         "                        interface: docs/architecture.md lists them)\n"
         "  --libdevice PATH      libdevice.10.bc (default: FUSEC_LIBDEVICE or the build's)\n"
+        "  --jobs N              compile threads, 1..64 (default: one a CPU); the output\n"
+        "                        is the same for every N\n"
         "  --help                show this message\n",
         f);
 }
@@ -102,7 +105,7 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
     const char *val = NULL;
     static const char *const valued[] = {"-o", "--arch", "--graph", "--emit", "--libdevice",
-                                         "--print-after", "--disable-pass", "--knob"};
+                                         "--print-after", "--disable-pass", "--knob", "--jobs"};
     const char *flag = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
       size_t l = strlen(valued[k]);
@@ -133,6 +136,11 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
         if (strcmp(val, emit_names[j]) == 0) k = j;
       if (k < 0) return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
       o->emit = (emit_kind)k;
+    } else if (flag && strcmp(flag, "--jobs") == 0) {
+      char *end;
+      long j = strtol(val, &end, 10);
+      if (j < 1 || j > 64 || *end || end == val) return usage_error("--jobs takes a number from 1 to 64, got '%s'", val);
+      o->jobs = (int)j;
     } else if (flag && strcmp(flag, "--libdevice") == 0) {
       o->libdevice = val;
     } else if (flag && strcmp(flag, "--print-after") == 0) {
@@ -197,6 +205,7 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.arch = o->arch;
   co.opt_level = o->opt_level == 2 ? 3 : o->opt_level; /* -O2 is LLVM's default<O3> */
   co.libdevice = o->libdevice;
+  co.jobs = o->jobs;
   co.plan.sm_arch = o->sm;
   co.plan.knobs = o->knobs;
   co.plan.nknobs = o->nknobs;

@@ -29,12 +29,12 @@ ls "$dir" | grep -q 'bad.ptx' && bad "a failed run left $(ls "$dir" | grep bad.p
 
 # 3. a run killed by a signal (SIGTERM, SIGHUP, SIGSEGV as a crash would
 #    raise it) removes its temp file; the signal still ends it
-big=$SRC/examples/sdpa_bwd_epilogue_packed.fg
+big=$SRC/bench/norm_bwd.fg
 for sig in TERM HUP SEGV; do
   caught=0
   for try in 1 2 3 4 5; do
     rm -f "$dir"/k.ptx*
-    "$FUSEC" "$big" -O0 -o "$dir/k.ptx" 2>/dev/null &
+    "$FUSEC" "$big" --jobs 1 -o "$dir/k.ptx" 2>/dev/null &
     pid=$!
     for i in $(seq 1 400); do
       ls "$dir" | grep -q '^k.ptx.tmp' && break
