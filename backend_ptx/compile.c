@@ -63,6 +63,11 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
   }
   e.fn = fn;
   e.args = malloc(sizeof(LLVMValueRef) * (size_t)(k->nargs + 1));
+  if (!e.args) {
+    snprintf(err, cap, "out of memory");
+    fgb_emitter_free(&e);
+    return false;
+  }
   for (int i = 0; i < k->nargs; i++) e.args[i] = LLVMGetParam(fn, (unsigned)i);
   bool ok;
   switch (k->kind) {
@@ -80,13 +85,20 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
  * .reqnctapercluster, so it goes in after the entry's .maxntid line.
  * Returns the new text (text is freed), or NULL. */
 static char *add_cluster_dims(char *text, const char *entry, int c) {
-  char pat[300], dir[64];
-  snprintf(pat, sizeof pat, ".entry %s(", entry);
-  char *at = strstr(text, pat), *mx = at ? strstr(at, "\n.maxntid") : NULL, *eol = mx ? strchr(mx + 1, '\n') : NULL;
+  /* ".entry NAME(" at the start of a line, whatever the name's length */
+  size_t elen = strlen(entry);
+  char *at = NULL;
+  for (char *p = strstr(text, ".entry "); p; p = strstr(p + 1, ".entry "))
+    if (strncmp(p + 7, entry, elen) == 0 && p[7 + elen] == '(') {
+      at = p;
+      break;
+    }
+  char *mx = at ? strstr(at, "\n.maxntid") : NULL, *eol = mx ? strchr(mx + 1, '\n') : NULL;
   if (!eol) {
     free(text);
     return NULL;
   }
+  char dir[64];
   int dl = snprintf(dir, sizeof dir, ".reqnctapercluster %d, 1, 1\n", c);
   size_t head = (size_t)(eol + 1 - text), len = strlen(text);
   char *out = malloc(len + (size_t)dl + 1);
