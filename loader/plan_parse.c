@@ -406,7 +406,8 @@ static int parse_kernel(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
   static const char *gname[3] = {"grid x", "grid y", "grid z"}, *bname[3] = {"block x", "block y", "block z"};
   for (int d = 0; d < 3; d++) {
-    if (want_int(ps, tk[4 + d], gname[d], 1, gmax[d], &v)) return -1;
+    /* grid x 0: a kernel over an empty domain, never launched */
+    if (want_int(ps, tk[4 + d], gname[d], d == 0 ? 0 : 1, gmax[d], &v)) return -1;
     k->grid[d] = (unsigned)v;
   }
   if (want_kw(ps, tk, nt, 7, "block")) return -1;

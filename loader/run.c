@@ -124,6 +124,7 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   if (st != FGL_OK) return st;
   for (int k = 0; k < pg->n_kernels; k++) {
     const fgl_launch *l = &g->launches[k];
+    if (l->grid[0] == 0) continue; /* an empty domain: nothing to compute */
     CUfunction fn = l->fn;
     if (l->vec_fn) {
       unsigned long long mask = l->vec_align - 1, bad = 0;

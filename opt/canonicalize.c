@@ -204,6 +204,77 @@ static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
   return v;
 }
 
+/* A full of shape `shape` holding value, as the result of n. */
+static fg_value *full_like(fg_graph *g, fg_node *n, fg_attr value, fg_diag *d) {
+  fg_value *out = n->out[0];
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < out->type.rank; i++) shape[i] = out->type.dims[i].size;
+  fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
+  fgo_set_ints(g, f, "shape", shape, out->type.rank);
+  value.loc = n->loc;
+  f->attrs[fg_op_attr_index(f->op, "value")] = value;
+  fgo_set_dtype(f, "dtype", out->type.dtype);
+  fg_value *v = fgo_finish(f, d);
+  if (v) v->name = out->name;
+  return v;
+}
+
+/* A reduction over an empty extent reads nothing: its result is a full of
+ * the value the interpreter gives for an empty input (sum 0, prod 1,
+ * amax/amin NaN: docs/format.md), found by running the reduction on an
+ * empty `full` in a scratch graph. So no kernel ever reduces over zero
+ * elements. */
+static fg_value *fold_empty_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
+  const fg_value *x = n->in[0], *out = n->out[0];
+  if (n->op->kind != FG_KIND_REDUCTION || n->nout != 1 || n->nin != 1 || fg_type_numel(&x->type) != 0 ||
+      !fg_type_is_static(&out->type) || fg_type_numel(&out->type) == 0)
+    return NULL;
+  fg_graph *t = fg_graph_new("empty");
+  fg_diag sd;
+  fg_diag_init(&sd, NULL, NULL, 0, NULL);
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < x->type.rank; i++) shape[i] = x->type.dims[i].size;
+  fg_node *e = fgo_node(t, FG_OP_FULL, 0, NULL, n->loc);
+  fgo_set_ints(t, e, "shape", shape, x->type.rank);
+  fg_dtype xd = x->type.dtype;
+  fg_attr zero = {.kind = fg_dtype_is_float(xd) ? FG_ATTR_FLOAT : xd == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT};
+  e->attrs[fg_op_attr_index(e->op, "value")] = zero;
+  fgo_set_dtype(e, "dtype", xd);
+  fg_value *ev = fgo_finish(e, &sd);
+  fg_node *c = ev ? fg_node_new(t, n->op, 1, &ev, 1, n->loc) : NULL;
+  if (c)
+    for (int i = 0; i < n->op->nattrs; i++) c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
+  bool ok = c && fg_infer_node(c, &sd) && c->out[0]->type.dtype == out->type.dtype;
+  fg_tensor r = {0};
+  char err[256];
+  if (ok) {
+    fg_set_results(t, 1, &c->out[0], NULL);
+    ok = fg_interp_run(t, NULL, &r, err, sizeof err);
+  }
+  fg_attr value = {0};
+  if (ok) {
+    if (fg_dtype_is_float(r.dtype)) {
+      value.kind = FG_ATTR_FLOAT;
+      value.f = fg_tensor_get_f(&r, 0);
+    } else {
+      value.kind = r.dtype == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT;
+      value.i = fg_tensor_get_i(&r, 0);
+    }
+    fg_tensor_free(&r);
+  }
+  fg_diag_free(&sd);
+  fg_graph_free(t);
+  if (!ok) return NULL;
+  g->insert_point = n;
+  fg_value *v = full_like(g, n, value, d);
+  g->insert_point = NULL;
+  if (v && !same_type(v, out)) {
+    fg_node_remove(g, v->def);
+    v = NULL;
+  }
+  return v;
+}
+
 /* ---- identities and cast chains ---- */
 
 /* The value n's result equals, or NULL. */
@@ -256,6 +327,11 @@ bool fg_pass_canonicalize(fg_graph *g, fg_diag *d) {
   for (fg_node *n = g->first; n; n = n->next) {
     for (int k = 0; k < n->nin; k++)
       if (n->in[k]->id < nv && fwd[n->in[k]->id]) n->in[k] = fwd[n->in[k]->id];
+    if (n->op->kind == FG_KIND_REDUCTION) {
+      fg_value *x = n->out[0]->id < nv ? fold_empty_reduction(g, n, d) : NULL;
+      if (x) fwd[n->out[0]->id] = x;
+      continue;
+    }
     if (n->op->kind != FG_KIND_POINTWISE) continue;
     shorten_cast_chain(n);
     fg_value *out = n->out[0], *x = fold(g, n, d);

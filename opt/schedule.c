@@ -591,6 +591,27 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
   return true;
 }
 
+/* A kernel over an empty domain (a zero-size dim) computes nothing:
+ * canonicalize folded reductions over empty extents, so its outputs are
+ * empty too. Grid 0, which the loader does not launch; the backend emits
+ * an empty body. */
+static bool schedule_empty(fg_kernel *k) {
+  int64_t n = 1;
+  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
+  if (n != 0 || k->ncols || k->ntails) return false;
+  k->outer = k->red = k->inner = 0;
+  k->vec = 1;
+  k->block = 32;
+  k->chunks = 1;
+  k->split = 1;
+  k->persistent = true;
+  k->grid[0] = 0;
+  k->grid[1] = k->grid[2] = 1;
+  k->smem = 0;
+  k->why = "empty domain: nothing to compute, not launched";
+  return true;
+}
+
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   for (const fg_node *n = p->g->first; n; n = n->next) {
     if (n->op->code != FG_OP_CAT) continue;
@@ -606,6 +627,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   for (int i = 0; i < p->nkernels; i++) {
     fg_kernel *k = &p->kernels[i];
     if (!within_limits(k, d)) return false;
+    if (schedule_empty(k)) continue;
     switch (k->kind) {
     case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
     case FG_KERNEL_ROW:

@@ -406,6 +406,46 @@ static void test_threads(void) {
   }
 }
 
+/* A kernel over an empty domain (grid x 0 in the plan): loads, and a run
+ * launches nothing. */
+static void test_empty_grid(void) {
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  if (!text) { CHECK(0); return; }
+  char *empty = tl_replace(text, "fg_axpy_k0 grid 1024 1 1", "fg_axpy_k0 grid 0 1 1");
+  fgl_module *m = NULL;
+  fgl_error e = {0};
+  fgl_load_options o = opts();
+  CHECK_MSG(fgl_module_load_data(empty, strlen(empty), &o, &m, &e) == FGL_OK, "%s", e.msg);
+  fgl_graph *g = NULL;
+  if (m) CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+  if (g) {
+    bufs b;
+    CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
+    CHECK(fgl_malloc(m, N * 4, &b.y, &e) == FGL_OK);
+    CHECK(fgl_malloc(m, N * 4, &b.out, &e) == FGL_OK);
+    b.x = b.raw;
+    fgl_arg in[3];
+    fgl_tensor out[3];
+    set_args(in, out, &b, 2.0);
+    fake_reset();
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK);
+    CHECK(fake_count("launch") == 0);
+    fgl_free(m, b.raw, &e);
+    fgl_free(m, b.y, &e);
+    fgl_free(m, b.out, &e);
+    fgl_graph_free(g, &e);
+  }
+  /* grid y and z stay at least 1 */
+  char *bad = tl_replace(text, "fg_axpy_k0 grid 1024 1 1", "fg_axpy_k0 grid 4 0 1");
+  fgl_module *m2 = NULL;
+  CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m2, &e) == FGL_ERR_PLAN && strstr(e.msg, "grid y"));
+  if (m) fgl_module_free(m, &e);
+  free(bad);
+  free(empty);
+  free(text);
+}
+
 int main(void) {
   const char *lib = getenv("FGL_LIBCUDA");
   if (!lib) {
@@ -432,6 +472,7 @@ int main(void) {
   test_events(m);
   fgl_module_free(m, &e);
   test_threads();
+  test_empty_grid();
   dlclose(h);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
