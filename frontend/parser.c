@@ -176,7 +176,7 @@ static int parse_dtype(parser *ps, fg_dtype *dt) {
 static int parse_dims(parser *ps, fg_type *t) {
   /* at '[' */
   next(ps);
-  const int64_t limit = (int64_t)1 << 62; /* keeps numel and strides in int64 */
+  const int64_t limit = FG_MAX_NUMEL;
   int64_t numel = 1;
   if (ps->tok.kind == FG_TOK_RBRACK) {
     next(ps);
@@ -233,6 +233,9 @@ static int parse_layout(parser *ps, fg_type *t) {
 static int parse_param(parser *ps) {
   if (!expect_name(ps, "a parameter name")) return 0;
   fg_token name = ps->tok;
+  if (name.len > FG_MAX_NAME)
+    return fail(ps, name.loc, "parameter name of %zu characters; at most %d are supported", (size_t)name.len,
+                FG_MAX_NAME);
   if (fg_symtab_get(&ps->names, name.text, name.len))
     return fail(ps, name.loc, "redefinition of '%.*s%s'", QNAME(&name));
   if (ps->g->nparams >= MAX_PARAMS) return fail(ps, name.loc, "too many parameters (limit %d)", MAX_PARAMS);
@@ -623,6 +626,9 @@ static int parse_graph(parser *ps) {
   next(ps); /* 'graph' */
   if (!expect_name(ps, "a graph name")) return 0;
   fg_token name = ps->tok;
+  if (name.len > FG_MAX_NAME)
+    return fail(ps, name.loc, "graph name of %zu characters; at most %d are supported", (size_t)name.len,
+                FG_MAX_NAME);
   if (fg_symtab_get(&ps->graphs, name.text, name.len))
     return fail(ps, name.loc, "redefinition of graph '%.*s%s'", QNAME(&name));
   ps->g = fg_graph_new(tok_str(ps, &name));
@@ -669,6 +675,7 @@ fg_module *fg_parse(const char *path, const char *src, size_t len, fg_diag *d) {
     fg_arena_free(&ps.scratch);
     fg_arena_init(&ps.scratch);
   }
+  if (!ps.failed && ps.m->ngraphs == 0) fail(&ps, (fg_loc){1, 1}, "no graph in the file");
   /* Inference or the verifier may have reported without us noticing. */
   if (d->nerrors > nerr) ps.failed = 1;
   if (ps.g) fg_graph_free(ps.g);

@@ -580,7 +580,10 @@ static bool infer_cat(fg_node *n, fg_diag *d) {
       fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim, b->dims[dim].sym);
       return false;
     }
-    t.dims[dim].size += b->dims[dim].size;
+    if (__builtin_add_overflow(t.dims[dim].size, b->dims[dim].size, &t.dims[dim].size)) {
+      fg_error(d, n->loc, "cat makes dimension %d too large", dim);
+      return false;
+    }
     dt = fg_promote_types(dt, b->dtype);
     if (dt == FG_DTYPE_INVALID) {
       fg_error(d, operand_loc(n, i), "cat operands have dtypes that do not promote (float8 needs a cast)");
@@ -642,7 +645,12 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
       fg_error(d, n->loc, "cannot pad symbolic dimension %d (%s)", i, in->dims[i].sym);
       return false;
     }
-    int64_t s = in->dims[i].size + p->ints[2 * i] + p->ints[2 * i + 1];
+    int64_t s;
+    if (__builtin_add_overflow(in->dims[i].size, p->ints[2 * i], &s) ||
+        __builtin_add_overflow(s, p->ints[2 * i + 1], &s)) {
+      fg_error(d, attr_loc(n, "pad"), "padding makes dimension %d too large", i);
+      return false;
+    }
     if (s < 0) {
       fg_error(d, attr_loc(n, "pad"), "padding makes dimension %d negative (%" PRId64 ")", i, s);
       return false;
@@ -733,7 +741,37 @@ static bool infer_sdpa(fg_node *n, fg_diag *d) {
   return true;
 }
 
-bool fg_infer_node(fg_node *n, fg_diag *d) {
+/* Every value an op makes is limited as parameters are (FG_MAX_NUMEL
+ * elements, no negative size), whatever the op: full, expand, cat, iota,
+ * pad, reshape... */
+static bool shapes_in_limits(fg_node *n, fg_diag *d) {
+  for (int r = 0; r < n->nout; r++) {
+    const fg_type *t = &n->out[r]->type;
+    int64_t numel = 1;
+    bool empty = false;
+    for (int i = 0; i < t->rank; i++) {
+      int64_t s = t->dims[i].sym ? 1 : t->dims[i].size;
+      if (s < 0) {
+        fg_internal_error(d, n->loc, "'%s' made dimension %d negative (%" PRId64 ")", n->op->name, i, s);
+        return false;
+      }
+      empty |= s == 0;
+      if (s > 0 && numel > FG_MAX_NUMEL / s) numel = FG_MAX_NUMEL + 1;
+      else numel *= s;
+    }
+    if (!empty && numel > FG_MAX_NUMEL) {
+      fg_error(d, n->loc, "'%s' makes a tensor of more than 2^62 elements (the limit for every tensor)", n->op->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_node(fg_node *n, fg_diag *d);
+
+bool fg_infer_node(fg_node *n, fg_diag *d) { return infer_node(n, d) && shapes_in_limits(n, d); }
+
+static bool infer_node(fg_node *n, fg_diag *d) {
   const fg_op *op = n->op;
   if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
     if (op->min_in == op->max_in)

@@ -10,6 +10,13 @@
 #include "dtype.h"
 
 #define FG_MAX_RANK 8
+/* The most elements a tensor may have (parameters and every value an op
+ * makes): numel, strides and byte offsets stay within int64. */
+#define FG_MAX_NUMEL ((int64_t)1 << 62)
+/* The longest graph or parameter name: the loader takes names of at most
+ * 255 characters, and a kernel's entry is the graph's name with a prefix
+ * and a suffix (fg<G>_NAME_k<K>_v). */
+#define FG_MAX_NAME 200
 
 typedef struct fg_op fg_op;
 typedef struct fg_node fg_node;

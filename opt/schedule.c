@@ -591,6 +591,21 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
   return true;
 }
 
+/* The launch must be one the GPU (and so the loader) accepts: grid x at
+ * most 2^31-1, y and z at most 65535. A larger one is the input's limit. */
+static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
+  static const int64_t max[3] = {2147483647, 65535, 65535};
+  for (int i = 0; i < 3; i++)
+    if (k->grid[i] > max[i]) {
+      fg_error(d, k->nouts ? k->outs[0]->loc : p->g->loc,
+               "kernel %d of graph '%s' needs %lld CTAs in grid %c, more than the GPU allows (%lld): the tensor "
+               "is too large for one kernel",
+               k->id, p->g->name, (long long)k->grid[i], "xyz"[i], (long long)max[i]);
+      return false;
+    }
+  return true;
+}
+
 /* A kernel over an empty domain (a zero-size dim) computes nothing:
  * canonicalize folded reductions over empty extents, so its outputs are
  * empty too. Grid 0, which the loader does not launch; the backend emits
@@ -642,6 +657,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       break;
     case FG_KERNEL_COLUMN: schedule_column(p, k, o); break;
     }
+    if (!grid_in_limits(p, k, d)) return false;
     if (k->split > 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element
        * (column) or row (row), per split slice. */

@@ -197,9 +197,25 @@ static void test_errors(void) {
   fg_diag_init(&d, "b.fg", bin, sizeof bin, NULL);
   CHECK(fg_parse("b.fg", bin, sizeof bin, &d) == NULL && d.nerrors == 1);
   fg_diag_free(&d);
-  /* empty input: an empty module */
+  /* empty input: an error at 1:1 (an artifact needs a graph) */
   m = parse_str("# nothing\n\n", &e);
-  CHECK(m && m->ngraphs == 0);
+  CHECK(m == NULL && e && strstr(e, "t.fg:1:1: error: no graph in the file"));
+  free(e);
+  /* names longer than FG_MAX_NAME: the loader would refuse the artifact */
+  char src[600];
+  snprintf(src, sizeof src, "graph %0*d(x: f32[4]) {\n  return x\n}\n", FG_MAX_NAME + 1, 0);
+  src[6] = 'g';
+  m = parse_str(src, &e);
+  CHECK(m == NULL && e && strstr(e, "t.fg:1:7: error: graph name of 201 characters; at most 200 are supported"));
+  free(e);
+  snprintf(src, sizeof src, "graph g(x%0*d: f32[4]) {\n  return x\n}\n", FG_MAX_NAME, 0);
+  m = parse_str(src, &e);
+  CHECK(m == NULL && e && strstr(e, "t.fg:1:9: error: parameter name of 201 characters"));
+  free(e);
+  snprintf(src, sizeof src, "graph %0*d(x: f32[4]) {\n  return x\n}\n", FG_MAX_NAME, 0);
+  src[6] = 'g';
+  m = parse_str(src, &e);
+  CHECK(m && m->ngraphs == 1);
   fg_module_free(m);
   free(e);
 }

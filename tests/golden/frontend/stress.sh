@@ -65,7 +65,7 @@ check long_op 1 "unknown op 'a{40}\.\.\.'"
 printf 'graph g(x: %s[4]) {\n  return x\n}\n' "$id" > "$dir/long_dtype.fg"
 check long_dtype 1 'unknown dtype'
 printf 'graph %s(%s: f32[4]) {\n  return %s\n}\ngraph %s() {\n  return 1\n}\n' "$id" "$id" "$id" "$id" > "$dir/long_graph.fg"
-check long_graph 1 'redefinition of graph'
+check long_graph 1 'graph name of 1000000 characters; at most 200'
 printf 'graph g(x: f32[4]) {\n  return add(x, %s)\n}\n' "$(rep 1000000 9)" > "$dir/long_int.fg"
 check long_int 1 'out of range'
 printf 'graph g(x: f32[4]) {\n  return add(x, 0.%s1)\n}\n' "$(rep 1000000 0)" > "$dir/long_float.fg"
