@@ -307,11 +307,7 @@ LLVMValueRef fgb_pw_literal(fgb_module *m, const fg_node *n, int k) {
   case FG_F32: return fc(m->f32, isf ? (double)(float)a->f : (double)(float)a->i);
   case FG_F64: return fc(m->f64, isf ? a->f : (double)a->i);
   default: {
-    int64_t i = a->i;
-    if (isf) /* (int64_t)a->f where defined */
-      i = isnan(a->f) ? 0 : a->f >= 9223372036854775807.0 ? INT64_MAX
-          : a->f <= -9223372036854775808.0 ? INT64_MIN : (int64_t)a->f;
-    return ic(m, i);
+    return ic(m, isf ? fg_f64_to_i64(a->f) : a->i);
   }
   }
 }

@@ -170,3 +170,10 @@ int64_t fg_wrap_int(int64_t v, fg_dtype t) {
   default: return v;
   }
 }
+
+int64_t fg_f64_to_i64(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}

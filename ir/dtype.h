@@ -48,5 +48,10 @@ double fg_round_to_dtype(double v, fg_dtype t);
 /* Wrap/saturate an integer to an integer dtype's range (two's complement wrap,
  * as C casts on the GPU do). Bool: nonzero -> 1. */
 int64_t fg_wrap_int(int64_t v, fg_dtype t);
+/* A double as an int64 the way the GPU converts (cvt.rzi.s64.f64):
+ * truncated toward zero, saturated at the int64 range, NaN as 0. The one
+ * definition for literals and attributes (a plain C cast of inf or NaN is
+ * undefined behaviour). */
+int64_t fg_f64_to_i64(double v);
 
 #endif

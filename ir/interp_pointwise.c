@@ -67,7 +67,7 @@ static inline int64_t load_i(const operand *o, int64_t i) {
 /* The literal's value converted to the compute domain. */
 static void literal_value(operand *o, const fg_attr *a, fg_dtype cdt, bool truth) {
   double f = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
-  int64_t i = a->kind == FG_ATTR_FLOAT ? (int64_t)a->f : a->i;
+  int64_t i = a->kind == FG_ATTR_FLOAT ? fg_f64_to_i64(a->f) : a->i;
   if (truth) {
     o->cf = o->ci = a->kind == FG_ATTR_FLOAT ? (a->f != 0) : (a->i != 0);
     return;

@@ -190,7 +190,7 @@ const fg_attr *fg_node_attr(const fg_node *n, const char *name) {
 int64_t fg_attr_int(const fg_node *n, const char *name) {
   const fg_attr *a = fg_node_attr(n, name);
   if (!a) return 0;
-  return a->kind == FG_ATTR_FLOAT ? (int64_t)a->f : a->i;
+  return a->kind == FG_ATTR_FLOAT ? fg_f64_to_i64(a->f) : a->i;
 }
 
 double fg_attr_float(const fg_node *n, const char *name) {

@@ -118,7 +118,7 @@ static fg_value *rebuild(fg_graph *g, fg_node *before, const fg_value *base, con
     fg_value *rv = rn->out[0];
     fg_node *pn = fgo_node(tmpg, FG_OP_PERMUTE, 1, &rv, (fg_loc){0, 0});
     fgo_set_ints(tmpg, pn, "dims", inv, r);
-    fg_strided t2;
+    fg_strided t2 = t;
     ok = fgo_finish(pn, &quiet) != NULL && fg_strided_apply(pn, 0, &t, &t2, &why);
     t = t2;
   }

@@ -10,8 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
+/* The loader's own declarations of the driver's types, so that every
+ * function here has exactly the type the loader calls it through (clang's
+ * -fsanitize=function checks it). */
+#include "cuda_api.h"
+
+struct CUstream_st { char unused; };
+struct CUevent_st { double t; };
+struct CUgraph_st { char unused; };
+struct CUgraphExec_st { char unused; };
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -65,7 +72,7 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfun
 /* Clusters of 2: one pair fewer than the SMs would hold (as when a GPC's
  * slots do not divide evenly), so that the cluster limit is the one that
  * binds. */
-EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, struct CUfunc_st *f, const void *cfg) {
+EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg) {
   (void)f; (void)cfg;
   *n = fake_per_sm() * 132 / 2 - 1;
   return 0;
@@ -99,7 +106,7 @@ static CUresult load(struct CUmod_st **m, const void *img) {
   return 0;
 }
 EXPORT CUresult cuModuleLoadData(struct CUmod_st **m, const void *img) { return load(m, img); }
-EXPORT CUresult cuModuleLoadDataEx(struct CUmod_st **m, const void *img, unsigned n, int *o, void **v) {
+EXPORT CUresult cuModuleLoadDataEx(struct CUmod_st **m, const void *img, unsigned n, CUjit_option *o, void **v) {
   (void)n; (void)o; (void)v;
   return load(m, img);
 }
@@ -124,7 +131,7 @@ EXPORT CUresult cuFuncSetAttribute(struct CUfunc_st *f, int a, int v) {
   return 0;
 }
 
-EXPORT CUresult cuLinkCreate_v2(unsigned n, int *o, void **v, struct CUlinkState_st **s) {
+EXPORT CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, struct CUlinkState_st **s) {
   *s = calloc(1, sizeof **s);
   for (unsigned i = 0; i < n; i++) {
     if (o[i] == 5) (*s)->elog = v[i];
@@ -164,7 +171,7 @@ static void axpy(void **params, int vec) {
 }
 
 EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned smem, void *stream, void **params, void **extra) {
+                               unsigned bz, unsigned smem, CUstream stream, void **params, void **extra) {
   (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)stream; (void)extra;
   counters[capturing ? C_CAPTURED : C_LAUNCH]++;
   snprintf(last_entry, sizeof last_entry, "%s", f->name);
@@ -189,31 +196,31 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
 EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   counters[C_DTOH]++; memcpy(d, (void *)(uintptr_t)s, n); return 0;
 }
-EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
-EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
   (void)st;
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
   return 0;
 }
-EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
 EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   counters[C_MEMSET]++; memset((void *)(uintptr_t)d, v, n); return 0;
 }
-EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) { (void)st; return cuMemsetD8_v2(d, v, n); }
-EXPORT CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return 0; }
-EXPORT CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
-EXPORT CUresult cuStreamSynchronize(void *s) { (void)s; counters[C_SYNC]++; return 0; }
-EXPORT CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = calloc(1, sizeof(double)); return 0; }
-EXPORT CUresult cuEventRecord(void *e, void *s) { (void)s; *(double *)e = (double)counters[C_LAUNCH]; return 0; }
-EXPORT CUresult cuEventSynchronize(void *e) { (void)e; counters[C_SYNC]++; return 0; }
-EXPORT CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)(*(double *)b - *(double *)a) * 0.001f; return 0; }
-EXPORT CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
-EXPORT CUresult cuStreamBeginCapture_v2(void *s, int mode) { (void)s; (void)mode; capturing = 1; return 0; }
-EXPORT CUresult cuStreamEndCapture(void *s, void **g) { (void)s; capturing = 0; *g = malloc(1); return 0; }
-EXPORT CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { (void)g; (void)f; *e = malloc(1); return 0; }
-EXPORT CUresult cuGraphLaunch(void *e, void *s) { (void)e; (void)s; return 0; }
-EXPORT CUresult cuGraphExecDestroy(void *e) { free(e); return 0; }
-EXPORT CUresult cuGraphDestroy(void *g) { free(g); return 0; }
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { (void)st; return cuMemsetD8_v2(d, v, n); }
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) { (void)f; *s = calloc(1, sizeof **s); return 0; }
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
+EXPORT CUresult cuStreamSynchronize(CUstream s) { (void)s; counters[C_SYNC]++; return 0; }
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned f) { (void)f; *e = calloc(1, sizeof **e); return 0; }
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; e->t = (double)counters[C_LAUNCH]; return 0; }
+EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; counters[C_SYNC]++; return 0; }
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(b->t - a->t) * 0.001f; return 0; }
+EXPORT CUresult cuEventDestroy_v2(CUevent e) { free(e); return 0; }
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) { (void)s; (void)mode; capturing = 1; return 0; }
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { (void)s; capturing = 0; *g = calloc(1, sizeof **g); return 0; }
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long f) { (void)g; (void)f; *e = calloc(1, sizeof **e); return 0; }
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { (void)e; (void)s; return 0; }
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) { free(e); return 0; }
+EXPORT CUresult cuGraphDestroy(CUgraph g) { free(g); return 0; }
 EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
   *s = r == 0 ? "CUDA_SUCCESS" : r == 200 ? "CUDA_ERROR_INVALID_IMAGE" : r == 218 ? "CUDA_ERROR_INVALID_PTX"
      : r == 500 ? "CUDA_ERROR_NOT_FOUND" : "CUDA_ERROR_UNKNOWN";

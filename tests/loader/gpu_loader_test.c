@@ -162,8 +162,8 @@ int main(int argc, char **argv) {
   float *hx = malloc(N * 4), *hy = malloc(N * 4), *ho = malloc(N * 4), *ho2 = malloc(N * 4);
   srand(1);
   for (int i = 0; i < N; i++) {
-    hx[i] = (float)rand() / RAND_MAX - 0.5f;
-    hy[i] = (float)rand() / RAND_MAX - 0.5f;
+    hx[i] = (float)((double)rand() / RAND_MAX) - 0.5f;
+    hy[i] = (float)((double)rand() / RAND_MAX) - 0.5f;
   }
   int ok_vec = 1, ok_plain = 1;
   for (int variant = 0; variant < 2; variant++) {

@@ -356,7 +356,7 @@ static void test_run(fgl_module *m) {
 /* Events and stream sync through the public helpers. */
 static void test_events(fgl_module *m) {
   fgl_error e;
-  fgl_event *a, *z;
+  fgl_event *a = NULL, *z = NULL;
   float ms = -1;
   CHECK(fgl_event_create(m, &a, &e) == FGL_OK && fgl_event_create(m, &z, &e) == FGL_OK);
   CHECK(fgl_event_record(a, NULL, &e) == FGL_OK && fgl_event_record(z, NULL, &e) == FGL_OK);

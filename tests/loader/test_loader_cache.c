@@ -182,7 +182,7 @@ static void test_format(void) {
       {"short header", 20, -1, 0, "truncated header"},
       {"truncated payload", CACHE_HEADER_SIZE + 8, -1, 0, "(truncated)"},
       {"magic", 0, 0, 'X', "bad magic"},
-      {"version", 0, 8, 2 ^ CACHE_ENTRY_VERSION, "entry format version"},
+      {"version", 0, 8, CACHE_ENTRY_VERSION ^ 2, "entry format version"},
       {"header size", 0, 12, 1, "entry format version"},
       {"length", 0, 16, 1, "length mismatch"},
       {"key", 0, 30, 1, "another key"},
