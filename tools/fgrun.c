@@ -118,7 +118,19 @@ static int parse_args(int argc, char **argv, opts *o) {
     if (which < 0) return usage_error("unknown option '%s'", a);
     switch (which) {
     case 0: o->graph = val; break;
-    case 1: o->inputs = val; break;
+    case 1: {
+      /* every entry names a file: "a,,b", ",a" and "a," are mistakes */
+      const char *c = val;
+      for (;; c++) {
+        const char *e = strchr(c, ',');
+        if ((e ? e : c + strlen(c)) == c)
+          return usage_error("--inputs '%s' has an empty entry (the files are separated by single commas)", val);
+        if (!e) break;
+        c = e;
+      }
+      o->inputs = val;
+      break;
+    }
     case 2: o->out_dir = val; break;
     case 3:
       if (!parse_u64(val, &o->seed)) return usage_error("bad --seed '%s'", val);
