@@ -176,12 +176,23 @@ typedef struct fgl_tensor {
   int64_t strides[FGL_MAX_RANK]; /* in elements */
 } fgl_tensor;
 
+/* Which field of a scalar fgl_arg holds its value. */
+typedef enum fgl_value_kind {
+  FGL_VALUE_BY_DTYPE = 0, /* f for float dtypes, i for the others (an fgl_arg filled by hand) */
+  FGL_VALUE_FLOAT = 1,    /* f (fgl_arg_float) */
+  FGL_VALUE_INT = 2,      /* i (fgl_arg_int) */
+} fgl_value_kind;
+
 typedef struct fgl_arg {
   int is_scalar;
   fgl_tensor tensor; /* tensor parameters */
   fgl_dtype scalar_dtype; /* scalar parameters: must equal the parameter's dtype */
   double f;               /* the value, for float dtypes */
   int64_t i;              /* the value, for integer and bool dtypes */
+  /* fgl_run converts an integer value for a float parameter (as C does),
+   * and a float value for an integer parameter when it is a whole number
+   * in range; any other float is refused (FGL_ERR_MISMATCH). */
+  fgl_value_kind value_kind;
 } fgl_arg;
 
 /* Fill a tensor description of contiguous row-major storage. */
@@ -194,12 +205,12 @@ static inline fgl_arg fgl_arg_tensor(fgl_tensor t) {
 }
 static inline fgl_arg fgl_arg_float(fgl_dtype dtype, double v) {
   fgl_arg a = {0};
-  a.is_scalar = 1; a.scalar_dtype = dtype; a.f = v;
+  a.is_scalar = 1; a.scalar_dtype = dtype; a.f = v; a.value_kind = FGL_VALUE_FLOAT;
   return a;
 }
 static inline fgl_arg fgl_arg_int(fgl_dtype dtype, int64_t v) {
   fgl_arg a = {0};
-  a.is_scalar = 1; a.scalar_dtype = dtype; a.i = v;
+  a.is_scalar = 1; a.scalar_dtype = dtype; a.i = v; a.value_kind = FGL_VALUE_INT;
   return a;
 }
 

@@ -56,6 +56,79 @@ static fgl_status mismatch(fgl_error *err, const char *who, const char *why, con
   return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got %s", who, want, got);
 }
 
+/* The bytes [*lo, *hi) that a tensor's elements occupy (none when it is
+ * empty). Sizes and strides are the plan's (non-negative, checked). */
+static void span(unsigned long long ptr, fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides,
+                 int64_t numel, unsigned long long *lo, unsigned long long *hi) {
+  unsigned long long last = 0;
+  for (int d = 0; d < rank; d++) last += (unsigned long long)(sizes[d] - 1) * (unsigned long long)strides[d];
+  *lo = ptr;
+  *hi = numel == 0 ? ptr : ptr + (last + 1) * (unsigned long long)fgl_dtype_size(dt);
+}
+
+static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned long long blo, unsigned long long bhi) {
+  return alo < bhi && blo < ahi;
+}
+
+/* The kernels read their inputs while they write their outputs and assume
+ * the two never share storage (the plan's view results are the loader's,
+ * and are not checked): a written output that overlaps an input or another
+ * written output is refused. */
+static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs, const fgl_tensor *outputs,
+                                   fgl_error *err) {
+  const plan_graph *pg = g->pg;
+  for (int j = 0; j < pg->n_results; j++) {
+    const plan_result *r = &pg->results[j];
+    if (r->is_view) continue;
+    unsigned long long lo, hi, olo, ohi;
+    span(outputs[j].ptr, r->dtype, r->rank, r->sizes, r->strides, r->numel, &lo, &hi);
+    if (lo == hi) continue;
+    for (int i = 0; i < pg->n_params; i++) {
+      const plan_param *p = &pg->params[i];
+      if (p->is_scalar) continue;
+      span(inputs[i].tensor.ptr, p->dtype, p->rank, p->sizes, p->strides, p->numel, &olo, &ohi);
+      if (overlap(lo, hi, olo, ohi))
+        return fgl_fail(err, FGL_ERR_MISMATCH,
+                        "output %d [0x%llx, 0x%llx) overlaps input %d ('%s') [0x%llx, 0x%llx): the kernels assume "
+                        "written outputs share no storage with inputs",
+                        j, lo, hi, i, p->name, olo, ohi);
+    }
+    for (int k = 0; k < j; k++) {
+      const plan_result *q = &pg->results[k];
+      if (q->is_view) continue;
+      span(outputs[k].ptr, q->dtype, q->rank, q->sizes, q->strides, q->numel, &olo, &ohi);
+      if (overlap(lo, hi, olo, ohi))
+        return fgl_fail(err, FGL_ERR_MISMATCH, "output %d [0x%llx, 0x%llx) overlaps output %d [0x%llx, 0x%llx)", j,
+                        lo, hi, k, olo, ohi);
+    }
+  }
+  return FGL_OK;
+}
+
+/* A scalar argument's 8 bytes as the kernel takes them: f64 for float
+ * dtypes, i64 for the others, whichever field the caller filled. */
+static fgl_status scalar_slot(const fgl_arg *a, const plan_param *p, int i, unsigned long long *slot,
+                              fgl_error *err) {
+  bool want_float = fgl_dtype_is_float(p->dtype);
+  double f = a->f;
+  int64_t v = a->i;
+  if (a->value_kind == FGL_VALUE_INT && want_float) f = (double)a->i;
+  if (a->value_kind == FGL_VALUE_FLOAT && !want_float) {
+    double r = a->f; /* NaN fails every comparison */
+    bool whole = r >= -9223372036854775808.0 && r < 9223372036854775808.0 && (double)(int64_t)r == r;
+    if (!whole)
+      return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): the float value %g is not a whole number, for a %s "
+                      "parameter (use fgl_arg_int)", i, p->name, a->f, fgl_dtype_name(p->dtype));
+    v = (int64_t)a->f;
+  }
+  if (a->value_kind != FGL_VALUE_BY_DTYPE && a->value_kind != FGL_VALUE_FLOAT && a->value_kind != FGL_VALUE_INT)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "input %d ('%s'): value_kind %d is not an fgl_value_kind", i,
+                    p->name, (int)a->value_kind);
+  if (want_float) memcpy(slot, &f, 8);
+  else memcpy(slot, &v, 8);
+  return FGL_OK;
+}
+
 fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs, int n_outputs,
                    fgl_stream stream, fgl_error *err) {
   if (!g) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_run: graph is NULL");
@@ -78,8 +151,8 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
         return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): expected a scalar %s, got %s", i, p->name,
                         fgl_dtype_name(p->dtype), got);
       }
-      if (fgl_dtype_is_float(p->dtype)) memcpy(&g->slot_p[i], &a->f, 8);
-      else memcpy(&g->slot_p[i], &a->i, 8);
+      fgl_status st = scalar_slot(a, p, i, &g->slot_p[i], err);
+      if (st != FGL_OK) return st;
       continue;
     }
     const char *why = a->is_scalar ? "scalar" : check_tensor(&a->tensor, p->dtype, p->rank, p->sizes, p->strides, p->numel);
@@ -104,6 +177,8 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     }
     g->slot_r[j] = outputs[j].ptr;
   }
+  fgl_status ov = check_no_overlap(g, inputs, outputs, err);
+  if (ov != FGL_OK) return ov;
   /* Everything checked: fill the views, then launch. */
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];

@@ -146,6 +146,7 @@ class fgl_arg(ctypes.Structure):
         ("scalar_dtype", c_enum),
         ("f", ctypes.c_double),
         ("i", ctypes.c_int64),
+        ("value_kind", c_enum),
     ]
 
 

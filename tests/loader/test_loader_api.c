@@ -3,6 +3,7 @@
  * views and kernel-vec selection, every bad-input case rejected with nothing
  * launched and nothing written, and that fgl_run only launches. */
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -406,6 +407,81 @@ static void test_threads(void) {
   }
 }
 
+/* Scalars given with the other kind of value, and outputs that overlap
+ * the inputs or each other. */
+static void test_args_and_overlap(fgl_module *m) {
+  fgl_error e = {0};
+  fgl_graph *g;
+  CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+  bufs b;
+  CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b.y, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b.out, &e) == FGL_OK);
+  b.x = b.raw;
+  upload(m, b.x, 1.0f, 0.5f);
+  upload(m, b.y, -2.0f, 0.25f);
+  fgl_arg in[3];
+  fgl_tensor out[3];
+  /* an integer for the float parameter alpha: converted (it reached the
+   * kernel as 0.0 before) */
+  set_args(in, out, &b, 0.0);
+  in[2] = fgl_arg_int(FGL_F32, 3);
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK && check_out(m, b.out, 3.0f));
+  /* a hand-filled argument (value_kind 0) still reads the field its dtype names */
+  set_args(in, out, &b, 0.0);
+  in[2].f = 2.0;
+  in[2].value_kind = FGL_VALUE_BY_DTYPE;
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK && check_out(m, b.out, 2.0f));
+  /* outputs overlapping inputs or each other: refused, nothing launched */
+  set_args(in, out, &b, 2.0);
+  out[0].ptr = b.x;
+  fake_reset();
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH && strstr(e.msg, "output 0") &&
+        strstr(e.msg, "overlaps input 0 ('x')"));
+  CHECK(fake_count("launch") == 0);
+  out[0].ptr = b.y + 4 * (N - 1); /* one element in common */
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH && strstr(e.msg, "overlaps input 1 ('y')"));
+  out[0].ptr = b.y + 4 * N; /* adjacent: no element in common */
+  fgl_devptr big;
+  CHECK(fgl_malloc(m, 3 * N * 4, &big, &e) == FGL_OK);
+  in[1].tensor.ptr = big;
+  out[0].ptr = big + 4 * N;
+  CHECK_MSG(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK, "%s", e.msg);
+  fgl_free(m, big, &e);
+  fgl_free(m, b.raw, &e);
+  fgl_free(m, b.y, &e);
+  fgl_free(m, b.out, &e);
+  fgl_graph_free(g, &e);
+  /* a float for an integer parameter: a whole number is converted, any
+   * other is refused (it reached the kernel as 0 before) */
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  char *isc = text ? tl_replace(text, "param 2 alpha f32 scalar", "param 2 alpha i64 scalar") : NULL;
+  fgl_module *mi = NULL;
+  fgl_load_options o = opts();
+  CHECK(isc && fgl_module_load_data(isc, strlen(isc), &o, &mi, &e) == FGL_OK);
+  if (mi && fgl_graph_create(mi, "axpy", &g, &e) == FGL_OK) {
+    CHECK(fgl_malloc(mi, N * 4, &b.x, &e) == FGL_OK && fgl_malloc(mi, N * 4, &b.y, &e) == FGL_OK &&
+          fgl_malloc(mi, N * 4, &b.out, &e) == FGL_OK);
+    set_args(in, out, &b, 0.0);
+    in[2] = fgl_arg_float(FGL_I64, 2.5);
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH && strstr(e.msg, "not a whole number"));
+    in[2] = fgl_arg_float(FGL_I64, NAN);
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH);
+    in[2] = fgl_arg_float(FGL_I64, 1e300);
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH);
+    in[2] = fgl_arg_float(FGL_I64, -7.0);
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK);
+    fgl_free(mi, b.x, &e);
+    fgl_free(mi, b.y, &e);
+    fgl_free(mi, b.out, &e);
+    fgl_graph_free(g, &e);
+  }
+  if (mi) fgl_module_free(mi, &e);
+  free(isc);
+  free(text);
+}
+
 /* A kernel over an empty domain (grid x 0 in the plan): loads, and a run
  * launches nothing. */
 static void test_empty_grid(void) {
@@ -470,6 +546,7 @@ int main(void) {
   test_temps(m);
   test_run(m);
   test_events(m);
+  test_args_and_overlap(m);
   fgl_module_free(m, &e);
   test_threads();
   test_empty_grid();
