@@ -625,6 +625,10 @@ static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value 
   memcpy(oidx, idx, sizeof(LLVMValueRef) * (size_t)out->rank);
   oidx[out->rank - 1] = e->lanes[0];
   map_reshape(e, in, out, oidx, res0);
+  /* The last dim maps to the input's last dim as it is (size-1 dims added
+   * or removed): the plain mapping keeps the lanes themselves, so values
+   * the kernel computed at them (its reductions) are found again. */
+  if (res0[in->rank - 1] == oidx[out->rank - 1]) return false;
   int last = in->rank - 1, nuni = e->nuniform;
   memcpy(saved, e->lanes, sizeof saved);
   for (int j = 0; j < V; j++) nl[j] = j ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "") : res0[last];
@@ -783,7 +787,7 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)r);
   for (int j = 0; j < e->vec; j++) {
-    if (r > 0) lidx[r - 1] = e->lanes[j];
+    if (r > 0 && e->lanes[j]) lidx[r - 1] = e->lanes[j]; /* no lanes: the index as it is (fgk_lane_index) */
     fgb_emit_store(e, v, lidx, vals[j]);
   }
 }
