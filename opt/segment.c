@@ -418,9 +418,13 @@ static void add_to_kernel(fg_plan *p, fg_kernel *k, fg_value *v) {
       set_domain(k, &n->in[0]->type, mask);
       k->kind = reduction_kind(k);
     }
+    /* as can_join decided: the kernel's own reductions have its domain and
+     * mask; a reduction over all of a row result is a tail even when that
+     * result has the domain's shape (a keepdim row sum over a size-1 dim) */
     if (is_column_of(k, n)) push_node(p->g, &k->cols, &k->ncols, n);
-    else if (!same_shape(&n->in[0]->type, k->rank, k->dims)) push_node(p->g, &k->tails, &k->ntails, n);
-    else push_node(p->g, &k->reds, &k->nreds, n);
+    else if (same_shape(&n->in[0]->type, k->rank, k->dims) && same_mask(k, mask))
+      push_node(p->g, &k->reds, &k->nreds, n);
+    else push_node(p->g, &k->tails, &k->ntails, n);
   }
   push_value(p->g, &k->outs, &k->nouts, v);
 }

@@ -12,6 +12,16 @@ if(TARGET fusec)
   add_test(NAME golden/frontend/stress
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden/frontend/stress.sh $<TARGET_FILE:fusec>)
   set_tests_properties(golden/frontend/stress PROPERTIES TIMEOUT 300)
+  # The random-graph differential tester (tools/fgdiff.c, docs/testing.md):
+  # 2000 fixed seeds in four parts (ctest -j runs them side by side); the
+  # sanitizer builds skip fuzz/ and run 150 other seeds instead.
+  foreach(part 0 1 2 3)
+    math(EXPR first "1 + ${part} * 500")
+    add_test(NAME fuzz/fgdiff_${first} COMMAND $<TARGET_FILE:fgdiff> --seed ${first} --count 500)
+    set_tests_properties(fuzz/fgdiff_${first} PROPERTIES TIMEOUT 900 LABELS difftest)
+  endforeach()
+  add_test(NAME difftest/fgdiff_sanitized COMMAND $<TARGET_FILE:fgdiff> --seed 100001 --count 150)
+  set_tests_properties(difftest/fgdiff_sanitized PROPERTIES TIMEOUT 900 LABELS difftest)
   add_test(NAME golden/frontend/output_file
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden/frontend/output_file.sh $<TARGET_FILE:fusec> ${PROJECT_SOURCE_DIR})
 endif()

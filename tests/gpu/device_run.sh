@@ -61,6 +61,23 @@ check() {
   echo "check: $(grep -c '^PASS' "$LOG/check_summary.txt") passed, $(grep -c '^FAIL' "$LOG/check_summary.txt") failed"
 }
 
+# The differential tester's random graphs (.gpu/difftest/gN.fg + gN.ptx,
+# written by tests/gpu/prepare.sh): every artifact against the interpreter,
+# aligned and misaligned.
+difftest() {
+  local jobs=$LOG/difftest_jobs.txt
+  : >"$jobs"
+  for ptx in .gpu/difftest/*.ptx; do
+    [ -f "$ptx" ] || continue
+    echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx)" >>"$jobs"
+    echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx) --misalign" >>"$jobs"
+  done
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2" "$3"' <"$jobs" | tee "$LOG/difftest_summary.txt" |
+    grep -v '^PASS' || true
+  echo "difftest: $(grep -c '^PASS' "$LOG/difftest_summary.txt") passed, $(grep -c '^FAIL' "$LOG/difftest_summary.txt") failed" \
+    "($(ls .gpu/difftest/*.ptx 2>/dev/null | wc -l) graphs, aligned and misaligned)"
+}
+
 # Benchmarks: fgrun --bench (device events, median) with the copy bandwidth
 # of the same run; one line per graph in $LOG/bench.txt.
 bench() {
@@ -168,9 +185,10 @@ case $what in
   profile) profile ;;
   loadtime) loadtime ;;
   check) check ;;
+  difftest) difftest ;;
   bench) bench ;;
   repeat) repeat ;;
   variants) variants ;;
   trace) trace ;;
-  all) check; repeat; bench; loadtime ;;
+  all) check; difftest; repeat; bench; loadtime ;;
 esac
