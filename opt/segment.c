@@ -589,6 +589,36 @@ static void collect_loads(argset *a, const fg_value *v, fg_buf_ref *out, int *no
   for (int i = 0; i < n->nin; i++) collect_loads(a, n->in[i], out, nout, cap);
 }
 
+/* Inline expressions stay shallow. The lowering recurses once per op on
+ * the path from a kernel's output back to its loads (emit_value.c, some
+ * kilobytes of stack a level, and LLVM's own passes recurse on long
+ * dependence chains too), so a value more than MAX_INLINE_DEPTH ops above
+ * the stored values and parameters is stored itself: a chain of 10,000
+ * pointwise ops becomes kernels of at most that depth, each reading the
+ * last one's value. Real graphs stay far below it. */
+enum { MAX_INLINE_DEPTH = 256 };
+
+static bool store_deep_values(fg_plan *p) {
+  fg_graph *g = p->g;
+  int *depth = calloc((size_t)g->next_value_id + 1, sizeof *depth);
+  if (!depth) return false;
+  for (fg_node *n = g->first; n; n = n->next) {
+    int d = 0;
+    for (int i = 0; i < n->nin; i++) {
+      const fg_value *x = n->in[i];
+      if (!p->store[x->id].stored && x->def && depth[x->id] > d) d = depth[x->id];
+    }
+    d++;
+    for (int i = 0; i < n->nout; i++) {
+      fg_storage *s = &p->store[n->out[i]->id];
+      if (d > MAX_INLINE_DEPTH && !s->stored && n->op->kind != FG_KIND_LITERAL) s->stored = true;
+      depth[n->out[i]->id] = s->stored ? 0 : d;
+    }
+  }
+  free(depth);
+  return true;
+}
+
 fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -625,6 +655,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
         n->in[0]->def->op->kind != FG_KIND_LITERAL)
       p->store[n->in[0]->id].stored = true;
   }
+  if (!store_deep_values(p)) return NULL;
   /* Group stored values into kernels, in graph order. */
   for (fg_node *n = g->first; n; n = n->next) {
     for (int i = 0; i < n->nout; i++) {
