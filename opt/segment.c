@@ -380,6 +380,41 @@ static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *s
   return m;
 }
 
+/* The buffers a kernel may take: one kernel parameter each, within the
+ * backend's limit (FGB_MAX_KERNEL_PARAMS, 256) less a margin for the
+ * scheduler's workspace arguments (partials, counters). A kernel that
+ * would take more is split: v starts a new one (a foreach-style update of
+ * a hundred tensors became one kernel of 301 arguments: internal error). */
+enum { MAX_KERNEL_BUFFERS = 256 - 8 };
+
+static void count_reads(const fg_plan *p, int k, const fg_value *v, unsigned char *seen, int *n) {
+  if (seen[v->id]) return;
+  seen[v->id] = 1;
+  const fg_storage *s = &p->store[v->id];
+  if (v->param_index >= 0 || (s->stored && s->kernel >= 0 && s->kernel != k)) {
+    (*n)++;
+    return;
+  }
+  if (!v->def) return;
+  for (int i = 0; i < v->def->nin; i++) count_reads(p, k, v->def->in[i], seen, n);
+}
+
+/* Whether k still takes at most MAX_KERNEL_BUFFERS buffers with v added. */
+static bool args_fit(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  if (k->nouts + 1 > MAX_KERNEL_BUFFERS) return false;
+  /* cheap bound first: every parameter and every stored value */
+  int most = k->nouts + 1 + p->g->nparams;
+  for (int i = 0; i < p->g->next_value_id && most <= MAX_KERNEL_BUFFERS; i++) most += p->store[i].stored;
+  if (most <= MAX_KERNEL_BUFFERS) return true;
+  unsigned char *seen = calloc((size_t)p->g->next_value_id + 1, 1);
+  if (!seen) return false;
+  int n = k->nouts + 1;
+  for (int i = 0; i < k->nouts; i++) count_reads(p, k->id, k->outs[i], seen, &n);
+  count_reads(p, k->id, v, seen, &n);
+  free(seen);
+  return n <= MAX_KERNEL_BUFFERS;
+}
+
 /* Which kernel v joins: among the kernels that come after every stored
  * value v needs (those may also be computed by the kernel itself), prefer
  * one whose reductions v uses (normalization), else the newest that fits. */
@@ -398,7 +433,7 @@ static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
     fg_kernel *k = &p->kernels[ki];
     /* Kernels after ki that v needs force ki = lo at least; a dependency
      * on kernel j > ki rules ki out (checked by lo). */
-    if (!can_join(p, k, v)) continue;
+    if (!can_join(p, k, v) || !args_fit(p, k, v)) continue;
     if (has_reductions(k)) {
       walk_flags f = walk_value(p, k->id, v);
       if (f.reaches_red || f.reaches_col || f.reaches_tail) return k;
