@@ -1,8 +1,11 @@
 /* The on-disk cubin cache: key, entry format, atomic replacement, faults. */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +60,8 @@ void fgl_cache_key_compute(const fgl_cache_cfg *cfg, const char *ptx, size_t len
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, h);
   memcpy(out->bytes, c.digest, 16);
+  /* the inputs again, through another hash: an entry must match both */
+  out->inputs = XXH3_64bits_withSeed(ptx, len, XXH3_64bits_withSeed(head, k, 0x66676c6f6164ull));
   static const char hx[] = "0123456789abcdef";
   for (int i = 0; i < 16; i++) {
     out->hex[2 * i] = hx[out->bytes[i] >> 4];
@@ -65,8 +70,9 @@ void fgl_cache_key_compute(const fgl_cache_cfg *cfg, const char *ptx, size_t len
   out->hex[32] = 0;
 }
 
-const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen) {
+const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen, int *too_long) {
   const char *e = getenv("FUSEC_CACHE");
+  *too_long = 0;
   if (!enabled || (e && !strcmp(e, "0"))) return NULL;
   int n;
   if (override && *override) n = snprintf(buf, buflen, "%s", override);
@@ -74,7 +80,10 @@ const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, 
   else if ((e = getenv("XDG_CACHE_HOME")) && *e) n = snprintf(buf, buflen, "%s/fusec", e);
   else if ((e = getenv("HOME")) && *e) n = snprintf(buf, buflen, "%s/.cache/fusec", e);
   else return NULL;
-  if (n < 0 || (size_t)n >= buflen) return NULL;
+  if (n < 0 || (size_t)n >= buflen) {
+    *too_long = 1;
+    return NULL;
+  }
   return buf;
 }
 
@@ -87,6 +96,7 @@ void *fgl_cache_entry_encode(const fgl_cache_key *key, const void *payload, size
   put_le64(b + 16, (uint64_t)len);
   memcpy(b + 24, key->bytes, 16);
   put_le64(b + 40, XXH3_64bits(payload, len));
+  put_le64(b + 48, key->inputs);
   if (len) memcpy(b + CACHE_HEADER_SIZE, payload, len);
   *out_len = CACHE_HEADER_SIZE + len;
   return b;
@@ -110,6 +120,10 @@ int fgl_cache_entry_decode(const fgl_cache_key *key, const void *data, size_t le
     return -1;
   }
   if (memcmp(b + 24, key->bytes, 16) != 0) { snprintf(why, whylen, "the entry belongs to another key"); return -1; }
+  if (get_le64(b + 48) != key->inputs) {
+    snprintf(why, whylen, "the entry was made from other inputs than its key's");
+    return -1;
+  }
   if (pl == 0) { snprintf(why, whylen, "zero-length payload"); return -1; }
   if (XXH3_64bits(b + CACHE_HEADER_SIZE, (size_t)pl) != get_le64(b + 40)) {
     snprintf(why, whylen, "payload checksum mismatch (corrupt)");
@@ -130,7 +144,7 @@ static int make_dirs(const char *path) {
     if (buf[i] == '/' || buf[i] == 0) {
       char c = buf[i];
       buf[i] = 0;
-      if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+      if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
       buf[i] = c;
     }
   }
@@ -147,7 +161,9 @@ typedef enum { READ_OK, READ_MISSING, READ_BAD } read_result;
 static read_result read_entry(const fgl_cache_cfg *cfg, const char *path, const fgl_cache_key *key,
                               void **cubin, size_t *cubin_len, int *is_dir) {
   *is_dir = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO in the entry's place must not block the open;
+   * O_NOFOLLOW: a link is not an entry (it is replaced, not followed) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT) return READ_MISSING;
     fgl_logf(cfg->log, cfg->log_user, FGL_LOG_WARN, "fgload cache: entry %s is unreadable (%s): rebuilding", path,
@@ -199,6 +215,49 @@ static read_result read_entry(const fgl_cache_cfg *cfg, const char *path, const 
   return READ_OK;
 }
 
+/* Removes the temp files (".KEY.tmp.PID.XXXXXX") of writers that died
+ * before renaming them: their process no longer exists, or they are a day
+ * old (a writer on another machine sharing the directory). */
+static void remove_stale_temps(const fgl_cache_cfg *cfg, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  for (struct dirent *de; (de = readdir(d));) {
+    const char *t = de->d_name[0] == '.' ? strstr(de->d_name, ".tmp.") : NULL;
+    if (!t) continue;
+    char *end;
+    long pid = strtol(t + 5, &end, 10);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    bool dead = pid > 0 && *end == '.' && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (dead || now - st.st_mtime > 24 * 3600) {
+      if (unlink(path) == 0)
+        fgl_logf(cfg->log, cfg->log_user, FGL_LOG_DEBUG, "fgload cache: removed %s, left by a writer that died", path);
+    }
+  }
+  closedir(d);
+}
+
+/* Whether dir may hold the cache: the user's own, and writable by nobody
+ * else (whoever can write it can substitute the GPU code), unless the user
+ * said it is shared on purpose. */
+static bool dir_trusted(const fgl_cache_cfg *cfg, const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return false;
+  if (cfg->shared) return true;
+  if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+    fgl_logf(cfg->log, cfg->log_user, FGL_LOG_WARN,
+             "fgload cache: directory %s is %s (mode %03o): not used, since whoever can write it can substitute "
+             "GPU code (FUSEC_CACHE_SHARED=1 uses it anyway): running without a cache",
+             dir, st.st_uid != geteuid() ? "owned by another user" : "writable by others",
+             (unsigned)(st.st_mode & 0777));
+    return false;
+  }
+  return true;
+}
+
 /* Writes the entry through a temporary file, fsync and rename. Logs and gives
  * up on any failure (the caller runs on with its in-memory cubin). */
 static void write_entry(const fgl_cache_cfg *cfg, const char *dir, const char *path, const fgl_cache_key *key,
@@ -206,8 +265,9 @@ static void write_entry(const fgl_cache_cfg *cfg, const char *dir, const char *p
   size_t elen;
   uint8_t *img = fgl_cache_entry_encode(key, cubin, len, &elen);
   if (!img) return;
+  remove_stale_temps(cfg, dir);
   char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", dir, key->hex);
+  snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.XXXXXX", dir, key->hex, (long)getpid());
   int fd = mkstemp(tmp);
   if (fd < 0) {
     fgl_logf(cfg->log, cfg->log_user, FGL_LOG_WARN,
@@ -267,6 +327,8 @@ int fgl_cache_get(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_jit
       fgl_logf(cfg->log, cfg->log_user, FGL_LOG_WARN, "fgload cache: directory %s is unusable (%s): running without a cache",
                dir, strerror(errno));
       dir = NULL;
+    } else if (!dir_trusted(cfg, dir)) {
+      dir = NULL;
     } else {
       fgl_cache_key_compute(cfg, ptx, len, &key);
       int n = snprintf(path, sizeof path, "%s/%s.cubin", dir, key.hex);
@@ -276,7 +338,9 @@ int fgl_cache_get(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_jit
       }
     }
   }
-  if (dir) {
+  if (dir && cfg->refresh) {
+    fgl_logf(cfg->log, cfg->log_user, FGL_LOG_DEBUG, "fgload cache: replacing %s", path);
+  } else if (dir) {
     read_result r = read_entry(cfg, path, &key, cubin, cubin_len, &is_dir);
     if (r == READ_OK) {
       *hit = 1;

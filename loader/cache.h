@@ -11,7 +11,9 @@
  *   16      8     payload length in bytes, little-endian
  *   24      16    the key (XXH3-128, high 64 bits then low 64 bits, big-endian)
  *   40      8     XXH3-64 of the payload, little-endian
- *   48      ...   payload (the cubin)
+ *   48      8     XXH3-64 (seeded) of the key's inputs, little-endian: binds
+ *                 the entry to what its key hashes, not only to the key
+ *   56      ...   payload (the cubin)
  *
  * The JIT is a function pointer so tests can stand in for the driver. */
 #ifndef FGL_CACHE_H
@@ -23,8 +25,8 @@
 #include "fgload.h"
 
 #define CACHE_MAGIC "FGLCUBIN"
-#define CACHE_ENTRY_VERSION 1
-#define CACHE_HEADER_SIZE 48
+#define CACHE_ENTRY_VERSION 2
+#define CACHE_HEADER_SIZE 56
 #define CACHE_KEY_FORMAT "fgload-cubin-key-v1"
 
 typedef struct fgl_jit_opts {
@@ -38,6 +40,8 @@ typedef int (*fgl_jit_fn)(void *ctx, const char *ptx, size_t len, const fgl_jit_
 
 typedef struct fgl_cache_cfg {
   const char *dir;        /* resolved directory; NULL: no cache */
+  int shared;             /* accept a directory others may write (FUSEC_CACHE_SHARED=1) */
+  int refresh;            /* ignore an existing entry: JIT again and replace it */
   int cc_major, cc_minor; /* the device */
   int driver_version;
   fgl_jit_opts jit;
@@ -47,6 +51,7 @@ typedef struct fgl_cache_cfg {
 
 typedef struct fgl_cache_key {
   uint8_t bytes[16];
+  uint64_t inputs;  /* a second, independent hash of the same inputs */
   char hex[33];
 } fgl_cache_key;
 
@@ -54,8 +59,9 @@ void fgl_cache_key_compute(const fgl_cache_cfg *cfg, const char *ptx, size_t len
 
 /* The directory to use: override, else $FUSEC_CACHE_DIR, else
  * $XDG_CACHE_HOME/fusec, else $HOME/.cache/fusec. NULL (no cache) when
- * enabled is 0, FUSEC_CACHE=0, or no HOME. Does not create it. */
-const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen);
+ * enabled is 0, FUSEC_CACHE=0, or no HOME, and when the path does not fit
+ * buf (*too_long set: the caller says so). Does not create it. */
+const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen, int *too_long);
 
 /* Serializes an entry (header + payload) into a malloc'd buffer. */
 void *fgl_cache_entry_encode(const fgl_cache_key *key, const void *payload, size_t len, size_t *out_len);
@@ -66,7 +72,11 @@ int fgl_cache_entry_decode(const fgl_cache_key *key, const void *data, size_t le
 
 /* Returns the cubin for ptx: from the cache when a valid entry exists, else
  * from jit (and then stored). Cache faults are logged and never fail the call;
- * only a JIT failure does (-1, message in err). *hit tells which happened. */
+ * only a JIT failure does (-1, message in err). *hit tells which happened.
+ * The directory is created 0700; one that is not the user's own, or that
+ * others may write, is not used (a warning) unless cfg->shared: whoever can
+ * write it can substitute the GPU code. Temp files of writers that died
+ * are removed when an entry is written. */
 int fgl_cache_get(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_jit_fn jit, void *jit_ctx,
                   void **cubin, size_t *cubin_len, int *hit, double *jit_ms, char *err, size_t errlen);
 

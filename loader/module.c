@@ -243,7 +243,10 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
 
   fgl_cache_cfg cfg = {0};
   char dirbuf[4096];
-  cfg.dir = fgl_cache_resolve_dir(opts.cache_dir, opts.cache, dirbuf, sizeof dirbuf);
+  int too_long = 0;
+  cfg.dir = fgl_cache_resolve_dir(opts.cache_dir, opts.cache, dirbuf, sizeof dirbuf, &too_long);
+  const char *shared = getenv("FUSEC_CACHE_SHARED");
+  cfg.shared = shared && !strcmp(shared, "1");
   cfg.cc_major = m->dev.cc_major;
   cfg.cc_minor = m->dev.cc_minor;
   cfg.driver_version = m->dev.driver_version;
@@ -254,7 +257,12 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
     st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "jit_opt_level %d is not in 0..4", opts.jit_opt_level);
     goto fail;
   }
-  if (!cfg.dir) fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
+  if (too_long)
+    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN,
+             "fgload cache: the cache directory's path is longer than %zu bytes: running without a cache",
+             sizeof dirbuf - 1);
+  else if (!cfg.dir)
+    fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
   void *cubin = NULL;
   size_t cubin_len = 0;
   if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len, &m->stats.cache_hit,
@@ -264,6 +272,22 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
   }
   r = cu->cuModuleLoadData(&m->mod, cubin);
   free(cubin);
+  if (r != CUDA_SUCCESS && m->stats.cache_hit) {
+    /* A well-formed entry whose cubin the driver refuses (made by another
+     * driver build, say): JIT again and replace it, so that later loads
+     * do not fail too. */
+    char t[200];
+    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN, "fgload cache: the driver refused the cached cubin (%s): JIT again",
+             fgl_cuda_error_text(r, t, sizeof t));
+    cfg.refresh = 1;
+    if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len, &m->stats.cache_hit,
+                      &m->stats.jit_ms, msg, sizeof msg) != 0) {
+      st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
+      goto fail;
+    }
+    r = cu->cuModuleLoadData(&m->mod, cubin);
+    free(cubin);
+  }
   if (r != CUDA_SUCCESS) {
     st = fgl_cuda_fail(m, err, r, "cuModuleLoadData");
     goto fail;

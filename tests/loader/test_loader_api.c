@@ -8,6 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <xxhash.h>
+
+#include "cache.h"
 #include "fgload.h"
 #include "tl.h"
 
@@ -104,13 +108,43 @@ static void test_load(void) {
   CHECK(fgl_module_device_info(m, &di, &e) == FGL_OK && !strcmp(di.name, "Fake GPU") && di.cc_major == 9 &&
         di.cc_minor == 0 && di.driver_version == 12040);
   fgl_module_free(m, &e);
+  /* A well-formed entry (valid checksum, right key) whose cubin the driver
+   * refuses: the load JITs again and replaces it (every later load failed
+   * before). */
+  {
+    DIR *d = opendir(cache_dir);
+    char entry[600] = "";
+    for (struct dirent *de; d && (de = readdir(d));)
+      if (strstr(de->d_name, ".cubin") && de->d_name[0] != '.')
+        snprintf(entry, sizeof entry, "%s/%s", cache_dir, de->d_name);
+    if (d) closedir(d);
+    size_t elen = 0;
+    unsigned char *img = entry[0] ? (unsigned char *)tl_read_file(entry, &elen) : NULL;
+    CHECK(img && elen > CACHE_HEADER_SIZE + 10);
+    if (img && elen > CACHE_HEADER_SIZE + 10) {
+      memcpy(img + CACHE_HEADER_SIZE, "NOTACUBIN\n", 10); /* the fake driver refuses it */
+      uint64_t h = XXH3_64bits(img + CACHE_HEADER_SIZE, elen - CACHE_HEADER_SIZE);
+      for (int i = 0; i < 8; i++) img[40 + i] = (unsigned char)(h >> (8 * i));
+      FILE *f = fopen(entry, "wb");
+      CHECK(f && fwrite(img, 1, elen, f) == elen);
+      if (f) fclose(f);
+      int jits = (int)fake_count("jit");
+      CHECK_MSG(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK, "%s", e.msg);
+      CHECK(fake_count("jit") == jits + 1);
+      fgl_module_free(m, &e);
+      CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == jits + 1);
+      CHECK(fgl_module_load_stats(m, &s, &e) == FGL_OK && s.cache_hit == 1);
+      fgl_module_free(m, &e);
+    }
+    free(img);
+  }
   /* cache disabled by option, then by FUSEC_CACHE=0 */
   o.cache = 0;
-  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 2);
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 3);
   fgl_module_free(m, &e);
   o.cache = 1;
   setenv("FUSEC_CACHE", "0", 1);
-  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 3);
+  CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK && fake_count("jit") == 4);
   unsetenv("FUSEC_CACHE");
   fgl_module_free(m, &e);
   /* a kernel whose CTAs wait for one another: refused where they cannot

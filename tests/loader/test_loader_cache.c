@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -138,22 +139,30 @@ static void test_key(void) {
 
 static void test_resolve(void) {
   char buf[512];
+  int tl = 0;
   unsetenv("FUSEC_CACHE");
   setenv("FUSEC_CACHE_DIR", "/a/b", 1);
   setenv("XDG_CACHE_HOME", "/xdg", 1);
   setenv("HOME", "/home/u", 1);
-  CHECK(!strcmp(fgl_cache_resolve_dir("/over", 1, buf, sizeof buf), "/over"));
-  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf), "/a/b"));
+  CHECK(!strcmp(fgl_cache_resolve_dir("/over", 1, buf, sizeof buf, &tl), "/over"));
+  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf, &tl), "/a/b"));
   unsetenv("FUSEC_CACHE_DIR");
-  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf), "/xdg/fusec"));
+  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf, &tl), "/xdg/fusec"));
   unsetenv("XDG_CACHE_HOME");
-  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf), "/home/u/.cache/fusec"));
+  CHECK(!strcmp(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf, &tl), "/home/u/.cache/fusec"));
   unsetenv("HOME");
-  CHECK(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf) == NULL);
-  CHECK(fgl_cache_resolve_dir("/over", 0, buf, sizeof buf) == NULL);
+  CHECK(fgl_cache_resolve_dir(NULL, 1, buf, sizeof buf, &tl) == NULL);
+  CHECK(fgl_cache_resolve_dir("/over", 0, buf, sizeof buf, &tl) == NULL);
   setenv("FUSEC_CACHE", "0", 1);
-  CHECK(fgl_cache_resolve_dir("/over", 1, buf, sizeof buf) == NULL);
+  CHECK(fgl_cache_resolve_dir("/over", 1, buf, sizeof buf, &tl) == NULL);
   unsetenv("FUSEC_CACHE");
+  /* a path that does not fit: NULL, and the caller is told why */
+  char longdir[700];
+  memset(longdir, 'a', sizeof longdir - 1);
+  longdir[0] = '/';
+  longdir[sizeof longdir - 1] = 0;
+  CHECK(fgl_cache_resolve_dir(longdir, 1, buf, sizeof buf, &tl) == NULL && tl == 1);
+  CHECK(fgl_cache_resolve_dir("/over", 1, buf, sizeof buf, &tl) != NULL && tl == 0);
 }
 
 static void test_format(void) {
@@ -172,7 +181,10 @@ static void test_format(void) {
   uint64_t h = XXH3_64bits(payload, 16), got = 0;
   for (int i = 0; i < 8; i++) got |= (uint64_t)e[40 + i] << (8 * i);
   CHECK(got == h);
-  CHECK(!memcmp(e + 48, payload, 16));
+  uint64_t in = 0;
+  for (int i = 0; i < 8; i++) in |= (uint64_t)e[48 + i] << (8 * i);
+  CHECK(in == k.inputs);
+  CHECK(!memcmp(e + 56, payload, 16));
   const void *pl;
   size_t pn;
   char why[256];
@@ -182,12 +194,13 @@ static void test_format(void) {
       {"short header", 20, -1, 0, "truncated header"},
       {"truncated payload", CACHE_HEADER_SIZE + 8, -1, 0, "(truncated)"},
       {"magic", 0, 0, 'X', "bad magic"},
-      {"version", 0, 8, CACHE_ENTRY_VERSION ^ 2, "entry format version"},
+      {"version", 0, 8, 0x10, "entry format version"},
       {"header size", 0, 12, 1, "entry format version"},
       {"length", 0, 16, 1, "length mismatch"},
       {"key", 0, 30, 1, "another key"},
       {"checksum", 0, 44, 1, "checksum mismatch"},
-      {"payload", 0, 50, 0x80, "checksum mismatch"},
+      {"inputs", 0, 50, 1, "other inputs"},
+      {"payload", 0, 58, 0x80, "checksum mismatch"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     unsigned char *c2 = malloc(n + 8);
@@ -240,6 +253,16 @@ static void f_foreign(const char *p) {
 }
 static void f_other_key(const char *p) { patch(p, 24, 0xff); }
 static void f_dir(const char *p) { CHECK(unlink(p) == 0 && mkdir(p, 0755) == 0); }
+/* a FIFO in the entry's place (a plain open would block forever) */
+static void f_fifo(const char *p) { CHECK(unlink(p) == 0 && mkfifo(p, 0644) == 0); }
+/* a link in the entry's place: not followed */
+static void f_link(const char *p) {
+  char target[600];
+  snprintf(target, sizeof target, "%s.target", p);
+  CHECK(rename(p, target) == 0 && symlink(target, p) == 0);
+}
+/* the same key, with a valid checksum, but made from other inputs */
+static void f_other_inputs(const char *p) { patch(p, 48, 0x5a); }
 
 static void test_faults(void) {
   struct { const char *name; fault_fn fn; const char *log; } faults[] = {
@@ -253,6 +276,9 @@ static void test_faults(void) {
       {"foreign file", f_foreign, "bad magic"},
       {"entry of another key", f_other_key, "another key"},
       {"directory in place of the file", f_dir, "not a regular file (a directory)"},
+      {"FIFO in place of the file", f_fifo, "not a regular file"},
+      {"link in place of the file", f_link, "unreadable"},
+      {"entry made from other inputs", f_other_inputs, "other inputs"},
   };
   for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) {
     char dir[300], path[512];
@@ -326,6 +352,71 @@ static void test_unusable_dirs(void) {
   CHECK(get(&c) == 0 && jit_calls == 1);
 }
 
+/* The directory's owner and mode: created 0700; one others may write, or
+ * another user's, is not used unless shared is set. */
+static void test_trust(void) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/new/cache", root);
+  fgl_cache_cfg c = cfg_for(dir);
+  jit_calls = 0;
+  CHECK(get(&c) == 0 && get(&c) == 1 && jit_calls == 1);
+  struct stat st;
+  CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+  char open_dir[300];
+  fresh_dir(open_dir, sizeof open_dir);
+  chmod(open_dir, 0777);
+  c = cfg_for(open_dir);
+  jit_calls = 0;
+  logbuf[0] = 0;
+  CHECK(get(&c) == 0 && get(&c) == 0 && jit_calls == 2);
+  CHECK_MSG(strstr(logbuf, "writable by others (mode 777)") && strstr(logbuf, "running without a cache"), "log '%s'",
+            logbuf);
+  c.shared = 1;
+  jit_calls = 0;
+  CHECK(get(&c) == 0 && get(&c) == 1 && jit_calls == 1);
+  if (geteuid() == 0) {
+    char other[300];
+    fresh_dir(other, sizeof other);
+    CHECK(chown(other, 65534, 65534) == 0);
+    c = cfg_for(other);
+    logbuf[0] = 0;
+    jit_calls = 0;
+    CHECK(get(&c) == 0 && get(&c) == 0 && jit_calls == 2);
+    CHECK_MSG(strstr(logbuf, "owned by another user"), "log '%s'", logbuf);
+  }
+}
+
+/* Temp files of writers that died are removed when an entry is written;
+ * a live writer's stays. refresh replaces a valid entry. */
+static void test_stale_temps_and_refresh(void) {
+  char dir[300], dead[600], live[600], old[600];
+  fresh_dir(dir, sizeof dir);
+  chmod(dir, 0700);
+  fflush(NULL);
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, NULL, 0); /* a pid no longer alive */
+  snprintf(dead, sizeof dead, "%s/.0123.tmp.%ld.AAAAAA", dir, (long)child);
+  snprintf(live, sizeof live, "%s/.0123.tmp.%ld.BBBBBB", dir, (long)getpid());
+  snprintf(old, sizeof old, "%s/.0123.tmp.%ld.CCCCCC", dir, (long)getpid());
+  FILE *f;
+  if ((f = fopen(dead, "w"))) fclose(f);
+  if ((f = fopen(live, "w"))) fclose(f);
+  if ((f = fopen(old, "w"))) fclose(f);
+  struct timespec ts[2] = {{time(NULL) - 3 * 86400, 0}, {time(NULL) - 3 * 86400, 0}};
+  CHECK(utimensat(AT_FDCWD, old, ts, 0) == 0);
+  fgl_cache_cfg c = cfg_for(dir);
+  jit_calls = 0;
+  CHECK(get(&c) == 0 && jit_calls == 1); /* a miss writes an entry */
+  CHECK(access(dead, F_OK) != 0);
+  CHECK(access(old, F_OK) != 0);
+  CHECK(access(live, F_OK) == 0);
+  c.refresh = 1;
+  CHECK(get(&c) == 0 && jit_calls == 2 && entry_valid(&c));
+  c.refresh = 0;
+  CHECK(get(&c) == 1 && jit_calls == 2);
+}
+
 /* Read-only directory and unreadable entry, for real: as root the test drops
  * to an unprivileged uid in a child (chmod does not stop root). */
 static void test_permissions(void) {
@@ -343,6 +434,7 @@ static void test_permissions(void) {
   chmod(ro, 0555);
   if (as_root) {
     CHECK(chown(rw, 65534, 65534) == 0);
+    CHECK(chown(ro, 65534, 65534) == 0); /* its own, so that it is trusted, but read-only */
     chmod(root, 0755);
   }
   fflush(NULL);
@@ -446,6 +538,8 @@ int main(void) {
   test_format();
   test_faults();
   test_unusable_dirs();
+  test_trust();
+  test_stale_temps_and_refresh();
   test_permissions();
   test_race();
   rm_rf(root);
