@@ -210,7 +210,7 @@ static bool is_uniform(const fgb_emitter *e, LLVMValueRef v) {
 
 static LLVMValueRef const_reg(fgb_emitter *e, fg_dtype dt, const fg_attr *a) {
   double f = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
-  int64_t i = a->kind == FG_ATTR_FLOAT ? fg_f64_to_i64(a->f) : a->i;
+  int64_t i = a->kind == FG_ATTR_FLOAT ? fg_float_to_int(a->f, dt) : a->i;
   LLVMTypeRef t = fgb_reg_type(e->m, dt);
   if (dt == FG_BOOL) return LLVMConstInt(t, a->kind == FG_ATTR_FLOAT ? (a->f != 0) : (a->i != 0), 0);
   if (fg_dtype_is_float(dt)) return LLVMConstReal(t, fg_round_to_dtype(f, dt));

@@ -177,3 +177,20 @@ int64_t fg_f64_to_i64(double v) {
   if (v <= -9223372036854775808.0) return INT64_MIN;
   return (int64_t)v;
 }
+
+int64_t fg_float_to_int(double v, fg_dtype dt) {
+  if (isnan(v)) return 0;
+  if (dt == FG_BOOL) return v != 0;
+  v = trunc(v);
+  int64_t lo, hi;
+  switch (dt) {
+  case FG_I8: lo = INT8_MIN; hi = INT8_MAX; break;
+  case FG_U8: lo = 0; hi = UINT8_MAX; break;
+  case FG_I16: lo = INT16_MIN; hi = INT16_MAX; break;
+  case FG_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+  default: return fg_f64_to_i64(v); /* 2^63 is exact as a double, so i64 saturates right */
+  }
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi;
+  return (int64_t)v;
+}

@@ -53,5 +53,11 @@ int64_t fg_wrap_int(int64_t v, fg_dtype t);
  * definition for literals and attributes (a plain C cast of inf or NaN is
  * undefined behaviour). */
 int64_t fg_f64_to_i64(double v);
+/* A double stored into an integer (or bool) dtype, as the cast op and the
+ * GPU's cvt do it: truncated toward zero, saturated at the dtype's range,
+ * NaN as 0 (bool: v != 0). The one definition for the interpreter's stores
+ * and the backend's constants (a pad or full value of -inf in an i32
+ * tensor is INT32_MIN, not the low bits of INT64_MIN). */
+int64_t fg_float_to_int(double v, fg_dtype dt);
 
 #endif

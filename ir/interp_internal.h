@@ -50,28 +50,6 @@ static inline double fg_ix_load_f(const void *p, fg_dtype dt, int64_t i) {
   }
 }
 
-/* Float to integer: truncate toward zero, saturate to [lo, hi], NaN -> 0.
- * The bounds are compared as doubles; 2^63 is exact so i64 saturates right. */
-static inline int64_t fg_ix_float_to_int(double v, fg_dtype dt) {
-  if (isnan(v)) return 0;
-  if (dt == FG_BOOL) return v != 0;
-  v = trunc(v);
-  int64_t lo, hi;
-  switch (dt) {
-  case FG_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-  case FG_U8: lo = 0; hi = UINT8_MAX; break;
-  case FG_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-  case FG_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-  default:
-    if (v >= 9223372036854775808.0) return INT64_MAX;
-    if (v <= -9223372036854775808.0) return INT64_MIN;
-    return (int64_t)v;
-  }
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;
-  return (int64_t)v;
-}
-
 static inline int64_t fg_ix_load_i(const void *p, fg_dtype dt, int64_t i) {
   switch (dt) {
   case FG_BOOL: return ((const uint8_t *)p)[i] != 0;
@@ -80,7 +58,7 @@ static inline int64_t fg_ix_load_i(const void *p, fg_dtype dt, int64_t i) {
   case FG_I16: return ((const int16_t *)p)[i];
   case FG_I32: return ((const int32_t *)p)[i];
   case FG_I64: return ((const int64_t *)p)[i];
-  default: return fg_ix_float_to_int(fg_ix_load_f(p, dt, i), FG_I64);
+  default: return fg_float_to_int(fg_ix_load_f(p, dt, i), FG_I64);
   }
 }
 
@@ -94,7 +72,7 @@ static inline void fg_ix_store_f(void *p, fg_dtype dt, int64_t i, double v) {
   case FG_F8E4M3: ((uint8_t *)p)[i] = fg_f32_to_f8e4m3((float)v); return;
   case FG_F8E5M2: ((uint8_t *)p)[i] = fg_f32_to_f8e5m2((float)v); return;
   case FG_BOOL: ((uint8_t *)p)[i] = v != 0; return; /* NaN != 0: true */
-  default: fg_ix_store_i(p, dt, i, fg_ix_float_to_int(v, dt)); return;
+  default: fg_ix_store_i(p, dt, i, fg_float_to_int(v, dt)); return;
   }
 }
 
