@@ -804,9 +804,10 @@ static bool static_smem_fits(fgb_emitter *e) {
     LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
     if (g) total += LLVMGetArrayLength2(LLVMGlobalGetValueType(g));
   }
-  if (total > 48 * 1024)
-    fgb_fail(e, "row + column kernel %d needs %llu bytes of static shared memory, more than the 49152 a kernel can have "
-             "(fewer threads a CTA: --knob ROWCOL_THREADS)", e->k->id, (unsigned long long)total);
+  int limit = e->p->target.static_smem_per_block;
+  if (total > (uint64_t)limit)
+    fgb_fail(e, "row + column kernel %d needs %llu bytes of static shared memory, more than the %d a kernel can have "
+             "(fewer threads a CTA: --knob ROWCOL_THREADS)", e->k->id, (unsigned long long)total, limit);
   return !e->failed;
 }
 

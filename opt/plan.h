@@ -8,6 +8,7 @@
 
 #include "diag.h"
 #include "ir.h"
+#include "target.h"
 #include "op.h"
 #include "strided.h"
 
@@ -108,8 +109,7 @@ typedef struct fg_result_plan {
 } fg_result_plan;
 
 typedef struct fg_plan_options {
-  int sm_count;         /* for grid sizing; 132 (H100 SXM) by default */
-  int sm_arch;          /* target architecture (80, 90, ...); 0: 90 */
+  fg_target target;     /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
   bool no_vectorize;    /* debugging: scalar accesses only */
   /* Schedule experiments ("NAME=VALUE", fusec --knob): not a stable
    * interface; docs/architecture.md lists them. */
@@ -125,7 +125,7 @@ typedef struct fg_plan {
   int ntemps;
   fg_temp *temps;
   fg_result_plan *results;
-  int sm_count;         /* from the options: what "few rows" means */
+  fg_target target;     /* from the options, defaults filled in */
   fg_plan_options opts; /* the options it was built with (knob strings: the caller's) */
 } fg_plan;
 

@@ -143,7 +143,7 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   /* Large tensors: each thread takes several vectors (a CTA's chunks are
    * block-strided, so every chunk is coalesced), for more loads in flight
    * per thread and fewer CTAs. */
-  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  int sm = p->target.sm_count;
   k->chunks = 1;
   /* 2 chunks: measured within 1% of 4 on the H100 (bias+GELU bf16
    * [16384,4096]: 0.933 vs 0.942 of copy bandwidth) at half the code. */
@@ -168,7 +168,7 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->red = r;
   k->inner = 1;
   k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
-  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  int sm = p->target.sm_count;
   k->split = 1;
   /* (The row + column form loops over rows: never split.) */
   if (b < sm && !dependent_phases(p, k) && !k->ncols && !k->ntails) {
@@ -215,8 +215,6 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
  * Measured on the H100 (runs D23-D24, RMSNorm bwd [4096,4096]): after the
  * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
  * trace shows the arrival before the rows' end. */
-/* The target architecture (80, 90, ...; 90 when unset). */
-static int target_arch(const fg_plan_options *o) { return o && o->sm_arch ? o->sm_arch : 90; }
 
 /* Whether a column reduction's input uses the kernel's row reductions. */
 static bool cols_use_rows(const fg_plan *p, const fg_kernel *k) {
@@ -262,9 +260,9 @@ static int defer_groups(const fg_kernel *k, int64_t G) {
 /* Max and min of bf16 values accumulate in bf16 pairs (max.NaN.bf16x2,
  * sm_80+): exact, so the same bits, with half the accumulator registers
  * and a quarter of the instructions of widening each element to f32. */
-static bool pack_bf16(const fg_kernel *k, const fg_plan_options *o) {
+static bool pack_bf16(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
   const char *ep = fg_plan_knob(o, "ROWCOL_PACK"); /* fusec --knob: 0 accumulates in f32 */
-  if ((ep && atoi(ep) == 0) || target_arch(o) < 80 || k->vec % 2) return false;
+  if ((ep && atoi(ep) == 0) || !p->target.bf16x2_minmax || k->vec % 2) return false;
   for (int i = 0; i < k->nreds + k->ncols; i++) {
     const fg_node *n = i < k->nreds ? k->reds[i] : k->cols[i - k->nreds];
     if ((n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) && n->in[0]->type.dtype == FG_BF16) return true;
@@ -279,7 +277,7 @@ static bool pack_bf16(const fg_kernel *k, const fg_plan_options *o) {
  * partials in a fixed order. G: as many CTAs as fit on the GPU at once
  * (from a register estimate), so that partials stay few. */
 static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
-  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  int sm = p->target.sm_count;
   (void)d;
   /* Registers: the row's elements a thread keeps (two f32 values each:
    * inputs and a normalization's intermediates) and its column
@@ -353,8 +351,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * 0.710-0.734; row + column + tensor amax pipelined with 4 rows (128
    * KiB, one CTA an SM) 0.846-0.855 against 0.845-0.853 unpipelined.
    * Noise-level, so the defaults stay; the knob remains. */
-  int arch = target_arch(o);
-  const int64_t pipe_dyn = arch >= 90 || arch == 80 ? 128 * 1024 : arch >= 80 ? 96 * 1024 : pipe_max;
+  /* the two buffers within what the target's opt-in allows, with room to spare */
+  const int64_t pipe_dyn = p->target.dyn_smem_per_block >= 160 * 1024 ? 128 * 1024
+                           : p->target.dyn_smem_per_block >= 96 * 1024 ? 96 * 1024
+                                                                       : pipe_max;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
   const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
   if (ep && (atoi(ep) == 0 || atoi(ep) == 1)) k->pipeline = atoi(ep) == 1;
@@ -387,7 +387,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
      * small blocks do better with more CTAs (RMSNorm bwd, 128 threads,
      * one row / more: [4096,4096] 0.73 / 0.71 (2 rows), [65536,1024]
      * 0.91 / 0.89 (4 rows); [32768,8192], 256 threads: 0.88 / 0.93 (2)). */
-    bool fits = r <= 240 && 65536 / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
+    bool fits = r <= 240 && p->target.regs_per_sm / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
     if (u <= rows_needed && k->outer % u == 0 && fits) { U = u; break; }
   }
   /* Few rows: fewer a group, so that every SM gets a CTA. */
@@ -400,8 +400,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   k->pipe_bytes = k->pipeline ? (int)(2 * U * row_bytes) : 0;
   int64_t regs = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
                  (full_out && !k->reload ? per_thread * 2 * U : per_thread * halves * U / 2);
-  int64_t per_sm = 65536 / (regs * k->block);
-  if (per_sm > 2048 / k->block) per_sm = 2048 / k->block;
+  int64_t per_sm = p->target.regs_per_sm / (regs * k->block);
+  if (per_sm > p->target.threads_per_sm / k->block) per_sm = p->target.threads_per_sm / k->block;
   /* No more CTAs than the rows in flight need, but at least 8 warps. */
   int64_t need = ceil_div(rows_needed, U), warps = ceil_div(8, k->block / 32);
   if (need < warps) need = warps;
@@ -409,7 +409,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   if (k->pipeline && per_sm > 200 * 1024 / (2 * U * row_bytes)) per_sm = 200 * 1024 / (2 * U * row_bytes);
   if (per_sm < 1) per_sm = 1;
   const char *ec = fg_plan_knob(o, "ROWCOL_CTAS"); /* fusec --knob */
-  if (ec && atoi(ec) >= 1 && atoi(ec) <= 2048 / k->block) per_sm = atoi(ec);
+  if (ec && atoi(ec) >= 1 && atoi(ec) <= p->target.threads_per_sm / k->block) per_sm = atoi(ec);
   k->min_ctas_per_sm = (int)per_sm;
   int64_t G = (int64_t)sm * per_sm;
   /* At least two row groups a CTA: partials stay under half an f32 copy
@@ -434,7 +434,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     int64_t b = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
     if (b > xchg) xchg = b;
   }
-  if (target_arch(o) >= 90 && k->ncols > 0) {
+  if (p->target.clusters && k->ncols > 0) {
     C = 0;
     const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
     if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
@@ -490,7 +490,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   bytes += 8 * G * k->ntails;
   k->defer_groups = defer ? defer_groups(k, G) : 0;
   k->early_arrive = !k->defer_groups && early_arrival(p, k, o);
-  k->pack_bf16 = pack_bf16(k, o);
+  k->pack_bf16 = pack_bf16(p, k, o);
   const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
   if (etr && atoi(etr) == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
@@ -523,7 +523,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->block = COL_THREADS;
   if (threads < k->block) k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
   k->grid[0] = ceil_div(threads, k->block);
-  int sm = o && o->sm_count > 0 ? o->sm_count : 132;
+  int sm = p->target.sm_count;
   k->split = 1;
   if (k->grid[0] < 2 * sm && r >= 64 && !dependent_phases(p, k)) {
     int64_t want = ceil_div(4 * (int64_t)sm, k->grid[0]);

@@ -207,7 +207,7 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
     if (!k->mask[i]) b *= k->dims[i];
     else r *= k->dims[i];
   }
-  return b < 2 * (int64_t)p->sm_count && r > 32768;
+  return b < 2 * (int64_t)p->target.sm_count && r > 32768;
 }
 
 /* Is t the shape of one row of k's domain (the reduced dims), with or
@@ -674,7 +674,8 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   }
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
-  p->sm_count = o && o->sm_count > 0 ? o->sm_count : 132;
+  if (o && o->target.arch) p->target = o->target;
+  else fg_target_init(&p->target, 90, 0);
   if (o) p->opts = *o;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
   for (int i = 0; i < g->next_value_id; i++) p->store[i].kernel = -1;

@@ -48,12 +48,16 @@ typedef struct fusec_opts {
   bool time_passes;
   const char *libdevice;
   int jobs;                  /* 0: one a CPU */
+  int sm_count;              /* 0: the target's default */
 } fusec_opts;
 
 static void usage(FILE *f) {
   fputs("usage: fusec MODEL.fg -o OUT [options]\n"
         "  -o PATH               output file ('-' for stdout)\n"
-        "  --arch sm_NN          target architecture, sm_80 or newer (default sm_90)\n"
+        "  --arch sm_NN          target architecture: sm_80, sm_86, sm_87, sm_89 or sm_90\n"
+        "                        (default sm_90)\n"
+        "  --sm-count N          SMs of the GPU grids are sized for, 1..1024 (default 132,\n"
+        "                        the H100 SXM's)\n"
         "  -O0 | -O1 | -O2       optimization level (default -O2)\n"
         "  --graph NAME          compile only this graph (repeatable)\n"
         "  --emit STAGE          ir | opt | plan | llvm | ptx (default ptx)\n"
@@ -105,7 +109,7 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
     const char *val = NULL;
     static const char *const valued[] = {"-o", "--arch", "--graph", "--emit", "--libdevice",
-                                         "--print-after", "--disable-pass", "--knob", "--jobs"};
+                                         "--print-after", "--disable-pass", "--knob", "--jobs", "--sm-count"};
     const char *flag = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
       size_t l = strlen(valued[k]);
@@ -125,7 +129,9 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     } else if (flag && strcmp(flag, "--arch") == 0) {
       char *end;
       long sm = strncmp(val, "sm_", 3) == 0 ? strtol(val + 3, &end, 10) : 0;
-      if (sm < 80 || sm > 999 || *end) return usage_error("unsupported --arch '%s' (sm_80 or newer)", val);
+      fg_target t;
+      if (sm < 80 || sm > 999 || *end || !fg_target_init(&t, (int)sm, 0))
+        return usage_error("unsupported --arch '%s' (sm_80, sm_86, sm_87, sm_89 or sm_90)", val);
       o->arch = val;
       o->sm = (int)sm;
     } else if (flag && strcmp(flag, "--graph") == 0) {
@@ -136,6 +142,12 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
         if (strcmp(val, emit_names[j]) == 0) k = j;
       if (k < 0) return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
       o->emit = (emit_kind)k;
+    } else if (flag && strcmp(flag, "--sm-count") == 0) {
+      char *end;
+      long n = strtol(val, &end, 10);
+      if (n < 1 || n > FG_MAX_SM_COUNT || *end || end == val)
+        return usage_error("--sm-count takes a number from 1 to 1024, got '%s'", val);
+      o->sm_count = (int)n;
     } else if (flag && strcmp(flag, "--jobs") == 0) {
       char *end;
       long j = strtol(val, &end, 10);
@@ -206,7 +218,7 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.opt_level = o->opt_level == 2 ? 3 : o->opt_level; /* -O2 is LLVM's default<O3> */
   co.libdevice = o->libdevice;
   co.jobs = o->jobs;
-  co.plan.sm_arch = o->sm;
+  fg_target_init(&co.plan.target, o->sm, o->sm_count); /* the arch was checked with the arguments */
   co.plan.knobs = o->knobs;
   co.plan.nknobs = o->nknobs;
   co.passes.disabled = o->disabled;

@@ -1,0 +1,30 @@
+/* The GPU the code is generated for: every hardware fact the scheduler and
+ * the backend use, in one description built from --arch (and --sm-count),
+ * so that no pass keeps a literal of its own (model: tinygrad's Renderer,
+ * whose fields are the device's limits). */
+#ifndef FG_TARGET_H
+#define FG_TARGET_H
+#include <stdbool.h>
+
+typedef struct fg_target {
+  int arch;                   /* compute capability x 10: 80, 86, 87, 89, 90 */
+  int sm_count;               /* SMs, for grids sized to fill the GPU */
+  int regs_per_sm;            /* 32-bit registers an SM has */
+  int threads_per_sm;         /* resident threads an SM holds */
+  int static_smem_per_block;  /* bytes of static shared memory a kernel may declare */
+  int dyn_smem_per_block;     /* bytes of shared memory a kernel may opt in to */
+  bool clusters;              /* thread-block clusters and distributed shared memory */
+  bool bf16x2_minmax;         /* max/min.NaN.bf16x2 */
+} fg_target;
+
+/* The SM count fusec sizes grids for when --sm-count is not given: the
+ * H100 SXM's. An artifact for more SMs than a GPU has still runs, except
+ * the kernels whose CTAs wait for one another, which the loader refuses. */
+enum { FG_DEFAULT_SM_COUNT = 132, FG_MAX_SM_COUNT = 1024 };
+
+/* The description of compute capability arch (80 for sm_80, ...), with
+ * sm_count SMs (0: FG_DEFAULT_SM_COUNT). False for an architecture fusec
+ * does not know. */
+bool fg_target_init(fg_target *t, int arch, int sm_count);
+
+#endif
