@@ -22,6 +22,11 @@ if(TARGET fusec)
   endforeach()
   add_test(NAME difftest/fgdiff_sanitized COMMAND $<TARGET_FILE:fgdiff> --seed 100001 --count 150)
   set_tests_properties(difftest/fgdiff_sanitized PROPERTIES TIMEOUT 900 LABELS difftest)
+  # The generated plan blocks are what tests/update_golden.sh writes today.
+  add_test(NAME golden/update_golden
+           COMMAND bash -c "t=$(mktemp -d) && cp ${CMAKE_CURRENT_SOURCE_DIR}/golden/opt/zero_size.fg $t/ && \
+bash ${CMAKE_CURRENT_SOURCE_DIR}/update_golden.sh --fusec $<TARGET_FILE:fusec> $t/zero_size.fg && \
+cmp ${CMAKE_CURRENT_SOURCE_DIR}/golden/opt/zero_size.fg $t/zero_size.fg; rc=$?; rm -rf $t; exit $rc")
   add_test(NAME golden/frontend/output_file
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/golden/frontend/output_file.sh $<TARGET_FILE:fusec> ${PROJECT_SOURCE_DIR})
 endif()
