@@ -439,10 +439,7 @@ static LLVMValueRef clampi(fgb_emitter *e, LLVMValueRef v, int64_t lo, int64_t h
 static bool exact_in_dtype(const fg_node *n) {
   fg_dtype t = n->out[0]->type.dtype;
   if (t != FG_BF16 && t != FG_F16) return false;
-  switch (n->op->code) {
-  case FG_OP_ABS: case FG_OP_NEG: case FG_OP_MAXIMUM: case FG_OP_MINIMUM: break;
-  default: return false;
-  }
+  if (!fg_op_has(n->op, FG_PROP_EXACT_NARROW)) return false;
   double lit;
   for (int i = 0; i < n->nin; i++) /* a literal operand is not rounded to t */
     if (n->in[i]->type.dtype != t || fgb_pw_operand_target(n, i) != FG_F32 || fg_value_is_literal(n->in[i], &lit))

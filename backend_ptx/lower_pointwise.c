@@ -123,6 +123,8 @@ static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVM
   LLVMValueRef x = a[0], y = arity(op) >= 2 ? a[1] : NULL;
   LLVMTypeRef t = LLVMTypeOf(op == FG_OP_WHERE ? a[1] : x); /* where's a[0] is the i1 condition */
   LLVMValueRef one = fc(t, 1.0), zero = fc(t, 0.0);
+  /* ORDER OP: a case for every pointwise op with a float form (fn_f in the
+   * op table); tests/unit/test_backend_ops.c lowers each one. */
   switch (op) {
   case FG_OP_NEG: return LLVMBuildFNeg(b, x, "");
   case FG_OP_ABS: return intr1(m, "fabs", x);
@@ -214,6 +216,8 @@ static LLVMValueRef ipow(fgb_module *m, LLVMValueRef base, LLVMValueRef e) {
 static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMValueRef *a) {
   LLVMBuilderRef b = m->b;
   LLVMValueRef x = a[0], y = arity(op) >= 2 ? a[1] : NULL, zero = ic(m, 0);
+  /* ORDER OP: a case for every pointwise op with an integer form (fn_i in
+   * the op table); tests/unit/test_backend_ops.c lowers each one. */
   switch (op) {
   case FG_OP_NEG: return LLVMBuildSub(b, zero, x, "");
   case FG_OP_ABS: return sel(m, icmp(m, LLVMIntSLT, x, zero), LLVMBuildSub(b, zero, x, ""), x);
@@ -259,16 +263,6 @@ static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMVa
   }
 }
 
-static bool returns_bool(fg_opcode op) {
-  switch (op) {
-  case FG_OP_EQ: case FG_OP_NE: case FG_OP_LT: case FG_OP_LE: case FG_OP_GT: case FG_OP_GE:
-  case FG_OP_ISNAN: case FG_OP_ISINF: case FG_OP_LOGICAL_NOT: case FG_OP_LOGICAL_AND:
-  case FG_OP_LOGICAL_OR:
-    return true;
-  default:
-    return false;
-  }
-}
 
 LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_node *n,
                          LLVMValueRef *ops) {
@@ -287,7 +281,7 @@ LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_nod
   LLVMValueRef w[2] = {NULL, NULL};
   for (int k = 0; k < arity(op) && k < 2; k++) w[k] = LLVMBuildZExt(b, ops[k], m->i64, "");
   LLVMValueRef r = int_op(m, op, n, w);
-  if (!r || returns_bool(op)) return r;
+  if (!r || fg_op_returns_bool(fg_op_get(op))) return r;
   return icmp(m, LLVMIntNE, r, ic(m, 0));
 }
 
@@ -313,7 +307,7 @@ LLVMValueRef fgb_pw_literal(fgb_module *m, const fg_node *n, int k) {
 }
 
 fg_dtype fgb_pw_result_form(const fg_node *n) {
-  return returns_bool(n->op->code) ? FG_BOOL : fg_pw_compute_dtype(n);
+  return fg_op_returns_bool(n->op) ? FG_BOOL : fg_pw_compute_dtype(n);
 }
 
 LLVMValueRef fgb_emit_pointwise(fgb_module *m, const fg_node *n, LLVMValueRef *ops) {

@@ -95,7 +95,32 @@ struct fg_op {
   int64_t (*fn_i)(const int64_t *a, const fg_node *n);
   /* non-pointwise: evaluator */
   fg_interp_fn interp;
+  /* FG_PROP_* flags: what passes and the backend ask of an op live here,
+   * not in switches of their own (a forgotten case there defaulted to
+   * false and silently lost an optimization). */
+  unsigned props;
 };
+
+enum {
+  FG_PROP_COMMUTATIVE = 1u << 0,     /* f(a, b) == f(b, a) bitwise, every dtype (cse) */
+  FG_PROP_COMMUTATIVE_INT = 1u << 1, /* the same for integer operands only: a float maximum of +0 and -0
+                                        gives the second operand */
+  FG_PROP_EXACT = 1u << 2,           /* correctly rounded in every float dtype, so folding it by the
+                                        interpreter's semantics is exact (canonicalize) */
+  FG_PROP_IDEMPOTENT = 1u << 3,      /* f(f(x)) == f(x) (canonicalize) */
+  FG_PROP_INVOLUTION = 1u << 4,      /* f(f(x)) == x (canonicalize) */
+  FG_PROP_INT_IDENTITY = 1u << 5,    /* f(x) == x for integer x: the roundings (canonicalize) */
+  FG_PROP_EXACT_NARROW = 1u << 6,    /* exact in bf16/f16: no rounding back after the f32 computation
+                                        (backend: the bf16 amax loop) */
+  FG_PROP_LIBDEVICE = 1u << 7,       /* lowered through libdevice in f32/f64 (tests) */
+};
+
+static inline bool fg_op_has(const fg_op *op, unsigned prop) { return (op->props & prop) != 0; }
+/* Whether a pointwise op's result is bool: from its promotion rule. */
+static inline bool fg_op_returns_bool(const fg_op *op) {
+  return op->kind == FG_KIND_POINTWISE &&
+         (op->pw == FG_PW_COMPARE || op->pw == FG_PW_PREDICATE || op->pw == FG_PW_LOGICAL);
+}
 
 extern const fg_op fg_ops[FG_OP_COUNT];
 const fg_op *fg_op_lookup(const char *name, int len); /* NULL: unknown; never LITERAL */

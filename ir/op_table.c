@@ -121,69 +121,78 @@ static const char *const gelu_choices[] = {"none", "tanh", NULL};
 
 /* ---- the table ---- */
 
-#define UN(code, nm, rule, f, i) \
-  [code] = {code, nm, FG_KIND_POINTWISE, 1, 1, 1, 0, NULL, rule, f, i, NULL}
-#define BIN(code, nm, rule, f, i) \
-  [code] = {code, nm, FG_KIND_POINTWISE, 2, 2, 1, 0, NULL, rule, f, i, NULL}
+#define UN(code, nm, rule, f, i, props) \
+  [code] = {code, nm, FG_KIND_POINTWISE, 1, 1, 1, 0, NULL, rule, f, i, NULL, props}
+#define BIN(code, nm, rule, f, i, props) \
+  [code] = {code, nm, FG_KIND_POINTWISE, 2, 2, 1, 0, NULL, rule, f, i, NULL, props}
 #define OTHER(code, nm, kind, mn, mx, nout, attrs, fn) \
-  [code] = {code, nm, kind, mn, mx, nout, attrs, FG_PW_PROMOTE, NULL, NULL, fn}
+  [code] = {code, nm, kind, mn, mx, nout, attrs, FG_PW_PROMOTE, NULL, NULL, fn, 0}
+/* short names for the props column */
+#define COMM FG_PROP_COMMUTATIVE
+#define COMM_INT FG_PROP_COMMUTATIVE_INT
+#define EXACT FG_PROP_EXACT
+#define IDEMP FG_PROP_IDEMPOTENT
+#define INVOL FG_PROP_INVOLUTION
+#define INT_ID FG_PROP_INT_IDENTITY
+#define NARROW FG_PROP_EXACT_NARROW
+#define LIBDEV FG_PROP_LIBDEVICE
 
 const fg_op fg_ops[FG_OP_COUNT] = {
-    UN(FG_OP_NEG, "neg", FG_PW_PROMOTE, neg_f, neg_i),
-    UN(FG_OP_ABS, "abs", FG_PW_PROMOTE, abs_f, abs_i),
-    UN(FG_OP_EXP, "exp", FG_PW_FLOAT, exp_f, NULL),
-    UN(FG_OP_EXP2, "exp2", FG_PW_FLOAT, exp2_f, NULL),
-    UN(FG_OP_EXPM1, "expm1", FG_PW_FLOAT, expm1_f, NULL),
-    UN(FG_OP_LOG, "log", FG_PW_FLOAT, log_f, NULL),
-    UN(FG_OP_LOG2, "log2", FG_PW_FLOAT, log2_f, NULL),
-    UN(FG_OP_LOG1P, "log1p", FG_PW_FLOAT, log1p_f, NULL),
-    UN(FG_OP_SQRT, "sqrt", FG_PW_FLOAT, sqrt_f, NULL),
-    UN(FG_OP_RSQRT, "rsqrt", FG_PW_FLOAT, rsqrt_f, NULL),
-    UN(FG_OP_RECIPROCAL, "reciprocal", FG_PW_FLOAT, reciprocal_f, NULL),
-    UN(FG_OP_SIN, "sin", FG_PW_FLOAT, sin_f, NULL),
-    UN(FG_OP_COS, "cos", FG_PW_FLOAT, cos_f, NULL),
-    UN(FG_OP_TANH, "tanh", FG_PW_FLOAT, tanh_f, NULL),
-    UN(FG_OP_SIGMOID, "sigmoid", FG_PW_FLOAT, sigmoid_f, NULL),
-    UN(FG_OP_RELU, "relu", FG_PW_PROMOTE, relu_f, relu_i),
-    UN(FG_OP_SILU, "silu", FG_PW_FLOAT, silu_f, NULL),
-    UN(FG_OP_ERF, "erf", FG_PW_FLOAT, erf_f, NULL),
-    UN(FG_OP_FLOOR, "floor", FG_PW_PROMOTE, floor_f, ident_i),
-    UN(FG_OP_CEIL, "ceil", FG_PW_PROMOTE, ceil_f, ident_i),
-    UN(FG_OP_ROUND, "round", FG_PW_PROMOTE, round_f, ident_i),
-    UN(FG_OP_TRUNC, "trunc", FG_PW_PROMOTE, trunc_f, ident_i),
-    UN(FG_OP_SIGN, "sign", FG_PW_PROMOTE, sign_f, sign_i),
-    UN(FG_OP_ISNAN, "isnan", FG_PW_PREDICATE, isnan_f, never_i),
-    UN(FG_OP_ISINF, "isinf", FG_PW_PREDICATE, isinf_f, never_i),
-    UN(FG_OP_LOGICAL_NOT, "logical_not", FG_PW_LOGICAL, NULL, logical_not_i),
+    UN(FG_OP_NEG, "neg", FG_PW_PROMOTE, neg_f, neg_i, EXACT | INVOL | NARROW),
+    UN(FG_OP_ABS, "abs", FG_PW_PROMOTE, abs_f, abs_i, EXACT | IDEMP | NARROW),
+    UN(FG_OP_EXP, "exp", FG_PW_FLOAT, exp_f, NULL, LIBDEV),
+    UN(FG_OP_EXP2, "exp2", FG_PW_FLOAT, exp2_f, NULL, LIBDEV),
+    UN(FG_OP_EXPM1, "expm1", FG_PW_FLOAT, expm1_f, NULL, LIBDEV),
+    UN(FG_OP_LOG, "log", FG_PW_FLOAT, log_f, NULL, LIBDEV),
+    UN(FG_OP_LOG2, "log2", FG_PW_FLOAT, log2_f, NULL, LIBDEV),
+    UN(FG_OP_LOG1P, "log1p", FG_PW_FLOAT, log1p_f, NULL, LIBDEV),
+    UN(FG_OP_SQRT, "sqrt", FG_PW_FLOAT, sqrt_f, NULL, EXACT),
+    UN(FG_OP_RSQRT, "rsqrt", FG_PW_FLOAT, rsqrt_f, NULL, 0),
+    UN(FG_OP_RECIPROCAL, "reciprocal", FG_PW_FLOAT, reciprocal_f, NULL, EXACT),
+    UN(FG_OP_SIN, "sin", FG_PW_FLOAT, sin_f, NULL, LIBDEV),
+    UN(FG_OP_COS, "cos", FG_PW_FLOAT, cos_f, NULL, LIBDEV),
+    UN(FG_OP_TANH, "tanh", FG_PW_FLOAT, tanh_f, NULL, LIBDEV),
+    UN(FG_OP_SIGMOID, "sigmoid", FG_PW_FLOAT, sigmoid_f, NULL, LIBDEV),
+    UN(FG_OP_RELU, "relu", FG_PW_PROMOTE, relu_f, relu_i, EXACT | IDEMP),
+    UN(FG_OP_SILU, "silu", FG_PW_FLOAT, silu_f, NULL, LIBDEV),
+    UN(FG_OP_ERF, "erf", FG_PW_FLOAT, erf_f, NULL, LIBDEV),
+    UN(FG_OP_FLOOR, "floor", FG_PW_PROMOTE, floor_f, ident_i, EXACT | IDEMP | INT_ID),
+    UN(FG_OP_CEIL, "ceil", FG_PW_PROMOTE, ceil_f, ident_i, EXACT | IDEMP | INT_ID),
+    UN(FG_OP_ROUND, "round", FG_PW_PROMOTE, round_f, ident_i, EXACT | IDEMP | INT_ID),
+    UN(FG_OP_TRUNC, "trunc", FG_PW_PROMOTE, trunc_f, ident_i, EXACT | IDEMP | INT_ID),
+    UN(FG_OP_SIGN, "sign", FG_PW_PROMOTE, sign_f, sign_i, EXACT | IDEMP),
+    UN(FG_OP_ISNAN, "isnan", FG_PW_PREDICATE, isnan_f, never_i, EXACT),
+    UN(FG_OP_ISINF, "isinf", FG_PW_PREDICATE, isinf_f, never_i, EXACT),
+    UN(FG_OP_LOGICAL_NOT, "logical_not", FG_PW_LOGICAL, NULL, logical_not_i, INVOL),
     [FG_OP_GELU] = {FG_OP_GELU, "gelu", FG_KIND_POINTWISE, 1, 1, 1,
                     ATTRS({.name = "approximate", .type = FG_AT_STRING, .choices = gelu_choices,
                            .def = {.kind = FG_ATTR_STRING, .s = "none"}}),
-                    FG_PW_FLOAT, gelu_f, NULL, NULL},
+                    FG_PW_FLOAT, gelu_f, NULL, NULL, LIBDEV},
 
-    BIN(FG_OP_ADD, "add", FG_PW_PROMOTE, add_f, add_i),
-    BIN(FG_OP_SUB, "sub", FG_PW_PROMOTE, sub_f, sub_i),
-    BIN(FG_OP_MUL, "mul", FG_PW_PROMOTE, mul_f, mul_i),
-    BIN(FG_OP_DIV, "div", FG_PW_PROMOTE, div_f, div_i),
-    BIN(FG_OP_POW, "pow", FG_PW_PROMOTE, pow_f, pow_i),
-    BIN(FG_OP_MAXIMUM, "maximum", FG_PW_PROMOTE, maximum_f, maximum_i),
-    BIN(FG_OP_MINIMUM, "minimum", FG_PW_PROMOTE, minimum_f, minimum_i),
-    BIN(FG_OP_FMOD, "fmod", FG_PW_PROMOTE, fmod_f, fmod_i),
-    BIN(FG_OP_EQ, "eq", FG_PW_COMPARE, eq_f, eq_i),
-    BIN(FG_OP_NE, "ne", FG_PW_COMPARE, ne_f, ne_i),
-    BIN(FG_OP_LT, "lt", FG_PW_COMPARE, lt_f, lt_i),
-    BIN(FG_OP_LE, "le", FG_PW_COMPARE, le_f, le_i),
-    BIN(FG_OP_GT, "gt", FG_PW_COMPARE, gt_f, gt_i),
-    BIN(FG_OP_GE, "ge", FG_PW_COMPARE, ge_f, ge_i),
-    BIN(FG_OP_LOGICAL_AND, "logical_and", FG_PW_LOGICAL, NULL, logical_and_i),
-    BIN(FG_OP_LOGICAL_OR, "logical_or", FG_PW_LOGICAL, NULL, logical_or_i),
+    BIN(FG_OP_ADD, "add", FG_PW_PROMOTE, add_f, add_i, EXACT | COMM),
+    BIN(FG_OP_SUB, "sub", FG_PW_PROMOTE, sub_f, sub_i, EXACT),
+    BIN(FG_OP_MUL, "mul", FG_PW_PROMOTE, mul_f, mul_i, EXACT | COMM),
+    BIN(FG_OP_DIV, "div", FG_PW_PROMOTE, div_f, div_i, EXACT),
+    BIN(FG_OP_POW, "pow", FG_PW_PROMOTE, pow_f, pow_i, LIBDEV),
+    BIN(FG_OP_MAXIMUM, "maximum", FG_PW_PROMOTE, maximum_f, maximum_i, EXACT | COMM_INT | NARROW),
+    BIN(FG_OP_MINIMUM, "minimum", FG_PW_PROMOTE, minimum_f, minimum_i, EXACT | COMM_INT | NARROW),
+    BIN(FG_OP_FMOD, "fmod", FG_PW_PROMOTE, fmod_f, fmod_i, EXACT | LIBDEV),
+    BIN(FG_OP_EQ, "eq", FG_PW_COMPARE, eq_f, eq_i, EXACT | COMM),
+    BIN(FG_OP_NE, "ne", FG_PW_COMPARE, ne_f, ne_i, EXACT | COMM),
+    BIN(FG_OP_LT, "lt", FG_PW_COMPARE, lt_f, lt_i, EXACT),
+    BIN(FG_OP_LE, "le", FG_PW_COMPARE, le_f, le_i, EXACT),
+    BIN(FG_OP_GT, "gt", FG_PW_COMPARE, gt_f, gt_i, EXACT),
+    BIN(FG_OP_GE, "ge", FG_PW_COMPARE, ge_f, ge_i, EXACT),
+    BIN(FG_OP_LOGICAL_AND, "logical_and", FG_PW_LOGICAL, NULL, logical_and_i, COMM),
+    BIN(FG_OP_LOGICAL_OR, "logical_or", FG_PW_LOGICAL, NULL, logical_or_i, COMM),
 
     [FG_OP_WHERE] = {FG_OP_WHERE, "where", FG_KIND_POINTWISE, 3, 3, 1, 0, NULL, FG_PW_WHERE,
-                     where_f, where_i, NULL},
+                     where_f, where_i, NULL, EXACT},
     [FG_OP_CLAMP] = {FG_OP_CLAMP, "clamp", FG_KIND_POINTWISE, 1, 1, 1,
                      ATTRS(A_OPT("min", FG_AT_SCALAR), A_OPT("max", FG_AT_SCALAR)), FG_PW_PROMOTE,
-                     clamp_f, clamp_i, NULL},
+                     clamp_f, clamp_i, NULL, EXACT},
     [FG_OP_CAST] = {FG_OP_CAST, "cast", FG_KIND_POINTWISE, 1, 1, 1,
-                    ATTRS(A_REQ("dtype", FG_AT_DTYPE)), FG_PW_CAST, cast_f, cast_i, NULL},
+                    ATTRS(A_REQ("dtype", FG_AT_DTYPE)), FG_PW_CAST, cast_f, cast_i, NULL, EXACT},
 
     OTHER(FG_OP_SUM, "sum", FG_KIND_REDUCTION, 1, 1, 1, RED_ATTRS, fg_interp_reduce),
     OTHER(FG_OP_AMAX, "amax", FG_KIND_REDUCTION, 1, 1, 1, RED_ATTRS, fg_interp_reduce),

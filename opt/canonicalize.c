@@ -94,21 +94,6 @@ static small_const small(const fg_value *v) {
 
 /* ---- constant folding ---- */
 
-/* Float ops whose GPU result is the correctly rounded one, as the
- * interpreter's (lower_pointwise.c lists them). Integer and bool ops are
- * exact everywhere. */
-static bool exact_float_op(fg_opcode c) {
-  switch (c) {
-  case FG_OP_NEG: case FG_OP_ABS: case FG_OP_ADD: case FG_OP_SUB: case FG_OP_MUL: case FG_OP_DIV:
-  case FG_OP_RECIPROCAL: case FG_OP_SQRT: case FG_OP_FLOOR: case FG_OP_CEIL: case FG_OP_ROUND:
-  case FG_OP_TRUNC: case FG_OP_SIGN: case FG_OP_RELU: case FG_OP_MAXIMUM: case FG_OP_MINIMUM:
-  case FG_OP_FMOD: case FG_OP_CLAMP: case FG_OP_EQ: case FG_OP_NE: case FG_OP_LT: case FG_OP_LE:
-  case FG_OP_GT: case FG_OP_GE: case FG_OP_WHERE: case FG_OP_CAST: case FG_OP_ISNAN: case FG_OP_ISINF:
-    return true;
-  default:
-    return false;
-  }
-}
 
 /* A copy of constant c in graph t: literals as they are, `full`s with every
  * dim 1 (same rank, so the same promotion tier; every element is equal). */
@@ -173,7 +158,7 @@ static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
   for (int k = 0; k < n->nin; k++)
     if (!is_const(n->in[k])) return NULL;
   fg_dtype cdt = fg_pw_compute_dtype(n), dt = out->type.dtype;
-  if (fg_dtype_is_float(cdt) && !exact_float_op(n->op->code)) return NULL;
+  if (fg_dtype_is_float(cdt) && !fg_op_has(n->op, FG_PROP_EXACT)) return NULL;
   /* A literal's dtype is f32, i64 or bool (as the parser reads it back). */
   if (out->weak && dt != FG_F32 && dt != FG_I64 && dt != FG_BOOL) return NULL;
   if (!out->weak && !fg_type_is_static(&out->type)) return NULL;
@@ -284,6 +269,11 @@ static fg_value *identity(const fg_node *n) {
   bool fdom = fg_dtype_is_float(fg_pw_compute_dtype(n));
   small_const sa = small(a), sb = b ? small(b) : C_OTHER;
   bool za = sa == C_PZERO || sa == C_NZERO, zb = sb == C_PZERO || sb == C_NZERO;
+  /* what the op table says of the op */
+  if (!fdom && fg_op_has(n->op, FG_PROP_INT_IDENTITY)) return a;
+  if (fg_op_has(n->op, FG_PROP_IDEMPOTENT) && is_op(a, c)) return a;
+  if (fg_op_has(n->op, FG_PROP_INVOLUTION) && is_op(a, c)) return a->def->in[0];
+  /* neutral elements and other identities, op by op */
   switch (c) {
   case FG_OP_MUL: return sb == C_ONE ? a : sa == C_ONE ? b : NULL;
   case FG_OP_DIV: return sb == C_ONE ? a : NULL;
@@ -294,11 +284,6 @@ static fg_value *identity(const fg_node *n) {
     return zb ? a : za ? b : NULL;
   case FG_OP_SUB: return (fdom ? sb == C_PZERO : zb) ? a : NULL;
   case FG_OP_CAST: return a; /* same_type() keeps only casts to a's own dtype */
-  case FG_OP_FLOOR: case FG_OP_CEIL: case FG_OP_ROUND: case FG_OP_TRUNC:
-    if (!fdom) return a;
-    return is_op(a, c) ? a : NULL;
-  case FG_OP_ABS: case FG_OP_RELU: case FG_OP_SIGN: return is_op(a, c) ? a : NULL;
-  case FG_OP_NEG: case FG_OP_LOGICAL_NOT: return is_op(a, c) ? a->def->in[0] : NULL;
   case FG_OP_MAXIMUM: case FG_OP_MINIMUM: return a == b ? a : NULL;
   case FG_OP_WHERE:
     if (n->in[1] == n->in[2]) return n->in[1];

@@ -14,14 +14,8 @@
 /* Float maximum/minimum are not: a tie gives the second operand, so
  * maximum(+0.0, -0.0) is -0.0 and maximum(-0.0, +0.0) is +0.0. */
 static bool commutative(const fg_node *n) {
-  switch (n->op->code) {
-  case FG_OP_ADD: case FG_OP_MUL: case FG_OP_EQ: case FG_OP_NE: case FG_OP_LOGICAL_AND: case FG_OP_LOGICAL_OR:
-    return true;
-  case FG_OP_MAXIMUM: case FG_OP_MINIMUM:
-    return !fg_dtype_is_float(fg_pw_compute_dtype(n));
-  default:
-    return false;
-  }
+  if (fg_op_has(n->op, FG_PROP_COMMUTATIVE)) return true;
+  return fg_op_has(n->op, FG_PROP_COMMUTATIVE_INT) && !fg_dtype_is_float(fg_pw_compute_dtype(n));
 }
 
 static bool attr_eq(const fg_attr *a, const fg_attr *b) {

@@ -139,15 +139,7 @@ static char *entry_text(const char *ptx, const char *name) {
 }
 
 static bool uses_libdevice(fg_opcode op, fg_dtype cdt) {
-  if (cdt != FG_F32 && cdt != FG_F64) return false;
-  switch (op) {
-  case FG_OP_EXP: case FG_OP_EXP2: case FG_OP_EXPM1: case FG_OP_LOG: case FG_OP_LOG2:
-  case FG_OP_LOG1P: case FG_OP_SIN: case FG_OP_COS: case FG_OP_TANH: case FG_OP_ERF:
-  case FG_OP_SIGMOID: case FG_OP_SILU: case FG_OP_GELU: case FG_OP_POW: case FG_OP_FMOD:
-    return true;
-  default:
-    return false;
-  }
+  return (cdt == FG_F32 || cdt == FG_F64) && fg_op_has(fg_op_get(op), FG_PROP_LIBDEVICE);
 }
 
 static void check_module_ptx(const char *what, const char *ptx, bool fast) {
