@@ -25,7 +25,7 @@ need_pkgs() {
 
 deps() {
   need_pkgs build-essential cmake pkg-config llvm-19-dev llvm-19-tools libxxhash-dev clang-19 \
-    libclang-rt-19-dev python3 valgrind
+    libclang-rt-19-dev clang-format-19 python3 valgrind
   if [ ! -x /usr/local/cuda/bin/ptxas ] && ! command -v ptxas >/dev/null; then
     echo "build.sh: note: the CUDA toolkit is absent: PTX assembly checks are skipped;" \
          "fusec needs libdevice (--libdevice or FUSEC_LIBDEVICE) for math functions"
@@ -65,6 +65,8 @@ demo() {
 
 test_all() {
   deps
+  # The C sources are clang-formatted (.clang-format); in a git checkout only.
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then tools/format.sh --check; fi
   mkdir -p build build-asan
   configure_build build
   (cd build && ctest --output-on-failure -j"$JOBS")

@@ -20,9 +20,11 @@ static double now_ms(void) {
 }
 
 static bool selected(const fg_graph *g, const char *const *names, int n) {
-  if (n == 0) return true;
+  if (n == 0)
+    return true;
   for (int i = 0; i < n; i++)
-    if (strcmp(names[i], g->name) == 0) return true;
+    if (strcmp(names[i], g->name) == 0)
+      return true;
   return false;
 }
 
@@ -30,21 +32,25 @@ static bool selected(const fg_graph *g, const char *const *names, int n) {
 static const char *entry_name(fg_graph *g, int gi, int ki, bool aligned) {
   char *s = fg_arena_printf(&g->arena, "fg%d_%s_k%d%s", gi, g->name, ki, aligned ? "_v" : "");
   for (char *c = s; *c; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')) *c = '_';
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+          *c == '_'))
+      *c = '_';
   return s;
 }
 
-static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const char *name, bool aligned,
-                         char *err, size_t cap) {
+static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const char *name,
+                         bool aligned, char *err, size_t cap) {
   fgb_param_kind kinds[FGB_MAX_KERNEL_PARAMS];
   if (k->nargs > FGB_MAX_KERNEL_PARAMS) {
-    snprintf(err, cap, "kernel %s has %d arguments; at most %d are supported", name, k->nargs, FGB_MAX_KERNEL_PARAMS);
+    snprintf(err, cap, "kernel %s has %d arguments; at most %d are supported", name, k->nargs,
+             FGB_MAX_KERNEL_PARAMS);
     return false;
   }
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
     if (b.kind == FG_BUF_PARAM && p->g->params[b.index]->type.scalar)
-      kinds[i] = fg_dtype_is_float(p->g->params[b.index]->type.dtype) ? FGB_PARAM_F64 : FGB_PARAM_I64;
+      kinds[i] =
+          fg_dtype_is_float(p->g->params[b.index]->type.dtype) ? FGB_PARAM_F64 : FGB_PARAM_I64;
     else
       kinds[i] = aligned ? FGB_PARAM_PTR_NOALIAS : FGB_PARAM_PTR_NOALIAS_PLAIN;
   }
@@ -54,7 +60,8 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     return false;
   }
   fgb_kernel_set_maxntid(mod, fn, k->block);
-  if (k->min_ctas_per_sm > 0) fgb_kernel_set_minctasm(mod, fn, k->min_ctas_per_sm);
+  if (k->min_ctas_per_sm > 0)
+    fgb_kernel_set_minctasm(mod, fn, k->min_ctas_per_sm);
   fgb_emitter e;
   if (!fgb_emitter_init(&e, mod, p, k, aligned)) {
     snprintf(err, cap, "out of memory");
@@ -68,16 +75,27 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     fgb_emitter_free(&e);
     return false;
   }
-  for (int i = 0; i < k->nargs; i++) e.args[i] = LLVMGetParam(fn, (unsigned)i);
+  for (int i = 0; i < k->nargs; i++)
+    e.args[i] = LLVMGetParam(fn, (unsigned)i);
   bool ok;
-  if (k->grid[0] == 0) ok = true; /* an empty domain: never launched (schedule.c) */
-  else switch (k->kind) {
-  case FG_KERNEL_POINTWISE: ok = fgb_emit_pointwise_kernel(&e); break;
-  case FG_KERNEL_ROW: ok = fgb_emit_row_kernel(&e); break;
-  default: ok = fgb_emit_column_kernel(&e); break;
-  }
-  if (ok) LLVMBuildRetVoid(fgb_builder(mod));
-  else snprintf(err, cap, "%s: %s", name, e.err[0] ? e.err : "lowering failed");
+  if (k->grid[0] == 0)
+    ok = true; /* an empty domain: never launched (schedule.c) */
+  else
+    switch (k->kind) {
+    case FG_KERNEL_POINTWISE:
+      ok = fgb_emit_pointwise_kernel(&e);
+      break;
+    case FG_KERNEL_ROW:
+      ok = fgb_emit_row_kernel(&e);
+      break;
+    default:
+      ok = fgb_emit_column_kernel(&e);
+      break;
+    }
+  if (ok)
+    LLVMBuildRetVoid(fgb_builder(mod));
+  else
+    snprintf(err, cap, "%s: %s", name, e.err[0] ? e.err : "lowering failed");
   fgb_emitter_free(&e);
   return ok;
 }
@@ -119,7 +137,7 @@ typedef struct unit {
   fg_plan **plans;
   int ngraphs;
   const char ***vec_entries;
-  const int *owner;     /* per kernel (graph-major order): which unit lowers it */
+  const int *owner; /* per kernel (graph-major order): which unit lowers it */
   int index;
   char *text;
   char err[1024];
@@ -128,17 +146,24 @@ typedef struct unit {
 
 static void *run_unit(void *arg) {
   unit *u = arg;
-  fgb_module *mod = fgb_module_create("fusec", u->o->arch ? u->o->arch : "sm_90", u->err, sizeof u->err);
-  if (!mod) { u->rc = FG_EXIT_INTERNAL; return NULL; }
+  fgb_module *mod =
+      fgb_module_create("fusec", u->o->arch ? u->o->arch : "sm_90", u->err, sizeof u->err);
+  if (!mod) {
+    u->rc = FG_EXIT_INTERNAL;
+    return NULL;
+  }
   int gk = 0;
   for (int gi = 0; gi < u->ngraphs; gi++) {
     fg_plan *p = u->plans[gi];
-    if (!p) continue;
+    if (!p)
+      continue;
     for (int ki = 0; ki < p->nkernels; ki++, gk++) {
-      if (u->owner[gk] != u->index) continue;
+      if (u->owner[gk] != u->index)
+        continue;
       fg_kernel *k = &p->kernels[ki];
       if (!lower_kernel(mod, p, k, k->entry, false, u->err, sizeof u->err) ||
-          (u->vec_entries[gi][ki] && !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, u->err, sizeof u->err))) {
+          (u->vec_entries[gi][ki] &&
+           !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, u->err, sizeof u->err))) {
         u->rc = FG_EXIT_INTERNAL;
         fgb_module_free(mod);
         return NULL;
@@ -147,16 +172,20 @@ static void *run_unit(void *arg) {
   }
   fgb_finish_opts fo = {u->o->libdevice, u->o->opt_level, u->emit_llvm, u->o->fast_math};
   u->text = fgb_module_finish(mod, &fo, u->err, sizeof u->err);
-  if (!u->text) u->rc = fgb_module_setup_error(mod) ? FG_EXIT_INPUT : FG_EXIT_INTERNAL;
+  if (!u->text)
+    u->rc = fgb_module_setup_error(mod) ? FG_EXIT_INPUT : FG_EXIT_INTERNAL;
   for (int gi = 0, gk = 0; gi < u->ngraphs && u->text && !u->emit_llvm; gi++) {
     fg_plan *p = u->plans[gi];
     for (int ki = 0; p && ki < p->nkernels && u->text; ki++, gk++) {
       const fg_kernel *k = &p->kernels[ki];
-      if (u->owner[gk] != u->index || k->cluster <= 1) continue;
+      if (u->owner[gk] != u->index || k->cluster <= 1)
+        continue;
       u->text = add_cluster_dims(u->text, k->entry, k->cluster);
-      if (u->text && u->vec_entries[gi][ki]) u->text = add_cluster_dims(u->text, u->vec_entries[gi][ki], k->cluster);
+      if (u->text && u->vec_entries[gi][ki])
+        u->text = add_cluster_dims(u->text, u->vec_entries[gi][ki], k->cluster);
       if (!u->text) {
-        snprintf(u->err, sizeof u->err, "kernel %s: no .maxntid line to add its cluster shape after", k->entry);
+        snprintf(u->err, sizeof u->err,
+                 "kernel %s: no .maxntid line to add its cluster shape after", k->entry);
         u->rc = FG_EXIT_INTERNAL;
       }
     }
@@ -182,7 +211,8 @@ static void *run_units(void *arg) {
     pthread_mutex_lock(&w->lock);
     int i = w->next < w->n ? w->next++ : -1;
     pthread_mutex_unlock(&w->lock);
-    if (i < 0) return NULL;
+    if (i < 0)
+      return NULL;
     run_unit(&w->units[i]);
   }
 }
@@ -193,14 +223,16 @@ static void *run_units(void *arg) {
  * for the row + column form's combine phase). */
 static int64_t kernel_weight(const fg_kernel *k) {
   int64_t rows = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  int64_t w = (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) * rows + (k->ncols || k->ntails ? 32 : 8);
+  int64_t w =
+      (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) * rows + (k->ncols || k->ntails ? 32 : 8);
   return k->vec > 1 ? w + (int64_t)k->vec * (k->chunks > 0 ? k->chunks : 1) + 8 : w;
 }
 
 /* The exit status after a stage reported failure: what d has seen, and a
  * failure that reported nothing is itself a bug. */
 static int failed(fg_diag *d) {
-  if (d->nerrors == 0) fg_internal_error(d, (fg_loc){0}, "a stage failed without saying why");
+  if (d->nerrors == 0)
+    fg_internal_error(d, (fg_loc){0}, "a stage failed without saying why");
   return fg_diag_status(d);
 }
 
@@ -209,8 +241,8 @@ static int oom(fg_diag *d) {
   return FG_EXIT_INPUT;
 }
 
-int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o, fg_diag *d,
-                FILE *out) {
+int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, const fgc_options *o,
+                fg_diag *d, FILE *out) {
   FILE *log = stderr;
   double t0 = now_ms();
   int rc = 0;
@@ -219,22 +251,36 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   int *owner = NULL;
   unit *units = NULL;
   int nunits = 0;
-  if (!plans || !vec_entries) { rc = oom(d); goto done; }
+  if (!plans || !vec_entries) {
+    rc = oom(d);
+    goto done;
+  }
   for (int gi = 0; gi < m->ngraphs; gi++) {
     fg_graph *g = m->graphs[gi];
-    if (!selected(g, names, n)) continue;
-    if (!fg_run_pipeline(g, &o->passes, d)) { rc = failed(d); goto done; }
-    if (emit == FGC_EMIT_OPT) continue;
+    if (!selected(g, names, n))
+      continue;
+    if (!fg_run_pipeline(g, &o->passes, d)) {
+      rc = failed(d);
+      goto done;
+    }
+    if (emit == FGC_EMIT_OPT)
+      continue;
     double ts = now_ms();
     plans[gi] = fg_plan_build(g, &o->plan, d);
-    if (!plans[gi]) { rc = failed(d); goto done; }
-    if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "segment+schedule", g->name, now_ms() - ts);
+    if (!plans[gi]) {
+      rc = failed(d);
+      goto done;
+    }
+    if (o->time_passes)
+      fprintf(log, "pass %-16s %-24s %8.3f ms\n", "segment+schedule", g->name, now_ms() - ts);
   }
   if (emit == FGC_EMIT_OPT) {
     bool first = true;
     for (int gi = 0; gi < m->ngraphs; gi++) {
-      if (!selected(m->graphs[gi], names, n)) continue;
-      if (!first) fputc('\n', out);
+      if (!selected(m->graphs[gi], names, n))
+        continue;
+      if (!first)
+        fputc('\n', out);
       first = false;
       fg_print_graph(out, m->graphs[gi]);
     }
@@ -242,7 +288,8 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   }
   if (emit == FGC_EMIT_PLAN) {
     for (int gi = 0; gi < m->ngraphs; gi++)
-      if (plans[gi]) fg_plan_print(out, plans[gi]);
+      if (plans[gi])
+        fg_plan_print(out, plans[gi]);
     goto done;
   }
   /* Names first (they live in the graphs' arenas), then the kernels are
@@ -250,12 +297,14 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   int total = 0;
   for (int gi = 0; gi < m->ngraphs; gi++) {
     fg_plan *p = plans[gi];
-    if (!p) continue;
+    if (!p)
+      continue;
     vec_entries[gi] = fg_arena_alloc(&p->g->arena, sizeof(char *) * (size_t)(p->nkernels + 1));
     for (int ki = 0; ki < p->nkernels; ki++) {
       fg_kernel *k = &p->kernels[ki];
       k->entry = entry_name(p->g, gi, ki, false);
-      if (k->vec > 1) vec_entries[gi][ki] = entry_name(p->g, gi, ki, true);
+      if (k->vec > 1)
+        vec_entries[gi][ki] = entry_name(p->g, gi, ki, true);
       total++;
     }
   }
@@ -263,22 +312,31 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
    * machine, each taking the next unit until none is left. */
   int64_t weight = 0;
   for (int gi = 0; gi < m->ngraphs; gi++)
-    for (int ki = 0; plans[gi] && ki < plans[gi]->nkernels; ki++) weight += kernel_weight(&plans[gi]->kernels[ki]);
+    for (int ki = 0; plans[gi] && ki < plans[gi]->nkernels; ki++)
+      weight += kernel_weight(&plans[gi]->kernels[ki]);
   nunits = emit == FGC_EMIT_LLVM ? 1 : (int)(weight / FGC_UNIT_WEIGHT);
-  if (nunits > FGC_UNITS) nunits = FGC_UNITS;
-  if (nunits > total) nunits = total;
-  if (nunits < 1) nunits = 1;
+  if (nunits > FGC_UNITS)
+    nunits = FGC_UNITS;
+  if (nunits > total)
+    nunits = total;
+  if (nunits < 1)
+    nunits = 1;
   owner = calloc((size_t)total + 1, sizeof *owner);
   units = calloc((size_t)nunits, sizeof *units);
   int64_t load[FGC_UNITS] = {0};
-  if (!owner || !units) { rc = oom(d); goto done; }
+  if (!owner || !units) {
+    rc = oom(d);
+    goto done;
+  }
   for (int gi = 0, gk = 0; gi < m->ngraphs; gi++) {
     fg_plan *p = plans[gi];
-    if (!p) continue;
+    if (!p)
+      continue;
     for (int ki = 0; ki < p->nkernels; ki++, gk++) {
       int best = 0;
       for (int t = 1; t < nunits; t++)
-        if (load[t] < load[best]) best = t;
+        if (load[t] < load[best])
+          best = t;
       owner[gk] = best;
       load[best] += kernel_weight(&p->kernels[ki]);
     }
@@ -286,41 +344,55 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   double tl = now_ms();
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int nthreads = o->jobs > 0 ? o->jobs : ncpu < 1 ? 1 : (int)(ncpu < FGC_UNITS ? ncpu : FGC_UNITS);
-  if (nthreads > nunits) nthreads = nunits;
+  if (nthreads > nunits)
+    nthreads = nunits;
   worklist wl = {PTHREAD_MUTEX_INITIALIZER, 0, nunits, units};
   for (int t = 0; t < nunits; t++)
-    units[t] = (unit){o, emit == FGC_EMIT_LLVM, plans, m->ngraphs, vec_entries, owner, t, NULL, "", 0};
+    units[t] =
+        (unit){o, emit == FGC_EMIT_LLVM, plans, m->ngraphs, vec_entries, owner, t, NULL, "", 0};
   pthread_t th[FGC_UNITS];
   int started = 0;
   for (int t = 1; t < nthreads; t++, started++)
-    if (pthread_create(&th[t - 1], NULL, run_units, &wl) != 0) break;
+    if (pthread_create(&th[t - 1], NULL, run_units, &wl) != 0)
+      break;
   run_units(&wl);
-  for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
   if (o->time_passes)
-    fprintf(log, "pass %-16s %-24s %8.3f ms (%d units, %d threads)\n", "lower+llvm+ptx", "*", now_ms() - tl, nunits,
-            started + 1);
+    fprintf(log, "pass %-16s %-24s %8.3f ms (%d units, %d threads)\n", "lower+llvm+ptx", "*",
+            now_ms() - tl, nunits, started + 1);
   for (int t = 0; t < nunits; t++)
     if (units[t].rc) {
-      if (units[t].rc == FG_EXIT_INTERNAL) fg_internal_error(d, (fg_loc){0}, "%s", units[t].err);
-      else fg_error(d, (fg_loc){0}, "%s", units[t].err);
+      if (units[t].rc == FG_EXIT_INTERNAL)
+        fg_internal_error(d, (fg_loc){0}, "%s", units[t].err);
+      else
+        fg_error(d, (fg_loc){0}, "%s", units[t].err);
       rc = units[t].rc;
       goto done;
     }
   char *texts[FGC_UNITS];
-  for (int t = 0; t < nunits; t++) texts[t] = units[t].text;
+  for (int t = 0; t < nunits; t++)
+    texts[t] = units[t].text;
   char *text = nunits == 1 ? units[0].text : fgb_ptx_merge(texts, nunits);
-  if (!text) { rc = oom(d); goto done; }
+  if (!text) {
+    rc = oom(d);
+    goto done;
+  }
   if (emit == FGC_EMIT_PTX) {
     fprintf(out, "// fusec-plan 1\n// target %s\n", o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)
-      if (plans[gi]) fg_plan_write_artifact(out, plans[gi], vec_entries[gi]);
+      if (plans[gi])
+        fg_plan_write_artifact(out, plans[gi], vec_entries[gi]);
     fputc('\n', out); /* the plan is the leading run of // lines */
   }
   fputs(text, out);
-  if (nunits > 1) free(text);
-  if (o->time_passes) fprintf(log, "pass %-16s %-24s %8.3f ms\n", "total", "*", now_ms() - t0);
+  if (nunits > 1)
+    free(text);
+  if (o->time_passes)
+    fprintf(log, "pass %-16s %-24s %8.3f ms\n", "total", "*", now_ms() - t0);
 done:
-  for (int t = 0; units && t < nunits; t++) free(units[t].text);
+  for (int t = 0; units && t < nunits; t++)
+    free(units[t].text);
   free(units);
   free(owner);
   free(plans);

@@ -13,10 +13,10 @@
 typedef enum fgc_emit { FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM, FGC_EMIT_PTX } fgc_emit;
 
 typedef struct fgc_options {
-  const char *arch;           /* "sm_90" by default */
-  int opt_level;              /* LLVM pipeline level, 0..3 (fusec -O0..-O2 maps 0..2; default 3) */
-  const char *libdevice;      /* path to libdevice.10.bc */
-  bool fast_math;             /* opt-in approximate math (docs/artifact.md) */
+  const char *arch;      /* "sm_90" by default */
+  int opt_level;         /* LLVM pipeline level, 0..3 (fusec -O0..-O2 maps 0..2; default 3) */
+  const char *libdevice; /* path to libdevice.10.bc */
+  bool fast_math;        /* opt-in approximate math (docs/artifact.md) */
   fg_pass_options passes;
   fg_plan_options plan;
   bool time_passes;

@@ -28,7 +28,7 @@ typedef struct fgb_memo_entry {
   int n;
   LLVMValueRef idx[FG_MAX_RANK];
   LLVMValueRef val;
-  int next;               /* chain in the bucket */
+  int next; /* chain in the bucket */
 } fgb_memo_entry;
 
 typedef struct fgb_emitter {
@@ -38,14 +38,14 @@ typedef struct fgb_emitter {
   const fg_plan *p;
   const fg_kernel *k;
   LLVMValueRef fn;
-  LLVMValueRef *args;     /* kernel parameters, as in k->args */
-  LLVMTypeRef ity;        /* index type: i32 or i64 */
-  bool aligned;           /* the aligned variant: vector accesses allowed */
+  LLVMValueRef *args; /* kernel parameters, as in k->args */
+  LLVMTypeRef ity;    /* index type: i32 or i64 */
+  bool aligned;       /* the aligned variant: vector accesses allowed */
   int vec;
-  LLVMValueRef lanes[16]; /* lane coordinates along the domain's last dim */
+  LLVMValueRef lanes[16];   /* lane coordinates along the domain's last dim */
   LLVMValueRef uniform[64]; /* lane-independent coordinates (set by skeletons) */
   int nuniform;
-  int nvec_loads;         /* vector loads emitted (for the plan's kernel-vec) */
+  int nvec_loads; /* vector loads emitted (for the plan's kernel-vec) */
   /* memo: open hashing with LIFO removal for loop scopes */
   fgb_memo_entry *memo;
   int nmemo, capmemo;
@@ -76,13 +76,17 @@ typedef struct fgb_emitter {
   LLVMValueRef pipe_buf;
   LLVMValueRef pipe_arena;
   int64_t pipe_used;
-  struct fgb_pipe_slot { int64_t off; int pieces; } *pipe;
+  struct fgb_pipe_slot {
+    int64_t off;
+    int pieces;
+  } *pipe;
   int npipe, cappipe, pipe_pos;
 } fgb_emitter;
 
 enum { FGB_PIPE_OFF, FGB_PIPE_ISSUE, FGB_PIPE_READ };
 
-bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned);
+bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k,
+                      bool aligned);
 void fgb_emitter_free(fgb_emitter *e);
 void fgb_fail(fgb_emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -101,14 +105,16 @@ void fgb_prefetch_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *i
 void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val);
 /* Stores vals[0..vec) for lanes 0..vec-1 at idx (whose last entry is
  * lanes[0]): one vector store in the aligned variant. */
-void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef *vals);
+void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx,
+                          LLVMValueRef *vals);
 
 /* Helpers for skeletons. */
-LLVMValueRef fgb_const(fgb_emitter *e, int64_t v);          /* in the index type */
-LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis);    /* tid, in the index type */
-LLVMValueRef fgb_block_index(fgb_emitter *e, int axis);     /* ctaid, in the index type */
+LLVMValueRef fgb_const(fgb_emitter *e, int64_t v);       /* in the index type */
+LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis); /* tid, in the index type */
+LLVMValueRef fgb_block_index(fgb_emitter *e, int axis);  /* ctaid, in the index type */
 /* Splits a linear index over sizes[0..n) (row-major) into coordinates. */
-void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n, LLVMValueRef *out);
+void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n,
+                     LLVMValueRef *out);
 /* if (cond) { the caller emits } — returns the merge block to continue at
  * after fgb_end_if. */
 LLVMBasicBlockRef fgb_begin_if(fgb_emitter *e, LLVMValueRef cond);
@@ -123,11 +129,12 @@ LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b);
 LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot);
 /* Each warp's total of n accumulators (shuffles, fixed order; every lane
  * gets it); no barrier. */
-void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v);
+void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                       LLVMValueRef *v);
 /* The same for n accumulators at once (slots first_slot..+n-1), with one
  * barrier; v[i] receives total i. */
-void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
-                        int first_slot);
+void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                        LLVMValueRef *v, int first_slot);
 
 /* Kernel skeletons: emit the kernel body after parameters are set up. */
 bool fgb_emit_pointwise_kernel(fgb_emitter *e);

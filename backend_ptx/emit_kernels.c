@@ -21,17 +21,19 @@ LLVMValueRef fgk_local_var(fgb_emitter *e, LLVMTypeRef t, LLVMValueRef init) {
   LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(e->fn);
   LLVMBuilderRef ab = LLVMCreateBuilderInContext(e->ctx);
   LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first) LLVMPositionBuilderBefore(ab, first);
-  else LLVMPositionBuilderAtEnd(ab, entry);
+  if (first)
+    LLVMPositionBuilderBefore(ab, first);
+  else
+    LLVMPositionBuilderAtEnd(ab, entry);
   LLVMValueRef a = LLVMBuildAlloca(ab, t, "");
   LLVMDisposeBuilder(ab);
   LLVMBuildStore(e->b, init, a);
   return a;
 }
 
-
 /* for (i = start; i < end; i += step) — returns i inside the body. */
-LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step) {
+LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end,
+                            LLVMValueRef step) {
   l->var = fgk_local_var(e, LLVMTypeOf(start), start);
   l->step = step;
   l->end = end;
@@ -64,7 +66,8 @@ static LLVMValueRef smem(fgb_emitter *e) {
   LLVMValueRef g;
   snprintf(name, sizeof name, "fg_smem_%s", LLVMGetValueName(e->fn));
   g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
-  if (g) return g;
+  if (g)
+    return g;
   (void)counter;
   /* 8-byte slots: 32 per reduction (one per warp) for every reduction of
    * every row in flight, plus one for the grid-reduction flag. */
@@ -80,20 +83,25 @@ int fgk_flag_area(const fg_kernel *k) {
 
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
-  LLVMValueRef byte = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, i32_index, LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""),
-                                   LLVMConstInt(LLVMInt32TypeInContext(e->ctx), (unsigned long long)slot * 256, 0), "");
+  LLVMValueRef byte = LLVMBuildAdd(
+      e->b, LLVMBuildMul(e->b, i32_index, LLVMConstInt(LLVMInt32TypeInContext(e->ctx), 8, 0), ""),
+      LLVMConstInt(LLVMInt32TypeInContext(e->ctx), (unsigned long long)slot * 256, 0), "");
   return fgb_gep(e->m, smem(e), i8, byte);
 }
 
-LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v, int slot) {
-  for (int off = 16; off >= 1; off /= 2) v = fgb_reduce_combine(e->m, op, v, fgb_shfl_bfly(e->m, v, off), acc);
+LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v,
+                              int slot) {
+  for (int off = 16; off >= 1; off /= 2)
+    v = fgb_reduce_combine(e->m, op, v, fgb_shfl_bfly(e->m, v, off), acc);
   int nwarps = e->k->block / 32;
-  if (nwarps <= 1) return v;
+  if (nwarps <= 1)
+    return v;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef tid = fgb_tid(e->m, 0);
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
   LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
   LLVMBuildStore(e->b, v, fgk_smem_slot(e, slot, warp));
   fgb_end_if(e, merge);
   fgb_barrier(e->m);
@@ -101,35 +109,43 @@ LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMVa
    * everywhere, run after run. */
   LLVMValueRef t = fgb_reduce_identity(e->m, op, acc);
   for (int w = 0; w < nwarps; w++) {
-    LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v), fgk_smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
+    LLVMValueRef x =
+        LLVMBuildLoad2(e->b, LLVMTypeOf(v),
+                       fgk_smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
     t = fgb_reduce_combine(e->m, op, t, x, acc);
   }
   return t;
 }
 
-void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v) {
+void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                       LLVMValueRef *v) {
   for (int off = 16; off >= 1; off /= 2)
-    for (int i = 0; i < n; i++) v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
+    for (int i = 0; i < n; i++)
+      v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
 }
 
-void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs, LLVMValueRef *v,
-                        int first_slot) {
+void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                        LLVMValueRef *v, int first_slot) {
   fgb_warp_reduce_n(e, n, ops, accs, v);
   int nwarps = e->k->block / 32;
-  if (nwarps <= 1) return;
+  if (nwarps <= 1)
+    return;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef tid = fgb_tid(e->m, 0);
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
   LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
-  for (int i = 0; i < n; i++) LLVMBuildStore(e->b, v[i], fgk_smem_slot(e, first_slot + i, warp));
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  for (int i = 0; i < n; i++)
+    LLVMBuildStore(e->b, v[i], fgk_smem_slot(e, first_slot + i, warp));
   fgb_end_if(e, merge);
   fgb_barrier(e->m);
   for (int i = 0; i < n; i++) {
     LLVMValueRef t = fgb_reduce_identity(e->m, ops[i], accs[i]);
     for (int w = 0; w < nwarps; w++) {
-      LLVMValueRef x = LLVMBuildLoad2(e->b, LLVMTypeOf(v[i]),
-                                      fgk_smem_slot(e, first_slot + i, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
+      LLVMValueRef x = LLVMBuildLoad2(
+          e->b, LLVMTypeOf(v[i]),
+          fgk_smem_slot(e, first_slot + i, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
       t = fgb_reduce_combine(e->m, ops[i], t, x, accs[i]);
     }
     v[i] = t;
@@ -145,13 +161,16 @@ fg_dtype fgk_red_acc(const fg_node *n) { return fg_reduce_acc_dtype(n->in[0]->ty
 
 /* Seeds reduction n's result for the row whose kept coordinates are kc
  * (in kept-dim order). */
-void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total) {
+void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc,
+                        LLVMValueRef total) {
   const fg_value *o = n->out[0];
   LLVMValueRef idx[FG_MAX_RANK];
   int j = 0;
   for (int d = 0, c = 0; d < e->k->rank; d++) {
-    if (!e->k->mask[d]) idx[j++] = kc[c++];
-    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+    if (!e->k->mask[d])
+      idx[j++] = kc[c++];
+    else if (o->type.rank == e->k->rank)
+      idx[j++] = fgb_const(e, 0);
   }
   fgb_memo_put(e, o, idx, fgb_convert(e->m, total, fgk_red_acc(n), o->type.dtype));
 }
@@ -160,8 +179,10 @@ void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc
 void fgk_row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx) {
   int j = 0;
   for (int d = 0, c = 0; d < e->k->rank; d++) {
-    if (!e->k->mask[d]) idx[j++] = kc[c++];
-    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+    if (!e->k->mask[d])
+      idx[j++] = kc[c++];
+    else if (o->type.rank == e->k->rank)
+      idx[j++] = fgb_const(e, 0);
   }
 }
 
@@ -182,9 +203,12 @@ static void pw_chunk_at(fgb_emitter *e, LLVMValueRef base, pw_chunk *ch) {
   int last = k->rank - 1;
   fgb_delinearize(e, base, k->dims, k->rank, ch->c);
   for (int j = 0; j < e->vec; j++) /* a 0-d domain has no lane dim (and vec 1) */
-    ch->lanes[j] = last < 0 ? NULL : j == 0 ? ch->c[last] : LLVMBuildAdd(e->b, ch->c[last], fgb_const(e, j), "");
+    ch->lanes[j] = last < 0 ? NULL
+                   : j == 0 ? ch->c[last]
+                            : LLVMBuildAdd(e->b, ch->c[last], fgb_const(e, j), "");
   ch->nuniform = 0;
-  for (int d = 0; d < last; d++) ch->uniform[ch->nuniform++] = ch->c[d];
+  for (int d = 0; d < last; d++)
+    ch->uniform[ch->nuniform++] = ch->c[d];
 }
 
 static void pw_enter(fgb_emitter *e, const pw_chunk *ch) {
@@ -202,16 +226,20 @@ static bool pw_outputs(fgb_emitter *e, const pw_chunk *ch, bool prefetch) {
     LLVMValueRef vals[16], idx[FG_MAX_RANK];
     memcpy(idx, ch->c, sizeof(LLVMValueRef) * (size_t)k->rank);
     for (int j = 0; j < e->vec; j++) {
-      if (k->rank) idx[last] = ch->lanes[j];
+      if (k->rank)
+        idx[last] = ch->lanes[j];
       if (prefetch) {
         fgb_prefetch_value(e, o, idx);
         continue;
       }
       vals[j] = fgb_emit_value(e, o, idx);
-      if (!vals[j]) return false;
+      if (!vals[j])
+        return false;
     }
-    if (prefetch) continue;
-    if (k->rank) idx[last] = ch->lanes[0];
+    if (prefetch)
+      continue;
+    if (k->rank)
+      idx[last] = ch->lanes[0];
     fgb_emit_store_lanes(e, o, idx, vals);
   }
   return !e->failed;
@@ -220,18 +248,22 @@ static bool pw_outputs(fgb_emitter *e, const pw_chunk *ch, bool prefetch) {
 bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int64_t n = 1;
-  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
+  for (int i = 0; i < k->rank; i++)
+    n *= k->dims[i];
   int U = k->chunks > 0 ? k->chunks : 1;
-  if (U > 8) U = 8;
+  if (U > 8)
+    U = 8;
   /* Chunk u of CTA b covers vectors (b*U + u)*T + tid: block-strided, so
    * each chunk is one coalesced sweep of the CTA. */
   bool exact = n % ((int64_t)k->block * U * e->vec) == 0;
-  LLVMValueRef cta = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");
+  LLVMValueRef cta =
+      LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");
   LLVMValueRef tid = fgb_thread_index(e, 0);
   pw_chunk ch[8];
   LLVMValueRef bases[8];
   for (int u = 0; u < U; u++) {
-    LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)u * k->block), ""), tid, "");
+    LLVMValueRef gid = LLVMBuildAdd(
+        e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)u * k->block), ""), tid, "");
     bases[u] = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
   }
   if (exact && (e->aligned || e->vec == 1)) {
@@ -240,11 +272,13 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     for (int u = 0; u < U; u++) {
       pw_chunk_at(e, bases[u], &ch[u]);
       pw_enter(e, &ch[u]);
-      if (U > 1 && !pw_outputs(e, &ch[u], true)) return false;
+      if (U > 1 && !pw_outputs(e, &ch[u], true))
+        return false;
     }
     for (int u = 0; u < U; u++) {
       pw_enter(e, &ch[u]);
-      if (!pw_outputs(e, &ch[u], false)) return false;
+      if (!pw_outputs(e, &ch[u], false))
+        return false;
     }
     return !e->failed;
   }
@@ -254,24 +288,29 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     fgk_loop l;
     LLVMValueRef u = fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, U), fgb_const(e, 1));
     int mark = fgb_memo_mark(e);
-    LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, cta, LLVMBuildMul(e->b, u, fgb_const(e, k->block), ""), ""),
-                                    tid, "");
+    LLVMValueRef gid = LLVMBuildAdd(
+        e->b, LLVMBuildAdd(e->b, cta, LLVMBuildMul(e->b, u, fgb_const(e, k->block), ""), ""), tid,
+        "");
     LLVMValueRef base = LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "");
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
+    LLVMBasicBlockRef merge =
+        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
     pw_chunk_at(e, base, &ch[0]);
     pw_enter(e, &ch[0]);
-    if (!pw_outputs(e, &ch[0], false)) return false;
+    if (!pw_outputs(e, &ch[0], false))
+      return false;
     fgb_memo_release(e, mark);
     fgb_end_if(e, merge);
     fgk_loop_end(e, &l, u);
     return !e->failed;
   }
   for (int u = 0; u < U; u++) {
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], fgb_const(e, n), ""));
+    LLVMBasicBlockRef merge =
+        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], fgb_const(e, n), ""));
     int mark = fgb_memo_mark(e);
     pw_chunk_at(e, bases[u], &ch[u]);
     pw_enter(e, &ch[u]);
-    if (!pw_outputs(e, &ch[u], false)) return false;
+    if (!pw_outputs(e, &ch[u], false))
+      return false;
     /* values of a guarded chunk do not dominate the next chunk */
     fgb_memo_release(e, mark);
     fgb_end_if(e, merge);
@@ -288,10 +327,12 @@ static LLVMValueRef arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) 
   fgb_fence_gpu(e->m);
   fgb_barrier(e->m);
   LLVMValueRef flag_slot = fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0));
-  LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef is_t0 =
+      LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
   LLVMValueRef old = fgb_atomic_add_i32_global(e->m, counter_ptr, LLVMConstInt(i32, 1, 0));
-  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, old, LLVMConstInt(i32, (unsigned long long)(split - 1), 0), "");
+  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, old,
+                                    LLVMConstInt(i32, (unsigned long long)(split - 1), 0), "");
   LLVMBuildStore(e->b, LLVMBuildZExt(e->b, last, i32, ""), flag_slot);
   fgb_end_if(e, merge);
   fgb_barrier(e->m);
@@ -309,7 +350,8 @@ static LLVMValueRef partial_ptr(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_
 
 void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef is_t0 =
+      LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
   LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstInt(i32, 0, 0), counter_ptr);
   LLVMSetVolatile(st, 1);
@@ -319,10 +361,12 @@ void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr) {
 /* The column kernel's partials: row (red, s) of `kept` accumulators,
  * packed (acc-sized), rows 8 * kept bytes apart (the temp's size), so a
  * thread's V lanes are contiguous and vector-aligned. */
-static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef row, LLVMValueRef elem, fg_dtype acc) {
+static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef row,
+                                    LLVMValueRef elem, fg_dtype acc) {
   LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
-  LLVMValueRef byte = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_const(e, 8 * kept), ""),
-                                   LLVMBuildMul(e->b, elem, fgb_const(e, fg_dtype_size(acc)), ""), "");
+  LLVMValueRef byte =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_const(e, 8 * kept), ""),
+                   LLVMBuildMul(e->b, elem, fgb_const(e, fg_dtype_size(acc)), ""), "");
   return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
 }
 
@@ -330,24 +374,28 @@ static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef r
  * The loads are plain: they follow the fence after the arrival counter
  * (the acquire side of the PTX memory model's fence-fence synchronization
  * with the writers' fence), and volatile loads were issued one at a time. */
-static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, int V, LLVMValueRef *vals, bool store) {
+static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, int V,
+                              LLVMValueRef *vals, bool store) {
   int asz = fg_dtype_size(acc), per = 16 / asz < V ? 16 / asz : V;
   for (int done = 0; done < V; done += per) {
-    LLVMValueRef p = fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), fgb_const(e, (int64_t)done * asz));
-    if (store) fgb_store_vec(e->m, p, acc, per, (unsigned)(per * asz), vals + done);
-    else fgb_load_vec(e->m, p, acc, per, (unsigned)(per * asz), 0, vals + done);
+    LLVMValueRef p =
+        fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), fgb_const(e, (int64_t)done * asz));
+    if (store)
+      fgb_store_vec(e->m, p, acc, per, (unsigned)(per * asz), vals + done);
+    else
+      fgb_load_vec(e->m, p, acc, per, (unsigned)(per * asz), 0, vals + done);
   }
 }
 
 static LLVMValueRef load_partial(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index) {
   /* volatile: other CTAs wrote it; do not trust a stale L1 line */
-  LLVMValueRef ld = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, acc), partial_ptr(e, acc, slot_index), "");
+  LLVMValueRef ld =
+      LLVMBuildLoad2(e->b, fgb_reg_type(e->m, acc), partial_ptr(e, acc, slot_index), "");
   LLVMSetVolatile(ld, 1);
   return ld;
 }
 
 /* ---- row reductions ---- */
-
 
 /* Coordinates of the chunk starting at reduced linear index r0: fills
  * lanes and the domain index for lane 0 (idx). */
@@ -356,30 +404,38 @@ void fgk_row_chunk(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef r0, LLVMV
   fgb_delinearize(e, r0, rc->red_sizes, rc->nred, red);
   int last = rc->nred - 1;
   e->nuniform = 0;
-  for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
-  for (int i = 0; i < last; i++) e->uniform[e->nuniform++] = red[i];
+  for (int i = 0; i < rc->nkept; i++)
+    e->uniform[e->nuniform++] = rc->kc[i];
+  for (int i = 0; i < last; i++)
+    e->uniform[e->nuniform++] = red[i];
   for (int j = 0; j < e->vec; j++)
-    e->lanes[j] = last < 0 ? NULL : j == 0 ? red[last] : LLVMBuildAdd(e->b, red[last], fgb_const(e, j), "");
-  for (int d = 0, a = 0, b = 0; d < e->k->rank; d++) idx[d] = e->k->mask[d] ? red[b++] : rc->kc[a++];
+    e->lanes[j] = last < 0 ? NULL
+                  : j == 0 ? red[last]
+                           : LLVMBuildAdd(e->b, red[last], fgb_const(e, j), "");
+  for (int d = 0, a = 0, b = 0; d < e->k->rank; d++)
+    idx[d] = e->k->mask[d] ? red[b++] : rc->kc[a++];
 }
 
 void fgk_lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx) {
   memcpy(idx, idx0, sizeof(LLVMValueRef) * (size_t)e->k->rank);
-  if (e->k->rank && e->lanes[j]) idx[e->k->rank - 1] = e->lanes[j];
+  if (e->k->rank && e->lanes[j])
+    idx[e->k->rank - 1] = e->lanes[j];
 }
 
 /* Accumulates reduction n over one chunk (all lanes) into acc. */
-LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
-                               LLVMValueRef acc) {
+LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0,
+                            LLVMValueRef valid, LLVMValueRef acc) {
   fg_dtype ad = fgk_red_acc(n);
   LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
   for (int j = 0; j < e->vec; j++) {
     LLVMValueRef idx[FG_MAX_RANK];
     fgk_lane_index(e, idx0, j, idx);
     LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-    if (!x) return NULL;
+    if (!x)
+      return NULL;
     x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-    if (valid) x = LLVMBuildSelect(e->b, valid, x, id, "");
+    if (valid)
+      x = LLVMBuildSelect(e->b, valid, x, id, "");
     acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad);
   }
   return acc;
@@ -398,7 +454,8 @@ void fgk_chunks_enter(fgb_emitter *e, const fgk_chunks *ch, int c) {
   e->nuniform = ch->nuni[c];
 }
 
-LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n, LLVMValueRef acc) {
+LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n,
+                                   LLVMValueRef acc) {
   for (int c = 0; c < ch->n && acc; c++) {
     fgk_chunks_enter(e, ch, c);
     acc = fgk_accumulate(e, n, ch->idx0[c], ch->valid[c], acc);
@@ -413,19 +470,23 @@ void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value 
   }
 }
 
-void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid) {
+void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0,
+                    LLVMValueRef valid) {
   LLVMValueRef vals[16], idx[FG_MAX_RANK];
   for (int j = 0; j < e->vec; j++) {
     fgk_lane_index(e, idx0, j, idx);
     vals[j] = fgb_emit_value(e, o, idx);
-    if (!vals[j]) return;
+    if (!vals[j])
+      return;
   }
   LLVMBasicBlockRef merge = valid ? fgb_begin_if(e, valid) : NULL;
   fgb_emit_store_lanes(e, o, idx0, vals);
-  if (merge) fgb_end_if(e, merge);
+  if (merge)
+    fgb_end_if(e, merge);
 }
 
-bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx, LLVMValueRef guard) {
+bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx,
+                     LLVMValueRef guard) {
   const fg_kernel *k = e->k;
   /* values first (every thread: they may need block-wide work), then the
    * stores where guard holds; no cap on how many */
@@ -438,19 +499,24 @@ bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const voi
   LLVMBasicBlockRef merge = NULL;
   for (int pass = 0; pass < 2 && !e->failed; pass++) {
     if (pass == 1) {
-      if (n == 0) break;
+      if (n == 0)
+        break;
       merge = fgb_begin_if(e, guard);
     }
     for (int i = 0; i < k->nouts && !e->failed; i++) {
       const fg_value *o = k->outs[i];
-      if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, k, o) != ph) continue;
+      if ((fgb_is_full(e, o) && !fgk_is_reduction_result(o)) || fg_plan_phase(e->p, k, o) != ph)
+        continue;
       LLVMValueRef idx[FG_MAX_RANK];
       index(e, o, ctx, idx);
-      if (pass == 0) vals[i] = fgb_emit_value(e, o, idx), n++;
-      else fgb_emit_store(e, o, idx, vals[i]);
+      if (pass == 0)
+        vals[i] = fgb_emit_value(e, o, idx), n++;
+      else
+        fgb_emit_store(e, o, idx, vals[i]);
     }
   }
-  if (merge) fgb_end_if(e, merge);
+  if (merge)
+    fgb_end_if(e, merge);
   free(vals);
   return !e->failed;
 }
@@ -461,18 +527,22 @@ static void row_out_index(fgb_emitter *e, const fg_value *o, const void *rc, LLV
 
 bool fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef guard) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  if (!guard) guard = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  if (!guard)
+    guard = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   return fgk_store_phase(e, FG_PHASE_ROWS, row_out_index, rc, guard);
 }
 
 bool fgb_emit_row_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
-  if (k->ncols || k->ntails) return fgb_emit_rowcol_kernel(e);
+  if (k->ncols || k->ntails)
+    return fgb_emit_rowcol_kernel(e);
   fgk_row_ctx rc;
   memset(&rc, 0, sizeof rc);
   for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d]) rc.red_sizes[rc.nred++] = k->dims[d];
-    else rc.kept_sizes[rc.nkept++] = k->dims[d];
+    if (k->mask[d])
+      rc.red_sizes[rc.nred++] = k->dims[d];
+    else
+      rc.kept_sizes[rc.nkept++] = k->dims[d];
   }
   int64_t R = k->red, S = k->split, V = e->vec, T = k->block;
   int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;
@@ -500,50 +570,62 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
     ch.n = E;
     bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
     for (int c = 0; c < E; c++) {
-      LLVMValueRef r0 = LLVMBuildAdd(e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
+      LLVMValueRef r0 = LLVMBuildAdd(
+          e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
       LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
-      if (valid) r0 = LLVMBuildSelect(e->b, valid, r0, rc.rstart, "");
+      if (valid)
+        r0 = LLVMBuildSelect(e->b, valid, r0, rc.rstart, "");
       fgk_row_chunk(e, &rc, r0, ch.idx0[c]);
       fgk_chunks_save(e, &ch, c, valid);
     }
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef acc = fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-      if (!acc) return false;
+      LLVMValueRef acc = fgk_chunks_accumulate(
+          e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+      if (!acc)
+        return false;
       totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-      if (S == 1) fgk_seed_reduction(e, n, rc.kc, totals[i]);
+      if (S == 1)
+        fgk_seed_reduction(e, n, rc.kc, totals[i]);
     }
     if (S == 1) {
       for (int i = 0; i < k->nouts; i++) {
         const fg_value *o = k->outs[i];
-        if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, &ch, o);
+        if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+          fgk_chunks_store_full(e, &ch, o);
       }
     }
   } else {
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)), fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
+                                        fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
       fgk_loop l;
-      LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+      LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend,
+                                       fgb_const(e, T * V));
       int mark = fgb_memo_mark(e);
       LLVMValueRef idx0[FG_MAX_RANK];
       fgk_row_chunk(e, &rc, r0, idx0);
       LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
       acc = fgk_accumulate(e, n, idx0, NULL, acc);
-      if (!acc) return false;
+      if (!acc)
+        return false;
       LLVMBuildStore(e->b, acc, accv);
       fgb_memo_release(e, mark);
       fgk_loop_end(e, &l, r0);
       acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
       totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-      if (S == 1) fgk_seed_reduction(e, n, rc.kc, totals[i]);
+      if (S == 1)
+        fgk_seed_reduction(e, n, rc.kc, totals[i]);
     }
     if (S == 1) {
       for (int i = 0; i < k->nouts; i++) {
         const fg_value *o = k->outs[i];
-        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o)) continue;
+        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o))
+          continue;
         fgk_loop l;
-        LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend, fgb_const(e, T * V));
+        LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend,
+                                         fgb_const(e, T * V));
         int mark = fgb_memo_mark(e);
         LLVMValueRef idx0[FG_MAX_RANK];
         fgk_row_chunk(e, &rc, r0, idx0);
@@ -553,17 +635,22 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
       }
     }
   }
-  if (e->failed) return false;
+  if (e->failed)
+    return false;
   e->nuniform = 0;
-  for (int i = 0; i < rc.nkept; i++) e->uniform[e->nuniform++] = rc.kc[i];
+  for (int i = 0; i < rc.nkept; i++)
+    e->uniform[e->nuniform++] = rc.kc[i];
   if (S > 1) {
     /* partials[(red * B + row) * S + s] */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-    LLVMValueRef is_t0 = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+    LLVMValueRef is_t0 =
+        LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
     LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
     for (int i = 0; i < nreds; i++) {
       LLVMValueRef slot = LLVMBuildAdd(
-          e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
+          e->b,
+          LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""),
+                       fgb_const(e, S), ""),
           s, "");
       LLVMBuildStore(e->b, totals[i], partial_ptr(e, fgk_red_acc(k->reds[i]), slot));
     }
@@ -578,14 +665,18 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
      * assignment and a fixed tree, so the same bits every run. */
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
-      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)), fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
+                                        fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
       fgk_loop l;
       LLVMValueRef si = fgk_loop_begin(e, &l, tid, fgb_const(e, S), fgb_const(e, T));
       LLVMValueRef slot = LLVMBuildAdd(
-          e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""), fgb_const(e, S), ""),
+          e->b,
+          LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""),
+                       fgb_const(e, S), ""),
           si, "");
       LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_partial(e, fgk_red_acc(n), slot), fgk_red_acc(n));
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_partial(e, fgk_red_acc(n), slot),
+                               fgk_red_acc(n));
       LLVMBuildStore(e->b, acc, accv);
       fgk_loop_end(e, &l, si);
       LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
@@ -619,8 +710,10 @@ typedef struct col_rows_ctx {
 static void col_row_enter(fgb_emitter *e, const col_rows_ctx *cx, const LLVMValueRef *rc) {
   memcpy(e->lanes, cx->lanes, sizeof e->lanes);
   e->nuniform = 0;
-  for (int i = 0; i < cx->nkept - (cx->lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = cx->kc[i];
-  for (int i = 0; i < cx->nred; i++) e->uniform[e->nuniform++] = rc[i];
+  for (int i = 0; i < cx->nkept - (cx->lane_dim ? 1 : 0); i++)
+    e->uniform[e->nuniform++] = cx->kc[i];
+  for (int i = 0; i < cx->nred; i++)
+    e->uniform[e->nuniform++] = rc[i];
 }
 
 /* Rows r .. r+U-1 of the thread's columns: with U > 1, every load of
@@ -635,15 +728,19 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
   for (int u = 0; u < U; u++) {
     LLVMValueRef ru = u ? LLVMBuildAdd(e->b, r, fgb_const(e, u), "") : r;
     fgb_delinearize(e, ru, cx->red_sizes, cx->nred, rc[u]);
-    for (int d = 0, a = 0, b = 0; d < k->rank; d++) idx0[u][d] = k->mask[d] ? rc[u][b++] : cx->kc[a++];
-    if (U == 1) continue;
+    for (int d = 0, a = 0, b = 0; d < k->rank; d++)
+      idx0[u][d] = k->mask[d] ? rc[u][b++] : cx->kc[a++];
+    if (U == 1)
+      continue;
     col_row_enter(e, cx, rc[u]);
     for (int j = 0; j < V; j++) {
       LLVMValueRef idx[FG_MAX_RANK];
       fgk_lane_index(e, idx0[u], j, idx);
-      for (int i = 0; i < cx->nreds; i++) fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+      for (int i = 0; i < cx->nreds; i++)
+        fgb_prefetch_value(e, k->reds[i]->in[0], idx);
       for (int i = 0; i < k->nouts; i++)
-        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i])) fgb_prefetch_value(e, k->outs[i], idx);
+        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
+          fgb_prefetch_value(e, k->outs[i], idx);
     }
   }
   for (int u = 0; u < U; u++) {
@@ -655,7 +752,8 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
         LLVMValueRef idx[FG_MAX_RANK];
         fgk_lane_index(e, idx0[u], j, idx);
         LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-        if (!x) return false;
+        if (!x)
+          return false;
         x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
         LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cx->accv[i][j], "");
         LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), cx->accv[i][j]);
@@ -663,7 +761,8 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
     }
     for (int i = 0; i < k->nouts; i++) {
       const fg_value *o = k->outs[i];
-      if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_store_full(e, o, idx0[u], cx->valid);
+      if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+        fgk_store_full(e, o, idx0[u], cx->valid);
     }
   }
   fgb_memo_release(e, mark);
@@ -675,13 +774,18 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   int nkept = 0, nred = 0;
   int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept = 1, R = k->red;
   for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d]) red_sizes[nred++] = k->dims[d];
-    else { kept_sizes[nkept++] = k->dims[d]; kept *= k->dims[d]; }
+    if (k->mask[d])
+      red_sizes[nred++] = k->dims[d];
+    else {
+      kept_sizes[nkept++] = k->dims[d];
+      kept *= k->dims[d];
+    }
   }
   int64_t V = e->vec, S = k->split;
   bool lane_dim = V > 1; /* the schedule vectorizes only a kept last dim */
-  LLVMValueRef gid = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
-                                  fgb_thread_index(e, 0), "");
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
   LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
   LLVMValueRef valid = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, kept), "");
   LLVMValueRef basec = LLVMBuildSelect(e->b, valid, base, fgb_const(e, 0), "");
@@ -690,21 +794,29 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   LLVMValueRef kc_lane[16][FG_MAX_RANK];
   LLVMValueRef lanes[16];
   for (int j = 0; j < V; j++) {
-    lanes[j] = !lane_dim ? NULL : j == 0 ? kc[nkept - 1] : LLVMBuildAdd(e->b, kc[nkept - 1], fgb_const(e, j), "");
+    lanes[j] = !lane_dim ? NULL
+               : j == 0  ? kc[nkept - 1]
+                         : LLVMBuildAdd(e->b, kc[nkept - 1], fgb_const(e, j), "");
     memcpy(kc_lane[j], kc, sizeof kc);
-    if (lane_dim) kc_lane[j][nkept - 1] = lanes[j];
+    if (lane_dim)
+      kc_lane[j][nkept - 1] = lanes[j];
   }
   int64_t rs = ceil_div(R, S);
   LLVMValueRef s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
   LLVMValueRef rstart = LLVMBuildMul(e->b, s, fgb_const(e, rs), "");
-  LLVMValueRef rend = fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+  LLVMValueRef rend =
+      fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
   int nreds = k->nreds < 8 ? k->nreds : 8;
-  if (k->nreds > 8) { fgb_fail(e, "column kernel with more than 8 reductions"); return false; }
+  if (k->nreds > 8) {
+    fgb_fail(e, "column kernel with more than 8 reductions");
+    return false;
+  }
   LLVMValueRef accv[8][16];
   for (int i = 0; i < nreds; i++)
     for (int j = 0; j < V; j++)
-      accv[i][j] = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
-                             fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
+      accv[i][j] =
+          fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
+                        fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
   col_rows_ctx cx = {kc, nkept, lane_dim, lanes, red_sizes, nred, accv, nreds, valid};
   /* Rows in groups of U (all their loads issued first), then the rest one
    * at a time. */
@@ -716,24 +828,28 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     rmain = LLVMBuildSub(e->b, rend, LLVMBuildSRem(e->b, cnt, fgb_const(e, U), ""), "");
     fgk_loop l;
     LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rmain, fgb_const(e, U));
-    if (!col_rows(e, &cx, r, U)) return false;
+    if (!col_rows(e, &cx, r, U))
+      return false;
     fgk_loop_end(e, &l, r);
   }
   fgk_loop l;
   LLVMValueRef r = fgk_loop_begin(e, &l, rmain, rend, fgb_const(e, 1));
-  if (!col_rows(e, &cx, r, 1)) return false;
+  if (!col_rows(e, &cx, r, 1))
+    return false;
   fgk_loop_end(e, &l, r);
-  if (e->failed) return false;
+  if (e->failed)
+    return false;
   LLVMValueRef tot[8][16];
   for (int i = 0; i < nreds; i++)
-    for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
+    for (int j = 0; j < V; j++)
+      tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
   LLVMBasicBlockRef done = NULL;
   if (S > 1) {
     LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
     for (int i = 0; i < nreds; i++) {
       LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, "");
-      col_partial_lanes(e, col_partial_ptr(e, kept, row, base, fgk_red_acc(k->reds[i])), fgk_red_acc(k->reds[i]), (int)V,
-                        tot[i], true);
+      col_partial_lanes(e, col_partial_ptr(e, kept, row, base, fgk_red_acc(k->reds[i])),
+                        fgk_red_acc(k->reds[i]), (int)V, tot[i], true);
     }
     fgb_end_if(e, merge);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -745,59 +861,75 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
     for (int i = 0; i < nreds; i++) {
       const fg_node *n = k->reds[i];
       fg_dtype ad = fgk_red_acc(n);
-      for (int j = 0; j < V; j++) LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
+      for (int j = 0; j < V; j++)
+        LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
       /* Partials s..s+B-1 are loaded before any is combined (in-order issue
        * would otherwise wait a memory latency per partial), then combined
        * in order s, s+1, ...: B * V values in flight, as vector loads. */
       int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
-      if (B > 16) B = 16;
-      if (B < 1) B = 1;
+      if (B > 16)
+        B = 16;
+      if (B < 1)
+        B = 1;
       const char *eb = fg_plan_knob(&e->p->opts, "COL_COMBINE"); /* fusec --knob */
-      if (eb && atoi(eb) >= 1 && atoi(eb) <= 16) B = atoi(eb);
+      if (eb && atoi(eb) >= 1 && atoi(eb) <= 16)
+        B = atoi(eb);
       int64_t full = S / B * B;
       for (int pass = 0; pass < 2; pass++) {
         int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
-        if (lo >= hi) continue;
+        if (lo >= hi)
+          continue;
         fgk_loop sl;
-        LLVMValueRef si = fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+        LLVMValueRef si =
+            fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
         LLVMValueRef got[16][16], lv[16];
         for (int q = 0; q < step; q++) {
           LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
           LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, "");
           col_partial_lanes(e, col_partial_ptr(e, kept, row, basec, ad), ad, (int)V, lv, false);
-          for (int j = 0; j < V; j++) got[j][q] = lv[j];
+          for (int j = 0; j < V; j++)
+            got[j][q] = lv[j];
         }
         for (int j = 0; j < V; j++) {
           LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-          for (int q = 0; q < step; q++) acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
+          for (int q = 0; q < step; q++)
+            acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
           LLVMBuildStore(e->b, acc, accv[i][j]);
         }
         fgk_loop_end(e, &sl, si);
       }
-      for (int j = 0; j < V; j++) tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+      for (int j = 0; j < V; j++)
+        tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
     }
     fgk_reset_counter(e, cptr);
   }
   for (int i = 0; i < nreds; i++)
-    for (int j = 0; j < V; j++) fgk_seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
+    for (int j = 0; j < V; j++)
+      fgk_seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
   /* Row-shaped outputs, one per lane. */
   e->nuniform = 0;
-  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++) e->uniform[e->nuniform++] = kc[i];
+  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++)
+    e->uniform[e->nuniform++] = kc[i];
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) continue;
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+      continue;
     LLVMValueRef vals[16], idx[FG_MAX_RANK];
     for (int j = 0; j < V; j++) {
       fgk_row_index(e, o, kc_lane[j], idx);
       vals[j] = fgb_emit_value(e, o, idx);
-      if (!vals[j]) return false;
+      if (!vals[j])
+        return false;
     }
     LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
     fgk_row_index(e, o, kc_lane[0], idx);
-    if (o->type.rank > 0 && lane_dim) fgb_emit_store_lanes(e, o, idx, vals);
-    else fgb_emit_store(e, o, idx, vals[0]);
+    if (o->type.rank > 0 && lane_dim)
+      fgb_emit_store_lanes(e, o, idx, vals);
+    else
+      fgb_emit_store(e, o, idx, vals[0]);
     fgb_end_if(e, merge);
   }
-  if (done) fgb_end_if(e, done);
+  if (done)
+    fgb_end_if(e, done);
   return !e->failed;
 }

@@ -57,16 +57,18 @@ static LLVMValueRef is_thread0(fgb_emitter *e) {
 /* Knob TRACE: thread 0 records %globaltimer at point pt of its CTA's
  * timeline (8 u64 a CTA, after the partials). */
 static void trace_point(fgb_emitter *e, int pt) {
-  if (e->k->trace_off <= 0) return;
+  if (e->k->trace_off <= 0)
+    return;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx), i8 = LLVMInt8TypeInContext(e->ctx);
   LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
   LLVMTypeRef fty = LLVMFunctionType(i64, NULL, 0, 0);
-  LLVMValueRef gt = LLVMGetInlineAsm(fty, (char *)"mov.u64 $0, %globaltimer;", 25, (char *)"=l", 2, 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef gt = LLVMGetInlineAsm(fty, (char *)"mov.u64 $0, %globaltimer;", 25, (char *)"=l", 2,
+                                     1, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef t = LLVMBuildCall2(e->b, fty, gt, NULL, 0, "");
   LLVMValueRef cta = LLVMBuildIntCast2(e->b, fgb_block_index(e, 0), i64, 0, "");
-  LLVMValueRef off = LLVMBuildAdd(e->b, LLVMConstInt(i64, (unsigned long long)(e->k->trace_off + 8 * pt), 0),
-                                  LLVMBuildMul(e->b, cta, LLVMConstInt(i64, 64, 0), ""), "");
+  LLVMValueRef off =
+      LLVMBuildAdd(e->b, LLVMConstInt(i64, (unsigned long long)(e->k->trace_off + 8 * pt), 0),
+                   LLVMBuildMul(e->b, cta, LLVMConstInt(i64, 64, 0), ""), "");
   LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
   store_volatile(e, t, fgb_gep_global(e->m, base, i8, off));
   fgb_end_if(e, m);
@@ -74,16 +76,20 @@ static void trace_point(fgb_emitter *e, int pt) {
 
 /* The index of a value shaped like one row (a column reduction's result
  * or a value computed from it) at reduced coordinates rc. */
-static void col_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *redc, LLVMValueRef *idx) {
+static void col_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *redc,
+                      LLVMValueRef *idx) {
   int j = 0;
   for (int d = 0, b = 0; d < e->k->rank; d++) {
-    if (e->k->mask[d]) idx[j++] = redc[b++];
-    else if (o->type.rank == e->k->rank) idx[j++] = fgb_const(e, 0);
+    if (e->k->mask[d])
+      idx[j++] = redc[b++];
+    else if (o->type.rank == e->k->rank)
+      idx[j++] = fgb_const(e, 0);
   }
 }
 
 static void zero_index(fgb_emitter *e, const fg_value *o, LLVMValueRef *idx) {
-  for (int d = 0; d < o->type.rank; d++) idx[d] = fgb_const(e, 0);
+  for (int d = 0; d < o->type.rank; d++)
+    idx[d] = fgb_const(e, 0);
 }
 
 /* Output indices for the combine phases: at column coordinates redc, or
@@ -92,13 +98,14 @@ static void col_out_index(fgb_emitter *e, const fg_value *o, const void *redc, L
   col_index(e, o, redc, idx);
 }
 
-static void tail_out_index(fgb_emitter *e, const fg_value *o, const void *unused, LLVMValueRef *idx) {
+static void tail_out_index(fgb_emitter *e, const fg_value *o, const void *unused,
+                           LLVMValueRef *idx) {
   (void)unused;
   zero_index(e, o, idx);
 }
 
-static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0, const LLVMValueRef *valid,
-                       fgk_chunks *ch) {
+static void row_chunks(fgb_emitter *e, fgk_row_ctx *rc, const LLVMValueRef *r0,
+                       const LLVMValueRef *valid, fgk_chunks *ch) {
   ch->n = e->k->chunks;
   for (int c = 0; c < ch->n; c++) {
     fgk_row_chunk(e, rc, r0[c], ch->idx0[c]);
@@ -114,28 +121,36 @@ static void prefetch_row(fgb_emitter *e, const fgk_chunks *ch) {
     for (int j = 0; j < e->vec; j++) {
       LLVMValueRef idx[FG_MAX_RANK];
       fgk_lane_index(e, ch->idx0[c], j, idx);
-      for (int i = 0; i < k->nreds; i++) fgb_prefetch_value(e, k->reds[i]->in[0], idx);
-      for (int i = 0; i < k->ncols; i++) fgb_prefetch_value(e, k->cols[i]->in[0], idx);
+      for (int i = 0; i < k->nreds; i++)
+        fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+      for (int i = 0; i < k->ncols; i++)
+        fgb_prefetch_value(e, k->cols[i]->in[0], idx);
       for (int i = 0; i < k->nouts; i++)
-        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i])) fgb_prefetch_value(e, k->outs[i], idx);
+        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
+          fgb_prefetch_value(e, k->outs[i], idx);
     }
   }
 }
 
 /* Whether v, as computed in this kernel, uses any of reductions l[0..n). */
-static bool uses_walk(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n, unsigned char *seen) {
-  if (seen[v->id] || fg_plan_in_memory(e->p, v, e->k->id) || !v->def) return false;
+static bool uses_walk(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n,
+                      unsigned char *seen) {
+  if (seen[v->id] || fg_plan_in_memory(e->p, v, e->k->id) || !v->def)
+    return false;
   seen[v->id] = 1;
   for (int i = 0; i < n; i++)
-    if (v->def == l[i]) return true;
+    if (v->def == l[i])
+      return true;
   for (int i = 0; i < v->def->nin; i++)
-    if (uses_walk(e, v->def->in[i], l, n, seen)) return true;
+    if (uses_walk(e, v->def->in[i], l, n, seen))
+      return true;
   return false;
 }
 
 static bool uses_any(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n) {
   unsigned char *seen = calloc((size_t)e->p->g->next_value_id, 1);
-  if (!seen) return true;
+  if (!seen)
+    return true;
   bool r = uses_walk(e, v, l, n, seen);
   free(seen);
   return r;
@@ -143,20 +158,22 @@ static bool uses_any(fgb_emitter *e, const fg_value *v, fg_node *const *l, int n
 
 /* Whether reduction n accumulates in bf16 pairs (k->pack_bf16, schedule.c). */
 static bool packed(const fgb_emitter *e, const fg_node *n) {
-  return e->k->pack_bf16 && e->vec % 2 == 0 && fgb_bf16x2_ok(e->m, fgk_red_op(n)) && n->in[0]->type.dtype == FG_BF16 &&
-         fgk_red_acc(n) == FG_F32;
+  return e->k->pack_bf16 && e->vec % 2 == 0 && fgb_bf16x2_ok(e->m, fgk_red_op(n)) &&
+         n->in[0]->type.dtype == FG_BF16 && fgk_red_acc(n) == FG_F32;
 }
 
 /* Lanes j and j + 1 of bf16 value v in chunk c as a pair: abs and neg
  * of a bf16 value on the pair's bits (one and / xor for two lanes; the
  * loaded pair then packs back into the word it was loaded as), anything
  * else computed a lane at a time and packed. */
-static LLVMValueRef packed_value(fgb_emitter *e, const fg_value *v, const fgk_chunks *ch, int c, int j) {
+static LLVMValueRef packed_value(fgb_emitter *e, const fg_value *v, const fgk_chunks *ch, int c,
+                                 int j) {
   const fg_node *d = v->def;
-  if (d && !fg_plan_in_memory(e->p, v, e->k->id) && d->nin == 1 && d->in[0]->type.dtype == FG_BF16 &&
-      (d->op->code == FG_OP_ABS || d->op->code == FG_OP_NEG)) {
+  if (d && !fg_plan_in_memory(e->p, v, e->k->id) && d->nin == 1 &&
+      d->in[0]->type.dtype == FG_BF16 && (d->op->code == FG_OP_ABS || d->op->code == FG_OP_NEG)) {
     LLVMValueRef p = packed_value(e, d->in[0], ch, c, j);
-    if (!p) return NULL;
+    if (!p)
+      return NULL;
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
     LLVMValueRef w = LLVMBuildBitCast(e->b, p, i32, "");
     w = d->op->code == FG_OP_ABS ? LLVMBuildAnd(e->b, w, LLVMConstInt(i32, 0x7fff7fffu, 0), "")
@@ -167,17 +184,22 @@ static LLVMValueRef packed_value(fgb_emitter *e, const fg_value *v, const fgk_ch
   for (int h = 0; h < 2; h++) {
     LLVMValueRef idx[FG_MAX_RANK];
     fgk_lane_index(e, ch->idx0[c], j + h, idx);
-    if (!(x[h] = fgb_emit_value(e, v, idx))) return NULL;
+    if (!(x[h] = fgb_emit_value(e, v, idx)))
+      return NULL;
   }
   return fgb_bf16x2_pack(e->m, x[0], x[1]);
 }
 
 /* Lanes j and j + 1 of n's input in the current chunk, as a bf16 pair
  * (the identity where the chunk is past the row's end). */
-static LLVMValueRef packed_input(fgb_emitter *e, const fg_node *n, const fgk_chunks *ch, int c, int j) {
+static LLVMValueRef packed_input(fgb_emitter *e, const fg_node *n, const fgk_chunks *ch, int c,
+                                 int j) {
   LLVMValueRef v = packed_value(e, n->in[0], ch, c, j);
-  if (!v) return NULL;
-  return ch->valid[c] ? LLVMBuildSelect(e->b, ch->valid[c], v, fgb_bf16x2_identity(e->m, fgk_red_op(n)), "") : v;
+  if (!v)
+    return NULL;
+  return ch->valid[c]
+             ? LLVMBuildSelect(e->b, ch->valid[c], v, fgb_bf16x2_identity(e->m, fgk_red_op(n)), "")
+             : v;
 }
 
 static LLVMValueRef packed_row(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n) {
@@ -187,22 +209,28 @@ static LLVMValueRef packed_row(fgb_emitter *e, const fgk_chunks *ch, const fg_no
     fgk_chunks_enter(e, ch, c);
     for (int j = 0; j < e->vec; j += 2) {
       LLVMValueRef x = packed_input(e, n, ch, c, j);
-      if (!x) return NULL;
+      if (!x)
+        return NULL;
       acc = fgb_bf16x2_combine(e->m, op, acc, x);
     }
   }
-  return fgb_reduce_combine(e->m, op, fgb_bf16x2_unpack(e->m, acc, 0), fgb_bf16x2_unpack(e->m, acc, 1), FG_F32);
+  return fgb_reduce_combine(e->m, op, fgb_bf16x2_unpack(e->m, acc, 0),
+                            fgb_bf16x2_unpack(e->m, acc, 1), FG_F32);
 }
 
 /* A row's reductions first..end-1, accumulated over its chunks (block-
  * reduced by the caller, all rows of the group together). */
-static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int end, LLVMValueRef *acc) {
+static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int end,
+                           LLVMValueRef *acc) {
   const fg_kernel *k = e->k;
   for (int i = first; i < end; i++) {
     const fg_node *n = k->reds[i];
-    LLVMValueRef a = packed(e, n) ? packed_row(e, ch, n)
-                                  : fgk_chunks_accumulate(e, ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-    if (!a) return false;
+    LLVMValueRef a = packed(e, n)
+                         ? packed_row(e, ch, n)
+                         : fgk_chunks_accumulate(
+                               e, ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    if (!a)
+      return false;
     acc[i - first] = a;
   }
   return !e->failed;
@@ -212,11 +240,13 @@ static bool row_reductions(fgb_emitter *e, const fgk_chunks *ch, int first, int 
  * row reduction of the kernel (late), or those that do not (early: added
  * before the block reductions, so that their inputs need not live across
  * the barrier; a thread's rows are still added in row order). */
-static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], bool late) {
+static bool row_columns(fgb_emitter *e, const fgk_chunks *ch,
+                        LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], bool late) {
   const fg_kernel *k = e->k;
   int V = e->vec;
   for (int i = 0; i < k->ncols; i++) {
-    if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds) != late) continue;
+    if (uses_any(e, k->cols[i]->in[0], k->reds, k->nreds) != late)
+      continue;
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
@@ -226,7 +256,8 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
         fgk_chunks_enter(e, ch, c);
         for (int j = 0; j < V; j += 2) {
           LLVMValueRef x = packed_input(e, n, ch, c, j);
-          if (!x) return false;
+          if (!x)
+            return false;
           LLVMValueRef a = LLVMBuildLoad2(e->b, LLVMTypeOf(x), cacc[i][c][j], "");
           LLVMBuildStore(e->b, fgb_bf16x2_combine(e->m, fgk_red_op(n), a, x), cacc[i][c][j]);
         }
@@ -239,9 +270,11 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
         LLVMValueRef idx[FG_MAX_RANK];
         fgk_lane_index(e, ch->idx0[c], j, idx);
         LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-        if (!x) return false;
+        if (!x)
+          return false;
         x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-        if (ch->valid[c]) x = LLVMBuildSelect(e->b, ch->valid[c], x, id, "");
+        if (ch->valid[c])
+          x = LLVMBuildSelect(e->b, ch->valid[c], x, id, "");
         LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], "");
         LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), cacc[i][c][j]);
       }
@@ -252,7 +285,8 @@ static bool row_columns(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef cacc[
 
 /* The row's contributions to the tail accumulators (where `mine` holds,
  * when not NULL). */
-static bool tail_contributions(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef mine, LLVMValueRef *tacc) {
+static bool tail_contributions(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef mine,
+                               LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   for (int i = 0; i < k->ntails; i++) {
     const fg_node *n = k->tails[i];
@@ -260,9 +294,11 @@ static bool tail_contributions(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueR
     LLVMValueRef idx[FG_MAX_RANK];
     fgk_row_index(e, n->in[0], rc->kc, idx);
     LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
-    if (!x) return false;
+    if (!x)
+      return false;
     x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
-    if (mine) x = LLVMBuildSelect(e->b, mine, x, fgb_reduce_identity(e->m, fgk_red_op(n), ad), "");
+    if (mine)
+      x = LLVMBuildSelect(e->b, mine, x, fgb_reduce_identity(e->m, fgk_red_op(n), ad), "");
     LLVMValueRef a = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), tacc[i], "");
     LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), a, x, ad), tacc[i]);
   }
@@ -276,47 +312,57 @@ static bool row_outputs(fgb_emitter *e, fgk_row_ctx *rc, const fgk_chunks *ch,
   const fg_kernel *k = e->k;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) fgk_chunks_store_full(e, ch, o);
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+      fgk_chunks_store_full(e, ch, o);
   }
-  if (!row_columns(e, ch, cacc, true)) return false;
+  if (!row_columns(e, ch, cacc, true))
+    return false;
   e->nuniform = 0;
-  for (int i = 0; i < rc->nkept; i++) e->uniform[e->nuniform++] = rc->kc[i];
-  if (!tail_contributions(e, rc, NULL, tacc)) return false;
+  for (int i = 0; i < rc->nkept; i++)
+    e->uniform[e->nuniform++] = rc->kc[i];
+  if (!tail_contributions(e, rc, NULL, tacc))
+    return false;
   return fgk_store_rows(e, rc, NULL);
 }
 
 /* The rows of group grp: their coordinates and chunks; then every load
  * they need is issued (several rows, or pipeline mode `mode` with buffer
  * buf: copies started, or the slots read). */
-static void group_loads(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, const LLVMValueRef *r0,
-                        const LLVMValueRef *valid, int mode, LLVMValueRef buf, fgk_row_ctx *rc, fgk_chunks *ch) {
+static void group_loads(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
+                        const LLVMValueRef *r0, const LLVMValueRef *valid, int mode,
+                        LLVMValueRef buf, fgk_row_ctx *rc, fgk_chunks *ch) {
   int U = e->k->rows_per_iter > 1 ? e->k->rows_per_iter : 1;
   e->npipe_rows = 0;
   for (int u = 0; u < U; u++) {
     rc[u] = *base;
-    LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, grp, fgb_const(e, U), ""), fgb_const(e, u), "");
+    LLVMValueRef row =
+        LLVMBuildAdd(e->b, LLVMBuildMul(e->b, grp, fgb_const(e, U), ""), fgb_const(e, u), "");
     fgb_delinearize(e, row, rc[u].kept_sizes, rc[u].nkept, rc[u].kc);
     row_chunks(e, &rc[u], r0, valid, &ch[u]);
-    for (int d = 0; d < rc[u].nkept; d++) e->pipe_rows[e->npipe_rows++] = rc[u].kc[d];
+    for (int d = 0; d < rc[u].nkept; d++)
+      e->pipe_rows[e->npipe_rows++] = rc[u].kc[d];
   }
-  if (U == 1 && mode == FGB_PIPE_OFF) return;
+  if (U == 1 && mode == FGB_PIPE_OFF)
+    return;
   e->pipe_mode = mode;
   e->pipe_buf = buf;
   e->pipe_pos = 0;
-  for (int u = 0; u < U; u++) prefetch_row(e, &ch[u]);
+  for (int u = 0; u < U; u++)
+    prefetch_row(e, &ch[u]);
   e->pipe_mode = FGB_PIPE_OFF;
 }
 
 /* Pipelining: the copies of group `next`'s rows (when there is one) into
  * buffer buf start now; the memo forgets the walk. */
-static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef next, LLVMValueRef buf, const LLVMValueRef *r0,
-                        const LLVMValueRef *valid) {
+static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef next,
+                        LLVMValueRef buf, const LLVMValueRef *r0, const LLVMValueRef *valid) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   fgk_row_ctx rc[MAX_ROWS];
   fgk_chunks ch[MAX_ROWS];
   int mark = fgb_memo_mark(e);
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, next, fgb_const(e, k->outer / U), ""));
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, next, fgb_const(e, k->outer / U), ""));
   group_loads(e, base, next, r0, valid, FGB_PIPE_ISSUE, buf, rc, ch);
   fgb_cp_async_commit(e->m);
   fgb_memo_release(e, mark);
@@ -326,11 +372,11 @@ static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef ne
 /* The end of a CTA's rows (see the header comment): its partials and
  * arrival. */
 typedef struct rowcol_end {
-  bool early;          /* partials and arrival from inside the last group (see emit_rows) */
-  LLVMValueRef x;      /* the cluster's exchange buffer (shared memory), or NULL */
+  bool early;     /* partials and arrival from inside the last group (see emit_rows) */
+  LLVMValueRef x; /* the cluster's exchange buffer (shared memory), or NULL */
   LLVMValueRef cta;
   const LLVMValueRef *r0, *valid;
-  LLVMValueRef goal;   /* i64 local: the arrival count that means "all G arrived" */
+  LLVMValueRef goal; /* i64 local: the arrival count that means "all G arrived" */
 } rowcol_end;
 
 /* The f32 column accumulators the partials read (out): cacc's, with the
@@ -344,7 +390,8 @@ static void unpack_columns(fgb_emitter *e, LLVMValueRef cacc[FGR_MAX_COLS][FGR_M
     for (int c = 0; c < k->chunks; c++)
       for (int j = 0; j < e->vec; j++) {
         out[i][c][j] = cacc[i][c][j];
-        if (!pk || j % 2) continue;
+        if (!pk || j % 2)
+          continue;
         LLVMValueRef v = LLVMBuildLoad2(e->b, t, cacc[i][c][j], "");
         LLVMValueRef lo = fgb_bf16x2_unpack(e->m, v, 0);
         out[i][c][j] = fgk_local_var(e, LLVMTypeOf(lo), lo);
@@ -355,14 +402,16 @@ static void unpack_columns(fgb_emitter *e, LLVMValueRef cacc[FGR_MAX_COLS][FGR_M
 
 /* Column partials: the cluster's (summed through distributed shared
  * memory) or this CTA's own. */
-static void column_partials(fgb_emitter *e, const rowcol_end *en, LLVMValueRef packs[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]) {
+static void column_partials(fgb_emitter *e, const rowcol_end *en,
+                            LLVMValueRef packs[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]) {
   const fg_kernel *k = e->k;
   LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16];
   unpack_columns(e, packs, cacc);
   if (k->cluster > 1) {
     LLVMValueRef rank = LLVMBuildURem(e->b, en->cta, fgb_const(e, k->cluster), "");
     LLVMValueRef cid = LLVMBuildUDiv(e->b, en->cta, fgb_const(e, k->cluster), "");
-    for (int i = 0; i < k->ncols; i++) fgr_cluster_slice_sums(e, i, en->x, rank, cid, en->r0, en->valid, cacc);
+    for (int i = 0; i < k->ncols; i++)
+      fgr_cluster_slice_sums(e, i, en->x, rank, cid, en->r0, en->valid, cacc);
     return;
   }
   for (int i = 0; i < k->ncols; i++) {
@@ -370,9 +419,13 @@ static void column_partials(fgb_emitter *e, const rowcol_end *en, LLVMValueRef p
     for (int c = 0; c < k->chunks; c++) {
       LLVMBasicBlockRef m = en->valid[c] ? fgb_begin_if(e, en->valid[c]) : NULL;
       for (int j = 0; j < e->vec; j++)
-        fgb_store(e->m, fgr_col_partial(e, i, en->cta, LLVMBuildAdd(e->b, en->r0[c], fgb_const(e, j), "")), pd,
-                  fgb_convert(e->m, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], ""), ad, pd));
-      if (m) fgb_end_if(e, m);
+        fgb_store(
+            e->m,
+            fgr_col_partial(e, i, en->cta, LLVMBuildAdd(e->b, en->r0[c], fgb_const(e, j), "")), pd,
+            fgb_convert(e->m, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cacc[i][c][j], ""), ad,
+                        pd));
+      if (m)
+        fgb_end_if(e, m);
     }
   }
 }
@@ -381,7 +434,8 @@ static void tail_partials(fgb_emitter *e, LLVMValueRef cta, LLVMValueRef *tacc) 
   const fg_kernel *k = e->k;
   LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
   for (int i = 0; i < k->ntails; i++)
-    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->tails[i])), tacc[i], ""),
+    LLVMBuildStore(e->b,
+                   LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->tails[i])), tacc[i], ""),
                    fgr_tail_partial(e, i, cta));
   fgb_end_if(e, m);
 }
@@ -401,10 +455,14 @@ static void arrive(fgb_emitter *e, LLVMValueRef goal) {
   fgb_barrier(e->m);
   LLVMBasicBlockRef m = fgb_begin_if(e, is_thread0(e));
   fgb_fence_gpu(e->m); /* release: the CTA's partials, ordered before it by the barrier */
-  LLVMValueRef t = LLVMBuildAtomicRMW(e->b, LLVMAtomicRMWBinOpAdd, counter(e), LLVMConstInt(i64, 1, 0),
-                                      LLVMAtomicOrderingMonotonic, 0);
-  LLVMBuildStore(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, LLVMBuildUDiv(e->b, t, G64, ""), LLVMConstInt(i64, 1, 0), ""),
-                                    G64, ""), goal);
+  LLVMValueRef t = LLVMBuildAtomicRMW(e->b, LLVMAtomicRMWBinOpAdd, counter(e),
+                                      LLVMConstInt(i64, 1, 0), LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildStore(
+      e->b,
+      LLVMBuildMul(e->b,
+                   LLVMBuildAdd(e->b, LLVMBuildUDiv(e->b, t, G64, ""), LLVMConstInt(i64, 1, 0), ""),
+                   G64, ""),
+      goal);
   LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, LLVMBuildURem(e->b, t, G64, ""), i32, ""),
                  fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0)));
   fgb_end_if(e, m);
@@ -449,11 +507,17 @@ static LLVMValueRef defer_slot(fgb_emitter *e, int i, LLVMValueRef s, LLVMValueR
   char name[256];
   snprintf(name, sizeof name, "fg_defer_%s", LLVMGetValueName(e->fn));
   LLVMValueRef arr = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
-  if (!arr) arr = fgb_shared_array(e->m, name, (uint64_t)(8 * k->nreds * D * W));
+  if (!arr)
+    arr = fgb_shared_array(e->m, name, (uint64_t)(8 * k->nreds * D * W));
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMValueRef entry = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned long long)(i * D), 0), s, ""),
-                                                       LLVMConstInt(i32, (unsigned long long)W, 0), ""), w, "");
-  return fgb_gep(e->m, arr, LLVMInt8TypeInContext(e->ctx), LLVMBuildMul(e->b, entry, LLVMConstInt(i32, 8, 0), ""));
+  LLVMValueRef entry = LLVMBuildAdd(
+      e->b,
+      LLVMBuildMul(e->b,
+                   LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned long long)(i * D), 0), s, ""),
+                   LLVMConstInt(i32, (unsigned long long)W, 0), ""),
+      w, "");
+  return fgb_gep(e->m, arr, LLVMInt8TypeInContext(e->ctx),
+                 LLVMBuildMul(e->b, entry, LLVMConstInt(i32, 8, 0), ""));
 }
 
 /* Each warp's share of every reduction of the group's rows: summed
@@ -464,14 +528,18 @@ static bool defer_shares(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef iter
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef tid = fgb_tid(e->m, 0);
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef lane0 = LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), ""), LLVMConstInt(i32, 0, 0), "");
-  LLVMValueRef s0 = LLVMBuildMul(e->b, as_i32(e, LLVMBuildURem(e->b, iter, fgb_const(e, k->defer_groups), "")),
-                                 LLVMConstInt(i32, (unsigned long long)U, 0), "");
+  LLVMValueRef lane0 =
+      LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), ""),
+                    LLVMConstInt(i32, 0, 0), "");
+  LLVMValueRef s0 =
+      LLVMBuildMul(e->b, as_i32(e, LLVMBuildURem(e->b, iter, fgb_const(e, k->defer_groups), "")),
+                   LLVMConstInt(i32, (unsigned long long)U, 0), "");
   LLVMValueRef v[MAX_ROWS * 64];
   fg_opcode ops[MAX_ROWS * 64];
   fg_dtype accs[MAX_ROWS * 64];
   for (int u = 0; u < U; u++) {
-    if (!row_reductions(e, &ch[u], 0, k->nreds, &v[u * k->nreds])) return false;
+    if (!row_reductions(e, &ch[u], 0, k->nreds, &v[u * k->nreds]))
+      return false;
     for (int i = 0; i < k->nreds; i++) {
       ops[u * k->nreds + i] = fgk_red_op(k->reds[i]);
       accs[u * k->nreds + i] = fgk_red_acc(k->reds[i]);
@@ -481,8 +549,10 @@ static bool defer_shares(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef iter
   LLVMBasicBlockRef m = fgb_begin_if(e, lane0);
   for (int u = 0; u < U; u++)
     for (int i = 0; i < k->nreds; i++)
-      LLVMBuildStore(e->b, v[u * k->nreds + i],
-                     defer_slot(e, i, LLVMBuildAdd(e->b, s0, LLVMConstInt(i32, (unsigned long long)u, 0), ""), warp));
+      LLVMBuildStore(
+          e->b, v[u * k->nreds + i],
+          defer_slot(e, i, LLVMBuildAdd(e->b, s0, LLVMConstInt(i32, (unsigned long long)u, 0), ""),
+                     warp));
   fgb_end_if(e, m);
   return !e->failed;
 }
@@ -491,40 +561,51 @@ static bool defer_shares(fgb_emitter *e, const fgk_chunks *ch, LLVMValueRef iter
  * F or of the CTA's): thread s sums row slot s's warp shares in warp
  * order, writes the row's results and adds its tail contributions to its
  * own accumulators (combined across the CTA after the loop). */
-static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, LLVMValueRef *tacc) {
+static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
+                        LLVMValueRef iter, LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   int64_t F = k->defer_groups, W = k->block / 32, G = k->grid[0];
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef pos = LLVMBuildURem(e->b, iter, fgb_const(e, F), "");
-  LLVMValueRef last = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, pos, fgb_const(e, F - 1), ""),
-                                  LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, G), ""), fgb_const(e, k->outer / U), ""),
-                                  "");
+  LLVMValueRef last =
+      LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, pos, fgb_const(e, F - 1), ""),
+                  LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, G), ""),
+                                fgb_const(e, k->outer / U), ""),
+                  "");
   LLVMBasicBlockRef m = fgb_begin_if(e, last); /* the same for every thread of the CTA */
   fgb_barrier(e->m);
   int mark = fgb_memo_mark(e);
   LLVMValueRef t = fgb_thread_index(e, 0);
-  LLVMValueRef mine = LLVMBuildICmp(e->b, LLVMIntSLT, t, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, pos, fgb_const(e, 1), ""), fgb_const(e, U), ""), "");
+  LLVMValueRef mine = LLVMBuildICmp(
+      e->b, LLVMIntSLT, t,
+      LLVMBuildMul(e->b, LLVMBuildAdd(e->b, pos, fgb_const(e, 1), ""), fgb_const(e, U), ""), "");
   LLVMValueRef s = LLVMBuildSelect(e->b, mine, t, fgb_const(e, 0), "");
   /* slot s: group grp - (pos - s / U) * G, row s % U */
   LLVMValueRef back = LLVMBuildSub(e->b, pos, LLVMBuildUDiv(e->b, s, fgb_const(e, U), ""), "");
   LLVMValueRef g = LLVMBuildSub(e->b, grp, LLVMBuildMul(e->b, back, fgb_const(e, G), ""), "");
-  LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, U), ""), LLVMBuildURem(e->b, s, fgb_const(e, U), ""), "");
+  LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, U), ""),
+                                  LLVMBuildURem(e->b, s, fgb_const(e, U), ""), "");
   fgk_row_ctx rc = *base;
   fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
-  for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+  for (int l = 0; l < 16; l++)
+    e->lanes[l] = NULL;
   e->nuniform = 0;
   for (int i = 0; i < k->nreds; i++) {
     const fg_node *n = k->reds[i];
     fg_dtype ad = fgk_red_acc(n);
     LLVMValueRef tot = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
     for (int w = 0; w < W; w++)
-      tot = fgb_reduce_combine(e->m, fgk_red_op(n), tot,
-                               LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), defer_slot(e, i, as_i32(e, s), LLVMConstInt(i32, (unsigned long long)w, 0)), ""),
-                               ad);
+      tot = fgb_reduce_combine(
+          e->m, fgk_red_op(n), tot,
+          LLVMBuildLoad2(
+              e->b, fgb_reg_type(e->m, ad),
+              defer_slot(e, i, as_i32(e, s), LLVMConstInt(i32, (unsigned long long)w, 0)), ""),
+          ad);
     fgk_seed_reduction(e, n, rc.kc, tot);
   }
-  if (!fgk_store_rows(e, &rc, mine) || !tail_contributions(e, &rc, mine, tacc)) return false;
+  if (!fgk_store_rows(e, &rc, mine) || !tail_contributions(e, &rc, mine, tacc))
+    return false;
   fgb_memo_release(e, mark);
   fgb_barrier(e->m); /* the shares are written again next */
   fgb_end_if(e, m);
@@ -544,15 +625,17 @@ static void defer_tails(fgb_emitter *e, LLVMValueRef *tacc) {
     v[i] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, accs[i]), tacc[i], "");
   }
   fgb_block_reduce_n(e, k->ntails, ops, accs, v, 0);
-  for (int i = 0; i < k->ntails; i++) LLVMBuildStore(e->b, v[i], tacc[i]);
+  for (int i = 0; i < k->ntails; i++)
+    LLVMBuildStore(e->b, v[i], tacc[i]);
 }
 
 /* One group of U rows: all their loads first (pipelined: waited for, and
  * the next group's started), then each row's reductions, then (after
  * re-reading the rows, when the schedule says so: fewer registers, more
  * CTAs) each row's outputs and accumulators. */
-static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter, const LLVMValueRef *r0,
-                      const LLVMValueRef *valid, LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc,
+static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp, LLVMValueRef iter,
+                      const LLVMValueRef *r0, const LLVMValueRef *valid,
+                      LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], LLVMValueRef *tacc,
                       const rowcol_end *en) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
@@ -571,16 +654,19 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
                 LLVMBuildXor(e->b, buf, LLVMConstInt(i32, 1, 0), ""), r0, valid);
   }
   group_loads(e, base, grp, r0, valid, k->pipeline ? FGB_PIPE_READ : FGB_PIPE_OFF, buf, rc, ch);
-  if (e->failed) return false;
+  if (e->failed)
+    return false;
   for (int u = 0; u < U; u++)
-    if (!row_columns(e, &ch[u], cacc, false)) return false;
+    if (!row_columns(e, &ch[u], cacc, false))
+      return false;
   if (en->early) {
     /* The CTA's last group: its column sums are complete before its row
      * reductions and outputs, so the partials and the arrival go now, and
      * the fence does not wait for this group's output stores; the
      * combiners' wait overlaps the group's remaining work. */
-    LLVMBasicBlockRef m = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
-                                                        fgb_const(e, k->outer / U), ""));
+    LLVMBasicBlockRef m = fgb_begin_if(
+        e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
+                         fgb_const(e, k->outer / U), ""));
     column_partials(e, en, cacc);
     trace_point(e, 2);
     arrive(e, en->goal);
@@ -595,14 +681,16 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   /* Reductions in groups that do not use each other (a variance after its
    * mean comes in a later group): each group's rows share one barrier. */
   for (int start = 0, end; start < k->nreds; start = end) {
-    for (end = start + 1; end < k->nreds && !uses_any(e, k->reds[end]->in[0], k->reds + start, end - start); end++)
+    for (end = start + 1;
+         end < k->nreds && !uses_any(e, k->reds[end]->in[0], k->reds + start, end - start); end++)
       ;
     int n = end - start;
     fg_opcode ops[MAX_ROWS * 64];
     fg_dtype accs[MAX_ROWS * 64];
     LLVMValueRef all[MAX_ROWS * 64];
     for (int u = 0; u < U; u++) {
-      if (!row_reductions(e, &ch[u], start, end, &all[u * n])) return false;
+      if (!row_reductions(e, &ch[u], start, end, &all[u * n]))
+        return false;
       for (int i = start; i < end; i++) {
         ops[u * n + i - start] = fgk_red_op(k->reds[i]);
         accs[u * n + i - start] = fgk_red_acc(k->reds[i]);
@@ -625,8 +713,10 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
   }
   for (int u = 0; u < U; u++) {
     if (k->reload)
-      for (int i = 0; i < k->nreds; i++) fgk_seed_reduction(e, k->reds[i], rc[u].kc, totals[u][i]);
-    if (!row_outputs(e, &rc[u], &ch[u], cacc, tacc)) return false;
+      for (int i = 0; i < k->nreds; i++)
+        fgk_seed_reduction(e, k->reds[i], rc[u].kc, totals[u][i]);
+    if (!row_outputs(e, &rc[u], &ch[u], cacc, tacc))
+      return false;
   }
   e->reload_zero = NULL;
   fgb_memo_release(e, mark);
@@ -647,27 +737,35 @@ static int combine_lanes(const fg_kernel *k) {
 static int64_t combine_groups(const fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1;
-  int64_t V = k->ncols > 1 ? 2 * COMBINE_VECTORS : COMBINE_VECTORS; /* a thread loads V vectors a column reduction */
-  const char *ev = fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
-  if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT) V = atoi(ev);
-  while (NG < k->block / TPR && NG < COMBINE_GROUPS && (G + NG - 1) / NG > V) NG *= 2;
+  int64_t V = k->ncols > 1 ? 2 * COMBINE_VECTORS
+                           : COMBINE_VECTORS; /* a thread loads V vectors a column reduction */
+  const char *ev =
+      fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
+  if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT)
+    V = atoi(ev);
+  while (NG < k->block / TPR && NG < COMBINE_GROUPS && (G + NG - 1) / NG > V)
+    NG *= 2;
   return NG;
 }
 
-static int64_t combine_threads(const fgb_emitter *e) { return combine_groups(e) * (e->k->combine_cols / combine_lanes(e->k)); }
+static int64_t combine_threads(const fgb_emitter *e) {
+  return combine_groups(e) * (e->k->combine_cols / combine_lanes(e->k));
+}
 
 /* Bytes a scratch slot: the widest column accumulator (4 for f32). */
 static int scratch_stride(const fg_kernel *k) {
   int b = 4;
   for (int i = 0; i < k->ncols; i++)
-    if (fg_dtype_size(fgk_red_acc(k->cols[i])) > b) b = fg_dtype_size(fgk_red_acc(k->cols[i]));
+    if (fg_dtype_size(fgk_red_acc(k->cols[i])) > b)
+      b = fg_dtype_size(fgk_red_acc(k->cols[i]));
   return b;
 }
 
 static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValueRef slot) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   return fgb_gep(e->m, scratch, LLVMInt8TypeInContext(e->ctx),
-                 LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""), LLVMConstInt(i32, (unsigned)scratch_stride(e->k), 0), ""));
+                 LLVMBuildMul(e->b, LLVMBuildTrunc(e->b, slot, i32, ""),
+                              LLVMConstInt(i32, (unsigned)scratch_stride(e->k), 0), ""));
 }
 
 /* Combiner: column block blk of CW columns. Thread t < TPR * NG sums W
@@ -694,20 +792,25 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
   LLVMValueRef gq = LLVMBuildUDiv(e->b, tid, fgb_const(e, TPR), "");
-  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), LLVMBuildMul(e->b, tr, fgb_const(e, W), ""), "");
+  LLVMValueRef col = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""),
+                                  LLVMBuildMul(e->b, tr, fgb_const(e, W), ""), "");
   LLVMValueRef cvalid = LLVMBuildICmp(e->b, LLVMIntSLT, col, fgb_const(e, R), "");
   LLVMValueRef colc = LLVMBuildSelect(e->b, cvalid, col, fgb_const(e, 0), "");
-  int per = LOADS_IN_FLIGHT * 2 / W > 0 ? LOADS_IN_FLIGHT * 2 / W : 1; /* vectors in flight: 64 registers' worth */
-  if (per > LOADS_IN_FLIGHT) per = LOADS_IN_FLIGHT;
+  int per = LOADS_IN_FLIGHT * 2 / W > 0 ? LOADS_IN_FLIGHT * 2 / W
+                                        : 1; /* vectors in flight: 64 registers' worth */
+  if (per > LOADS_IN_FLIGHT)
+    per = LOADS_IN_FLIGHT;
   /* Threads past the NG groups have no rows (their sums stay the identity). */
-  LLVMValueRef gstart = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, gq, fgb_const(e, NG), ""), gq, fgb_const(e, G), "");
+  LLVMValueRef gstart = LLVMBuildSelect(
+      e->b, LLVMBuildICmp(e->b, LLVMIntSLT, gq, fgb_const(e, NG), ""), gq, fgb_const(e, G), "");
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n), pd = fg_reduce_partial_dtype(n);
     LLVMTypeRef rt = fgb_reg_type(e->m, ad);
     LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
     LLVMValueRef accv[16];
-    for (int w = 0; w < W; w++) accv[w] = fgk_local_var(e, rt, id);
+    for (int w = 0; w < W; w++)
+      accv[w] = fgk_local_var(e, rt, id);
     int lif = (int)((G + NG - 1) / NG < per ? (G + NG - 1) / NG : per);
     fgk_loop l;
     LLVMValueRef g0 = fgk_loop_begin(e, &l, gstart, fgb_const(e, G), fgb_const(e, NG * lif));
@@ -717,26 +820,33 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
       in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
       g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
       /* Plain loads: the acquire fence after the wait invalidated L1. */
-      fgb_load_vec(e->m, fgr_col_partial(e, i, g, colc), pd, W, (unsigned)(W * fg_dtype_size(pd)), 0, got[q]);
+      fgb_load_vec(e->m, fgr_col_partial(e, i, g, colc), pd, W, (unsigned)(W * fg_dtype_size(pd)),
+                   0, got[q]);
     }
     for (int w = 0; w < W; w++) {
       LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv[w], "");
       for (int q = 0; q < lif; q++)
-        acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildSelect(e->b, in[q], fgb_convert(e->m, got[q][w], pd, ad), id, ""),
-                                 ad);
+        acc = fgb_reduce_combine(
+            e->m, fgk_red_op(n), acc,
+            LLVMBuildSelect(e->b, in[q], fgb_convert(e->m, got[q][w], pd, ad), id, ""), ad);
       LLVMBuildStore(e->b, acc, accv[w]);
     }
     fgk_loop_end(e, &l, g0);
-    LLVMBasicBlockRef m = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, NT), ""));
+    LLVMBasicBlockRef m =
+        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, NT), ""));
     for (int w = 0; w < W; w++)
-      LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, rt, accv[w], ""),
-                     scratch_slot(e, scratch, LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * NT), tid, "")));
+      LLVMBuildStore(
+          e->b, LLVMBuildLoad2(e->b, rt, accv[w], ""),
+          scratch_slot(e, scratch,
+                       LLVMBuildAdd(e->b, fgb_const(e, ((int64_t)i * W + w) * NT), tid, "")));
     fgb_end_if(e, m);
   }
   fgb_barrier(e->m);
-  LLVMBasicBlockRef first = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
+  LLVMBasicBlockRef first =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, tid, fgb_const(e, CW), ""));
   int mark = fgb_memo_mark(e);
-  LLVMValueRef w = LLVMBuildURem(e->b, tid, fgb_const(e, W), ""), ftr = LLVMBuildUDiv(e->b, tid, fgb_const(e, W), "");
+  LLVMValueRef w = LLVMBuildURem(e->b, tid, fgb_const(e, W), ""),
+               ftr = LLVMBuildUDiv(e->b, tid, fgb_const(e, W), "");
   LLVMValueRef fcol = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk, fgb_const(e, CW), ""), tid, "");
   LLVMValueRef fvalid = LLVMBuildICmp(e->b, LLVMIntSLT, fcol, fgb_const(e, R), "");
   fcol = LLVMBuildSelect(e->b, fvalid, fcol, fgb_const(e, 0), "");
@@ -747,17 +857,22 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     fg_dtype ad = fgk_red_acc(n);
     LLVMTypeRef rt = fgb_reg_type(e->m, ad);
     LLVMValueRef acc = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
-    LLVMValueRef base = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * W), w, ""), fgb_const(e, NT), ""),
-                                     ftr, "");
+    LLVMValueRef base =
+        LLVMBuildAdd(e->b,
+                     LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * W), w, ""),
+                                  fgb_const(e, NT), ""),
+                     ftr, "");
     for (int q = 0; q < NG; q++) {
       LLVMValueRef slot = LLVMBuildAdd(e->b, base, fgb_const(e, q * TPR), "");
-      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, LLVMBuildLoad2(e->b, rt, scratch_slot(e, scratch, slot), ""), ad);
+      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc,
+                               LLVMBuildLoad2(e->b, rt, scratch_slot(e, scratch, slot), ""), ad);
     }
     LLVMValueRef idx[FG_MAX_RANK];
     col_index(e, n->out[0], redc, idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
   }
-  if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, fvalid)) return false;
+  if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, fvalid))
+    return false;
   fgb_memo_release(e, mark);
   fgb_end_if(e, first);
   fgb_barrier(e->m); /* the scratch is reused by the next block */
@@ -778,16 +893,20 @@ static bool combine_tails(fgb_emitter *e) {
     fgk_loop l;
     LLVMValueRef g = fgk_loop_begin(e, &l, tid, fgb_const(e, k->grid[0]), fgb_const(e, k->block));
     LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
-    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, load_volatile(e, rt, fgr_tail_partial(e, i, g)), ad);
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc,
+                             load_volatile(e, rt, fgr_tail_partial(e, i, g)), ad);
     LLVMBuildStore(e->b, acc, accv);
     fgk_loop_end(e, &l, g);
-    if (i) fgb_barrier(e->m); /* the previous block reduction's slots are read */
-    LLVMValueRef tot = fgb_block_reduce(e, fgk_red_op(n), ad, LLVMBuildLoad2(e->b, rt, accv, ""), 0);
+    if (i)
+      fgb_barrier(e->m); /* the previous block reduction's slots are read */
+    LLVMValueRef tot =
+        fgb_block_reduce(e, fgk_red_op(n), ad, LLVMBuildLoad2(e->b, rt, accv, ""), 0);
     LLVMValueRef idx[FG_MAX_RANK];
     zero_index(e, n->out[0], idx);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, tot, ad, n->out[0]->type.dtype));
   }
-  if (!fgk_store_phase(e, FG_PHASE_TAIL, tail_out_index, NULL, is_thread0(e))) return false;
+  if (!fgk_store_phase(e, FG_PHASE_TAIL, tail_out_index, NULL, is_thread0(e)))
+    return false;
   fgb_memo_release(e, mark);
   return !e->failed;
 }
@@ -802,12 +921,16 @@ static bool static_smem_fits(fgb_emitter *e) {
     char name[256];
     snprintf(name, sizeof name, "%s%s", prefix[i], LLVMGetValueName(e->fn));
     LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
-    if (g) total += LLVMGetArrayLength2(LLVMGlobalGetValueType(g));
+    if (g)
+      total += LLVMGetArrayLength2(LLVMGlobalGetValueType(g));
   }
   int limit = e->p->target.static_smem_per_block;
   if (total > (uint64_t)limit)
-    fgb_fail(e, "row + column kernel %d needs %llu bytes of static shared memory, more than the %d a kernel can have "
-             "(fewer threads a CTA: --knob ROWCOL_THREADS)", e->k->id, (unsigned long long)total, limit);
+    fgb_fail(e,
+             "row + column kernel %d needs %llu bytes of static shared memory, more than the %d a "
+             "kernel can have "
+             "(fewer threads a CTA: --knob ROWCOL_THREADS)",
+             e->k->id, (unsigned long long)total, limit);
   return !e->failed;
 }
 
@@ -817,16 +940,18 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   int E = k->chunks, V = e->vec;
   int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  if (k->ncols > FGR_MAX_COLS || k->ntails > FGK_MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 || G < 1 || K < 1 || K > G ||
-      U > MAX_ROWS || k->outer % U || k->nreds > 64) {
+  if (k->ncols > FGR_MAX_COLS || k->ntails > FGK_MAX_TAILS || E > FGR_MAX_CHUNKS || k->split != 1 ||
+      G < 1 || K < 1 || K > G || U > MAX_ROWS || k->outer % U || k->nreds > 64) {
     fgb_fail(e, "row + column kernel %d out of its limits", k->id);
     return false;
   }
   fgk_row_ctx rc;
   memset(&rc, 0, sizeof rc);
   for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d]) rc.red_sizes[rc.nred++] = k->dims[d];
-    else rc.kept_sizes[rc.nkept++] = k->dims[d];
+    if (k->mask[d])
+      rc.red_sizes[rc.nred++] = k->dims[d];
+    else
+      rc.kept_sizes[rc.nkept++] = k->dims[d];
   }
   rc.rstart = fgb_const(e, 0);
   rc.rend = fgb_const(e, R);
@@ -838,7 +963,8 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   for (int c = 0; c < E; c++) {
     r0[c] = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, "");
     valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0[c], fgb_const(e, R), "");
-    if (valid[c]) r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
+    if (valid[c])
+      r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
   }
   LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], tacc[FGK_MAX_TAILS];
   for (int i = 0; i < k->ncols; i++) {
@@ -847,12 +973,15 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     LLVMValueRef id2 = pk ? fgb_bf16x2_identity(e->m, fgk_red_op(k->cols[i])) : NULL;
     for (int c = 0; c < E; c++)
       for (int j = 0; j < V; j++)
-        cacc[i][c][j] = pk && j % 2 == 0 ? fgk_local_var(e, LLVMTypeOf(id2), id2)
-                                         : fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
+        cacc[i][c][j] = pk && j % 2 == 0
+                            ? fgk_local_var(e, LLVMTypeOf(id2), id2)
+                            : fgk_local_var(e, fgb_reg_type(e->m, ad),
+                                            fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
   }
   for (int i = 0; i < k->ntails; i++) {
     fg_dtype ad = fgk_red_acc(k->tails[i]);
-    tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad), fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
+    tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad),
+                            fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
   }
 
   /* Shared memory for the pipeline's copies and, after the rows, the
@@ -862,22 +991,29 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   if (arena) {
     char name[256];
     snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
-    xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name) : fgb_shared_array(e->m, name, (uint64_t)arena);
+    xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name)
+                       : fgb_shared_array(e->m, name, (uint64_t)arena);
     if (k->smem > 0 && k->smem < arena) {
-      fgb_fail(e, "row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id, k->smem,
-               (long long)arena);
+      fgb_fail(e, "row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id,
+               k->smem, (long long)arena);
       return false;
     }
-    if (k->pipeline) e->pipe_arena = xchg;
+    if (k->pipeline)
+      e->pipe_arena = xchg;
   }
-  rowcol_end en = {.x = xchg, .cta = cta, .r0 = r0, .valid = valid,
-                   .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx), LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
+  rowcol_end en = {.x = xchg,
+                   .cta = cta,
+                   .r0 = r0,
+                   .valid = valid,
+                   .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx),
+                                         LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
   /* Early arrival: the schedule's choice (early_arrival in schedule.c),
    * which needs the column sums complete before the row reductions, no
    * tails and no cluster exchange. */
   en.early = k->early_arrive;
   bool cols_late = false;
-  for (int i = 0; i < k->ncols; i++) cols_late |= uses_any(e, k->cols[i]->in[0], k->reds, k->nreds);
+  for (int i = 0; i < k->ncols; i++)
+    cols_late |= uses_any(e, k->cols[i]->in[0], k->reds, k->nreds);
   if (en.early && (cols_late || k->ntails || k->cluster > 1)) {
     fgb_fail(e, "early arrival in row + column kernel %d, which cannot arrive early", k->id);
     return false;
@@ -888,34 +1024,41 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   fgk_loop rows;
   LLVMValueRef grp = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer / U), fgb_const(e, G));
   LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, cta, ""), fgb_const(e, G), "");
-  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc, &en)) return false;
+  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc, &en))
+    return false;
   /* The next group's block reductions reuse the shared slots this group's
    * are still read from; deferred rows, the shares a flush reads (its own
    * barriers). */
   if (k->defer_groups) {
-    if (!defer_flush(e, &rc, grp, iter, tacc)) return false;
+    if (!defer_flush(e, &rc, grp, iter, tacc))
+      return false;
   } else {
     fgb_barrier(e->m);
   }
   fgk_loop_end(e, &rows, grp);
   trace_point(e, 1);
-  if (k->defer_groups && k->ntails) defer_tails(e, tacc);
+  if (k->defer_groups && k->ntails)
+    defer_tails(e, tacc);
 
   /* Otherwise partials (the cluster's, or this CTA's), then the arrival
    * ticket, after the rows. */
   if (!en.early) {
     column_partials(e, &en, cacc);
-    if (k->ntails) tail_partials(e, cta, tacc);
+    if (k->ntails)
+      tail_partials(e, cta, tacc);
     trace_point(e, 2);
     arrive(e, en.goal);
     trace_point(e, 3);
   }
-  LLVMValueRef ticket = LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
+  LLVMValueRef ticket =
+      LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
   trace_point(e, 4);
   LLVMValueRef first_combiner = LLVMConstInt(i32, (unsigned long long)(G - K), 0);
-  LLVMBasicBlockRef done = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntUGE, ticket, first_combiner, ""));
+  LLVMBasicBlockRef done =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntUGE, ticket, first_combiner, ""));
   LLVMValueRef j = LLVMBuildSub(e->b, ticket, first_combiner, "");
-  if (LLVMTypeOf(fgb_const(e, 0)) != i32) j = LLVMBuildZExt(e->b, j, LLVMTypeOf(fgb_const(e, 0)), "");
+  if (LLVMTypeOf(fgb_const(e, 0)) != i32)
+    j = LLVMBuildZExt(e->b, j, LLVMTypeOf(fgb_const(e, 0)), "");
   await(e, en.goal);
   trace_point(e, 5);
 
@@ -925,25 +1068,32 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     /* The combiners' scratch: the arena where it is large enough (the
      * pipeline and the cluster exchange are over: the exchange's last
      * cluster barrier waits for the partner's reads). */
-    uint64_t sbytes = (uint64_t)scratch_stride(k) * (uint64_t)combine_threads(e) * (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
-    LLVMValueRef scratch = xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
+    uint64_t sbytes = (uint64_t)scratch_stride(k) * (uint64_t)combine_threads(e) *
+                      (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
+    LLVMValueRef scratch =
+        xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
     /* Combiner 0 takes the tails; with a combiner to spare, no block. */
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;
     int64_t skip = k->ntails && K > nblocks ? 1 : 0;
     fgk_loop bl;
-    LLVMValueRef b0 = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, j, fgb_const(e, skip), ""), fgb_const(e, nblocks),
-                                      LLVMBuildSub(e->b, j, fgb_const(e, skip), ""), "");
+    LLVMValueRef b0 =
+        LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, j, fgb_const(e, skip), ""),
+                        fgb_const(e, nblocks), LLVMBuildSub(e->b, j, fgb_const(e, skip), ""), "");
     LLVMValueRef blk = fgk_loop_begin(e, &bl, b0, fgb_const(e, nblocks), fgb_const(e, K - skip));
-    for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+    for (int l = 0; l < 16; l++)
+      e->lanes[l] = NULL;
     e->nuniform = 0;
-    if (!combine_block(e, &rc, blk, scratch)) return false;
+    if (!combine_block(e, &rc, blk, scratch))
+      return false;
     fgk_loop_end(e, &bl, blk);
   }
   if (k->ntails) {
-    for (int l = 0; l < 16; l++) e->lanes[l] = NULL;
+    for (int l = 0; l < 16; l++)
+      e->lanes[l] = NULL;
     e->nuniform = 0;
     LLVMBasicBlockRef t = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, 0), ""));
-    if (!combine_tails(e)) return false;
+    if (!combine_tails(e))
+      return false;
     fgb_end_if(e, t);
   }
   trace_point(e, 6);

@@ -13,7 +13,8 @@ typedef struct fgk_loop {
   LLVMBasicBlockRef cond, body, exit;
 } fgk_loop;
 /* for (i = start; i < end; i += step): returns i inside the body. */
-LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step);
+LLVMValueRef fgk_loop_begin(fgb_emitter *e, fgk_loop *l, LLVMValueRef start, LLVMValueRef end,
+                            LLVMValueRef step);
 void fgk_loop_end(fgb_emitter *e, fgk_loop *l, LLVMValueRef i);
 LLVMValueRef fgk_imin(fgb_emitter *e, LLVMValueRef a, LLVMValueRef b);
 
@@ -26,11 +27,12 @@ LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index);
 /* Thread 0 zeroes a grid-reduction counter (volatile). */
 void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr);
 
-fg_opcode fgk_red_op(const fg_node *n);   /* the combining op */
-fg_dtype fgk_red_acc(const fg_node *n);   /* the accumulator type */
+fg_opcode fgk_red_op(const fg_node *n); /* the combining op */
+fg_dtype fgk_red_acc(const fg_node *n); /* the accumulator type */
 bool fgk_is_reduction_result(const fg_value *o);
 /* Seeds reduction n's result for the row at kept coordinates kc. */
-void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc, LLVMValueRef total);
+void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc,
+                        LLVMValueRef total);
 /* The index of row-shaped value o for the row at kept coordinates kc. */
 void fgk_row_index(fgb_emitter *e, const fg_value *o, const LLVMValueRef *kc, LLVMValueRef *idx);
 
@@ -45,8 +47,8 @@ typedef struct fgk_row_ctx {
 void fgk_row_chunk(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx);
 void fgk_lane_index(fgb_emitter *e, const LLVMValueRef *idx0, int j, LLVMValueRef *idx);
 /* Accumulates reduction n over one chunk (all lanes; identity where !valid). */
-LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0, LLVMValueRef valid,
-                            LLVMValueRef acc);
+LLVMValueRef fgk_accumulate(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx0,
+                            LLVMValueRef valid, LLVMValueRef acc);
 /* A thread's chunks of one row (the persistent row kernels): the domain
  * index of lane 0, validity, and the lanes and uniform coordinates that
  * fgk_chunks_enter restores before a chunk's values are emitted. */
@@ -60,19 +62,23 @@ typedef struct fgk_chunks {
 void fgk_chunks_save(fgb_emitter *e, fgk_chunks *ch, int c, LLVMValueRef valid);
 void fgk_chunks_enter(fgb_emitter *e, const fgk_chunks *ch, int c);
 /* Reduction n accumulated over every chunk, from acc; NULL on failure. */
-LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n, LLVMValueRef acc);
+LLVMValueRef fgk_chunks_accumulate(fgb_emitter *e, const fgk_chunks *ch, const fg_node *n,
+                                   LLVMValueRef acc);
 /* Full-domain output o stored for every chunk. */
 void fgk_chunks_store_full(fgb_emitter *e, const fgk_chunks *ch, const fg_value *o);
 /* Stores full-domain output o for one chunk (when valid). */
-void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0, LLVMValueRef valid);
+void fgk_store_full(fgb_emitter *e, const fg_value *o, const LLVMValueRef *idx0,
+                    LLVMValueRef valid);
 /* Stores the row-shaped outputs (and reduction results) of the row where
  * guard holds (NULL: thread 0). */
 bool fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef guard);
 /* The outputs of phase ph that are not full-domain rows: each computed by
  * every thread at the index index(e, o, ctx, idx) gives (values may need
  * block-wide work), then stored where guard holds. */
-typedef void (*fgk_out_index)(fgb_emitter *e, const fg_value *o, const void *ctx, LLVMValueRef *idx);
-bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx, LLVMValueRef guard);
+typedef void (*fgk_out_index)(fgb_emitter *e, const fg_value *o, const void *ctx,
+                              LLVMValueRef *idx);
+bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx,
+                     LLVMValueRef guard);
 
 /* The row + column form of a row kernel (plan.h). */
 bool fgb_emit_rowcol_kernel(fgb_emitter *e);

@@ -8,7 +8,8 @@
 #include "infer.h"
 
 void fgb_fail(fgb_emitter *e, const char *fmt, ...) {
-  if (e->failed) return;
+  if (e->failed)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(e->err, sizeof e->err, fmt, ap);
@@ -16,7 +17,8 @@ void fgb_fail(fgb_emitter *e, const char *fmt, ...) {
   e->failed = true;
 }
 
-bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k, bool aligned) {
+bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_kernel *k,
+                      bool aligned) {
   memset(e, 0, sizeof *e);
   e->m = m;
   e->b = fgb_builder(m);
@@ -30,8 +32,10 @@ bool fgb_emitter_init(fgb_emitter *e, fgb_module *m, const fg_plan *p, const fg_
   e->buckets = malloc((size_t)e->nbuckets * sizeof *e->buckets);
   e->capmemo = 1024;
   e->memo = malloc((size_t)e->capmemo * sizeof *e->memo);
-  if (!e->buckets || !e->memo) return false;
-  for (int i = 0; i < e->nbuckets; i++) e->buckets[i] = -1;
+  if (!e->buckets || !e->memo)
+    return false;
+  for (int i = 0; i < e->nbuckets; i++)
+    e->buckets[i] = -1;
   return true;
 }
 
@@ -45,11 +49,14 @@ void fgb_emitter_free(fgb_emitter *e) {
 /* Whether a load of view s at idx goes through the pipeline: indexed by a
  * coordinate of the rows walked (not a row-invariant weight). */
 static bool pipe_eligible(const fgb_emitter *e, const fg_strided *s, const LLVMValueRef *idx) {
-  if (e->pipe_mode == FGB_PIPE_OFF || e->reload_zero) return false;
+  if (e->pipe_mode == FGB_PIPE_OFF || e->reload_zero)
+    return false;
   for (int d = 0; d < s->rank; d++) {
-    if (s->strides[d] == 0 || s->sizes[d] == 1) continue;
+    if (s->strides[d] == 0 || s->sizes[d] == 1)
+      continue;
     for (int r = 0; r < e->npipe_rows; r++)
-      if (idx[d] == e->pipe_rows[r]) return true;
+      if (idx[d] == e->pipe_rows[r])
+        return true;
   }
   return false;
 }
@@ -58,12 +65,16 @@ static bool pipe_eligible(const fgb_emitter *e, const fg_strided *s, const LLVMV
  * the first walk); NULL, with the emitter failed, when walks disagree. */
 static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
   int i = e->pipe_pos;
-  if (q == pieces - 1) e->pipe_pos++;
+  if (q == pieces - 1)
+    e->pipe_pos++;
   if (i == e->npipe && e->pipe_mode == FGB_PIPE_ISSUE) {
     if (e->npipe == e->cappipe) {
       int cap = e->cappipe ? 2 * e->cappipe : 32;
       struct fgb_pipe_slot *np = realloc(e->pipe, (size_t)cap * sizeof *np);
-      if (!np) { fgb_fail(e, "out of memory"); return NULL; }
+      if (!np) {
+        fgb_fail(e, "out of memory");
+        return NULL;
+      }
       e->pipe = np;
       e->cappipe = cap;
     }
@@ -83,9 +94,12 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
     return NULL;
   }
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, e->pipe_buf, LLVMConstInt(i32, (unsigned)pieces, 0), ""),
-                                   LLVMConstInt(i32, (unsigned)q, 0), "");
-  slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, (unsigned)e->k->block, 0), ""), fgb_tid(e->m, 0), "");
+  LLVMValueRef slot = LLVMBuildAdd(
+      e->b, LLVMBuildMul(e->b, e->pipe_buf, LLVMConstInt(i32, (unsigned)pieces, 0), ""),
+      LLVMConstInt(i32, (unsigned)q, 0), "");
+  slot =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, (unsigned)e->k->block, 0), ""),
+                   fgb_tid(e->m, 0), "");
   return fgb_gep(e->m, e->pipe_arena, LLVMInt8TypeInContext(e->ctx),
                  LLVMBuildAdd(e->b, LLVMBuildMul(e->b, slot, LLVMConstInt(i32, 16, 0), ""),
                               LLVMConstInt(i32, (unsigned long long)e->pipe[i].off, 0), ""));
@@ -95,7 +109,8 @@ static LLVMValueRef pipe_slot(fgb_emitter *e, int pieces, int q) {
 
 static unsigned memo_hash(int id, int n, const LLVMValueRef *idx, int nb) {
   uintptr_t h = (uintptr_t)id * 0x9E3779B97F4A7C15u;
-  for (int i = 0; i < n; i++) h = (h ^ (uintptr_t)idx[i]) * 0x100000001B3u;
+  for (int i = 0; i < n; i++)
+    h = (h ^ (uintptr_t)idx[i]) * 0x100000001B3u;
   return (unsigned)((h >> 17) % (unsigned)nb);
 }
 
@@ -115,7 +130,10 @@ void fgb_memo_put(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LL
   if (e->nmemo == e->capmemo) {
     int cap = e->capmemo * 2;
     fgb_memo_entry *nm = realloc(e->memo, (size_t)cap * sizeof *nm);
-    if (!nm) { fgb_fail(e, "out of memory"); return; }
+    if (!nm) {
+      fgb_fail(e, "out of memory");
+      return;
+    }
     e->memo = nm;
     e->capmemo = cap;
   }
@@ -134,7 +152,8 @@ LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMVal
   unsigned h = memo_hash(v->id, n, idx, e->nbuckets);
   for (int i = e->buckets[h]; i >= 0; i = e->memo[i].next) {
     const fgb_memo_entry *en = &e->memo[i];
-    if (en->value_id == v->id && en->n == n && memcmp(en->idx, idx, sizeof(LLVMValueRef) * (size_t)n) == 0)
+    if (en->value_id == v->id && en->n == n &&
+        memcmp(en->idx, idx, sizeof(LLVMValueRef) * (size_t)n) == 0)
       return en->val;
   }
   return NULL;
@@ -142,7 +161,9 @@ LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMVal
 
 /* ---- small helpers ---- */
 
-LLVMValueRef fgb_const(fgb_emitter *e, int64_t v) { return LLVMConstInt(e->ity, (unsigned long long)v, 1); }
+LLVMValueRef fgb_const(fgb_emitter *e, int64_t v) {
+  return LLVMConstInt(e->ity, (unsigned long long)v, 1);
+}
 
 static LLVMValueRef to_ity(fgb_emitter *e, LLVMValueRef v32) {
   return LLVMTypeOf(v32) == e->ity ? v32 : LLVMBuildZExt(e->b, v32, e->ity, "");
@@ -151,10 +172,17 @@ static LLVMValueRef to_ity(fgb_emitter *e, LLVMValueRef v32) {
 LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_tid(e->m, axis)); }
 LLVMValueRef fgb_block_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_ctaid(e->m, axis)); }
 
-void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n, LLVMValueRef *out) {
+void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n,
+                     LLVMValueRef *out) {
   for (int i = n - 1; i >= 0; i--) {
-    if (sizes[i] == 1) { out[i] = fgb_const(e, 0); continue; }
-    if (i == 0) { out[i] = lin; break; }
+    if (sizes[i] == 1) {
+      out[i] = fgb_const(e, 0);
+      continue;
+    }
+    if (i == 0) {
+      out[i] = lin;
+      break;
+    }
     LLVMValueRef s = fgb_const(e, sizes[i]);
     out[i] = LLVMBuildURem(e->b, lin, s, "");
     lin = LLVMBuildUDiv(e->b, lin, s, "");
@@ -176,15 +204,18 @@ void fgb_end_if(fgb_emitter *e, LLVMBasicBlockRef merge) {
 }
 
 bool fgb_is_full(const fgb_emitter *e, const fg_value *v) {
-  if (v->type.rank != e->k->rank) return false;
+  if (v->type.rank != e->k->rank)
+    return false;
   for (int i = 0; i < e->k->rank; i++)
-    if (v->type.dims[i].size != e->k->dims[i]) return false;
+    if (v->type.dims[i].size != e->k->dims[i])
+      return false;
   return true;
 }
 
 LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
   for (int i = 0; i < e->k->nargs; i++)
-    if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index) return e->args[i];
+    if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index)
+      return e->args[i];
   char s[32];
   fgb_fail(e, "kernel %d has no argument for buffer %s", e->k->id, fg_buf_str(b, s, sizeof s));
   return NULL;
@@ -192,7 +223,10 @@ LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
 
 static bool is_lane(const fgb_emitter *e, LLVMValueRef v, int *j) {
   for (int i = 0; i < e->vec; i++)
-    if (e->lanes[i] == v) { *j = i; return true; }
+    if (e->lanes[i] == v) {
+      *j = i;
+      return true;
+    }
   return false;
 }
 
@@ -200,9 +234,11 @@ static bool is_lane(const fgb_emitter *e, LLVMValueRef v, int *j) {
  * coordinates of the non-lane dims (fgb_emitter.uniform). Anything else
  * computed from a lane coordinate (a remapped index) forbids vector access. */
 static bool is_uniform(const fgb_emitter *e, LLVMValueRef v) {
-  if (LLVMIsConstant(v)) return true;
+  if (LLVMIsConstant(v))
+    return true;
   for (int i = 0; i < e->nuniform; i++)
-    if (e->uniform[i] == v) return true;
+    if (e->uniform[i] == v)
+      return true;
   return false;
 }
 
@@ -212,8 +248,10 @@ static LLVMValueRef const_reg(fgb_emitter *e, fg_dtype dt, const fg_attr *a) {
   double f = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
   int64_t i = a->kind == FG_ATTR_FLOAT ? fg_float_to_int(a->f, dt) : a->i;
   LLVMTypeRef t = fgb_reg_type(e->m, dt);
-  if (dt == FG_BOOL) return LLVMConstInt(t, a->kind == FG_ATTR_FLOAT ? (a->f != 0) : (a->i != 0), 0);
-  if (fg_dtype_is_float(dt)) return LLVMConstReal(t, fg_round_to_dtype(f, dt));
+  if (dt == FG_BOOL)
+    return LLVMConstInt(t, a->kind == FG_ATTR_FLOAT ? (a->f != 0) : (a->i != 0), 0);
+  if (fg_dtype_is_float(dt))
+    return LLVMConstReal(t, fg_round_to_dtype(f, dt));
   return LLVMConstInt(t, (unsigned long long)fg_wrap_int(i, dt), 1);
 }
 
@@ -221,22 +259,25 @@ static LLVMValueRef const_reg(fgb_emitter *e, fg_dtype dt, const fg_attr *a) {
 
 static void base_view(const fgb_emitter *e, const fg_value *b, fg_strided *s) {
   fg_type t = b->type;
-  if (b->param_index < 0) t.has_layout = false;
+  if (b->param_index < 0)
+    t.has_layout = false;
   (void)e;
   fg_strided_dense(&t, s);
 }
 
 static fg_buf_ref buf_of_value(const fgb_emitter *e, const fg_value *v) {
-  if (v->param_index >= 0) return (fg_buf_ref){FG_BUF_PARAM, v->param_index};
+  if (v->param_index >= 0)
+    return (fg_buf_ref){FG_BUF_PARAM, v->param_index};
   return e->p->store[v->id].buf;
 }
 
 /* Loads value v (whose elements live in buffer `buf` through view s) at
  * idx; lanes of a unit-stride dim become one vector load when aligned. */
-static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf, const fg_strided *s,
-                              const LLVMValueRef *idx) {
+static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
+                              const fg_strided *s, const LLVMValueRef *idx) {
   LLVMValueRef ptr = fgb_buffer_of(e, buf);
-  if (!ptr) return NULL;
+  if (!ptr)
+    return NULL;
   if (e->reload_zero && buf.kind == FG_BUF_PARAM)
     ptr = fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), e->reload_zero);
   fg_dtype dt = v->type.dtype;
@@ -246,41 +287,54 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   for (int d = 0; d < s->rank && vec_ok; d++) {
     int j;
     if (is_lane(e, idx[d], &j)) {
-      if (lane_dim >= 0 || s->strides[d] != 1) vec_ok = false;
+      if (lane_dim >= 0 || s->strides[d] != 1)
+        vec_ok = false;
       lane_dim = d;
       lane = j;
     } else if (!is_uniform(e, idx[d]) || s->strides[d] % e->vec) {
-      if (s->sizes[d] != 1) vec_ok = false;
+      if (s->sizes[d] != 1)
+        vec_ok = false;
     }
   }
-  if (vec_ok && (lane_dim < 0 || s->offset % e->vec)) vec_ok = false;
+  if (vec_ok && (lane_dim < 0 || s->offset % e->vec))
+    vec_ok = false;
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)s->rank);
-  if (vec_ok) lidx[lane_dim] = e->lanes[0];
+  if (vec_ok)
+    lidx[lane_dim] = e->lanes[0];
   LLVMValueRef off = fgb_const(e, s->offset);
   for (int d = 0; d < s->rank; d++) {
-    if (s->strides[d] == 0 || s->sizes[d] == 1) continue;
-    LLVMValueRef t = s->strides[d] == 1 ? lidx[d] : LLVMBuildMul(e->b, lidx[d], fgb_const(e, s->strides[d]), "");
+    if (s->strides[d] == 0 || s->sizes[d] == 1)
+      continue;
+    LLVMValueRef t =
+        s->strides[d] == 1 ? lidx[d] : LLVMBuildMul(e->b, lidx[d], fgb_const(e, s->strides[d]), "");
     off = LLVMBuildAdd(e->b, off, t, "");
   }
   LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), off);
-  if (!vec_ok) return fgb_load(e->m, addr, dt, flags);
+  if (!vec_ok)
+    return fgb_load(e->m, addr, dt, flags);
   LLVMValueRef vals[16];
   unsigned align = (unsigned)(e->vec * fg_dtype_size(dt));
-  if (align > 16) align = 16;
+  if (align > 16)
+    align = 16;
   int done = 0;
   /* Wider than 16 bytes (f64 lanes): several vector accesses. */
   int per = 16 / fg_dtype_size(dt);
-  if (per > e->vec) per = e->vec;
+  if (per > e->vec)
+    per = e->vec;
   bool piped = per * fg_dtype_size(dt) == 16 && pipe_eligible(e, s, idx);
   int pieces = e->vec / per;
   for (int q = 0; done < e->vec; q++) {
-    LLVMValueRef a = done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
+    LLVMValueRef a =
+        done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
     if (piped) {
       LLVMValueRef sp = pipe_slot(e, pieces, q);
-      if (!sp) return NULL;
-      if (e->pipe_mode == FGB_PIPE_ISSUE) fgb_cp_async16(e->m, sp, a);
-      else fgb_load_vec(e->m, sp, dt, per, 16, 0, vals + done);
+      if (!sp)
+        return NULL;
+      if (e->pipe_mode == FGB_PIPE_ISSUE)
+        fgb_cp_async16(e->m, sp, a);
+      else
+        fgb_load_vec(e->m, sp, dt, per, 16, 0, vals + done);
     } else {
       fgb_load_vec(e->m, a, dt, per, align, flags, vals + done);
     }
@@ -288,7 +342,8 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   }
   /* An issuing walk only starts copies: its values are never used. */
   if (piped && e->pipe_mode == FGB_PIPE_ISSUE)
-    for (int j = 0; j < e->vec; j++) vals[j] = LLVMGetUndef(fgb_reg_type(e->m, dt));
+    for (int j = 0; j < e->vec; j++)
+      vals[j] = LLVMGetUndef(fgb_reg_type(e->m, dt));
   e->nvec_loads++;
   for (int j = 0; j < e->vec; j++) {
     lidx[lane_dim] = e->lanes[j];
@@ -299,49 +354,69 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
 
 /* A chain of view ops from a value in memory to v, composed into one
  * strided view; false when v is not such a chain or it does not compose. */
-typedef struct mem_ctx { const fg_plan *p; int k; } mem_ctx;
+typedef struct mem_ctx {
+  const fg_plan *p;
+  int k;
+} mem_ctx;
 static bool in_memory_stop(const fg_value *v, const void *ctx) {
   const mem_ctx *c = ctx;
   return fg_plan_in_memory(c->p, v, c->k);
 }
-static bool view_from_memory(fgb_emitter *e, const fg_value *v, const fg_value **base, fg_strided *out) {
+static bool view_from_memory(fgb_emitter *e, const fg_value *v, const fg_value **base,
+                             fg_strided *out) {
   mem_ctx c = {e->p, e->k->id};
   const char *why;
-  if (!e->p->g->bookend) return false; /* views are index arithmetic (opt/bookend.c) */
+  if (!e->p->g->bookend)
+    return false; /* views are index arithmetic (opt/bookend.c) */
   return fg_strided_chain(v, in_memory_stop, &c, base, out, &why);
 }
 
 /* ---- index remapping through view ops (output index -> operand index) ---- */
 
-static void map_reshape(fgb_emitter *e, const fg_type *in, const fg_type *out, const LLVMValueRef *idx,
-                        LLVMValueRef *res) {
+static void map_reshape(fgb_emitter *e, const fg_type *in, const fg_type *out,
+                        const LLVMValueRef *idx, LLVMValueRef *res) {
   int i = 0, j = 0;
   while (i < in->rank || j < out->rank) {
     /* size-1 dims on either side carry no coordinate */
-    if (i < in->rank && in->dims[i].size == 1) { res[i++] = fgb_const(e, 0); continue; }
-    if (j < out->rank && out->dims[j].size == 1) { j++; continue; }
-    if (i >= in->rank || j >= out->rank) break;
+    if (i < in->rank && in->dims[i].size == 1) {
+      res[i++] = fgb_const(e, 0);
+      continue;
+    }
+    if (j < out->rank && out->dims[j].size == 1) {
+      j++;
+      continue;
+    }
+    if (i >= in->rank || j >= out->rank)
+      break;
     int i0 = i, j0 = j;
     int64_t pi = in->dims[i++].size, pj = out->dims[j++].size;
     while (pi != pj) {
-      if (pi < pj) pi *= in->dims[i++].size;
-      else pj *= out->dims[j++].size;
+      if (pi < pj)
+        pi *= in->dims[i++].size;
+      else
+        pj *= out->dims[j++].size;
     }
     /* absorb trailing size-1 dims into neither group */
-    if (i - i0 == 1 && j - j0 == 1) { res[i0] = idx[j0]; continue; }
+    if (i - i0 == 1 && j - j0 == 1) {
+      res[i0] = idx[j0];
+      continue;
+    }
     LLVMValueRef lin = fgb_const(e, 0);
     for (int q = j0; q < j; q++) {
       lin = LLVMBuildMul(e->b, lin, fgb_const(e, out->dims[q].size), "");
       lin = LLVMBuildAdd(e->b, lin, idx[q], "");
     }
     int64_t sizes[FG_MAX_RANK];
-    for (int q = i0; q < i; q++) sizes[q - i0] = in->dims[q].size;
+    for (int q = i0; q < i; q++)
+      sizes[q - i0] = in->dims[q].size;
     fgb_delinearize(e, lin, sizes, i - i0, res + i0);
   }
-  while (i < in->rank) res[i++] = fgb_const(e, 0);
+  while (i < in->rank)
+    res[i++] = fgb_const(e, 0);
 }
 
-static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx, LLVMValueRef *res) {
+static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx,
+                     LLVMValueRef *res) {
   const fg_type *in = &n->in[0]->type, *out = &n->out[k]->type;
   switch (n->op->code) {
   case FG_OP_RESHAPE:
@@ -358,9 +433,12 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
   }
   case FG_OP_TRANSPOSE: {
     int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
-    if (a < 0) a += in->rank;
-    if (b < 0) b += in->rank;
-    for (int i = 0; i < in->rank; i++) res[i] = idx[i];
+    if (a < 0)
+      a += in->rank;
+    if (b < 0)
+      b += in->rank;
+    for (int i = 0; i < in->rank; i++)
+      res[i] = idx[i];
     res[a] = idx[b];
     res[b] = idx[a];
     return;
@@ -375,35 +453,43 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
   }
   case FG_OP_EXPAND: {
     int lead = out->rank - in->rank;
-    for (int i = 0; i < in->rank; i++) res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[lead + i];
+    for (int i = 0; i < in->rank; i++)
+      res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[lead + i];
     return;
   }
   case FG_OP_SQUEEZE: {
     const fg_attr *dims = fg_node_attr(n, "dims");
     bool drop[FG_MAX_RANK] = {0};
-    for (int i = 0; i < in->rank; i++) drop[i] = !dims && in->dims[i].size == 1;
+    for (int i = 0; i < in->rank; i++)
+      drop[i] = !dims && in->dims[i].size == 1;
     for (int i = 0; dims && i < dims->n; i++) {
       int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
       drop[d] = in->dims[d].size == 1;
     }
-    for (int i = 0, j = 0; i < in->rank; i++) res[i] = drop[i] ? fgb_const(e, 0) : idx[j++];
+    for (int i = 0, j = 0; i < in->rank; i++)
+      res[i] = drop[i] ? fgb_const(e, 0) : idx[j++];
     return;
   }
   case FG_OP_UNSQUEEZE: {
     int64_t d = fg_attr_int(n, "dim");
-    if (d < 0) d += in->rank + 1;
+    if (d < 0)
+      d += in->rank + 1;
     for (int i = 0, j = 0; i < out->rank; i++)
-      if (i != d) res[j++] = idx[i];
+      if (i != d)
+        res[j++] = idx[i];
     return;
   }
   case FG_OP_SLICE: {
-    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"), *sp = fg_node_attr(n, "steps");
+    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"),
+                  *sp = fg_node_attr(n, "steps");
     for (int i = 0; i < in->rank; i++) {
       int64_t step = sp ? sp->ints[i] : 1, s0, len;
       fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
       LLVMValueRef v = idx[i];
-      if (step != 1) v = LLVMBuildMul(e->b, v, fgb_const(e, step), "");
-      if (s0 != 0) v = LLVMBuildAdd(e->b, v, fgb_const(e, s0), "");
+      if (step != 1)
+        v = LLVMBuildMul(e->b, v, fgb_const(e, step), "");
+      if (s0 != 0)
+        v = LLVMBuildAdd(e->b, v, fgb_const(e, s0), "");
       res[i] = v;
     }
     return;
@@ -411,11 +497,15 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
   case FG_OP_SPLIT: {
     const fg_attr *sizes = fg_node_attr(n, "sizes");
     int64_t dim = fg_attr_int(n, "dim");
-    if (dim < 0) dim += in->rank;
+    if (dim < 0)
+      dim += in->rank;
     int64_t off = 0;
-    for (int i = 0; i < k; i++) off += sizes->ints[i];
-    for (int i = 0; i < in->rank; i++) res[i] = idx[i];
-    if (off) res[dim] = LLVMBuildAdd(e->b, idx[dim], fgb_const(e, off), "");
+    for (int i = 0; i < k; i++)
+      off += sizes->ints[i];
+    for (int i = 0; i < in->rank; i++)
+      res[i] = idx[i];
+    if (off)
+      res[dim] = LLVMBuildAdd(e->b, idx[dim], fgb_const(e, off), "");
     return;
   }
   default:
@@ -438,35 +528,47 @@ static LLVMValueRef clampi(fgb_emitter *e, LLVMValueRef v, int64_t lo, int64_t h
  * the amax loop. */
 static bool exact_in_dtype(const fg_node *n) {
   fg_dtype t = n->out[0]->type.dtype;
-  if (t != FG_BF16 && t != FG_F16) return false;
-  if (!fg_op_has(n->op, FG_PROP_EXACT_NARROW)) return false;
+  if (t != FG_BF16 && t != FG_F16)
+    return false;
+  if (!fg_op_has(n->op, FG_PROP_EXACT_NARROW))
+    return false;
   double lit;
   for (int i = 0; i < n->nin; i++) /* a literal operand is not rounded to t */
-    if (n->in[i]->type.dtype != t || fgb_pw_operand_target(n, i) != FG_F32 || fg_value_is_literal(n->in[i], &lit))
+    if (n->in[i]->type.dtype != t || fgb_pw_operand_target(n, i) != FG_F32 ||
+        fg_value_is_literal(n->in[i], &lit))
       return false;
   return fg_pw_compute_dtype(n) == FG_F32;
 }
 
-static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx) {
+static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
+                                        const LLVMValueRef *idx) {
   (void)k;
   const fg_type *ot = &n->out[0]->type;
   LLVMValueRef ops[4];
   for (int i = 0; i < n->nin; i++) {
     LLVMValueRef lit = fgb_pw_literal(e->m, n, i);
-    if (lit) { ops[i] = lit; continue; }
+    if (lit) {
+      ops[i] = lit;
+      continue;
+    }
     const fg_value *a = n->in[i];
     LLVMValueRef aidx[FG_MAX_RANK];
     int off = ot->rank - a->type.rank;
     for (int d = 0; d < a->type.rank; d++)
       aidx[d] = a->type.dims[d].size == 1 ? fgb_const(e, 0) : idx[off + d];
     LLVMValueRef v = fgb_emit_value(e, a, aidx);
-    if (!v) return NULL;
+    if (!v)
+      return NULL;
     ops[i] = fgb_convert(e->m, v, a->type.dtype, fgb_pw_operand_target(n, i));
   }
   LLVMValueRef r = fgb_emit_pointwise(e->m, n, ops);
-  if (!r) { fgb_fail(e, "no lowering for '%s'", n->op->name); return NULL; }
+  if (!r) {
+    fgb_fail(e, "no lowering for '%s'", n->op->name);
+    return NULL;
+  }
   fg_dtype from = LLVMTypeOf(r) == LLVMInt1TypeInContext(e->ctx) ? FG_BOOL : fg_pw_compute_dtype(n);
-  if (exact_in_dtype(n)) return r;
+  if (exact_in_dtype(n))
+    return r;
   return fgb_convert(e->m, r, from, ot->dtype);
 }
 
@@ -474,8 +576,10 @@ static LLVMValueRef emit_pointwise_node(fgb_emitter *e, const fg_node *n, int k,
  * its node; the lowering's tables hold 64. */
 static bool cat_within_limit(fgb_emitter *e, const fg_node *n, int64_t dim) {
   int pieces = 0;
-  for (int i = 0; i < n->nin; i++) pieces += n->in[i]->type.dims[dim].size > 0;
-  if (pieces > 64) fgb_fail(e, "cat of %d non-empty pieces (at most 64)", pieces);
+  for (int i = 0; i < n->nin; i++)
+    pieces += n->in[i]->type.dims[dim].size > 0;
+  if (pieces > 64)
+    fgb_fail(e, "cat of %d non-empty pieces (at most 64)", pieces);
   return pieces <= 64;
 }
 
@@ -483,7 +587,8 @@ static bool cat_within_limit(fgb_emitter *e, const fg_node *n, int64_t dim) {
  * vector width: every lane of a chunk falls in the same piece, so one branch
  * per chunk picks the piece, whose lanes are computed (with vector loads)
  * inside it; phis join the lanes. No piece is read where it is not used. */
-static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx, int dim, int lane) {
+static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx,
+                                   int dim, int lane) {
   const fg_type *ot = &n->out[0]->type;
   LLVMValueRef base = e->lanes[0];
   LLVMValueRef saved[16];
@@ -495,37 +600,44 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
   int64_t off = 0;
   int last = -1;
   for (int i = 0; i < n->nin; i++)
-    if (n->in[i]->type.dims[dim].size > 0) last = i;
-  if (!cat_within_limit(e, n, dim)) return NULL;
+    if (n->in[i]->type.dims[dim].size > 0)
+      last = i;
+  if (!cat_within_limit(e, n, dim))
+    return NULL;
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;
-    if (sz == 0) continue;
+    if (sz == 0)
+      continue;
     LLVMBasicBlockRef blk = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.piece");
     LLVMBasicBlockRef next = NULL;
     if (i != last) {
       next = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.next");
-      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, off + sz), ""), blk, next);
+      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, off + sz), ""), blk,
+                      next);
     } else {
       LLVMBuildBr(e->b, blk);
     }
     LLVMPositionBuilderAtEnd(e->b, blk);
     int mark = fgb_memo_mark(e);
     LLVMValueRef lbase = off ? LLVMBuildSub(e->b, base, fgb_const(e, off), "") : base;
-    for (int l = 0; l < e->vec; l++) e->lanes[l] = l == 0 ? lbase : LLVMBuildAdd(e->b, lbase, fgb_const(e, l), "");
+    for (int l = 0; l < e->vec; l++)
+      e->lanes[l] = l == 0 ? lbase : LLVMBuildAdd(e->b, lbase, fgb_const(e, l), "");
     for (int l = 0; l < e->vec; l++) {
       LLVMValueRef aidx[FG_MAX_RANK];
       memcpy(aidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
       aidx[dim] = e->lanes[l];
       LLVMValueRef v = fgb_emit_value(e, a, aidx);
-      if (!v) return NULL;
+      if (!v)
+        return NULL;
       vals[nv][l] = fgb_convert(e->m, v, a->type.dtype, ot->dtype);
     }
     fgb_memo_release(e, mark);
     memcpy(e->lanes, saved, sizeof saved);
     ends[nv++] = LLVMGetInsertBlock(e->b);
     LLVMBuildBr(e->b, merge);
-    if (next) LLVMPositionBuilderAtEnd(e->b, next);
+    if (next)
+      LLVMPositionBuilderAtEnd(e->b, next);
     off += sz;
   }
   LLVMPositionBuilderAtEnd(e->b, merge);
@@ -533,13 +645,15 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
   for (int l = 0; l < e->vec; l++) {
     LLVMValueRef phi = LLVMBuildPhi(e->b, fgb_reg_type(e->m, ot->dtype), "");
     LLVMValueRef in[64];
-    for (int i = 0; i < nv; i++) in[i] = vals[i][l];
+    for (int i = 0; i < nv; i++)
+      in[i] = vals[i][l];
     LLVMAddIncoming(phi, in, ends, (unsigned)nv);
     LLVMValueRef lidx[FG_MAX_RANK];
     memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
     lidx[dim] = e->lanes[l];
     fgb_memo_put(e, n->out[0], lidx, phi);
-    if (l == lane) res = phi;
+    if (l == lane)
+      res = phi;
   }
   return res;
 }
@@ -547,36 +661,45 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
 static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
   const fg_type *ot = &n->out[0]->type;
   int64_t dim = fg_attr_int(n, "dim");
-  if (dim < 0) dim += ot->rank;
+  if (dim < 0)
+    dim += ot->rank;
   int lane;
   if (e->vec > 1 && !e->prefetch && is_lane(e, idx[dim], &lane)) {
     bool aligned = n->nin <= 64;
-    for (int i = 0; i < n->nin; i++) aligned &= n->in[i]->type.dims[dim].size % e->vec == 0;
-    if (aligned) return emit_cat_lanes(e, n, idx, (int)dim, lane);
+    for (int i = 0; i < n->nin; i++)
+      aligned &= n->in[i]->type.dims[dim].size % e->vec == 0;
+    if (aligned)
+      return emit_cat_lanes(e, n, idx, (int)dim, lane);
   }
   LLVMValueRef res = NULL;
   int64_t off = 0;
   LLVMValueRef vals[64], bounds[64];
   int nv = 0;
-  if (!cat_within_limit(e, n, dim)) return NULL;
+  if (!cat_within_limit(e, n, dim))
+    return NULL;
   for (int i = 0; i < n->nin && nv < 64; i++) {
     const fg_value *a = n->in[i];
     int64_t sz = a->type.dims[dim].size;
-    if (sz == 0) continue;
+    if (sz == 0)
+      continue;
     LLVMValueRef aidx[FG_MAX_RANK];
     memcpy(aidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
-    if (off) aidx[dim] = LLVMBuildSub(e->b, idx[dim], fgb_const(e, off), "");
+    if (off)
+      aidx[dim] = LLVMBuildSub(e->b, idx[dim], fgb_const(e, off), "");
     aidx[dim] = clampi(e, aidx[dim], 0, sz - 1);
     LLVMValueRef v = fgb_emit_value(e, a, aidx);
-    if (!v) return NULL;
+    if (!v)
+      return NULL;
     vals[nv] = fgb_convert(e->m, v, a->type.dtype, ot->dtype);
     off += sz;
     bounds[nv++] = fgb_const(e, off);
   }
-  if (nv == 0) return LLVMGetUndef(fgb_reg_type(e->m, ot->dtype));
+  if (nv == 0)
+    return LLVMGetUndef(fgb_reg_type(e->m, ot->dtype));
   res = vals[nv - 1];
   for (int i = nv - 2; i >= 0; i--)
-    res = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, idx[dim], bounds[i], ""), vals[i], res, "");
+    res = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, idx[dim], bounds[i], ""), vals[i],
+                          res, "");
   return res;
 }
 
@@ -584,7 +707,8 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   const fg_type *in = &n->in[0]->type, *ot = &n->out[0]->type;
   const fg_attr *pad = fg_node_attr(n, "pad");
   LLVMValueRef padv = const_reg(e, ot->dtype, fg_node_attr(n, "value"));
-  if (fg_type_numel(in) == 0) return padv;
+  if (fg_type_numel(in) == 0)
+    return padv;
   LLVMValueRef valid = LLVMConstInt(LLVMInt1TypeInContext(e->ctx), 1, 0);
   LLVMValueRef aidx[FG_MAX_RANK];
   for (int d = 0; d < in->rank; d++) {
@@ -598,7 +722,8 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
     aidx[d] = s;
   }
   LLVMValueRef v = fgb_emit_value(e, n->in[0], aidx);
-  if (!v) return NULL;
+  if (!v)
+    return NULL;
   return LLVMBuildSelect(e->b, valid, v, padv, "");
 }
 
@@ -610,13 +735,13 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
  * dQKV epilogue reads q, k and v through [B,H,S,D] -> [B,S,H*D]: eight
  * scalar loads a thread per row before). False when that does not apply;
  * else *r is v at idx (NULL in prefetch mode, or on failure). */
-static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value *v, const LLVMValueRef *idx,
-                               LLVMValueRef *r) {
+static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value *v,
+                               const LLVMValueRef *idx, LLVMValueRef *r) {
   const fg_type *in = &n->in[0]->type, *out = &v->type;
   int lane, V = e->vec;
-  if (V <= 1 || (n->op->code != FG_OP_RESHAPE && n->op->code != FG_OP_VIEW) || in->rank < 1 || out->rank < 1 ||
-      !is_lane(e, idx[out->rank - 1], &lane) || in->dims[in->rank - 1].size % V || out->dims[out->rank - 1].size % V ||
-      e->nuniform + in->rank > 64)
+  if (V <= 1 || (n->op->code != FG_OP_RESHAPE && n->op->code != FG_OP_VIEW) || in->rank < 1 ||
+      out->rank < 1 || !is_lane(e, idx[out->rank - 1], &lane) || in->dims[in->rank - 1].size % V ||
+      out->dims[out->rank - 1].size % V || e->nuniform + in->rank > 64)
     return false;
   LLVMValueRef oidx[FG_MAX_RANK], res0[FG_MAX_RANK], saved[16], nl[16];
   memcpy(oidx, idx, sizeof(LLVMValueRef) * (size_t)out->rank);
@@ -625,12 +750,15 @@ static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value 
   /* The last dim maps to the input's last dim as it is (size-1 dims added
    * or removed): the plain mapping keeps the lanes themselves, so values
    * the kernel computed at them (its reductions) are found again. */
-  if (res0[in->rank - 1] == oidx[out->rank - 1]) return false;
+  if (res0[in->rank - 1] == oidx[out->rank - 1])
+    return false;
   int last = in->rank - 1, nuni = e->nuniform;
   memcpy(saved, e->lanes, sizeof saved);
-  for (int j = 0; j < V; j++) nl[j] = j ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "") : res0[last];
+  for (int j = 0; j < V; j++)
+    nl[j] = j ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "") : res0[last];
   memcpy(e->lanes, nl, sizeof(LLVMValueRef) * (size_t)V);
-  for (int d = 0; d < last; d++) e->uniform[e->nuniform++] = res0[d];
+  for (int d = 0; d < last; d++)
+    e->uniform[e->nuniform++] = res0[d];
   LLVMValueRef vals[16];
   for (int j = 0; j < V && !e->failed; j++) {
     res0[last] = nl[j];
@@ -639,10 +767,12 @@ static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value 
   memcpy(e->lanes, saved, sizeof saved);
   e->nuniform = nuni;
   *r = NULL;
-  if (e->failed || e->prefetch) return true;
+  if (e->failed || e->prefetch)
+    return true;
   for (int j = 0; j < V; j++) {
     oidx[out->rank - 1] = e->lanes[j];
-    if (j != lane) fgb_memo_put(e, v, oidx, vals[j]);
+    if (j != lane)
+      fgb_memo_put(e, v, oidx, vals[j]);
   }
   *r = vals[lane];
   return true;
@@ -662,7 +792,8 @@ static LLVMValueRef prefetch_node(fgb_emitter *e, const fg_value *v, const LLVMV
     const fg_type *ot = &n->out[0]->type;
     for (int i = 0; i < n->nin; i++) {
       const fg_value *a = n->in[i];
-      if (a->def && a->def->op->kind == FG_KIND_LITERAL) continue;
+      if (a->def && a->def->op->kind == FG_KIND_LITERAL)
+        continue;
       LLVMValueRef aidx[FG_MAX_RANK];
       int off = ot->rank - a->type.rank;
       for (int d = 0; d < a->type.rank; d++)
@@ -676,20 +807,24 @@ static LLVMValueRef prefetch_node(fgb_emitter *e, const fg_value *v, const LLVMV
 }
 
 LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
-  if (e->failed) return NULL;
+  if (e->failed)
+    return NULL;
   LLVMValueRef hit = fgb_memo_get(e, v, idx);
-  if (hit) return hit;
+  if (hit)
+    return hit;
   if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
       (v->def->op->kind == FG_KIND_POINTWISE || v->def->op->kind == FG_KIND_CONTROL))
     return prefetch_node(e, v, idx);
   if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
-      !(v->def->op->kind == FG_KIND_VIEW && v->def->op->code != FG_OP_CAT && v->def->op->code != FG_OP_PAD))
+      !(v->def->op->kind == FG_KIND_VIEW && v->def->op->code != FG_OP_CAT &&
+        v->def->op->code != FG_OP_PAD))
     return NULL;
   LLVMValueRef r = NULL;
   const fg_node *n = v->def;
   if (v->param_index >= 0 && v->type.scalar) {
     LLVMValueRef a = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_PARAM, v->param_index});
-    if (!a) return NULL;
+    if (!a)
+      return NULL;
     r = fgb_convert(e->m, a, fg_dtype_is_float(v->type.dtype) ? FG_F64 : FG_I64, v->type.dtype);
   } else if (fg_plan_in_memory(e->p, v, e->k->id)) {
     fg_strided s;
@@ -715,13 +850,20 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
         r = const_reg(e, v->type.dtype, fg_node_attr(n, "value"));
       } else {
         LLVMValueRef i64 = LLVMBuildSExt(e->b, idx[0], LLVMInt64TypeInContext(e->ctx), "");
-        if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx)) i64 = idx[0];
+        if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx))
+          i64 = idx[0];
         r = fgb_convert(e->m, i64, FG_I64, v->type.dtype);
       }
       break;
     case FG_KIND_VIEW:
-      if (n->op->code == FG_OP_CAT) { r = emit_cat(e, n, idx); break; }
-      if (n->op->code == FG_OP_PAD) { r = emit_pad(e, n, idx); break; }
+      if (n->op->code == FG_OP_CAT) {
+        r = emit_cat(e, n, idx);
+        break;
+      }
+      if (n->op->code == FG_OP_PAD) {
+        r = emit_pad(e, n, idx);
+        break;
+      }
       if (view_from_memory(e, v, &base, &s)) {
         r = load_view(e, v, buf_of_value(e, base), &s, idx);
       } else if (!emit_reshape_lanes(e, n, v, idx, &r)) {
@@ -738,7 +880,8 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
       break;
     }
   }
-  if (r && !e->failed) fgb_memo_put(e, v, idx, r);
+  if (r && !e->failed)
+    fgb_memo_put(e, v, idx, r);
   return e->failed ? NULL : r;
 }
 
@@ -751,7 +894,8 @@ static LLVMValueRef dense_offset(fgb_emitter *e, const fg_value *v, const LLVMVa
   fg_type_strides(&t, st);
   LLVMValueRef off = fgb_const(e, 0);
   for (int d = 0; d < t.rank; d++) {
-    if (t.dims[d].size == 1) continue;
+    if (t.dims[d].size == 1)
+      continue;
     LLVMValueRef x = st[d] == 1 ? idx[d] : LLVMBuildMul(e->b, idx[d], fgb_const(e, st[d]), "");
     off = LLVMBuildAdd(e->b, off, x, "");
   }
@@ -760,23 +904,30 @@ static LLVMValueRef dense_offset(fgb_emitter *e, const fg_value *v, const LLVMVa
 
 void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef val) {
   LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
-  if (!ptr || !val) return;
-  LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, v->type.dtype), dense_offset(e, v, idx));
+  if (!ptr || !val)
+    return;
+  LLVMValueRef addr =
+      fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, v->type.dtype), dense_offset(e, v, idx));
   fgb_store(e->m, addr, v->type.dtype, val);
 }
 
-void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, LLVMValueRef *vals) {
+void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx,
+                          LLVMValueRef *vals) {
   int r = v->type.rank;
   fg_dtype dt = v->type.dtype;
   if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0) {
     LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
-    if (!ptr) return;
-    LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), dense_offset(e, v, idx));
+    if (!ptr)
+      return;
+    LLVMValueRef addr =
+        fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), dense_offset(e, v, idx));
     int per = 16 / fg_dtype_size(dt);
-    if (per > e->vec) per = e->vec;
+    if (per > e->vec)
+      per = e->vec;
     unsigned align = (unsigned)(per * fg_dtype_size(dt));
     for (int done = 0; done < e->vec; done += per) {
-      LLVMValueRef a = done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
+      LLVMValueRef a =
+          done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
       fgb_store_vec(e->m, a, dt, per, align, vals + done);
     }
     return;
@@ -784,7 +935,8 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)r);
   for (int j = 0; j < e->vec; j++) {
-    if (r > 0 && e->lanes[j]) lidx[r - 1] = e->lanes[j]; /* no lanes: the index as it is (fgk_lane_index) */
+    if (r > 0 && e->lanes[j])
+      lidx[r - 1] = e->lanes[j]; /* no lanes: the index as it is (fgk_lane_index) */
     fgb_emit_store(e, v, lidx, vals[j]);
   }
 }

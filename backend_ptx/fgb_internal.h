@@ -11,11 +11,11 @@ struct fgb_module {
   LLVMModuleRef mod;
   LLVMBuilderRef b;
   LLVMTargetMachineRef tm;
-  int sm;                     /* 80, 86, 89, 90 */
+  int sm; /* 80, 86, 89, 90 */
   int nkernels, capkernels;
   LLVMValueRef *kernels;
-  unsigned md_invariant;      /* kind id of !invariant.load */
-  bool setup_error;           /* finish failed on the setup (libdevice), not a bug */
+  unsigned md_invariant; /* kind id of !invariant.load */
+  bool setup_error;      /* finish failed on the setup (libdevice), not a bug */
   LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, gptr, sptr;
 };
 

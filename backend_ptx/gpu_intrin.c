@@ -9,7 +9,8 @@
 
 static LLVMValueRef sreg(fgb_module *m, const char *what, int axis) {
   char name[64];
-  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", what, "xyz"[axis < 0 || axis > 2 ? 0 : axis]);
+  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", what,
+           "xyz"[axis < 0 || axis > 2 ? 0 : axis]);
   return fgb_call(m, name, m->i32, 0, NULL);
 }
 
@@ -26,7 +27,8 @@ void fgb_barrier(fgb_module *m) { fgb_call(m, "llvm.nvvm.barrier0", m->v, 0, NUL
 static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask) {
   bool f = LLVMTypeOf(v) == m->f32;
   LLVMValueRef args[4] = {LLVMConstInt(m->i32, 0xffffffffu, 0), v,
-                          LLVMConstInt(m->i32, (unsigned)lane_mask, 0), LLVMConstInt(m->i32, 0x1f, 0)};
+                          LLVMConstInt(m->i32, (unsigned)lane_mask, 0),
+                          LLVMConstInt(m->i32, 0x1f, 0)};
   return fgb_call(m, f ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32",
                   f ? m->f32 : m->i32, 4, args);
 }
@@ -34,15 +36,17 @@ static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask) {
 LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
   LLVMBuilderRef b = m->b;
   LLVMTypeRef t = LLVMTypeOf(v);
-  if (t == m->f32 || t == m->i32) return shfl32(m, v, lane_mask);
+  if (t == m->f32 || t == m->i32)
+    return shfl32(m, v, lane_mask);
   if (t == m->f64 || t == m->i64) {
     LLVMValueRef i = t == m->f64 ? LLVMBuildBitCast(b, v, m->i64, "") : v;
     LLVMValueRef lo = shfl32(m, LLVMBuildTrunc(b, i, m->i32, ""), lane_mask);
-    LLVMValueRef hi = shfl32(m, LLVMBuildTrunc(b, LLVMBuildLShr(b, i, LLVMConstInt(m->i64, 32, 0), ""),
-                                               m->i32, ""), lane_mask);
-    LLVMValueRef r = LLVMBuildOr(b, LLVMBuildZExt(b, lo, m->i64, ""),
-                                 LLVMBuildShl(b, LLVMBuildZExt(b, hi, m->i64, ""),
-                                              LLVMConstInt(m->i64, 32, 0), ""), "");
+    LLVMValueRef hi = shfl32(
+        m, LLVMBuildTrunc(b, LLVMBuildLShr(b, i, LLVMConstInt(m->i64, 32, 0), ""), m->i32, ""),
+        lane_mask);
+    LLVMValueRef r = LLVMBuildOr(
+        b, LLVMBuildZExt(b, lo, m->i64, ""),
+        LLVMBuildShl(b, LLVMBuildZExt(b, hi, m->i64, ""), LLVMConstInt(m->i64, 32, 0), ""), "");
     return t == m->f64 ? LLVMBuildBitCast(b, r, m->f64, "") : r;
   }
   /* i1, i8, i16: widen */
@@ -52,10 +56,11 @@ LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
 
 static void asm_call(fgb_module *m, const char *text, const char *cons, int n, LLVMValueRef *args) {
   LLVMTypeRef ts[2];
-  for (int i = 0; i < n; i++) ts[i] = LLVMTypeOf(args[i]);
+  for (int i = 0; i < n; i++)
+    ts[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(m->v, ts, (unsigned)n, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
 }
 
@@ -65,15 +70,22 @@ static void asm_call(fgb_module *m, const char *text, const char *cons, int n, L
 void fgb_fence_gpu(fgb_module *m) { asm_call(m, "fence.acq_rel.gpu;", "~{memory}", 0, NULL); }
 
 void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr) {
-  LLVMValueRef a[2] = {LLVMBuildTrunc(m->b, LLVMBuildPtrToInt(m->b, sptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), ""),
-                                      m->i32, ""),
-                       LLVMBuildPtrToInt(m->b, gptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), "")};
+  LLVMValueRef a[2] = {
+      LLVMBuildTrunc(
+          m->b,
+          LLVMBuildPtrToInt(m->b, sptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), ""),
+          m->i32, ""),
+      LLVMBuildPtrToInt(m->b, gptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), "")};
   asm_call(m, "cp.async.cg.shared.global [$0], [$1], 16;", "r,l,~{memory}", 2, a);
 }
 
-void fgb_cp_async_commit(fgb_module *m) { asm_call(m, "cp.async.commit_group;", "~{memory}", 0, NULL); }
+void fgb_cp_async_commit(fgb_module *m) {
+  asm_call(m, "cp.async.commit_group;", "~{memory}", 0, NULL);
+}
 
-void fgb_cp_async_wait_all(fgb_module *m) { asm_call(m, "cp.async.wait_group 0;", "~{memory}", 0, NULL); }
+void fgb_cp_async_wait_all(fgb_module *m) {
+  asm_call(m, "cp.async.wait_group 0;", "~{memory}", 0, NULL);
+}
 
 void fgb_cluster_barrier(fgb_module *m) {
   fgb_call(m, "llvm.nvvm.barrier.cluster.arrive", m->v, 0, NULL);

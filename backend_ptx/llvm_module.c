@@ -20,7 +20,8 @@
 #define TRIPLE "nvptx64-nvidia-cuda"
 
 static void set_err(char *err, size_t cap, const char *fmt, ...) {
-  if (!err || !cap) return;
+  if (!err || !cap)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, cap, fmt, ap);
@@ -42,7 +43,11 @@ static void init_nvptx(void) {
 }
 
 /* The smallest PTX ISA version each supported arch needs. */
-static const struct { const char *arch; int sm; const char *feat; } arches[] = {
+static const struct {
+  const char *arch;
+  int sm;
+  const char *feat;
+} arches[] = {
     {"sm_80", 80, "+ptx70"}, {"sm_86", 86, "+ptx71"}, {"sm_87", 87, "+ptx74"},
     {"sm_89", 89, "+ptx78"}, {"sm_90", 90, "+ptx78"}, {"sm_90a", 90, "+ptx80"},
 };
@@ -50,9 +55,11 @@ static const struct { const char *arch; int sm; const char *feat; } arches[] = {
 fgb_module *fgb_module_create(const char *name, const char *arch, char *err, size_t cap) {
   int ai = -1;
   for (size_t i = 0; i < sizeof arches / sizeof arches[0]; i++)
-    if (arch && strcmp(arch, arches[i].arch) == 0) ai = (int)i;
+    if (arch && strcmp(arch, arches[i].arch) == 0)
+      ai = (int)i;
   if (ai < 0) {
-    set_err(err, cap, "unsupported GPU architecture '%s' (sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)",
+    set_err(err, cap,
+            "unsupported GPU architecture '%s' (sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a)",
             arch ? arch : "(null)");
     return NULL;
   }
@@ -101,9 +108,11 @@ fgb_module *fgb_module_create(const char *name, const char *arch, char *err, siz
 }
 
 void fgb_module_free(fgb_module *m) {
-  if (!m) return;
+  if (!m)
+    return;
   LLVMDisposeBuilder(m->b);
-  if (m->mod) LLVMDisposeModule(m->mod);
+  if (m->mod)
+    LLVMDisposeModule(m->mod);
   LLVMContextDispose(m->ctx);
   LLVMDisposeTargetMachine(m->tm);
   free(m->kernels);
@@ -121,7 +130,8 @@ LLVMValueRef fgb_current_fn(fgb_module *m) {
 LLVMValueRef fgb_declare(fgb_module *m, const char *name, LLVMTypeRef ret, int n,
                          LLVMTypeRef *params) {
   LLVMValueRef f = LLVMGetNamedFunction(m->mod, name);
-  if (f) return f;
+  if (f)
+    return f;
   /* Function's constructor gives "llvm.*" names their intrinsic ID and
    * attributes. libdevice functions are pure: mark them so. */
   f = LLVMAddFunction(m->mod, name, LLVMFunctionType(ret, params, (unsigned)n, 0));
@@ -132,11 +142,12 @@ LLVMValueRef fgb_declare(fgb_module *m, const char *name, LLVMTypeRef ret, int n
   return f;
 }
 
-LLVMValueRef fgb_call(fgb_module *m, const char *name, LLVMTypeRef ret, int n,
-                      LLVMValueRef *args) {
+LLVMValueRef fgb_call(fgb_module *m, const char *name, LLVMTypeRef ret, int n, LLVMValueRef *args) {
   LLVMTypeRef pt[16];
-  if (n > 16) abort(); /* no intrinsic or libdevice function takes more */
-  for (int i = 0; i < n; i++) pt[i] = LLVMTypeOf(args[i]);
+  if (n > 16)
+    abort(); /* no intrinsic or libdevice function takes more */
+  for (int i = 0; i < n; i++)
+    pt[i] = LLVMTypeOf(args[i]);
   LLVMValueRef f = fgb_declare(m, name, ret, n, pt);
   return LLVMBuildCall2(m->b, LLVMGlobalGetValueType(f), f, args, (unsigned)n, "");
 }
@@ -154,14 +165,27 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   /* The caller bounds nparams (compile.c: 256 arguments, 2 KiB of the
    * 4 KiB kernel parameter space). */
   LLVMTypeRef pt[FGB_MAX_KERNEL_PARAMS];
-  if (nparams > FGB_MAX_KERNEL_PARAMS) return NULL;
+  if (nparams > FGB_MAX_KERNEL_PARAMS)
+    return NULL;
   for (int i = 0; i < nparams; i++) {
     switch (kinds[i]) {
-    case FGB_PARAM_PTR: case FGB_PARAM_PTR_NOALIAS: case FGB_PARAM_PTR_NOALIAS_PLAIN: pt[i] = m->gptr; break;
-    case FGB_PARAM_F64: pt[i] = m->f64; break;
-    case FGB_PARAM_I64: pt[i] = m->i64; break;
-    case FGB_PARAM_I32: pt[i] = m->i32; break;
-    case FGB_PARAM_F32: pt[i] = m->f32; break;
+    case FGB_PARAM_PTR:
+    case FGB_PARAM_PTR_NOALIAS:
+    case FGB_PARAM_PTR_NOALIAS_PLAIN:
+      pt[i] = m->gptr;
+      break;
+    case FGB_PARAM_F64:
+      pt[i] = m->f64;
+      break;
+    case FGB_PARAM_I64:
+      pt[i] = m->i64;
+      break;
+    case FGB_PARAM_I32:
+      pt[i] = m->i32;
+      break;
+    case FGB_PARAM_F32:
+      pt[i] = m->f32;
+      break;
     }
   }
   LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->v, pt, (unsigned)nparams, 0));
@@ -176,7 +200,8 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   if (m->nkernels == m->capkernels) {
     int nc = m->capkernels ? 2 * m->capkernels : 8;
     LLVMValueRef *k = realloc(m->kernels, (size_t)nc * sizeof *k);
-    if (!k) abort();
+    if (!k)
+      abort();
     m->kernels = k;
     m->capkernels = nc;
   }
@@ -197,13 +222,16 @@ static void annotate(fgb_module *m, LLVMValueRef fn, const char *key, int val) {
 }
 
 void fgb_kernel_set_maxntid(fgb_module *m, LLVMValueRef k, int x) { annotate(m, k, "maxntidx", x); }
-void fgb_kernel_set_minctasm(fgb_module *m, LLVMValueRef k, int n) { annotate(m, k, "minctasm", n); }
+void fgb_kernel_set_minctasm(fgb_module *m, LLVMValueRef k, int n) {
+  annotate(m, k, "minctasm", n);
+}
 
 /* ---- finish ---- */
 
 static bool is_kernel(const fgb_module *m, LLVMValueRef f) {
   for (int i = 0; i < m->nkernels; i++)
-    if (m->kernels[i] == f) return true;
+    if (m->kernels[i] == f)
+      return true;
   return false;
 }
 
@@ -211,7 +239,8 @@ static bool uses_libdevice(fgb_module *m) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
     size_t len;
     const char *nm = LLVMGetValueName2(f, &len);
-    if (LLVMIsDeclaration(f) && len > 5 && strncmp(nm, "__nv_", 5) == 0) return true;
+    if (LLVMIsDeclaration(f) && len > 5 && strncmp(nm, "__nv_", 5) == 0)
+      return true;
   }
   return false;
 }
@@ -244,19 +273,23 @@ static bool link_libdevice(fgb_module *m, const char *path, char *err, size_t ca
  * libdevice functions nobody calls and the inliner may absorb the rest. */
 static void internalize(fgb_module *m, bool fast_math) {
   for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
-    if (LLVMIsDeclaration(f)) continue;
-    if (!is_kernel(m, f)) LLVMSetLinkage(f, LLVMInternalLinkage);
+    if (LLVMIsDeclaration(f))
+      continue;
+    if (!is_kernel(m, f))
+      LLVMSetLinkage(f, LLVMInternalLinkage);
     if (fast_math)
       LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                               LLVMCreateStringAttribute(m->ctx, "unsafe-fp-math", 14, "true", 4));
   }
   for (LLVMValueRef g = LLVMGetFirstGlobal(m->mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g)) LLVMSetLinkage(g, LLVMInternalLinkage);
+    if (!LLVMIsDeclaration(g))
+      LLVMSetLinkage(g, LLVMInternalLinkage);
 }
 
 static char *dup_str(const char *s, size_t n) {
   char *r = malloc(n + 1);
-  if (!r) return NULL;
+  if (!r)
+    return NULL;
   memcpy(r, s, n);
   r[n] = 0;
   return r;
@@ -266,7 +299,8 @@ bool fgb_module_setup_error(const fgb_module *m) { return m->setup_error; }
 
 char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size_t cap) {
   fgb_finish_opts def = {.opt_level = 3};
-  if (!o) o = &def;
+  if (!o)
+    o = &def;
   char *msg = NULL;
   if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
     set_err(err, cap, "invalid LLVM module: %s", msg ? msg : "?");
@@ -291,8 +325,8 @@ char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size
   internalize(m, o->fast_math);
   int lvl = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
   /* globaldce first: libdevice's unused functions must not go through O3. */
-  static const char *const pipes[4] = {"default<O0>,globaldce", "globaldce,default<O1>", "globaldce,default<O2>",
-                                       "globaldce,default<O3>"};
+  static const char *const pipes[4] = {"default<O0>,globaldce", "globaldce,default<O1>",
+                                       "globaldce,default<O2>", "globaldce,default<O3>"};
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   /* The kernels' vector accesses are explicit; LLVM's vectorizers find
    * nothing on NVPTX but cost a large share of compile time. */
@@ -310,7 +344,8 @@ char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size
     char *s = LLVMPrintModuleToString(m->mod);
     char *r = dup_str(s, strlen(s));
     LLVMDisposeMessage(s);
-    if (!r) set_err(err, cap, "out of memory");
+    if (!r)
+      set_err(err, cap, "out of memory");
     return r;
   }
   LLVMMemoryBufferRef out;
@@ -321,6 +356,7 @@ char *fgb_module_finish(fgb_module *m, const fgb_finish_opts *o, char *err, size
   }
   char *r = dup_str(LLVMGetBufferStart(out), LLVMGetBufferSize(out));
   LLVMDisposeMemoryBuffer(out);
-  if (!r) set_err(err, cap, "out of memory");
+  if (!r)
+    set_err(err, cap, "out of memory");
   return r;
 }

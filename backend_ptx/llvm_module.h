@@ -83,8 +83,7 @@ bool fgb_module_setup_error(const fgb_module *m);
  * attached automatically for "llvm.*" names) and call it. */
 LLVMValueRef fgb_declare(fgb_module *m, const char *name, LLVMTypeRef ret, int n,
                          LLVMTypeRef *params);
-LLVMValueRef fgb_call(fgb_module *m, const char *name, LLVMTypeRef ret, int n,
-                      LLVMValueRef *args);
+LLVMValueRef fgb_call(fgb_module *m, const char *name, LLVMTypeRef ret, int n, LLVMValueRef *args);
 /* The function that holds the builder's current block. */
 LLVMValueRef fgb_current_fn(fgb_module *m);
 

@@ -21,10 +21,14 @@
 #include "fgb_internal.h"
 #include "lower_value.h"
 
-typedef struct { int ebits, mbits, bias, ieee_inf; unsigned maxcode; } f8fmt;
+typedef struct {
+  int ebits, mbits, bias, ieee_inf;
+  unsigned maxcode;
+} f8fmt;
 
 static f8fmt fmt_of(fg_dtype dt) {
-  if (dt == FG_F8E4M3) return (f8fmt){4, 3, 7, 0, 0x7e};
+  if (dt == FG_F8E4M3)
+    return (f8fmt){4, 3, 7, 0, 0x7e};
   return (f8fmt){5, 2, 15, 1, 0x7b};
 }
 
@@ -76,9 +80,9 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
   LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, v, c32(m, f.mbits), ""), c32(m, eall), "");
   LLVMValueRef mm = LLVMBuildAnd(b, v, c32(m, mall), "");
   /* normal: rebias the exponent, widen the mantissa */
-  LLVMValueRef nb = LLVMBuildOr(
-      b, LLVMBuildShl(b, LLVMBuildAdd(b, e, c32(m, 127 - f.bias), ""), c32(m, 23), ""),
-      LLVMBuildShl(b, mm, c32(m, 23 - f.mbits), ""), "");
+  LLVMValueRef nb =
+      LLVMBuildOr(b, LLVMBuildShl(b, LLVMBuildAdd(b, e, c32(m, 127 - f.bias), ""), c32(m, 23), ""),
+                  LLVMBuildShl(b, mm, c32(m, 23 - f.mbits), ""), "");
   /* subnormal: mm * 2^(emin - M), exact in f32 */
   LLVMValueRef sub = LLVMBuildFMul(b, LLVMBuildUIToFP(b, mm, m->f32, ""),
                                    LLVMConstReal(m->f32, ldexp(1.0, 1 - f.bias - f.mbits)), "");
@@ -91,7 +95,8 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
                                               c32(m, 0x7f800000), c32(m, 0x7fc00000), "");
     mag = LLVMBuildSelect(b, top, inf_or_nan, mag, "");
   } else {
-    LLVMValueRef special = LLVMBuildAnd(b, top, LLVMBuildICmp(b, LLVMIntEQ, mm, c32(m, mall), ""), "");
+    LLVMValueRef special =
+        LLVMBuildAnd(b, top, LLVMBuildICmp(b, LLVMIntEQ, mm, c32(m, mall), ""), "");
     mag = LLVMBuildSelect(b, special, c32(m, 0x7fc00000), mag, "");
   }
   return LLVMBuildBitCast(b, LLVMBuildOr(b, mag, sign, ""), m->f32, "");
@@ -108,18 +113,21 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
 static LLVMValueRef asm_call(fgb_module *m, LLVMTypeRef ret, LLVMTypeRef arg, const char *text,
                              const char *cons, LLVMValueRef v) {
   LLVMTypeRef fty = LLVMFunctionType(ret, &arg, 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0, 0,
-                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0,
+                                     0, LLVMInlineAsmDialectATT, 0);
   return LLVMBuildCall2(m->b, fty, fn, &v, 1, "");
 }
 
 LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
-  if (m->sm < 89) return fgb_f8_encode_int(m, x, dt);
+  if (m->sm < 89)
+    return fgb_f8_encode_int(m, x, dt);
   LLVMBuilderRef b = m->b;
   bool e4 = dt == FG_F8E4M3;
-  const char *text = e4 ? "{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }"
-                        : "{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }";
-  LLVMValueRef code = LLVMBuildAnd(b, asm_call(m, m->i32, m->f32, text, "=r,f", x), c32(m, 0xff), "");
+  const char *text =
+      e4 ? "{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }"
+         : "{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }";
+  LLVMValueRef code =
+      LLVMBuildAnd(b, asm_call(m, m->i32, m->f32, text, "=r,f", x), c32(m, 0xff), "");
   LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
   LLVMValueRef a = LLVMBuildAnd(b, u, c32(m, 0x7fffffff), "");
   LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 24), ""), c32(m, 0x80), "");
@@ -134,10 +142,12 @@ LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
 }
 
 LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
-  if (m->sm < 89) return fgb_f8_decode_int(m, bits, dt);
-  const char *text = dt == FG_F8E4M3
-      ? "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e4m3x2 h, $1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }"
-      : "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e5m2x2 h, $1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }";
+  if (m->sm < 89)
+    return fgb_f8_decode_int(m, bits, dt);
+  const char *text = dt == FG_F8E4M3 ? "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e4m3x2 h, "
+                                       "$1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }"
+                                     : "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e5m2x2 h, "
+                                       "$1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }";
   LLVMValueRef w = LLVMBuildZExt(m->b, bits, m->i16, "");
   return asm_call(m, m->f32, m->i16, text, "=f,h", w);
 }

@@ -44,7 +44,9 @@ static LLVMValueRef nv(fgb_module *m, const char *base, int n, LLVMValueRef *arg
   snprintf(name, sizeof name, "__nv_%s%s", base, t == m->f32 ? "f" : "");
   return fgb_call(m, name, t, n, args);
 }
-static LLVMValueRef nv1(fgb_module *m, const char *base, LLVMValueRef x) { return nv(m, base, 1, &x); }
+static LLVMValueRef nv1(fgb_module *m, const char *base, LLVMValueRef x) {
+  return nv(m, base, 1, &x);
+}
 
 /* llvm.<base>.f32 / .f64 */
 static LLVMValueRef intr1(fgb_module *m, const char *base, LLVMValueRef x) {
@@ -89,7 +91,8 @@ static LLVMValueRef gelu(fgb_module *m, const fg_node *n, LLVMValueRef x) {
     double k = 0.7978845608028654, c = 0.044715;
     LLVMValueRef cube = LLVMBuildFMul(
         b, LLVMBuildFMul(b, LLVMBuildFMul(b, fc(t, f32 ? (float)c : c), x, ""), x, ""), x, "");
-    LLVMValueRef arg = LLVMBuildFMul(b, fc(t, f32 ? (float)k : k), LLVMBuildFAdd(b, x, cube, ""), "");
+    LLVMValueRef arg =
+        LLVMBuildFMul(b, fc(t, f32 ? (float)k : k), LLVMBuildFAdd(b, x, cube, ""), "");
     inner = nv1(m, "tanh", arg);
   } else {
     double r2 = 0.7071067811865476;
@@ -126,53 +129,97 @@ static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVM
   /* ORDER OP: a case for every pointwise op with a float form (fn_f in the
    * op table); tests/unit/test_backend_ops.c lowers each one. */
   switch (op) {
-  case FG_OP_NEG: return LLVMBuildFNeg(b, x, "");
-  case FG_OP_ABS: return intr1(m, "fabs", x);
-  case FG_OP_EXP: return nv1(m, "exp", x);
-  case FG_OP_EXP2: return nv1(m, "exp2", x);
-  case FG_OP_EXPM1: return nv1(m, "expm1", x);
-  case FG_OP_LOG: return nv1(m, "log", x);
-  case FG_OP_LOG2: return nv1(m, "log2", x);
-  case FG_OP_LOG1P: return nv1(m, "log1p", x);
-  case FG_OP_SQRT: return intr1(m, "sqrt", x);
-  case FG_OP_RSQRT: return LLVMBuildFDiv(b, one, intr1(m, "sqrt", x), "");
-  case FG_OP_RECIPROCAL: return LLVMBuildFDiv(b, one, x, "");
-  case FG_OP_SIN: return nv1(m, "sin", x);
-  case FG_OP_COS: return nv1(m, "cos", x);
-  case FG_OP_TANH: return nv1(m, "tanh", x);
-  case FG_OP_ERF: return nv1(m, "erf", x);
+  case FG_OP_NEG:
+    return LLVMBuildFNeg(b, x, "");
+  case FG_OP_ABS:
+    return intr1(m, "fabs", x);
+  case FG_OP_EXP:
+    return nv1(m, "exp", x);
+  case FG_OP_EXP2:
+    return nv1(m, "exp2", x);
+  case FG_OP_EXPM1:
+    return nv1(m, "expm1", x);
+  case FG_OP_LOG:
+    return nv1(m, "log", x);
+  case FG_OP_LOG2:
+    return nv1(m, "log2", x);
+  case FG_OP_LOG1P:
+    return nv1(m, "log1p", x);
+  case FG_OP_SQRT:
+    return intr1(m, "sqrt", x);
+  case FG_OP_RSQRT:
+    return LLVMBuildFDiv(b, one, intr1(m, "sqrt", x), "");
+  case FG_OP_RECIPROCAL:
+    return LLVMBuildFDiv(b, one, x, "");
+  case FG_OP_SIN:
+    return nv1(m, "sin", x);
+  case FG_OP_COS:
+    return nv1(m, "cos", x);
+  case FG_OP_TANH:
+    return nv1(m, "tanh", x);
+  case FG_OP_ERF:
+    return nv1(m, "erf", x);
   case FG_OP_SIGMOID:
-    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""), "");
+    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""),
+                         "");
   case FG_OP_SILU:
-    return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""), "");
-  case FG_OP_GELU: return gelu(m, n, x);
-  case FG_OP_RELU: return sel(m, fcmp(m, LLVMRealUGT, x, zero), x, zero); /* NaN stays */
-  case FG_OP_FLOOR: return intr1(m, "floor", x);
-  case FG_OP_CEIL: return intr1(m, "ceil", x);
-  case FG_OP_ROUND: return intr1(m, "roundeven", x); /* nearbyint: half to even */
-  case FG_OP_TRUNC: return intr1(m, "trunc", x);
+    return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, one, nv1(m, "exp", LLVMBuildFNeg(b, x, "")), ""),
+                         "");
+  case FG_OP_GELU:
+    return gelu(m, n, x);
+  case FG_OP_RELU:
+    return sel(m, fcmp(m, LLVMRealUGT, x, zero), x, zero); /* NaN stays */
+  case FG_OP_FLOOR:
+    return intr1(m, "floor", x);
+  case FG_OP_CEIL:
+    return intr1(m, "ceil", x);
+  case FG_OP_ROUND:
+    return intr1(m, "roundeven", x); /* nearbyint: half to even */
+  case FG_OP_TRUNC:
+    return intr1(m, "trunc", x);
   case FG_OP_SIGN:
-    return sel(m, fcmp(m, LLVMRealOGT, x, zero), one, sel(m, fcmp(m, LLVMRealOLT, x, zero), fc(t, -1.0), x));
-  case FG_OP_ISNAN: return fcmp(m, LLVMRealUNO, x, x);
-  case FG_OP_ISINF: return fcmp(m, LLVMRealOEQ, intr1(m, "fabs", x), fc(t, INFINITY));
-  case FG_OP_ADD: return LLVMBuildFAdd(b, x, y, "");
-  case FG_OP_SUB: return LLVMBuildFSub(b, x, y, "");
-  case FG_OP_MUL: return LLVMBuildFMul(b, x, y, "");
-  case FG_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
-  case FG_OP_POW: return nv(m, "pow", 2, a);
-  case FG_OP_FMOD: return nv(m, "fmod", 2, a);
-  case FG_OP_MAXIMUM: return fmaxmin(m, x, y, true);
-  case FG_OP_MINIMUM: return fmaxmin(m, x, y, false);
-  case FG_OP_EQ: return fcmp(m, LLVMRealOEQ, x, y);
-  case FG_OP_NE: return fcmp(m, LLVMRealUNE, x, y);
-  case FG_OP_LT: return fcmp(m, LLVMRealOLT, x, y);
-  case FG_OP_LE: return fcmp(m, LLVMRealOLE, x, y);
-  case FG_OP_GT: return fcmp(m, LLVMRealOGT, x, y);
-  case FG_OP_GE: return fcmp(m, LLVMRealOGE, x, y);
-  case FG_OP_WHERE: return sel(m, a[0], a[1], a[2]);
-  case FG_OP_CLAMP: return clamp_f(m, n, x);
-  case FG_OP_CAST: return x;
-  default: return NULL;
+    return sel(m, fcmp(m, LLVMRealOGT, x, zero), one,
+               sel(m, fcmp(m, LLVMRealOLT, x, zero), fc(t, -1.0), x));
+  case FG_OP_ISNAN:
+    return fcmp(m, LLVMRealUNO, x, x);
+  case FG_OP_ISINF:
+    return fcmp(m, LLVMRealOEQ, intr1(m, "fabs", x), fc(t, INFINITY));
+  case FG_OP_ADD:
+    return LLVMBuildFAdd(b, x, y, "");
+  case FG_OP_SUB:
+    return LLVMBuildFSub(b, x, y, "");
+  case FG_OP_MUL:
+    return LLVMBuildFMul(b, x, y, "");
+  case FG_OP_DIV:
+    return LLVMBuildFDiv(b, x, y, "");
+  case FG_OP_POW:
+    return nv(m, "pow", 2, a);
+  case FG_OP_FMOD:
+    return nv(m, "fmod", 2, a);
+  case FG_OP_MAXIMUM:
+    return fmaxmin(m, x, y, true);
+  case FG_OP_MINIMUM:
+    return fmaxmin(m, x, y, false);
+  case FG_OP_EQ:
+    return fcmp(m, LLVMRealOEQ, x, y);
+  case FG_OP_NE:
+    return fcmp(m, LLVMRealUNE, x, y);
+  case FG_OP_LT:
+    return fcmp(m, LLVMRealOLT, x, y);
+  case FG_OP_LE:
+    return fcmp(m, LLVMRealOLE, x, y);
+  case FG_OP_GT:
+    return fcmp(m, LLVMRealOGT, x, y);
+  case FG_OP_GE:
+    return fcmp(m, LLVMRealOGE, x, y);
+  case FG_OP_WHERE:
+    return sel(m, a[0], a[1], a[2]);
+  case FG_OP_CLAMP:
+    return clamp_f(m, n, x);
+  case FG_OP_CAST:
+    return x;
+  default:
+    return NULL;
   }
 }
 
@@ -207,9 +254,9 @@ static LLVMValueRef ipow(fgb_module *m, LLVMValueRef base, LLVMValueRef e) {
   LLVMAddIncoming(ee, ein, from, 2);
   LLVMPositionBuilderAtEnd(b, done);
   LLVMValueRef odd = LLVMBuildTrunc(b, e, m->i1, "");
-  LLVMValueRef negr = sel(m, icmp(m, LLVMIntEQ, base, ic(m, 1)), ic(m, 1),
-                          sel(m, icmp(m, LLVMIntEQ, base, ic(m, -1)), sel(m, odd, ic(m, -1), ic(m, 1)),
-                              ic(m, 0)));
+  LLVMValueRef negr =
+      sel(m, icmp(m, LLVMIntEQ, base, ic(m, 1)), ic(m, 1),
+          sel(m, icmp(m, LLVMIntEQ, base, ic(m, -1)), sel(m, odd, ic(m, -1), ic(m, 1)), ic(m, 0)));
   return sel(m, neg, negr, r);
 }
 
@@ -219,17 +266,30 @@ static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMVa
   /* ORDER OP: a case for every pointwise op with an integer form (fn_i in
    * the op table); tests/unit/test_backend_ops.c lowers each one. */
   switch (op) {
-  case FG_OP_NEG: return LLVMBuildSub(b, zero, x, "");
-  case FG_OP_ABS: return sel(m, icmp(m, LLVMIntSLT, x, zero), LLVMBuildSub(b, zero, x, ""), x);
-  case FG_OP_RELU: return sel(m, icmp(m, LLVMIntSGT, x, zero), x, zero);
-  case FG_OP_FLOOR: case FG_OP_CEIL: case FG_OP_ROUND: case FG_OP_TRUNC: case FG_OP_CAST: return x;
+  case FG_OP_NEG:
+    return LLVMBuildSub(b, zero, x, "");
+  case FG_OP_ABS:
+    return sel(m, icmp(m, LLVMIntSLT, x, zero), LLVMBuildSub(b, zero, x, ""), x);
+  case FG_OP_RELU:
+    return sel(m, icmp(m, LLVMIntSGT, x, zero), x, zero);
+  case FG_OP_FLOOR:
+  case FG_OP_CEIL:
+  case FG_OP_ROUND:
+  case FG_OP_TRUNC:
+  case FG_OP_CAST:
+    return x;
   case FG_OP_SIGN:
     return LLVMBuildSub(b, LLVMBuildZExt(b, icmp(m, LLVMIntSGT, x, zero), m->i64, ""),
                         LLVMBuildZExt(b, icmp(m, LLVMIntSLT, x, zero), m->i64, ""), "");
-  case FG_OP_ISNAN: case FG_OP_ISINF: return LLVMConstInt(m->i1, 0, 0);
-  case FG_OP_ADD: return LLVMBuildAdd(b, x, y, "");
-  case FG_OP_SUB: return LLVMBuildSub(b, x, y, "");
-  case FG_OP_MUL: return LLVMBuildMul(b, x, y, "");
+  case FG_OP_ISNAN:
+  case FG_OP_ISINF:
+    return LLVMConstInt(m->i1, 0, 0);
+  case FG_OP_ADD:
+    return LLVMBuildAdd(b, x, y, "");
+  case FG_OP_SUB:
+    return LLVMBuildSub(b, x, y, "");
+  case FG_OP_MUL:
+    return LLVMBuildMul(b, x, y, "");
   case FG_OP_DIV: {
     /* y == 0 -> -1; INT64_MIN / -1 -> INT64_MIN (divide by 1 instead) */
     LLVMValueRef y0 = icmp(m, LLVMIntEQ, y, zero);
@@ -240,66 +300,94 @@ static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMVa
   }
   case FG_OP_FMOD: {
     /* y == 0 or y == -1 -> 0, which x % 1 gives */
-    LLVMValueRef bad = LLVMBuildOr(b, icmp(m, LLVMIntEQ, y, zero), icmp(m, LLVMIntEQ, y, ic(m, -1)), "");
+    LLVMValueRef bad =
+        LLVMBuildOr(b, icmp(m, LLVMIntEQ, y, zero), icmp(m, LLVMIntEQ, y, ic(m, -1)), "");
     return LLVMBuildSRem(b, x, sel(m, bad, ic(m, 1), y), "");
   }
-  case FG_OP_POW: return ipow(m, x, y);
-  case FG_OP_MAXIMUM: return sel(m, icmp(m, LLVMIntSGT, x, y), x, y);
-  case FG_OP_MINIMUM: return sel(m, icmp(m, LLVMIntSLT, x, y), x, y);
-  case FG_OP_EQ: return icmp(m, LLVMIntEQ, x, y);
-  case FG_OP_NE: return icmp(m, LLVMIntNE, x, y);
-  case FG_OP_LT: return icmp(m, LLVMIntSLT, x, y);
-  case FG_OP_LE: return icmp(m, LLVMIntSLE, x, y);
-  case FG_OP_GT: return icmp(m, LLVMIntSGT, x, y);
-  case FG_OP_GE: return icmp(m, LLVMIntSGE, x, y);
-  case FG_OP_WHERE: return sel(m, a[0], a[1], a[2]);
+  case FG_OP_POW:
+    return ipow(m, x, y);
+  case FG_OP_MAXIMUM:
+    return sel(m, icmp(m, LLVMIntSGT, x, y), x, y);
+  case FG_OP_MINIMUM:
+    return sel(m, icmp(m, LLVMIntSLT, x, y), x, y);
+  case FG_OP_EQ:
+    return icmp(m, LLVMIntEQ, x, y);
+  case FG_OP_NE:
+    return icmp(m, LLVMIntNE, x, y);
+  case FG_OP_LT:
+    return icmp(m, LLVMIntSLT, x, y);
+  case FG_OP_LE:
+    return icmp(m, LLVMIntSLE, x, y);
+  case FG_OP_GT:
+    return icmp(m, LLVMIntSGT, x, y);
+  case FG_OP_GE:
+    return icmp(m, LLVMIntSGE, x, y);
+  case FG_OP_WHERE:
+    return sel(m, a[0], a[1], a[2]);
   case FG_OP_CLAMP: {
     const fg_attr *lo = n ? fg_node_attr(n, "min") : NULL, *hi = n ? fg_node_attr(n, "max") : NULL;
-    if (lo && lo->kind != FG_ATTR_NONE) x = sel(m, icmp(m, LLVMIntSLT, x, ic(m, lo->i)), ic(m, lo->i), x);
-    if (hi && hi->kind != FG_ATTR_NONE) x = sel(m, icmp(m, LLVMIntSGT, x, ic(m, hi->i)), ic(m, hi->i), x);
+    if (lo && lo->kind != FG_ATTR_NONE)
+      x = sel(m, icmp(m, LLVMIntSLT, x, ic(m, lo->i)), ic(m, lo->i), x);
+    if (hi && hi->kind != FG_ATTR_NONE)
+      x = sel(m, icmp(m, LLVMIntSGT, x, ic(m, hi->i)), ic(m, hi->i), x);
     return x;
   }
-  default: return NULL;
+  default:
+    return NULL;
   }
 }
-
 
 LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_node *n,
                          LLVMValueRef *ops) {
   LLVMBuilderRef b = m->b;
   switch (op) {
-  case FG_OP_LOGICAL_NOT: return LLVMBuildNot(b, ops[0], "");
-  case FG_OP_LOGICAL_AND: return LLVMBuildAnd(b, ops[0], ops[1], "");
-  case FG_OP_LOGICAL_OR: return LLVMBuildOr(b, ops[0], ops[1], "");
-  default: break;
+  case FG_OP_LOGICAL_NOT:
+    return LLVMBuildNot(b, ops[0], "");
+  case FG_OP_LOGICAL_AND:
+    return LLVMBuildAnd(b, ops[0], ops[1], "");
+  case FG_OP_LOGICAL_OR:
+    return LLVMBuildOr(b, ops[0], ops[1], "");
+  default:
+    break;
   }
-  if (cdt == FG_F32 || cdt == FG_F64) return float_op(m, op, n, ops);
-  if (cdt == FG_I64) return int_op(m, op, n, ops);
-  if (cdt != FG_BOOL) return NULL;
-  if (op == FG_OP_WHERE) return sel(m, ops[0], ops[1], ops[2]);
+  if (cdt == FG_F32 || cdt == FG_F64)
+    return float_op(m, op, n, ops);
+  if (cdt == FG_I64)
+    return int_op(m, op, n, ops);
+  if (cdt != FG_BOOL)
+    return NULL;
+  if (op == FG_OP_WHERE)
+    return sel(m, ops[0], ops[1], ops[2]);
   /* bool compute: the integer form on 0/1, then != 0 */
   LLVMValueRef w[2] = {NULL, NULL};
-  for (int k = 0; k < arity(op) && k < 2; k++) w[k] = LLVMBuildZExt(b, ops[k], m->i64, "");
+  for (int k = 0; k < arity(op) && k < 2; k++)
+    w[k] = LLVMBuildZExt(b, ops[k], m->i64, "");
   LLVMValueRef r = int_op(m, op, n, w);
-  if (!r || fg_op_returns_bool(fg_op_get(op))) return r;
+  if (!r || fg_op_returns_bool(fg_op_get(op)))
+    return r;
   return icmp(m, LLVMIntNE, r, ic(m, 0));
 }
 
 fg_dtype fgb_pw_operand_target(const fg_node *n, int k) {
-  if (n->op->pw == FG_PW_LOGICAL || (n->op->pw == FG_PW_WHERE && k == 0)) return FG_BOOL;
+  if (n->op->pw == FG_PW_LOGICAL || (n->op->pw == FG_PW_WHERE && k == 0))
+    return FG_BOOL;
   return fg_pw_compute_dtype(n);
 }
 
 LLVMValueRef fgb_pw_literal(fgb_module *m, const fg_node *n, int k) {
   double unused;
   const fg_value *v = n->in[k];
-  if (!fg_value_is_literal(v, &unused)) return NULL;
+  if (!fg_value_is_literal(v, &unused))
+    return NULL;
   const fg_attr *a = &v->def->attrs[0];
   bool isf = a->kind == FG_ATTR_FLOAT;
   switch (fgb_pw_operand_target(n, k)) {
-  case FG_BOOL: return LLVMConstInt(m->i1, isf ? a->f != 0 : a->i != 0, 0);
-  case FG_F32: return fc(m->f32, isf ? (double)(float)a->f : (double)(float)a->i);
-  case FG_F64: return fc(m->f64, isf ? a->f : (double)a->i);
+  case FG_BOOL:
+    return LLVMConstInt(m->i1, isf ? a->f != 0 : a->i != 0, 0);
+  case FG_F32:
+    return fc(m->f32, isf ? (double)(float)a->f : (double)(float)a->i);
+  case FG_F64:
+    return fc(m->f64, isf ? a->f : (double)a->i);
   default: {
     return ic(m, isf ? fg_f64_to_i64(a->f) : a->i);
   }
@@ -311,7 +399,8 @@ fg_dtype fgb_pw_result_form(const fg_node *n) {
 }
 
 LLVMValueRef fgb_emit_pointwise(fgb_module *m, const fg_node *n, LLVMValueRef *ops) {
-  if (n->op->kind != FG_KIND_POINTWISE) return NULL;
+  if (n->op->kind != FG_KIND_POINTWISE)
+    return NULL;
   return fgb_emit_op(m, n->op->code, fg_pw_compute_dtype(n), n, ops);
 }
 
@@ -321,11 +410,17 @@ LLVMValueRef fgb_reduce_identity(fgb_module *m, fg_opcode op, fg_dtype acc) {
   bool fl = acc == FG_F32 || acc == FG_F64;
   LLVMTypeRef t = fgb_reg_type(m, acc);
   switch (op) {
-  case FG_OP_SUM: case FG_OP_MEAN: return fl ? fc(t, -0.0) : ic(m, 0);
-  case FG_OP_PROD: return fl ? fc(t, 1.0) : ic(m, 1);
-  case FG_OP_AMAX: return fl ? fc(t, -INFINITY) : ic(m, INT64_MIN);
-  case FG_OP_AMIN: return fl ? fc(t, INFINITY) : ic(m, INT64_MAX);
-  default: return NULL;
+  case FG_OP_SUM:
+  case FG_OP_MEAN:
+    return fl ? fc(t, -0.0) : ic(m, 0);
+  case FG_OP_PROD:
+    return fl ? fc(t, 1.0) : ic(m, 1);
+  case FG_OP_AMAX:
+    return fl ? fc(t, -INFINITY) : ic(m, INT64_MIN);
+  case FG_OP_AMIN:
+    return fl ? fc(t, INFINITY) : ic(m, INT64_MAX);
+  default:
+    return NULL;
   }
 }
 
@@ -334,11 +429,16 @@ LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, L
   LLVMBuilderRef b = m->b;
   bool fl = acc_dt == FG_F32 || acc_dt == FG_F64;
   switch (op) {
-  case FG_OP_SUM: case FG_OP_MEAN: return fl ? LLVMBuildFAdd(b, acc, x, "") : LLVMBuildAdd(b, acc, x, "");
-  case FG_OP_PROD: return fl ? LLVMBuildFMul(b, acc, x, "") : LLVMBuildMul(b, acc, x, "");
-  case FG_OP_AMAX: case FG_OP_AMIN: {
+  case FG_OP_SUM:
+  case FG_OP_MEAN:
+    return fl ? LLVMBuildFAdd(b, acc, x, "") : LLVMBuildAdd(b, acc, x, "");
+  case FG_OP_PROD:
+    return fl ? LLVMBuildFMul(b, acc, x, "") : LLVMBuildMul(b, acc, x, "");
+  case FG_OP_AMAX:
+  case FG_OP_AMIN: {
     bool mx = op == FG_OP_AMAX;
-    if (!fl) return sel(m, icmp(m, mx ? LLVMIntSGT : LLVMIntSLT, x, acc), x, acc);
+    if (!fl)
+      return sel(m, icmp(m, mx ? LLVMIntSGT : LLVMIntSLT, x, acc), x, acc);
     /* sm_80+: max.NaN.f32 / min.NaN.f32, one instruction with the same
      * NaN propagation (amax of a row is issue-bound otherwise). */
     if (m->sm >= 80 && LLVMTypeOf(acc) == m->f32) {
@@ -348,7 +448,8 @@ LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, L
     LLVMValueRef r = sel(m, fcmp(m, mx ? LLVMRealOGT : LLVMRealOLT, x, acc), x, acc);
     return sel(m, fcmp(m, LLVMRealUNO, acc, x), fc(LLVMTypeOf(acc), NAN), r);
   }
-  default: return NULL;
+  default:
+    return NULL;
   }
 }
 
@@ -356,23 +457,29 @@ LLVMValueRef fgb_reduce_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, L
 
 static LLVMTypeRef bf16x2(fgb_module *m) { return LLVMVectorType(m->bf16, 2); }
 
-bool fgb_bf16x2_ok(fgb_module *m, fg_opcode op) { return m->sm >= 80 && (op == FG_OP_AMAX || op == FG_OP_AMIN); }
+bool fgb_bf16x2_ok(fgb_module *m, fg_opcode op) {
+  return m->sm >= 80 && (op == FG_OP_AMAX || op == FG_OP_AMIN);
+}
 
 LLVMValueRef fgb_bf16x2_combine(fgb_module *m, fg_opcode op, LLVMValueRef acc, LLVMValueRef x) {
   LLVMValueRef a[2] = {acc, x};
-  return fgb_call(m, op == FG_OP_AMAX ? "llvm.maximum.v2bf16" : "llvm.minimum.v2bf16", bf16x2(m), 2, a);
+  return fgb_call(m, op == FG_OP_AMAX ? "llvm.maximum.v2bf16" : "llvm.minimum.v2bf16", bf16x2(m), 2,
+                  a);
 }
 
 /* The bf16 bits of an exactly representable f32 are its upper half. */
 LLVMValueRef fgb_bf16x2_pack(fgb_module *m, LLVMValueRef x0, LLVMValueRef x1) {
   LLVMBuilderRef b = m->b;
-  LLVMValueRef lo = LLVMBuildLShr(b, LLVMBuildBitCast(b, x0, m->i32, ""), LLVMConstInt(m->i32, 16, 0), "");
-  LLVMValueRef hi = LLVMBuildAnd(b, LLVMBuildBitCast(b, x1, m->i32, ""), LLVMConstInt(m->i32, 0xffff0000u, 0), "");
+  LLVMValueRef lo =
+      LLVMBuildLShr(b, LLVMBuildBitCast(b, x0, m->i32, ""), LLVMConstInt(m->i32, 16, 0), "");
+  LLVMValueRef hi = LLVMBuildAnd(b, LLVMBuildBitCast(b, x1, m->i32, ""),
+                                 LLVMConstInt(m->i32, 0xffff0000u, 0), "");
   return LLVMBuildBitCast(b, LLVMBuildOr(b, lo, hi, ""), bf16x2(m), "");
 }
 
 LLVMValueRef fgb_bf16x2_unpack(fgb_module *m, LLVMValueRef v, int h) {
-  LLVMValueRef x = LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, (unsigned long long)h, 0), "");
+  LLVMValueRef x =
+      LLVMBuildExtractElement(m->b, v, LLVMConstInt(m->i32, (unsigned long long)h, 0), "");
   return LLVMBuildFPExt(m->b, x, m->f32, "");
 }
 

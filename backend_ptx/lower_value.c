@@ -9,30 +9,55 @@
 
 LLVMTypeRef fgb_reg_type(fgb_module *m, fg_dtype dt) {
   switch (dt) {
-  case FG_BOOL: return m->i1;
-  case FG_F64: return m->f64;
-  case FG_F16: case FG_BF16: case FG_F32: case FG_F8E4M3: case FG_F8E5M2: return m->f32;
-  default: return m->i64;
+  case FG_BOOL:
+    return m->i1;
+  case FG_F64:
+    return m->f64;
+  case FG_F16:
+  case FG_BF16:
+  case FG_F32:
+  case FG_F8E4M3:
+  case FG_F8E5M2:
+    return m->f32;
+  default:
+    return m->i64;
   }
 }
 
 LLVMTypeRef fgb_storage_type(fgb_module *m, fg_dtype dt) {
   switch (dt) {
-  case FG_BOOL: case FG_I8: case FG_U8: case FG_F8E4M3: case FG_F8E5M2: return m->i8;
-  case FG_I16: case FG_F16: case FG_BF16: return m->i16;
-  case FG_I32: return m->i32;
-  case FG_F32: return m->f32;
-  case FG_F64: return m->f64;
-  default: return m->i64;
+  case FG_BOOL:
+  case FG_I8:
+  case FG_U8:
+  case FG_F8E4M3:
+  case FG_F8E5M2:
+    return m->i8;
+  case FG_I16:
+  case FG_F16:
+  case FG_BF16:
+    return m->i16;
+  case FG_I32:
+    return m->i32;
+  case FG_F32:
+    return m->f32;
+  case FG_F64:
+    return m->f64;
+  default:
+    return m->i64;
   }
 }
 
 static int int_width(fg_dtype dt) {
   switch (dt) {
-  case FG_I8: case FG_U8: return 8;
-  case FG_I16: return 16;
-  case FG_I32: return 32;
-  default: return 64;
+  case FG_I8:
+  case FG_U8:
+    return 8;
+  case FG_I16:
+    return 16;
+  case FG_I32:
+    return 32;
+  default:
+    return 64;
   }
 }
 
@@ -41,35 +66,60 @@ static int int_width(fg_dtype dt) {
 LLVMValueRef fgb_from_storage(fgb_module *m, LLVMValueRef raw, fg_dtype dt) {
   LLVMBuilderRef b = m->b;
   switch (dt) {
-  case FG_BOOL: return LLVMBuildICmp(b, LLVMIntNE, raw, LLVMConstInt(m->i8, 0, 0), "");
-  case FG_U8: return LLVMBuildZExt(b, raw, m->i64, "");
-  case FG_I8: case FG_I16: case FG_I32: return LLVMBuildSExt(b, raw, m->i64, "");
+  case FG_BOOL:
+    return LLVMBuildICmp(b, LLVMIntNE, raw, LLVMConstInt(m->i8, 0, 0), "");
+  case FG_U8:
+    return LLVMBuildZExt(b, raw, m->i64, "");
+  case FG_I8:
+  case FG_I16:
+  case FG_I32:
+    return LLVMBuildSExt(b, raw, m->i64, "");
   case FG_BF16: /* exact: the bits are the top half of the f32 */
     return LLVMBuildBitCast(
-        b, LLVMBuildShl(b, LLVMBuildZExt(b, raw, m->i32, ""), LLVMConstInt(m->i32, 16, 0), ""), m->f32,
-        "");
-  case FG_F16: return LLVMBuildFPExt(b, LLVMBuildBitCast(b, raw, m->f16, ""), m->f32, "");
-  case FG_F8E4M3: case FG_F8E5M2: return fgb_f8_decode(m, raw, dt);
-  default: return raw; /* i64 f32 f64 */
+        b, LLVMBuildShl(b, LLVMBuildZExt(b, raw, m->i32, ""), LLVMConstInt(m->i32, 16, 0), ""),
+        m->f32, "");
+  case FG_F16:
+    return LLVMBuildFPExt(b, LLVMBuildBitCast(b, raw, m->f16, ""), m->f32, "");
+  case FG_F8E4M3:
+  case FG_F8E5M2:
+    return fgb_f8_decode(m, raw, dt);
+  default:
+    return raw; /* i64 f32 f64 */
   }
 }
 
 LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
   LLVMBuilderRef b = m->b;
   LLVMTypeRef t = LLVMTypeOf(v);
-  if (fg_dtype_is_float(dt) && dt != FG_F64 && t == m->f64) v = LLVMBuildFPTrunc(b, v, m->f32, "");
+  if (fg_dtype_is_float(dt) && dt != FG_F64 && t == m->f64)
+    v = LLVMBuildFPTrunc(b, v, m->f32, "");
   switch (dt) {
   case FG_BOOL:
-    if (t == m->i1) return LLVMBuildZExt(b, v, m->i8, "");
-    return LLVMBuildZExt(b, fgb_convert(m, v, t == m->f32 ? FG_F32 : t == m->f64 ? FG_F64 : FG_I64, FG_BOOL),
+    if (t == m->i1)
+      return LLVMBuildZExt(b, v, m->i8, "");
+    return LLVMBuildZExt(b,
+                         fgb_convert(m, v,
+                                     t == m->f32   ? FG_F32
+                                     : t == m->f64 ? FG_F64
+                                                   : FG_I64,
+                                     FG_BOOL),
                          m->i8, "");
-  case FG_I8: case FG_U8: case FG_I16: case FG_I32:
+  case FG_I8:
+  case FG_U8:
+  case FG_I16:
+  case FG_I32:
     return LLVMBuildTrunc(b, v, fgb_storage_type(m, dt), "");
-  case FG_BF16: return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, m->bf16, ""), m->i16, "");
-  case FG_F16: return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->i16, "");
-  case FG_F8E4M3: case FG_F8E5M2: return fgb_f8_encode(m, v, dt);
-  case FG_F64: return t == m->f32 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
-  default: return v; /* i64 f32 */
+  case FG_BF16:
+    return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, m->bf16, ""), m->i16, "");
+  case FG_F16:
+    return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->i16, "");
+  case FG_F8E4M3:
+  case FG_F8E5M2:
+    return fgb_f8_encode(m, v, dt);
+  case FG_F64:
+    return t == m->f32 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
+  default:
+    return v; /* i64 f32 */
   }
 }
 
@@ -77,7 +127,8 @@ LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
 
 static void mark_invariant(fgb_module *m, LLVMValueRef ld, unsigned flags) {
   if (flags & FGB_LD_INVARIANT)
-    LLVMSetMetadata(ld, m->md_invariant, LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, NULL, 0)));
+    LLVMSetMetadata(ld, m->md_invariant,
+                    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, NULL, 0)));
 }
 
 LLVMValueRef fgb_load(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, unsigned flags) {
@@ -128,18 +179,26 @@ void fgb_store_vec(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, int n, unsigned
 LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
   LLVMBuilderRef b = m->b;
   switch (dt) {
-  case FG_BF16: return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->bf16, ""), m->f32, "");
-  case FG_F16: return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->f32, "");
-  case FG_F8E4M3: case FG_F8E5M2: return fgb_f8_decode(m, fgb_f8_encode(m, v, dt), dt);
-  default: return v;
+  case FG_BF16:
+    return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->bf16, ""), m->f32, "");
+  case FG_F16:
+    return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->f32, "");
+  case FG_F8E4M3:
+  case FG_F8E5M2:
+    return fgb_f8_decode(m, fgb_f8_encode(m, v, dt), dt);
+  default:
+    return v;
   }
 }
 
 /* True when every value of float dtype `from` is a value of float dtype `to`. */
 static bool float_subset(fg_dtype from, fg_dtype to) {
-  if (from == to || to == FG_F64) return true;
-  if (to == FG_F32) return from != FG_F64;
-  if (to == FG_F16 || to == FG_BF16) return fg_dtype_is_f8(from);
+  if (from == to || to == FG_F64)
+    return true;
+  if (to == FG_F32)
+    return from != FG_F64;
+  if (to == FG_F16 || to == FG_BF16)
+    return fg_dtype_is_f8(from);
   return false;
 }
 
@@ -149,43 +208,55 @@ static LLVMValueRef float_to_int(fgb_module *m, LLVMValueRef v, fg_dtype to) {
   int w = int_width(to);
   LLVMTypeRef it = LLVMIntTypeInContext(m->ctx, (unsigned)w);
   char name[48];
-  snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%d.%s", to == FG_U8 ? 'u' : 's', w, is64 ? "f64" : "f32");
+  snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%d.%s", to == FG_U8 ? 'u' : 's', w,
+           is64 ? "f64" : "f32");
   LLVMValueRef r = fgb_call(m, name, it, 1, &v);
-  if (w == 64) return r;
+  if (w == 64)
+    return r;
   return to == FG_U8 ? LLVMBuildZExt(b, r, m->i64, "") : LLVMBuildSExt(b, r, m->i64, "");
 }
 
 LLVMValueRef fgb_convert(fgb_module *m, LLVMValueRef v, fg_dtype from, fg_dtype to) {
   LLVMBuilderRef b = m->b;
-  if (from == to) return v;
+  if (from == to)
+    return v;
   fg_category cf = fg_dtype_category(from), ct = fg_dtype_category(to);
   if (cf == FG_CAT_BOOL) {
-    if (ct == FG_CAT_INT) return LLVMBuildZExt(b, v, m->i64, "");
+    if (ct == FG_CAT_INT)
+      return LLVMBuildZExt(b, v, m->i64, "");
     return LLVMBuildUIToFP(b, v, fgb_reg_type(m, to), "");
   }
   if (ct == FG_CAT_BOOL) {
-    if (cf == FG_CAT_INT) return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(m->i64, 0, 0), "");
+    if (cf == FG_CAT_INT)
+      return LLVMBuildICmp(b, LLVMIntNE, v, LLVMConstInt(m->i64, 0, 0), "");
     return LLVMBuildFCmp(b, LLVMRealUNE, v, LLVMConstReal(LLVMTypeOf(v), 0.0), "");
   }
   if (cf == FG_CAT_FLOAT && ct == FG_CAT_FLOAT) {
-    if (float_subset(from, to)) return to == FG_F64 && from != FG_F64 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
-    if (from == FG_F64) v = LLVMBuildFPTrunc(b, v, m->f32, "");
+    if (float_subset(from, to))
+      return to == FG_F64 && from != FG_F64 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
+    if (from == FG_F64)
+      v = LLVMBuildFPTrunc(b, v, m->f32, "");
     return fgb_round_narrow(m, v, to);
   }
-  if (cf == FG_CAT_FLOAT) return float_to_int(m, v, to);
+  if (cf == FG_CAT_FLOAT)
+    return float_to_int(m, v, to);
   if (ct == FG_CAT_INT) {
     /* int -> int: wrap, unless every `from` value fits */
-    bool fits = to == FG_I64 ||
-                (to != FG_U8 && from != FG_I64 &&
-                 (from == FG_U8 ? int_width(to) > 8 : int_width(from) <= int_width(to)));
-    if (fits) return v;
-    LLVMValueRef t = LLVMBuildTrunc(b, v, LLVMIntTypeInContext(m->ctx, (unsigned)int_width(to)), "");
+    bool fits =
+        to == FG_I64 || (to != FG_U8 && from != FG_I64 &&
+                         (from == FG_U8 ? int_width(to) > 8 : int_width(from) <= int_width(to)));
+    if (fits)
+      return v;
+    LLVMValueRef t =
+        LLVMBuildTrunc(b, v, LLVMIntTypeInContext(m->ctx, (unsigned)int_width(to)), "");
     return to == FG_U8 ? LLVMBuildZExt(b, t, m->i64, "") : LLVMBuildSExt(b, t, m->i64, "");
   }
   /* int -> float: one rounding to f32 (f64), then the narrow type. Values of
    * the narrow int dtypes convert through i32 (exact, cheaper cvt). */
-  if (from != FG_I64) v = LLVMBuildTrunc(b, v, m->i32, "");
-  if (to == FG_F64) return LLVMBuildSIToFP(b, v, m->f64, "");
+  if (from != FG_I64)
+    v = LLVMBuildTrunc(b, v, m->i32, "");
+  if (to == FG_F64)
+    return LLVMBuildSIToFP(b, v, m->f64, "");
   LLVMValueRef f = LLVMBuildSIToFP(b, v, m->f32, "");
   return fgb_round_narrow(m, f, to);
 }

@@ -19,8 +19,8 @@ LLVMValueRef fgr_tail_partial(fgb_emitter *e, int i, LLVMValueRef g);
 /* This CTA's accumulators cacc of column reduction i (its chunks start at
  * columns r0[c], valid[c]) into shared buffer x (k->xchg_bytes), then its slice (rank) of
  * the cluster's sums into partial row cid; cluster barriers around. */
-void fgr_cluster_slice_sums(fgb_emitter *e, int i, LLVMValueRef x, LLVMValueRef rank, LLVMValueRef cid,
-                            const LLVMValueRef *r0, const LLVMValueRef *valid,
+void fgr_cluster_slice_sums(fgb_emitter *e, int i, LLVMValueRef x, LLVMValueRef rank,
+                            LLVMValueRef cid, const LLVMValueRef *r0, const LLVMValueRef *valid,
                             LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16]);
 
 #endif

@@ -24,7 +24,9 @@ static fg_loc loc_at(const fg_lexer *lx, const char *p) {
   return l;
 }
 
-static int is_ident_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_ident_start(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
 static int is_digit(int c) { return c >= '0' && c <= '9'; }
 static int is_ident_char(int c) { return is_ident_start(c) || is_digit(c) || c == '.'; }
 
@@ -34,17 +36,33 @@ static int utf8_len(const unsigned char *p, const unsigned char *end, unsigned *
   unsigned c = p[0];
   int n;
   unsigned min;
-  if (c < 0x80) { *cp = c; return 1; }
-  if (c >= 0xc2 && c <= 0xdf) { n = 2; *cp = c & 0x1f; min = 0x80; }
-  else if (c >= 0xe0 && c <= 0xef) { n = 3; *cp = c & 0x0f; min = 0x800; }
-  else if (c >= 0xf0 && c <= 0xf4) { n = 4; *cp = c & 0x07; min = 0x10000; }
-  else return 0;
-  if (end - p < n) return 0;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+    *cp = c & 0x1f;
+    min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    *cp = c & 0x0f;
+    min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    *cp = c & 0x07;
+    min = 0x10000;
+  } else
+    return 0;
+  if (end - p < n)
+    return 0;
   for (int i = 1; i < n; i++) {
-    if ((p[i] & 0xc0) != 0x80) return 0;
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
     *cp = (*cp << 6) | (p[i] & 0x3f);
   }
-  if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff)) return 0;
+  if (*cp < min || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff))
+    return 0;
   return n;
 }
 
@@ -91,7 +109,8 @@ static fg_token bad_char(fg_lexer *lx, const char *p) {
  * except NUL, which no text file has. */
 static const char *skip_comment(fg_lexer *lx, const char *p) {
   while (p < lx->end && *p != '\n') {
-    if (*p == 0) return p;
+    if (*p == 0)
+      return p;
     p++;
   }
   return p;
@@ -101,29 +120,35 @@ static const char *skip_comment(fg_lexer *lx, const char *p) {
  * straight into letters ("12abc", "1e") is one bad token, not two. */
 static fg_token lex_number(fg_lexer *lx, const char *start) {
   const char *p = start, *e = lx->end;
-  if (*p == '-') p++;
-  while (p < e && is_digit(*p)) p++;
+  if (*p == '-')
+    p++;
+  while (p < e && is_digit(*p))
+    p++;
   int is_float = 0;
   if (p < e && *p == '.') {
     is_float = 1;
     p++;
-    while (p < e && is_digit(*p)) p++;
+    while (p < e && is_digit(*p))
+      p++;
   }
   if (p < e && (*p == 'e' || *p == 'E')) {
     const char *q = p + 1;
-    if (q < e && (*q == '+' || *q == '-')) q++;
+    if (q < e && (*q == '+' || *q == '-'))
+      q++;
     if (q < e && is_digit(*q)) {
-      while (q < e && is_digit(*q)) q++;
+      while (q < e && is_digit(*q))
+        q++;
       p = q;
       is_float = 1;
     }
   }
   if (p < e && is_ident_char(*p)) {
     const char *q = p;
-    while (q < e && is_ident_char(*q)) q++;
+    while (q < e && is_ident_char(*q))
+      q++;
     int n = (int)(q - start);
-    fg_error(lx->d, loc_at(lx, start), "invalid number '%.*s%s'", n > QUOTE_MAX ? QUOTE_MAX : n, start,
-             n > QUOTE_MAX ? "..." : "");
+    fg_error(lx->d, loc_at(lx, start), "invalid number '%.*s%s'", n > QUOTE_MAX ? QUOTE_MAX : n,
+             start, n > QUOTE_MAX ? "..." : "");
     return error_tok(lx, start);
   }
   fg_token t = make(lx, is_float ? FG_TOK_FLOAT : FG_TOK_INT, start, p);
@@ -132,13 +157,14 @@ static fg_token lex_number(fg_lexer *lx, const char *start) {
     /* Accumulate as a negative number so INT64_MIN fits. */
     const char *q = start;
     int neg = *q == '-';
-    if (neg) q++;
+    if (neg)
+      q++;
     int64_t v = 0;
     for (; q < p; q++) {
       int dgt = *q - '0';
       if (v < (INT64_MIN + dgt) / 10) {
-        fg_error(lx->d, t.loc, "integer literal '%.*s%s' is out of range", n > QUOTE_MAX ? QUOTE_MAX : n,
-                 start, n > QUOTE_MAX ? "..." : "");
+        fg_error(lx->d, t.loc, "integer literal '%.*s%s' is out of range",
+                 n > QUOTE_MAX ? QUOTE_MAX : n, start, n > QUOTE_MAX ? "..." : "");
         return error_tok(lx, start);
       }
       v = v * 10 - dgt;
@@ -161,8 +187,8 @@ static fg_token lex_number(fg_lexer *lx, const char *start) {
   t.f = strtod(buf, NULL);
   free(buf);
   if (isinf(t.f)) {
-    fg_error(lx->d, t.loc, "float literal '%.*s%s' is out of range", n > QUOTE_MAX ? QUOTE_MAX : n, start,
-             n > QUOTE_MAX ? "..." : "");
+    fg_error(lx->d, t.loc, "float literal '%.*s%s' is out of range", n > QUOTE_MAX ? QUOTE_MAX : n,
+             start, n > QUOTE_MAX ? "..." : "");
     return error_tok(lx, start);
   }
   return t;
@@ -174,10 +200,13 @@ static fg_token lex_string(fg_lexer *lx, const char *start) {
   while (p < lx->end && *p != '"') {
     unsigned char c = (unsigned char)*p;
     unsigned cp;
-    if (c == '\n') break;
-    if (c == 0 || c == 0x7f || (c < 0x20 && c != '\t')) return bad_char(lx, p);
+    if (c == '\n')
+      break;
+    if (c == 0 || c == 0x7f || (c < 0x20 && c != '\t'))
+      return bad_char(lx, p);
     int n = utf8_len((const unsigned char *)p, (const unsigned char *)lx->end, &cp);
-    if (!n) return bad_char(lx, p);
+    if (!n)
+      return bad_char(lx, p);
     p += n;
   }
   if (p >= lx->end || *p != '"') {
@@ -190,21 +219,26 @@ static fg_token lex_string(fg_lexer *lx, const char *start) {
   return t;
 }
 
-static int word_eq(const char *p, size_t n, const char *w) { return strlen(w) == n && memcmp(p, w, n) == 0; }
+static int word_eq(const char *p, size_t n, const char *w) {
+  return strlen(w) == n && memcmp(p, w, n) == 0;
+}
 
 fg_token fg_lex(fg_lexer *lx) {
   const char *p = lx->p, *e = lx->end;
   for (;;) {
-    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+    while (p < e && (*p == ' ' || *p == '\t' || *p == '\r'))
+      p++;
     if (p < e && *p == '#') {
       p = skip_comment(lx, p);
-      if (p < e && *p == 0) return bad_char(lx, p);
+      if (p < e && *p == 0)
+        return bad_char(lx, p);
     }
     if (p >= e) {
       fg_token t = make(lx, FG_TOK_EOF, e, e);
       return t;
     }
-    if (*p != '\n') break;
+    if (*p != '\n')
+      break;
     const char *nl = p++;
     /* The newline's column is on the line it ends. */
     fg_loc nl_loc = loc_at(lx, nl);
@@ -224,7 +258,8 @@ fg_token fg_lex(fg_lexer *lx) {
   const char *s = p;
   char c = *p;
   if (is_ident_start((unsigned char)c)) {
-    while (p < e && is_ident_char((unsigned char)*p)) p++;
+    while (p < e && is_ident_char((unsigned char)*p))
+      p++;
     fg_token t = make(lx, FG_TOK_IDENT, s, p);
     if (word_eq(s, t.len, "inf") || word_eq(s, t.len, "nan")) {
       t.kind = FG_TOK_FLOAT;
@@ -232,10 +267,13 @@ fg_token fg_lex(fg_lexer *lx) {
     }
     return t;
   }
-  if (is_digit((unsigned char)c)) return lex_number(lx, s);
+  if (is_digit((unsigned char)c))
+    return lex_number(lx, s);
   if (c == '-') {
-    if (p + 1 < e && is_digit((unsigned char)p[1])) return lex_number(lx, s);
-    if (e - p >= 4 && memcmp(p + 1, "inf", 3) == 0 && (e - p == 4 || !is_ident_char((unsigned char)p[4]))) {
+    if (p + 1 < e && is_digit((unsigned char)p[1]))
+      return lex_number(lx, s);
+    if (e - p >= 4 && memcmp(p + 1, "inf", 3) == 0 &&
+        (e - p == 4 || !is_ident_char((unsigned char)p[4]))) {
       fg_token t = make(lx, FG_TOK_FLOAT, s, p + 4);
       t.f = -INFINITY;
       return t;
@@ -243,19 +281,45 @@ fg_token fg_lex(fg_lexer *lx) {
     fg_error(lx->d, loc_at(lx, s), "'-' must be followed by a number");
     return error_tok(lx, s);
   }
-  if (c == '"') return lex_string(lx, s);
+  if (c == '"')
+    return lex_string(lx, s);
   fg_tok_kind k;
   switch (c) {
-  case '(': k = FG_TOK_LPAREN; lx->nest++; break;
-  case '[': k = FG_TOK_LBRACK; lx->nest++; break;
-  case ')': k = FG_TOK_RPAREN; if (lx->nest > 0) lx->nest--; break;
-  case ']': k = FG_TOK_RBRACK; if (lx->nest > 0) lx->nest--; break;
-  case '{': k = FG_TOK_LBRACE; break;
-  case '}': k = FG_TOK_RBRACE; break;
-  case ',': k = FG_TOK_COMMA; break;
-  case ':': k = FG_TOK_COLON; break;
-  case '=': k = FG_TOK_EQUAL; break;
-  default: return bad_char(lx, s);
+  case '(':
+    k = FG_TOK_LPAREN;
+    lx->nest++;
+    break;
+  case '[':
+    k = FG_TOK_LBRACK;
+    lx->nest++;
+    break;
+  case ')':
+    k = FG_TOK_RPAREN;
+    if (lx->nest > 0)
+      lx->nest--;
+    break;
+  case ']':
+    k = FG_TOK_RBRACK;
+    if (lx->nest > 0)
+      lx->nest--;
+    break;
+  case '{':
+    k = FG_TOK_LBRACE;
+    break;
+  case '}':
+    k = FG_TOK_RBRACE;
+    break;
+  case ',':
+    k = FG_TOK_COMMA;
+    break;
+  case ':':
+    k = FG_TOK_COLON;
+    break;
+  case '=':
+    k = FG_TOK_EQUAL;
+    break;
+  default:
+    return bad_char(lx, s);
   }
   return make(lx, k, s, s + 1);
 }
@@ -266,13 +330,22 @@ int fg_tok_is(const fg_token *t, const char *word) {
 
 const char *fg_tok_describe(const fg_token *t, char *buf, size_t cap) {
   switch (t->kind) {
-  case FG_TOK_EOF: snprintf(buf, cap, "end of file"); break;
-  case FG_TOK_ERROR: snprintf(buf, cap, "invalid input"); break;
-  case FG_TOK_NEWLINE: snprintf(buf, cap, "end of line"); break;
-  case FG_TOK_STRING: snprintf(buf, cap, "a string"); break;
+  case FG_TOK_EOF:
+    snprintf(buf, cap, "end of file");
+    break;
+  case FG_TOK_ERROR:
+    snprintf(buf, cap, "invalid input");
+    break;
+  case FG_TOK_NEWLINE:
+    snprintf(buf, cap, "end of line");
+    break;
+  case FG_TOK_STRING:
+    snprintf(buf, cap, "a string");
+    break;
   default: {
     int n = (int)t->len;
-    snprintf(buf, cap, "'%.*s%s'", n > QUOTE_MAX ? QUOTE_MAX : n, t->text, n > QUOTE_MAX ? "..." : "");
+    snprintf(buf, cap, "'%.*s%s'", n > QUOTE_MAX ? QUOTE_MAX : n, t->text,
+             n > QUOTE_MAX ? "..." : "");
   }
   }
   return buf;

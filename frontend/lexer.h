@@ -12,16 +12,21 @@
 
 typedef enum fg_tok_kind {
   FG_TOK_EOF,
-  FG_TOK_ERROR,   /* already reported */
+  FG_TOK_ERROR, /* already reported */
   FG_TOK_NEWLINE,
-  FG_TOK_IDENT,   /* includes the keywords graph/return/true/false */
+  FG_TOK_IDENT, /* includes the keywords graph/return/true/false */
   FG_TOK_INT,
   FG_TOK_FLOAT,
-  FG_TOK_STRING,  /* text/len exclude the quotes */
-  FG_TOK_LPAREN, FG_TOK_RPAREN,
-  FG_TOK_LBRACK, FG_TOK_RBRACK,
-  FG_TOK_LBRACE, FG_TOK_RBRACE,
-  FG_TOK_COMMA, FG_TOK_COLON, FG_TOK_EQUAL,
+  FG_TOK_STRING, /* text/len exclude the quotes */
+  FG_TOK_LPAREN,
+  FG_TOK_RPAREN,
+  FG_TOK_LBRACK,
+  FG_TOK_RBRACK,
+  FG_TOK_LBRACE,
+  FG_TOK_RBRACE,
+  FG_TOK_COMMA,
+  FG_TOK_COLON,
+  FG_TOK_EQUAL,
 } fg_tok_kind;
 
 typedef struct fg_token {
@@ -29,15 +34,15 @@ typedef struct fg_token {
   const char *text; /* points into the source; not NUL-terminated */
   size_t len;
   fg_loc loc;
-  int64_t i;        /* INT */
-  double f;         /* FLOAT */
+  int64_t i; /* INT */
+  double f;  /* FLOAT */
 } fg_token;
 
 typedef struct fg_lexer {
   const char *src, *end, *p;
   int line;
   const char *line_start;
-  int nest;          /* depth of ( and [; newlines inside are not tokens */
+  int nest; /* depth of ( and [; newlines inside are not tokens */
   fg_diag *d;
 } fg_lexer;
 

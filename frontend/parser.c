@@ -22,16 +22,16 @@ enum { QUOTE_MAX = 40 };
 
 typedef struct parser {
   fg_lexer lx;
-  fg_token tok;      /* current token */
-  fg_token ahead;    /* one token of lookahead, valid when has_ahead */
+  fg_token tok;   /* current token */
+  fg_token ahead; /* one token of lookahead, valid when has_ahead */
   int has_ahead;
   fg_diag *d;
   int failed;
   fg_module *m;
-  fg_graph *g;       /* graph being built */
-  fg_symtab names;   /* value names of g */
-  fg_symtab graphs;  /* graph names of the file */
-  fg_arena scratch;  /* per-graph temporaries (attribute values, name copies) */
+  fg_graph *g;      /* graph being built */
+  fg_symtab names;  /* value names of g */
+  fg_symtab graphs; /* graph names of the file */
+  fg_arena scratch; /* per-graph temporaries (attribute values, name copies) */
   int depth;
 } parser;
 
@@ -90,7 +90,8 @@ static void next(parser *ps) {
   } else {
     ps->tok = fg_lex(&ps->lx);
   }
-  if (ps->tok.kind == FG_TOK_ERROR) ps->failed = 1;
+  if (ps->tok.kind == FG_TOK_ERROR)
+    ps->failed = 1;
 }
 
 static const fg_token *peek(parser *ps) {
@@ -104,7 +105,8 @@ static const fg_token *peek(parser *ps) {
 static int fail(parser *ps, fg_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(parser *ps, fg_loc loc, const char *fmt, ...) {
-  if (ps->failed) return 0; /* first error wins */
+  if (ps->failed)
+    return 0; /* first error wins */
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -123,31 +125,37 @@ static int expected(parser *ps, const char *what) {
     ps->failed = 1;
     return 0;
   }
-  return fail(ps, ps->tok.loc, "expected %s, got %s", what, fg_tok_describe(&ps->tok, buf, sizeof buf));
+  return fail(ps, ps->tok.loc, "expected %s, got %s", what,
+              fg_tok_describe(&ps->tok, buf, sizeof buf));
 }
 
 static int accept(parser *ps, fg_tok_kind k) {
-  if (ps->tok.kind != k) return 0;
+  if (ps->tok.kind != k)
+    return 0;
   next(ps);
   return 1;
 }
 
 static int expect(parser *ps, fg_tok_kind k, const char *what) {
-  if (accept(ps, k)) return 1;
+  if (accept(ps, k))
+    return 1;
   return expected(ps, what);
 }
 
 static void skip_newlines(parser *ps) {
-  while (ps->tok.kind == FG_TOK_NEWLINE) next(ps);
+  while (ps->tok.kind == FG_TOK_NEWLINE)
+    next(ps);
 }
 
 static int is_keyword(const fg_token *t) {
-  return fg_tok_is(t, "graph") || fg_tok_is(t, "return") || fg_tok_is(t, "true") || fg_tok_is(t, "false");
+  return fg_tok_is(t, "graph") || fg_tok_is(t, "return") || fg_tok_is(t, "true") ||
+         fg_tok_is(t, "false");
 }
 
 /* A name being defined: an identifier that is not a keyword. */
 static int expect_name(parser *ps, const char *what) {
-  if (ps->tok.kind == FG_TOK_IDENT && !is_keyword(&ps->tok)) return 1;
+  if (ps->tok.kind == FG_TOK_IDENT && !is_keyword(&ps->tok))
+    return 1;
   if (ps->tok.kind == FG_TOK_IDENT)
     return fail(ps, ps->tok.loc, "'%.*s' is a keyword and cannot be used as %s", (int)ps->tok.len,
                 ps->tok.text, what);
@@ -161,14 +169,18 @@ static char *tok_str(parser *ps, const fg_token *t) {
 }
 
 /* "'name'" for messages, cut when long. */
-#define QNAME(t) ((int)((t)->len > QUOTE_MAX ? QUOTE_MAX : (t)->len)), (t)->text, ((t)->len > QUOTE_MAX ? "..." : "")
+#define QNAME(t)                                                                                   \
+  ((int)((t)->len > QUOTE_MAX ? QUOTE_MAX : (t)->len)), (t)->text,                                 \
+      ((t)->len > QUOTE_MAX ? "..." : "")
 
 /* ---- types ---- */
 
 static int parse_dtype(parser *ps, fg_dtype *dt) {
-  if (ps->tok.kind != FG_TOK_IDENT) return expected(ps, "a dtype");
+  if (ps->tok.kind != FG_TOK_IDENT)
+    return expected(ps, "a dtype");
   *dt = fg_dtype_from_name(ps->tok.text, ps->tok.len > 16 ? 17 : (int)ps->tok.len);
-  if (*dt == FG_DTYPE_INVALID) return fail(ps, ps->tok.loc, "unknown dtype '%.*s%s'", QNAME(&ps->tok));
+  if (*dt == FG_DTYPE_INVALID)
+    return fail(ps, ps->tok.loc, "unknown dtype '%.*s%s'", QNAME(&ps->tok));
   next(ps);
   return 1;
 }
@@ -187,9 +199,11 @@ static int parse_dims(parser *ps, fg_type *t) {
       return fail(ps, ps->tok.loc, "too many dimensions (at most %d)", FG_MAX_RANK);
     fg_dim *dm = &t->dims[t->rank];
     if (ps->tok.kind == FG_TOK_INT) {
-      if (ps->tok.i < 0) return fail(ps, ps->tok.loc, "dimension size %" PRId64 " is negative", ps->tok.i);
+      if (ps->tok.i < 0)
+        return fail(ps, ps->tok.loc, "dimension size %" PRId64 " is negative", ps->tok.i);
       dm->size = ps->tok.i;
-      if (ps->tok.i > 0 && numel > limit / ps->tok.i) return fail(ps, ps->tok.loc, "tensor type is too large");
+      if (ps->tok.i > 0 && numel > limit / ps->tok.i)
+        return fail(ps, ps->tok.loc, "tensor type is too large");
       numel *= ps->tok.i;
     } else if (ps->tok.kind == FG_TOK_IDENT && !is_keyword(&ps->tok)) {
       dm->size = -1;
@@ -199,23 +213,30 @@ static int parse_dims(parser *ps, fg_type *t) {
     }
     t->rank++;
     next(ps);
-    if (accept(ps, FG_TOK_RBRACK)) return 1;
-    if (!expect(ps, FG_TOK_COMMA, "',' or ']'")) return 0;
+    if (accept(ps, FG_TOK_RBRACK))
+      return 1;
+    if (!expect(ps, FG_TOK_COMMA, "',' or ']'"))
+      return 0;
   }
 }
 
 static int parse_layout(parser *ps, fg_type *t) {
   /* at 'layout' */
-  if (t->scalar) return fail(ps, ps->tok.loc, "a scalar parameter cannot have a layout");
+  if (t->scalar)
+    return fail(ps, ps->tok.loc, "a scalar parameter cannot have a layout");
   next(ps);
-  if (!expect(ps, FG_TOK_EQUAL, "'=' after 'layout'")) return 0;
+  if (!expect(ps, FG_TOK_EQUAL, "'=' after 'layout'"))
+    return 0;
   fg_loc open = ps->tok.loc;
-  if (!expect(ps, FG_TOK_LBRACK, "'['")) return 0;
+  if (!expect(ps, FG_TOK_LBRACK, "'['"))
+    return 0;
   int n = 0;
   bool seen[FG_MAX_RANK] = {0};
   while (ps->tok.kind != FG_TOK_RBRACK) {
-    if (n > 0 && !expect(ps, FG_TOK_COMMA, "',' or ']'")) return 0;
-    if (ps->tok.kind != FG_TOK_INT) return expected(ps, "an integer");
+    if (n > 0 && !expect(ps, FG_TOK_COMMA, "',' or ']'"))
+      return 0;
+    if (ps->tok.kind != FG_TOK_INT)
+      return expected(ps, "an integer");
     int64_t v = ps->tok.i;
     if (n >= t->rank || v < 0 || v >= t->rank || seen[v])
       return fail(ps, ps->tok.loc, "layout must be a permutation of 0..%d", t->rank - 1);
@@ -231,27 +252,34 @@ static int parse_layout(parser *ps, fg_type *t) {
 }
 
 static int parse_param(parser *ps) {
-  if (!expect_name(ps, "a parameter name")) return 0;
+  if (!expect_name(ps, "a parameter name"))
+    return 0;
   fg_token name = ps->tok;
   if (name.len > FG_MAX_NAME)
-    return fail(ps, name.loc, "parameter name of %zu characters; at most %d are supported", (size_t)name.len,
-                FG_MAX_NAME);
+    return fail(ps, name.loc, "parameter name of %zu characters; at most %d are supported",
+                (size_t)name.len, FG_MAX_NAME);
   if (fg_symtab_get(&ps->names, name.text, name.len))
     return fail(ps, name.loc, "redefinition of '%.*s%s'", QNAME(&name));
-  if (ps->g->nparams >= MAX_PARAMS) return fail(ps, name.loc, "too many parameters (limit %d)", MAX_PARAMS);
+  if (ps->g->nparams >= MAX_PARAMS)
+    return fail(ps, name.loc, "too many parameters (limit %d)", MAX_PARAMS);
   next(ps);
-  if (!expect(ps, FG_TOK_COLON, "':' after the parameter name")) return 0;
+  if (!expect(ps, FG_TOK_COLON, "':' after the parameter name"))
+    return 0;
   fg_type t;
   memset(&t, 0, sizeof t);
-  if (!parse_dtype(ps, &t.dtype)) return 0;
+  if (!parse_dtype(ps, &t.dtype))
+    return 0;
   t.scalar = true;
   if (ps->tok.kind == FG_TOK_LBRACK) {
     t.scalar = false;
-    if (!parse_dims(ps, &t)) return 0;
+    if (!parse_dims(ps, &t))
+      return 0;
   }
-  if (fg_tok_is(&ps->tok, "layout") && !parse_layout(ps, &t)) return 0;
+  if (fg_tok_is(&ps->tok, "layout") && !parse_layout(ps, &t))
+    return 0;
   fg_value *v = fg_add_param(ps->g, tok_str(ps, &name), t, name.loc);
-  if (!fg_symtab_put(&ps->names, name.text, name.len, v)) return fail(ps, name.loc, "out of memory");
+  if (!fg_symtab_put(&ps->names, name.text, name.len, v))
+    return fail(ps, name.loc, "out of memory");
   return 1;
 }
 
@@ -262,9 +290,19 @@ static int parse_aval(parser *ps, aval *a) {
   a->loc = ps->tok.loc;
   const fg_token *t = &ps->tok;
   switch (t->kind) {
-  case FG_TOK_INT: a->kind = AV_INT; a->i = t->i; break;
-  case FG_TOK_FLOAT: a->kind = AV_FLOAT; a->f = t->f; break;
-  case FG_TOK_STRING: a->kind = AV_STRING; a->s = t->text; a->len = t->len; break;
+  case FG_TOK_INT:
+    a->kind = AV_INT;
+    a->i = t->i;
+    break;
+  case FG_TOK_FLOAT:
+    a->kind = AV_FLOAT;
+    a->f = t->f;
+    break;
+  case FG_TOK_STRING:
+    a->kind = AV_STRING;
+    a->s = t->text;
+    a->len = t->len;
+    break;
   case FG_TOK_IDENT:
     if (fg_tok_is(t, "true") || fg_tok_is(t, "false")) {
       a->kind = AV_BOOL;
@@ -276,27 +314,32 @@ static int parse_aval(parser *ps, aval *a) {
     }
     break;
   case FG_TOK_LBRACK: {
-    if (++ps->depth > MAX_DEPTH) return fail(ps, t->loc, "list nested too deeply (limit %d)", MAX_DEPTH);
+    if (++ps->depth > MAX_DEPTH)
+      return fail(ps, t->loc, "list nested too deeply (limit %d)", MAX_DEPTH);
     next(ps);
     a->kind = AV_LIST;
     int cap = 0;
     while (ps->tok.kind != FG_TOK_RBRACK) {
-      if (a->n > 0 && !expect(ps, FG_TOK_COMMA, "',' or ']'")) return 0;
+      if (a->n > 0 && !expect(ps, FG_TOK_COMMA, "',' or ']'"))
+        return 0;
       if (a->n == cap) {
         /* grows in the scratch arena; amortised linear */
         int ncap = cap ? cap * 2 : 8;
         aval *ni = fg_arena_alloc(&ps->scratch, (size_t)ncap * sizeof *ni);
-        if (a->n) memcpy(ni, a->items, (size_t)a->n * sizeof *ni);
+        if (a->n)
+          memcpy(ni, a->items, (size_t)a->n * sizeof *ni);
         a->items = ni;
         cap = ncap;
       }
-      if (!parse_aval(ps, &a->items[a->n])) return 0;
+      if (!parse_aval(ps, &a->items[a->n]))
+        return 0;
       a->n++;
     }
     ps->depth--;
     break;
   }
-  default: return expected(ps, "an attribute value");
+  default:
+    return expected(ps, "an attribute value");
   }
   next(ps);
   return !ps->failed;
@@ -304,47 +347,83 @@ static int parse_aval(parser *ps, aval *a) {
 
 static const char *attr_type_desc(fg_attr_type t) {
   switch (t) {
-  case FG_AT_INT: return "an integer";
-  case FG_AT_FLOAT: return "a number";
-  case FG_AT_BOOL: return "true or false";
-  case FG_AT_DTYPE: return "a dtype";
-  case FG_AT_STRING: return "a string";
-  case FG_AT_INTS: return "a list of integers";
-  case FG_AT_SCALAR: return "a number or boolean";
+  case FG_AT_INT:
+    return "an integer";
+  case FG_AT_FLOAT:
+    return "a number";
+  case FG_AT_BOOL:
+    return "true or false";
+  case FG_AT_DTYPE:
+    return "a dtype";
+  case FG_AT_STRING:
+    return "a string";
+  case FG_AT_INTS:
+    return "a list of integers";
+  case FG_AT_SCALAR:
+    return "a number or boolean";
   }
   return "?";
 }
 
 /* Checks a written value against the attribute's spec and converts it. */
-static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, const aval *a, fg_attr *out) {
+static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, const aval *a,
+                        fg_attr *out) {
   memset(out, 0, sizeof *out);
   out->loc = a->loc;
   if (a->kind == AV_IDENT && sp->type != FG_AT_DTYPE &&
       fg_dtype_from_name(a->s, a->len > 16 ? 17 : (int)a->len) == FG_DTYPE_INVALID)
-    return fail(ps, a->loc, "expected an attribute value, got '%.*s%s'", (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len),
-                a->s, a->len > QUOTE_MAX ? "..." : "");
+    return fail(ps, a->loc, "expected an attribute value, got '%.*s%s'",
+                (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len), a->s,
+                a->len > QUOTE_MAX ? "..." : "");
   int ok = 0;
   switch (sp->type) {
   case FG_AT_INT:
-    if ((ok = a->kind == AV_INT)) { out->kind = FG_ATTR_INT; out->i = a->i; }
+    if ((ok = a->kind == AV_INT)) {
+      out->kind = FG_ATTR_INT;
+      out->i = a->i;
+    }
     break;
   case FG_AT_FLOAT:
-    if (a->kind == AV_INT) { ok = 1; out->kind = FG_ATTR_FLOAT; out->f = (double)a->i; }
-    if (a->kind == AV_FLOAT) { ok = 1; out->kind = FG_ATTR_FLOAT; out->f = a->f; }
+    if (a->kind == AV_INT) {
+      ok = 1;
+      out->kind = FG_ATTR_FLOAT;
+      out->f = (double)a->i;
+    }
+    if (a->kind == AV_FLOAT) {
+      ok = 1;
+      out->kind = FG_ATTR_FLOAT;
+      out->f = a->f;
+    }
     break;
   case FG_AT_BOOL:
-    if ((ok = a->kind == AV_BOOL)) { out->kind = FG_ATTR_BOOL; out->i = a->i; }
+    if ((ok = a->kind == AV_BOOL)) {
+      out->kind = FG_ATTR_BOOL;
+      out->i = a->i;
+    }
     break;
   case FG_AT_SCALAR:
-    if (a->kind == AV_INT) { ok = 1; out->kind = FG_ATTR_INT; out->i = a->i; }
-    if (a->kind == AV_FLOAT) { ok = 1; out->kind = FG_ATTR_FLOAT; out->f = a->f; }
-    if (a->kind == AV_BOOL) { ok = 1; out->kind = FG_ATTR_BOOL; out->i = a->i; }
+    if (a->kind == AV_INT) {
+      ok = 1;
+      out->kind = FG_ATTR_INT;
+      out->i = a->i;
+    }
+    if (a->kind == AV_FLOAT) {
+      ok = 1;
+      out->kind = FG_ATTR_FLOAT;
+      out->f = a->f;
+    }
+    if (a->kind == AV_BOOL) {
+      ok = 1;
+      out->kind = FG_ATTR_BOOL;
+      out->i = a->i;
+    }
     break;
   case FG_AT_DTYPE:
     if (a->kind == AV_IDENT) {
       out->dtype = fg_dtype_from_name(a->s, a->len > 16 ? 17 : (int)a->len);
       if (out->dtype == FG_DTYPE_INVALID)
-        return fail(ps, a->loc, "unknown dtype '%.*s%s'", (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len), a->s,
+        return fail(ps, a->loc, "unknown dtype '%.*s%s'",
+                    (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len), a->s,
                     a->len > QUOTE_MAX ? "..." : "");
       ok = 1;
       out->kind = FG_ATTR_DTYPE;
@@ -356,14 +435,16 @@ static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
         int found = 0;
         char allowed[256] = "";
         for (const char *const *c = sp->choices; *c; c++) {
-          if (strlen(*c) == a->len && memcmp(*c, a->s, a->len) == 0) found = 1;
+          if (strlen(*c) == a->len && memcmp(*c, a->s, a->len) == 0)
+            found = 1;
           size_t l = strlen(allowed);
           snprintf(allowed + l, sizeof allowed - l, "%s\"%s\"", l ? ", " : "", *c);
         }
         if (!found)
-          return fail(ps, a->loc, "invalid value \"%.*s%s\" for attribute '%s' of '%s' (expected one of %s)",
-                      (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len), a->s, a->len > QUOTE_MAX ? "..." : "",
-                      sp->name, op->name, allowed);
+          return fail(ps, a->loc,
+                      "invalid value \"%.*s%s\" for attribute '%s' of '%s' (expected one of %s)",
+                      (int)(a->len > QUOTE_MAX ? QUOTE_MAX : a->len), a->s,
+                      a->len > QUOTE_MAX ? "..." : "", sp->name, op->name, allowed);
       }
       ok = 1;
       out->kind = FG_ATTR_STRING;
@@ -374,10 +455,11 @@ static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
     if (a->kind == AV_LIST) {
       for (int i = 0; i < a->n; i++)
         if (a->items[i].kind != AV_INT)
-          return fail(ps, a->items[i].loc, "attribute '%s' of '%s' expects a list of integers", sp->name,
-                      op->name);
+          return fail(ps, a->items[i].loc, "attribute '%s' of '%s' expects a list of integers",
+                      sp->name, op->name);
       int64_t *v = fg_arena_alloc(&ps->g->arena, (size_t)(a->n ? a->n : 1) * sizeof *v);
-      for (int i = 0; i < a->n; i++) v[i] = a->items[i].i;
+      for (int i = 0; i < a->n; i++)
+        v[i] = a->items[i].i;
       ok = 1;
       out->kind = FG_ATTR_INTS;
       out->n = a->n;
@@ -386,7 +468,8 @@ static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
     break;
   }
   if (!ok)
-    return fail(ps, a->loc, "attribute '%s' of '%s' expects %s", sp->name, op->name, attr_type_desc(sp->type));
+    return fail(ps, a->loc, "attribute '%s' of '%s' expects %s", sp->name, op->name,
+                attr_type_desc(sp->type));
   return 1;
 }
 
@@ -406,10 +489,11 @@ static fg_value *lookup(parser *ps, const fg_token *t) {
 /* An operand: an expression with exactly one value. */
 static int parse_operand(parser *ps, fg_value **out) {
   expr e;
-  if (!parse_expr(ps, &e)) return 0;
+  if (!parse_expr(ps, &e))
+    return 0;
   if (e.n && e.n->nout != 1)
-    return fail(ps, e.loc, "'%s' returns %d values; bind them to names before using one", e.n->op->name,
-                e.n->nout);
+    return fail(ps, e.loc, "'%s' returns %d values; bind them to names before using one",
+                e.n->op->name, e.n->nout);
   *out = e.v;
   return 1;
 }
@@ -418,22 +502,27 @@ static int parse_attr(parser *ps, const fg_op *op, fg_attr *attrs) {
   fg_token name = ps->tok;
   int idx = -1;
   for (int i = 0; i < op->nattrs; i++)
-    if (strlen(op->attrs[i].name) == name.len && memcmp(op->attrs[i].name, name.text, name.len) == 0) idx = i;
+    if (strlen(op->attrs[i].name) == name.len &&
+        memcmp(op->attrs[i].name, name.text, name.len) == 0)
+      idx = i;
   if (idx < 0) {
-    if (op->nattrs == 0) return fail(ps, name.loc, "'%s' takes no attributes", op->name);
+    if (op->nattrs == 0)
+      return fail(ps, name.loc, "'%s' takes no attributes", op->name);
     char valid[256] = "";
     for (int i = 0; i < op->nattrs; i++) {
       size_t l = strlen(valid);
       snprintf(valid + l, sizeof valid - l, "%s%s", i ? ", " : "", op->attrs[i].name);
     }
-    return fail(ps, name.loc, "unknown attribute '%.*s%s' for '%s' (valid: %s)", QNAME(&name), op->name, valid);
+    return fail(ps, name.loc, "unknown attribute '%.*s%s' for '%s' (valid: %s)", QNAME(&name),
+                op->name, valid);
   }
   if (attrs[idx].kind != FG_ATTR_NONE)
     return fail(ps, name.loc, "duplicate attribute '%s'", op->attrs[idx].name);
   next(ps); /* name */
   next(ps); /* '=' */
   aval a;
-  if (!parse_aval(ps, &a)) return 0;
+  if (!parse_aval(ps, &a))
+    return 0;
   return convert_attr(ps, op, &op->attrs[idx], &a, &attrs[idx]);
 }
 
@@ -441,25 +530,35 @@ static int parse_attr(parser *ps, const fg_op *op, fg_attr *attrs) {
 static int parse_call(parser *ps, expr *e) {
   fg_token name = ps->tok;
   const fg_op *op = fg_op_lookup(name.text, name.len > 64 ? 65 : (int)name.len);
-  if (!op) return fail(ps, name.loc, "unknown op '%.*s%s'", QNAME(&name));
-  if (++ps->depth > MAX_DEPTH) return fail(ps, name.loc, "expression nested too deeply (limit %d)", MAX_DEPTH);
+  if (!op)
+    return fail(ps, name.loc, "unknown op '%.*s%s'", QNAME(&name));
+  if (++ps->depth > MAX_DEPTH)
+    return fail(ps, name.loc, "expression nested too deeply (limit %d)", MAX_DEPTH);
   next(ps); /* name */
   next(ps); /* '(' */
-  fg_attr *attrs = fg_arena_alloc(&ps->scratch, (size_t)(op->nattrs ? op->nattrs : 1) * sizeof *attrs);
+  fg_attr *attrs =
+      fg_arena_alloc(&ps->scratch, (size_t)(op->nattrs ? op->nattrs : 1) * sizeof *attrs);
   vec in = {0};
   int seen_attr = 0, ok = 1;
   while (ok && ps->tok.kind != FG_TOK_RPAREN) {
-    if ((in.n > 0 || seen_attr) && !expect(ps, FG_TOK_COMMA, "',' or ')'")) { ok = 0; break; }
+    if ((in.n > 0 || seen_attr) && !expect(ps, FG_TOK_COMMA, "',' or ')'")) {
+      ok = 0;
+      break;
+    }
     if (ps->tok.kind == FG_TOK_IDENT && peek(ps)->kind == FG_TOK_EQUAL) {
       seen_attr = 1;
       ok = parse_attr(ps, op, attrs);
     } else {
-      if (seen_attr) { ok = fail(ps, ps->tok.loc, "positional operand after an attribute"); break; }
+      if (seen_attr) {
+        ok = fail(ps, ps->tok.loc, "positional operand after an attribute");
+        break;
+      }
       fg_value *v = NULL;
       ok = parse_operand(ps, &v) && vec_push(ps, &in, v);
     }
   }
-  if (ok) next(ps); /* ')' */
+  if (ok)
+    next(ps); /* ')' */
   ok = ok && !ps->failed;
   if (ok) {
     int nout = op->nout;
@@ -469,7 +568,8 @@ static int parse_call(parser *ps, expr *e) {
     }
     fg_node *n = fg_node_new(ps->g, op, in.n, (fg_value *const *)in.p, nout, name.loc);
     memcpy(n->attrs, attrs, (size_t)op->nattrs * sizeof *attrs);
-    if (!fg_infer_node(n, ps->d)) ok = 0, ps->failed = 1;
+    if (!fg_infer_node(n, ps->d))
+      ok = 0, ps->failed = 1;
     e->n = n;
     e->v = n->out[0];
     e->loc = name.loc;
@@ -484,8 +584,16 @@ static int parse_expr(parser *ps, expr *e) {
   fg_token t = ps->tok;
   e->loc = t.loc;
   switch (t.kind) {
-  case FG_TOK_INT: e->v = fg_literal_int(ps->g, t.i, t.loc); e->fresh_literal = 1; next(ps); return !ps->failed;
-  case FG_TOK_FLOAT: e->v = fg_literal_float(ps->g, t.f, t.loc); e->fresh_literal = 1; next(ps); return !ps->failed;
+  case FG_TOK_INT:
+    e->v = fg_literal_int(ps->g, t.i, t.loc);
+    e->fresh_literal = 1;
+    next(ps);
+    return !ps->failed;
+  case FG_TOK_FLOAT:
+    e->v = fg_literal_float(ps->g, t.f, t.loc);
+    e->fresh_literal = 1;
+    next(ps);
+    return !ps->failed;
   case FG_TOK_IDENT:
     if (fg_tok_is(&t, "true") || fg_tok_is(&t, "false")) {
       e->v = fg_literal_bool(ps->g, fg_tok_is(&t, "true"), t.loc);
@@ -493,19 +601,24 @@ static int parse_expr(parser *ps, expr *e) {
       next(ps);
       return !ps->failed;
     }
-    if (is_keyword(&t)) return expected(ps, "an expression");
-    if (peek(ps)->kind == FG_TOK_LPAREN) return parse_call(ps, e);
-    if (!(e->v = lookup(ps, &t))) return fail(ps, t.loc, "use of undefined name '%.*s%s'", QNAME(&t));
+    if (is_keyword(&t))
+      return expected(ps, "an expression");
+    if (peek(ps)->kind == FG_TOK_LPAREN)
+      return parse_call(ps, e);
+    if (!(e->v = lookup(ps, &t)))
+      return fail(ps, t.loc, "use of undefined name '%.*s%s'", QNAME(&t));
     next(ps);
     return !ps->failed;
-  default: return expected(ps, "an expression");
+  default:
+    return expected(ps, "an expression");
   }
 }
 
 /* ---- statements ---- */
 
 static int bind(parser *ps, const fg_token *name, fg_value *v) {
-  if (!fg_symtab_put(&ps->names, name->text, name->len, v)) return fail(ps, name->loc, "out of memory");
+  if (!fg_symtab_put(&ps->names, name->text, name->len, v))
+    return fail(ps, name->loc, "out of memory");
   return 1;
 }
 
@@ -514,7 +627,8 @@ static int parse_stmt(parser *ps) {
   fg_token *names = NULL;
   int n = 0, cap = 0, ok = 0;
   for (;;) {
-    if (!expect_name(ps, "a name")) goto out;
+    if (!expect_name(ps, "a name"))
+      goto out;
     void *prev = fg_symtab_get(&ps->names, ps->tok.text, ps->tok.len);
     if (prev == &pending) {
       fail(ps, ps->tok.loc, "'%.*s%s' is bound twice in one statement", QNAME(&ps->tok));
@@ -533,17 +647,23 @@ static int parse_stmt(parser *ps) {
     if (n == cap) {
       cap = cap ? cap * 2 : 4;
       fg_token *nn = realloc(names, (size_t)cap * sizeof *nn);
-      if (!nn) { fail(ps, ps->tok.loc, "out of memory"); goto out; }
+      if (!nn) {
+        fail(ps, ps->tok.loc, "out of memory");
+        goto out;
+      }
       names = nn;
     }
     names[n++] = ps->tok;
     next(ps);
-    if (ps->tok.kind == FG_TOK_EQUAL) break;
-    if (!expect(ps, FG_TOK_COMMA, n == 1 ? "'=' or ','" : "',' or '='")) goto out;
+    if (ps->tok.kind == FG_TOK_EQUAL)
+      break;
+    if (!expect(ps, FG_TOK_COMMA, n == 1 ? "'=' or ','" : "',' or '='"))
+      goto out;
   }
   next(ps); /* '=' */
   expr e;
-  if (!parse_expr(ps, &e)) goto out;
+  if (!parse_expr(ps, &e))
+    goto out;
   if (e.n) {
     if (e.n->nout != n) {
       fail(ps, e.loc, "'%s' returns %d value%s but %d name%s bound", e.n->op->name, e.n->nout,
@@ -552,7 +672,8 @@ static int parse_stmt(parser *ps) {
     }
     for (int i = 0; i < n; i++) {
       e.n->out[i]->name = fg_arena_strndup(&ps->g->arena, names[i].text, names[i].len);
-      if (!bind(ps, &names[i], e.n->out[i])) goto out;
+      if (!bind(ps, &names[i], e.n->out[i]))
+        goto out;
     }
   } else {
     if (n != 1) {
@@ -560,8 +681,10 @@ static int parse_stmt(parser *ps) {
       goto out;
     }
     /* `c = 2.0` names the literal; `y = x` makes y another name for x. */
-    if (e.fresh_literal) e.v->name = fg_arena_strndup(&ps->g->arena, names[0].text, names[0].len);
-    if (!bind(ps, &names[0], e.v)) goto out;
+    if (e.fresh_literal)
+      e.v->name = fg_arena_strndup(&ps->g->arena, names[0].text, names[0].len);
+    if (!bind(ps, &names[0], e.v))
+      goto out;
   }
   if (ps->tok.kind != FG_TOK_NEWLINE && ps->tok.kind != FG_TOK_RBRACE) {
     expected(ps, "end of line");
@@ -575,23 +698,28 @@ out:
 
 /* 'return' expr (',' expr)* ; a multi-result call returns all its values. */
 static int parse_return(parser *ps) {
-  next(ps); /* 'return' */
+  next(ps);                   /* 'return' */
   vec vals = {0}, locs = {0}; /* locs: the expressions' positions, boxed */
   int ok = 0;
   for (;;) {
     expr e;
-    if (!parse_expr(ps, &e)) goto out;
+    if (!parse_expr(ps, &e))
+      goto out;
     int k = e.n ? e.n->nout : 1;
     for (int i = 0; i < k; i++) {
       fg_loc *l = fg_arena_alloc(&ps->scratch, sizeof *l);
       *l = e.loc;
-      if (!vec_push(ps, &vals, e.n ? e.n->out[i] : e.v) || !vec_push(ps, &locs, l)) goto out;
+      if (!vec_push(ps, &vals, e.n ? e.n->out[i] : e.v) || !vec_push(ps, &locs, l))
+        goto out;
     }
-    if (!accept(ps, FG_TOK_COMMA)) break;
+    if (!accept(ps, FG_TOK_COMMA))
+      break;
   }
-  if (ps->failed) goto out;
+  if (ps->failed)
+    goto out;
   fg_loc *l = fg_arena_alloc(&ps->scratch, (size_t)(vals.n ? vals.n : 1) * sizeof *l);
-  for (int i = 0; i < vals.n; i++) l[i] = *(fg_loc *)locs.p[i];
+  for (int i = 0; i < vals.n; i++)
+    l[i] = *(fg_loc *)locs.p[i];
   fg_set_results(ps->g, vals.n, (fg_value *const *)vals.p, l);
   ok = 1;
 out:
@@ -604,18 +732,25 @@ out:
 
 static int parse_body(parser *ps) {
   skip_newlines(ps); /* allow the '{' on its own line */
-  if (!expect(ps, FG_TOK_LBRACE, "'{'")) return 0;
+  if (!expect(ps, FG_TOK_LBRACE, "'{'"))
+    return 0;
   for (;;) {
     skip_newlines(ps);
-    if (ps->failed) return 0;
+    if (ps->failed)
+      return 0;
     if (ps->tok.kind == FG_TOK_RBRACE)
       return fail(ps, ps->tok.loc, "graph '%s' has no 'return'", ps->g->name);
-    if (fg_tok_is(&ps->tok, "return")) break;
-    if (ps->tok.kind == FG_TOK_EOF) return expected(ps, "'}'");
-    if (!parse_stmt(ps)) return 0;
+    if (fg_tok_is(&ps->tok, "return"))
+      break;
+    if (ps->tok.kind == FG_TOK_EOF)
+      return expected(ps, "'}'");
+    if (!parse_stmt(ps))
+      return 0;
   }
-  if (!parse_return(ps)) return 0;
-  if (ps->tok.kind != FG_TOK_NEWLINE && ps->tok.kind != FG_TOK_RBRACE) return expected(ps, "end of line");
+  if (!parse_return(ps))
+    return 0;
+  if (ps->tok.kind != FG_TOK_NEWLINE && ps->tok.kind != FG_TOK_RBRACE)
+    return expected(ps, "end of line");
   skip_newlines(ps);
   if (ps->tok.kind == FG_TOK_IDENT && !fg_tok_is(&ps->tok, "graph"))
     return fail(ps, ps->tok.loc, "statement after 'return'");
@@ -624,25 +759,31 @@ static int parse_body(parser *ps) {
 
 static int parse_graph(parser *ps) {
   next(ps); /* 'graph' */
-  if (!expect_name(ps, "a graph name")) return 0;
+  if (!expect_name(ps, "a graph name"))
+    return 0;
   fg_token name = ps->tok;
   if (name.len > FG_MAX_NAME)
-    return fail(ps, name.loc, "graph name of %zu characters; at most %d are supported", (size_t)name.len,
-                FG_MAX_NAME);
+    return fail(ps, name.loc, "graph name of %zu characters; at most %d are supported",
+                (size_t)name.len, FG_MAX_NAME);
   if (fg_symtab_get(&ps->graphs, name.text, name.len))
     return fail(ps, name.loc, "redefinition of graph '%.*s%s'", QNAME(&name));
   ps->g = fg_graph_new(tok_str(ps, &name));
   ps->g->loc = name.loc;
   fg_symtab_clear(&ps->names);
   next(ps);
-  if (!expect(ps, FG_TOK_LPAREN, "'('")) return 0;
+  if (!expect(ps, FG_TOK_LPAREN, "'('"))
+    return 0;
   while (ps->tok.kind != FG_TOK_RPAREN) {
-    if (ps->g->nparams > 0 && !expect(ps, FG_TOK_COMMA, "',' or ')'")) return 0;
-    if (!parse_param(ps)) return 0;
+    if (ps->g->nparams > 0 && !expect(ps, FG_TOK_COMMA, "',' or ')'"))
+      return 0;
+    if (!parse_param(ps))
+      return 0;
   }
   next(ps);
-  if (!parse_body(ps)) return 0;
-  if (!fg_verify_graph(ps->g, ps->d)) return 0;
+  if (!parse_body(ps))
+    return 0;
+  if (!fg_verify_graph(ps->g, ps->d))
+    return 0;
   fg_module_add(ps->m, ps->g);
   if (!fg_symtab_put(&ps->graphs, name.text, name.len, ps->g)) {
     ps->g = NULL;
@@ -665,20 +806,25 @@ fg_module *fg_parse(const char *path, const char *src, size_t len, fg_diag *d) {
   next(&ps);
   while (!ps.failed) {
     skip_newlines(&ps);
-    if (ps.failed || ps.tok.kind == FG_TOK_EOF) break;
+    if (ps.failed || ps.tok.kind == FG_TOK_EOF)
+      break;
     if (!fg_tok_is(&ps.tok, "graph")) {
       expected(&ps, "'graph'");
       break;
     }
-    if (!parse_graph(&ps)) break;
+    if (!parse_graph(&ps))
+      break;
     /* temporaries of a finished graph are dead */
     fg_arena_free(&ps.scratch);
     fg_arena_init(&ps.scratch);
   }
-  if (!ps.failed && ps.m->ngraphs == 0) fail(&ps, (fg_loc){1, 1}, "no graph in the file");
+  if (!ps.failed && ps.m->ngraphs == 0)
+    fail(&ps, (fg_loc){1, 1}, "no graph in the file");
   /* Inference or the verifier may have reported without us noticing. */
-  if (d->nerrors > nerr) ps.failed = 1;
-  if (ps.g) fg_graph_free(ps.g);
+  if (d->nerrors > nerr)
+    ps.failed = 1;
+  if (ps.g)
+    fg_graph_free(ps.g);
   fg_symtab_free(&ps.names);
   fg_symtab_free(&ps.graphs);
   fg_arena_free(&ps.scratch);

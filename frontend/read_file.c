@@ -9,20 +9,31 @@
 
 char *fg_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f)
+    return NULL;
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
-  if (!buf) { fclose(f); errno = ENOMEM; return NULL; }
+  if (!buf) {
+    fclose(f);
+    errno = ENOMEM;
+    return NULL;
+  }
   for (;;) {
     if (cap - n < 2) {
       char *nb = cap > ((size_t)-1) / 2 ? NULL : realloc(buf, cap * 2);
-      if (!nb) { free(buf); fclose(f); errno = ENOMEM; return NULL; }
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        errno = ENOMEM;
+        return NULL;
+      }
       buf = nb;
       cap *= 2;
     }
     size_t r = fread(buf + n, 1, cap - n - 1, f);
     n += r;
-    if (r == 0) break;
+    if (r == 0)
+      break;
   }
   if (ferror(f)) { /* e.g. EISDIR for a directory; errno is fread's */
     int e = errno ? errno : EIO;

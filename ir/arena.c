@@ -14,7 +14,10 @@ struct fg_arena_chunk {
 
 enum { CHUNK_MIN = 64 * 1024 };
 
-void fg_arena_init(fg_arena *a) { a->head = NULL; a->total = 0; }
+void fg_arena_init(fg_arena *a) {
+  a->head = NULL;
+  a->total = 0;
+}
 
 void fg_arena_free(fg_arena *a) {
   fg_arena_chunk *c = a->head;
@@ -29,7 +32,8 @@ void fg_arena_free(fg_arena *a) {
 
 void *fg_arena_alloc(fg_arena *a, size_t size) {
   size = (size + 15) & ~(size_t)15;
-  if (size == 0) size = 16;
+  if (size == 0)
+    size = 16;
   fg_arena_chunk *c = a->head;
   if (!c || c->cap - c->used < size) {
     size_t cap = size > CHUNK_MIN ? size : CHUNK_MIN;
@@ -58,13 +62,12 @@ char *fg_arena_strndup(fg_arena *a, const char *s, size_t n) {
   return p;
 }
 
-char *fg_arena_strdup(fg_arena *a, const char *s) {
-  return fg_arena_strndup(a, s, strlen(s));
-}
+char *fg_arena_strdup(fg_arena *a, const char *s) { return fg_arena_strndup(a, s, strlen(s)); }
 
 void *fg_arena_memdup(fg_arena *a, const void *p, size_t n) {
   void *q = fg_arena_alloc(a, n);
-  if (n) memcpy(q, p, n);
+  if (n)
+    memcpy(q, p, n);
   return q;
 }
 
@@ -75,7 +78,8 @@ char *fg_arena_printf(fg_arena *a, const char *fmt, ...) {
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
   char *p = fg_arena_alloc(a, (size_t)(n < 0 ? 0 : n) + 1);
-  if (n > 0) vsnprintf(p, (size_t)n + 1, fmt, ap2);
+  if (n > 0)
+    vsnprintf(p, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   return p;
 }

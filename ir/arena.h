@@ -17,7 +17,6 @@ void *fg_arena_alloc(fg_arena *a, size_t size);
 char *fg_arena_strdup(fg_arena *a, const char *s);
 char *fg_arena_strndup(fg_arena *a, const char *s, size_t n);
 void *fg_arena_memdup(fg_arena *a, const void *p, size_t n);
-char *fg_arena_printf(fg_arena *a, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+char *fg_arena_printf(fg_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

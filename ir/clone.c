@@ -7,26 +7,36 @@
 static fg_attr copy_attr(fg_graph *g, fg_attr a) {
   if (a.kind == FG_ATTR_INTS && a.n)
     a.ints = fg_arena_memdup(&g->arena, a.ints, (size_t)a.n * sizeof *a.ints);
-  if (a.kind == FG_ATTR_STRING && a.s) a.s = fg_arena_strdup(&g->arena, a.s);
+  if (a.kind == FG_ATTR_STRING && a.s)
+    a.s = fg_arena_strdup(&g->arena, a.s);
   return a;
 }
 
-static const char *copy_sym(fg_graph *g, const char *s) { return s ? fg_arena_strdup(&g->arena, s) : NULL; }
+static const char *copy_sym(fg_graph *g, const char *s) {
+  return s ? fg_arena_strdup(&g->arena, s) : NULL;
+}
 
 static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, const int64_t *values,
                       fg_diag *d) {
   fg_graph *g = fg_graph_new(src->name);
   g->loc = src->loc;
   fg_value **map = calloc((size_t)(src->next_value_id > 0 ? src->next_value_id : 1), sizeof *map);
-  if (!map) { fg_graph_free(g); return NULL; }
+  if (!map) {
+    fg_graph_free(g);
+    return NULL;
+  }
   bool ok = true;
   for (int i = 0; i < src->nparams; i++) {
     const fg_value *p = src->params[i];
     fg_type t = p->type;
     for (int k = 0; k < t.rank; k++) {
-      if (!t.dims[k].sym) continue;
+      if (!t.dims[k].sym)
+        continue;
       for (int b = 0; b < nb; b++)
-        if (t.dims[k].sym && strcmp(t.dims[k].sym, names[b]) == 0) { t.dims[k].sym = NULL; t.dims[k].size = values[b]; }
+        if (t.dims[k].sym && strcmp(t.dims[k].sym, names[b]) == 0) {
+          t.dims[k].sym = NULL;
+          t.dims[k].size = values[b];
+        }
       t.dims[k].sym = copy_sym(g, t.dims[k].sym);
     }
     fg_value *np = fg_add_param(g, p->name, t, p->loc);
@@ -35,11 +45,17 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
   }
   for (const fg_node *n = src->first; n && ok; n = n->next) {
     fg_value *in[64], **inp = n->nin <= 64 ? in : malloc((size_t)n->nin * sizeof *inp);
-    if (!inp) { ok = false; break; }
-    for (int i = 0; i < n->nin; i++) inp[i] = map[n->in[i]->id];
+    if (!inp) {
+      ok = false;
+      break;
+    }
+    for (int i = 0; i < n->nin; i++)
+      inp[i] = map[n->in[i]->id];
     fg_node *m = fg_node_new(g, n->op, n->nin, inp, n->nout, n->loc);
-    if (inp != in) free(inp);
-    for (int i = 0; i < n->op->nattrs; i++) m->attrs[i] = copy_attr(g, n->attrs[i]);
+    if (inp != in)
+      free(inp);
+    for (int i = 0; i < n->op->nattrs; i++)
+      m->attrs[i] = copy_attr(g, n->attrs[i]);
     for (int i = 0; i < n->nout; i++) {
       m->out[i]->name = n->out[i]->name ? fg_arena_strdup(&g->arena, n->out[i]->name) : NULL;
       m->out[i]->loc = n->out[i]->loc;
@@ -49,24 +65,31 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
         m->out[i]->type.dims[k].sym = copy_sym(g, m->out[i]->type.dims[k].sym);
       map[n->out[i]->id] = m->out[i];
     }
-    if (nb > 0 || d) ok = fg_infer_node(m, d);
+    if (nb > 0 || d)
+      ok = fg_infer_node(m, d);
   }
   if (ok) {
     fg_value **res = malloc((size_t)(src->nresults > 0 ? src->nresults : 1) * sizeof *res);
-    if (!res) ok = false;
-    for (int i = 0; ok && i < src->nresults; i++) res[i] = map[src->results[i]->id];
-    if (ok) fg_set_results(g, src->nresults, res, src->result_locs);
+    if (!res)
+      ok = false;
+    for (int i = 0; ok && i < src->nresults; i++)
+      res[i] = map[src->results[i]->id];
+    if (ok)
+      fg_set_results(g, src->nresults, res, src->result_locs);
     free(res);
   }
   free(map);
-  if (!ok) { fg_graph_free(g); return NULL; }
+  if (!ok) {
+    fg_graph_free(g);
+    return NULL;
+  }
   return g;
 }
 
 fg_graph *fg_graph_clone(const fg_graph *g) { return copy(g, 0, NULL, NULL, NULL); }
 
-fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names, const int64_t *values,
-                              fg_diag *d) {
+fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
+                              const int64_t *values, fg_diag *d) {
   for (int i = 0; i < n; i++)
     if (values[i] < 0) {
       fg_error(d, g->loc, "symbolic dimension %s bound to negative size", names[i]);

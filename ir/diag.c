@@ -27,9 +27,11 @@ static void emit(fg_diag *d, const char *s, size_t n) {
   }
   if (d->buf_len + n + 1 > d->buf_cap) {
     size_t cap = d->buf_cap ? d->buf_cap : 256;
-    while (cap < d->buf_len + n + 1) cap *= 2;
+    while (cap < d->buf_len + n + 1)
+      cap *= 2;
     char *nb = realloc(d->buf, cap);
-    if (!nb) return;
+    if (!nb)
+      return;
     d->buf = nb;
     d->buf_cap = cap;
   }
@@ -45,7 +47,8 @@ static void emitf(fg_diag *d, const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
+  if (n < 0)
+    return;
   emit(d, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
@@ -54,27 +57,40 @@ static void emitf(fg_diag *d, const char *fmt, ...) {
 enum { WINDOW = 160 };
 
 static void show_line(fg_diag *d, fg_loc loc) {
-  if (!d->src || loc.line <= 0) return;
+  if (!d->src || loc.line <= 0)
+    return;
   const char *p = d->src, *end = d->src + d->src_len;
   for (int l = 1; l < loc.line && p < end; p++)
-    if (*p == '\n') l++;
+    if (*p == '\n')
+      l++;
   const char *eol = p;
-  while (eol < end && *eol != '\n') eol++;
+  while (eol < end && *eol != '\n')
+    eol++;
   size_t len = (size_t)(eol - p);
   size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
-  if (col > len) col = len;
+  if (col > len)
+    col = len;
   size_t start = 0;
-  if (len > WINDOW && col > WINDOW / 2) start = col - WINDOW / 2;
+  if (len > WINDOW && col > WINDOW / 2)
+    start = col - WINDOW / 2;
   size_t stop = start + WINDOW < len ? start + WINDOW : len;
   char line[WINDOW + 8], caret[WINDOW + 8];
   size_t n = 0, c = 0;
-  if (start > 0) { memcpy(line, "...", 3); memcpy(caret, "   ", 3); n = c = 3; }
+  if (start > 0) {
+    memcpy(line, "...", 3);
+    memcpy(caret, "   ", 3);
+    n = c = 3;
+  }
   for (size_t i = start; i < stop; i++) {
     unsigned char ch = (unsigned char)p[i];
     line[n++] = ch == '\t' ? '\t' : (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-    if (i < col) caret[c++] = ch == '\t' ? '\t' : ' ';
+    if (i < col)
+      caret[c++] = ch == '\t' ? '\t' : ' ';
   }
-  if (stop < len) { memcpy(line + n, "...", 3); n += 3; }
+  if (stop < len) {
+    memcpy(line + n, "...", 3);
+    n += 3;
+  }
   line[n] = 0;
   caret[c++] = '^';
   caret[c] = 0;
@@ -94,7 +110,8 @@ static void report(fg_diag *d, const char *kind, fg_loc loc, const char *fmt, va
 void fg_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
   int max = d->max_errors ? d->max_errors : 20;
   d->nerrors++;
-  if (d->nerrors > max) return;
+  if (d->nerrors > max)
+    return;
   va_list ap;
   va_start(ap, fmt);
   report(d, "error", loc, fmt, ap);
@@ -105,7 +122,8 @@ void fg_internal_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
   int max = d->max_errors ? d->max_errors : 20;
   d->nerrors++;
   d->ninternal++;
-  if (d->nerrors > max) return;
+  if (d->nerrors > max)
+    return;
   va_list ap;
   va_start(ap, fmt);
   report(d, "internal error", loc, fmt, ap);
@@ -118,7 +136,8 @@ int fg_diag_status(const fg_diag *d) {
 
 void fg_note(fg_diag *d, fg_loc loc, const char *fmt, ...) {
   int max = d->max_errors ? d->max_errors : 20;
-  if (d->nerrors > max) return;
+  if (d->nerrors > max)
+    return;
   va_list ap;
   va_start(ap, fmt);
   report(d, "note", loc, fmt, ap);

@@ -42,23 +42,35 @@ fg_dtype fg_default_dtype(fg_category c) {
  * needs the next wider signed type. */
 static int int_bits(fg_dtype t) {
   switch (t) {
-  case FG_I8: case FG_U8: return 8;
-  case FG_I16: return 16;
-  case FG_I32: return 32;
-  default: return 64;
+  case FG_I8:
+  case FG_U8:
+    return 8;
+  case FG_I16:
+    return 16;
+  case FG_I32:
+    return 32;
+  default:
+    return 64;
   }
 }
 
 fg_dtype fg_promote_types(fg_dtype a, fg_dtype b) {
-  if (a == b) return a;
-  if (fg_dtype_is_f8(a) || fg_dtype_is_f8(b)) return FG_DTYPE_INVALID;
-  if (a == FG_BOOL) return b;
-  if (b == FG_BOOL) return a;
+  if (a == b)
+    return a;
+  if (fg_dtype_is_f8(a) || fg_dtype_is_f8(b))
+    return FG_DTYPE_INVALID;
+  if (a == FG_BOOL)
+    return b;
+  if (b == FG_BOOL)
+    return a;
   fg_category ca = fg_dtype_category(a), cb = fg_dtype_category(b);
-  if (ca == FG_CAT_FLOAT && cb != FG_CAT_FLOAT) return a;
-  if (cb == FG_CAT_FLOAT && ca != FG_CAT_FLOAT) return b;
+  if (ca == FG_CAT_FLOAT && cb != FG_CAT_FLOAT)
+    return a;
+  if (cb == FG_CAT_FLOAT && ca != FG_CAT_FLOAT)
+    return b;
   if (ca == FG_CAT_FLOAT) {
-    if (a == FG_F64 || b == FG_F64) return FG_F64;
+    if (a == FG_F64 || b == FG_F64)
+      return FG_F64;
     return FG_F32; /* f16+bf16, or either with f32 */
   }
   /* both integers */
@@ -71,12 +83,21 @@ fg_dtype fg_promote_types(fg_dtype a, fg_dtype b) {
 
 /* ---- rounding ---- */
 
-static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
 
 uint16_t fg_f32_to_bf16(float f) {
   uint32_t u = f32_bits(f);
-  if (isnan(f)) return (uint16_t)((u >> 16) | 0x40);
+  if (isnan(f))
+    return (uint16_t)((u >> 16) | 0x40);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
@@ -87,7 +108,10 @@ float fg_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
  * `ieee_inf` says whether the all-ones exponent is inf/NaN (f16, e5m2) or
  * whether only the all-ones pattern is NaN (e4m3fn). Encoding rounds to
  * nearest even with an unbounded exponent first, then checks the range. */
-typedef struct { int ebits, mbits, bias; bool ieee_inf; } small_fmt;
+typedef struct {
+  int ebits, mbits, bias;
+  bool ieee_inf;
+} small_fmt;
 
 static const small_fmt F16 = {5, 10, 15, true};
 static const small_fmt E4M3 = {4, 3, 7, false};
@@ -104,18 +128,23 @@ static uint32_t small_encode(float x, small_fmt f) {
   uint32_t sign = (f32_bits(x) >> 31) << (f.ebits + f.mbits);
   uint32_t nan = (1u << (f.ebits + f.mbits)) - 1; /* e4m3fn's only NaN */
   uint32_t exp_all = ((1u << f.ebits) - 1) << f.mbits;
-  if (isnan(x)) return f.ieee_inf ? (exp_all | (1u << (f.mbits - 1))) : (sign | nan);
+  if (isnan(x))
+    return f.ieee_inf ? (exp_all | (1u << (f.mbits - 1))) : (sign | nan);
   double a = fabs((double)x);
   int emin = 1 - f.bias;
-  if (isinf(x)) return f.ieee_inf ? (sign | exp_all) : (sign | nan);
-  if (a == 0) return sign;
+  if (isinf(x))
+    return f.ieee_inf ? (sign | exp_all) : (sign | nan);
+  if (a == 0)
+    return sign;
   int e;
   frexp(a, &e);
   int ex = e - 1 < emin ? emin : e - 1;
   double q = ldexp(1.0, ex - f.mbits);
   double r = rint(a / q) * q;
-  if (r > small_max(f)) return f.ieee_inf ? (sign | exp_all) : (sign | nan);
-  if (r == 0) return sign;
+  if (r > small_max(f))
+    return f.ieee_inf ? (sign | exp_all) : (sign | nan);
+  if (r == 0)
+    return sign;
   frexp(r, &e);
   ex = e - 1;
   if (ex < emin) /* subnormal */
@@ -150,47 +179,80 @@ float fg_f8e5m2_to_f32(uint8_t b) { return small_decode(b, E5M2); }
 double fg_round_to_dtype(double v, fg_dtype t) {
   float f = (float)v;
   switch (t) {
-  case FG_F64: return v;
-  case FG_F32: return f;
-  case FG_BF16: return fg_bf16_to_f32(fg_f32_to_bf16(f));
-  case FG_F16: return fg_f16_to_f32(fg_f32_to_f16(f));
-  case FG_F8E4M3: return fg_f8e4m3_to_f32(fg_f32_to_f8e4m3(f));
-  case FG_F8E5M2: return fg_f8e5m2_to_f32(fg_f32_to_f8e5m2(f));
-  default: return v;
+  case FG_F64:
+    return v;
+  case FG_F32:
+    return f;
+  case FG_BF16:
+    return fg_bf16_to_f32(fg_f32_to_bf16(f));
+  case FG_F16:
+    return fg_f16_to_f32(fg_f32_to_f16(f));
+  case FG_F8E4M3:
+    return fg_f8e4m3_to_f32(fg_f32_to_f8e4m3(f));
+  case FG_F8E5M2:
+    return fg_f8e5m2_to_f32(fg_f32_to_f8e5m2(f));
+  default:
+    return v;
   }
 }
 
 int64_t fg_wrap_int(int64_t v, fg_dtype t) {
   switch (t) {
-  case FG_BOOL: return v != 0;
-  case FG_I8: return (int8_t)(uint8_t)(uint64_t)v;
-  case FG_U8: return (uint8_t)(uint64_t)v;
-  case FG_I16: return (int16_t)(uint16_t)(uint64_t)v;
-  case FG_I32: return (int32_t)(uint32_t)(uint64_t)v;
-  default: return v;
+  case FG_BOOL:
+    return v != 0;
+  case FG_I8:
+    return (int8_t)(uint8_t)(uint64_t)v;
+  case FG_U8:
+    return (uint8_t)(uint64_t)v;
+  case FG_I16:
+    return (int16_t)(uint16_t)(uint64_t)v;
+  case FG_I32:
+    return (int32_t)(uint32_t)(uint64_t)v;
+  default:
+    return v;
   }
 }
 
 int64_t fg_f64_to_i64(double v) {
-  if (isnan(v)) return 0;
-  if (v >= 9223372036854775808.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
+  if (isnan(v))
+    return 0;
+  if (v >= 9223372036854775808.0)
+    return INT64_MAX;
+  if (v <= -9223372036854775808.0)
+    return INT64_MIN;
   return (int64_t)v;
 }
 
 int64_t fg_float_to_int(double v, fg_dtype dt) {
-  if (isnan(v)) return 0;
-  if (dt == FG_BOOL) return v != 0;
+  if (isnan(v))
+    return 0;
+  if (dt == FG_BOOL)
+    return v != 0;
   v = trunc(v);
   int64_t lo, hi;
   switch (dt) {
-  case FG_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-  case FG_U8: lo = 0; hi = UINT8_MAX; break;
-  case FG_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-  case FG_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-  default: return fg_f64_to_i64(v); /* 2^63 is exact as a double, so i64 saturates right */
+  case FG_I8:
+    lo = INT8_MIN;
+    hi = INT8_MAX;
+    break;
+  case FG_U8:
+    lo = 0;
+    hi = UINT8_MAX;
+    break;
+  case FG_I16:
+    lo = INT16_MIN;
+    hi = INT16_MAX;
+    break;
+  case FG_I32:
+    lo = INT32_MIN;
+    hi = INT32_MAX;
+    break;
+  default:
+    return fg_f64_to_i64(v); /* 2^63 is exact as a double, so i64 saturates right */
   }
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi;
+  if (v <= (double)lo)
+    return lo;
+  if (v >= (double)hi)
+    return hi;
   return (int64_t)v;
 }

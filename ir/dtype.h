@@ -5,8 +5,18 @@
 #include <stdint.h>
 
 typedef enum fg_dtype {
-  FG_BOOL, FG_I8, FG_U8, FG_I16, FG_I32, FG_I64,
-  FG_F16, FG_BF16, FG_F32, FG_F64, FG_F8E4M3, FG_F8E5M2,
+  FG_BOOL,
+  FG_I8,
+  FG_U8,
+  FG_I16,
+  FG_I32,
+  FG_I64,
+  FG_F16,
+  FG_BF16,
+  FG_F32,
+  FG_F64,
+  FG_F8E4M3,
+  FG_F8E5M2,
   FG_DTYPE_COUNT,
   FG_DTYPE_INVALID = -1
 } fg_dtype;
@@ -37,9 +47,9 @@ uint16_t fg_f32_to_bf16(float f);
 float fg_bf16_to_f32(uint16_t h);
 uint16_t fg_f32_to_f16(float f);
 float fg_f16_to_f32(uint16_t h);
-uint8_t fg_f32_to_f8e4m3(float f);   /* "fn": no inf, NaN 0x7f; overflow -> NaN */
+uint8_t fg_f32_to_f8e4m3(float f); /* "fn": no inf, NaN 0x7f; overflow -> NaN */
 float fg_f8e4m3_to_f32(uint8_t b);
-uint8_t fg_f32_to_f8e5m2(float f);   /* IEEE-like; overflow -> inf */
+uint8_t fg_f32_to_f8e5m2(float f); /* IEEE-like; overflow -> inf */
 float fg_f8e5m2_to_f32(uint8_t b);
 
 /* Round a double to the value representable in a float dtype, through f32

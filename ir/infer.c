@@ -13,14 +13,16 @@ static const char *shape_str(const fg_type *t, char *buf, int cap) {
     else
       n += snprintf(buf + n, (size_t)(cap - n), "%s%" PRId64, i ? "," : "", t->dims[i].size);
   }
-  if (n < cap) snprintf(buf + n, (size_t)(cap - n), "]");
+  if (n < cap)
+    snprintf(buf + n, (size_t)(cap - n), "]");
   return buf;
 }
 
 /* The location of an attribute if the user wrote it, else of the op. */
 static fg_loc attr_loc(const fg_node *n, const char *name) {
   int i = fg_op_attr_index(n->op, name);
-  if (i >= 0 && n->attrs[i].kind != FG_ATTR_NONE && n->attrs[i].loc.line > 0) return n->attrs[i].loc;
+  if (i >= 0 && n->attrs[i].kind != FG_ATTR_NONE && n->attrs[i].loc.line > 0)
+    return n->attrs[i].loc;
   return n->loc;
 }
 
@@ -34,8 +36,8 @@ static fg_loc operand_loc(const fg_node *n, int i) {
 static int norm_dim(const fg_node *n, const char *attr, int64_t d, int rank, fg_diag *diag) {
   int64_t r = d < 0 ? d + rank : d;
   if (r < 0 || r >= rank || rank == 0) {
-    fg_error(diag, attr_loc(n, attr), "dimension %" PRId64 " is out of range for a tensor of rank %d", d,
-             rank);
+    fg_error(diag, attr_loc(n, attr),
+             "dimension %" PRId64 " is out of range for a tensor of rank %d", d, rank);
     return -1;
   }
   return (int)r;
@@ -49,18 +51,24 @@ static const fg_attr *ints_attr(const fg_node *n, const char *name) {
 /* ---- promotion ---- */
 
 static fg_dtype tier_update(fg_dtype cur, fg_dtype t, bool *ok) {
-  if (cur == FG_DTYPE_INVALID) return t;
+  if (cur == FG_DTYPE_INVALID)
+    return t;
   fg_dtype r = fg_promote_types(cur, t);
-  if (r == FG_DTYPE_INVALID) *ok = false;
+  if (r == FG_DTYPE_INVALID)
+    *ok = false;
   return r;
 }
 
 /* PyTorch's combine_categories(higher, lower). */
 static fg_dtype combine(fg_dtype higher, fg_dtype lower, bool *ok) {
-  if (higher == FG_DTYPE_INVALID) return lower;
-  if (lower == FG_DTYPE_INVALID) return higher;
-  if (fg_dtype_is_float(higher)) return higher;
-  if (higher == FG_BOOL || fg_dtype_is_float(lower)) return tier_update(higher, lower, ok);
+  if (higher == FG_DTYPE_INVALID)
+    return lower;
+  if (lower == FG_DTYPE_INVALID)
+    return higher;
+  if (fg_dtype_is_float(higher))
+    return higher;
+  if (higher == FG_BOOL || fg_dtype_is_float(lower))
+    return tier_update(higher, lower, ok);
   return higher;
 }
 
@@ -79,7 +87,8 @@ static fg_dtype promote_values(fg_value *const *v, int n, const fg_dtype *extra,
     else
       dim = tier_update(dim, t->dtype, ok);
   }
-  for (int i = 0; i < nextra; i++) weak = tier_update(weak, extra[i], ok);
+  for (int i = 0; i < nextra; i++)
+    weak = tier_update(weak, extra[i], ok);
   /* Beside tensors, a weak scalar counts as its category's default dtype
    * (a Python float is f32 there, an int i64). */
   if (weak != FG_DTYPE_INVALID && (dim != FG_DTYPE_INVALID || zero != FG_DTYPE_INVALID))
@@ -95,7 +104,8 @@ static int clamp_bounds(const fg_node *n, fg_dtype *out) {
   const char *names[2] = {"min", "max"};
   for (int i = 0; i < 2; i++) {
     const fg_attr *a = fg_node_attr(n, names[i]);
-    if (!a) continue;
+    if (!a)
+      continue;
     out[k++] = a->kind == FG_ATTR_FLOAT ? FG_F32 : a->kind == FG_ATTR_BOOL ? FG_BOOL : FG_I64;
   }
   return k;
@@ -129,7 +139,8 @@ static fg_dtype pw_result_dtype(const fg_node *n, fg_dtype operand) {
 
 fg_dtype fg_pw_compute_dtype(const fg_node *n) {
   fg_dtype op = n->op->pw == FG_PW_CAST ? n->in[0]->type.dtype : fg_pw_operand_dtype(n);
-  if (op == FG_DTYPE_INVALID) return op;
+  if (op == FG_DTYPE_INVALID)
+    return op;
   fg_dtype t;
   switch (n->op->pw) {
   case FG_PW_COMPARE:
@@ -142,7 +153,8 @@ fg_dtype fg_pw_compute_dtype(const fg_node *n) {
   default:
     t = pw_result_dtype(n, op);
   }
-  if (fg_dtype_is_float(t)) return t == FG_F64 ? FG_F64 : FG_F32;
+  if (fg_dtype_is_float(t))
+    return t == FG_F64 ? FG_F64 : FG_F32;
   return t == FG_BOOL ? FG_BOOL : FG_I64;
 }
 
@@ -151,17 +163,24 @@ fg_dtype fg_pw_compute_dtype(const fg_node *n) {
 static bool broadcast(const fg_node *n, int first, fg_type *out, fg_diag *d) {
   int rank = 0;
   for (int i = first; i < n->nin; i++)
-    if (n->in[i]->type.rank > rank) rank = n->in[i]->type.rank;
+    if (n->in[i]->type.rank > rank)
+      rank = n->in[i]->type.rank;
   out->rank = rank;
-  for (int k = 0; k < rank; k++) out->dims[k] = (fg_dim){1, NULL};
+  for (int k = 0; k < rank; k++)
+    out->dims[k] = (fg_dim){1, NULL};
   for (int i = first; i < n->nin; i++) {
     const fg_type *t = &n->in[i]->type;
     for (int k = 0; k < t->rank; k++) {
       fg_dim *o = &out->dims[rank - t->rank + k];
       fg_dim s = t->dims[k];
-      if (fg_dim_eq(*o, s)) continue;
-      if (!o->sym && o->size == 1) { *o = s; continue; }
-      if (!s.sym && s.size == 1) continue;
+      if (fg_dim_eq(*o, s))
+        continue;
+      if (!o->sym && o->size == 1) {
+        *o = s;
+        continue;
+      }
+      if (!s.sym && s.size == 1)
+        continue;
       char a[256], b[256];
       fg_type partial = *out;
       fg_error(d, operand_loc(n, i), "cannot broadcast shapes %s and %s in '%s'",
@@ -180,15 +199,19 @@ static bool infer_pointwise(fg_node *n, fg_diag *d) {
              fg_dtype_name(n->in[0]->type.dtype));
     return false;
   }
-  if (!broadcast(n, 0, &t, d)) return false;
+  if (!broadcast(n, 0, &t, d))
+    return false;
   fg_dtype op = n->op->pw == FG_PW_CAST ? n->in[0]->type.dtype : fg_pw_operand_dtype(n);
   if (op == FG_DTYPE_INVALID) {
     char buf[256];
     int k = 0;
     buf[0] = 0;
     for (int i = pw_first_value(n); i < n->nin && k < 200; i++)
-      k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s", k ? ", " : "", fg_dtype_name(n->in[i]->type.dtype));
-    fg_error(d, n->loc, "'%s' cannot promote operand dtypes (%s): float8 types only combine with themselves; insert a cast",
+      k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s", k ? ", " : "",
+                    fg_dtype_name(n->in[i]->type.dtype));
+    fg_error(d, n->loc,
+             "'%s' cannot promote operand dtypes (%s): float8 types only combine with themselves; "
+             "insert a cast",
              n->op->name, buf);
     return false;
   }
@@ -203,7 +226,8 @@ static bool infer_pointwise(fg_node *n, fg_diag *d) {
   }
   t.dtype = pw_result_dtype(n, op);
   bool all_weak = true;
-  for (int i = 0; i < n->nin; i++) all_weak &= n->in[i]->weak;
+  for (int i = 0; i < n->nin; i++)
+    all_weak &= n->in[i]->weak;
   t.scalar = all_weak;
   n->out[0]->type = t;
   n->out[0]->weak = all_weak;
@@ -217,24 +241,31 @@ int fg_reduce_mask(const fg_node *n, bool mask[FG_MAX_RANK]) {
   memset(mask, 0, sizeof(bool) * FG_MAX_RANK);
   const fg_attr *a = ints_attr(n, "dims");
   if (!a) {
-    for (int i = 0; i < rank; i++) mask[i] = true;
+    for (int i = 0; i < rank; i++)
+      mask[i] = true;
     return rank;
   }
   for (int i = 0; i < a->n; i++) {
     int64_t dd = a->ints[i] < 0 ? a->ints[i] + rank : a->ints[i];
-    if (dd >= 0 && dd < rank && !mask[dd]) { mask[dd] = true; k++; }
+    if (dd >= 0 && dd < rank && !mask[dd]) {
+      mask[dd] = true;
+      k++;
+    }
   }
   return k;
 }
 
 fg_dtype fg_reduce_acc_dtype(fg_dtype in) {
-  if (in == FG_F64) return FG_F64;
-  if (fg_dtype_is_float(in)) return FG_F32;
+  if (in == FG_F64)
+    return FG_F64;
+  if (fg_dtype_is_float(in))
+    return FG_F32;
   return FG_I64;
 }
 
 fg_dtype fg_reduce_partial_dtype(const fg_node *n) {
-  if (n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) return n->in[0]->type.dtype;
+  if (n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN)
+    return n->in[0]->type.dtype;
   return fg_reduce_acc_dtype(n->in[0]->type.dtype);
 }
 
@@ -245,7 +276,8 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
   if (dims) {
     for (int i = 0; i < dims->n; i++) {
       int r = norm_dim(n, "dims", dims->ints[i], in->rank, d);
-      if (r < 0) return false;
+      if (r < 0)
+        return false;
       if (seen[r]) {
         fg_error(d, attr_loc(n, "dims"), "dimension %d appears twice in dims", r);
         return false;
@@ -259,8 +291,10 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
   fg_type t;
   memset(&t, 0, sizeof t);
   for (int i = 0; i < in->rank; i++) {
-    if (!mask[i]) t.dims[t.rank++] = in->dims[i];
-    else if (keep) t.dims[t.rank++] = (fg_dim){1, NULL};
+    if (!mask[i])
+      t.dims[t.rank++] = in->dims[i];
+    else if (keep)
+      t.dims[t.rank++] = (fg_dim){1, NULL};
   }
   const fg_attr *dt = fg_node_attr(n, "dtype");
   t.dtype = dt ? dt->dtype : in->dtype;
@@ -277,14 +311,16 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
              fg_dtype_name(in->dtype), fg_dtype_name(dt->dtype));
     return false;
   }
-  for (int i = 0; i < n->nout; i++) n->out[i]->type = t;
+  for (int i = 0; i < n->nout; i++)
+    n->out[i]->type = t;
   return true;
 }
 
 /* ---- views ---- */
 
 static bool static_input(const fg_node *n, fg_diag *d) {
-  if (fg_type_is_static(&n->in[0]->type)) return true;
+  if (fg_type_is_static(&n->in[0]->type))
+    return true;
   fg_error(d, n->loc, "'%s' of a tensor with symbolic dims is not supported", n->op->name);
   return false;
 }
@@ -292,9 +328,11 @@ static bool static_input(const fg_node *n, fg_diag *d) {
 static bool infer_reshape(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *s = ints_attr(n, "shape");
-  if (!static_input(n, d)) return false;
+  if (!static_input(n, d))
+    return false;
   if (s->n > FG_MAX_RANK) {
-    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
+             FG_MAX_RANK);
     return false;
   }
   int64_t numel = fg_type_numel(in), known = 1;
@@ -321,16 +359,19 @@ static bool infer_reshape(fg_node *n, fg_diag *d) {
   memset(&t, 0, sizeof t);
   t.dtype = in->dtype;
   t.rank = s->n;
-  for (int i = 0; i < s->n; i++) t.dims[i].size = s->ints[i];
+  for (int i = 0; i < s->n; i++)
+    t.dims[i].size = s->ints[i];
   if (infer_at >= 0) {
     if (known == 0 || numel % known) {
-      fg_error(d, attr_loc(n, "shape"), "cannot reshape %" PRId64 " elements into a shape with -1", numel);
+      fg_error(d, attr_loc(n, "shape"), "cannot reshape %" PRId64 " elements into a shape with -1",
+               numel);
       return false;
     }
     t.dims[infer_at].size = numel / known;
   } else if (known != numel) {
     char a[256];
-    fg_error(d, attr_loc(n, "shape"), "cannot reshape %s (%" PRId64 " elements) into %" PRId64 " elements",
+    fg_error(d, attr_loc(n, "shape"),
+             "cannot reshape %s (%" PRId64 " elements) into %" PRId64 " elements",
              shape_str(in, a, sizeof a), numel, known);
     return false;
   }
@@ -347,9 +388,11 @@ static bool check_perm(const fg_node *n, const char *attr, const int64_t *p, int
   bool seen[FG_MAX_RANK] = {0};
   for (int i = 0; i < np; i++) {
     int r = norm_dim(n, attr, p[i], rank, d);
-    if (r < 0) return false;
+    if (r < 0)
+      return false;
     if (seen[r]) {
-      fg_error(d, attr_loc(n, attr), "%s is not a permutation: dimension %d appears twice", attr, r);
+      fg_error(d, attr_loc(n, attr), "%s is not a permutation: dimension %d appears twice", attr,
+               r);
       return false;
     }
     seen[r] = true;
@@ -363,19 +406,24 @@ static bool infer_permute(fg_node *n, fg_diag *d) {
   int perm[FG_MAX_RANK];
   if (n->op->code == FG_OP_TRANSPOSE) {
     int a = norm_dim(n, "dim0", fg_attr_int(n, "dim0"), in->rank, d);
-    if (a < 0) return false;
+    if (a < 0)
+      return false;
     int b = norm_dim(n, "dim1", fg_attr_int(n, "dim1"), in->rank, d);
-    if (b < 0) return false;
-    for (int i = 0; i < in->rank; i++) perm[i] = i;
+    if (b < 0)
+      return false;
+    for (int i = 0; i < in->rank; i++)
+      perm[i] = i;
     perm[a] = b;
     perm[b] = a;
   } else {
     const fg_attr *p = ints_attr(n, "dims");
-    if (!check_perm(n, "dims", p->ints, p->n, in->rank, perm, d)) return false;
+    if (!check_perm(n, "dims", p->ints, p->n, in->rank, perm, d))
+      return false;
   }
   fg_type t = *in;
   t.has_layout = false;
-  for (int i = 0; i < in->rank; i++) t.dims[i] = in->dims[perm[i]];
+  for (int i = 0; i < in->rank; i++)
+    t.dims[i] = in->dims[perm[i]];
   n->out[0]->type = t;
   return true;
 }
@@ -384,11 +432,13 @@ static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *s = ints_attr(n, "shape"), *dims = ints_attr(n, "dims");
   if (s->n > FG_MAX_RANK) {
-    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
+             FG_MAX_RANK);
     return false;
   }
   if (dims->n != in->rank) {
-    fg_error(d, attr_loc(n, "dims"), "dims has %d entries but the operand has rank %d", dims->n, in->rank);
+    fg_error(d, attr_loc(n, "dims"), "dims has %d entries but the operand has rank %d", dims->n,
+             in->rank);
     return false;
   }
   fg_type t;
@@ -406,7 +456,8 @@ static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
   int prev = -1;
   for (int i = 0; i < dims->n; i++) {
     int o = norm_dim(n, "dims", dims->ints[i], s->n, d);
-    if (o < 0) return false;
+    if (o < 0)
+      return false;
     if (used[o] || o <= prev) {
       fg_error(d, attr_loc(n, "dims"), "dims must be strictly increasing output dimensions");
       return false;
@@ -420,8 +471,8 @@ static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
     }
     if (id.size != 1 && id.size != t.dims[o].size) {
       fg_error(d, attr_loc(n, "dims"),
-               "operand dim %d has size %" PRId64 " but output dim %d has size %" PRId64, i, id.size, o,
-               t.dims[o].size);
+               "operand dim %d has size %" PRId64 " but output dim %d has size %" PRId64, i,
+               id.size, o, t.dims[o].size);
       return false;
     }
   }
@@ -457,8 +508,9 @@ static bool infer_expand(fg_node *n, fg_diag *d) {
     } else if (!id.sym && id.size == 1 && want >= 0) {
       t.dims[i].size = want;
     } else {
-      fg_error(d, attr_loc(n, "shape"), "cannot expand dimension %d of size %" PRId64 " to %" PRId64,
-               i - lead, id.size, want);
+      fg_error(d, attr_loc(n, "shape"),
+               "cannot expand dimension %d of size %" PRId64 " to %" PRId64, i - lead, id.size,
+               want);
       return false;
     }
   }
@@ -473,21 +525,25 @@ static bool infer_squeeze(fg_node *n, fg_diag *d) {
   if (dims) {
     for (int i = 0; i < dims->n; i++) {
       int r = norm_dim(n, "dims", dims->ints[i], in->rank, d);
-      if (r < 0) return false;
+      if (r < 0)
+        return false;
       if (in->dims[r].sym) {
-        fg_error(d, attr_loc(n, "dims"), "cannot squeeze symbolic dimension %d (%s)", r, in->dims[r].sym);
+        fg_error(d, attr_loc(n, "dims"), "cannot squeeze symbolic dimension %d (%s)", r,
+                 in->dims[r].sym);
         return false;
       }
       drop[r] = in->dims[r].size == 1; /* as PyTorch: a dim that is not 1 stays */
     }
   } else {
-    for (int i = 0; i < in->rank; i++) drop[i] = !in->dims[i].sym && in->dims[i].size == 1;
+    for (int i = 0; i < in->rank; i++)
+      drop[i] = !in->dims[i].sym && in->dims[i].size == 1;
   }
   fg_type t;
   memset(&t, 0, sizeof t);
   t.dtype = in->dtype;
   for (int i = 0; i < in->rank; i++)
-    if (!drop[i]) t.dims[t.rank++] = in->dims[i];
+    if (!drop[i])
+      t.dims[t.rank++] = in->dims[i];
   n->out[0]->type = t;
   return true;
 }
@@ -499,33 +555,43 @@ static bool infer_unsqueeze(fg_node *n, fg_diag *d) {
     return false;
   }
   int r = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank + 1, d);
-  if (r < 0) return false;
+  if (r < 0)
+    return false;
   fg_type t;
   memset(&t, 0, sizeof t);
   t.dtype = in->dtype;
   t.rank = in->rank + 1;
-  for (int i = 0, k = 0; i < t.rank; i++) t.dims[i] = i == r ? (fg_dim){1, NULL} : in->dims[k++];
+  for (int i = 0, k = 0; i < t.rank; i++)
+    t.dims[i] = i == r ? (fg_dim){1, NULL} : in->dims[k++];
   n->out[0]->type = t;
   return true;
 }
 
 void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
                      int64_t *out_len) {
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  if (start < 0) start = 0;
-  if (start > size) start = size;
-  if (end < 0) end = 0;
-  if (end > size) end = size;
+  if (start < 0)
+    start += size;
+  if (end < 0)
+    end += size;
+  if (start < 0)
+    start = 0;
+  if (start > size)
+    start = size;
+  if (end < 0)
+    end = 0;
+  if (end > size)
+    end = size;
   *out_start = start;
   *out_len = end > start ? (end - start + step - 1) / step : 0;
 }
 
 static bool infer_slice(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
-  const fg_attr *st = ints_attr(n, "starts"), *en = ints_attr(n, "ends"), *sp = ints_attr(n, "steps");
+  const fg_attr *st = ints_attr(n, "starts"), *en = ints_attr(n, "ends"),
+                *sp = ints_attr(n, "steps");
   if (st->n != in->rank || en->n != in->rank || (sp && sp->n != in->rank)) {
-    fg_error(d, n->loc, "slice needs starts, ends (and steps) with one entry per dimension (rank %d)",
+    fg_error(d, n->loc,
+             "slice needs starts, ends (and steps) with one entry per dimension (rank %d)",
              in->rank);
     return false;
   }
@@ -538,7 +604,8 @@ static bool infer_slice(fg_node *n, fg_diag *d) {
       return false;
     }
     if (in->dims[i].sym) {
-      if (st->ints[i] == 0 && en->ints[i] == INT64_MAX && step == 1) continue;
+      if (st->ints[i] == 0 && en->ints[i] == INT64_MAX && step == 1)
+        continue;
       fg_error(d, n->loc, "cannot slice symbolic dimension %d (%s)", i, in->dims[i].sym);
       return false;
     }
@@ -553,31 +620,37 @@ static bool infer_slice(fg_node *n, fg_diag *d) {
 static bool infer_cat(fg_node *n, fg_diag *d) {
   const fg_type *a = &n->in[0]->type;
   int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), a->rank, d);
-  if (dim < 0) return false;
+  if (dim < 0)
+    return false;
   fg_type t = *a;
   t.has_layout = false;
   fg_dtype dt = a->dtype;
   if (a->dims[dim].sym) {
-    fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim, a->dims[dim].sym);
+    fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim,
+             a->dims[dim].sym);
     return false;
   }
   for (int i = 1; i < n->nin; i++) {
     const fg_type *b = &n->in[i]->type;
     char x[256], y[256];
     if (b->rank != a->rank) {
-      fg_error(d, operand_loc(n, i), "cat operand %d has rank %d, operand 0 has rank %d", i, b->rank, a->rank);
+      fg_error(d, operand_loc(n, i), "cat operand %d has rank %d, operand 0 has rank %d", i,
+               b->rank, a->rank);
       return false;
     }
     for (int k = 0; k < a->rank; k++) {
-      if (k == dim) continue;
+      if (k == dim)
+        continue;
       if (!fg_dim_eq(a->dims[k], b->dims[k])) {
-        fg_error(d, operand_loc(n, i), "cat operand %d has shape %s, incompatible with %s outside dim %d", i,
+        fg_error(d, operand_loc(n, i),
+                 "cat operand %d has shape %s, incompatible with %s outside dim %d", i,
                  shape_str(b, y, sizeof y), shape_str(a, x, sizeof x), dim);
         return false;
       }
     }
     if (b->dims[dim].sym) {
-      fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim, b->dims[dim].sym);
+      fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim,
+               b->dims[dim].sym);
       return false;
     }
     if (__builtin_add_overflow(t.dims[dim].size, b->dims[dim].size, &t.dims[dim].size)) {
@@ -586,7 +659,8 @@ static bool infer_cat(fg_node *n, fg_diag *d) {
     }
     dt = fg_promote_types(dt, b->dtype);
     if (dt == FG_DTYPE_INVALID) {
-      fg_error(d, operand_loc(n, i), "cat operands have dtypes that do not promote (float8 needs a cast)");
+      fg_error(d, operand_loc(n, i),
+               "cat operands have dtypes that do not promote (float8 needs a cast)");
       return false;
     }
   }
@@ -599,7 +673,8 @@ static bool infer_split(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *s = ints_attr(n, "sizes");
   int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank, d);
-  if (dim < 0) return false;
+  if (dim < 0)
+    return false;
   if (s->n != n->nout) {
     fg_error(d, n->loc, "split into %d sizes binds %d results", s->n, n->nout);
     return false;
@@ -617,8 +692,9 @@ static bool infer_split(fg_node *n, fg_diag *d) {
     total += s->ints[i];
   }
   if (total != in->dims[dim].size) {
-    fg_error(d, attr_loc(n, "sizes"), "split sizes add up to %" PRId64 " but dimension %d has size %" PRId64,
-             total, dim, in->dims[dim].size);
+    fg_error(d, attr_loc(n, "sizes"),
+             "split sizes add up to %" PRId64 " but dimension %d has size %" PRId64, total, dim,
+             in->dims[dim].size);
     return false;
   }
   for (int i = 0; i < s->n; i++) {
@@ -634,14 +710,16 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *p = ints_attr(n, "pad");
   if (p->n != 2 * in->rank) {
-    fg_error(d, attr_loc(n, "pad"), "pad needs 2 entries per dimension (%d), got %d", 2 * in->rank, p->n);
+    fg_error(d, attr_loc(n, "pad"), "pad needs 2 entries per dimension (%d), got %d", 2 * in->rank,
+             p->n);
     return false;
   }
   fg_type t = *in;
   t.has_layout = false;
   for (int i = 0; i < in->rank; i++) {
     if (in->dims[i].sym) {
-      if (p->ints[2 * i] == 0 && p->ints[2 * i + 1] == 0) continue;
+      if (p->ints[2 * i] == 0 && p->ints[2 * i + 1] == 0)
+        continue;
       fg_error(d, n->loc, "cannot pad symbolic dimension %d (%s)", i, in->dims[i].sym);
       return false;
     }
@@ -664,9 +742,11 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
 /* ---- creation, control, attention ---- */
 
 static bool infer_full(fg_node *n, fg_diag *d) {
-  const fg_attr *s = ints_attr(n, "shape"), *v = fg_node_attr(n, "value"), *dt = fg_node_attr(n, "dtype");
+  const fg_attr *s = ints_attr(n, "shape"), *v = fg_node_attr(n, "value"),
+                *dt = fg_node_attr(n, "dtype");
   if (s->n > FG_MAX_RANK) {
-    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n, FG_MAX_RANK);
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
+             FG_MAX_RANK);
     return false;
   }
   fg_type t;
@@ -679,7 +759,10 @@ static bool infer_full(fg_node *n, fg_diag *d) {
     }
     t.dims[i].size = s->ints[i];
   }
-  t.dtype = dt ? dt->dtype : v->kind == FG_ATTR_FLOAT ? FG_F32 : v->kind == FG_ATTR_BOOL ? FG_BOOL : FG_I64;
+  t.dtype = dt                         ? dt->dtype
+            : v->kind == FG_ATTR_FLOAT ? FG_F32
+            : v->kind == FG_ATTR_BOOL  ? FG_BOOL
+                                       : FG_I64;
   n->out[0]->type = t;
   return true;
 }
@@ -728,7 +811,8 @@ static bool infer_sdpa(fg_node *n, fg_diag *d) {
     memset(&lse, 0, sizeof lse);
     lse.dtype = FG_F32;
     lse.rank = 3;
-    for (int i = 0; i < 3; i++) lse.dims[i] = q->dims[i];
+    for (int i = 0; i < 3; i++)
+      lse.dims[i] = q->dims[i];
     n->out[0]->type = o;
     n->out[1]->type = lse;
   } else {
@@ -752,15 +836,20 @@ static bool shapes_in_limits(fg_node *n, fg_diag *d) {
     for (int i = 0; i < t->rank; i++) {
       int64_t s = t->dims[i].sym ? 1 : t->dims[i].size;
       if (s < 0) {
-        fg_internal_error(d, n->loc, "'%s' made dimension %d negative (%" PRId64 ")", n->op->name, i, s);
+        fg_internal_error(d, n->loc, "'%s' made dimension %d negative (%" PRId64 ")", n->op->name,
+                          i, s);
         return false;
       }
       empty |= s == 0;
-      if (s > 0 && numel > FG_MAX_NUMEL / s) numel = FG_MAX_NUMEL + 1;
-      else numel *= s;
+      if (s > 0 && numel > FG_MAX_NUMEL / s)
+        numel = FG_MAX_NUMEL + 1;
+      else
+        numel *= s;
     }
     if (!empty && numel > FG_MAX_NUMEL) {
-      fg_error(d, n->loc, "'%s' makes a tensor of more than 2^62 elements (the limit for every tensor)", n->op->name);
+      fg_error(d, n->loc,
+               "'%s' makes a tensor of more than 2^62 elements (the limit for every tensor)",
+               n->op->name);
       return false;
     }
   }
@@ -775,7 +864,8 @@ static bool infer_node(fg_node *n, fg_diag *d) {
   const fg_op *op = n->op;
   if (n->nin < op->min_in || (op->max_in >= 0 && n->nin > op->max_in)) {
     if (op->min_in == op->max_in)
-      fg_error(d, n->loc, "'%s' takes %d operand%s, got %d", op->name, op->min_in, op->min_in == 1 ? "" : "s", n->nin);
+      fg_error(d, n->loc, "'%s' takes %d operand%s, got %d", op->name, op->min_in,
+               op->min_in == 1 ? "" : "s", n->nin);
     else
       fg_error(d, n->loc, "'%s' takes at least %d operand%s, got %d", op->name, op->min_in,
                op->min_in == 1 ? "" : "s", n->nin);
@@ -788,30 +878,53 @@ static bool infer_node(fg_node *n, fg_diag *d) {
     }
   for (int i = 0; i < n->nin; i++)
     if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA) {
-      fg_error(d, operand_loc(n, i), "'%s' needs tensor operands; operand %d is a scalar", op->name, i);
+      fg_error(d, operand_loc(n, i), "'%s' needs tensor operands; operand %d is a scalar", op->name,
+               i);
       return false;
     }
   switch (op->kind) {
-  case FG_KIND_POINTWISE: return infer_pointwise(n, d);
-  case FG_KIND_REDUCTION: return infer_reduction(n, d);
-  case FG_KIND_CREATION: return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
-  case FG_KIND_CONTROL: n->out[0]->type = n->in[0]->type; n->out[0]->type.has_layout = false; return true;
-  case FG_KIND_ATTENTION: return infer_sdpa(n, d);
-  case FG_KIND_LITERAL: return true;
-  case FG_KIND_VIEW: break;
+  case FG_KIND_POINTWISE:
+    return infer_pointwise(n, d);
+  case FG_KIND_REDUCTION:
+    return infer_reduction(n, d);
+  case FG_KIND_CREATION:
+    return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
+  case FG_KIND_CONTROL:
+    n->out[0]->type = n->in[0]->type;
+    n->out[0]->type.has_layout = false;
+    return true;
+  case FG_KIND_ATTENTION:
+    return infer_sdpa(n, d);
+  case FG_KIND_LITERAL:
+    return true;
+  case FG_KIND_VIEW:
+    break;
   }
   switch (op->code) {
-  case FG_OP_RESHAPE: case FG_OP_VIEW: return infer_reshape(n, d);
-  case FG_OP_PERMUTE: case FG_OP_TRANSPOSE: return infer_permute(n, d);
-  case FG_OP_BROADCAST_IN_DIM: return infer_broadcast_in_dim(n, d);
-  case FG_OP_EXPAND: return infer_expand(n, d);
-  case FG_OP_SQUEEZE: return infer_squeeze(n, d);
-  case FG_OP_UNSQUEEZE: return infer_unsqueeze(n, d);
-  case FG_OP_SLICE: return infer_slice(n, d);
-  case FG_OP_CAT: return infer_cat(n, d);
-  case FG_OP_SPLIT: return infer_split(n, d);
-  case FG_OP_PAD: return infer_pad(n, d);
-  default: break;
+  case FG_OP_RESHAPE:
+  case FG_OP_VIEW:
+    return infer_reshape(n, d);
+  case FG_OP_PERMUTE:
+  case FG_OP_TRANSPOSE:
+    return infer_permute(n, d);
+  case FG_OP_BROADCAST_IN_DIM:
+    return infer_broadcast_in_dim(n, d);
+  case FG_OP_EXPAND:
+    return infer_expand(n, d);
+  case FG_OP_SQUEEZE:
+    return infer_squeeze(n, d);
+  case FG_OP_UNSQUEEZE:
+    return infer_unsqueeze(n, d);
+  case FG_OP_SLICE:
+    return infer_slice(n, d);
+  case FG_OP_CAT:
+    return infer_cat(n, d);
+  case FG_OP_SPLIT:
+    return infer_split(n, d);
+  case FG_OP_PAD:
+    return infer_pad(n, d);
+  default:
+    break;
   }
   fg_internal_error(d, n->loc, "no shape inference for '%s'", op->name);
   return false;

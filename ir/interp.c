@@ -21,9 +21,11 @@ bool fg_tensor_alloc(fg_tensor *t, fg_dtype dt, int rank, const int64_t *sizes) 
   t->rank = rank;
   int64_t n = 1;
   for (int i = 0; i < rank; i++) {
-    if (sizes[i] < 0) return false;
+    if (sizes[i] < 0)
+      return false;
     t->sizes[i] = sizes[i];
-    if (sizes[i] && n > INT64_MAX / 16 / sizes[i]) return false;
+    if (sizes[i] && n > INT64_MAX / 16 / sizes[i])
+      return false;
     n *= sizes[i];
   }
   t->nbytes = (size_t)n * (size_t)fg_dtype_size(dt);
@@ -33,7 +35,8 @@ bool fg_tensor_alloc(fg_tensor *t, fg_dtype dt, int rank, const int64_t *sizes) 
 }
 
 void fg_tensor_free(fg_tensor *t) {
-  if (!t) return;
+  if (!t)
+    return;
   free(t->data);
   t->data = NULL;
   t->nbytes = 0;
@@ -41,12 +44,15 @@ void fg_tensor_free(fg_tensor *t) {
 
 int64_t fg_tensor_numel(const fg_tensor *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->rank; i++) n *= t->sizes[i];
+  for (int i = 0; i < t->rank; i++)
+    n *= t->sizes[i];
   return n;
 }
 
 double fg_tensor_get_f(const fg_tensor *t, int64_t i) { return fg_ix_load_f(t->data, t->dtype, i); }
-int64_t fg_tensor_get_i(const fg_tensor *t, int64_t i) { return fg_ix_load_i(t->data, t->dtype, i); }
+int64_t fg_tensor_get_i(const fg_tensor *t, int64_t i) {
+  return fg_ix_load_i(t->data, t->dtype, i);
+}
 void fg_tensor_set_f(fg_tensor *t, int64_t i, double v) { fg_ix_store_f(t->data, t->dtype, i, v); }
 void fg_tensor_set_i(fg_tensor *t, int64_t i, int64_t v) { fg_ix_store_i(t->data, t->dtype, i, v); }
 
@@ -81,8 +87,10 @@ void fg_ix_strides(int rank, const int64_t *sizes, int64_t *strides) {
 void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
                         const int64_t *src_strides, int rank, const int64_t *sizes, int esize) {
   int64_t total = 1;
-  for (int d = 0; d < rank; d++) total *= sizes[d];
-  if (total == 0) return;
+  for (int d = 0; d < rank; d++)
+    total *= sizes[d];
+  if (total == 0)
+    return;
   if (rank == 0) {
     memcpy(dst, src, (size_t)esize);
     return;
@@ -96,12 +104,14 @@ void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
     if (ds == 1 && ss == 1) {
       memcpy(d, s, (size_t)(inner * esize));
     } else {
-      for (int64_t j = 0; j < inner; j++) memcpy(d + j * ds * esize, s + j * ss * esize, (size_t)esize);
+      for (int64_t j = 0; j < inner; j++)
+        memcpy(d + j * ds * esize, s + j * ss * esize, (size_t)esize);
     }
     for (int k = rank - 2; k >= 0; k--) {
       doff += dst_strides[k];
       soff += src_strides[k];
-      if (++idx[k] < sizes[k]) break;
+      if (++idx[k] < sizes[k])
+        break;
       doff -= dst_strides[k] * sizes[k];
       soff -= src_strides[k] * sizes[k];
       idx[k] = 0;
@@ -140,7 +150,8 @@ fg_tensor *fg_ix_out(fg_interp_ctx *cx, const fg_node *n, int i) {
     return NULL;
   }
   int64_t sizes[FG_MAX_RANK];
-  for (int d = 0; d < v->type.rank; d++) sizes[d] = v->type.dims[d].size;
+  for (int d = 0; d < v->type.rank; d++)
+    sizes[d] = v->type.dims[d].size;
   fg_tensor *t = &cx->vals[v->id];
   if (!fg_tensor_alloc(t, v->type.dtype, v->type.rank, sizes)) {
     fg_tensor_free(t);
@@ -161,44 +172,56 @@ static bool check_input(fg_interp_ctx *cx, const fg_value *p, const fg_tensor *t
     return fg_ix_fail(cx, NULL, "parameter '%s' has symbolic type %s (specialize the graph first)",
                       name, want);
   bool ok = t->dtype == p->type.dtype && t->rank == p->type.rank && t->data != NULL;
-  for (int d = 0; ok && d < t->rank; d++) ok = t->sizes[d] == p->type.dims[d].size;
-  if (ok) ok = t->nbytes >= (size_t)fg_tensor_numel(t) * (size_t)fg_dtype_size(t->dtype);
-  if (!ok) return fg_ix_fail(cx, NULL, "input for parameter '%s' does not match its type %s", name, want);
+  for (int d = 0; ok && d < t->rank; d++)
+    ok = t->sizes[d] == p->type.dims[d].size;
+  if (ok)
+    ok = t->nbytes >= (size_t)fg_tensor_numel(t) * (size_t)fg_dtype_size(t->dtype);
+  if (!ok)
+    return fg_ix_fail(cx, NULL, "input for parameter '%s' does not match its type %s", name, want);
   return true;
 }
 
 static bool copy_tensor(fg_tensor *dst, const fg_tensor *src) {
-  if (!fg_tensor_alloc(dst, src->dtype, src->rank, src->sizes)) return false;
+  if (!fg_tensor_alloc(dst, src->dtype, src->rank, src->sizes))
+    return false;
   memcpy(dst->data, src->data, dst->nbytes);
   return true;
 }
 
 static bool run_node(fg_interp_ctx *cx, const fg_node *n) {
-  if (n->op->kind == FG_KIND_POINTWISE) return fg_interp_pointwise(cx, n);
-  if (!n->op->interp) return fg_ix_fail(cx, n, "not supported by the reference interpreter");
+  if (n->op->kind == FG_KIND_POINTWISE)
+    return fg_interp_pointwise(cx, n);
+  if (!n->op->interp)
+    return fg_ix_fail(cx, n, "not supported by the reference interpreter");
   return n->op->interp(cx, n);
 }
 
 bool fg_interp_run(const fg_graph *g, const fg_tensor *inputs, fg_tensor *outputs, char *err,
                    size_t errcap) {
   fg_interp_ctx cx = {.g = g, .err = err, .errcap = errcap};
-  if (err && errcap) err[0] = 0;
-  for (int i = 0; i < g->nresults; i++) outputs[i] = (fg_tensor){0};
+  if (err && errcap)
+    err[0] = 0;
+  for (int i = 0; i < g->nresults; i++)
+    outputs[i] = (fg_tensor){0};
   int nv = g->next_value_id;
   cx.vals = calloc((size_t)nv + 1, sizeof *cx.vals);
   cx.state = calloc((size_t)nv + 1, 1);
   int *last = malloc(((size_t)nv + 1) * sizeof *last);
   int *moved = malloc(((size_t)nv + 1) * sizeof *moved);
   bool ok = cx.vals && cx.state && last && moved;
-  if (!ok) fg_ix_fail(&cx, NULL, "out of memory");
+  if (!ok)
+    fg_ix_fail(&cx, NULL, "out of memory");
 
   /* Last use of each value, by node index; results live to the end. */
   if (ok) {
-    for (int i = 0; i <= nv; i++) last[i] = -1, moved[i] = -1;
+    for (int i = 0; i <= nv; i++)
+      last[i] = -1, moved[i] = -1;
     int idx = 0;
     for (const fg_node *n = g->first; n; n = n->next, idx++)
-      for (int i = 0; i < n->nin; i++) last[n->in[i]->id] = idx;
-    for (int i = 0; i < g->nresults; i++) last[g->results[i]->id] = INT_MAX;
+      for (int i = 0; i < n->nin; i++)
+        last[n->in[i]->id] = idx;
+    for (int i = 0; i < g->nresults; i++)
+      last[g->results[i]->id] = INT_MAX;
   }
   for (int i = 0; ok && i < g->nparams; i++) {
     const fg_value *p = g->params[i];
@@ -211,7 +234,8 @@ bool fg_interp_run(const fg_graph *g, const fg_tensor *inputs, fg_tensor *output
   int idx = 0;
   for (const fg_node *n = g->first; ok && n; n = n->next, idx++) {
     ok = run_node(&cx, n);
-    if (!ok) break;
+    if (!ok)
+      break;
     for (int i = 0; i < n->nin; i++) {
       int id = n->in[i]->id;
       if (last[id] == idx && cx.state[id] == VAL_OWNED) {
@@ -245,9 +269,11 @@ bool fg_interp_run(const fg_graph *g, const fg_tensor *inputs, fg_tensor *output
     }
   }
   if (!ok)
-    for (int i = 0; i < g->nresults; i++) fg_tensor_free(&outputs[i]);
+    for (int i = 0; i < g->nresults; i++)
+      fg_tensor_free(&outputs[i]);
   for (int id = 0; cx.vals && cx.state && id <= nv; id++)
-    if (cx.state[id] == VAL_OWNED) fg_tensor_free(&cx.vals[id]);
+    if (cx.state[id] == VAL_OWNED)
+      fg_tensor_free(&cx.vals[id]);
   free(cx.vals);
   free(cx.state);
   free(last);

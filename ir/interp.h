@@ -15,7 +15,7 @@ typedef struct fg_tensor {
   fg_dtype dtype;
   int rank;
   int64_t sizes[FG_MAX_RANK];
-  void *data;        /* malloc'd when owned */
+  void *data; /* malloc'd when owned */
   size_t nbytes;
 } fg_tensor;
 
@@ -38,16 +38,16 @@ bool fg_interp_run(const fg_graph *g, const fg_tensor *inputs, fg_tensor *output
 
 /* Per-op evaluators referenced by the op table (interp_*.c). */
 bool fg_interp_literal(fg_interp_ctx *cx, const fg_node *n);
-bool fg_interp_reduce(fg_interp_ctx *cx, const fg_node *n);   /* sum amax amin mean prod */
-bool fg_interp_var(fg_interp_ctx *cx, const fg_node *n);      /* var, var_mean */
-bool fg_interp_view(fg_interp_ctx *cx, const fg_node *n);     /* reshape view permute transpose
-                                                                 broadcast_in_dim expand squeeze
-                                                                 unsqueeze slice segment_set */
+bool fg_interp_reduce(fg_interp_ctx *cx, const fg_node *n); /* sum amax amin mean prod */
+bool fg_interp_var(fg_interp_ctx *cx, const fg_node *n);    /* var, var_mean */
+bool fg_interp_view(fg_interp_ctx *cx, const fg_node *n);   /* reshape view permute transpose
+                                                               broadcast_in_dim expand squeeze
+                                                               unsqueeze slice segment_set */
 bool fg_interp_cat(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_split(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_full(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_iota(fg_interp_ctx *cx, const fg_node *n);
-bool fg_interp_sdpa(fg_interp_ctx *cx, const fg_node *n);     /* may report "not supported" */
+bool fg_interp_sdpa(fg_interp_ctx *cx, const fg_node *n); /* may report "not supported" */
 
 #endif

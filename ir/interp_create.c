@@ -9,26 +9,32 @@
  * the attribute instead (full precision); this tensor serves the others. */
 bool fg_interp_literal(fg_interp_ctx *cx, const fg_node *n) {
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
+  if (!out)
+    return false;
   fg_ix_store_attr(out->data, out->dtype, 0, &n->attrs[0]);
   return true;
 }
 
 bool fg_interp_full(fg_interp_ctx *cx, const fg_node *n) {
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
+  if (!out)
+    return false;
   int64_t total = fg_tensor_numel(out);
-  if (total == 0) return true;
+  if (total == 0)
+    return true;
   int es = fg_dtype_size(out->dtype);
   fg_ix_store_attr(out->data, out->dtype, 0, fg_node_attr(n, "value"));
-  for (int64_t i = 1; i < total; i++) memcpy((char *)out->data + i * es, out->data, (size_t)es);
+  for (int64_t i = 1; i < total; i++)
+    memcpy((char *)out->data + i * es, out->data, (size_t)es);
   return true;
 }
 
 bool fg_interp_iota(fg_interp_ctx *cx, const fg_node *n) {
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
+  if (!out)
+    return false;
   int64_t total = fg_tensor_numel(out);
-  for (int64_t i = 0; i < total; i++) fg_ix_store_i(out->data, out->dtype, i, i);
+  for (int64_t i = 0; i < total; i++)
+    fg_ix_store_i(out->data, out->dtype, i, i);
   return true;
 }

@@ -34,60 +34,112 @@ bool fg_ix_fail(fg_interp_ctx *cx, const fg_node *n, const char *fmt, ...)
  * != 0 (NaN -> true). */
 static inline double fg_ix_load_f(const void *p, fg_dtype dt, int64_t i) {
   switch (dt) {
-  case FG_BOOL: return ((const uint8_t *)p)[i] != 0;
-  case FG_I8: return ((const int8_t *)p)[i];
-  case FG_U8: return ((const uint8_t *)p)[i];
-  case FG_I16: return ((const int16_t *)p)[i];
-  case FG_I32: return ((const int32_t *)p)[i];
-  case FG_I64: return (double)((const int64_t *)p)[i];
-  case FG_F16: return fg_f16_to_f32(((const uint16_t *)p)[i]);
-  case FG_BF16: return fg_bf16_to_f32(((const uint16_t *)p)[i]);
-  case FG_F32: return ((const float *)p)[i];
-  case FG_F64: return ((const double *)p)[i];
-  case FG_F8E4M3: return fg_f8e4m3_to_f32(((const uint8_t *)p)[i]);
-  case FG_F8E5M2: return fg_f8e5m2_to_f32(((const uint8_t *)p)[i]);
-  default: return 0;
+  case FG_BOOL:
+    return ((const uint8_t *)p)[i] != 0;
+  case FG_I8:
+    return ((const int8_t *)p)[i];
+  case FG_U8:
+    return ((const uint8_t *)p)[i];
+  case FG_I16:
+    return ((const int16_t *)p)[i];
+  case FG_I32:
+    return ((const int32_t *)p)[i];
+  case FG_I64:
+    return (double)((const int64_t *)p)[i];
+  case FG_F16:
+    return fg_f16_to_f32(((const uint16_t *)p)[i]);
+  case FG_BF16:
+    return fg_bf16_to_f32(((const uint16_t *)p)[i]);
+  case FG_F32:
+    return ((const float *)p)[i];
+  case FG_F64:
+    return ((const double *)p)[i];
+  case FG_F8E4M3:
+    return fg_f8e4m3_to_f32(((const uint8_t *)p)[i]);
+  case FG_F8E5M2:
+    return fg_f8e5m2_to_f32(((const uint8_t *)p)[i]);
+  default:
+    return 0;
   }
 }
 
 static inline int64_t fg_ix_load_i(const void *p, fg_dtype dt, int64_t i) {
   switch (dt) {
-  case FG_BOOL: return ((const uint8_t *)p)[i] != 0;
-  case FG_I8: return ((const int8_t *)p)[i];
-  case FG_U8: return ((const uint8_t *)p)[i];
-  case FG_I16: return ((const int16_t *)p)[i];
-  case FG_I32: return ((const int32_t *)p)[i];
-  case FG_I64: return ((const int64_t *)p)[i];
-  default: return fg_float_to_int(fg_ix_load_f(p, dt, i), FG_I64);
+  case FG_BOOL:
+    return ((const uint8_t *)p)[i] != 0;
+  case FG_I8:
+    return ((const int8_t *)p)[i];
+  case FG_U8:
+    return ((const uint8_t *)p)[i];
+  case FG_I16:
+    return ((const int16_t *)p)[i];
+  case FG_I32:
+    return ((const int32_t *)p)[i];
+  case FG_I64:
+    return ((const int64_t *)p)[i];
+  default:
+    return fg_float_to_int(fg_ix_load_f(p, dt, i), FG_I64);
   }
 }
 
 static inline void fg_ix_store_i(void *p, fg_dtype dt, int64_t i, int64_t v);
 static inline void fg_ix_store_f(void *p, fg_dtype dt, int64_t i, double v) {
   switch (dt) {
-  case FG_F16: ((uint16_t *)p)[i] = fg_f32_to_f16((float)v); return;
-  case FG_BF16: ((uint16_t *)p)[i] = fg_f32_to_bf16((float)v); return;
-  case FG_F32: ((float *)p)[i] = (float)v; return;
-  case FG_F64: ((double *)p)[i] = v; return;
-  case FG_F8E4M3: ((uint8_t *)p)[i] = fg_f32_to_f8e4m3((float)v); return;
-  case FG_F8E5M2: ((uint8_t *)p)[i] = fg_f32_to_f8e5m2((float)v); return;
-  case FG_BOOL: ((uint8_t *)p)[i] = v != 0; return; /* NaN != 0: true */
-  default: fg_ix_store_i(p, dt, i, fg_float_to_int(v, dt)); return;
+  case FG_F16:
+    ((uint16_t *)p)[i] = fg_f32_to_f16((float)v);
+    return;
+  case FG_BF16:
+    ((uint16_t *)p)[i] = fg_f32_to_bf16((float)v);
+    return;
+  case FG_F32:
+    ((float *)p)[i] = (float)v;
+    return;
+  case FG_F64:
+    ((double *)p)[i] = v;
+    return;
+  case FG_F8E4M3:
+    ((uint8_t *)p)[i] = fg_f32_to_f8e4m3((float)v);
+    return;
+  case FG_F8E5M2:
+    ((uint8_t *)p)[i] = fg_f32_to_f8e5m2((float)v);
+    return;
+  case FG_BOOL:
+    ((uint8_t *)p)[i] = v != 0;
+    return; /* NaN != 0: true */
+  default:
+    fg_ix_store_i(p, dt, i, fg_float_to_int(v, dt));
+    return;
   }
 }
 
 static inline void fg_ix_store_i(void *p, fg_dtype dt, int64_t i, int64_t v) {
   switch (dt) {
-  case FG_BOOL: ((uint8_t *)p)[i] = v != 0; return;
-  case FG_I8: ((int8_t *)p)[i] = (int8_t)fg_wrap_int(v, dt); return;
-  case FG_U8: ((uint8_t *)p)[i] = (uint8_t)fg_wrap_int(v, dt); return;
-  case FG_I16: ((int16_t *)p)[i] = (int16_t)fg_wrap_int(v, dt); return;
-  case FG_I32: ((int32_t *)p)[i] = (int32_t)fg_wrap_int(v, dt); return;
-  case FG_I64: ((int64_t *)p)[i] = v; return;
-  case FG_F64: ((double *)p)[i] = (double)v; return;
+  case FG_BOOL:
+    ((uint8_t *)p)[i] = v != 0;
+    return;
+  case FG_I8:
+    ((int8_t *)p)[i] = (int8_t)fg_wrap_int(v, dt);
+    return;
+  case FG_U8:
+    ((uint8_t *)p)[i] = (uint8_t)fg_wrap_int(v, dt);
+    return;
+  case FG_I16:
+    ((int16_t *)p)[i] = (int16_t)fg_wrap_int(v, dt);
+    return;
+  case FG_I32:
+    ((int32_t *)p)[i] = (int32_t)fg_wrap_int(v, dt);
+    return;
+  case FG_I64:
+    ((int64_t *)p)[i] = v;
+    return;
+  case FG_F64:
+    ((double *)p)[i] = (double)v;
+    return;
   /* Round the integer once, straight to f32 (not via double), as a GPU's
    * int-to-float conversion does; the narrow types then round from f32. */
-  default: fg_ix_store_f(p, dt, i, (double)(float)v); return;
+  default:
+    fg_ix_store_f(p, dt, i, (double)(float)v);
+    return;
   }
 }
 

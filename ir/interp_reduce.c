@@ -13,16 +13,18 @@
 #include "interp_internal.h"
 
 /* Pairwise sums in f32 and f64; blocks of 8 are summed in order. */
-#define PAIRWISE(NAME, T)                                  \
-  static T NAME(const T *x, int64_t n) {                   \
-    if (n <= 8) {                                          \
-      if (n == 0) return 0;                                \
-      T s = x[0];                                          \
-      for (int64_t i = 1; i < n; i++) s += x[i];           \
-      return s;                                            \
-    }                                                      \
-    int64_t h = n / 2;                                     \
-    return NAME(x, h) + NAME(x + h, n - h);                \
+#define PAIRWISE(NAME, T)                                                                          \
+  static T NAME(const T *x, int64_t n) {                                                           \
+    if (n <= 8) {                                                                                  \
+      if (n == 0)                                                                                  \
+        return 0;                                                                                  \
+      T s = x[0];                                                                                  \
+      for (int64_t i = 1; i < n; i++)                                                              \
+        s += x[i];                                                                                 \
+      return s;                                                                                    \
+    }                                                                                              \
+    int64_t h = n / 2;                                                                             \
+    return NAME(x, h) + NAME(x + h, n - h);                                                        \
   }
 PAIRWISE(sum_f32, float)
 PAIRWISE(sum_f64, double)
@@ -60,13 +62,15 @@ static void make_layout(const fg_node *n, const fg_tensor *in, layout *L) {
  * an output element, computed once and reused for every output element. */
 static int64_t *reduced_offsets(const layout *L) {
   int64_t *off = malloc((size_t)(L->N ? L->N : 1) * sizeof *off);
-  if (!off) return NULL;
+  if (!off)
+    return NULL;
   int64_t idx[FG_MAX_RANK] = {0}, o = 0;
   for (int64_t j = 0; j < L->N; j++) {
     off[j] = o;
     for (int d = L->nr - 1; d >= 0; d--) {
       o += L->rst[d];
-      if (++idx[d] < L->rsz[d]) break;
+      if (++idx[d] < L->rsz[d])
+        break;
       o -= L->rst[d] * L->rsz[d];
       idx[d] = 0;
     }
@@ -78,7 +82,8 @@ static int64_t *reduced_offsets(const layout *L) {
 static int64_t next_base(const layout *L, int64_t *idx, int64_t base) {
   for (int d = L->nk - 1; d >= 0; d--) {
     base += L->kst[d];
-    if (++idx[d] < L->ksz[d]) return base;
+    if (++idx[d] < L->ksz[d])
+      return base;
     base -= L->kst[d] * L->ksz[d];
     idx[d] = 0;
   }
@@ -90,7 +95,8 @@ static int64_t next_base(const layout *L, int64_t *idx, int64_t base) {
 static bool contiguous_run(const layout *L) {
   int64_t s = 1;
   for (int d = L->nr - 1; d >= 0; d--) {
-    if (L->rsz[d] != 1 && L->rst[d] != s) return false;
+    if (L->rsz[d] != 1 && L->rst[d] != s)
+      return false;
     s *= L->rsz[d];
   }
   return true;
@@ -98,11 +104,11 @@ static bool contiguous_run(const layout *L) {
 
 typedef struct reducer {
   fg_opcode code;
-  fg_dtype acc;          /* F32, F64 or I64 */
+  fg_dtype acc; /* F32, F64 or I64 */
   const fg_tensor *in;
   layout L;
-  int64_t *off;          /* NULL when contiguous */
-  float *bf;             /* gather buffers, N elements */
+  int64_t *off; /* NULL when contiguous */
+  float *bf;    /* gather buffers, N elements */
   double *bd;
   int64_t *bi;
 } reducer;
@@ -113,9 +119,12 @@ static void gather(reducer *r, int64_t base) {
   int64_t N = r->L.N;
   for (int64_t j = 0; j < N; j++) {
     int64_t i = base + (r->off ? r->off[j] : j);
-    if (r->acc == FG_F32) r->bf[j] = (float)fg_ix_load_f(p, dt, i);
-    else if (r->acc == FG_F64) r->bd[j] = fg_ix_load_f(p, dt, i);
-    else r->bi[j] = fg_ix_load_i(p, dt, i);
+    if (r->acc == FG_F32)
+      r->bf[j] = (float)fg_ix_load_f(p, dt, i);
+    else if (r->acc == FG_F64)
+      r->bd[j] = fg_ix_load_f(p, dt, i);
+    else
+      r->bi[j] = fg_ix_load_i(p, dt, i);
   }
 }
 
@@ -127,11 +136,16 @@ static bool reducer_init(fg_interp_ctx *cx, const fg_node *n, reducer *r) {
   make_layout(n, r->in, &r->L);
   size_t cnt = (size_t)(r->L.N ? r->L.N : 1);
   bool ok = true;
-  if (!contiguous_run(&r->L)) ok = (r->off = reduced_offsets(&r->L)) != NULL;
-  if (ok && r->acc == FG_F32) ok = (r->bf = malloc(cnt * sizeof *r->bf)) != NULL;
-  if (ok && r->acc == FG_F64) ok = (r->bd = malloc(cnt * sizeof *r->bd)) != NULL;
-  if (ok && r->acc == FG_I64) ok = (r->bi = malloc(cnt * sizeof *r->bi)) != NULL;
-  if (!ok) return fg_ix_fail(cx, n, "out of memory");
+  if (!contiguous_run(&r->L))
+    ok = (r->off = reduced_offsets(&r->L)) != NULL;
+  if (ok && r->acc == FG_F32)
+    ok = (r->bf = malloc(cnt * sizeof *r->bf)) != NULL;
+  if (ok && r->acc == FG_F64)
+    ok = (r->bd = malloc(cnt * sizeof *r->bd)) != NULL;
+  if (ok && r->acc == FG_I64)
+    ok = (r->bi = malloc(cnt * sizeof *r->bi)) != NULL;
+  if (!ok)
+    return fg_ix_fail(cx, n, "out of memory");
   return true;
 }
 
@@ -145,12 +159,15 @@ static void reducer_free(reducer *r) {
 /* amax/amin propagate NaN (torch.amax does). */
 static double minmax_f(const reducer *r, bool is_max) {
   int64_t N = r->L.N;
-  if (N == 0) return NAN;
+  if (N == 0)
+    return NAN;
   double m = r->acc == FG_F32 ? r->bf[0] : r->bd[0];
   for (int64_t j = 0; j < N; j++) {
     double x = r->acc == FG_F32 ? r->bf[j] : r->bd[j];
-    if (isnan(x)) return x;
-    if (is_max ? x > m : x < m) m = x;
+    if (isnan(x))
+      return x;
+    if (is_max ? x > m : x < m)
+      m = x;
   }
   return m;
 }
@@ -159,23 +176,30 @@ static double reduce_float(const reducer *r) {
   int64_t N = r->L.N;
   bool f32 = r->acc == FG_F32;
   switch (r->code) {
-  case FG_OP_SUM: return f32 ? sum_f32(r->bf, N) : sum_f64(r->bd, N);
+  case FG_OP_SUM:
+    return f32 ? sum_f32(r->bf, N) : sum_f64(r->bd, N);
   case FG_OP_MEAN:
     /* 0/0 for an empty reduction gives NaN, as PyTorch */
-    return f32 ? (double)(float)((double)sum_f32(r->bf, N) / (double)N) : sum_f64(r->bd, N) / (double)N;
-  case FG_OP_AMAX: return minmax_f(r, true);
-  case FG_OP_AMIN: return minmax_f(r, false);
+    return f32 ? (double)(float)((double)sum_f32(r->bf, N) / (double)N)
+               : sum_f64(r->bd, N) / (double)N;
+  case FG_OP_AMAX:
+    return minmax_f(r, true);
+  case FG_OP_AMIN:
+    return minmax_f(r, false);
   case FG_OP_PROD: {
     if (f32) {
       float p = 1;
-      for (int64_t j = 0; j < N; j++) p *= r->bf[j];
+      for (int64_t j = 0; j < N; j++)
+        p *= r->bf[j];
       return p;
     }
     double p = 1;
-    for (int64_t j = 0; j < N; j++) p *= r->bd[j];
+    for (int64_t j = 0; j < N; j++)
+      p *= r->bd[j];
     return p;
   }
-  default: return NAN;
+  default:
+    return NAN;
   }
 }
 
@@ -187,26 +211,31 @@ static int64_t reduce_int(const reducer *r) {
   switch (r->code) {
   case FG_OP_SUM:
     acc = 0;
-    for (int64_t j = 0; j < N; j++) acc += (uint64_t)b[j];
+    for (int64_t j = 0; j < N; j++)
+      acc += (uint64_t)b[j];
     return (int64_t)acc;
   case FG_OP_PROD:
     acc = 1;
-    for (int64_t j = 0; j < N; j++) acc *= (uint64_t)b[j];
+    for (int64_t j = 0; j < N; j++)
+      acc *= (uint64_t)b[j];
     return (int64_t)acc;
   case FG_OP_AMAX:
   case FG_OP_AMIN: {
     int64_t m = N ? b[0] : 0;
     for (int64_t j = 1; j < N; j++)
-      if (r->code == FG_OP_AMAX ? b[j] > m : b[j] < m) m = b[j];
+      if (r->code == FG_OP_AMAX ? b[j] > m : b[j] < m)
+        m = b[j];
     return m;
   }
-  default: return 0;
+  default:
+    return 0;
   }
 }
 
 bool fg_interp_reduce(fg_interp_ctx *cx, const fg_node *n) {
   reducer r;
-  if (!reducer_init(cx, n, &r)) return false;
+  if (!reducer_init(cx, n, &r))
+    return false;
   fg_tensor *out = fg_ix_out(cx, n, 0);
   if (!out) {
     reducer_free(&r);
@@ -240,7 +269,8 @@ static void var_mean_f32(float *b, int64_t N, double corr, double *var, double *
     b[j] = dv * dv;
   }
   double denom = (double)N - corr;
-  if (denom < 0) denom = 0;
+  if (denom < 0)
+    denom = 0;
   *var = (float)((double)sum_f32(b, N) / (double)(float)denom);
   *mean = mu;
 }
@@ -252,14 +282,16 @@ static void var_mean_f64(double *b, int64_t N, double corr, double *var, double 
     b[j] = dv * dv;
   }
   double denom = (double)N - corr;
-  if (denom < 0) denom = 0;
+  if (denom < 0)
+    denom = 0;
   *var = sum_f64(b, N) / denom;
   *mean = mu;
 }
 
 bool fg_interp_var(fg_interp_ctx *cx, const fg_node *n) {
   reducer r;
-  if (!reducer_init(cx, n, &r)) return false;
+  if (!reducer_init(cx, n, &r))
+    return false;
   if (r.acc == FG_I64) {
     reducer_free(&r);
     return fg_ix_fail(cx, n, "needs a floating-point input");
@@ -275,10 +307,13 @@ bool fg_interp_var(fg_interp_ctx *cx, const fg_node *n) {
   for (int64_t m = 0; m < r.L.M; m++) {
     gather(&r, base);
     double var, mean;
-    if (r.acc == FG_F32) var_mean_f32(r.bf, r.L.N, corr, &var, &mean);
-    else var_mean_f64(r.bd, r.L.N, corr, &var, &mean);
+    if (r.acc == FG_F32)
+      var_mean_f32(r.bf, r.L.N, corr, &var, &mean);
+    else
+      var_mean_f64(r.bd, r.L.N, corr, &var, &mean);
     fg_ix_store_f(vout->data, vout->dtype, m, var);
-    if (mout) fg_ix_store_f(mout->data, mout->dtype, m, mean);
+    if (mout)
+      fg_ix_store_f(mout->data, mout->dtype, m, mean);
     base = next_base(&r.L, idx, base);
   }
   reducer_free(&r);

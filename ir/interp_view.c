@@ -17,13 +17,14 @@ static const fg_attr *ints(const fg_node *n, const char *name) {
 }
 
 /* Fills src strides (per output dim) and a start offset for a view op. */
-static bool view_map(fg_interp_ctx *cx, const fg_node *n, const fg_tensor *in,
-                     const fg_tensor *out, int64_t *sst, int64_t *start) {
+static bool view_map(fg_interp_ctx *cx, const fg_node *n, const fg_tensor *in, const fg_tensor *out,
+                     int64_t *sst, int64_t *start) {
   int64_t ist[FG_MAX_RANK];
   fg_ix_strides(in->rank, in->sizes, ist);
   int R = out->rank;
   *start = 0;
-  for (int d = 0; d < R; d++) sst[d] = 0;
+  for (int d = 0; d < R; d++)
+    sst[d] = 0;
   switch (n->op->code) {
   case FG_OP_RESHAPE:
   case FG_OP_VIEW:
@@ -35,12 +36,14 @@ static bool view_map(fg_interp_ctx *cx, const fg_node *n, const fg_tensor *in,
     return true;
   case FG_OP_PERMUTE: {
     const fg_attr *p = ints(n, "dims");
-    for (int d = 0; d < R; d++) sst[d] = ist[norm(p->ints[d], in->rank)];
+    for (int d = 0; d < R; d++)
+      sst[d] = ist[norm(p->ints[d], in->rank)];
     return true;
   }
   case FG_OP_TRANSPOSE: {
     int a = norm(fg_attr_int(n, "dim0"), in->rank), b = norm(fg_attr_int(n, "dim1"), in->rank);
-    for (int d = 0; d < R; d++) sst[d] = ist[d];
+    for (int d = 0; d < R; d++)
+      sst[d] = ist[d];
     sst[a] = ist[b];
     sst[b] = ist[a];
     return true;
@@ -81,13 +84,17 @@ static bool view_map(fg_interp_ctx *cx, const fg_node *n, const fg_tensor *in,
 bool fg_interp_view(fg_interp_ctx *cx, const fg_node *n) {
   const fg_tensor *in = fg_ix_in(cx, n, 0);
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
-  if (in->dtype != out->dtype) return fg_ix_fail(cx, n, "view changes the dtype");
+  if (!out)
+    return false;
+  if (in->dtype != out->dtype)
+    return fg_ix_fail(cx, n, "view changes the dtype");
   int64_t sst[FG_MAX_RANK], dst[FG_MAX_RANK], start;
-  if (!view_map(cx, n, in, out, sst, &start)) return false;
+  if (!view_map(cx, n, in, out, sst, &start))
+    return false;
   fg_ix_strides(out->rank, out->sizes, dst);
   int es = fg_dtype_size(in->dtype);
-  fg_ix_copy_strided(out->data, dst, (const char *)in->data + start * es, sst, out->rank, out->sizes, es);
+  fg_ix_copy_strided(out->data, dst, (const char *)in->data + start * es, sst, out->rank,
+                     out->sizes, es);
   return true;
 }
 
@@ -105,9 +112,11 @@ static bool place(fg_interp_ctx *cx, const fg_node *n, fg_tensor *out, const fg_
     return true;
   }
   fg_tensor tmp;
-  if (!fg_tensor_alloc(&tmp, out->dtype, in->rank, in->sizes)) return fg_ix_fail(cx, n, "out of memory");
+  if (!fg_tensor_alloc(&tmp, out->dtype, in->rank, in->sizes))
+    return fg_ix_fail(cx, n, "out of memory");
   int64_t cnt = fg_tensor_numel(in);
-  for (int64_t i = 0; i < cnt; i++) fg_ix_convert(tmp.data, tmp.dtype, i, in->data, in->dtype, i);
+  for (int64_t i = 0; i < cnt; i++)
+    fg_ix_convert(tmp.data, tmp.dtype, i, in->data, in->dtype, i);
   fg_ix_copy_strided(dst, ost, tmp.data, ist, in->rank, in->sizes, es);
   fg_tensor_free(&tmp);
   return true;
@@ -115,12 +124,14 @@ static bool place(fg_interp_ctx *cx, const fg_node *n, fg_tensor *out, const fg_
 
 bool fg_interp_cat(fg_interp_ctx *cx, const fg_node *n) {
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
+  if (!out)
+    return false;
   int dim = norm(fg_attr_int(n, "dim"), out->rank);
   int64_t at = 0;
   for (int i = 0; i < n->nin; i++) {
     const fg_tensor *in = fg_ix_in(cx, n, i);
-    if (!place(cx, n, out, in, dim, at)) return false;
+    if (!place(cx, n, out, in, dim, at))
+      return false;
     at += in->sizes[dim];
   }
   return true;
@@ -135,7 +146,8 @@ bool fg_interp_split(fg_interp_ctx *cx, const fg_node *n) {
   int64_t at = 0;
   for (int i = 0; i < n->nout; i++) {
     fg_tensor *out = fg_ix_out(cx, n, i);
-    if (!out) return false;
+    if (!out)
+      return false;
     fg_ix_strides(out->rank, out->sizes, ost);
     fg_ix_copy_strided(out->data, ost, (const char *)in->data + at * ist[dim] * es, ist, out->rank,
                        out->sizes, es);
@@ -149,13 +161,15 @@ bool fg_interp_split(fg_interp_ctx *cx, const fg_node *n) {
 bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n) {
   const fg_tensor *in = fg_ix_in(cx, n, 0);
   fg_tensor *out = fg_ix_out(cx, n, 0);
-  if (!out) return false;
+  if (!out)
+    return false;
   const fg_attr *p = ints(n, "pad"), *v = fg_node_attr(n, "value");
   int es = fg_dtype_size(out->dtype);
   int64_t total = fg_tensor_numel(out);
   if (total > 0) {
     fg_ix_store_attr(out->data, out->dtype, 0, v);
-    for (int64_t i = 1; i < total; i++) memcpy((char *)out->data + i * es, out->data, (size_t)es);
+    for (int64_t i = 1; i < total; i++)
+      memcpy((char *)out->data + i * es, out->data, (size_t)es);
   }
   int64_t ist[FG_MAX_RANK], ost[FG_MAX_RANK], box[FG_MAX_RANK];
   fg_ix_strides(in->rank, in->sizes, ist);
@@ -165,13 +179,15 @@ bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n) {
     int64_t lo = p->ints[2 * d];
     int64_t s0 = lo < 0 ? -lo : 0, d0 = lo > 0 ? lo : 0;
     int64_t cnt = in->sizes[d] - s0;
-    if (out->sizes[d] - d0 < cnt) cnt = out->sizes[d] - d0;
-    if (cnt <= 0) return true; /* nothing of the input survives */
+    if (out->sizes[d] - d0 < cnt)
+      cnt = out->sizes[d] - d0;
+    if (cnt <= 0)
+      return true; /* nothing of the input survives */
     box[d] = cnt;
     soff += s0 * ist[d];
     doff += d0 * ost[d];
   }
-  fg_ix_copy_strided((char *)out->data + doff * es, ost, (const char *)in->data + soff * es, ist, in->rank,
-                     box, es);
+  fg_ix_copy_strided((char *)out->data + doff * es, ost, (const char *)in->data + soff * es, ist,
+                     in->rank, box, es);
   return true;
 }

@@ -9,14 +9,17 @@
 
 fg_module *fg_module_new(const char *path) {
   fg_module *m = calloc(1, sizeof *m);
-  if (!m) return NULL;
+  if (!m)
+    return NULL;
   m->path = path;
   return m;
 }
 
 void fg_module_free(fg_module *m) {
-  if (!m) return;
-  for (int i = 0; i < m->ngraphs; i++) fg_graph_free(m->graphs[i]);
+  if (!m)
+    return;
+  for (int i = 0; i < m->ngraphs; i++)
+    fg_graph_free(m->graphs[i]);
   free(m->graphs);
   free(m);
 }
@@ -25,7 +28,10 @@ void fg_module_add(fg_module *m, fg_graph *g) {
   if (m->ngraphs == m->cap) {
     int cap = m->cap ? m->cap * 2 : 4;
     fg_graph **ng = realloc(m->graphs, (size_t)cap * sizeof *ng);
-    if (!ng) { fputs("fusec: out of memory\n", stderr); exit(3); }
+    if (!ng) {
+      fputs("fusec: out of memory\n", stderr);
+      exit(3);
+    }
     m->graphs = ng;
     m->cap = cap;
   }
@@ -34,7 +40,8 @@ void fg_module_add(fg_module *m, fg_graph *g) {
 
 fg_graph *fg_module_find(const fg_module *m, const char *name) {
   for (int i = 0; i < m->ngraphs; i++)
-    if (strcmp(m->graphs[i]->name, name) == 0) return m->graphs[i];
+    if (strcmp(m->graphs[i]->name, name) == 0)
+      return m->graphs[i];
   return NULL;
 }
 
@@ -48,7 +55,8 @@ fg_graph *fg_graph_new(const char *name) {
 }
 
 void fg_graph_free(fg_graph *g) {
-  if (!g) return;
+  if (!g)
+    return;
   fg_arena a = g->arena; /* g itself lives in the arena */
   fg_arena_free(&a);
 }
@@ -68,7 +76,8 @@ fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc) {
   v->weak = t.scalar;
   v->loc = loc;
   fg_value **np = fg_arena_alloc(&g->arena, (size_t)(g->nparams + 1) * sizeof *np);
-  if (g->nparams) memcpy(np, g->params, (size_t)g->nparams * sizeof *np);
+  if (g->nparams)
+    memcpy(np, g->params, (size_t)g->nparams * sizeof *np);
   np[g->nparams++] = v;
   g->params = np;
   return v;
@@ -82,7 +91,8 @@ fg_node *fg_node_new_before(fg_graph *g, fg_node *before, const fg_op *op, int n
   n->loc = loc;
   n->nin = nin;
   n->in = fg_arena_alloc(&g->arena, (size_t)(nin > 0 ? nin : 1) * sizeof *n->in);
-  for (int i = 0; i < nin; i++) n->in[i] = in[i];
+  for (int i = 0; i < nin; i++)
+    n->in[i] = in[i];
   n->nout = nout;
   n->out = fg_arena_alloc(&g->arena, (size_t)(nout > 0 ? nout : 1) * sizeof *n->out);
   for (int i = 0; i < nout; i++) {
@@ -94,15 +104,22 @@ fg_node *fg_node_new_before(fg_graph *g, fg_node *before, const fg_op *op, int n
     v->loc = loc;
     n->out[i] = v;
   }
-  n->attrs = fg_arena_alloc(&g->arena, (size_t)(op->nattrs > 0 ? op->nattrs : 1) * sizeof *n->attrs);
+  n->attrs =
+      fg_arena_alloc(&g->arena, (size_t)(op->nattrs > 0 ? op->nattrs : 1) * sizeof *n->attrs);
   if (before) {
     n->next = before;
     n->prev = before->prev;
-    if (before->prev) before->prev->next = n; else g->first = n;
+    if (before->prev)
+      before->prev->next = n;
+    else
+      g->first = n;
     before->prev = n;
   } else {
     n->prev = g->last;
-    if (g->last) g->last->next = n; else g->first = n;
+    if (g->last)
+      g->last->next = n;
+    else
+      g->first = n;
     g->last = n;
   }
   return n;
@@ -114,8 +131,14 @@ fg_node *fg_node_new(fg_graph *g, const fg_op *op, int nin, fg_value *const *in,
 }
 
 void fg_node_remove(fg_graph *g, fg_node *n) {
-  if (n->prev) n->prev->next = n->next; else g->first = n->next;
-  if (n->next) n->next->prev = n->prev; else g->last = n->prev;
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    g->first = n->next;
+  if (n->next)
+    n->next->prev = n->prev;
+  else
+    g->last = n->prev;
   n->prev = n->next = NULL;
 }
 
@@ -145,9 +168,11 @@ fg_value *fg_literal_bool(fg_graph *g, bool x, fg_loc loc) {
 }
 
 bool fg_value_is_literal(const fg_value *v, double *out) {
-  if (!v->def || v->def->op->code != FG_OP_LITERAL) return false;
+  if (!v->def || v->def->op->code != FG_OP_LITERAL)
+    return false;
   const fg_attr *a = &v->def->attrs[0];
-  if (out) *out = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
+  if (out)
+    *out = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
   return true;
 }
 
@@ -164,16 +189,20 @@ void fg_set_results(fg_graph *g, int n, fg_value *const *vals, const fg_loc *loc
 void fg_replace_uses(fg_graph *g, fg_value *from, fg_value *to) {
   for (fg_node *n = g->first; n; n = n->next)
     for (int i = 0; i < n->nin; i++)
-      if (n->in[i] == from) n->in[i] = to;
+      if (n->in[i] == from)
+        n->in[i] = to;
   for (int i = 0; i < g->nresults; i++)
-    if (g->results[i] == from) g->results[i] = to;
+    if (g->results[i] == from)
+      g->results[i] = to;
 }
 
 int fg_count_uses(const fg_graph *g, const fg_value *v) {
   int c = 0;
   for (fg_node *n = g->first; n; n = n->next)
-    for (int i = 0; i < n->nin; i++) c += n->in[i] == v;
-  for (int i = 0; i < g->nresults; i++) c += g->results[i] == v;
+    for (int i = 0; i < n->nin; i++)
+      c += n->in[i] == v;
+  for (int i = 0; i < g->nresults; i++)
+    c += g->results[i] == v;
   return c;
 }
 
@@ -181,21 +210,25 @@ int fg_count_uses(const fg_graph *g, const fg_value *v) {
 
 const fg_attr *fg_node_attr(const fg_node *n, const char *name) {
   int i = fg_op_attr_index(n->op, name);
-  if (i < 0) return NULL;
-  if (n->attrs[i].kind != FG_ATTR_NONE) return &n->attrs[i];
+  if (i < 0)
+    return NULL;
+  if (n->attrs[i].kind != FG_ATTR_NONE)
+    return &n->attrs[i];
   const fg_attr *d = &n->op->attrs[i].def;
   return d->kind != FG_ATTR_NONE ? d : NULL;
 }
 
 int64_t fg_attr_int(const fg_node *n, const char *name) {
   const fg_attr *a = fg_node_attr(n, name);
-  if (!a) return 0;
+  if (!a)
+    return 0;
   return a->kind == FG_ATTR_FLOAT ? fg_f64_to_i64(a->f) : a->i;
 }
 
 double fg_attr_float(const fg_node *n, const char *name) {
   const fg_attr *a = fg_node_attr(n, name);
-  if (!a) return 0;
+  if (!a)
+    return 0;
   return a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
 }
 
@@ -219,38 +252,46 @@ fg_type fg_type_tensor(fg_dtype dt, int rank, const int64_t *sizes) {
   memset(&t, 0, sizeof t);
   t.dtype = dt;
   t.rank = rank;
-  for (int i = 0; i < rank; i++) t.dims[i].size = sizes[i];
+  for (int i = 0; i < rank; i++)
+    t.dims[i].size = sizes[i];
   return t;
 }
 
 bool fg_type_is_static(const fg_type *t) {
   for (int i = 0; i < t->rank; i++)
-    if (t->dims[i].sym) return false;
+    if (t->dims[i].sym)
+      return false;
   return true;
 }
 
 int64_t fg_type_numel(const fg_type *t) {
   int64_t n = 1;
   for (int i = 0; i < t->rank; i++) {
-    if (t->dims[i].sym) return -1;
+    if (t->dims[i].sym)
+      return -1;
     n *= t->dims[i].size;
   }
   return n;
 }
 
 bool fg_dim_eq(fg_dim a, fg_dim b) {
-  if (a.sym || b.sym) return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
+  if (a.sym || b.sym)
+    return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
   return a.size == b.size;
 }
 
 bool fg_type_eq(const fg_type *a, const fg_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank || a->scalar != b->scalar) return false;
+  if (a->dtype != b->dtype || a->rank != b->rank || a->scalar != b->scalar)
+    return false;
   for (int i = 0; i < a->rank; i++)
-    if (!fg_dim_eq(a->dims[i], b->dims[i])) return false;
-  if (a->has_layout != b->has_layout) return false;
+    if (!fg_dim_eq(a->dims[i], b->dims[i]))
+      return false;
+  if (a->has_layout != b->has_layout)
+    return false;
   if (a->has_layout)
     for (int i = 0; i < a->rank; i++)
-      if (a->layout[i] != b->layout[i]) return false;
+      if (a->layout[i] != b->layout[i])
+        return false;
   return true;
 }
 
@@ -267,7 +308,8 @@ void fg_type_strides(const fg_type *t, int64_t *strides) {
 
 char *fg_type_str(const fg_type *t, char *buf, int cap) {
   int n = snprintf(buf, (size_t)cap, "%s", fg_dtype_name(t->dtype));
-  if (t->scalar) return buf;
+  if (t->scalar)
+    return buf;
   n += snprintf(buf + n, n < cap ? (size_t)(cap - n) : 0, "[");
   for (int i = 0; i < t->rank && n < cap; i++) {
     if (t->dims[i].sym)
@@ -275,12 +317,14 @@ char *fg_type_str(const fg_type *t, char *buf, int cap) {
     else
       n += snprintf(buf + n, (size_t)(cap - n), "%s%" PRId64, i ? "," : "", t->dims[i].size);
   }
-  if (n < cap) n += snprintf(buf + n, (size_t)(cap - n), "]");
+  if (n < cap)
+    n += snprintf(buf + n, (size_t)(cap - n), "]");
   if (t->has_layout && n < cap) {
     n += snprintf(buf + n, (size_t)(cap - n), " layout=[");
     for (int i = 0; i < t->rank && n < cap; i++)
       n += snprintf(buf + n, (size_t)(cap - n), "%s%d", i ? "," : "", t->layout[i]);
-    if (n < cap) snprintf(buf + n, (size_t)(cap - n), "]");
+    if (n < cap)
+      snprintf(buf + n, (size_t)(cap - n), "]");
   }
   return buf;
 }

@@ -24,7 +24,9 @@ typedef struct fg_value fg_value;
 typedef struct fg_graph fg_graph;
 
 /* 1-based source position; line 0 means "no position" (built by a pass). */
-typedef struct fg_loc { int line, col; } fg_loc;
+typedef struct fg_loc {
+  int line, col;
+} fg_loc;
 
 /* A dimension: a static size, or a symbolic one (sym != NULL, size = -1).
  * Equal names are equal sizes within a graph. */
@@ -35,8 +37,8 @@ typedef struct fg_dim {
 
 typedef struct fg_type {
   fg_dtype dtype;
-  bool scalar;            /* a by-value scalar parameter or literal (no brackets) */
-  int rank;               /* 0 for scalars and 0-d tensors */
+  bool scalar; /* a by-value scalar parameter or literal (no brackets) */
+  int rank;    /* 0 for scalars and 0-d tensors */
   fg_dim dims[FG_MAX_RANK];
   /* Parameters only: dims from outermost to innermost; has_layout false means
    * row-major. Never set on intermediates. */
@@ -56,23 +58,23 @@ typedef enum fg_attr_kind {
 
 typedef struct fg_attr {
   fg_attr_kind kind;
-  int64_t i;         /* INT, BOOL (0/1) */
-  double f;          /* FLOAT */
-  fg_dtype dtype;    /* DTYPE */
-  const char *s;     /* STRING */
-  int n;             /* INTS */
+  int64_t i;      /* INT, BOOL (0/1) */
+  double f;       /* FLOAT */
+  fg_dtype dtype; /* DTYPE */
+  const char *s;  /* STRING */
+  int n;          /* INTS */
   const int64_t *ints;
-  fg_loc loc;        /* of the value, for diagnostics */
+  fg_loc loc; /* of the value, for diagnostics */
 } fg_attr;
 
 struct fg_value {
-  int id;                /* unique within the graph */
-  const char *name;      /* NULL for unnamed temporaries */
+  int id;           /* unique within the graph */
+  const char *name; /* NULL for unnamed temporaries */
   fg_type type;
-  bool weak;             /* literal or scalar parameter: PyTorch's wrapped number tier */
-  fg_node *def;          /* NULL for parameters */
-  int def_index;         /* result index within def */
-  int param_index;       /* -1 unless a parameter */
+  bool weak;       /* literal or scalar parameter: PyTorch's wrapped number tier */
+  fg_node *def;    /* NULL for parameters */
+  int def_index;   /* result index within def */
+  int param_index; /* -1 unless a parameter */
   fg_loc loc;
 };
 
@@ -82,8 +84,8 @@ struct fg_node {
   int nin, nout;
   fg_value **in;
   fg_value **out;
-  fg_attr *attrs;        /* op->nattrs entries, in the op table's order */
-  fg_loc loc;            /* the op name's position */
+  fg_attr *attrs; /* op->nattrs entries, in the op table's order */
+  fg_loc loc;     /* the op name's position */
   fg_node *prev, *next;
 };
 
@@ -97,7 +99,7 @@ struct fg_graph {
   fg_value **results;
   fg_loc *result_locs;
   fg_node *first, *last;
-  fg_node *insert_point;  /* fg_node_new inserts before this node (NULL: append) */
+  fg_node *insert_point; /* fg_node_new inserts before this node (NULL: append) */
   int next_value_id, next_node_id;
   /* Set by the bookend pass (opt/bookend.c): view ops at the fusion's
    * edges leave the kernels. */
@@ -105,7 +107,7 @@ struct fg_graph {
 };
 
 typedef struct fg_module {
-  const char *path;      /* for diagnostics */
+  const char *path; /* for diagnostics */
   int ngraphs, cap;
   fg_graph **graphs;
 } fg_module;
@@ -140,7 +142,7 @@ int fg_count_uses(const fg_graph *g, const fg_value *v);
 
 /* ---- attribute access (by name; the op table gives the order) ---- */
 const fg_attr *fg_node_attr(const fg_node *n, const char *name);
-int64_t fg_attr_int(const fg_node *n, const char *name);       /* default applied */
+int64_t fg_attr_int(const fg_node *n, const char *name); /* default applied */
 double fg_attr_float(const fg_node *n, const char *name);
 bool fg_attr_bool(const fg_node *n, const char *name);
 
@@ -148,9 +150,9 @@ bool fg_attr_bool(const fg_node *n, const char *name);
 fg_type fg_type_scalar(fg_dtype dt);
 fg_type fg_type_tensor(fg_dtype dt, int rank, const int64_t *sizes);
 bool fg_type_is_static(const fg_type *t);
-int64_t fg_type_numel(const fg_type *t);         /* -1 when symbolic */
+int64_t fg_type_numel(const fg_type *t); /* -1 when symbolic */
 bool fg_dim_eq(fg_dim a, fg_dim b);
-bool fg_type_eq(const fg_type *a, const fg_type *b);  /* dtype, rank, dims, layout */
+bool fg_type_eq(const fg_type *a, const fg_type *b); /* dtype, rank, dims, layout */
 /* Row-major strides (or the layout's) in elements; static types only. */
 void fg_type_strides(const fg_type *t, int64_t *strides);
 /* Writes e.g. "bf16[16,128,N]" or "f32"; returns buf. */

@@ -7,6 +7,9 @@
 
 /* ---- scalar semantics: float (in double, caller rounds) and integer ---- */
 
+/* One line an op: clang-format cannot lay out a run of macro-made functions. */
+// clang-format off
+
 #define F1(name, expr) \
   static double name##_f(const double *a, const fg_node *n) { (void)n; double x = a[0]; return (expr); }
 #define I1(name, expr) \
@@ -100,32 +103,44 @@ static int64_t clamp_i(const int64_t *a, const fg_node *n) {
 static double cast_f(const double *a, const fg_node *n) { (void)n; return a[0]; }
 static int64_t cast_i(const int64_t *a, const fg_node *n) { (void)n; return a[0]; }
 
+// clang-format on
+
 /* ---- attribute specs ---- */
 
 #define NOATTRS 0, NULL
-#define ATTRS(...) (sizeof((const fg_attr_spec[]){__VA_ARGS__}) / sizeof(fg_attr_spec)), \
-                   (const fg_attr_spec[]){__VA_ARGS__}
+#define ATTRS(...)                                                                                 \
+  (sizeof((const fg_attr_spec[]){__VA_ARGS__}) / sizeof(fg_attr_spec)), (const fg_attr_spec[]) {   \
+    __VA_ARGS__                                                                                    \
+  }
 
 static const char *const gelu_choices[] = {"none", "tanh", NULL};
 
 #define A_REQ(nm, ty) {.name = nm, .type = ty, .required = true}
 #define A_OPT(nm, ty) {.name = nm, .type = ty}
-#define A_BOOL(nm, v) {.name = nm, .type = FG_AT_BOOL, .def = {.kind = FG_ATTR_BOOL, .i = v}}
-#define A_INT(nm, v) {.name = nm, .type = FG_AT_INT, .def = {.kind = FG_ATTR_INT, .i = v}}
+#define A_BOOL(nm, v)                                                                              \
+  {                                                                                                \
+    .name = nm, .type = FG_AT_BOOL, .def = {.kind = FG_ATTR_BOOL, .i = v }                         \
+  }
+#define A_INT(nm, v)                                                                               \
+  {                                                                                                \
+    .name = nm, .type = FG_AT_INT, .def = {.kind = FG_ATTR_INT, .i = v }                           \
+  }
 
-#define RED_ATTRS ATTRS(A_OPT("dims", FG_AT_INTS), A_BOOL("keepdim", 0), A_OPT("dtype", FG_AT_DTYPE))
-#define VAR_ATTRS ATTRS(A_OPT("dims", FG_AT_INTS), \
-                        {.name = "correction", .type = FG_AT_FLOAT, .def = {.kind = FG_ATTR_FLOAT, .f = 1.0}}, \
-                        A_BOOL("keepdim", 0))
+#define RED_ATTRS                                                                                  \
+  ATTRS(A_OPT("dims", FG_AT_INTS), A_BOOL("keepdim", 0), A_OPT("dtype", FG_AT_DTYPE))
+#define VAR_ATTRS                                                                                  \
+  ATTRS(A_OPT("dims", FG_AT_INTS),                                                                 \
+        {.name = "correction", .type = FG_AT_FLOAT, .def = {.kind = FG_ATTR_FLOAT, .f = 1.0}},     \
+        A_BOOL("keepdim", 0))
 #define ATTN_ATTRS ATTRS(A_BOOL("causal", 0), A_OPT("scale", FG_AT_FLOAT))
 
 /* ---- the table ---- */
 
-#define UN(code, nm, rule, f, i, props) \
+#define UN(code, nm, rule, f, i, props)                                                            \
   [code] = {code, nm, FG_KIND_POINTWISE, 1, 1, 1, 0, NULL, rule, f, i, NULL, props}
-#define BIN(code, nm, rule, f, i, props) \
+#define BIN(code, nm, rule, f, i, props)                                                           \
   [code] = {code, nm, FG_KIND_POINTWISE, 2, 2, 1, 0, NULL, rule, f, i, NULL, props}
-#define OTHER(code, nm, kind, mn, mx, nout, attrs, fn) \
+#define OTHER(code, nm, kind, mn, mx, nout, attrs, fn)                                             \
   [code] = {code, nm, kind, mn, mx, nout, attrs, FG_PW_PROMOTE, NULL, NULL, fn, 0}
 /* short names for the props column */
 #define COMM FG_PROP_COMMUTATIVE
@@ -165,7 +180,9 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     UN(FG_OP_ISINF, "isinf", FG_PW_PREDICATE, isinf_f, never_i, EXACT),
     UN(FG_OP_LOGICAL_NOT, "logical_not", FG_PW_LOGICAL, NULL, logical_not_i, INVOL),
     [FG_OP_GELU] = {FG_OP_GELU, "gelu", FG_KIND_POINTWISE, 1, 1, 1,
-                    ATTRS({.name = "approximate", .type = FG_AT_STRING, .choices = gelu_choices,
+                    ATTRS({.name = "approximate",
+                           .type = FG_AT_STRING,
+                           .choices = gelu_choices,
                            .def = {.kind = FG_ATTR_STRING, .s = "none"}}),
                     FG_PW_FLOAT, gelu_f, NULL, NULL, LIBDEV},
 
@@ -202,16 +219,22 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     OTHER(FG_OP_VAR, "var", FG_KIND_REDUCTION, 1, 1, 1, VAR_ATTRS, fg_interp_var),
     OTHER(FG_OP_VAR_MEAN, "var_mean", FG_KIND_REDUCTION, 1, 1, 2, VAR_ATTRS, fg_interp_var),
 
-    OTHER(FG_OP_RESHAPE, "reshape", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)), fg_interp_view),
-    OTHER(FG_OP_VIEW, "view", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)), fg_interp_view),
-    OTHER(FG_OP_PERMUTE, "permute", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("dims", FG_AT_INTS)), fg_interp_view),
+    OTHER(FG_OP_RESHAPE, "reshape", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)),
+          fg_interp_view),
+    OTHER(FG_OP_VIEW, "view", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)),
+          fg_interp_view),
+    OTHER(FG_OP_PERMUTE, "permute", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("dims", FG_AT_INTS)),
+          fg_interp_view),
     OTHER(FG_OP_TRANSPOSE, "transpose", FG_KIND_VIEW, 1, 1, 1,
           ATTRS(A_REQ("dim0", FG_AT_INT), A_REQ("dim1", FG_AT_INT)), fg_interp_view),
     OTHER(FG_OP_BROADCAST_IN_DIM, "broadcast_in_dim", FG_KIND_VIEW, 1, 1, 1,
           ATTRS(A_REQ("shape", FG_AT_INTS), A_REQ("dims", FG_AT_INTS)), fg_interp_view),
-    OTHER(FG_OP_EXPAND, "expand", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)), fg_interp_view),
-    OTHER(FG_OP_SQUEEZE, "squeeze", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_OPT("dims", FG_AT_INTS)), fg_interp_view),
-    OTHER(FG_OP_UNSQUEEZE, "unsqueeze", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_view),
+    OTHER(FG_OP_EXPAND, "expand", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("shape", FG_AT_INTS)),
+          fg_interp_view),
+    OTHER(FG_OP_SQUEEZE, "squeeze", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_OPT("dims", FG_AT_INTS)),
+          fg_interp_view),
+    OTHER(FG_OP_UNSQUEEZE, "unsqueeze", FG_KIND_VIEW, 1, 1, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_view),
     OTHER(FG_OP_SLICE, "slice", FG_KIND_VIEW, 1, 1, 1,
           ATTRS(A_REQ("starts", FG_AT_INTS), A_REQ("ends", FG_AT_INTS), A_OPT("steps", FG_AT_INTS)),
           fg_interp_view),
@@ -224,10 +247,13 @@ const fg_op fg_ops[FG_OP_COUNT] = {
           fg_interp_pad),
 
     OTHER(FG_OP_FULL, "full", FG_KIND_CREATION, 0, 0, 1,
-          ATTRS(A_REQ("shape", FG_AT_INTS), A_REQ("value", FG_AT_SCALAR), A_OPT("dtype", FG_AT_DTYPE)),
+          ATTRS(A_REQ("shape", FG_AT_INTS), A_REQ("value", FG_AT_SCALAR),
+                A_OPT("dtype", FG_AT_DTYPE)),
           fg_interp_full),
     OTHER(FG_OP_IOTA, "iota", FG_KIND_CREATION, 1, 1, 1,
-          ATTRS({.name = "dtype", .type = FG_AT_DTYPE, .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_I64}}),
+          ATTRS({.name = "dtype",
+                 .type = FG_AT_DTYPE,
+                 .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_I64}}),
           fg_interp_iota),
 
     OTHER(FG_OP_SEGMENT_SET, "segment_set", FG_KIND_CONTROL, 1, 1, 1, NOATTRS, fg_interp_view),
@@ -241,7 +267,8 @@ const fg_op fg_ops[FG_OP_COUNT] = {
 
 const fg_op *fg_op_lookup(const char *name, int len) {
   for (int i = 0; i < FG_OP_COUNT; i++) {
-    if (i == FG_OP_LITERAL) continue;
+    if (i == FG_OP_LITERAL)
+      continue;
     if ((int)strlen(fg_ops[i].name) == len && memcmp(fg_ops[i].name, name, (size_t)len) == 0)
       return &fg_ops[i];
   }
@@ -250,6 +277,7 @@ const fg_op *fg_op_lookup(const char *name, int len) {
 
 int fg_op_attr_index(const fg_op *op, const char *name) {
   for (int i = 0; i < op->nattrs; i++)
-    if (strcmp(op->attrs[i].name, name) == 0) return i;
+    if (strcmp(op->attrs[i].name, name) == 0)
+      return i;
   return -1;
 }

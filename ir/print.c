@@ -24,15 +24,19 @@ void fg_format_float(char *buf, int cap, double v) {
   }
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-    if (strtod(tmp, NULL) == v) break;
+    if (strtod(tmp, NULL) == v)
+      break;
   }
   /* "1e-05" -> "1e-5", "1e+20" -> "1e20": same value, shorter, still a float */
   char *e = strchr(tmp, 'e');
   if (e) {
     char *q = e + 1, *w = e + 1;
-    if (*q == '+') q++;
-    else if (*q == '-') *w++ = *q++;
-    while (*q == '0' && q[1]) q++;
+    if (*q == '+')
+      q++;
+    else if (*q == '-')
+      *w++ = *q++;
+    while (*q == '0' && q[1])
+      q++;
     memmove(w, q, strlen(q) + 1);
   } else if (!strchr(tmp, '.')) {
     strcat(tmp, ".0"); /* "2" would lex as an integer */
@@ -43,8 +47,8 @@ void fg_format_float(char *buf, int cap, double v) {
 /* ---- value names ---- */
 
 typedef struct namer {
-  const char **name;  /* by value id; NULL: unnamed literal, printed inline */
-  char **owned;       /* fresh names to free */
+  const char **name; /* by value id; NULL: unnamed literal, printed inline */
+  char **owned;      /* fresh names to free */
   int nowned;
   const char **taken; /* open-addressing set of every name in use */
   size_t cap;
@@ -53,21 +57,25 @@ typedef struct namer {
 
 static size_t hash_str(const char *s) {
   size_t h = 5381;
-  while (*s) h = h * 33 + (unsigned char)*s++;
+  while (*s)
+    h = h * 33 + (unsigned char)*s++;
   return h;
 }
 
 static int taken_has(const namer *nm, const char *s) {
   for (size_t i = hash_str(s) & (nm->cap - 1);; i = (i + 1) & (nm->cap - 1)) {
-    if (!nm->taken[i]) return 0;
-    if (strcmp(nm->taken[i], s) == 0) return 1;
+    if (!nm->taken[i])
+      return 0;
+    if (strcmp(nm->taken[i], s) == 0)
+      return 1;
   }
 }
 
 static void taken_add(namer *nm, const char *s) {
   size_t i = hash_str(s) & (nm->cap - 1);
   while (nm->taken[i]) {
-    if (strcmp(nm->taken[i], s) == 0) return;
+    if (strcmp(nm->taken[i], s) == 0)
+      return;
     i = (i + 1) & (nm->cap - 1);
   }
   nm->taken[i] = s;
@@ -75,23 +83,27 @@ static void taken_add(namer *nm, const char *s) {
 
 /* A name the parser would read back as this value's name. */
 static int is_plain_name(const char *s) {
-  if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+    return 0;
   for (const char *p = s; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
-          *p == '.'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '.'))
       return 0;
   static const char *const reserved[] = {"graph", "return", "true", "false", "inf", "nan"};
   for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
-    if (strcmp(s, reserved[i]) == 0) return 0;
+    if (strcmp(s, reserved[i]) == 0)
+      return 0;
   return 1;
 }
 
 static const char *fresh(namer *nm) {
   char buf[32];
-  do snprintf(buf, sizeof buf, "t%d", nm->counter++);
+  do
+    snprintf(buf, sizeof buf, "t%d", nm->counter++);
   while (taken_has(nm, buf));
   char *s = strdup(buf);
-  if (!s) abort();
+  if (!s)
+    abort();
   nm->owned[nm->nowned++] = s;
   taken_add(nm, s);
   return s;
@@ -104,45 +116,60 @@ static void assign(namer *nm, char *defined, int nv, const fg_value *v, int lite
   int ok = is_plain_name(s);
   if (ok) {
     size_t i = hash_str(s) & (nm->cap - 1);
-    while (strcmp(nm->taken[i], s) != 0) i = (i + 1) & (nm->cap - 1);
-    if (defined[i]) ok = 0;
-    else defined[i] = 1;
+    while (strcmp(nm->taken[i], s) != 0)
+      i = (i + 1) & (nm->cap - 1);
+    if (defined[i])
+      ok = 0;
+    else
+      defined[i] = 1;
   }
-  if (v->id < 0 || v->id >= nv) return;
-  if (ok) nm->name[v->id] = s;
-  else if (!literal) nm->name[v->id] = fresh(nm);
+  if (v->id < 0 || v->id >= nv)
+    return;
+  if (ok)
+    nm->name[v->id] = s;
+  else if (!literal)
+    nm->name[v->id] = fresh(nm);
 }
 
 /* Names every value: its own name when usable and not already printed,
  * else a fresh one. Unnamed literals keep NULL. */
 static void namer_init(namer *nm, const fg_graph *g) {
   int nv = g->next_value_id > 0 ? g->next_value_id : 1, total = g->nparams;
-  for (const fg_node *n = g->first; n; n = n->next) total += n->nout;
+  for (const fg_node *n = g->first; n; n = n->next)
+    total += n->nout;
   nm->cap = 64;
-  while (nm->cap < (size_t)total * 4 + 64) nm->cap *= 2;
+  while (nm->cap < (size_t)total * 4 + 64)
+    nm->cap *= 2;
   nm->taken = calloc(nm->cap, sizeof *nm->taken);
   nm->name = calloc((size_t)nv, sizeof *nm->name);
   nm->owned = calloc((size_t)total + 1, sizeof *nm->owned);
   nm->nowned = 0;
   nm->counter = 0;
-  if (!nm->taken || !nm->name || !nm->owned) abort();
+  if (!nm->taken || !nm->name || !nm->owned)
+    abort();
   for (int i = 0; i < g->nparams; i++)
-    if (is_plain_name(g->params[i]->name)) taken_add(nm, g->params[i]->name);
+    if (is_plain_name(g->params[i]->name))
+      taken_add(nm, g->params[i]->name);
   for (const fg_node *n = g->first; n; n = n->next)
     for (int i = 0; i < n->nout; i++)
-      if (is_plain_name(n->out[i]->name)) taken_add(nm, n->out[i]->name);
+      if (is_plain_name(n->out[i]->name))
+        taken_add(nm, n->out[i]->name);
   /* second pass: hand out names in definition order; the first definition
    * of a duplicated name keeps it */
   char *defined = calloc(nm->cap, 1);
-  if (!defined) abort();
-  for (int i = 0; i < g->nparams; i++) assign(nm, defined, nv, g->params[i], 0);
+  if (!defined)
+    abort();
+  for (int i = 0; i < g->nparams; i++)
+    assign(nm, defined, nv, g->params[i], 0);
   for (const fg_node *n = g->first; n; n = n->next)
-    for (int j = 0; j < n->nout; j++) assign(nm, defined, nv, n->out[j], is_literal_node(n));
+    for (int j = 0; j < n->nout; j++)
+      assign(nm, defined, nv, n->out[j], is_literal_node(n));
   free(defined);
 }
 
 static void namer_free(namer *nm) {
-  for (int i = 0; i < nm->nowned; i++) free(nm->owned[i]);
+  for (int i = 0; i < nm->nowned; i++)
+    free(nm->owned[i]);
   free(nm->owned);
   free(nm->taken);
   free(nm->name);
@@ -153,40 +180,61 @@ static void namer_free(namer *nm) {
 static void print_literal_attr(FILE *f, const fg_attr *a) {
   char buf[64];
   switch (a->kind) {
-  case FG_ATTR_INT: fprintf(f, "%" PRId64, a->i); break;
-  case FG_ATTR_FLOAT: fg_format_float(buf, sizeof buf, a->f); fputs(buf, f); break;
-  case FG_ATTR_BOOL: fputs(a->i ? "true" : "false", f); break;
-  case FG_ATTR_DTYPE: fputs(fg_dtype_name(a->dtype), f); break;
-  case FG_ATTR_STRING: fprintf(f, "\"%s\"", a->s ? a->s : ""); break;
+  case FG_ATTR_INT:
+    fprintf(f, "%" PRId64, a->i);
+    break;
+  case FG_ATTR_FLOAT:
+    fg_format_float(buf, sizeof buf, a->f);
+    fputs(buf, f);
+    break;
+  case FG_ATTR_BOOL:
+    fputs(a->i ? "true" : "false", f);
+    break;
+  case FG_ATTR_DTYPE:
+    fputs(fg_dtype_name(a->dtype), f);
+    break;
+  case FG_ATTR_STRING:
+    fprintf(f, "\"%s\"", a->s ? a->s : "");
+    break;
   case FG_ATTR_INTS:
     fputc('[', f);
-    for (int i = 0; i < a->n; i++) fprintf(f, "%s%" PRId64, i ? ", " : "", a->ints[i]);
+    for (int i = 0; i < a->n; i++)
+      fprintf(f, "%s%" PRId64, i ? ", " : "", a->ints[i]);
     fputc(']', f);
     break;
-  case FG_ATTR_NONE: break;
+  case FG_ATTR_NONE:
+    break;
   }
 }
 
 static void print_use(FILE *f, const namer *nm, const fg_value *v) {
   const char *s = v->id >= 0 ? nm->name[v->id] : NULL;
-  if (s) fputs(s, f);
-  else if (v->def && is_literal_node(v->def)) print_literal_attr(f, &v->def->attrs[0]);
-  else fputs("<undefined>", f); /* a broken graph; the verifier says why */
+  if (s)
+    fputs(s, f);
+  else if (v->def && is_literal_node(v->def))
+    print_literal_attr(f, &v->def->attrs[0]);
+  else
+    fputs("<undefined>", f); /* a broken graph; the verifier says why */
 }
 
 static void print_type(FILE *f, const fg_type *t) {
   fputs(fg_dtype_name(t->dtype), f);
-  if (t->scalar) return;
+  if (t->scalar)
+    return;
   fputc('[', f);
   for (int i = 0; i < t->rank; i++) {
-    if (i) fputc(',', f);
-    if (t->dims[i].sym) fputs(t->dims[i].sym, f);
-    else fprintf(f, "%" PRId64, t->dims[i].size);
+    if (i)
+      fputc(',', f);
+    if (t->dims[i].sym)
+      fputs(t->dims[i].sym, f);
+    else
+      fprintf(f, "%" PRId64, t->dims[i].size);
   }
   fputc(']', f);
   if (t->has_layout) {
     fputs(" layout=[", f);
-    for (int i = 0; i < t->rank; i++) fprintf(f, "%s%d", i ? "," : "", t->layout[i]);
+    for (int i = 0; i < t->rank; i++)
+      fprintf(f, "%s%d", i ? "," : "", t->layout[i]);
     fputc(']', f);
   }
 }
@@ -194,7 +242,8 @@ static void print_type(FILE *f, const fg_type *t) {
 static void print_node(FILE *f, const namer *nm, const fg_node *n) {
   fputs("  ", f);
   for (int i = 0; i < n->nout; i++) {
-    if (i) fputs(", ", f);
+    if (i)
+      fputs(", ", f);
     fputs(nm->name[n->out[i]->id], f);
   }
   fputs(" = ", f);
@@ -206,11 +255,13 @@ static void print_node(FILE *f, const namer *nm, const fg_node *n) {
   fprintf(f, "%s(", n->op->name);
   int first = 1;
   for (int i = 0; i < n->nin; i++, first = 0) {
-    if (!first) fputs(", ", f);
+    if (!first)
+      fputs(", ", f);
     print_use(f, nm, n->in[i]);
   }
   for (int i = 0; i < n->op->nattrs; i++) {
-    if (n->attrs[i].kind == FG_ATTR_NONE) continue;
+    if (n->attrs[i].kind == FG_ATTR_NONE)
+      continue;
     fprintf(f, "%s%s=", first ? "" : ", ", n->op->attrs[i].name);
     print_literal_attr(f, &n->attrs[i]);
     first = 0;
@@ -229,7 +280,8 @@ void fg_print_graph(FILE *f, const fg_graph *g) {
   fputs(") {\n", f);
   for (const fg_node *n = g->first; n; n = n->next) {
     /* unnamed literals are printed at their uses */
-    if (is_literal_node(n) && !nm.name[n->out[0]->id]) continue;
+    if (is_literal_node(n) && !nm.name[n->out[0]->id])
+      continue;
     print_node(f, &nm, n);
   }
   fputs("  return", f);
@@ -243,7 +295,8 @@ void fg_print_graph(FILE *f, const fg_graph *g) {
 
 void fg_print_module(FILE *f, const fg_module *m) {
   for (int i = 0; i < m->ngraphs; i++) {
-    if (i) fputc('\n', f);
+    if (i)
+      fputc('\n', f);
     fg_print_graph(f, m->graphs[i]);
   }
 }

@@ -51,24 +51,27 @@ typedef struct fgl_cache_cfg {
 
 typedef struct fgl_cache_key {
   uint8_t bytes[16];
-  uint64_t inputs;  /* a second, independent hash of the same inputs */
+  uint64_t inputs; /* a second, independent hash of the same inputs */
   char hex[33];
 } fgl_cache_key;
 
-void fgl_cache_key_compute(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_cache_key *out);
+void fgl_cache_key_compute(const fgl_cache_cfg *cfg, const char *ptx, size_t len,
+                           fgl_cache_key *out);
 
 /* The directory to use: override, else $FUSEC_CACHE_DIR, else
  * $XDG_CACHE_HOME/fusec, else $HOME/.cache/fusec. NULL (no cache) when
  * enabled is 0, FUSEC_CACHE=0, or no HOME, and when the path does not fit
  * buf (*too_long set: the caller says so). Does not create it. */
-const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen, int *too_long);
+const char *fgl_cache_resolve_dir(const char *override, int enabled, char *buf, size_t buflen,
+                                  int *too_long);
 
 /* Serializes an entry (header + payload) into a malloc'd buffer. */
-void *fgl_cache_entry_encode(const fgl_cache_key *key, const void *payload, size_t len, size_t *out_len);
+void *fgl_cache_entry_encode(const fgl_cache_key *key, const void *payload, size_t len,
+                             size_t *out_len);
 /* Checks an entry image against key; returns 0 and the payload span, or -1
  * with the reason in why ("truncated", "bad magic", ...). */
-int fgl_cache_entry_decode(const fgl_cache_key *key, const void *data, size_t len, const void **payload,
-                           size_t *payload_len, char *why, size_t whylen);
+int fgl_cache_entry_decode(const fgl_cache_key *key, const void *data, size_t len,
+                           const void **payload, size_t *payload_len, char *why, size_t whylen);
 
 /* Returns the cubin for ptx: from the cache when a valid entry exists, else
  * from jit (and then stored). Cache faults are logged and never fail the call;
@@ -77,7 +80,8 @@ int fgl_cache_entry_decode(const fgl_cache_key *key, const void *data, size_t le
  * others may write, is not used (a warning) unless cfg->shared: whoever can
  * write it can substitute the GPU code. Temp files of writers that died
  * are removed when an entry is written. */
-int fgl_cache_get(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_jit_fn jit, void *jit_ctx,
-                  void **cubin, size_t *cubin_len, int *hit, double *jit_ms, char *err, size_t errlen);
+int fgl_cache_get(const fgl_cache_cfg *cfg, const char *ptx, size_t len, fgl_jit_fn jit,
+                  void *jit_ctx, void **cubin, size_t *cubin_len, int *hit, double *jit_ms,
+                  char *err, size_t errlen);
 
 #endif

@@ -53,11 +53,11 @@ typedef struct fgl_cuda_api {
   CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
   CUresult (*cuDeviceGetName)(char *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);           /* _v2 */
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice); /* _v2 */
   CUresult (*cuCtxGetCurrent)(CUcontext *);
   CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxPushCurrent)(CUcontext);                   /* _v2 */
-  CUresult (*cuCtxPopCurrent)(CUcontext *);                  /* _v2 */
+  CUresult (*cuCtxPushCurrent)(CUcontext);  /* _v2 */
+  CUresult (*cuCtxPopCurrent)(CUcontext *); /* _v2 */
   CUresult (*cuCtxGetDevice)(CUdevice *);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
@@ -65,32 +65,33 @@ typedef struct fgl_cuda_api {
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
-  CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction, const CUlaunchConfig *); /* NULL before CUDA 12 */
-  CUresult (*cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);         /* _v2 */
-  CUresult (*cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *,
-                            unsigned, CUjit_option *, void **);                       /* _v2 */
+  CUresult (*cuOccupancyMaxActiveClusters)(int *, CUfunction,
+                                           const CUlaunchConfig *); /* NULL before CUDA 12 */
+  CUresult (*cuLinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *); /* _v2 */
+  CUresult (*cuLinkAddData)(CUlinkState, CUjitInputType, void *, size_t, const char *, unsigned,
+                            CUjit_option *, void **); /* _v2 */
   CUresult (*cuLinkComplete)(CUlinkState, void **, size_t *);
   CUresult (*cuLinkDestroy)(CUlinkState);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, CUstream, void **, void **);
-  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);                                      /* _v2 */
-  CUresult (*cuMemFree)(CUdeviceptr);                                                 /* _v2 */
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);                        /* _v2 */
-  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);                              /* _v2 */
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);         /* _v2 */
-  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);               /* _v2 */
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);          /* _v2 */
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);                         /* _v2 */
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);                              /* _v2 */
+  CUresult (*cuMemFree)(CUdeviceptr);                                         /* _v2 */
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);                /* _v2 */
+  CUresult (*cuMemcpyDtoH)(void *, CUdeviceptr, size_t);                      /* _v2 */
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream); /* _v2 */
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);       /* _v2 */
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);  /* _v2 */
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);                 /* _v2 */
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
-  CUresult (*cuStreamDestroy)(CUstream);                                              /* _v2 */
+  CUresult (*cuStreamDestroy)(CUstream); /* _v2 */
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-  CUresult (*cuEventDestroy)(CUevent);                                                /* _v2 */
-  CUresult (*cuStreamBeginCapture)(CUstream, int);                                    /* _v2 */
+  CUresult (*cuEventDestroy)(CUevent);             /* _v2 */
+  CUresult (*cuStreamBeginCapture)(CUstream, int); /* _v2 */
   CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);

@@ -56,8 +56,18 @@ const char *fgl_status_name(fgl_status s); /* "FGL_ERR_PLAN", ... */
 
 /* Element types, in the order of the compiler's fg_dtype. */
 typedef enum fgl_dtype {
-  FGL_BOOL, FGL_I8, FGL_U8, FGL_I16, FGL_I32, FGL_I64,
-  FGL_F16, FGL_BF16, FGL_F32, FGL_F64, FGL_F8E4M3, FGL_F8E5M2,
+  FGL_BOOL,
+  FGL_I8,
+  FGL_U8,
+  FGL_I16,
+  FGL_I32,
+  FGL_I64,
+  FGL_F16,
+  FGL_BF16,
+  FGL_F32,
+  FGL_F64,
+  FGL_F8E4M3,
+  FGL_F8E5M2,
   FGL_DTYPE_COUNT
 } fgl_dtype;
 
@@ -77,11 +87,11 @@ typedef enum fgl_log_level { FGL_LOG_DEBUG, FGL_LOG_INFO, FGL_LOG_WARN } fgl_log
 typedef void (*fgl_log_fn)(void *user, fgl_log_level level, const char *msg);
 
 typedef struct fgl_load_options {
-  fgl_log_fn log;         /* NULL: no logging */
+  fgl_log_fn log; /* NULL: no logging */
   void *log_user;
-  const char *cache_dir;  /* NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec, ~/.cache/fusec */
-  int cache;              /* 1: use the cubin cache (unless FUSEC_CACHE=0); 0: never */
-  int jit_opt_level;      /* ptxas optimization level 0..4 (default 4) */
+  const char *cache_dir; /* NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec, ~/.cache/fusec */
+  int cache;             /* 1: use the cubin cache (unless FUSEC_CACHE=0); 0: never */
+  int jit_opt_level;     /* ptxas optimization level 0..4 (default 4) */
 } fgl_load_options;
 
 void fgl_load_options_init(fgl_load_options *o); /* the defaults above */
@@ -89,17 +99,17 @@ void fgl_load_options_init(fgl_load_options *o); /* the defaults above */
 /* Load an artifact. The module uses the calling thread's current CUDA context,
  * or, when there is none, retains the primary context of device 0 (released
  * by fgl_module_free). opts may be NULL (defaults). load_data copies data. */
-fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts,
-                                fgl_module **out, fgl_error *err);
+fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts, fgl_module **out,
+                                fgl_error *err);
 fgl_status fgl_module_load_data(const void *data, size_t len, const fgl_load_options *opts,
                                 fgl_module **out, fgl_error *err);
 /* Frees the module; every graph instance created from it must be freed first. */
 fgl_status fgl_module_free(fgl_module *m, fgl_error *err);
 
 typedef struct fgl_load_stats {
-  int cache_hit;      /* 1: the cubin came from the cache */
-  double jit_ms;      /* time in the JIT (0 on a cache hit) */
-  double total_ms;    /* the whole load */
+  int cache_hit;   /* 1: the cubin came from the cache */
+  double jit_ms;   /* time in the JIT (0 on a cache hit) */
+  double total_ms; /* the whole load */
 } fgl_load_stats;
 fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_error *err);
 
@@ -146,10 +156,10 @@ fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error
 typedef struct fgl_param_info {
   const char *name;
   fgl_dtype dtype;
-  int is_scalar;                  /* passed by value (fgl_arg_scalar) */
-  int rank;                       /* 0 for scalars */
+  int is_scalar; /* passed by value (fgl_arg_scalar) */
+  int rank;      /* 0 for scalars */
   int64_t sizes[FGL_MAX_RANK];
-  int64_t strides[FGL_MAX_RANK];  /* in elements */
+  int64_t strides[FGL_MAX_RANK]; /* in elements */
 } fgl_param_info;
 
 typedef struct fgl_result_info {
@@ -160,7 +170,7 @@ typedef struct fgl_result_info {
   int is_view;       /* 1: returned as a view, the caller supplies no storage */
   int base_is_param; /* views: base is parameter base_index (1) or result base_index (0) */
   int base_index;
-  int64_t offset;    /* views: in elements from the base's address */
+  int64_t offset; /* views: in elements from the base's address */
 } fgl_result_info;
 
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err);
@@ -185,7 +195,7 @@ typedef enum fgl_value_kind {
 
 typedef struct fgl_arg {
   int is_scalar;
-  fgl_tensor tensor; /* tensor parameters */
+  fgl_tensor tensor;      /* tensor parameters */
   fgl_dtype scalar_dtype; /* scalar parameters: must equal the parameter's dtype */
   double f;               /* the value, for float dtypes */
   int64_t i;              /* the value, for integer and bool dtypes */
@@ -205,12 +215,18 @@ static inline fgl_arg fgl_arg_tensor(fgl_tensor t) {
 }
 static inline fgl_arg fgl_arg_float(fgl_dtype dtype, double v) {
   fgl_arg a = {0};
-  a.is_scalar = 1; a.scalar_dtype = dtype; a.f = v; a.value_kind = FGL_VALUE_FLOAT;
+  a.is_scalar = 1;
+  a.scalar_dtype = dtype;
+  a.f = v;
+  a.value_kind = FGL_VALUE_FLOAT;
   return a;
 }
 static inline fgl_arg fgl_arg_int(fgl_dtype dtype, int64_t v) {
   fgl_arg a = {0};
-  a.is_scalar = 1; a.scalar_dtype = dtype; a.i = v; a.value_kind = FGL_VALUE_INT;
+  a.is_scalar = 1;
+  a.scalar_dtype = dtype;
+  a.i = v;
+  a.value_kind = FGL_VALUE_INT;
   return a;
 }
 

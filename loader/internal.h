@@ -43,14 +43,14 @@ typedef struct fgl_launch {
   unsigned vec_align;
   int n_vec_ptrs;
   const unsigned long long **vec_ptrs; /* slots to check for alignment */
-  void **params;                      /* kernel parameter pointers into slots */
+  void **params;                       /* kernel parameter pointers into slots */
 } fgl_launch;
 
 struct fgl_graph {
   fgl_module *m;
   const plan_graph *pg;
   unsigned long long *slot_p, *slot_r, *slot_t; /* values: params, written results, temps */
-  CUdeviceptr *temp_alloc;                    /* owned allocations (0 when caller-supplied) */
+  CUdeviceptr *temp_alloc;                      /* owned allocations (0 when caller-supplied) */
   fgl_launch *launches;
   void **param_ptrs; /* storage of every launch's params array */
   const unsigned long long **vec_ptr_store;

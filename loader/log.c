@@ -17,16 +17,26 @@ int fgl_dtype_is_float(fgl_dtype t) { return t >= FGL_F16 && t < FGL_DTYPE_COUNT
 
 const char *fgl_status_name(fgl_status s) {
   switch (s) {
-  case FGL_OK: return "FGL_OK";
-  case FGL_ERR_INVALID_ARGUMENT: return "FGL_ERR_INVALID_ARGUMENT";
-  case FGL_ERR_NO_DRIVER: return "FGL_ERR_NO_DRIVER";
-  case FGL_ERR_CUDA: return "FGL_ERR_CUDA";
-  case FGL_ERR_IO: return "FGL_ERR_IO";
-  case FGL_ERR_PLAN: return "FGL_ERR_PLAN";
-  case FGL_ERR_UNSUPPORTED: return "FGL_ERR_UNSUPPORTED";
-  case FGL_ERR_NOT_FOUND: return "FGL_ERR_NOT_FOUND";
-  case FGL_ERR_MISMATCH: return "FGL_ERR_MISMATCH";
-  case FGL_ERR_NO_MEMORY: return "FGL_ERR_NO_MEMORY";
+  case FGL_OK:
+    return "FGL_OK";
+  case FGL_ERR_INVALID_ARGUMENT:
+    return "FGL_ERR_INVALID_ARGUMENT";
+  case FGL_ERR_NO_DRIVER:
+    return "FGL_ERR_NO_DRIVER";
+  case FGL_ERR_CUDA:
+    return "FGL_ERR_CUDA";
+  case FGL_ERR_IO:
+    return "FGL_ERR_IO";
+  case FGL_ERR_PLAN:
+    return "FGL_ERR_PLAN";
+  case FGL_ERR_UNSUPPORTED:
+    return "FGL_ERR_UNSUPPORTED";
+  case FGL_ERR_NOT_FOUND:
+    return "FGL_ERR_NOT_FOUND";
+  case FGL_ERR_MISMATCH:
+    return "FGL_ERR_MISMATCH";
+  case FGL_ERR_NO_MEMORY:
+    return "FGL_ERR_NO_MEMORY";
   }
   return "FGL_ERR_?";
 }
@@ -43,7 +53,8 @@ fgl_status fgl_fail(fgl_error *err, fgl_status status, const char *fmt, ...) {
 }
 
 void fgl_logf(fgl_log_fn log, void *user, fgl_log_level level, const char *fmt, ...) {
-  if (!log) return;
+  if (!log)
+    return;
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);

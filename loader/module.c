@@ -8,7 +8,8 @@
 #include "internal.h"
 
 void fgl_load_options_init(fgl_load_options *o) {
-  if (!o) return;
+  if (!o)
+    return;
   memset(o, 0, sizeof *o);
   o->cache = 1;
   o->jit_opt_level = 4;
@@ -24,9 +25,11 @@ fgl_status fgl_ctx_enter(fgl_module *m, int *pushed, fgl_error *err) {
   CUcontext cur = NULL;
   *pushed = 0;
   m->cu->cuCtxGetCurrent(&cur);
-  if (cur == m->ctx) return FGL_OK;
+  if (cur == m->ctx)
+    return FGL_OK;
   CUresult r = m->cu->cuCtxPushCurrent(m->ctx);
-  if (r != CUDA_SUCCESS) return fgl_cuda_fail(m, err, r, "cuCtxPushCurrent");
+  if (r != CUDA_SUCCESS)
+    return fgl_cuda_fail(m, err, r, "cuCtxPushCurrent");
   *pushed = 1;
   return FGL_OK;
 }
@@ -43,7 +46,8 @@ int fgl_driver_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *o
   const fgl_cuda_api *cu = ctx;
   char elog[8192];
   elog[0] = 0;
-  CUjit_option o[3] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  CUjit_option o[3] = {CU_JIT_OPTIMIZATION_LEVEL, CU_JIT_ERROR_LOG_BUFFER,
+                       CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void *v[3] = {(void *)(uintptr_t)opts->opt_level, elog, (void *)(uintptr_t)sizeof elog};
   CUlinkState ls = NULL;
   char t[200];
@@ -53,13 +57,16 @@ int fgl_driver_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *o
     return -1;
   }
   /* ptx[len] is a NUL: the driver wants NUL-terminated PTX */
-  r = cu->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "fusec-artifact.ptx", 0, NULL, NULL);
+  r = cu->cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)ptx, len + 1, "fusec-artifact.ptx", 0, NULL,
+                        NULL);
   void *img = NULL;
   size_t n = 0;
-  if (r == CUDA_SUCCESS) r = cu->cuLinkComplete(ls, &img, &n);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuLinkComplete(ls, &img, &n);
   if (r != CUDA_SUCCESS) {
     elog[sizeof elog - 1] = 0;
-    snprintf(err, errlen, "PTX JIT failed: %s%s%s", fgl_cuda_error_text(r, t, sizeof t), elog[0] ? ": " : "", elog);
+    snprintf(err, errlen, "PTX JIT failed: %s%s%s", fgl_cuda_error_text(r, t, sizeof t),
+             elog[0] ? ": " : "", elog);
     cu->cuLinkDestroy(ls);
     return -1;
   }
@@ -76,7 +83,8 @@ int fgl_driver_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *o
 }
 
 static void module_destroy(fgl_module *m) {
-  if (!m) return;
+  if (!m)
+    return;
   if (m->mod) {
     int pushed = 0;
     if (fgl_ctx_enter(m, &pushed, NULL) == FGL_OK) {
@@ -84,10 +92,13 @@ static void module_destroy(fgl_module *m) {
       fgl_ctx_leave(m, pushed);
     }
   }
-  if (m->own_primary) m->cu->cuDevicePrimaryCtxRelease(m->device);
+  if (m->own_primary)
+    m->cu->cuDevicePrimaryCtxRelease(m->device);
   for (int i = 0; i < m->plan.n_graphs; i++) {
-    if (m->funcs) free(m->funcs[i]);
-    if (m->vec_funcs) free(m->vec_funcs[i]);
+    if (m->funcs)
+      free(m->funcs[i]);
+    if (m->vec_funcs)
+      free(m->vec_funcs[i]);
   }
   free(m->funcs);
   free(m->vec_funcs);
@@ -101,7 +112,8 @@ static void module_destroy(fgl_module *m) {
  * combiners) runs only if all of them are resident at once: otherwise it
  * would hang, so it is refused (an artifact compiled for more SMs than
  * this GPU has). */
-static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfunction f, fgl_error *err) {
+static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfunction f,
+                                 fgl_error *err) {
   const fgl_cuda_api *cu = m->cu;
   const plan_kernel *pk = &g->kernels[k];
   int sms = 0, per_sm = 0;
@@ -113,16 +125,18 @@ static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfu
     return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   long long fit = (long long)per_sm * sms;
   if (pk->cluster > 1 && cu->cuOccupancyMaxActiveClusters) {
-    CUlaunchConfig cfg = {pk->grid[0], pk->grid[1], pk->grid[2], pk->block[0], pk->block[1], pk->block[2],
-                          pk->smem, NULL, NULL, 0};
+    CUlaunchConfig cfg = {pk->grid[0],  pk->grid[1], pk->grid[2], pk->block[0], pk->block[1],
+                          pk->block[2], pk->smem,    NULL,        NULL,         0};
     int clusters = 0;
     if ((r = cu->cuOccupancyMaxActiveClusters(&clusters, f, &cfg)))
       return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveClusters");
-    if ((long long)clusters * pk->cluster < fit) fit = (long long)clusters * pk->cluster;
+    if ((long long)clusters * pk->cluster < fit)
+      fit = (long long)clusters * pk->cluster;
   }
   if (fit < (long long)pk->grid[0] * pk->grid[1] * pk->grid[2])
     return fgl_fail(err, FGL_ERR_UNSUPPORTED,
-                    "graph '%s' kernel %d: its %u CTAs wait for one another, so all must be resident at once, but this "
+                    "graph '%s' kernel %d: its %u CTAs wait for one another, so all must be "
+                    "resident at once, but this "
                     "GPU holds %lld (%d SMs x %d%s); recompile for this GPU",
                     g->name, k, pk->grid[0] * pk->grid[1] * pk->grid[2], fit, sms, per_sm,
                     pk->cluster > 1 ? ", in clusters" : "");
@@ -135,7 +149,8 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
   const fgl_cuda_api *cu = m->cu;
   fgl_status st = FGL_OK;
   pthread_mutex_lock(&m->resolve_lock);
-  if (m->resolved[gi]) goto out;
+  if (m->resolved[gi])
+    goto out;
   const plan_graph *g = &m->plan.graphs[gi];
   int smem_optin = -1;
   for (int k = 0; k < g->n_kernels && st == FGL_OK; k++) {
@@ -144,10 +159,12 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
       const char *name = v ? pk->vec_entry : pk->entry;
       CUfunction *slot = v ? &m->vec_funcs[gi][k] : &m->funcs[gi][k];
       CUresult r;
-      if (!name) continue;
+      if (!name)
+        continue;
       if ((r = cu->cuModuleGetFunction(slot, m->mod, name)) != CUDA_SUCCESS) {
         char t[200];
-        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d: cuModuleGetFunction('%s') failed: %s", g->name, k,
+        st = fgl_fail(err, FGL_ERR_CUDA,
+                      "graph '%s' kernel %d: cuModuleGetFunction('%s') failed: %s", g->name, k,
                       name, fgl_cuda_error_text(r, t, sizeof t));
         goto out;
       }
@@ -155,19 +172,24 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
        * any dynamic amount may need the opt-in beside the kernel's static. */
       if (pk->smem > 0) {
         if (smem_optin < 0 &&
-            cu->cuDeviceGetAttribute(&smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
+            cu->cuDeviceGetAttribute(
+                &smem_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, m->device))
           smem_optin = 48 * 1024;
         if (pk->smem > (unsigned)smem_optin) {
-          st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "graph '%s' kernel %d needs %u bytes of shared memory, the device allows %d",
-                        g->name, k, pk->smem, smem_optin);
+          st =
+              fgl_fail(err, FGL_ERR_UNSUPPORTED,
+                       "graph '%s' kernel %d needs %u bytes of shared memory, the device allows %d",
+                       g->name, k, pk->smem, smem_optin);
           goto out;
         }
-        if ((r = cu->cuFuncSetAttribute(*slot, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)pk->smem))) {
+        if ((r = cu->cuFuncSetAttribute(*slot, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        (int)pk->smem))) {
           st = fgl_cuda_fail(m, err, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
           goto out;
         }
       }
-      if (pk->resident && (st = check_resident(m, g, k, *slot, err)) != FGL_OK) goto out;
+      if (pk->resident && (st = check_resident(m, g, k, *slot, err)) != FGL_OK)
+        goto out;
     }
   }
   m->resolved[gi] = 1;
@@ -177,12 +199,14 @@ out:
 }
 
 /* text is NUL-terminated at text[len]; what names it in messages. */
-static fgl_status load_common(const char *text, size_t len, const char *what, const fgl_load_options *opts_in,
-                              fgl_module **out, fgl_error *err) {
+static fgl_status load_common(const char *text, size_t len, const char *what,
+                              const fgl_load_options *opts_in, fgl_module **out, fgl_error *err) {
   double t0 = fgl_now_ms();
   fgl_load_options opts;
-  if (opts_in) opts = *opts_in;
-  else fgl_load_options_init(&opts);
+  if (opts_in)
+    opts = *opts_in;
+  else
+    fgl_load_options_init(&opts);
   char msg[512];
   plan pl;
   if (plan_parse(text, len, &pl, msg, sizeof msg) != 0)
@@ -216,28 +240,35 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
       st = fgl_fail(err, FGL_ERR_NO_DRIVER, "no CUDA device");
       goto fail;
     }
-    if ((r = cu->cuDeviceGet(&m->device, 0)) != CUDA_SUCCESS) { st = fgl_cuda_fail(m, err, r, "cuDeviceGet"); goto fail; }
+    if ((r = cu->cuDeviceGet(&m->device, 0)) != CUDA_SUCCESS) {
+      st = fgl_cuda_fail(m, err, r, "cuDeviceGet");
+      goto fail;
+    }
     if ((r = cu->cuDevicePrimaryCtxRetain(&m->ctx, m->device)) != CUDA_SUCCESS) {
       st = fgl_cuda_fail(m, err, r, "cuDevicePrimaryCtxRetain");
       goto fail;
     }
     m->own_primary = 1;
   }
-  if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK) goto fail;
+  if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK)
+    goto fail;
   if (!m->own_primary && (r = cu->cuCtxGetDevice(&m->device)) != CUDA_SUCCESS) {
     st = fgl_cuda_fail(m, err, r, "cuCtxGetDevice");
     goto fail;
   }
   cu->cuDeviceGetName(m->dev.name, (int)sizeof m->dev.name - 1, m->device);
-  if ((r = cu->cuDeviceGetAttribute(&m->dev.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m->device)) ||
-      (r = cu->cuDeviceGetAttribute(&m->dev.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m->device)) ||
+  if ((r = cu->cuDeviceGetAttribute(&m->dev.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                    m->device)) ||
+      (r = cu->cuDeviceGetAttribute(&m->dev.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                    m->device)) ||
       (r = cu->cuDriverGetVersion(&m->dev.driver_version))) {
     st = fgl_cuda_fail(m, err, r, "querying the device");
     goto fail;
   }
   int cc = m->dev.cc_major * 10 + m->dev.cc_minor;
   if (pl.sm > cc) {
-    st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "%s targets %s but the device (%s) is sm_%d", what, pl.target, m->dev.name, cc);
+    st = fgl_fail(err, FGL_ERR_UNSUPPORTED, "%s targets %s but the device (%s) is sm_%d", what,
+                  pl.target, m->dev.name, cc);
     goto fail;
   }
 
@@ -254,19 +285,21 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
   cfg.log = opts.log;
   cfg.log_user = opts.log_user;
   if (opts.jit_opt_level < 0 || opts.jit_opt_level > 4) {
-    st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "jit_opt_level %d is not in 0..4", opts.jit_opt_level);
+    st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "jit_opt_level %d is not in 0..4",
+                  opts.jit_opt_level);
     goto fail;
   }
   if (too_long)
     fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN,
-             "fgload cache: the cache directory's path is longer than %zu bytes: running without a cache",
+             "fgload cache: the cache directory's path is longer than %zu bytes: running without a "
+             "cache",
              sizeof dirbuf - 1);
   else if (!cfg.dir)
     fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
   void *cubin = NULL;
   size_t cubin_len = 0;
-  if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len, &m->stats.cache_hit,
-                    &m->stats.jit_ms, msg, sizeof msg) != 0) {
+  if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len,
+                    &m->stats.cache_hit, &m->stats.jit_ms, msg, sizeof msg) != 0) {
     st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
     goto fail;
   }
@@ -277,11 +310,12 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
      * driver build, say): JIT again and replace it, so that later loads
      * do not fail too. */
     char t[200];
-    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN, "fgload cache: the driver refused the cached cubin (%s): JIT again",
+    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN,
+             "fgload cache: the driver refused the cached cubin (%s): JIT again",
              fgl_cuda_error_text(r, t, sizeof t));
     cfg.refresh = 1;
-    if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len, &m->stats.cache_hit,
-                      &m->stats.jit_ms, msg, sizeof msg) != 0) {
+    if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len,
+                      &m->stats.cache_hit, &m->stats.jit_ms, msg, sizeof msg) != 0) {
       st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
       goto fail;
     }
@@ -294,19 +328,28 @@ static fgl_status load_common(const char *text, size_t len, const char *what, co
   }
   m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
   m->vec_funcs = calloc((size_t)pl.n_graphs, sizeof *m->vec_funcs);
-  if (!m->funcs || !m->vec_funcs) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
+  if (!m->funcs || !m->vec_funcs) {
+    st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+    goto fail;
+  }
   m->resolved = calloc((size_t)pl.n_graphs + 1, 1);
-  if (!m->resolved) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
+  if (!m->resolved) {
+    st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+    goto fail;
+  }
   for (int gi = 0; gi < pl.n_graphs; gi++) {
     const plan_graph *g = &pl.graphs[gi];
     m->funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->funcs);
     m->vec_funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->vec_funcs);
-    if (!m->funcs[gi] || !m->vec_funcs[gi]) { st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory"); goto fail; }
+    if (!m->funcs[gi] || !m->vec_funcs[gi]) {
+      st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+      goto fail;
+    }
   }
   fgl_ctx_leave(m, pushed);
   m->stats.total_ms = fgl_now_ms() - t0;
-  fgl_logf(opts.log, opts.log_user, FGL_LOG_INFO, "fgload: loaded %s (%d graphs) in %.2f ms (%s)", what, pl.n_graphs,
-           m->stats.total_ms, m->stats.cache_hit ? "cache hit" : "JIT");
+  fgl_logf(opts.log, opts.log_user, FGL_LOG_INFO, "fgload: loaded %s (%d graphs) in %.2f ms (%s)",
+           what, pl.n_graphs, m->stats.total_ms, m->stats.cache_hit ? "cache hit" : "JIT");
   *out = m;
   return FGL_OK;
 fail:
@@ -315,40 +358,54 @@ fail:
   return st;
 }
 
-fgl_status fgl_module_load_data(const void *data, size_t len, const fgl_load_options *opts, fgl_module **out,
-                                fgl_error *err) {
-  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: out is NULL");
+fgl_status fgl_module_load_data(const void *data, size_t len, const fgl_load_options *opts,
+                                fgl_module **out, fgl_error *err) {
+  if (!out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: out is NULL");
   *out = NULL;
-  if (!data && len) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: data is NULL");
+  if (!data && len)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_data: data is NULL");
   char *buf = malloc(len + 1);
-  if (!buf) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
-  if (len) memcpy(buf, data, len);
+  if (!buf)
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  if (len)
+    memcpy(buf, data, len);
   buf[len] = 0;
   fgl_status st = load_common(buf, len, "<memory>", opts, out, err);
   free(buf);
   return st;
 }
 
-fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts, fgl_module **out, fgl_error *err) {
-  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: out is NULL");
+fgl_status fgl_module_load_file(const char *path, const fgl_load_options *opts, fgl_module **out,
+                                fgl_error *err) {
+  if (!out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: out is NULL");
   *out = NULL;
-  if (!path) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: path is NULL");
+  if (!path)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_file: path is NULL");
   FILE *f = fopen(path, "rb");
-  if (!f) return fgl_fail(err, FGL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f)
+    return fgl_fail(err, FGL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap);
   while (buf) {
     size_t n = fread(buf + len, 1, cap - len - 1, f);
     len += n;
-    if (len + 1 < cap) break;
+    if (len + 1 < cap)
+      break;
     char *nb = realloc(buf, cap * 2);
-    if (!nb) { free(buf); buf = NULL; break; }
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
     buf = nb;
     cap *= 2;
   }
   int rerr = ferror(f);
   fclose(f);
-  if (!buf) return fgl_fail(err, FGL_ERR_NO_MEMORY, "%s: out of memory", path);
+  if (!buf)
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "%s: out of memory", path);
   if (rerr) {
     free(buf);
     return fgl_fail(err, FGL_ERR_IO, "%s: read error", path);
@@ -366,13 +423,15 @@ fgl_status fgl_module_free(fgl_module *m, fgl_error *err) {
 }
 
 fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_error *err) {
-  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_stats: NULL argument");
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_stats: NULL argument");
   *out = m->stats;
   return FGL_OK;
 }
 
 fgl_status fgl_module_device_info(const fgl_module *m, fgl_device_info *out, fgl_error *err) {
-  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_device_info: NULL argument");
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_device_info: NULL argument");
   *out = m->dev;
   return FGL_OK;
 }
@@ -387,7 +446,8 @@ static void fill_info(const plan_graph *g, fgl_graph_info *out) {
   out->n_kernels = g->n_kernels;
 }
 
-static const plan_graph *find_graph(const fgl_module *m, const char *name, fgl_error *err, fgl_status *st) {
+static const plan_graph *find_graph(const fgl_module *m, const char *name, fgl_error *err,
+                                    fgl_status *st) {
   if (!m || !name) {
     *st = fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "NULL module or graph name");
     return NULL;
@@ -398,7 +458,8 @@ static const plan_graph *find_graph(const fgl_module *m, const char *name, fgl_e
     size_t k = 0;
     for (int i = 0; i < m->plan.n_graphs && k + 2 < sizeof names; i++) {
       int n = snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", m->plan.graphs[i].name);
-      if (n < 0) break;
+      if (n < 0)
+        break;
       k += (size_t)n;
     }
     *st = fgl_fail(err, FGL_ERR_NOT_FOUND, "no graph '%s' in the module (it has: %s)", name, names);
@@ -407,35 +468,45 @@ static const plan_graph *find_graph(const fgl_module *m, const char *name, fgl_e
 }
 
 fgl_status fgl_module_num_graphs(const fgl_module *m, int *out, fgl_error *err) {
-  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_num_graphs: NULL argument");
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_num_graphs: NULL argument");
   *out = m->plan.n_graphs;
   return FGL_OK;
 }
 
-fgl_status fgl_module_graph_at(const fgl_module *m, int index, fgl_graph_info *out, fgl_error *err) {
-  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_at: NULL argument");
+fgl_status fgl_module_graph_at(const fgl_module *m, int index, fgl_graph_info *out,
+                               fgl_error *err) {
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_at: NULL argument");
   if (index < 0 || index >= m->plan.n_graphs)
-    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph index %d out of range (%d graphs)", index, m->plan.n_graphs);
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph index %d out of range (%d graphs)", index,
+                    m->plan.n_graphs);
   fill_info(&m->plan.graphs[index], out);
   return FGL_OK;
 }
 
-fgl_status fgl_module_graph_info(const fgl_module *m, const char *name, fgl_graph_info *out, fgl_error *err) {
+fgl_status fgl_module_graph_info(const fgl_module *m, const char *name, fgl_graph_info *out,
+                                 fgl_error *err) {
   fgl_status st = FGL_OK;
   const plan_graph *g = find_graph(m, name, err, &st);
-  if (!g) return st;
-  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_info: out is NULL");
+  if (!g)
+    return st;
+  if (!out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_graph_info: out is NULL");
   fill_info(g, out);
   return FGL_OK;
 }
 
-fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int index, fgl_temp_info *out, fgl_error *err) {
+fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int index,
+                                fgl_temp_info *out, fgl_error *err) {
   fgl_status st = FGL_OK;
   const plan_graph *g = find_graph(m, graph, err, &st);
-  if (!g) return st;
+  if (!g)
+    return st;
   if (!out || index < 0 || index >= g->n_temps)
-    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp index %d out of range (graph '%s' has %d temps)", index,
-                    g->name, g->n_temps);
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "temp index %d out of range (graph '%s' has %d temps)", index, g->name,
+                    g->n_temps);
   out->bytes = (size_t)g->temps[index].bytes;
   out->align = (size_t)g->temps[index].align;
   out->zero = g->temps[index].zero;
@@ -443,16 +514,19 @@ fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int inde
 }
 
 fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error *err) {
-  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_get_info: NULL argument");
+  if (!g || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_get_info: NULL argument");
   fill_info(g->pg, out);
   return FGL_OK;
 }
 
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err) {
-  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_param: NULL argument");
+  if (!g || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_param: NULL argument");
   if (index < 0 || index >= g->pg->n_params)
-    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "param index %d out of range (graph '%s' has %d params)", index,
-                    g->pg->name, g->pg->n_params);
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "param index %d out of range (graph '%s' has %d params)", index, g->pg->name,
+                    g->pg->n_params);
   const plan_param *p = &g->pg->params[index];
   memset(out, 0, sizeof *out);
   out->name = p->name;
@@ -465,10 +539,12 @@ fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, f
 }
 
 fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out, fgl_error *err) {
-  if (!g || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_result: NULL argument");
+  if (!g || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_result: NULL argument");
   if (index < 0 || index >= g->pg->n_results)
-    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "result index %d out of range (graph '%s' has %d results)", index,
-                    g->pg->name, g->pg->n_results);
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "result index %d out of range (graph '%s' has %d results)", index, g->pg->name,
+                    g->pg->n_results);
   const plan_result *r = &g->pg->results[index];
   memset(out, 0, sizeof *out);
   out->dtype = r->dtype;
@@ -485,12 +561,14 @@ fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out,
 /* ---- graph instances ---- */
 
 static void graph_destroy(fgl_graph *g) {
-  if (!g) return;
+  if (!g)
+    return;
   if (g->temp_alloc) {
     int pushed = 0;
     if (fgl_ctx_enter(g->m, &pushed, NULL) == FGL_OK) {
       for (int i = 0; i < g->pg->n_temps; i++)
-        if (g->temp_alloc[i]) g->m->cu->cuMemFree(g->temp_alloc[i]);
+        if (g->temp_alloc[i])
+          g->m->cu->cuMemFree(g->temp_alloc[i]);
       fgl_ctx_leave(g->m, pushed);
     }
   }
@@ -507,33 +585,42 @@ static void graph_destroy(fgl_graph *g) {
 static unsigned long long *slot_of(fgl_graph *g, plan_ref a) {
   switch (a.kind) {
   case 'p':
-  case 's': return &g->slot_p[a.index];
-  case 'r': return &g->slot_r[a.index];
-  default: return &g->slot_t[a.index];
+  case 's':
+    return &g->slot_p[a.index];
+  case 'r':
+    return &g->slot_r[a.index];
+  default:
+    return &g->slot_t[a.index];
   }
 }
 
-static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps, int supplied,
-                         fgl_graph **out, fgl_error *err) {
-  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_create: out is NULL");
+static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps,
+                         int supplied, fgl_graph **out, fgl_error *err) {
+  if (!out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_create: out is NULL");
   *out = NULL;
   fgl_status st = FGL_OK;
   const plan_graph *pg = find_graph(m, name, err, &st);
-  if (!pg) return st;
+  if (!pg)
+    return st;
   int gi = (int)(pg - m->plan.graphs);
   if (supplied) {
     if (n_temps != pg->n_temps || (n_temps > 0 && !temps))
-      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph '%s' needs %d temps, got %d", name, pg->n_temps, n_temps);
+      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph '%s' needs %d temps, got %d", name,
+                      pg->n_temps, n_temps);
     for (int i = 0; i < n_temps; i++) {
       if (pg->temps[i].bytes > 0 && !temps[i])
-        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': NULL pointer", i, name);
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': NULL pointer", i,
+                        name);
       if (temps[i] % (unsigned long long)pg->temps[i].align)
-        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': pointer 0x%llx is not aligned to %lld bytes",
-                        i, name, temps[i], (long long)pg->temps[i].align);
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                        "temp %d of graph '%s': pointer 0x%llx is not aligned to %lld bytes", i,
+                        name, temps[i], (long long)pg->temps[i].align);
     }
   }
   fgl_graph *g = calloc(1, sizeof *g);
-  if (!g) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  if (!g)
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
   g->m = m;
   g->pg = pg;
   int total_args = 0, total_vec = 0;
@@ -548,7 +635,8 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
   g->launches = calloc((size_t)pg->n_kernels + 1, sizeof *g->launches);
   g->param_ptrs = calloc((size_t)total_args + 1, sizeof *g->param_ptrs);
   g->vec_ptr_store = calloc((size_t)total_vec + 1, sizeof *g->vec_ptr_store);
-  if (!g->slot_p || !g->slot_r || !g->slot_t || !g->temp_alloc || !g->launches || !g->param_ptrs || !g->vec_ptr_store) {
+  if (!g->slot_p || !g->slot_r || !g->slot_t || !g->temp_alloc || !g->launches || !g->param_ptrs ||
+      !g->vec_ptr_store) {
     graph_destroy(g);
     return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
   }
@@ -574,10 +662,12 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
     l->smem = pk->smem;
     l->vec_align = (unsigned)pk->vec_align;
     l->params = &g->param_ptrs[ai];
-    for (int a = 0; a < pk->n_args; a++) g->param_ptrs[ai++] = slot_of(g, pk->args[a]);
+    for (int a = 0; a < pk->n_args; a++)
+      g->param_ptrs[ai++] = slot_of(g, pk->args[a]);
     l->vec_ptrs = &g->vec_ptr_store[vi];
     l->n_vec_ptrs = pk->n_vec_ptrs;
-    for (int a = 0; a < pk->n_vec_ptrs; a++) g->vec_ptr_store[vi++] = slot_of(g, pk->vec_ptrs[a]);
+    for (int a = 0; a < pk->n_vec_ptrs; a++)
+      g->vec_ptr_store[vi++] = slot_of(g, pk->vec_ptrs[a]);
   }
   int pushed = 0;
   if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK) {
@@ -594,14 +684,15 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
       if ((r = m->cu->cuMemAlloc(&g->temp_alloc[i], (size_t)t->bytes + extra)) != CUDA_SUCCESS) {
         g->temp_alloc[i] = 0;
         char t2[200];
-        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s': allocating temp %d (%lld bytes) failed: %s", name, i,
-                      (long long)t->bytes, fgl_cuda_error_text(r, t2, sizeof t2));
+        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s': allocating temp %d (%lld bytes) failed: %s",
+                      name, i, (long long)t->bytes, fgl_cuda_error_text(r, t2, sizeof t2));
         break;
       }
       unsigned long long a = (unsigned long long)t->align;
       g->slot_t[i] = (g->temp_alloc[i] + a - 1) & ~(a - 1);
     }
-    if (t->zero && t->bytes > 0 && (r = m->cu->cuMemsetD8(g->slot_t[i], 0, (size_t)t->bytes)) != CUDA_SUCCESS) {
+    if (t->zero && t->bytes > 0 &&
+        (r = m->cu->cuMemsetD8(g->slot_t[i], 0, (size_t)t->bytes)) != CUDA_SUCCESS) {
       st = fgl_cuda_fail(m, err, r, "zeroing a temp (cuMemsetD8)");
       break;
     }
@@ -619,8 +710,8 @@ fgl_status fgl_graph_create(fgl_module *m, const char *name, fgl_graph **out, fg
   return create(m, name, NULL, 0, 0, out, err);
 }
 
-fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps,
-                                       fgl_graph **out, fgl_error *err) {
+fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps,
+                                       int n_temps, fgl_graph **out, fgl_error *err) {
   return create(m, name, temps, n_temps, 1, out, err);
 }
 
@@ -632,43 +723,55 @@ fgl_status fgl_graph_free(fgl_graph *g, fgl_error *err) {
 
 /* ---- device helpers ---- */
 
-#define WITH_CTX(m, what, call)                                                                  \
-  do {                                                                                           \
-    if (!(m)) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "%s: module is NULL", what);        \
-    int pushed_ = 0;                                                                             \
-    fgl_status st_ = fgl_ctx_enter((m), &pushed_, err);                                          \
-    if (st_ != FGL_OK) return st_;                                                               \
-    CUresult r_ = (call);                                                                        \
-    fgl_ctx_leave((m), pushed_);                                                                 \
-    if (r_ != CUDA_SUCCESS) return fgl_cuda_fail((m), err, r_, what);                            \
-    return FGL_OK;                                                                               \
+#define WITH_CTX(m, what, call)                                                                    \
+  do {                                                                                             \
+    if (!(m))                                                                                      \
+      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "%s: module is NULL", what);                  \
+    int pushed_ = 0;                                                                               \
+    fgl_status st_ = fgl_ctx_enter((m), &pushed_, err);                                            \
+    if (st_ != FGL_OK)                                                                             \
+      return st_;                                                                                  \
+    CUresult r_ = (call);                                                                          \
+    fgl_ctx_leave((m), pushed_);                                                                   \
+    if (r_ != CUDA_SUCCESS)                                                                        \
+      return fgl_cuda_fail((m), err, r_, what);                                                    \
+    return FGL_OK;                                                                                 \
   } while (0)
 
 fgl_status fgl_malloc(fgl_module *m, size_t bytes, fgl_devptr *out, fgl_error *err) {
-  if (!out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_malloc: out is NULL");
+  if (!out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_malloc: out is NULL");
   *out = 0;
-  if (bytes == 0) return FGL_OK;
+  if (bytes == 0)
+    return FGL_OK;
   WITH_CTX(m, "cuMemAlloc", m->cu->cuMemAlloc(out, bytes));
 }
 fgl_status fgl_free(fgl_module *m, fgl_devptr p, fgl_error *err) {
-  if (!p) return FGL_OK;
+  if (!p)
+    return FGL_OK;
   WITH_CTX(m, "cuMemFree", m->cu->cuMemFree(p));
 }
-fgl_status fgl_memcpy_htod(fgl_module *m, fgl_devptr dst, const void *src, size_t bytes, fgl_error *err) {
-  if (!bytes) return FGL_OK;
+fgl_status fgl_memcpy_htod(fgl_module *m, fgl_devptr dst, const void *src, size_t bytes,
+                           fgl_error *err) {
+  if (!bytes)
+    return FGL_OK;
   WITH_CTX(m, "cuMemcpyHtoD", m->cu->cuMemcpyHtoD(dst, src, bytes));
 }
 fgl_status fgl_memcpy_dtoh(fgl_module *m, void *dst, fgl_devptr src, size_t bytes, fgl_error *err) {
-  if (!bytes) return FGL_OK;
+  if (!bytes)
+    return FGL_OK;
   WITH_CTX(m, "cuMemcpyDtoH", m->cu->cuMemcpyDtoH(dst, src, bytes));
 }
-fgl_status fgl_memcpy_dtod_async(fgl_module *m, fgl_devptr dst, fgl_devptr src, size_t bytes, fgl_stream stream,
-                                 fgl_error *err) {
-  if (!bytes) return FGL_OK;
+fgl_status fgl_memcpy_dtod_async(fgl_module *m, fgl_devptr dst, fgl_devptr src, size_t bytes,
+                                 fgl_stream stream, fgl_error *err) {
+  if (!bytes)
+    return FGL_OK;
   WITH_CTX(m, "cuMemcpyDtoDAsync", m->cu->cuMemcpyDtoDAsync(dst, src, bytes, (CUstream)stream));
 }
-fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes, fgl_error *err) {
-  if (!bytes) return FGL_OK;
+fgl_status fgl_memset(fgl_module *m, fgl_devptr dst, unsigned char value, size_t bytes,
+                      fgl_error *err) {
+  if (!bytes)
+    return FGL_OK;
   WITH_CTX(m, "cuMemsetD8", m->cu->cuMemsetD8(dst, value, bytes));
 }
 fgl_status fgl_stream_sync(fgl_module *m, fgl_stream stream, fgl_error *err) {
@@ -676,36 +779,50 @@ fgl_status fgl_stream_sync(fgl_module *m, fgl_stream stream, fgl_error *err) {
 }
 
 fgl_status fgl_event_create(fgl_module *m, fgl_event **out, fgl_error *err) {
-  if (!m || !out) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_create: NULL argument");
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_create: NULL argument");
   *out = NULL;
   fgl_event *e = calloc(1, sizeof *e);
-  if (!e) return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
+  if (!e)
+    return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
   e->m = m;
   int pushed = 0;
   fgl_status st = fgl_ctx_enter(m, &pushed, err);
-  if (st != FGL_OK) { free(e); return st; }
+  if (st != FGL_OK) {
+    free(e);
+    return st;
+  }
   CUresult r = m->cu->cuEventCreate(&e->ev, CU_EVENT_DEFAULT);
   fgl_ctx_leave(m, pushed);
-  if (r != CUDA_SUCCESS) { free(e); return fgl_cuda_fail(m, err, r, "cuEventCreate"); }
+  if (r != CUDA_SUCCESS) {
+    free(e);
+    return fgl_cuda_fail(m, err, r, "cuEventCreate");
+  }
   *out = e;
   return FGL_OK;
 }
 fgl_status fgl_event_record(fgl_event *e, fgl_stream stream, fgl_error *err) {
-  if (!e) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_record: event is NULL");
+  if (!e)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_record: event is NULL");
   WITH_CTX(e->m, "cuEventRecord", e->m->cu->cuEventRecord(e->ev, (CUstream)stream));
 }
 fgl_status fgl_event_elapsed_ms(fgl_event *start, fgl_event *end, float *ms, fgl_error *err) {
-  if (!start || !end || !ms) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_elapsed_ms: NULL argument");
+  if (!start || !end || !ms)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_event_elapsed_ms: NULL argument");
   CUresult r = end->m->cu->cuEventSynchronize(end->ev);
-  if (r != CUDA_SUCCESS) return fgl_cuda_fail(end->m, err, r, "cuEventSynchronize");
+  if (r != CUDA_SUCCESS)
+    return fgl_cuda_fail(end->m, err, r, "cuEventSynchronize");
   r = end->m->cu->cuEventElapsedTime(ms, start->ev, end->ev);
-  if (r != CUDA_SUCCESS) return fgl_cuda_fail(end->m, err, r, "cuEventElapsedTime");
+  if (r != CUDA_SUCCESS)
+    return fgl_cuda_fail(end->m, err, r, "cuEventElapsedTime");
   return FGL_OK;
 }
 fgl_status fgl_event_destroy(fgl_event *e, fgl_error *err) {
-  if (!e) return FGL_OK;
+  if (!e)
+    return FGL_OK;
   CUresult r = e->m->cu->cuEventDestroy(e->ev);
   free(e);
-  if (r != CUDA_SUCCESS) return fgl_fail(err, FGL_ERR_CUDA, "cuEventDestroy failed (%d)", r);
+  if (r != CUDA_SUCCESS)
+    return fgl_fail(err, FGL_ERR_CUDA, "cuEventDestroy failed (%d)", r);
   return FGL_OK;
 }

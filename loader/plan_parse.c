@@ -8,12 +8,15 @@
 #include <string.h>
 
 #define MAX_TOKENS 32
-#define MAX_COUNT 65536       /* params/results/temps/kernels per graph */
-#define MAX_ARGS 4096         /* kernel arguments */
+#define MAX_COUNT 65536 /* params/results/temps/kernels per graph */
+#define MAX_ARGS 4096   /* kernel arguments */
 #define MAX_TEMP_ALIGN (1 << 20)
 #define MAX_VEC_ALIGN 4096
 
-typedef struct tok { const char *s; int n; } tok;
+typedef struct tok {
+  const char *s;
+  int n;
+} tok;
 
 typedef struct parser {
   const char *text;
@@ -29,7 +32,8 @@ typedef struct parser {
 static int fail(parser *ps, const char *fmt, ...) {
   if (ps->err && ps->errlen) {
     int k = snprintf(ps->err, ps->errlen, "line %d: ", ps->line);
-    if (k < 0) k = 0;
+    if (k < 0)
+      k = 0;
     if ((size_t)k < ps->errlen) {
       va_list ap;
       va_start(ap, fmt);
@@ -52,15 +56,21 @@ static const char *show(tok t, char *buf, size_t n) {
     unsigned char c = (unsigned char)t.s[i];
     buf[k++] = (c >= 32 && c < 127) ? (char)c : '?';
   }
-  if (t.n > 0 && k + 4 >= n) { buf[k++] = '.'; buf[k++] = '.'; buf[k++] = '.'; }
+  if (t.n > 0 && k + 4 >= n) {
+    buf[k++] = '.';
+    buf[k++] = '.';
+    buf[k++] = '.';
+  }
   buf[k] = 0;
   return buf;
 }
 
 static bool is_name(tok t) {
-  if (t.n <= 0 || t.n > 255) return false;
+  if (t.n <= 0 || t.n > 255)
+    return false;
   char c = t.s[0];
-  if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')) return false;
+  if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'))
+    return false;
   for (int i = 1; i < t.n; i++) {
     c = t.s[i];
     if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -74,25 +84,34 @@ static bool is_name(tok t) {
 static bool parse_int_span(const char *s, int n, int64_t *out) {
   int i = 0;
   bool neg = false;
-  if (i < n && s[i] == '-') { neg = true; i++; }
-  if (i >= n) return false;
+  if (i < n && s[i] == '-') {
+    neg = true;
+    i++;
+  }
+  if (i >= n)
+    return false;
   uint64_t v = 0;
   for (; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return false;
+    if (s[i] < '0' || s[i] > '9')
+      return false;
     uint64_t d = (uint64_t)(s[i] - '0');
-    if (v > (UINT64_C(9223372036854775808) - d) / 10) return false;
+    if (v > (UINT64_C(9223372036854775808) - d) / 10)
+      return false;
     v = v * 10 + d;
   }
-  if (!neg && v > (uint64_t)INT64_MAX) return false;
+  if (!neg && v > (uint64_t)INT64_MAX)
+    return false;
   *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   return true;
 }
 
 static int want_int(parser *ps, tok t, const char *what, int64_t lo, int64_t hi, int64_t *out) {
   char b[64];
-  if (!parse_int_span(t.s, t.n, out)) return fail(ps, "%s: expected an integer, found '%s'", what, show(t, b, sizeof b));
+  if (!parse_int_span(t.s, t.n, out))
+    return fail(ps, "%s: expected an integer, found '%s'", what, show(t, b, sizeof b));
   if (*out < lo || *out > hi)
-    return fail(ps, "%s %lld is out of range [%lld, %lld]", what, (long long)*out, (long long)lo, (long long)hi);
+    return fail(ps, "%s %lld is out of range [%lld, %lld]", what, (long long)*out, (long long)lo,
+                (long long)hi);
   return 0;
 }
 
@@ -100,18 +119,23 @@ static int want_int(parser *ps, tok t, const char *what, int64_t lo, int64_t hi,
 static int want_list(parser *ps, tok t, const char *what, int64_t *vals, int *n) {
   char b[64];
   if (t.n < 2 || t.s[0] != '[' || t.s[t.n - 1] != ']')
-    return fail(ps, "%s: expected a bracketed integer list like [4,8], found '%s'", what, show(t, b, sizeof b));
+    return fail(ps, "%s: expected a bracketed integer list like [4,8], found '%s'", what,
+                show(t, b, sizeof b));
   *n = 0;
   const char *s = t.s + 1, *end = t.s + t.n - 1;
-  if (s == end) return 0;
+  if (s == end)
+    return 0;
   for (;;) {
     const char *c = s;
-    while (c < end && *c != ',') c++;
-    if (*n >= FGL_MAX_RANK) return fail(ps, "%s: more than %d dims", what, FGL_MAX_RANK);
+    while (c < end && *c != ',')
+      c++;
+    if (*n >= FGL_MAX_RANK)
+      return fail(ps, "%s: more than %d dims", what, FGL_MAX_RANK);
     if (!parse_int_span(s, (int)(c - s), &vals[*n]))
       return fail(ps, "%s: bad integer list '%s'", what, show(t, b, sizeof b));
     (*n)++;
-    if (c == end) break;
+    if (c == end)
+      break;
     s = c + 1;
   }
   return 0;
@@ -120,27 +144,37 @@ static int want_list(parser *ps, tok t, const char *what, int64_t *vals, int *n)
 static int want_dtype(parser *ps, tok t, fgl_dtype *out) {
   char b[64];
   for (int d = 0; d < FGL_DTYPE_COUNT; d++)
-    if (tok_is(t, fgl_dtype_name((fgl_dtype)d))) { *out = (fgl_dtype)d; return 0; }
+    if (tok_is(t, fgl_dtype_name((fgl_dtype)d))) {
+      *out = (fgl_dtype)d;
+      return 0;
+    }
   return fail(ps, "unknown dtype '%s'", show(t, b, sizeof b));
 }
 
 static int want_kw(parser *ps, tok *tk, int nt, int i, const char *kw) {
   char b[64];
-  if (i >= nt) return fail(ps, "missing '%s'", kw);
-  if (!tok_is(tk[i], kw)) return fail(ps, "expected '%s', found '%s'", kw, show(tk[i], b, sizeof b));
+  if (i >= nt)
+    return fail(ps, "missing '%s'", kw);
+  if (!tok_is(tk[i], kw))
+    return fail(ps, "expected '%s', found '%s'", kw, show(tk[i], b, sizeof b));
   return 0;
 }
 
 static int want_count(parser *ps, tok *tk, int nt, int n) {
   char b[64];
-  if (nt > n) return fail(ps, "unexpected token '%s' at the end of the line", show(tk[n], b, sizeof b));
-  if (nt < n) return fail(ps, "line is incomplete (%d tokens, expected %d)", nt, n);
+  if (nt > n)
+    return fail(ps, "unexpected token '%s' at the end of the line", show(tk[n], b, sizeof b));
+  if (nt < n)
+    return fail(ps, "line is incomplete (%d tokens, expected %d)", nt, n);
   return 0;
 }
 
 static char *dup_tok(tok t) {
   char *s = malloc((size_t)t.n + 1);
-  if (s) { memcpy(s, t.s, (size_t)t.n); s[t.n] = 0; }
+  if (s) {
+    memcpy(s, t.s, (size_t)t.n);
+    s[t.n] = 0;
+  }
   return s;
 }
 
@@ -149,39 +183,51 @@ static char *dup_tok(tok t) {
  * a lexical error. peek: do not consume. */
 static int next_line(parser *ps, tok *tk, bool peek) {
   size_t p = ps->pos;
-  if (p >= ps->len) return 0;
+  if (p >= ps->len)
+    return 0;
   size_t e = p;
-  while (e < ps->len && ps->text[e] != '\n') e++;
+  while (e < ps->len && ps->text[e] != '\n')
+    e++;
   size_t le = e;
-  if (le > p && ps->text[le - 1] == '\r') le--;
-  if (le - p < 2 || ps->text[p] != '/' || ps->text[p + 1] != '/') return 0;
+  if (le > p && ps->text[le - 1] == '\r')
+    le--;
+  if (le - p < 2 || ps->text[p] != '/' || ps->text[p + 1] != '/')
+    return 0;
   if (peek) {
     /* only used to see whether the next line is "// graph ..." */
     const char *s = ps->text + p + 2;
     size_t n = le - p - 2;
-    if (n >= 7 && memcmp(s, " graph ", 7) == 0) return 1;
+    if (n >= 7 && memcmp(s, " graph ", 7) == 0)
+      return 1;
     return 0;
   }
   ps->pos = e < ps->len ? e + 1 : e;
   ps->line++;
-  if (le - p < 3 || ps->text[p + 2] != ' ') return fail(ps, "a plan line must start with '// '");
+  if (le - p < 3 || ps->text[p + 2] != ' ')
+    return fail(ps, "a plan line must start with '// '");
   int nt = 0;
   size_t i = p + 3;
   while (i < le) {
     char c = ps->text[i];
-    if (c == ' ' || c == '\t') { i++; continue; }
+    if (c == ' ' || c == '\t') {
+      i++;
+      continue;
+    }
     size_t s = i;
     while (i < le && ps->text[i] != ' ' && ps->text[i] != '\t') {
       unsigned char u = (unsigned char)ps->text[i];
-      if (u < 32 || u >= 127) return fail(ps, "invalid character (byte 0x%02x) in the plan", u);
+      if (u < 32 || u >= 127)
+        return fail(ps, "invalid character (byte 0x%02x) in the plan", u);
       i++;
     }
-    if (nt == MAX_TOKENS) return fail(ps, "too many tokens on one line");
+    if (nt == MAX_TOKENS)
+      return fail(ps, "too many tokens on one line");
     tk[nt].s = ps->text + s;
     tk[nt].n = (int)(i - s);
     nt++;
   }
-  if (nt == 0) return fail(ps, "empty plan line");
+  if (nt == 0)
+    return fail(ps, "empty plan line");
   return nt;
 }
 
@@ -190,8 +236,10 @@ static int want_ref(parser *ps, const char *s, int n, const char *kinds, plan_re
   char b[64];
   tok t = {s, n};
   int64_t v;
-  if (n < 2 || !strchr(kinds, s[0]) || !parse_int_span(s + 1, n - 1, &v) || s[1] == '-' || v > 1000000) {
-    return fail(ps, "bad reference '%s' (expected one of %s followed by an index)", show(t, b, sizeof b), kinds);
+  if (n < 2 || !strchr(kinds, s[0]) || !parse_int_span(s + 1, n - 1, &v) || s[1] == '-' ||
+      v > 1000000) {
+    return fail(ps, "bad reference '%s' (expected one of %s followed by an index)",
+                show(t, b, sizeof b), kinds);
   }
   out->kind = s[0];
   out->index = (int)v;
@@ -202,18 +250,24 @@ static int want_ref(parser *ps, const char *s, int n, const char *kinds, plan_re
 static int want_refs(parser *ps, tok t, const char *kinds, plan_ref **out, int *n) {
   int cnt = 1;
   for (int i = 0; i < t.n; i++)
-    if (t.s[i] == ',') cnt++;
-  if (cnt > MAX_ARGS) return fail(ps, "more than %d arguments", MAX_ARGS);
+    if (t.s[i] == ',')
+      cnt++;
+  if (cnt > MAX_ARGS)
+    return fail(ps, "more than %d arguments", MAX_ARGS);
   *out = calloc((size_t)cnt, sizeof **out);
-  if (!*out) return fail(ps, "out of memory");
+  if (!*out)
+    return fail(ps, "out of memory");
   *n = 0;
   const char *s = t.s, *end = t.s + t.n;
   for (;;) {
     const char *c = s;
-    while (c < end && *c != ',') c++;
-    if (want_ref(ps, s, (int)(c - s), kinds, &(*out)[*n])) return -1;
+    while (c < end && *c != ',')
+      c++;
+    if (want_ref(ps, s, (int)(c - s), kinds, &(*out)[*n]))
+      return -1;
     (*n)++;
-    if (c == end) break;
+    if (c == end)
+      break;
     s = c + 1;
   }
   return 0;
@@ -226,10 +280,16 @@ static bool shape_extent(const int64_t *sizes, const int64_t *strides, int rank,
                          int64_t *maxoff) {
   int64_t n = 1, m = 0;
   for (int i = 0; i < rank; i++) {
-    if (sizes[i] == 0) { n = 0; continue; }
-    if (n > 0 && sizes[i] > INT64_MAX / 16 / n) return false;
-    if (n > 0) n *= sizes[i];
-    if (strides[i] > 0 && sizes[i] - 1 > (INT64_MAX / 16 - m) / strides[i]) return false;
+    if (sizes[i] == 0) {
+      n = 0;
+      continue;
+    }
+    if (n > 0 && sizes[i] > INT64_MAX / 16 / n)
+      return false;
+    if (n > 0)
+      n *= sizes[i];
+    if (strides[i] > 0 && sizes[i] - 1 > (INT64_MAX / 16 - m) / strides[i])
+      return false;
     m += (sizes[i] - 1) * strides[i];
   }
   *numel = n;
@@ -240,14 +300,21 @@ static bool shape_extent(const int64_t *sizes, const int64_t *strides, int rank,
 static int parse_shape(parser *ps, tok *tk, int nt, int i, const char *what, int64_t *sizes,
                        int64_t *strides, int *rank, int64_t *numel, int elem) {
   int ns, nst;
-  if (i + 2 >= nt) return fail(ps, "%s: expected SIZES strides STRIDES", what);
-  if (want_list(ps, tk[i], what, sizes, &ns)) return -1;
-  if (want_kw(ps, tk, nt, i + 1, "strides")) return -1;
-  if (want_list(ps, tk[i + 2], what, strides, &nst)) return -1;
-  if (ns != nst) return fail(ps, "%s: %d sizes but %d strides", what, ns, nst);
+  if (i + 2 >= nt)
+    return fail(ps, "%s: expected SIZES strides STRIDES", what);
+  if (want_list(ps, tk[i], what, sizes, &ns))
+    return -1;
+  if (want_kw(ps, tk, nt, i + 1, "strides"))
+    return -1;
+  if (want_list(ps, tk[i + 2], what, strides, &nst))
+    return -1;
+  if (ns != nst)
+    return fail(ps, "%s: %d sizes but %d strides", what, ns, nst);
   for (int d = 0; d < ns; d++) {
-    if (sizes[d] < 0) return fail(ps, "%s: negative size %lld in dim %d", what, (long long)sizes[d], d);
-    if (strides[d] < 0) return fail(ps, "%s: negative stride %lld in dim %d", what, (long long)strides[d], d);
+    if (sizes[d] < 0)
+      return fail(ps, "%s: negative size %lld in dim %d", what, (long long)sizes[d], d);
+    if (strides[d] < 0)
+      return fail(ps, "%s: negative stride %lld in dim %d", what, (long long)strides[d], d);
   }
   int64_t maxoff;
   if (!shape_extent(sizes, strides, ns, numel, &maxoff) || (maxoff + 1) > INT64_MAX / 16 / elem)
@@ -260,21 +327,29 @@ static int parse_param(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   char b[64], what[96];
   int64_t v;
   plan_param *p = &g->params[idx];
-  if (nt < 4) return fail(ps, "param line is incomplete");
-  if (want_int(ps, tk[1], "param index", 0, MAX_COUNT, &v)) return -1;
-  if (v != idx) return fail(ps, "expected param %d, found param %lld", idx, (long long)v);
-  if (!is_name(tk[2])) return fail(ps, "bad param name '%s'", show(tk[2], b, sizeof b));
+  if (nt < 4)
+    return fail(ps, "param line is incomplete");
+  if (want_int(ps, tk[1], "param index", 0, MAX_COUNT, &v))
+    return -1;
+  if (v != idx)
+    return fail(ps, "expected param %d, found param %lld", idx, (long long)v);
+  if (!is_name(tk[2]))
+    return fail(ps, "bad param name '%s'", show(tk[2], b, sizeof b));
   for (int j = 0; j < idx; j++)
-    if (tok_is(tk[2], g->params[j].name)) return fail(ps, "duplicate param name '%s'", g->params[j].name);
-  if (!(p->name = dup_tok(tk[2]))) return fail(ps, "out of memory");
-  if (want_dtype(ps, tk[3], &p->dtype)) return -1;
+    if (tok_is(tk[2], g->params[j].name))
+      return fail(ps, "duplicate param name '%s'", g->params[j].name);
+  if (!(p->name = dup_tok(tk[2])))
+    return fail(ps, "out of memory");
+  if (want_dtype(ps, tk[3], &p->dtype))
+    return -1;
   if (nt >= 5 && tok_is(tk[4], "scalar")) {
     p->is_scalar = 1;
     p->numel = 1;
     return want_count(ps, tk, nt, 5);
   }
   snprintf(what, sizeof what, "param %d ('%s')", idx, p->name);
-  if (parse_shape(ps, tk, nt, 4, what, p->sizes, p->strides, &p->rank, &p->numel, fgl_dtype_size(p->dtype)))
+  if (parse_shape(ps, tk, nt, 4, what, p->sizes, p->strides, &p->rank, &p->numel,
+                  fgl_dtype_size(p->dtype)))
     return -1;
   return want_count(ps, tk, nt, 7);
 }
@@ -283,14 +358,20 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   char b[64], what[64];
   int64_t v;
   plan_result *r = &g->results[idx];
-  if (nt < 3) return fail(ps, "result line is incomplete");
-  if (want_int(ps, tk[1], "result index", 0, MAX_COUNT, &v)) return -1;
-  if (v != idx) return fail(ps, "expected result %d, found result %lld", idx, (long long)v);
-  if (want_dtype(ps, tk[2], &r->dtype)) return -1;
-  snprintf(what, sizeof what, "result %d", idx);
-  if (parse_shape(ps, tk, nt, 3, what, r->sizes, r->strides, &r->rank, &r->numel, fgl_dtype_size(r->dtype)))
+  if (nt < 3)
+    return fail(ps, "result line is incomplete");
+  if (want_int(ps, tk[1], "result index", 0, MAX_COUNT, &v))
     return -1;
-  if (nt < 7) return fail(ps, "result %d: expected 'written' or 'view'", idx);
+  if (v != idx)
+    return fail(ps, "expected result %d, found result %lld", idx, (long long)v);
+  if (want_dtype(ps, tk[2], &r->dtype))
+    return -1;
+  snprintf(what, sizeof what, "result %d", idx);
+  if (parse_shape(ps, tk, nt, 3, what, r->sizes, r->strides, &r->rank, &r->numel,
+                  fgl_dtype_size(r->dtype)))
+    return -1;
+  if (nt < 7)
+    return fail(ps, "result %d: expected 'written' or 'view'", idx);
   if (tok_is(tk[6], "written")) {
     for (int d = 0; d < r->rank; d++)
       if (r->strides[d] == 0 && r->sizes[d] > 1)
@@ -298,20 +379,29 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
     return want_count(ps, tk, nt, 7);
   }
   if (!tok_is(tk[6], "view"))
-    return fail(ps, "result %d: expected 'written' or 'view', found '%s'", idx, show(tk[6], b, sizeof b));
+    return fail(ps, "result %d: expected 'written' or 'view', found '%s'", idx,
+                show(tk[6], b, sizeof b));
   r->is_view = 1;
-  if (nt < 8) return fail(ps, "result %d: view without a base", idx);
-  if (want_ref(ps, tk[7].s, tk[7].n, "pr", &r->base)) return -1;
-  if (want_kw(ps, tk, nt, 8, "offset")) return -1;
-  if (nt < 10) return fail(ps, "result %d: missing offset value", idx);
-  if (want_int(ps, tk[9], "view offset", 0, INT64_MAX / 16, &r->offset)) return -1;
-  if (want_count(ps, tk, nt, 10)) return -1;
+  if (nt < 8)
+    return fail(ps, "result %d: view without a base", idx);
+  if (want_ref(ps, tk[7].s, tk[7].n, "pr", &r->base))
+    return -1;
+  if (want_kw(ps, tk, nt, 8, "offset"))
+    return -1;
+  if (nt < 10)
+    return fail(ps, "result %d: missing offset value", idx);
+  if (want_int(ps, tk[9], "view offset", 0, INT64_MAX / 16, &r->offset))
+    return -1;
+  if (want_count(ps, tk, nt, 10))
+    return -1;
   /* The base: params are known now; results are checked at 'end'. */
   if (r->base.kind == 'p') {
     if (r->base.index >= g->n_params)
-      return fail(ps, "result %d: view base p%d does not exist (%d params)", idx, r->base.index, g->n_params);
+      return fail(ps, "result %d: view base p%d does not exist (%d params)", idx, r->base.index,
+                  g->n_params);
   } else if (r->base.index >= g->n_results) {
-    return fail(ps, "result %d: view base r%d does not exist (%d results)", idx, r->base.index, g->n_results);
+    return fail(ps, "result %d: view base r%d does not exist (%d results)", idx, r->base.index,
+                g->n_results);
   }
   return 0;
 }
@@ -323,23 +413,33 @@ static int check_view(parser *ps, plan_graph *g, int idx) {
   fgl_dtype bdt;
   if (r->base.kind == 'p') {
     plan_param *p = &g->params[r->base.index];
-    if (p->is_scalar) return fail(ps, "result %d: view base p%d is a scalar parameter", idx, r->base.index);
-    bs = p->sizes; bst = p->strides; brank = p->rank; bdt = p->dtype;
+    if (p->is_scalar)
+      return fail(ps, "result %d: view base p%d is a scalar parameter", idx, r->base.index);
+    bs = p->sizes;
+    bst = p->strides;
+    brank = p->rank;
+    bdt = p->dtype;
   } else {
     plan_result *b = &g->results[r->base.index];
-    if (b->is_view) return fail(ps, "result %d: view base r%d is not a written result", idx, r->base.index);
-    bs = b->sizes; bst = b->strides; brank = b->rank; bdt = b->dtype;
+    if (b->is_view)
+      return fail(ps, "result %d: view base r%d is not a written result", idx, r->base.index);
+    bs = b->sizes;
+    bst = b->strides;
+    brank = b->rank;
+    bdt = b->dtype;
   }
   if (bdt != r->dtype)
-    return fail(ps, "result %d: view dtype %s differs from its base's %s", idx, fgl_dtype_name(r->dtype),
-                fgl_dtype_name(bdt));
+    return fail(ps, "result %d: view dtype %s differs from its base's %s", idx,
+                fgl_dtype_name(r->dtype), fgl_dtype_name(bdt));
   int64_t bn = 0, bmax = 0, vn = 0, vmax = 0;
   shape_extent(bs, bst, brank, &bn, &bmax);
   shape_extent(r->sizes, r->strides, r->rank, &vn, &vmax);
   if (vn > 0 && (bn == 0 || r->offset + vmax > bmax))
-    return fail(ps, "result %d: view (offset %lld, last element %lld) leaves its base %c%d (last element %lld)",
-                idx, (long long)r->offset, (long long)(r->offset + vmax), r->base.kind, r->base.index,
-                (long long)bmax);
+    return fail(
+        ps,
+        "result %d: view (offset %lld, last element %lld) leaves its base %c%d (last element %lld)",
+        idx, (long long)r->offset, (long long)(r->offset + vmax), r->base.kind, r->base.index,
+        (long long)bmax);
   return 0;
 }
 
@@ -347,24 +447,35 @@ static int parse_temp(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   char b[64];
   int64_t v;
   plan_temp *t = &g->temps[idx];
-  if (want_count(ps, tk, nt, 7)) return -1;
-  if (want_int(ps, tk[1], "temp index", 0, MAX_COUNT, &v)) return -1;
-  if (v != idx) return fail(ps, "expected temp %d, found temp %lld", idx, (long long)v);
-  if (want_kw(ps, tk, nt, 2, "bytes")) return -1;
-  if (want_int(ps, tk[3], "temp bytes", 0, INT64_MAX / 4, &t->bytes)) return -1;
-  if (want_kw(ps, tk, nt, 4, "align")) return -1;
-  if (want_int(ps, tk[5], "temp align", 16, MAX_TEMP_ALIGN, &t->align)) return -1;
-  if (!is_pow2(t->align)) return fail(ps, "temp align %lld is not a power of two", (long long)t->align);
-  if (tok_is(tk[6], "zero")) t->zero = 1;
+  if (want_count(ps, tk, nt, 7))
+    return -1;
+  if (want_int(ps, tk[1], "temp index", 0, MAX_COUNT, &v))
+    return -1;
+  if (v != idx)
+    return fail(ps, "expected temp %d, found temp %lld", idx, (long long)v);
+  if (want_kw(ps, tk, nt, 2, "bytes"))
+    return -1;
+  if (want_int(ps, tk[3], "temp bytes", 0, INT64_MAX / 4, &t->bytes))
+    return -1;
+  if (want_kw(ps, tk, nt, 4, "align"))
+    return -1;
+  if (want_int(ps, tk[5], "temp align", 16, MAX_TEMP_ALIGN, &t->align))
+    return -1;
+  if (!is_pow2(t->align))
+    return fail(ps, "temp align %lld is not a power of two", (long long)t->align);
+  if (tok_is(tk[6], "zero"))
+    t->zero = 1;
   else if (!tok_is(tk[6], "nozero"))
-    return fail(ps, "temp %d: expected 'zero' or 'nozero', found '%s'", idx, show(tk[6], b, sizeof b));
+    return fail(ps, "temp %d: expected 'zero' or 'nozero', found '%s'", idx,
+                show(tk[6], b, sizeof b));
   return 0;
 }
 
 static bool has_entry(parser *ps, const char *name) {
   size_t n = strlen(name);
   for (int i = 0; i < ps->n_entries; i++)
-    if ((size_t)ps->entries[i].n == n && memcmp(ps->entries[i].s, name, n) == 0) return true;
+    if ((size_t)ps->entries[i].n == n && memcmp(ps->entries[i].s, name, n) == 0)
+      return true;
   return false;
 }
 
@@ -373,21 +484,28 @@ static int check_arg(parser *ps, plan_graph *g, plan_ref a, int kidx) {
   case 'p':
   case 's':
     if (a.index >= g->n_params)
-      return fail(ps, "kernel %d: argument %c%d: no such parameter (%d params)", kidx, a.kind, a.index, g->n_params);
+      return fail(ps, "kernel %d: argument %c%d: no such parameter (%d params)", kidx, a.kind,
+                  a.index, g->n_params);
     if (a.kind == 'p' && g->params[a.index].is_scalar)
-      return fail(ps, "kernel %d: argument p%d is a scalar parameter (use s%d)", kidx, a.index, a.index);
+      return fail(ps, "kernel %d: argument p%d is a scalar parameter (use s%d)", kidx, a.index,
+                  a.index);
     if (a.kind == 's' && !g->params[a.index].is_scalar)
-      return fail(ps, "kernel %d: argument s%d is a tensor parameter (use p%d)", kidx, a.index, a.index);
+      return fail(ps, "kernel %d: argument s%d is a tensor parameter (use p%d)", kidx, a.index,
+                  a.index);
     return 0;
   case 'r':
     if (a.index >= g->n_results)
-      return fail(ps, "kernel %d: argument r%d: no such result (%d results)", kidx, a.index, g->n_results);
+      return fail(ps, "kernel %d: argument r%d: no such result (%d results)", kidx, a.index,
+                  g->n_results);
     if (g->results[a.index].is_view)
-      return fail(ps, "kernel %d: argument r%d is a view result (kernels write only written results)", kidx, a.index);
+      return fail(ps,
+                  "kernel %d: argument r%d is a view result (kernels write only written results)",
+                  kidx, a.index);
     return 0;
   case 't':
     if (a.index >= g->n_temps)
-      return fail(ps, "kernel %d: argument t%d: no such temp (%d temps)", kidx, a.index, g->n_temps);
+      return fail(ps, "kernel %d: argument t%d: no such temp (%d temps)", kidx, a.index,
+                  g->n_temps);
     return 0;
   }
   return fail(ps, "kernel %d: bad argument", kidx);
@@ -397,44 +515,63 @@ static int parse_kernel(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   char b[64];
   int64_t v;
   plan_kernel *k = &g->kernels[idx];
-  if (want_count(ps, tk, nt, 15)) return -1;
-  if (want_int(ps, tk[1], "kernel index", 0, MAX_COUNT, &v)) return -1;
-  if (v != idx) return fail(ps, "expected kernel %d, found kernel %lld", idx, (long long)v);
-  if (!is_name(tk[2])) return fail(ps, "bad kernel entry name '%s'", show(tk[2], b, sizeof b));
-  if (!(k->entry = dup_tok(tk[2]))) return fail(ps, "out of memory");
-  if (want_kw(ps, tk, nt, 3, "grid")) return -1;
+  if (want_count(ps, tk, nt, 15))
+    return -1;
+  if (want_int(ps, tk[1], "kernel index", 0, MAX_COUNT, &v))
+    return -1;
+  if (v != idx)
+    return fail(ps, "expected kernel %d, found kernel %lld", idx, (long long)v);
+  if (!is_name(tk[2]))
+    return fail(ps, "bad kernel entry name '%s'", show(tk[2], b, sizeof b));
+  if (!(k->entry = dup_tok(tk[2])))
+    return fail(ps, "out of memory");
+  if (want_kw(ps, tk, nt, 3, "grid"))
+    return -1;
   static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
-  static const char *gname[3] = {"grid x", "grid y", "grid z"}, *bname[3] = {"block x", "block y", "block z"};
+  static const char *gname[3] = {"grid x", "grid y", "grid z"},
+                    *bname[3] = {"block x", "block y", "block z"};
   for (int d = 0; d < 3; d++) {
     /* grid x 0: a kernel over an empty domain, never launched */
-    if (want_int(ps, tk[4 + d], gname[d], d == 0 ? 0 : 1, gmax[d], &v)) return -1;
+    if (want_int(ps, tk[4 + d], gname[d], d == 0 ? 0 : 1, gmax[d], &v))
+      return -1;
     k->grid[d] = (unsigned)v;
   }
-  if (want_kw(ps, tk, nt, 7, "block")) return -1;
+  if (want_kw(ps, tk, nt, 7, "block"))
+    return -1;
   for (int d = 0; d < 3; d++) {
-    if (want_int(ps, tk[8 + d], bname[d], 1, bmax[d], &v)) return -1;
+    if (want_int(ps, tk[8 + d], bname[d], 1, bmax[d], &v))
+      return -1;
     k->block[d] = (unsigned)v;
   }
   if ((int64_t)k->block[0] * k->block[1] * k->block[2] > 1024)
-    return fail(ps, "kernel %d: block %ux%ux%u has more than 1024 threads", idx, k->block[0], k->block[1], k->block[2]);
-  if (want_kw(ps, tk, nt, 11, "smem")) return -1;
-  if (want_int(ps, tk[12], "smem", 0, 1 << 24, &v)) return -1;
+    return fail(ps, "kernel %d: block %ux%ux%u has more than 1024 threads", idx, k->block[0],
+                k->block[1], k->block[2]);
+  if (want_kw(ps, tk, nt, 11, "smem"))
+    return -1;
+  if (want_int(ps, tk[12], "smem", 0, 1 << 24, &v))
+    return -1;
   k->smem = (unsigned)v;
-  if (want_kw(ps, tk, nt, 13, "args")) return -1;
-  if (want_refs(ps, tk[14], "psrt", &k->args, &k->n_args)) return -1;
+  if (want_kw(ps, tk, nt, 13, "args"))
+    return -1;
+  if (want_refs(ps, tk[14], "psrt", &k->args, &k->n_args))
+    return -1;
   for (int i = 0; i < k->n_args; i++)
-    if (check_arg(ps, g, k->args[i], idx)) return -1;
-  if (!has_entry(ps, k->entry)) return fail(ps, "kernel %d: entry '%s' is not defined in the PTX", idx, k->entry);
+    if (check_arg(ps, g, k->args[i], idx))
+      return -1;
+  if (!has_entry(ps, k->entry))
+    return fail(ps, "kernel %d: entry '%s' is not defined in the PTX", idx, k->entry);
   return 0;
 }
 
 /* A line about kernel tk[1] (`what I ...`, nt tokens in all) that must
  * follow the kernel's own line: that kernel, or NULL after failing. */
-static plan_kernel *kernel_of_line(parser *ps, tok *tk, int nt, int count, const char *what, plan_graph *g, int n_seen) {
+static plan_kernel *kernel_of_line(parser *ps, tok *tk, int nt, int count, const char *what,
+                                   plan_graph *g, int n_seen) {
   char label[48];
   int64_t v;
   snprintf(label, sizeof label, "%s index", what);
-  if (want_count(ps, tk, nt, count) || want_int(ps, tk[1], label, 0, MAX_COUNT, &v)) return NULL;
+  if (want_count(ps, tk, nt, count) || want_int(ps, tk[1], label, 0, MAX_COUNT, &v))
+    return NULL;
   if (v >= n_seen) {
     fail(ps, "%s %lld does not follow its kernel line", what, (long long)v);
     return NULL;
@@ -446,23 +583,35 @@ static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_se
   char b[64];
   int64_t v;
   plan_kernel *k = kernel_of_line(ps, tk, nt, 7, "kernel-vec", g, n_seen);
-  if (!k) return -1;
-  if (k->vec_entry) return fail(ps, "kernel %d has two kernel-vec lines", (int)(k - g->kernels));
-  if (!is_name(tk[2])) return fail(ps, "bad kernel-vec entry name '%s'", show(tk[2], b, sizeof b));
-  if (!(k->vec_entry = dup_tok(tk[2]))) return fail(ps, "out of memory");
-  if (want_kw(ps, tk, nt, 3, "align")) return -1;
-  if (want_int(ps, tk[4], "kernel-vec align", 1, MAX_VEC_ALIGN, &v)) return -1;
-  if (!is_pow2(v)) return fail(ps, "kernel-vec align %lld is not a power of two", (long long)v);
+  if (!k)
+    return -1;
+  if (k->vec_entry)
+    return fail(ps, "kernel %d has two kernel-vec lines", (int)(k - g->kernels));
+  if (!is_name(tk[2]))
+    return fail(ps, "bad kernel-vec entry name '%s'", show(tk[2], b, sizeof b));
+  if (!(k->vec_entry = dup_tok(tk[2])))
+    return fail(ps, "out of memory");
+  if (want_kw(ps, tk, nt, 3, "align"))
+    return -1;
+  if (want_int(ps, tk[4], "kernel-vec align", 1, MAX_VEC_ALIGN, &v))
+    return -1;
+  if (!is_pow2(v))
+    return fail(ps, "kernel-vec align %lld is not a power of two", (long long)v);
   k->vec_align = (int)v;
-  if (want_kw(ps, tk, nt, 5, "ptrs")) return -1;
-  if (want_refs(ps, tk[6], "prt", &k->vec_ptrs, &k->n_vec_ptrs)) return -1;
+  if (want_kw(ps, tk, nt, 5, "ptrs"))
+    return -1;
+  if (want_refs(ps, tk[6], "prt", &k->vec_ptrs, &k->n_vec_ptrs))
+    return -1;
   int kidx = (int)(k - g->kernels);
   for (int i = 0; i < k->n_vec_ptrs; i++) {
     plan_ref a = k->vec_ptrs[i];
     bool found = false;
     for (int j = 0; j < k->n_args; j++)
-      if (k->args[j].kind == a.kind && k->args[j].index == a.index) found = true;
-    if (!found) return fail(ps, "kernel-vec %d: pointer %c%d is not an argument of kernel %d", kidx, a.kind, a.index, kidx);
+      if (k->args[j].kind == a.kind && k->args[j].index == a.index)
+        found = true;
+    if (!found)
+      return fail(ps, "kernel-vec %d: pointer %c%d is not an argument of kernel %d", kidx, a.kind,
+                  a.index, kidx);
   }
   if (!has_entry(ps, k->vec_entry))
     return fail(ps, "kernel-vec %d: entry '%s' is not defined in the PTX", kidx, k->vec_entry);
@@ -471,15 +620,19 @@ static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_se
 
 static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
   plan_kernel *k = kernel_of_line(ps, tk, nt, 4, "kernel-resident", g, n_seen);
-  if (!k) return -1;
+  if (!k)
+    return -1;
   long long v = (long long)(k - g->kernels);
-  if (k->resident) return fail(ps, "kernel %lld has two kernel-resident lines", v);
-  if (want_kw(ps, tk, nt, 2, "cluster")) return -1;
+  if (k->resident)
+    return fail(ps, "kernel %lld has two kernel-resident lines", v);
+  if (want_kw(ps, tk, nt, 2, "cluster"))
+    return -1;
   int64_t c;
-  if (want_int(ps, tk[3], "kernel-resident cluster", 1, 16, &c)) return -1;
+  if (want_int(ps, tk[3], "kernel-resident cluster", 1, 16, &c))
+    return -1;
   if (k->grid[0] % (unsigned)c || k->grid[1] != 1 || k->grid[2] != 1)
-    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", v, k->grid[0],
-                k->grid[1], k->grid[2], (long long)c);
+    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", v,
+                k->grid[0], k->grid[1], k->grid[2], (long long)c);
   k->resident = true;
   k->cluster = (int)c;
   return 0;
@@ -487,27 +640,35 @@ static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int
 
 static int count_arg(parser *ps, tok *tk, int nt, int i, const char *kw, int *out) {
   int64_t v;
-  if (want_kw(ps, tk, nt, i, kw)) return -1;
-  if (i + 1 >= nt) return fail(ps, "missing the %s count", kw);
+  if (want_kw(ps, tk, nt, i, kw))
+    return -1;
+  if (i + 1 >= nt)
+    return fail(ps, "missing the %s count", kw);
   char what[32];
   snprintf(what, sizeof what, "%s count", kw);
-  if (want_int(ps, tk[i + 1], what, 0, MAX_COUNT, &v)) return -1;
+  if (want_int(ps, tk[i + 1], what, 0, MAX_COUNT, &v))
+    return -1;
   *out = (int)v;
   return 0;
 }
 
 static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
   char b[64];
-  if (want_count(ps, tk, nt, 10)) return -1;
-  if (!is_name(tk[1])) return fail(ps, "bad graph name '%s'", show(tk[1], b, sizeof b));
+  if (want_count(ps, tk, nt, 10))
+    return -1;
+  if (!is_name(tk[1]))
+    return fail(ps, "bad graph name '%s'", show(tk[1], b, sizeof b));
   for (int i = 0; i < p->n_graphs; i++)
-    if (tok_is(tk[1], p->graphs[i].name)) return fail(ps, "duplicate graph name '%s'", p->graphs[i].name);
+    if (tok_is(tk[1], p->graphs[i].name))
+      return fail(ps, "duplicate graph name '%s'", p->graphs[i].name);
   plan_graph *ng = realloc(p->graphs, sizeof *ng * (size_t)(p->n_graphs + 1));
-  if (!ng) return fail(ps, "out of memory");
+  if (!ng)
+    return fail(ps, "out of memory");
   p->graphs = ng;
   plan_graph *g = &p->graphs[p->n_graphs++];
   memset(g, 0, sizeof *g);
-  if (!(g->name = dup_tok(tk[1]))) return fail(ps, "out of memory");
+  if (!(g->name = dup_tok(tk[1])))
+    return fail(ps, "out of memory");
   int np, nr, ntm, nk;
   if (count_arg(ps, tk, nt, 2, "params", &np) || count_arg(ps, tk, nt, 4, "results", &nr) ||
       count_arg(ps, tk, nt, 6, "temps", &ntm) || count_arg(ps, tk, nt, 8, "kernels", &nk))
@@ -516,53 +677,80 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
   g->results = calloc((size_t)nr + 1, sizeof *g->results);
   g->temps = calloc((size_t)ntm + 1, sizeof *g->temps);
   g->kernels = calloc((size_t)nk + 1, sizeof *g->kernels);
-  if (!g->params || !g->results || !g->temps || !g->kernels) return fail(ps, "out of memory");
-  g->n_params = np; g->n_results = nr; g->n_temps = ntm; g->n_kernels = nk;
+  if (!g->params || !g->results || !g->temps || !g->kernels)
+    return fail(ps, "out of memory");
+  g->n_params = np;
+  g->n_results = nr;
+  g->n_temps = ntm;
+  g->n_kernels = nk;
   int graph_line = ps->line;
 
   int ip = 0, ir = 0, it = 0, ik = 0;
   tok t2[MAX_TOKENS];
   for (;;) {
     int n = next_line(ps, t2, false);
-    if (n < 0) return -1;
+    if (n < 0)
+      return -1;
     if (n == 0) {
       ps->line++;
-      return fail(ps, "the plan ends inside graph '%s' (opened at line %d) without 'end'", g->name, graph_line);
+      return fail(ps, "the plan ends inside graph '%s' (opened at line %d) without 'end'", g->name,
+                  graph_line);
     }
     tok kw = t2[0];
     /* what comes next, in order */
-    const char *expect = ip < np ? "param" : ir < nr ? "result" : it < ntm ? "temp" : ik < nk ? "kernel" : "end";
+    const char *expect = ip < np    ? "param"
+                         : ir < nr  ? "result"
+                         : it < ntm ? "temp"
+                         : ik < nk  ? "kernel"
+                                    : "end";
     if (tok_is(kw, "kernel-vec") && ip == np && ir == nr && it == ntm) {
-      if (parse_kernel_vec(ps, t2, n, g, ik)) return -1;
+      if (parse_kernel_vec(ps, t2, n, g, ik))
+        return -1;
       continue;
     }
     if (tok_is(kw, "kernel-resident") && ip == np && ir == nr && it == ntm) {
-      if (parse_kernel_resident(ps, t2, n, g, ik)) return -1;
+      if (parse_kernel_resident(ps, t2, n, g, ik))
+        return -1;
       continue;
     }
     if (!tok_is(kw, expect)) {
-      static const char *known[] = {"fusec-plan", "target", "graph",      "param", "result",
-                                    "temp",       "kernel", "kernel-vec", "kernel-resident", "end"};
+      static const char *known[] = {"fusec-plan",      "target", "graph",  "param",
+                                    "result",          "temp",   "kernel", "kernel-vec",
+                                    "kernel-resident", "end"};
       bool is_known = false;
-      for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) is_known |= tok_is(kw, known[i]);
-      if (!is_known) return fail(ps, "unknown plan line '%s'", show(kw, b, sizeof b));
+      for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        is_known |= tok_is(kw, known[i]);
+      if (!is_known)
+        return fail(ps, "unknown plan line '%s'", show(kw, b, sizeof b));
       if (!strcmp(expect, "end"))
-        return fail(ps, "expected 'end' of graph '%s' (it declares %d params, %d results, %d temps, %d kernels), found '%s'",
+        return fail(ps,
+                    "expected 'end' of graph '%s' (it declares %d params, %d results, %d temps, %d "
+                    "kernels), found '%s'",
                     g->name, np, nr, ntm, nk, show(kw, b, sizeof b));
-      return fail(ps, "expected '%s' line (graph '%s' declares params %d results %d temps %d kernels %d), found '%s'",
+      return fail(ps,
+                  "expected '%s' line (graph '%s' declares params %d results %d temps %d kernels "
+                  "%d), found '%s'",
                   expect, g->name, np, nr, ntm, nk, show(kw, b, sizeof b));
     }
-    if (!strcmp(expect, "param")) { if (parse_param(ps, t2, n, g, ip++)) return -1; }
-    else if (!strcmp(expect, "result")) {
-      if (parse_result(ps, t2, n, g, ir++)) return -1;
+    if (!strcmp(expect, "param")) {
+      if (parse_param(ps, t2, n, g, ip++))
+        return -1;
+    } else if (!strcmp(expect, "result")) {
+      if (parse_result(ps, t2, n, g, ir++))
+        return -1;
       if (ir == nr) /* all results known: check the views now, with this line number */
         for (int i = 0; i < nr; i++)
-          if (g->results[i].is_view && check_view(ps, g, i)) return -1;
-    }
-    else if (!strcmp(expect, "temp")) { if (parse_temp(ps, t2, n, g, it++)) return -1; }
-    else if (!strcmp(expect, "kernel")) { if (parse_kernel(ps, t2, n, g, ik++)) return -1; }
-    else {
-      if (want_count(ps, t2, n, 1)) return -1;
+          if (g->results[i].is_view && check_view(ps, g, i))
+            return -1;
+    } else if (!strcmp(expect, "temp")) {
+      if (parse_temp(ps, t2, n, g, it++))
+        return -1;
+    } else if (!strcmp(expect, "kernel")) {
+      if (parse_kernel(ps, t2, n, g, ik++))
+        return -1;
+    } else {
+      if (want_count(ps, t2, n, 1))
+        return -1;
       return 0;
     }
   }
@@ -574,12 +762,14 @@ static int scan_entries(parser *ps) {
   size_t n = ps->len, i = 0;
   while (i < n) {
     if (s[i] == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') i++;
+      while (i < n && s[i] != '\n')
+        i++;
       continue;
     }
     if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
       i += 2;
-      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) i++;
+      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/'))
+        i++;
       i += 2;
       continue;
     }
@@ -587,7 +777,8 @@ static int scan_entries(parser *ps) {
         (s[i + 6] == ' ' || s[i + 6] == '\t' || s[i + 6] == '\n' || s[i + 6] == '\r') &&
         (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\n')) {
       i += 6;
-      while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+      while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
       size_t b = i;
       while (i < n && (s[i] == '_' || s[i] == '$' || s[i] == '.' || (s[i] >= '0' && s[i] <= '9') ||
                        (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
@@ -596,7 +787,8 @@ static int scan_entries(parser *ps) {
         if (ps->n_entries == ps->cap_entries) {
           int cap = ps->cap_entries ? ps->cap_entries * 2 : 16;
           tok *ne = realloc(ps->entries, sizeof *ne * (size_t)cap);
-          if (!ne) return -1;
+          if (!ne)
+            return -1;
           ps->entries = ne;
           ps->cap_entries = cap;
         }
@@ -620,31 +812,52 @@ int plan_parse(const char *text, size_t len, plan *out, char *err, size_t errlen
   char b[64];
   int rc = -1;
   int64_t v;
-  if (!text) { ps.line = 1; fail(&ps, "no artifact data"); goto done; }
-  if (scan_entries(&ps)) { ps.line = 1; fail(&ps, "out of memory"); goto done; }
+  if (!text) {
+    ps.line = 1;
+    fail(&ps, "no artifact data");
+    goto done;
+  }
+  if (scan_entries(&ps)) {
+    ps.line = 1;
+    fail(&ps, "out of memory");
+    goto done;
+  }
 
   int nt = next_line(&ps, tk, false);
   if (nt <= 0 || !tok_is(tk[0], "fusec-plan")) {
     ps.line = 1;
-    if (nt >= 0) fail(&ps, "not a fusec artifact: the file must start with '// fusec-plan %d'", PLAN_VERSION);
+    if (nt >= 0)
+      fail(&ps, "not a fusec artifact: the file must start with '// fusec-plan %d'", PLAN_VERSION);
     goto done;
   }
-  if (nt < 2 || !parse_int_span(tk[1].s, tk[1].n, &v)) { fail(&ps, "expected '// fusec-plan %d'", PLAN_VERSION); goto done; }
+  if (nt < 2 || !parse_int_span(tk[1].s, tk[1].n, &v)) {
+    fail(&ps, "expected '// fusec-plan %d'", PLAN_VERSION);
+    goto done;
+  }
   if (v != PLAN_VERSION) {
-    fail(&ps, "plan version %lld is not supported: this loader reads plan version %d", (long long)v, PLAN_VERSION);
+    fail(&ps, "plan version %lld is not supported: this loader reads plan version %d", (long long)v,
+         PLAN_VERSION);
     goto done;
   }
-  if (want_count(&ps, tk, nt, 2)) goto done;
+  if (want_count(&ps, tk, nt, 2))
+    goto done;
 
   nt = next_line(&ps, tk, false);
-  if (nt < 0) goto done;
-  if (nt == 0) { ps.line++; fail(&ps, "expected '// target sm_NN'"); goto done; }
-  if (want_kw(&ps, tk, nt, 0, "target") || want_count(&ps, tk, nt, 2)) goto done;
+  if (nt < 0)
+    goto done;
+  if (nt == 0) {
+    ps.line++;
+    fail(&ps, "expected '// target sm_NN'");
+    goto done;
+  }
+  if (want_kw(&ps, tk, nt, 0, "target") || want_count(&ps, tk, nt, 2))
+    goto done;
   {
     tok t = tk[1];
     int64_t sm = 0;
     int nd = t.n - 3;
-    if (nd > 0 && t.s[t.n - 1] == 'a') nd--; /* sm_90a */
+    if (nd > 0 && t.s[t.n - 1] == 'a')
+      nd--; /* sm_90a */
     if (t.n < 5 || t.n >= (int)sizeof p.target || memcmp(t.s, "sm_", 3) != 0 || nd < 2 ||
         !parse_int_span(t.s + 3, nd, &sm) || t.s[3] == '-' || sm < 10 || sm > 1000) {
       fail(&ps, "bad target '%s' (expected sm_NN, e.g. sm_90)", show(t, b, sizeof b));
@@ -657,7 +870,8 @@ int plan_parse(const char *text, size_t len, plan *out, char *err, size_t errlen
 
   for (;;) {
     nt = next_line(&ps, tk, false);
-    if (nt < 0) goto done;
+    if (nt < 0)
+      goto done;
     if (nt == 0) {
       ps.line++;
       fail(&ps, "the plan has no graph (expected '// graph NAME ...')");
@@ -667,25 +881,30 @@ int plan_parse(const char *text, size_t len, plan *out, char *err, size_t errlen
       fail(&ps, "expected '// graph ...', found '%s'", show(tk[0], b, sizeof b));
       goto done;
     }
-    if (parse_graph(&ps, tk, nt, &p)) goto done;
+    if (parse_graph(&ps, tk, nt, &p))
+      goto done;
     /* The plan ends after an 'end' not followed by another '// graph' line;
      * what follows is PTX (which may start with its own comments). */
-    if (!next_line(&ps, tk, true)) break;
+    if (!next_line(&ps, tk, true))
+      break;
   }
   rc = 0;
   *out = p;
 done:
   free(ps.entries);
-  if (rc) plan_free(&p);
+  if (rc)
+    plan_free(&p);
   return rc;
 }
 
 void plan_free(plan *p) {
-  if (!p) return;
+  if (!p)
+    return;
   for (int i = 0; i < p->n_graphs; i++) {
     plan_graph *g = &p->graphs[i];
     free(g->name);
-    for (int j = 0; g->params && j < g->n_params; j++) free(g->params[j].name);
+    for (int j = 0; g->params && j < g->n_params; j++)
+      free(g->params[j].name);
     for (int j = 0; g->kernels && j < g->n_kernels; j++) {
       free(g->kernels[j].entry);
       free(g->kernels[j].args);
@@ -703,6 +922,7 @@ void plan_free(plan *p) {
 
 const plan_graph *plan_find(const plan *p, const char *name) {
   for (int i = 0; i < p->n_graphs; i++)
-    if (!strcmp(p->graphs[i].name, name)) return &p->graphs[i];
+    if (!strcmp(p->graphs[i].name, name))
+      return &p->graphs[i];
   return NULL;
 }

@@ -49,8 +49,8 @@ typedef struct plan_kernel {
   int vec_align;
   int n_vec_ptrs;
   plan_ref *vec_ptrs;
-  bool resident;   /* kernel-resident: its CTAs wait for one another */
-  int cluster;     /* ... launched in clusters of this many CTAs (1: none) */
+  bool resident; /* kernel-resident: its CTAs wait for one another */
+  int cluster;   /* ... launched in clusters of this many CTAs (1: none) */
 } plan_kernel;
 
 typedef struct plan_graph {

@@ -6,23 +6,27 @@
 #include "internal.h"
 
 /* "bf16[4096,64] strides [64,1]" */
-static void fmt_shape(char *b, size_t n, fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides) {
+static void fmt_shape(char *b, size_t n, fgl_dtype dt, int rank, const int64_t *sizes,
+                      const int64_t *strides) {
   if (rank < 0 || rank > FGL_MAX_RANK) {
     snprintf(b, n, "%s with rank %d", fgl_dtype_name(dt), rank);
     return;
   }
   size_t k = 0;
-#define PUT(...)                                    \
-  do {                                              \
-    if (k < n) {                                    \
-      int w_ = snprintf(b + k, n - k, __VA_ARGS__); \
-      if (w_ > 0) k += (size_t)w_;                  \
-    }                                               \
+#define PUT(...)                                                                                   \
+  do {                                                                                             \
+    if (k < n) {                                                                                   \
+      int w_ = snprintf(b + k, n - k, __VA_ARGS__);                                                \
+      if (w_ > 0)                                                                                  \
+        k += (size_t)w_;                                                                           \
+    }                                                                                              \
   } while (0)
   PUT("%s[", fgl_dtype_name(dt));
-  for (int i = 0; i < rank; i++) PUT("%s%lld", i ? "," : "", (long long)sizes[i]);
+  for (int i = 0; i < rank; i++)
+    PUT("%s%lld", i ? "," : "", (long long)sizes[i]);
   PUT("] strides [");
-  for (int i = 0; i < rank; i++) PUT("%s%lld", i ? "," : "", (long long)strides[i]);
+  for (int i = 0; i < rank; i++)
+    PUT("%s%lld", i ? "," : "", (long long)strides[i]);
   PUT("]");
 #undef PUT
 }
@@ -31,42 +35,50 @@ static void fmt_shape(char *b, size_t n, fgl_dtype dt, int rank, const int64_t *
  * short reason; the caller formats the full message. */
 static const char *check_tensor(const fgl_tensor *t, fgl_dtype dt, int rank, const int64_t *sizes,
                                 const int64_t *strides, int64_t numel) {
-  if (t->dtype != dt || t->rank != rank) return "mismatch";
+  if (t->dtype != dt || t->rank != rank)
+    return "mismatch";
   for (int d = 0; d < rank; d++)
-    if (t->sizes[d] != sizes[d]) return "mismatch";
+    if (t->sizes[d] != sizes[d])
+      return "mismatch";
   if (numel > 0) {
     for (int d = 0; d < rank; d++)
-      if (sizes[d] != 1 && t->strides[d] != strides[d]) return "mismatch";
-    if (!t->ptr) return "null pointer";
-    if (t->ptr & (unsigned long long)(fgl_dtype_size(dt) - 1)) return "misaligned";
+      if (sizes[d] != 1 && t->strides[d] != strides[d])
+        return "mismatch";
+    if (!t->ptr)
+      return "null pointer";
+    if (t->ptr & (unsigned long long)(fgl_dtype_size(dt) - 1))
+      return "misaligned";
   }
   return NULL;
 }
 
-static fgl_status mismatch(fgl_error *err, const char *who, const char *why, const fgl_tensor *t, fgl_dtype dt,
-                           int rank, const int64_t *sizes, const int64_t *strides) {
+static fgl_status mismatch(fgl_error *err, const char *who, const char *why, const fgl_tensor *t,
+                           fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides) {
   char want[200], got[200];
   fmt_shape(want, sizeof want, dt, rank, sizes, strides);
   if (!strcmp(why, "null pointer"))
     return fgl_fail(err, FGL_ERR_MISMATCH, "%s: NULL device pointer for %s", who, want);
   if (!strcmp(why, "misaligned"))
-    return fgl_fail(err, FGL_ERR_MISMATCH, "%s: pointer 0x%llx is not aligned to %d bytes (%s)", who, t->ptr,
-                    fgl_dtype_size(dt), fgl_dtype_name(dt));
+    return fgl_fail(err, FGL_ERR_MISMATCH, "%s: pointer 0x%llx is not aligned to %d bytes (%s)",
+                    who, t->ptr, fgl_dtype_size(dt), fgl_dtype_name(dt));
   fmt_shape(got, sizeof got, t->dtype, t->rank, t->sizes, t->strides);
   return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got %s", who, want, got);
 }
 
 /* The bytes [*lo, *hi) that a tensor's elements occupy (none when it is
  * empty). Sizes and strides are the plan's (non-negative, checked). */
-static void span(unsigned long long ptr, fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides,
-                 int64_t numel, unsigned long long *lo, unsigned long long *hi) {
+static void span(unsigned long long ptr, fgl_dtype dt, int rank, const int64_t *sizes,
+                 const int64_t *strides, int64_t numel, unsigned long long *lo,
+                 unsigned long long *hi) {
   unsigned long long last = 0;
-  for (int d = 0; d < rank; d++) last += (unsigned long long)(sizes[d] - 1) * (unsigned long long)strides[d];
+  for (int d = 0; d < rank; d++)
+    last += (unsigned long long)(sizes[d] - 1) * (unsigned long long)strides[d];
   *lo = ptr;
   *hi = numel == 0 ? ptr : ptr + (last + 1) * (unsigned long long)fgl_dtype_size(dt);
 }
 
-static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned long long blo, unsigned long long bhi) {
+static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned long long blo,
+                    unsigned long long bhi) {
   return alo < bhi && blo < ahi;
 }
 
@@ -74,32 +86,38 @@ static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned lon
  * the two never share storage (the plan's view results are the loader's,
  * and are not checked): a written output that overlaps an input or another
  * written output is refused. */
-static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs, const fgl_tensor *outputs,
-                                   fgl_error *err) {
+static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
+                                   const fgl_tensor *outputs, fgl_error *err) {
   const plan_graph *pg = g->pg;
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
-    if (r->is_view) continue;
+    if (r->is_view)
+      continue;
     unsigned long long lo, hi, olo, ohi;
     span(outputs[j].ptr, r->dtype, r->rank, r->sizes, r->strides, r->numel, &lo, &hi);
-    if (lo == hi) continue;
+    if (lo == hi)
+      continue;
     for (int i = 0; i < pg->n_params; i++) {
       const plan_param *p = &pg->params[i];
-      if (p->is_scalar) continue;
+      if (p->is_scalar)
+        continue;
       span(inputs[i].tensor.ptr, p->dtype, p->rank, p->sizes, p->strides, p->numel, &olo, &ohi);
       if (overlap(lo, hi, olo, ohi))
         return fgl_fail(err, FGL_ERR_MISMATCH,
-                        "output %d [0x%llx, 0x%llx) overlaps input %d ('%s') [0x%llx, 0x%llx): the kernels assume "
+                        "output %d [0x%llx, 0x%llx) overlaps input %d ('%s') [0x%llx, 0x%llx): the "
+                        "kernels assume "
                         "written outputs share no storage with inputs",
                         j, lo, hi, i, p->name, olo, ohi);
     }
     for (int k = 0; k < j; k++) {
       const plan_result *q = &pg->results[k];
-      if (q->is_view) continue;
+      if (q->is_view)
+        continue;
       span(outputs[k].ptr, q->dtype, q->rank, q->sizes, q->strides, q->numel, &olo, &ohi);
       if (overlap(lo, hi, olo, ohi))
-        return fgl_fail(err, FGL_ERR_MISMATCH, "output %d [0x%llx, 0x%llx) overlaps output %d [0x%llx, 0x%llx)", j,
-                        lo, hi, k, olo, ohi);
+        return fgl_fail(err, FGL_ERR_MISMATCH,
+                        "output %d [0x%llx, 0x%llx) overlaps output %d [0x%llx, 0x%llx)", j, lo, hi,
+                        k, olo, ohi);
     }
   }
   return FGL_OK;
@@ -107,38 +125,48 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs, co
 
 /* A scalar argument's 8 bytes as the kernel takes them: f64 for float
  * dtypes, i64 for the others, whichever field the caller filled. */
-static fgl_status scalar_slot(const fgl_arg *a, const plan_param *p, int i, unsigned long long *slot,
-                              fgl_error *err) {
+static fgl_status scalar_slot(const fgl_arg *a, const plan_param *p, int i,
+                              unsigned long long *slot, fgl_error *err) {
   bool want_float = fgl_dtype_is_float(p->dtype);
   double f = a->f;
   int64_t v = a->i;
-  if (a->value_kind == FGL_VALUE_INT && want_float) f = (double)a->i;
+  if (a->value_kind == FGL_VALUE_INT && want_float)
+    f = (double)a->i;
   if (a->value_kind == FGL_VALUE_FLOAT && !want_float) {
     double r = a->f; /* NaN fails every comparison */
-    bool whole = r >= -9223372036854775808.0 && r < 9223372036854775808.0 && (double)(int64_t)r == r;
+    bool whole =
+        r >= -9223372036854775808.0 && r < 9223372036854775808.0 && (double)(int64_t)r == r;
     if (!whole)
-      return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): the float value %g is not a whole number, for a %s "
-                      "parameter (use fgl_arg_int)", i, p->name, a->f, fgl_dtype_name(p->dtype));
+      return fgl_fail(err, FGL_ERR_MISMATCH,
+                      "input %d ('%s'): the float value %g is not a whole number, for a %s "
+                      "parameter (use fgl_arg_int)",
+                      i, p->name, a->f, fgl_dtype_name(p->dtype));
     v = (int64_t)a->f;
   }
-  if (a->value_kind != FGL_VALUE_BY_DTYPE && a->value_kind != FGL_VALUE_FLOAT && a->value_kind != FGL_VALUE_INT)
-    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "input %d ('%s'): value_kind %d is not an fgl_value_kind", i,
-                    p->name, (int)a->value_kind);
-  if (want_float) memcpy(slot, &f, 8);
-  else memcpy(slot, &v, 8);
+  if (a->value_kind != FGL_VALUE_BY_DTYPE && a->value_kind != FGL_VALUE_FLOAT &&
+      a->value_kind != FGL_VALUE_INT)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "input %d ('%s'): value_kind %d is not an fgl_value_kind", i, p->name,
+                    (int)a->value_kind);
+  if (want_float)
+    memcpy(slot, &f, 8);
+  else
+    memcpy(slot, &v, 8);
   return FGL_OK;
 }
 
-fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs, int n_outputs,
-                   fgl_stream stream, fgl_error *err) {
-  if (!g) return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_run: graph is NULL");
+fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs,
+                   int n_outputs, fgl_stream stream, fgl_error *err) {
+  if (!g)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_run: graph is NULL");
   const plan_graph *pg = g->pg;
   if (n_inputs != pg->n_params || (n_inputs > 0 && !inputs))
-    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s' takes %d inputs, got %d%s", pg->name, pg->n_params, n_inputs,
-                    n_inputs > 0 && !inputs ? " (inputs is NULL)" : "");
+    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s' takes %d inputs, got %d%s", pg->name,
+                    pg->n_params, n_inputs, n_inputs > 0 && !inputs ? " (inputs is NULL)" : "");
   if (n_outputs != pg->n_results || (n_outputs > 0 && !outputs))
-    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s' has %d results, got %d outputs%s", pg->name, pg->n_results,
-                    n_outputs, n_outputs > 0 && !outputs ? " (outputs is NULL)" : "");
+    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s' has %d results, got %d outputs%s", pg->name,
+                    pg->n_results, n_outputs,
+                    n_outputs > 0 && !outputs ? " (outputs is NULL)" : "");
   char who[160];
   for (int i = 0; i < pg->n_params; i++) {
     const plan_param *p = &pg->params[i];
@@ -146,22 +174,29 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     if (p->is_scalar) {
       if (!a->is_scalar || a->scalar_dtype != p->dtype) {
         char got[200];
-        if (a->is_scalar) snprintf(got, sizeof got, "a scalar %s", fgl_dtype_name(a->scalar_dtype));
-        else fmt_shape(got, sizeof got, a->tensor.dtype, a->tensor.rank, a->tensor.sizes, a->tensor.strides);
-        return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): expected a scalar %s, got %s", i, p->name,
-                        fgl_dtype_name(p->dtype), got);
+        if (a->is_scalar)
+          snprintf(got, sizeof got, "a scalar %s", fgl_dtype_name(a->scalar_dtype));
+        else
+          fmt_shape(got, sizeof got, a->tensor.dtype, a->tensor.rank, a->tensor.sizes,
+                    a->tensor.strides);
+        return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): expected a scalar %s, got %s", i,
+                        p->name, fgl_dtype_name(p->dtype), got);
       }
       fgl_status st = scalar_slot(a, p, i, &g->slot_p[i], err);
-      if (st != FGL_OK) return st;
+      if (st != FGL_OK)
+        return st;
       continue;
     }
-    const char *why = a->is_scalar ? "scalar" : check_tensor(&a->tensor, p->dtype, p->rank, p->sizes, p->strides, p->numel);
+    const char *why =
+        a->is_scalar ? "scalar"
+                     : check_tensor(&a->tensor, p->dtype, p->rank, p->sizes, p->strides, p->numel);
     if (why) {
       snprintf(who, sizeof who, "input %d ('%s')", i, p->name);
       if (a->is_scalar) {
         char want[200];
         fmt_shape(want, sizeof want, p->dtype, p->rank, p->sizes, p->strides);
-        return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got a scalar %s", who, want, fgl_dtype_name(a->scalar_dtype));
+        return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got a scalar %s", who, want,
+                        fgl_dtype_name(a->scalar_dtype));
       }
       return mismatch(err, who, why, &a->tensor, p->dtype, p->rank, p->sizes, p->strides);
     }
@@ -169,7 +204,8 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   }
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
-    if (r->is_view) continue;
+    if (r->is_view)
+      continue;
     const char *why = check_tensor(&outputs[j], r->dtype, r->rank, r->sizes, r->strides, r->numel);
     if (why) {
       snprintf(who, sizeof who, "output %d", j);
@@ -178,12 +214,15 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     g->slot_r[j] = outputs[j].ptr;
   }
   fgl_status ov = check_no_overlap(g, inputs, outputs, err);
-  if (ov != FGL_OK) return ov;
+  if (ov != FGL_OK)
+    return ov;
   /* Everything checked: fill the views, then launch. */
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
-    if (!r->is_view) continue;
-    unsigned long long base = r->base.kind == 'p' ? g->slot_p[r->base.index] : g->slot_r[r->base.index];
+    if (!r->is_view)
+      continue;
+    unsigned long long base =
+        r->base.kind == 'p' ? g->slot_p[r->base.index] : g->slot_r[r->base.index];
     fgl_tensor *o = &outputs[j];
     o->ptr = base + (unsigned long long)r->offset * (unsigned long long)fgl_dtype_size(r->dtype);
     o->dtype = r->dtype;
@@ -191,27 +230,34 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     memcpy(o->sizes, r->sizes, sizeof o->sizes);
     memcpy(o->strides, r->strides, sizeof o->strides);
   }
-  if (pg->n_kernels == 0) return FGL_OK;
+  if (pg->n_kernels == 0)
+    return FGL_OK;
   fgl_module *m = g->m;
   const fgl_cuda_api *cu = m->cu;
   int pushed = 0;
   fgl_status st = fgl_ctx_enter(m, &pushed, err);
-  if (st != FGL_OK) return st;
+  if (st != FGL_OK)
+    return st;
   for (int k = 0; k < pg->n_kernels; k++) {
     const fgl_launch *l = &g->launches[k];
-    if (l->grid[0] == 0) continue; /* an empty domain: nothing to compute */
+    if (l->grid[0] == 0)
+      continue; /* an empty domain: nothing to compute */
     CUfunction fn = l->fn;
     if (l->vec_fn) {
       unsigned long long mask = l->vec_align - 1, bad = 0;
-      for (int v = 0; v < l->n_vec_ptrs; v++) bad |= *l->vec_ptrs[v] & mask;
-      if (!bad) fn = l->vec_fn;
+      for (int v = 0; v < l->n_vec_ptrs; v++)
+        bad |= *l->vec_ptrs[v] & mask;
+      if (!bad)
+        fn = l->vec_fn;
     }
-    CUresult r = cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-                                    l->smem, (CUstream)stream, l->params, NULL);
+    CUresult r =
+        cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                           l->block[2], l->smem, (CUstream)stream, l->params, NULL);
     if (r != CUDA_SUCCESS) {
       fgl_ctx_leave(m, pushed);
       char t[200];
-      return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s", pg->name, k,
+      return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s",
+                      pg->name, k,
                       fn == l->vec_fn ? pg->kernels[k].vec_entry : pg->kernels[k].entry,
                       fgl_cuda_error_text(r, t, sizeof t));
     }
@@ -220,7 +266,8 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   return FGL_OK;
 }
 
-void fgl_tensor_contiguous(fgl_tensor *t, fgl_devptr ptr, fgl_dtype dtype, int rank, const int64_t *sizes) {
+void fgl_tensor_contiguous(fgl_tensor *t, fgl_devptr ptr, fgl_dtype dtype, int rank,
+                           const int64_t *sizes) {
   memset(t, 0, sizeof *t);
   t->ptr = ptr;
   t->dtype = dtype;

@@ -14,7 +14,8 @@ static fg_attr *slot(fg_node *n, const char *attr) {
 
 void fgo_set_ints(fg_graph *g, fg_node *n, const char *attr, const int64_t *v, int count) {
   fg_attr *a = slot(n, attr);
-  if (!a) return;
+  if (!a)
+    return;
   a->kind = FG_ATTR_INTS;
   a->n = count;
   a->ints = fg_arena_memdup(&g->arena, v, (size_t)count * sizeof *v);
@@ -22,17 +23,26 @@ void fgo_set_ints(fg_graph *g, fg_node *n, const char *attr, const int64_t *v, i
 
 void fgo_set_int(fg_node *n, const char *attr, int64_t v) {
   fg_attr *a = slot(n, attr);
-  if (a) { a->kind = FG_ATTR_INT; a->i = v; }
+  if (a) {
+    a->kind = FG_ATTR_INT;
+    a->i = v;
+  }
 }
 
 void fgo_set_bool(fg_node *n, const char *attr, bool v) {
   fg_attr *a = slot(n, attr);
-  if (a) { a->kind = FG_ATTR_BOOL; a->i = v; }
+  if (a) {
+    a->kind = FG_ATTR_BOOL;
+    a->i = v;
+  }
 }
 
 void fgo_set_dtype(fg_node *n, const char *attr, fg_dtype t) {
   fg_attr *a = slot(n, attr);
-  if (a) { a->kind = FG_ATTR_DTYPE; a->dtype = t; }
+  if (a) {
+    a->kind = FG_ATTR_DTYPE;
+    a->dtype = t;
+  }
 }
 
 fg_value *fgo_finish(fg_node *n, fg_diag *d) { return fg_infer_node(n, d) ? n->out[0] : NULL; }
@@ -42,13 +52,15 @@ fg_value *fgo_unary(fg_graph *g, fg_opcode op, fg_value *a, fg_loc loc, fg_diag 
 }
 
 fg_value *fgo_binary(fg_graph *g, fg_opcode op, fg_value *a, fg_value *b, fg_loc loc, fg_diag *d) {
-  if (!a || !b) return NULL;
+  if (!a || !b)
+    return NULL;
   fg_value *in[2] = {a, b};
   return fgo_finish(fgo_node(g, op, 2, in, loc), d);
 }
 
 fg_value *fgo_cast(fg_graph *g, fg_value *a, fg_dtype t, fg_loc loc, fg_diag *d) {
-  if (!a || a->type.dtype == t) return a;
+  if (!a || a->type.dtype == t)
+    return a;
   fg_node *n = fgo_node(g, FG_OP_CAST, 1, &a, loc);
   fgo_set_dtype(n, "dtype", t);
   return fgo_finish(n, d);

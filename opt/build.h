@@ -14,6 +14,7 @@ fg_value *fgo_finish(fg_node *n, fg_diag *d);
 /* One-liners for common shapes of node. */
 fg_value *fgo_unary(fg_graph *g, fg_opcode op, fg_value *a, fg_loc loc, fg_diag *d);
 fg_value *fgo_binary(fg_graph *g, fg_opcode op, fg_value *a, fg_value *b, fg_loc loc, fg_diag *d);
-fg_value *fgo_cast(fg_graph *g, fg_value *a, fg_dtype t, fg_loc loc, fg_diag *d); /* a itself if same */
+fg_value *fgo_cast(fg_graph *g, fg_value *a, fg_dtype t, fg_loc loc,
+                   fg_diag *d); /* a itself if same */
 
 #endif

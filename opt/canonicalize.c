@@ -74,7 +74,8 @@ static bool same_type(const fg_value *x, const fg_value *v) {
   if (a->dtype != b->dtype || a->scalar != b->scalar || a->rank != b->rank || x->weak != v->weak)
     return false;
   for (int i = 0; i < a->rank; i++)
-    if (!fg_dim_eq(a->dims[i], b->dims[i])) return false;
+    if (!fg_dim_eq(a->dims[i], b->dims[i]))
+      return false;
   return true;
 }
 
@@ -84,16 +85,18 @@ static bool same_type(const fg_value *x, const fg_value *v) {
 typedef enum { C_OTHER, C_ONE, C_PZERO, C_NZERO } small_const;
 
 static small_const small(const fg_value *v) {
-  if (!is_const(v)) return C_OTHER;
+  if (!is_const(v))
+    return C_OTHER;
   const fg_attr *a = is_literal(v) ? &v->def->attrs[0] : fg_node_attr(v->def, "value");
   double x = a->kind == FG_ATTR_FLOAT ? a->f : (double)a->i;
-  if (x == 1) return C_ONE;
-  if (x != 0) return C_OTHER;
+  if (x == 1)
+    return C_ONE;
+  if (x != 0)
+    return C_OTHER;
   return signbit(x) && fg_dtype_is_float(v->type.dtype) ? C_NZERO : C_PZERO;
 }
 
 /* ---- constant folding ---- */
-
 
 /* A copy of constant c in graph t: literals as they are, `full`s with every
  * dim 1 (same rank, so the same promotion tier; every element is equal). */
@@ -106,9 +109,11 @@ static fg_value *copy_const(fg_graph *t, const fg_value *c) {
     return n->out[0];
   }
   int64_t ones[FG_MAX_RANK];
-  for (int i = 0; i < c->type.rank; i++) ones[i] = 1;
+  for (int i = 0; i < c->type.rank; i++)
+    ones[i] = 1;
   fg_node *n = fgo_node(t, FG_OP_FULL, 0, NULL, c->def->loc);
-  for (int i = 0; i < n->op->nattrs; i++) n->attrs[i] = c->def->attrs[i];
+  for (int i = 0; i < n->op->nattrs; i++)
+    n->attrs[i] = c->def->attrs[i];
   fgo_set_ints(t, n, "shape", ones, c->type.rank); /* typed by the caller's inference */
   return n->out[0];
 }
@@ -127,7 +132,8 @@ static bool evaluate(const fg_node *n, fg_attr *value) {
   }
   fg_node *c = ok ? fg_node_new(t, n->op, n->nin, in, 1, n->loc) : NULL;
   if (c)
-    for (int i = 0; i < n->op->nattrs; i++) c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
+    for (int i = 0; i < n->op->nattrs; i++)
+      c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
   ok = c && fg_infer_node(c, &d) && c->out[0]->type.dtype == n->out[0]->type.dtype;
   fg_tensor r = {0};
   char err[256];
@@ -156,14 +162,19 @@ static bool evaluate(const fg_node *n, fg_attr *value) {
 static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *out = n->out[0];
   for (int k = 0; k < n->nin; k++)
-    if (!is_const(n->in[k])) return NULL;
+    if (!is_const(n->in[k]))
+      return NULL;
   fg_dtype cdt = fg_pw_compute_dtype(n), dt = out->type.dtype;
-  if (fg_dtype_is_float(cdt) && !fg_op_has(n->op, FG_PROP_EXACT)) return NULL;
+  if (fg_dtype_is_float(cdt) && !fg_op_has(n->op, FG_PROP_EXACT))
+    return NULL;
   /* A literal's dtype is f32, i64 or bool (as the parser reads it back). */
-  if (out->weak && dt != FG_F32 && dt != FG_I64 && dt != FG_BOOL) return NULL;
-  if (!out->weak && !fg_type_is_static(&out->type)) return NULL;
+  if (out->weak && dt != FG_F32 && dt != FG_I64 && dt != FG_BOOL)
+    return NULL;
+  if (!out->weak && !fg_type_is_static(&out->type))
+    return NULL;
   fg_attr value;
-  if (!evaluate(n, &value)) return NULL;
+  if (!evaluate(n, &value))
+    return NULL;
   g->insert_point = n;
   fg_value *v = NULL;
   if (out->weak) {
@@ -172,14 +183,16 @@ static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
                                     : fg_literal_bool(g, value.i != 0, n->loc);
   } else {
     int64_t shape[FG_MAX_RANK];
-    for (int i = 0; i < out->type.rank; i++) shape[i] = out->type.dims[i].size;
+    for (int i = 0; i < out->type.rank; i++)
+      shape[i] = out->type.dims[i].size;
     fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
     fgo_set_ints(g, f, "shape", shape, out->type.rank);
     value.loc = n->loc;
     f->attrs[fg_op_attr_index(f->op, "value")] = value;
     fgo_set_dtype(f, "dtype", dt);
     v = fgo_finish(f, d);
-    if (v) v->name = out->name;
+    if (v)
+      v->name = out->name;
   }
   g->insert_point = NULL;
   if (v && !same_type(v, out)) { /* not expected: the interpreter ran n itself */
@@ -193,14 +206,16 @@ static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
 static fg_value *full_like(fg_graph *g, fg_node *n, fg_attr value, fg_diag *d) {
   fg_value *out = n->out[0];
   int64_t shape[FG_MAX_RANK];
-  for (int i = 0; i < out->type.rank; i++) shape[i] = out->type.dims[i].size;
+  for (int i = 0; i < out->type.rank; i++)
+    shape[i] = out->type.dims[i].size;
   fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
   fgo_set_ints(g, f, "shape", shape, out->type.rank);
   value.loc = n->loc;
   f->attrs[fg_op_attr_index(f->op, "value")] = value;
   fgo_set_dtype(f, "dtype", out->type.dtype);
   fg_value *v = fgo_finish(f, d);
-  if (v) v->name = out->name;
+  if (v)
+    v->name = out->name;
   return v;
 }
 
@@ -211,24 +226,29 @@ static fg_value *full_like(fg_graph *g, fg_node *n, fg_attr value, fg_diag *d) {
  * elements. */
 static fg_value *fold_empty_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
   const fg_value *x = n->in[0], *out = n->out[0];
-  if (n->op->kind != FG_KIND_REDUCTION || n->nout != 1 || n->nin != 1 || fg_type_numel(&x->type) != 0 ||
-      !fg_type_is_static(&out->type) || fg_type_numel(&out->type) == 0)
+  if (n->op->kind != FG_KIND_REDUCTION || n->nout != 1 || n->nin != 1 ||
+      fg_type_numel(&x->type) != 0 || !fg_type_is_static(&out->type) ||
+      fg_type_numel(&out->type) == 0)
     return NULL;
   fg_graph *t = fg_graph_new("empty");
   fg_diag sd;
   fg_diag_init(&sd, NULL, NULL, 0, NULL);
   int64_t shape[FG_MAX_RANK];
-  for (int i = 0; i < x->type.rank; i++) shape[i] = x->type.dims[i].size;
+  for (int i = 0; i < x->type.rank; i++)
+    shape[i] = x->type.dims[i].size;
   fg_node *e = fgo_node(t, FG_OP_FULL, 0, NULL, n->loc);
   fgo_set_ints(t, e, "shape", shape, x->type.rank);
   fg_dtype xd = x->type.dtype;
-  fg_attr zero = {.kind = fg_dtype_is_float(xd) ? FG_ATTR_FLOAT : xd == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT};
+  fg_attr zero = {.kind = fg_dtype_is_float(xd) ? FG_ATTR_FLOAT
+                          : xd == FG_BOOL       ? FG_ATTR_BOOL
+                                                : FG_ATTR_INT};
   e->attrs[fg_op_attr_index(e->op, "value")] = zero;
   fgo_set_dtype(e, "dtype", xd);
   fg_value *ev = fgo_finish(e, &sd);
   fg_node *c = ev ? fg_node_new(t, n->op, 1, &ev, 1, n->loc) : NULL;
   if (c)
-    for (int i = 0; i < n->op->nattrs; i++) c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
+    for (int i = 0; i < n->op->nattrs; i++)
+      c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
   bool ok = c && fg_infer_node(c, &sd) && c->out[0]->type.dtype == out->type.dtype;
   fg_tensor r = {0};
   char err[256];
@@ -249,7 +269,8 @@ static fg_value *fold_empty_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
   }
   fg_diag_free(&sd);
   fg_graph_free(t);
-  if (!ok) return NULL;
+  if (!ok)
+    return NULL;
   g->insert_point = n;
   fg_value *v = full_like(g, n, value, d);
   g->insert_point = NULL;
@@ -270,25 +291,39 @@ static fg_value *identity(const fg_node *n) {
   small_const sa = small(a), sb = b ? small(b) : C_OTHER;
   bool za = sa == C_PZERO || sa == C_NZERO, zb = sb == C_PZERO || sb == C_NZERO;
   /* what the op table says of the op */
-  if (!fdom && fg_op_has(n->op, FG_PROP_INT_IDENTITY)) return a;
-  if (fg_op_has(n->op, FG_PROP_IDEMPOTENT) && is_op(a, c)) return a;
-  if (fg_op_has(n->op, FG_PROP_INVOLUTION) && is_op(a, c)) return a->def->in[0];
+  if (!fdom && fg_op_has(n->op, FG_PROP_INT_IDENTITY))
+    return a;
+  if (fg_op_has(n->op, FG_PROP_IDEMPOTENT) && is_op(a, c))
+    return a;
+  if (fg_op_has(n->op, FG_PROP_INVOLUTION) && is_op(a, c))
+    return a->def->in[0];
   /* neutral elements and other identities, op by op */
   switch (c) {
-  case FG_OP_MUL: return sb == C_ONE ? a : sa == C_ONE ? b : NULL;
-  case FG_OP_DIV: return sb == C_ONE ? a : NULL;
-  case FG_OP_LOGICAL_AND: return sb == C_ONE ? a : sa == C_ONE ? b : NULL;
-  case FG_OP_LOGICAL_OR: return zb ? a : za ? b : NULL;
-  case FG_OP_ADD:
-    if (fdom) return sb == C_NZERO ? a : sa == C_NZERO ? b : NULL;
+  case FG_OP_MUL:
+    return sb == C_ONE ? a : sa == C_ONE ? b : NULL;
+  case FG_OP_DIV:
+    return sb == C_ONE ? a : NULL;
+  case FG_OP_LOGICAL_AND:
+    return sb == C_ONE ? a : sa == C_ONE ? b : NULL;
+  case FG_OP_LOGICAL_OR:
     return zb ? a : za ? b : NULL;
-  case FG_OP_SUB: return (fdom ? sb == C_PZERO : zb) ? a : NULL;
-  case FG_OP_CAST: return a; /* same_type() keeps only casts to a's own dtype */
-  case FG_OP_MAXIMUM: case FG_OP_MINIMUM: return a == b ? a : NULL;
+  case FG_OP_ADD:
+    if (fdom)
+      return sb == C_NZERO ? a : sa == C_NZERO ? b : NULL;
+    return zb ? a : za ? b : NULL;
+  case FG_OP_SUB:
+    return (fdom ? sb == C_PZERO : zb) ? a : NULL;
+  case FG_OP_CAST:
+    return a; /* same_type() keeps only casts to a's own dtype */
+  case FG_OP_MAXIMUM:
+  case FG_OP_MINIMUM:
+    return a == b ? a : NULL;
   case FG_OP_WHERE:
-    if (n->in[1] == n->in[2]) return n->in[1];
+    if (n->in[1] == n->in[2])
+      return n->in[1];
     return sa == C_ONE ? n->in[1] : za ? n->in[2] : NULL;
-  default: return NULL;
+  default:
+    return NULL;
   }
 }
 
@@ -297,39 +332,50 @@ static fg_value *identity(const fg_node *n) {
  * shape and tier, so n's type does not change. */
 static void shorten_cast_chain(fg_node *n) {
   fg_value *m = n->in[0];
-  if (n->op->code != FG_OP_CAST || !is_op(m, FG_OP_CAST) || is_literal(m->def->in[0])) return;
+  if (n->op->code != FG_OP_CAST || !is_op(m, FG_OP_CAST) || is_literal(m->def->in[0]))
+    return;
   fg_value *x = m->def->in[0];
   fg_dtype s = x->type.dtype, a = m->type.dtype, b = n->out[0]->type.dtype;
-  if (!exact_in(s, a)) return;
-  if (fg_dtype_category(s) != fg_dtype_category(a) && !exact_in(s, b)) return;
+  if (!exact_in(s, a))
+    return;
+  if (fg_dtype_category(s) != fg_dtype_category(a) && !exact_in(s, b))
+    return;
   n->in[0] = x;
 }
 
 bool fg_pass_canonicalize(fg_graph *g, fg_diag *d) {
   int nv = g->next_value_id; /* values made here are never replaced */
   fg_value **fwd = calloc((size_t)nv + 1, sizeof *fwd);
-  if (!fwd) return false;
+  if (!fwd)
+    return false;
   for (fg_node *n = g->first; n; n = n->next) {
     for (int k = 0; k < n->nin; k++)
-      if (n->in[k]->id < nv && fwd[n->in[k]->id]) n->in[k] = fwd[n->in[k]->id];
+      if (n->in[k]->id < nv && fwd[n->in[k]->id])
+        n->in[k] = fwd[n->in[k]->id];
     if (n->op->kind == FG_KIND_REDUCTION) {
       fg_value *x = n->out[0]->id < nv ? fold_empty_reduction(g, n, d) : NULL;
-      if (x) fwd[n->out[0]->id] = x;
+      if (x)
+        fwd[n->out[0]->id] = x;
       continue;
     }
-    if (n->op->kind != FG_KIND_POINTWISE) continue;
+    if (n->op->kind != FG_KIND_POINTWISE)
+      continue;
     shorten_cast_chain(n);
     fg_value *out = n->out[0], *x = fold(g, n, d);
     if (!x) {
       x = identity(n);
-      if (x && (is_literal(x) || !same_type(x, out))) x = NULL;
+      if (x && (is_literal(x) || !same_type(x, out)))
+        x = NULL;
     }
-    if (!x || out->id >= nv) continue;
-    if (!x->name && out->name && !is_literal(x)) x->name = out->name;
+    if (!x || out->id >= nv)
+      continue;
+    if (!x->name && out->name && !is_literal(x))
+      x->name = out->name;
     fwd[out->id] = x;
   }
   for (int i = 0; i < g->nresults; i++)
-    if (g->results[i]->id < nv && fwd[g->results[i]->id]) g->results[i] = fwd[g->results[i]->id];
+    if (g->results[i]->id < nv && fwd[g->results[i]->id])
+      g->results[i] = fwd[g->results[i]->id];
   free(fwd);
   return true;
 }

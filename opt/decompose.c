@@ -7,22 +7,27 @@
 #include "build.h"
 #include "passes.h"
 
-static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool keepdim, fg_diag *d) {
+static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool keepdim,
+                            fg_diag *d) {
   fg_node *n = fgo_node(g, FG_OP_SUM, 1, &x, like->loc);
   const fg_attr *dims = fg_node_attr(like, "dims");
-  if (dims) fgo_set_ints(g, n, "dims", dims->ints, dims->n);
-  if (keepdim) fgo_set_bool(n, "keepdim", true);
+  if (dims)
+    fgo_set_ints(g, n, "dims", dims->ints, dims->n);
+  if (keepdim)
+    fgo_set_bool(n, "keepdim", true);
   return fgo_finish(n, d);
 }
 
 static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *x = n->in[0];
-  if (!fg_type_is_static(&x->type)) return true; /* left for a later compiler */
+  if (!fg_type_is_static(&x->type))
+    return true; /* left for a later compiler */
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
   int64_t count = 1;
   for (int i = 0; i < x->type.rank; i++)
-    if (mask[i]) count *= x->type.dims[i].size;
+    if (mask[i])
+      count *= x->type.dims[i].size;
   fg_dtype out = n->out[0]->type.dtype;
   fg_dtype acc = fg_reduce_acc_dtype(out);
   bool keep = fg_attr_bool(n, "keepdim");
@@ -31,25 +36,30 @@ static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *res[2] = {NULL, NULL};
   if (n->op->code == FG_OP_MEAN) {
     fg_value *s = reduce_sum(g, xa, n, keep, d);
-    res[0] = fgo_cast(g, fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d),
-                      out, n->loc, d);
+    res[0] = fgo_cast(
+        g, fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d), out,
+        n->loc, d);
   } else {
     double corr = fg_attr_float(n, "correction");
     double denom = (double)count - corr;
-    if (denom < 0) denom = 0;
+    if (denom < 0)
+      denom = 0;
     fg_value *s = reduce_sum(g, xa, n, true, d);
-    fg_value *m = fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d);
+    fg_value *m =
+        fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d);
     fg_value *dev = fgo_binary(g, FG_OP_SUB, xa, m, n->loc, d);
     fg_value *sq = fgo_binary(g, FG_OP_MUL, dev, dev, n->loc, d);
     fg_value *ss = reduce_sum(g, sq, n, keep, d);
-    res[0] = fgo_cast(g, fgo_binary(g, FG_OP_DIV, ss, fg_literal_float(g, denom, n->loc), n->loc, d), out,
-                      n->loc, d);
+    res[0] =
+        fgo_cast(g, fgo_binary(g, FG_OP_DIV, ss, fg_literal_float(g, denom, n->loc), n->loc, d),
+                 out, n->loc, d);
     if (n->op->code == FG_OP_VAR_MEAN) {
       fg_value *mm = m;
       if (!keep && m) {
         int64_t shape[FG_MAX_RANK];
         const fg_type *t = &n->out[1]->type;
-        for (int i = 0; i < t->rank; i++) shape[i] = t->dims[i].size;
+        for (int i = 0; i < t->rank; i++)
+          shape[i] = t->dims[i].size;
         fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &m, n->loc);
         fgo_set_ints(g, r, "shape", shape, t->rank);
         mm = fgo_finish(r, d);
@@ -59,9 +69,11 @@ static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   }
   g->insert_point = NULL;
   for (int i = 0; i < n->nout; i++) {
-    if (!res[i]) return false;
+    if (!res[i])
+      return false;
     /* Keep the user's names on the values that replace theirs. */
-    if (!res[i]->name && n->out[i]->name) res[i]->name = n->out[i]->name;
+    if (!res[i]->name && n->out[i]->name)
+      res[i]->name = n->out[i]->name;
     fg_replace_uses(g, n->out[i], res[i]);
   }
   fg_node_remove(g, n);
@@ -72,7 +84,8 @@ bool fg_pass_decompose(fg_graph *g, fg_diag *d) {
   for (fg_node *n = g->first, *next; n; n = next) {
     next = n->next;
     fg_opcode c = n->op->code;
-    if ((c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) && !decompose(g, n, d)) return false;
+    if ((c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) && !decompose(g, n, d))
+      return false;
   }
   return true;
 }

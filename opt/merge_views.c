@@ -15,34 +15,43 @@ static void perm_of(const fg_node *n, int64_t *p) {
   int r = n->out[0]->type.rank;
   if (n->op->code == FG_OP_PERMUTE) {
     const fg_attr *a = fg_node_attr(n, "dims");
-    for (int i = 0; i < r; i++) p[i] = a->ints[i] < 0 ? a->ints[i] + r : a->ints[i];
+    for (int i = 0; i < r; i++)
+      p[i] = a->ints[i] < 0 ? a->ints[i] + r : a->ints[i];
     return;
   }
-  for (int i = 0; i < r; i++) p[i] = i;
+  for (int i = 0; i < r; i++)
+    p[i] = i;
   int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
-  if (a < 0) a += r;
-  if (b < 0) b += r;
+  if (a < 0)
+    a += r;
+  if (b < 0)
+    b += r;
   p[a] = b;
   p[b] = a;
 }
 
 static bool same_shape(const fg_type *a, const fg_type *b) {
-  if (a->rank != b->rank) return false;
+  if (a->rank != b->rank)
+    return false;
   for (int i = 0; i < a->rank; i++)
-    if (!fg_dim_eq(a->dims[i], b->dims[i])) return false;
+    if (!fg_dim_eq(a->dims[i], b->dims[i]))
+      return false;
   return true;
 }
 
 static void replace(fg_graph *g, fg_node *n, fg_value *v) {
-  if (!v) return;
-  if (!v->name && n->out[0]->name && v->param_index < 0) v->name = n->out[0]->name;
+  if (!v)
+    return;
+  if (!v->name && n->out[0]->name && v->param_index < 0)
+    v->name = n->out[0]->name;
   fg_replace_uses(g, n->out[0], v);
 }
 
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d) {
   for (fg_node *n = g->first; n; n = n->next) {
     fg_opcode c = n->op->code;
-    if (n->nin == 0) continue;
+    if (n->nin == 0)
+      continue;
     fg_value *x = n->in[0];
     const fg_node *p = x->def;
     if (c == FG_OP_RESHAPE || c == FG_OP_VIEW) {
@@ -55,10 +64,12 @@ bool fg_pass_merge_views(fg_graph *g, fg_diag *d) {
         fg_node *m = fgo_node(g, FG_OP_RESHAPE, 1, &p->in[0], n->loc);
         int64_t shape[FG_MAX_RANK];
         const fg_type *t = &n->out[0]->type;
-        for (int i = 0; i < t->rank; i++) shape[i] = t->dims[i].size;
+        for (int i = 0; i < t->rank; i++)
+          shape[i] = t->dims[i].size;
         fgo_set_ints(g, m, "shape", shape, t->rank);
         g->insert_point = NULL;
-        if (!fg_type_is_static(t)) continue;
+        if (!fg_type_is_static(t))
+          continue;
         replace(g, n, fgo_finish(m, d));
       }
     } else if (is_permute(n)) {
@@ -66,7 +77,8 @@ bool fg_pass_merge_views(fg_graph *g, fg_diag *d) {
       int64_t q[FG_MAX_RANK];
       perm_of(n, q);
       bool ident = true;
-      for (int i = 0; i < r; i++) ident &= q[i] == i;
+      for (int i = 0; i < r; i++)
+        ident &= q[i] == i;
       if (ident) {
         replace(g, n, x);
         continue;

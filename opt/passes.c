@@ -8,25 +8,32 @@
 
 const fg_pass fg_pipeline[] = {
     {"decompose", "rewrite mean, var and var_mean into sums and pointwise ops", fg_pass_decompose},
-    {"canonicalize", "fold constants, drop exact identities, shorten exact cast chains", fg_pass_canonicalize},
+    {"canonicalize", "fold constants, drop exact identities, shorten exact cast chains",
+     fg_pass_canonicalize},
     {"cse", "merge nodes that compute the same values", fg_pass_cse},
-    {"reduce-reuse", "a reduction over a superset of another's dims reuses its result", fg_pass_reduce_reuse},
+    {"reduce-reuse", "a reduction over a superset of another's dims reuses its result",
+     fg_pass_reduce_reuse},
     {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat},
-    {"merge-views", "merge adjacent reshapes and permutes, drop identity views", fg_pass_merge_views},
+    {"merge-views", "merge adjacent reshapes and permutes, drop identity views",
+     fg_pass_merge_views},
     {"dce", "remove nodes whose values are never used", fg_pass_dce},
-    {"bookend", "view ops at the fusion's edges leave the kernels (results as views, strided loads)", fg_pass_bookend},
+    {"bookend",
+     "view ops at the fusion's edges leave the kernels (results as views, strided loads)",
+     fg_pass_bookend},
     {NULL, NULL, NULL},
 };
 
 bool fg_pass_exists(const char *name) {
   for (const fg_pass *p = fg_pipeline; p->name; p++)
-    if (strcmp(p->name, name) == 0) return true;
+    if (strcmp(p->name, name) == 0)
+      return true;
   return false;
 }
 
 static bool disabled(const fg_pass_options *o, const char *name) {
   for (int i = 0; o && i < o->ndisabled; i++)
-    if (strcmp(o->disabled[i], name) == 0) return true;
+    if (strcmp(o->disabled[i], name) == 0)
+      return true;
   return false;
 }
 
@@ -39,16 +46,20 @@ static double now_ms(void) {
 bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
   FILE *out = o && o->print_out ? o->print_out : stderr;
   for (const fg_pass *p = fg_pipeline; p->name; p++) {
-    if (disabled(o, p->name)) continue;
+    if (disabled(o, p->name))
+      continue;
     double t0 = now_ms();
-    if (!p->run(g, d)) return false;
+    if (!p->run(g, d))
+      return false;
     /* A pass that leaves the graph inconsistent is a compiler bug; catch it
      * at the pass that did it. */
     if (!fg_verify_graph(g, d)) {
-      fg_internal_error(d, g->loc, "graph '%s' fails verification after pass '%s'", g->name, p->name);
+      fg_internal_error(d, g->loc, "graph '%s' fails verification after pass '%s'", g->name,
+                        p->name);
       return false;
     }
-    if (o && o->time_passes) fprintf(out, "pass %-16s %-24s %8.3f ms\n", p->name, g->name, now_ms() - t0);
+    if (o && o->time_passes)
+      fprintf(out, "pass %-16s %-24s %8.3f ms\n", p->name, g->name, now_ms() - t0);
     if (o && (o->print_after_all || (o->print_after && strcmp(o->print_after, p->name) == 0))) {
       fprintf(out, "# after %s\n", p->name);
       fg_print_graph(out, g);

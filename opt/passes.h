@@ -9,17 +9,17 @@
 #include "ir.h"
 
 typedef struct fg_pass_options {
-  const char *const *disabled;  /* pass names turned off */
+  const char *const *disabled; /* pass names turned off */
   int ndisabled;
-  const char *print_after;      /* a pass name, or NULL */
+  const char *print_after; /* a pass name, or NULL */
   bool print_after_all;
   bool time_passes;
-  FILE *print_out;              /* where --print-after* and --time-passes write (stderr) */
+  FILE *print_out; /* where --print-after* and --time-passes write (stderr) */
 } fg_pass_options;
 
 typedef struct fg_pass {
   const char *name;
-  const char *what;             /* one line for --help */
+  const char *what;                     /* one line for --help */
   bool (*run)(fg_graph *g, fg_diag *d); /* false: an error was reported */
 } fg_pass;
 

@@ -24,13 +24,13 @@ typedef struct fg_buf_ref {
 typedef struct fg_storage {
   bool stored;
   fg_buf_ref buf;
-  int kernel;        /* the kernel that writes it; -1 for parameters */
+  int kernel; /* the kernel that writes it; -1 for parameters */
 } fg_storage;
 
 typedef enum fg_kernel_kind {
-  FG_KERNEL_POINTWISE,   /* one thread per V consecutive output elements */
-  FG_KERNEL_ROW,         /* reductions over trailing dims (inner), persistent normalization */
-  FG_KERNEL_COLUMN,      /* reductions over leading/middle dims with a kept inner extent */
+  FG_KERNEL_POINTWISE, /* one thread per V consecutive output elements */
+  FG_KERNEL_ROW,       /* reductions over trailing dims (inner), persistent normalization */
+  FG_KERNEL_COLUMN,    /* reductions over leading/middle dims with a kept inner extent */
 } fg_kernel_kind;
 
 typedef struct fg_kernel {
@@ -44,9 +44,9 @@ typedef struct fg_kernel {
   int64_t dims[FG_MAX_RANK];
   bool mask[FG_MAX_RANK];
   int nouts;
-  fg_value **outs;      /* stored values it writes, in graph order */
+  fg_value **outs; /* stored values it writes, in graph order */
   int nreds;
-  fg_node **reds;       /* reductions it computes, in graph order */
+  fg_node **reds; /* reductions it computes, in graph order */
   /* ROW kernels only, "row + column" form: reductions over the kept dims
    * of the same domain (a weight gradient's sum over rows), and reductions
    * of row-shaped values over every row (a tensor amax from row amaxes).
@@ -62,55 +62,60 @@ typedef struct fg_kernel {
   fg_buf_ref *args;
   /* ---- schedule ---- */
   int64_t outer, red, inner; /* B, R, I: the domain folded to 3 extents */
-  int vec;              /* elements per vector access (1: scalar) */
-  int block;            /* threads per CTA */
+  int vec;                   /* elements per vector access (1: scalar) */
+  int block;                 /* threads per CTA */
   int64_t grid[3];
-  int split;            /* CTAs cooperating on one row/column tile (>1: grid reduction) */
-  int chunks;           /* per-thread vector chunks of a row kept in registers (ROW) */
-  bool persistent;      /* ROW: the row stays in registers across phases */
-  bool idx64;           /* 64-bit index arithmetic */
-  int partial_temp;     /* grid reduction partials (split > 1), else -1 */
-  int counter_temp;     /* arrival counters (split > 1), else -1 */
-  int smem;             /* dynamic shared memory bytes */
-  int combiners;        /* row + column form: CTAs that combine the partials */
-  int combine_cols;     /* ... columns each combines at a time (8, 16 or 32) */
-  int min_ctas_per_sm;  /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
-  int rows_per_iter;    /* row + column form, column kernels: rows whose loads are issued together */
-  bool reload;          /* ... outputs re-read the row (L1) instead of keeping it in registers */
-  bool pipeline;        /* ... the next row group is copied into shared memory while this one is reduced */
-  int pipe_bytes;       /* ... pipelined: shared memory for the copies (two buffers of a row group) */
-  int cluster;          /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster sums its CTAs' column
-                         * partials in distributed shared memory and writes one row of them; 1: each CTA
-                         * writes its own); either way the last `combiners` CTAs to arrive combine */
-  int xchg_bytes;       /* ... cluster > 1: shared memory for one CTA's accumulators of a column reduction */
-  bool early_arrive;    /* ... partials and arrival from inside a CTA's last row group, where the emitter can */
-  int defer_groups;     /* ... > 0: nothing in the loop uses a row's totals, so each warp leaves its share in
-                         * shared memory and the CTA sums them every defer_groups groups (no barrier a group) */
-  bool pack_bf16;       /* ... max / min of bf16 values accumulate in bf16 pairs (exact; half the instructions) */
-  int64_t trace_off;    /* ... > 0: knob TRACE: byte offset in the partials of a per-CTA timeline (8 u64) */
-  const char *why;      /* one line: why this kind and schedule */
+  int split;           /* CTAs cooperating on one row/column tile (>1: grid reduction) */
+  int chunks;          /* per-thread vector chunks of a row kept in registers (ROW) */
+  bool persistent;     /* ROW: the row stays in registers across phases */
+  bool idx64;          /* 64-bit index arithmetic */
+  int partial_temp;    /* grid reduction partials (split > 1), else -1 */
+  int counter_temp;    /* arrival counters (split > 1), else -1 */
+  int smem;            /* dynamic shared memory bytes */
+  int combiners;       /* row + column form: CTAs that combine the partials */
+  int combine_cols;    /* ... columns each combines at a time (8, 16 or 32) */
+  int min_ctas_per_sm; /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
+  int rows_per_iter;   /* row + column form, column kernels: rows whose loads are issued together */
+  bool reload;         /* ... outputs re-read the row (L1) instead of keeping it in registers */
+  bool pipeline; /* ... the next row group is copied into shared memory while this one is reduced */
+  int pipe_bytes; /* ... pipelined: shared memory for the copies (two buffers of a row group) */
+  int cluster;    /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster sums its CTAs' column
+                   * partials in distributed shared memory and writes one row of them; 1: each CTA
+                   * writes its own); either way the last `combiners` CTAs to arrive combine */
+  int xchg_bytes; /* ... cluster > 1: shared memory for one CTA's accumulators of a column reduction
+                   */
+  bool early_arrive; /* ... partials and arrival from inside a CTA's last row group, where the
+                        emitter can */
+  int defer_groups;  /* ... > 0: nothing in the loop uses a row's totals, so each warp leaves its
+                      * share in  shared memory and the CTA sums them every defer_groups groups (no
+                      * barrier a group) */
+  bool pack_bf16;    /* ... max / min of bf16 values accumulate in bf16 pairs (exact; half the
+                        instructions) */
+  int64_t trace_off; /* ... > 0: knob TRACE: byte offset in the partials of a per-CTA timeline (8
+                        u64) */
+  const char *why;   /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */
-  int not_with;         /* that row kernel, or -1 */
+  int not_with; /* that row kernel, or -1 */
   const char *not_with_why;
 } fg_kernel;
 
 typedef struct fg_temp {
   int64_t bytes;
-  bool zero;            /* must be zero before the first run (counters) */
-  fg_value *value;      /* the value it holds, NULL for workspaces */
+  bool zero;       /* must be zero before the first run (counters) */
+  fg_value *value; /* the value it holds, NULL for workspaces */
 } fg_temp;
 
 typedef struct fg_result_plan {
   bool is_view;
-  fg_buf_ref base;      /* view: p<J> or r<J> */
-  fg_strided view;      /* view: offset, sizes, strides over base's storage */
-  const char *why;      /* written: why it could not be a view (NULL if no view was possible at all) */
+  fg_buf_ref base; /* view: p<J> or r<J> */
+  fg_strided view; /* view: offset, sizes, strides over base's storage */
+  const char *why; /* written: why it could not be a view (NULL if no view was possible at all) */
 } fg_result_plan;
 
 typedef struct fg_plan_options {
-  fg_target target;     /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
-  bool no_vectorize;    /* debugging: scalar accesses only */
+  fg_target target;  /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
+  bool no_vectorize; /* debugging: scalar accesses only */
   /* Schedule experiments ("NAME=VALUE", fusec --knob): not a stable
    * interface; docs/architecture.md lists them. */
   const char *const *knobs;
@@ -118,8 +123,8 @@ typedef struct fg_plan_options {
 } fg_plan_options;
 
 typedef struct fg_plan {
-  fg_graph *g;          /* the optimized graph (owned by the caller) */
-  fg_storage *store;    /* indexed by value id */
+  fg_graph *g;       /* the optimized graph (owned by the caller) */
+  fg_storage *store; /* indexed by value id */
   int nkernels;
   fg_kernel *kernels;
   int ntemps;
@@ -128,7 +133,6 @@ typedef struct fg_plan {
   fg_target target;     /* from the options, defaults filled in */
   fg_plan_options opts; /* the options it was built with (knob strings: the caller's) */
 } fg_plan;
-
 
 /* The value of experiment knob NAME in o (NULL when not given), and the
  * knobs there are (NULL-terminated). */

@@ -7,26 +7,31 @@
 
 static void ints(FILE *f, const int64_t *v, int n) {
   fputc('[', f);
-  for (int i = 0; i < n; i++) fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s%" PRId64, i ? "," : "", v[i]);
   fputc(']', f);
 }
 
 static void type_sizes(FILE *f, const fg_type *t) {
   int64_t s[FG_MAX_RANK];
-  for (int i = 0; i < t->rank; i++) s[i] = t->dims[i].size;
+  for (int i = 0; i < t->rank; i++)
+    s[i] = t->dims[i].size;
   ints(f, s, t->rank);
 }
 
 static void dense_strides(FILE *f, const fg_type *t, bool use_layout) {
   fg_type c = *t;
-  if (!use_layout) c.has_layout = false;
+  if (!use_layout)
+    c.has_layout = false;
   int64_t st[FG_MAX_RANK];
   fg_type_strides(&c, st);
   ints(f, st, t->rank);
 }
 
 static const char *kind_name(fg_kernel_kind k) {
-  return k == FG_KERNEL_POINTWISE ? "pointwise" : k == FG_KERNEL_ROW ? "row-reduction" : "column-reduction";
+  return k == FG_KERNEL_POINTWISE ? "pointwise"
+         : k == FG_KERNEL_ROW     ? "row-reduction"
+                                  : "column-reduction";
 }
 
 static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
@@ -37,7 +42,8 @@ static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
 }
 
 static const char *value_name(const fg_value *v, char *buf, int cap) {
-  if (v->name) return v->name;
+  if (v->name)
+    return v->name;
   snprintf(buf, (size_t)cap, "%%%d", v->id);
   return buf;
 }
@@ -48,7 +54,8 @@ static int writer_of_result(const fg_plan *p, int i) {
   for (int k = 0; k < p->nkernels; k++)
     for (int j = 0; j < p->kernels[k].nouts; j++) {
       fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
-      if (b.kind == FG_BUF_RESULT && b.index == i) return k;
+      if (b.kind == FG_BUF_RESULT && b.index == i)
+        return k;
     }
   return -1;
 }
@@ -56,13 +63,18 @@ static int writer_of_result(const fg_plan *p, int i) {
 void fg_plan_print(FILE *f, const fg_plan *p) {
   const fg_graph *g = p->g;
   char b1[64], b2[64];
-  fprintf(f, "graph %s: %d kernel%s, %d temp%s\n", g->name, p->nkernels, p->nkernels == 1 ? "" : "s", p->ntemps,
-          p->ntemps == 1 ? "" : "s");
+  fprintf(f, "graph %s: %d kernel%s, %d temp%s\n", g->name, p->nkernels,
+          p->nkernels == 1 ? "" : "s", p->ntemps, p->ntemps == 1 ? "" : "s");
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     fprintf(f, "  param p%d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
-    if (v->type.scalar) fputs(" scalar", f);
-    else { type_sizes(f, &v->type); fputs(" strides ", f); dense_strides(f, &v->type, true); }
+    if (v->type.scalar)
+      fputs(" scalar", f);
+    else {
+      type_sizes(f, &v->type);
+      fputs(" strides ", f);
+      dense_strides(f, &v->type, true);
+    }
     fputc('\n', f);
   }
   for (int i = 0; i < g->nresults; i++) {
@@ -71,19 +83,23 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     fprintf(f, "  result r%d %s %s", i, value_name(v, b1, sizeof b1), fg_dtype_name(v->type.dtype));
     type_sizes(f, &v->type);
     if (r->is_view) {
-      fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2), r->view.offset);
+      fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2),
+              r->view.offset);
       ints(f, r->view.strides, r->view.rank);
     } else {
       fprintf(f, " written by k%d", writer_of_result(p, i));
-      if (r->why) fprintf(f, " (not a view: %s)", r->why);
+      if (r->why)
+        fprintf(f, " (not a view: %s)", r->why);
     }
     fputc('\n', f);
   }
   for (int i = 0; i < p->ntemps; i++) {
     const fg_temp *t = &p->temps[i];
     fprintf(f, "  temp t%d %" PRId64 " bytes%s", i, t->bytes, t->zero ? " zeroed" : "");
-    if (t->value) fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
-    else fputs(" workspace", f);
+    if (t->value)
+      fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
+    else
+      fputs(" workspace", f);
     fputc('\n', f);
   }
   for (int i = 0; i < p->nkernels; i++) {
@@ -95,27 +111,35 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       int64_t md[FG_MAX_RANK];
       int nm = 0;
       for (int d = 0; d < k->rank; d++)
-        if (k->mask[d]) md[nm++] = d;
+        if (k->mask[d])
+          md[nm++] = d;
       ints(f, md, nm);
     }
-    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec, k->block,
-            k->grid[0], k->grid[1], k->grid[2]);
+    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
+            k->block, k->grid[0], k->grid[1], k->grid[2]);
     if (k->kind == FG_KERNEL_ROW)
       fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
     else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
       fprintf(f, " chunks %d", k->chunks);
-    if (k->split > 1) fprintf(f, " split %d", k->split);
-    if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1) fprintf(f, " rows %d", k->rows_per_iter);
+    if (k->split > 1)
+      fprintf(f, " split %d", k->split);
+    if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
+      fprintf(f, " rows %d", k->rows_per_iter);
     if (k->ncols || k->ntails) {
       fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
               k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
-      if (k->cluster > 1) fprintf(f, " cluster %d", k->cluster);
-      if (k->defer_groups) fprintf(f, " deferred-rows %d", k->defer_groups);
-      if (k->pack_bf16) fputs(" bf16x2", f);
-      fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols, k->early_arrive ? " early-arrival" : "");
+      if (k->cluster > 1)
+        fprintf(f, " cluster %d", k->cluster);
+      if (k->defer_groups)
+        fprintf(f, " deferred-rows %d", k->defer_groups);
+      if (k->pack_bf16)
+        fputs(" bf16x2", f);
+      fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols,
+              k->early_arrive ? " early-arrival" : "");
     }
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
-    if (k->not_with >= 0) fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
+    if (k->not_with >= 0)
+      fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
     fputs("    writes", f);
     for (int j = 0; j < k->nouts; j++) {
       fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
@@ -123,15 +147,19 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     }
     if (k->nreds) {
       fputs("\n    reductions", f);
-      for (int j = 0; j < k->nreds; j++) fprintf(f, " %s(%s)", k->reds[j]->op->name, value_name(k->reds[j]->out[0], b1, sizeof b1));
+      for (int j = 0; j < k->nreds; j++)
+        fprintf(f, " %s(%s)", k->reds[j]->op->name, value_name(k->reds[j]->out[0], b1, sizeof b1));
     }
     if (k->ncols) {
       fputs("\n    column reductions", f);
-      for (int j = 0; j < k->ncols; j++) fprintf(f, " %s(%s)", k->cols[j]->op->name, value_name(k->cols[j]->out[0], b1, sizeof b1));
+      for (int j = 0; j < k->ncols; j++)
+        fprintf(f, " %s(%s)", k->cols[j]->op->name, value_name(k->cols[j]->out[0], b1, sizeof b1));
     }
     if (k->ntails) {
       fputs("\n    reductions over all rows", f);
-      for (int j = 0; j < k->ntails; j++) fprintf(f, " %s(%s)", k->tails[j]->op->name, value_name(k->tails[j]->out[0], b1, sizeof b1));
+      for (int j = 0; j < k->ntails; j++)
+        fprintf(f, " %s(%s)", k->tails[j]->op->name,
+                value_name(k->tails[j]->out[0], b1, sizeof b1));
     }
     fputs("\n    args", f);
     for (int j = 0; j < k->nargs; j++) {
@@ -145,12 +173,13 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries) {
   const fg_graph *g = p->g;
   char b[64];
-  fprintf(f, "// graph %s params %d results %d temps %d kernels %d\n", g->name, g->nparams, g->nresults, p->ntemps,
-          p->nkernels);
+  fprintf(f, "// graph %s params %d results %d temps %d kernels %d\n", g->name, g->nparams,
+          g->nresults, p->ntemps, p->nkernels);
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     fprintf(f, "// param %d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
-    if (v->type.scalar) fputs(" scalar", f);
+    if (v->type.scalar)
+      fputs(" scalar", f);
     else {
       fputc(' ', f);
       type_sizes(f, &v->type);
@@ -175,12 +204,14 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
   }
   for (int i = 0; i < p->ntemps; i++) {
     int64_t bytes = p->temps[i].bytes;
-    fprintf(f, "// temp %d bytes %" PRId64 " align 256 %s\n", i, bytes > 0 ? bytes : 1, p->temps[i].zero ? "zero" : "nozero");
+    fprintf(f, "// temp %d bytes %" PRId64 " align 256 %s\n", i, bytes > 0 ? bytes : 1,
+            p->temps[i].zero ? "zero" : "nozero");
   }
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    fprintf(f, "// kernel %d %s grid %" PRId64 " %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ", i, k->entry,
-            k->grid[0], k->grid[1], k->grid[2], k->block, k->smem);
+    fprintf(f,
+            "// kernel %d %s grid %" PRId64 " %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ",
+            i, k->entry, k->grid[0], k->grid[1], k->grid[2], k->block, k->smem);
     for (int j = 0; j < k->nargs; j++) {
       arg_str(p, k->args[j], b, sizeof b);
       fprintf(f, "%s%s", j ? "," : "", b);
@@ -191,7 +222,8 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fprintf(f, "// kernel-vec %d %s align 16 ptrs ", i, vec_entries[i]);
       int n = 0;
       for (int j = 0; j < k->nargs; j++) {
-        if (k->args[j].kind == FG_BUF_PARAM && g->params[k->args[j].index]->type.scalar) continue;
+        if (k->args[j].kind == FG_BUF_PARAM && g->params[k->args[j].index]->type.scalar)
+          continue;
         arg_str(p, k->args[j], b, sizeof b);
         fprintf(f, "%s%s", n++ ? "," : "", b);
       }

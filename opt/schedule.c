@@ -36,13 +36,17 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
     const fg_type *t = NULL;
-    if (b.kind == FG_BUF_PARAM) t = &p->g->params[b.index]->type;
-    else if (b.kind == FG_BUF_RESULT) t = &p->g->results[b.index]->type;
-    else if (b.kind == FG_BUF_TEMP && p->temps[b.index].value) t = &p->temps[b.index].value->type;
+    if (b.kind == FG_BUF_PARAM)
+      t = &p->g->params[b.index]->type;
+    else if (b.kind == FG_BUF_RESULT)
+      t = &p->g->results[b.index]->type;
+    else if (b.kind == FG_BUF_TEMP && p->temps[b.index].value)
+      t = &p->temps[b.index].value->type;
     /* Only tensors indexed along the domain's last dim move in vectors; a
      * row kernel's per-row vector (rstd) may match that extent by chance. */
-    if (t && !t->scalar && t->rank && k->rank && t->dims[t->rank - 1].size == k->dims[k->rank - 1] &&
-        !per_row(k, t) && fg_dtype_size(t->dtype) > m)
+    if (t && !t->scalar && t->rank && k->rank &&
+        t->dims[t->rank - 1].size == k->dims[k->rank - 1] && !per_row(k, t) &&
+        fg_dtype_size(t->dtype) > m)
       m = fg_dtype_size(t->dtype);
   }
   return m;
@@ -50,43 +54,58 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
 
 static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
   int64_t m = 1;
-  for (int i = 0; i < k->rank; i++) m *= k->dims[i] > 0 ? k->dims[i] : 1;
+  for (int i = 0; i < k->rank; i++)
+    m *= k->dims[i] > 0 ? k->dims[i] : 1;
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
     const fg_type *t = NULL;
-    if (b.kind == FG_BUF_PARAM) t = &p->g->params[b.index]->type;
-    else if (b.kind == FG_BUF_RESULT) t = &p->g->results[b.index]->type;
+    if (b.kind == FG_BUF_PARAM)
+      t = &p->g->params[b.index]->type;
+    else if (b.kind == FG_BUF_RESULT)
+      t = &p->g->results[b.index]->type;
     else if (b.kind == FG_BUF_TEMP) {
-      if (p->temps[b.index].bytes > m) m = p->temps[b.index].bytes;
-      if (p->temps[b.index].value) t = &p->temps[b.index].value->type;
+      if (p->temps[b.index].bytes > m)
+        m = p->temps[b.index].bytes;
+      if (p->temps[b.index].value)
+        t = &p->temps[b.index].value->type;
     }
-    if (t && !t->scalar && fg_type_numel(t) > m) m = fg_type_numel(t);
+    if (t && !t->scalar && fg_type_numel(t) > m)
+      m = fg_type_numel(t);
   }
   return m;
 }
 
 static int pick_vec(const fg_plan *p, const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
-  if (o && o->no_vectorize) return 1;
+  if (o && o->no_vectorize)
+    return 1;
   int v = 16 / max_elem_size(p, k);
-  while (v > 1 && (inner <= 0 || inner % v)) v /= 2;
+  while (v > 1 && (inner <= 0 || inner % v))
+    v /= 2;
   return v;
 }
 
 /* Does any reduction or full-domain output of k use a reduction of k? Then
  * phases depend on each other and a row cannot be split across CTAs. */
-static bool reaches(const fg_plan *p, const fg_kernel *k, const fg_value *from, const fg_node *target) {
+static bool reaches(const fg_plan *p, const fg_kernel *k, const fg_value *from,
+                    const fg_node *target) {
   const fg_value *stack[4096];
   int sp = 0;
   unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen) return true;
+  if (!seen)
+    return true;
   stack[sp++] = from;
   bool hit = false;
   while (sp && !hit) {
     const fg_value *v = stack[--sp];
-    if (seen[v->id] || fg_plan_in_memory(p, v, k->id) || !v->def) continue;
+    if (seen[v->id] || fg_plan_in_memory(p, v, k->id) || !v->def)
+      continue;
     seen[v->id] = 1;
-    if (v->def == target) { hit = true; break; }
-    for (int a = 0; a < v->def->nin && sp < 4096; a++) stack[sp++] = v->def->in[a];
+    if (v->def == target) {
+      hit = true;
+      break;
+    }
+    for (int a = 0; a < v->def->nin && sp < 4096; a++)
+      stack[sp++] = v->def->in[a];
   }
   free(seen);
   return hit;
@@ -94,29 +113,35 @@ static bool reaches(const fg_plan *p, const fg_kernel *k, const fg_value *from, 
 
 static bool uses_reduction(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   for (int i = 0; i < k->nreds; i++)
-    if (reaches(p, k, v, k->reds[i])) return true;
+    if (reaches(p, k, v, k->reds[i]))
+      return true;
   return false;
 }
 
 static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < i; j++)
-      if (reaches(p, k, k->reds[i]->in[0], k->reds[j])) return true;
+      if (reaches(p, k, k->reds[i]->in[0], k->reds[j]))
+        return true;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
-    if (o->def->op->kind == FG_KIND_REDUCTION) continue;
+    if (o->def->op->kind == FG_KIND_REDUCTION)
+      continue;
     bool full = o->type.rank == k->rank;
-    for (int d = 0; full && d < k->rank; d++) full = o->type.dims[d].size == k->dims[d];
+    for (int d = 0; full && d < k->rank; d++)
+      full = o->type.dims[d].size == k->dims[d];
     /* Row kernels write full outputs only unsplit; column kernels can write
      * those that do not use their reductions from any slice. */
-    if (full && (k->kind == FG_KERNEL_ROW || uses_reduction(p, k, o))) return true;
+    if (full && (k->kind == FG_KERNEL_ROW || uses_reduction(p, k, o)))
+      return true;
   }
   return false;
 }
 
 static int add_temp(fg_plan *p, int64_t bytes, bool zero) {
   fg_temp *nt = fg_arena_alloc(&p->g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
-  if (p->ntemps) memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
+  if (p->ntemps)
+    memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
   nt[p->ntemps] = (fg_temp){bytes, zero, NULL};
   p->temps = nt;
   return p->ntemps++;
@@ -132,14 +157,16 @@ static void add_workspace_args(fg_plan *p, fg_kernel *k) {
 
 static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t n = 1;
-  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
+  for (int i = 0; i < k->rank; i++)
+    n *= k->dims[i];
   k->outer = n;
   k->red = 1;
   k->inner = k->rank ? k->dims[k->rank - 1] : 1;
   k->vec = pick_vec(p, k, k->inner, o);
   k->block = PW_THREADS;
   int64_t groups = ceil_div(n, k->vec);
-  if (groups < k->block) k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
+  if (groups < k->block)
+    k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
   /* Large tensors: each thread takes several vectors (a CTA's chunks are
    * block-strided, so every chunk is coalesced), for more loads in flight
    * per thread and fewer CTAs. */
@@ -147,11 +174,14 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->chunks = 1;
   /* 2 chunks: measured within 1% of 4 on the H100 (bias+GELU bf16
    * [16384,4096]: 0.933 vs 0.942 of copy bandwidth) at half the code. */
-  while (k->chunks < 2 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8) k->chunks *= 2;
+  while (k->chunks < 2 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8)
+    k->chunks *= 2;
   /* Experiment knobs (fusec --knob, not a stable interface): PW_CHUNKS, PW_BLOCK. */
   const char *ec = fg_plan_knob(o, "PW_CHUNKS"), *eb = fg_plan_knob(o, "PW_BLOCK");
-  if (ec && atoi(ec) >= 1 && atoi(ec) <= 8) k->chunks = atoi(ec);
-  if (eb && atoi(eb) >= 32 && atoi(eb) <= 1024 && atoi(eb) % 32 == 0) k->block = atoi(eb);
+  if (ec && atoi(ec) >= 1 && atoi(ec) <= 8)
+    k->chunks = atoi(ec);
+  if (eb && atoi(eb) >= 32 && atoi(eb) <= 1024 && atoi(eb) % 32 == 0)
+    k->block = atoi(eb);
   k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
   k->grid[1] = k->grid[2] = 1;
   k->split = 1;
@@ -161,8 +191,10 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
 static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i]) r *= k->dims[i];
-    else b *= k->dims[i];
+    if (k->mask[i])
+      r *= k->dims[i];
+    else
+      b *= k->dims[i];
   }
   k->outer = b;
   k->red = r;
@@ -175,7 +207,8 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     int64_t want = ceil_div(4 * (int64_t)sm, b);
     int64_t max_split = ceil_div(r, (int64_t)k->vec * ROW_THREADS * 2);
     k->split = (int)(want < max_split ? want : max_split);
-    if (k->split < 1) k->split = 1;
+    if (k->split < 1)
+      k->split = 1;
   }
   int64_t slice = ceil_div(r, k->split);
   if (k->split > 1) { /* keep slices vector-aligned */
@@ -186,21 +219,27 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t e = ceil_div(nchunks, ROW_THREADS);
   /* Long rows: more threads before more chunks (up to 512 x 4), then up
    * to 1024 x 8 in registers. */
-  if (e > 4) e = ceil_div(nchunks, 512) > 4 ? ceil_div(nchunks, 1024) : 4;
+  if (e > 4)
+    e = ceil_div(nchunks, 512) > 4 ? ceil_div(nchunks, 1024) : 4;
   k->persistent = e <= MAX_PERSIST_CHUNKS;
-  if (!k->persistent) e = MAX_PERSIST_CHUNKS;
+  if (!k->persistent)
+    e = MAX_PERSIST_CHUNKS;
   int64_t t = ceil_div(nchunks, e);
   t = ceil_div(t, 32) * 32;
-  if (t > 1024) t = 1024;
-  if (t < 32) t = 32;
+  if (t > 1024)
+    t = 1024;
+  if (t < 32)
+    t = 32;
   k->block = (int)t;
   k->chunks = (int)e;
   k->grid[0] = b * k->split;
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
-  k->why = k->split > 1 ? "row reduction split over CTAs with a deterministic grid reduction"
-           : k->persistent ? "row reduction, one CTA per row, row kept in registers"
-                           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
+  k->why =
+      k->split > 1 ? "row reduction split over CTAs with a deterministic grid reduction"
+      : k->persistent
+          ? "row reduction, one CTA per row, row kept in registers"
+          : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
 }
 
 /* Early arrival: a CTA writes its column partials and takes its ticket
@@ -219,14 +258,17 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
 /* Whether a column reduction's input uses the kernel's row reductions. */
 static bool cols_use_rows(const fg_plan *p, const fg_kernel *k) {
   for (int i = 0; i < k->ncols; i++)
-    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0])) return true;
+    if (fg_plan_uses_rows(p, k, k->cols[i]->out[0]))
+      return true;
   return false;
 }
 
 static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
   const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
-  if (eea && atoi(eea) == 0) return false;
-  if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1)) return false;
+  if (eea && atoi(eea) == 0)
+    return false;
+  if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1))
+    return false;
   return !cols_use_rows(p, k);
 }
 
@@ -238,12 +280,16 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
  * contributions: one barrier every F groups instead of two a group, so
  * the warps' loads no longer go in lockstep, and one large CTA an SM
  * loses nothing to barriers. */
-static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o, bool full_out) {
-  const char *ed = fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
-  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64 || cols_use_rows(p, k)) return false;
+static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o,
+                       bool full_out) {
+  const char *ed =
+      fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
+  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64 || cols_use_rows(p, k))
+    return false;
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < k->nreds; j++)
-      if (i != j && reaches(p, k, k->reds[i]->in[0], k->reds[j])) return false;
+      if (i != j && reaches(p, k, k->reds[i]->in[0], k->reds[j]))
+        return false;
   return true;
 }
 
@@ -252,8 +298,10 @@ static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_optio
 static int defer_groups(const fg_kernel *k, int64_t G) {
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   int64_t F = ceil_div(k->outer / U, G), slots = 16 * 1024 / (8 * k->nreds * U * (k->block / 32));
-  if (F > k->block / U) F = k->block / U;
-  if (F > slots) F = slots;
+  if (F > k->block / U)
+    F = k->block / U;
+  if (F > slots)
+    F = slots;
   return F >= 1 ? (int)F : 0;
 }
 
@@ -262,10 +310,12 @@ static int defer_groups(const fg_kernel *k, int64_t G) {
  * and a quarter of the instructions of widening each element to f32. */
 static bool pack_bf16(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
   const char *ep = fg_plan_knob(o, "ROWCOL_PACK"); /* fusec --knob: 0 accumulates in f32 */
-  if ((ep && atoi(ep) == 0) || !p->target.bf16x2_minmax || k->vec % 2) return false;
+  if ((ep && atoi(ep) == 0) || !p->target.bf16x2_minmax || k->vec % 2)
+    return false;
   for (int i = 0; i < k->nreds + k->ncols; i++) {
     const fg_node *n = i < k->nreds ? k->reds[i] : k->cols[i - k->nreds];
-    if ((n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) && n->in[0]->type.dtype == FG_BF16) return true;
+    if ((n->op->code == FG_OP_AMAX || n->op->code == FG_OP_AMIN) && n->in[0]->type.dtype == FG_BF16)
+      return true;
   }
   return false;
 }
@@ -297,7 +347,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->nouts; i++) {
     const fg_type *t = &k->outs[i]->type;
     bool full = t->rank == k->rank;
-    for (int d = 0; full && d < k->rank; d++) full = t->dims[d].size == k->dims[d];
+    for (int d = 0; full && d < k->rank; d++)
+      full = t->dims[d].size == k->dims[d];
     full_out |= full;
   }
   /* Bytes of the full-size parameters per row, and registers per element
@@ -306,7 +357,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == FG_BUF_PARAM) {
       const fg_type *t = &p->g->params[k->args[i].index]->type;
-      if (t->scalar || fg_type_numel(t) != numel) continue;
+      if (t->scalar || fg_type_numel(t) != numel)
+        continue;
       halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
       row_bytes += k->red * fg_dtype_size(t->dtype);
     }
@@ -319,7 +371,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * or more column reductions. */
   k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
   const char *er = fg_plan_knob(o, "ROWCOL_RELOAD"); /* fusec --knob */
-  if (er && (atoi(er) == 0 || atoi(er) == 1)) k->reload = atoi(er) == 1;
+  if (er && (atoi(er) == 0 || atoi(er) == 1))
+    k->reload = atoi(er) == 1;
   /* Registers per thread for U rows in flight: the rows' elements (two f32
    * values each when kept for outputs, else as loaded), the column
    * accumulators (f32) and addressing; within 15% of ptxas on the
@@ -352,13 +405,15 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * KiB, one CTA an SM) 0.846-0.855 against 0.845-0.853 unpipelined.
    * Noise-level, so the defaults stay; the knob remains. */
   /* the two buffers within what the target's opt-in allows, with room to spare */
-  const int64_t pipe_dyn = p->target.dyn_smem_per_block >= 160 * 1024 ? 128 * 1024
+  const int64_t pipe_dyn = p->target.dyn_smem_per_block >= 160 * 1024  ? 128 * 1024
                            : p->target.dyn_smem_per_block >= 96 * 1024 ? 96 * 1024
                                                                        : pipe_max;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
   const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
-  if (ep && (atoi(ep) == 0 || atoi(ep) == 1)) k->pipeline = atoi(ep) == 1;
-  if (2 * row_bytes > pipe_max) k->pipeline = false;
+  if (ep && (atoi(ep) == 0 || atoi(ep) == 1))
+    k->pipeline = atoi(ep) == 1;
+  if (2 * row_bytes > pipe_max)
+    k->pipeline = false;
   /* Pipelined, the row waits in shared memory rather than in flight:
    * twice the threads, half the chunks each. Measured on the H100
    * (2026-11-23, LayerNorm bwd [4096,4096], clusters of 2): 128 threads
@@ -372,26 +427,32 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * rows a group: 0.764-0.800. At most 512 threads and one column
    * reduction: the combiners' scratch (shared) grows with both. */
   bool defer = deferrable(p, k, o, full_out);
-  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) && !et &&
-      k->chunks % 2 == 0) {
+  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
+      !et && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
     per_thread /= 2;
   }
   int U = 1;
   for (int u = 4; u >= 2; u /= 2) {
-    if (k->pipeline && 2 * u * row_bytes > pipe_max) continue;
+    if (k->pipeline && 2 * u * row_bytes > pipe_max)
+      continue;
     int64_t r = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
                 (full_out && !k->reload ? per_thread * 2 * u : per_thread * halves * u / 2);
     /* Several rows a CTA only in blocks of 8+ warps or when reloading:
      * small blocks do better with more CTAs (RMSNorm bwd, 128 threads,
      * one row / more: [4096,4096] 0.73 / 0.71 (2 rows), [65536,1024]
      * 0.91 / 0.89 (4 rows); [32768,8192], 256 threads: 0.88 / 0.93 (2)). */
-    bool fits = r <= 240 && p->target.regs_per_sm / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
-    if (u <= rows_needed && k->outer % u == 0 && fits) { U = u; break; }
+    bool fits =
+        r <= 240 && p->target.regs_per_sm / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
+    if (u <= rows_needed && k->outer % u == 0 && fits) {
+      U = u;
+      break;
+    }
   }
   /* Few rows: fewer a group, so that every SM gets a CTA. */
-  while (U > 1 && k->outer / U < 2 * (int64_t)sm) U /= 2;
+  while (U > 1 && k->outer / U < 2 * (int64_t)sm)
+    U /= 2;
   const char *eu = fg_plan_knob(o, "ROWCOL_ROWS"); /* fusec --knob */
   if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0 &&
       !(k->pipeline && 2 * atoi(eu) * row_bytes > pipe_dyn))
@@ -401,21 +462,28 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   int64_t regs = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
                  (full_out && !k->reload ? per_thread * 2 * U : per_thread * halves * U / 2);
   int64_t per_sm = p->target.regs_per_sm / (regs * k->block);
-  if (per_sm > p->target.threads_per_sm / k->block) per_sm = p->target.threads_per_sm / k->block;
+  if (per_sm > p->target.threads_per_sm / k->block)
+    per_sm = p->target.threads_per_sm / k->block;
   /* No more CTAs than the rows in flight need, but at least 8 warps. */
   int64_t need = ceil_div(rows_needed, U), warps = ceil_div(8, k->block / 32);
-  if (need < warps) need = warps;
-  if (per_sm > need) per_sm = need;
-  if (k->pipeline && per_sm > 200 * 1024 / (2 * U * row_bytes)) per_sm = 200 * 1024 / (2 * U * row_bytes);
-  if (per_sm < 1) per_sm = 1;
+  if (need < warps)
+    need = warps;
+  if (per_sm > need)
+    per_sm = need;
+  if (k->pipeline && per_sm > 200 * 1024 / (2 * U * row_bytes))
+    per_sm = 200 * 1024 / (2 * U * row_bytes);
+  if (per_sm < 1)
+    per_sm = 1;
   const char *ec = fg_plan_knob(o, "ROWCOL_CTAS"); /* fusec --knob */
-  if (ec && atoi(ec) >= 1 && atoi(ec) <= p->target.threads_per_sm / k->block) per_sm = atoi(ec);
+  if (ec && atoi(ec) >= 1 && atoi(ec) <= p->target.threads_per_sm / k->block)
+    per_sm = atoi(ec);
   k->min_ctas_per_sm = (int)per_sm;
   int64_t G = (int64_t)sm * per_sm;
   /* At least two row groups a CTA: partials stay under half an f32 copy
    * of the data. */
   int64_t groups = k->outer / U;
-  if (G > groups / 2) G = groups / 2 > 0 ? groups / 2 : 1;
+  if (G > groups / 2)
+    G = groups / 2 > 0 ? groups / 2 : 1;
   /* Clusters (sm_90): C CTAs first combine their column partials through
    * distributed shared memory, so there are C times fewer to write and
    * for the combiners to read. The combiners wait for every CTA, so all G
@@ -432,24 +500,29 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   int64_t xchg = 0;
   for (int i = 0; i < k->ncols; i++) {
     int64_t b = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (b > xchg) xchg = b;
+    if (b > xchg)
+      xchg = b;
   }
   if (p->target.clusters && k->ncols > 0) {
     C = 0;
     const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
-    if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8)) C = atoi(ek);
+    if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8))
+      C = atoi(ek);
     /* Since the shorter end of kernel (2026-11-23, runs D21-D22) the
      * exchange pays only where two column reductions' partials would be
      * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
      * 0.706-0.724); with one, the exchange's latency at the end costs
      * as much as or more than half the partials save (RMSNorm bwd there
      * 0.776-0.790 / 0.758-0.770; amax 0.811-0.825 / 0.808-0.831, a tie). */
-    if (!C) C = k->ncols >= 2 ? 2 : 1;
-    while (C > 1 && (2 * per_sm % C || G < 2 * C)) C /= 2;
+    if (!C)
+      C = k->ncols >= 2 ? 2 : 1;
+    while (C > 1 && (2 * per_sm % C || G < 2 * C))
+      C /= 2;
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
     int64_t arena = k->pipeline && k->pipe_bytes > xchg ? k->pipe_bytes : xchg;
-    if (xchg > 32 * 1024 || (arena > 40 * 1024 && k->pipe_bytes <= pipe_max)) C = 1;
+    if (xchg > 32 * 1024 || (arena > 40 * 1024 && k->pipe_bytes <= pipe_max))
+      C = 1;
     G = G / C * C;
   }
   k->cluster = C;
@@ -461,7 +534,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   /* The fewest CTAs (in whole clusters) with the same number of groups
    * for the busiest one: no slower, and fewer partials. */
   const char *ef = fg_plan_knob(o, "ROWCOL_FILL"); /* fusec --knob: 1 keeps every slot */
-  if (!(ef && atoi(ef) == 1)) G = ceil_div(groups, ceil_div(groups, G));
+  if (!(ef && atoi(ef) == 1))
+    G = ceil_div(groups, ceil_div(groups, G));
   G = ceil_div(G, C) * C;
   k->grid[0] = G;
   int64_t P = G / C; /* rows of column partials */
@@ -473,13 +547,18 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * resident at once (the plan says kernel-resident; the loader checks). */
   int64_t tail_k = k->ntails ? 1 : 0;
   int cw = 8;
-  while (cw < k->block && ceil_div(k->red, cw) + tail_k > G) cw *= 2;
-  if (cw > k->block) cw = k->block;
+  while (cw < k->block && ceil_div(k->red, cw) + tail_k > G)
+    cw *= 2;
+  if (cw > k->block)
+    cw = k->block;
   const char *ecw = fg_plan_knob(o, "ROWCOL_CW"); /* fusec --knob: columns a combiner block */
-  if (ecw && atoi(ecw) >= 8 && atoi(ecw) <= k->block && (atoi(ecw) & (atoi(ecw) - 1)) == 0) cw = atoi(ecw);
+  if (ecw && atoi(ecw) >= 8 && atoi(ecw) <= k->block && (atoi(ecw) & (atoi(ecw) - 1)) == 0)
+    cw = atoi(ecw);
   int64_t K = ceil_div(k->red, cw) + tail_k;
-  if (K > G) K = G;
-  if (k->ncols == 0) K = 1;
+  if (K > G)
+    K = G;
+  if (k->ncols == 0)
+    K = 1;
   k->combiners = (int)K;
   k->combine_cols = cw;
   /* Partials: each column reduction's [P, R] accumulators (each region
@@ -491,7 +570,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   k->defer_groups = defer ? defer_groups(k, G) : 0;
   k->early_arrive = !k->defer_groups && early_arrival(p, k, o);
   k->pack_bf16 = pack_bf16(p, k, o);
-  const char *etr = fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
+  const char *etr =
+      fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
   if (etr && atoi(etr) == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
     bytes = k->trace_off + 64 * G;
@@ -499,9 +579,11 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   k->partial_temp = add_temp(p, bytes, false);
   k->counter_temp = add_temp(p, 8, true); /* a 64-bit arrival counter (emit_rowcol.c) */
   add_workspace_args(p, k);
-  k->why = C > 1 ? "row reduction with column reductions: CTAs loop over rows, clusters sum their partials in "
+  k->why = C > 1 ? "row reduction with column reductions: CTAs loop over rows, clusters sum their "
+                   "partials in "
                    "shared memory, the last CTAs to arrive combine the clusters' in a fixed order"
-                 : "row reduction with column reductions: CTAs loop over rows, the last to arrive combine the partials "
+                 : "row reduction with column reductions: CTAs loop over rows, the last to arrive "
+                   "combine the partials "
                    "in a fixed order";
 }
 
@@ -509,11 +591,15 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   int64_t kept = 1, r = 1, inner = 1;
   int last_red = -1;
   for (int i = 0; i < k->rank; i++)
-    if (k->mask[i]) last_red = i;
+    if (k->mask[i])
+      last_red = i;
   for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i]) r *= k->dims[i];
-    else kept *= k->dims[i];
-    if (i > last_red) inner *= k->dims[i];
+    if (k->mask[i])
+      r *= k->dims[i];
+    else
+      kept *= k->dims[i];
+    if (i > last_red)
+      inner *= k->dims[i];
   }
   k->outer = kept / (inner ? inner : 1);
   k->red = r;
@@ -521,7 +607,8 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
   int64_t threads = ceil_div(kept, k->vec);
   k->block = COL_THREADS;
-  if (threads < k->block) k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
+  if (threads < k->block)
+    k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
   k->grid[0] = ceil_div(threads, k->block);
   int sm = p->target.sm_count;
   k->split = 1;
@@ -534,9 +621,11 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
      * (2026-11-22), fraction of copy bandwidth at split 132/64/32/16/8:
      * column sum f32 [16384,4096] 0.78/0.87/0.92/0.94/0.78, packed dQKV
      * epilogue 0.70/0.73/0.83/0.71/0.45, RMSNorm bwd 0.39/0.47/0.46/0.39/0.28. */
-    if (k->split > 32) k->split = 32;
+    if (k->split > 32)
+      k->split = 32;
     const char *es = fg_plan_knob(o, "COL_SPLIT"); /* fusec --knob */
-    if (es && atoi(es) >= 1 && atoi(es) <= max_split) k->split = atoi(es);
+    if (es && atoi(es) >= 1 && atoi(es) <= max_split)
+      k->split = atoi(es);
   }
   /* Rows whose loads are issued together: a column kernel has few CTAs
    * (one thread per V outputs), so each thread needs several loads in
@@ -554,22 +643,26 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
       esz = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
   k->rows_per_iter = esz <= 2 ? 8 : 4;
   const char *eu = fg_plan_knob(o, "COL_ROWS"); /* fusec --knob */
-  if (eu && atoi(eu) >= 1 && atoi(eu) <= 8) k->rows_per_iter = atoi(eu);
+  if (eu && atoi(eu) >= 1 && atoi(eu) <= 8)
+    k->rows_per_iter = atoi(eu);
   k->grid[1] = k->split;
   k->grid[2] = 1;
-  k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs (deterministic grid reduction)"
+  k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs "
+                          "(deterministic grid reduction)"
                         : "column reduction: threads own outputs and loop over the reduced extent";
 }
 
-const char *const fg_plan_knob_names[] = {"PW_CHUNKS",   "PW_BLOCK",    "ROWCOL",    "ROWCOL_THREADS", "ROWCOL_RELOAD",
-                                           "ROWCOL_PIPE", "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",    "COL_ROWS",
-                                           "COL_COMBINE", "CLUSTER", "TRACE", "ROWCOL_FILL", "ROWCOL_EARLY",
-                                           "ROWCOL_DEFER", "ROWCOL_PACK", "ROWCOL_CVEC", "ROWCOL_CW", NULL};
+const char *const fg_plan_knob_names[] = {
+    "PW_CHUNKS",    "PW_BLOCK",    "ROWCOL",      "ROWCOL_THREADS", "ROWCOL_RELOAD",
+    "ROWCOL_PIPE",  "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",      "COL_ROWS",
+    "COL_COMBINE",  "CLUSTER",     "TRACE",       "ROWCOL_FILL",    "ROWCOL_EARLY",
+    "ROWCOL_DEFER", "ROWCOL_PACK", "ROWCOL_CVEC", "ROWCOL_CW",      NULL};
 
 const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
   size_t n = strlen(name);
   for (int i = 0; o && i < o->nknobs; i++)
-    if (strncmp(o->knobs[i], name, n) == 0 && o->knobs[i][n] == '=') return o->knobs[i] + n + 1;
+    if (strncmp(o->knobs[i], name, n) == 0 && o->knobs[i][n] == '=')
+      return o->knobs[i] + n + 1;
   return NULL;
 }
 
@@ -577,15 +670,19 @@ const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
  * exceeds it (exit 1, like any other input it cannot compile). */
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
   if (k->kind == FG_KERNEL_ROW && k->nreds > 64) {
-    fg_error(d, k->reds[64]->loc,
-             "%d reductions over the same rows in one kernel: the code generator supports at most 64 "
-             "(a segment_set between them splits the kernel)", k->nreds);
+    fg_error(
+        d, k->reds[64]->loc,
+        "%d reductions over the same rows in one kernel: the code generator supports at most 64 "
+        "(a segment_set between them splits the kernel)",
+        k->nreds);
     return false;
   }
   if (k->kind == FG_KERNEL_COLUMN && k->nreds > 8) {
-    fg_error(d, k->reds[8]->loc,
-             "%d reductions over the same columns in one kernel: the code generator supports at most 8 "
-             "(a segment_set between them splits the kernel)", k->nreds);
+    fg_error(
+        d, k->reds[8]->loc,
+        "%d reductions over the same columns in one kernel: the code generator supports at most 8 "
+        "(a segment_set between them splits the kernel)",
+        k->nreds);
     return false;
   }
   return true;
@@ -598,7 +695,8 @@ static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
   for (int i = 0; i < 3; i++)
     if (k->grid[i] > max[i]) {
       fg_error(d, k->nouts ? k->outs[0]->loc : p->g->loc,
-               "kernel %d of graph '%s' needs %lld CTAs in grid %c, more than the GPU allows (%lld): the tensor "
+               "kernel %d of graph '%s' needs %lld CTAs in grid %c, more than the GPU allows "
+               "(%lld): the tensor "
                "is too large for one kernel",
                k->id, p->g->name, (long long)k->grid[i], "xyz"[i], (long long)max[i]);
       return false;
@@ -612,8 +710,10 @@ static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
  * an empty body. */
 static bool schedule_empty(fg_kernel *k) {
   int64_t n = 1;
-  for (int i = 0; i < k->rank; i++) n *= k->dims[i];
-  if (n != 0 || k->ncols || k->ntails) return false;
+  for (int i = 0; i < k->rank; i++)
+    n *= k->dims[i];
+  if (n != 0 || k->ncols || k->ntails)
+    return false;
   k->outer = k->red = k->inner = 0;
   k->vec = 1;
   k->block = 32;
@@ -629,10 +729,13 @@ static bool schedule_empty(fg_kernel *k) {
 
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   for (const fg_node *n = p->g->first; n; n = n->next) {
-    if (n->op->code != FG_OP_CAT) continue;
+    if (n->op->code != FG_OP_CAT)
+      continue;
     int64_t dim = fg_attr_int(n, "dim"), pieces = 0;
-    if (dim < 0) dim += n->out[0]->type.rank;
-    for (int j = 0; j < n->nin; j++) pieces += n->in[j]->type.dims[dim].size > 0;
+    if (dim < 0)
+      dim += n->out[0]->type.rank;
+    for (int j = 0; j < n->nin; j++)
+      pieces += n->in[j]->type.dims[dim].size > 0;
     if (pieces > 64) {
       fg_error(d, n->loc, "cat of %lld non-empty pieces: the code generator supports at most 64",
                (long long)pieces);
@@ -641,23 +744,31 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   }
   for (int i = 0; i < p->nkernels; i++) {
     fg_kernel *k = &p->kernels[i];
-    if (!within_limits(k, d)) return false;
-    if (schedule_empty(k)) continue;
+    if (!within_limits(k, d))
+      return false;
+    if (schedule_empty(k))
+      continue;
     switch (k->kind) {
-    case FG_KERNEL_POINTWISE: schedule_pointwise(p, k, o); break;
+    case FG_KERNEL_POINTWISE:
+      schedule_pointwise(p, k, o);
+      break;
     case FG_KERNEL_ROW:
       schedule_row(p, k, o);
       if (k->ncols || k->ntails) {
         if (k->split != 1 || !k->persistent) {
-          fg_internal_error(d, p->g->loc, "row + column kernel %d of graph '%s' is not persistent", k->id, p->g->name);
+          fg_internal_error(d, p->g->loc, "row + column kernel %d of graph '%s' is not persistent",
+                            k->id, p->g->name);
           return false;
         }
         schedule_rowcol(p, k, o, d);
       }
       break;
-    case FG_KERNEL_COLUMN: schedule_column(p, k, o); break;
+    case FG_KERNEL_COLUMN:
+      schedule_column(p, k, o);
+      break;
     }
-    if (!grid_in_limits(p, k, d)) return false;
+    if (!grid_in_limits(p, k, d))
+      return false;
     if (k->split > 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element
        * (column) or row (row), per split slice. */
@@ -669,7 +780,8 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     /* 64-bit indices when any extent or workspace offset reaches 2^31 */
     k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) ||
-               (k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
+               (k->split > 1 &&
+                8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
   }
   return true;
 }

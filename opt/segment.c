@@ -21,15 +21,18 @@
 #include "plan.h"
 
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k) {
-  if (v->param_index >= 0) return true;
+  if (v->param_index >= 0)
+    return true;
   const fg_storage *s = &p->store[v->id];
   return s->stored && s->kernel >= 0 && s->kernel != k;
 }
 
 static bool same_shape(const fg_type *t, int rank, const int64_t *dims) {
-  if (t->rank != rank) return false;
+  if (t->rank != rank)
+    return false;
   for (int i = 0; i < rank; i++)
-    if (t->dims[i].size != dims[i]) return false;
+    if (t->dims[i].size != dims[i])
+      return false;
   return true;
 }
 
@@ -39,19 +42,27 @@ static bool reshape_unit_only(const fg_node *n) {
   const fg_type *a = &n->in[0]->type, *b = &n->out[0]->type;
   int i = 0, j = 0;
   for (;;) {
-    while (i < a->rank && a->dims[i].size == 1) i++;
-    while (j < b->rank && b->dims[j].size == 1) j++;
-    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
-    if (a->dims[i].size != b->dims[j].size) return false;
+    while (i < a->rank && a->dims[i].size == 1)
+      i++;
+    while (j < b->rank && b->dims[j].size == 1)
+      j++;
+    if (i == a->rank || j == b->rank)
+      return i == a->rank && j == b->rank;
+    if (a->dims[i].size != b->dims[j].size)
+      return false;
     i++, j++;
   }
 }
 
 static bool row_preserving(const fg_node *n) {
   switch (n->op->code) {
-  case FG_OP_BROADCAST_IN_DIM: case FG_OP_EXPAND: case FG_OP_UNSQUEEZE: case FG_OP_SQUEEZE:
+  case FG_OP_BROADCAST_IN_DIM:
+  case FG_OP_EXPAND:
+  case FG_OP_UNSQUEEZE:
+  case FG_OP_SQUEEZE:
     return true;
-  case FG_OP_RESHAPE: case FG_OP_VIEW:
+  case FG_OP_RESHAPE:
+  case FG_OP_VIEW:
     return reshape_unit_only(n);
   default:
     return n->op->kind == FG_KIND_POINTWISE || n->op->kind == FG_KIND_LITERAL;
@@ -61,11 +72,11 @@ static bool row_preserving(const fg_node *n) {
 /* ---- walking a value's recomputation region relative to kernel k ---- */
 
 typedef struct walk_flags {
-  bool reaches_red;    /* uses a row reduction computed by kernel k */
-  bool reaches_col;    /* uses a column reduction of a row + column kernel k */
-  bool reaches_tail;   /* uses a reduction over every row of kernel k */
-  bool bad_path;       /* ... through an op that moves elements across rows */
-  bool crosses_segment;/* through a segment_set whose operand kernel k computes */
+  bool reaches_red;     /* uses a row reduction computed by kernel k */
+  bool reaches_col;     /* uses a column reduction of a row + column kernel k */
+  bool reaches_tail;    /* uses a reduction over every row of kernel k */
+  bool bad_path;        /* ... through an op that moves elements across rows */
+  bool crosses_segment; /* through a segment_set whose operand kernel k computes */
 } walk_flags;
 
 typedef struct walker {
@@ -77,32 +88,40 @@ typedef struct walker {
 
 static bool in_list(fg_node *const *l, int n, const fg_node *x) {
   for (int i = 0; i < n; i++)
-    if (l[i] == x) return true;
+    if (l[i] == x)
+      return true;
   return false;
 }
 
 static walk_flags walk(walker *w, const fg_value *v) {
   walk_flags f = {0};
-  if (fg_plan_in_memory(w->p, v, w->k) || !v->def) return f;
-  if (w->seen[v->id]) return w->memo[v->id];
+  if (fg_plan_in_memory(w->p, v, w->k) || !v->def)
+    return f;
+  if (w->seen[v->id])
+    return w->memo[v->id];
   const fg_node *n = v->def;
   const fg_storage *s = &w->p->store[v->id];
   const fg_kernel *k = &w->p->kernels[w->k];
   if (n->op->kind == FG_KIND_REDUCTION && s->kernel == w->k) {
-    if (in_list(k->cols, k->ncols, n)) f.reaches_col = true;
-    else if (in_list(k->tails, k->ntails, n)) f.reaches_tail = true;
-    else f.reaches_red = true;
+    if (in_list(k->cols, k->ncols, n))
+      f.reaches_col = true;
+    else if (in_list(k->tails, k->ntails, n))
+      f.reaches_tail = true;
+    else
+      f.reaches_red = true;
   } else {
     for (int i = 0; i < n->nin; i++) {
       walk_flags g = walk(w, n->in[i]);
       if (n->op->code == FG_OP_SEGMENT_SET) {
         const fg_storage *xs = &w->p->store[n->in[i]->id];
-        if (xs->stored && xs->kernel == w->k) g.crosses_segment = true;
+        if (xs->stored && xs->kernel == w->k)
+          g.crosses_segment = true;
       }
       f.reaches_red |= g.reaches_red;
       f.reaches_col |= g.reaches_col;
       f.reaches_tail |= g.reaches_tail;
-      f.bad_path |= g.bad_path | ((g.reaches_red || g.reaches_col || g.reaches_tail) && !row_preserving(n));
+      f.bad_path |=
+          g.bad_path | ((g.reaches_red || g.reaches_col || g.reaches_tail) && !row_preserving(n));
       f.crosses_segment |= g.crosses_segment;
     }
   }
@@ -117,8 +136,10 @@ static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
   walk_flags f = {0};
   if (w.seen && w.memo) {
     /* A reduction's own flags come from its input, not itself. */
-    if (v->def && v->def->op->kind == FG_KIND_REDUCTION) f = walk(&w, v->def->in[0]);
-    else f = walk(&w, v);
+    if (v->def && v->def->op->kind == FG_KIND_REDUCTION)
+      f = walk(&w, v->def->in[0]);
+    else
+      f = walk(&w, v);
   }
   free(w.seen);
   free(w.memo);
@@ -129,7 +150,8 @@ static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
 
 static fg_kernel *new_kernel(fg_plan *p) {
   fg_kernel *nk = fg_arena_alloc(&p->g->arena, (size_t)(p->nkernels + 1) * sizeof *nk);
-  if (p->nkernels) memcpy(nk, p->kernels, (size_t)p->nkernels * sizeof *nk);
+  if (p->nkernels)
+    memcpy(nk, p->kernels, (size_t)p->nkernels * sizeof *nk);
   p->kernels = nk;
   fg_kernel *k = &nk[p->nkernels];
   k->id = p->nkernels++;
@@ -140,14 +162,16 @@ static fg_kernel *new_kernel(fg_plan *p) {
 
 static void push_value(fg_graph *g, fg_value ***arr, int *n, fg_value *v) {
   fg_value **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
-  if (*n) memcpy(na, *arr, (size_t)*n * sizeof *na);
+  if (*n)
+    memcpy(na, *arr, (size_t)*n * sizeof *na);
   na[(*n)++] = v;
   *arr = na;
 }
 
 static void push_node(fg_graph *g, fg_node ***arr, int *n, fg_node *v) {
   fg_node **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
-  if (*n) memcpy(na, *arr, (size_t)*n * sizeof *na);
+  if (*n)
+    memcpy(na, *arr, (size_t)*n * sizeof *na);
   na[(*n)++] = v;
   *arr = na;
 }
@@ -165,16 +189,22 @@ static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
 static fg_kernel_kind reduction_kind(const fg_kernel *k) {
   int first = -1;
   for (int i = 0; i < k->rank; i++)
-    if (k->mask[i]) { first = i; break; }
-  if (first < 0) return FG_KERNEL_ROW; /* reduction over no dims: a copy per row */
+    if (k->mask[i]) {
+      first = i;
+      break;
+    }
+  if (first < 0)
+    return FG_KERNEL_ROW; /* reduction over no dims: a copy per row */
   for (int i = first; i < k->rank; i++)
-    if (!k->mask[i]) return FG_KERNEL_COLUMN;
+    if (!k->mask[i])
+      return FG_KERNEL_COLUMN;
   return FG_KERNEL_ROW;
 }
 
 static bool same_mask(const fg_kernel *k, const bool *mask) {
   for (int i = 0; i < k->rank; i++)
-    if (k->mask[i] != mask[i]) return false;
+    if (k->mask[i] != mask[i])
+      return false;
   return true;
 }
 
@@ -183,12 +213,15 @@ bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t) {
   int j = 0;
   if (t->rank == k->rank) {
     for (int i = 0; i < k->rank; i++)
-      if (t->dims[i].size != (k->mask[i] ? 1 : k->dims[i])) return false;
+      if (t->dims[i].size != (k->mask[i] ? 1 : k->dims[i]))
+        return false;
     return true;
   }
   for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i]) continue;
-    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
+    if (k->mask[i])
+      continue;
+    if (j >= t->rank || t->dims[j].size != k->dims[i])
+      return false;
     j++;
   }
   return j == t->rank;
@@ -201,11 +234,14 @@ static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
  * reduction forbids: such consumers go to a later kernel instead. Short
  * rows stay together: one CTA each is quick. */
 static bool few_rows(const fg_plan *p, const fg_kernel *k) {
-  if (k->kind != FG_KERNEL_ROW) return false;
+  if (k->kind != FG_KERNEL_ROW)
+    return false;
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
-    if (!k->mask[i]) b *= k->dims[i];
-    else r *= k->dims[i];
+    if (!k->mask[i])
+      b *= k->dims[i];
+    else
+      r *= k->dims[i];
   }
   return b < 2 * (int64_t)p->target.sm_count && r > 32768;
 }
@@ -216,12 +252,15 @@ static bool col_shaped(const fg_kernel *k, const fg_type *t) {
   int j = 0;
   if (t->rank == k->rank) {
     for (int i = 0; i < k->rank; i++)
-      if (t->dims[i].size != (k->mask[i] ? k->dims[i] : 1)) return false;
+      if (t->dims[i].size != (k->mask[i] ? k->dims[i] : 1))
+        return false;
     return true;
   }
   for (int i = 0; i < k->rank; i++) {
-    if (!k->mask[i]) continue;
-    if (j >= t->rank || t->dims[j].size != k->dims[i]) return false;
+    if (!k->mask[i])
+      continue;
+    if (j >= t->rank || t->dims[j].size != k->dims[i])
+      return false;
     j++;
   }
   return j == t->rank;
@@ -240,7 +279,12 @@ static bool col_shaped(const fg_kernel *k, const fg_type *t) {
  * (their accumulators take the registers a longer row would need); few
  * column reductions (their accumulators live in registers beside the
  * row). */
-enum { ROWCOL_MIN_ROWS = 64, ROWCOL_MAX_ROW = 16384, ROWCOL_MAX_ROW_MANY = 8192, ROWCOL_MAX_LATE = 4 };
+enum {
+  ROWCOL_MIN_ROWS = 64,
+  ROWCOL_MAX_ROW = 16384,
+  ROWCOL_MAX_ROW_MANY = 8192,
+  ROWCOL_MAX_LATE = 4
+};
 
 /* For k's next column or tail reduction. */
 static int64_t rowcol_max_row(const fg_kernel *k) {
@@ -248,17 +292,22 @@ static int64_t rowcol_max_row(const fg_kernel *k) {
 }
 
 static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
-  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE) return false;
+  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE)
+    return false;
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i]) r *= k->dims[i];
-    else b *= k->dims[i];
+    if (k->mask[i])
+      r *= k->dims[i];
+    else
+      b *= k->dims[i];
   }
   /* Experiment knob, not a user interface: 0 never, 2 regardless of the
    * shape (to measure the crossover against the two-kernel path). */
   const char *ef = fg_plan_knob(&p->opts, "ROWCOL");
-  if (ef && atoi(ef) == 0) return false;
-  if (ef && atoi(ef) == 2) return b >= 2;
+  if (ef && atoi(ef) == 0)
+    return false;
+  if (ef && atoi(ef) == 2)
+    return b >= 2;
   return b >= ROWCOL_MIN_ROWS && r <= rowcol_max_row(k);
 }
 
@@ -266,9 +315,11 @@ static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
 static bool is_column_of(const fg_kernel *k, const fg_node *n) {
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
-  if (!same_shape(&n->in[0]->type, k->rank, k->dims)) return false;
+  if (!same_shape(&n->in[0]->type, k->rank, k->dims))
+    return false;
   for (int i = 0; i < k->rank; i++)
-    if (mask[i] == k->mask[i]) return false;
+    if (mask[i] == k->mask[i])
+      return false;
   return true;
 }
 
@@ -277,9 +328,11 @@ static bool is_tail_of(const fg_kernel *k, const fg_node *n) {
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
   const fg_type *t = &n->in[0]->type;
-  if (!fg_plan_row_shaped(k, t)) return false;
+  if (!fg_plan_row_shaped(k, t))
+    return false;
   for (int i = 0; i < t->rank; i++)
-    if (!mask[i] && t->dims[i].size != 1) return false;
+    if (!mask[i] && t->dims[i].size != 1)
+      return false;
   return true;
 }
 
@@ -288,27 +341,36 @@ static bool is_tail_of(const fg_kernel *k, const fg_node *n) {
 static void explain_fallbacks(fg_plan *p) {
   for (int c = 0; c < p->nkernels; c++) {
     fg_kernel *kc = &p->kernels[c];
-    if (kc->kind != FG_KERNEL_COLUMN) continue;
+    if (kc->kind != FG_KERNEL_COLUMN)
+      continue;
     for (int r = 0; r < p->nkernels; r++) {
       const fg_kernel *kr = &p->kernels[r];
-      if (kr->kind != FG_KERNEL_ROW || kr->rank != kc->rank) continue;
+      if (kr->kind != FG_KERNEL_ROW || kr->rank != kc->rank)
+        continue;
       bool match = true;
-      for (int d = 0; d < kr->rank && match; d++) match = kr->dims[d] == kc->dims[d] && kr->mask[d] != kc->mask[d];
-      if (!match) continue;
+      for (int d = 0; d < kr->rank && match; d++)
+        match = kr->dims[d] == kc->dims[d] && kr->mask[d] != kc->mask[d];
+      if (!match)
+        continue;
       int64_t b = 1, len = 1;
       for (int d = 0; d < kr->rank; d++) {
-        if (kr->mask[d]) len *= kr->dims[d];
-        else b *= kr->dims[d];
+        if (kr->mask[d])
+          len *= kr->dims[d];
+        else
+          b *= kr->dims[d];
       }
       kc->not_with = r;
       if (b < ROWCOL_MIN_ROWS)
         kc->not_with_why = "fewer than 64 rows: the row + column form is no faster (measured)";
       else if (len > rowcol_max_row(kr))
         kc->not_with_why = kr->ncols + kr->ntails == 0
-                               ? "rows longer than 16384 elements do not stay in registers beside column accumulators"
-                               : "rows longer than 8192 elements do not stay in registers beside several column reductions";
+                               ? "rows longer than 16384 elements do not stay in registers beside "
+                                 "column accumulators"
+                               : "rows longer than 8192 elements do not stay in registers beside "
+                                 "several column reductions";
       else if (kr->ncols + kr->ntails >= ROWCOL_MAX_LATE)
-        kc->not_with_why = "the row kernel already has the most column reductions it keeps in registers";
+        kc->not_with_why =
+            "the row kernel already has the most column reductions it keeps in registers";
       else
         kc->not_with_why = "its reductions use values the row kernel cannot give while rows stream";
       break;
@@ -320,10 +382,12 @@ static void explain_fallbacks(fg_plan *p) {
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
   walk_flags f = walk_value(p, k->id, v);
-  if (f.crosses_segment) return false;
+  if (f.crosses_segment)
+    return false;
   bool is_red = n->op->kind == FG_KIND_REDUCTION;
   if (!has_reductions(k)) {
-    if (is_red) return same_shape(&n->in[0]->type, k->rank, k->dims);
+    if (is_red)
+      return same_shape(&n->in[0]->type, k->rank, k->dims);
     return same_shape(&v->type, k->rank, k->dims);
   }
   bool late = f.reaches_col || f.reaches_tail;
@@ -331,8 +395,10 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     bool mask[FG_MAX_RANK];
     fg_reduce_mask(n, mask);
     if (same_shape(&n->in[0]->type, k->rank, k->dims) && same_mask(k, mask)) {
-      if (late) return false;
-      if (!f.reaches_red) return true;
+      if (late)
+        return false;
+      if (!f.reaches_red)
+        return true;
       return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
     }
     /* The row + column form: a weight gradient beside the row work, or a
@@ -341,14 +407,17 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   }
   if (late) {
     /* Written by the combining CTAs: values of the late reductions only. */
-    if (f.reaches_red || f.bad_path || (f.reaches_col && f.reaches_tail)) return false;
+    if (f.reaches_red || f.bad_path || (f.reaches_col && f.reaches_tail))
+      return false;
     return f.reaches_col ? col_shaped(k, &v->type) : fg_type_numel(&v->type) == 1;
   }
   if (same_shape(&v->type, k->rank, k->dims)) {
-    if (!f.reaches_red) return true;
+    if (!f.reaches_red)
+      return true;
     return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
   }
-  if (fg_plan_row_shaped(k, &v->type)) return !f.bad_path;
+  if (fg_plan_row_shaped(k, &v->type))
+    return !f.bad_path;
   return false;
 }
 
@@ -357,25 +426,32 @@ bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v) 
 }
 
 fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
-  if (!k->ncols && !k->ntails) return FG_PHASE_ROWS;
-  if (v->def && in_list(k->cols, k->ncols, v->def)) return FG_PHASE_COLUMNS;
-  if (v->def && in_list(k->tails, k->ntails, v->def)) return FG_PHASE_TAIL;
+  if (!k->ncols && !k->ntails)
+    return FG_PHASE_ROWS;
+  if (v->def && in_list(k->cols, k->ncols, v->def))
+    return FG_PHASE_COLUMNS;
+  if (v->def && in_list(k->tails, k->ntails, v->def))
+    return FG_PHASE_TAIL;
   walk_flags f = walk_value(p, k->id, v);
   return f.reaches_col ? FG_PHASE_COLUMNS : f.reaches_tail ? FG_PHASE_TAIL : FG_PHASE_ROWS;
 }
 
 /* The newest kernel that every value v loads from memory is ready for. */
 static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *seen) {
-  if (seen[v->id]) return -1;
+  if (seen[v->id])
+    return -1;
   seen[v->id] = 1;
-  if (v->param_index >= 0) return -1;
+  if (v->param_index >= 0)
+    return -1;
   const fg_storage *s = &p->store[v->id];
-  if (s->stored && s->kernel >= 0) return s->kernel;
+  if (s->stored && s->kernel >= 0)
+    return s->kernel;
   int m = -1;
   const fg_node *n = v->def;
   for (int i = 0; n && i < n->nin; i++) {
     int k = earliest_kernel(p, n->in[i], seen);
-    if (k > m) m = k;
+    if (k > m)
+      m = k;
   }
   return m;
 }
@@ -388,28 +464,36 @@ static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *s
 enum { MAX_KERNEL_BUFFERS = 256 - 8 };
 
 static void count_reads(const fg_plan *p, int k, const fg_value *v, unsigned char *seen, int *n) {
-  if (seen[v->id]) return;
+  if (seen[v->id])
+    return;
   seen[v->id] = 1;
   const fg_storage *s = &p->store[v->id];
   if (v->param_index >= 0 || (s->stored && s->kernel >= 0 && s->kernel != k)) {
     (*n)++;
     return;
   }
-  if (!v->def) return;
-  for (int i = 0; i < v->def->nin; i++) count_reads(p, k, v->def->in[i], seen, n);
+  if (!v->def)
+    return;
+  for (int i = 0; i < v->def->nin; i++)
+    count_reads(p, k, v->def->in[i], seen, n);
 }
 
 /* Whether k still takes at most MAX_KERNEL_BUFFERS buffers with v added. */
 static bool args_fit(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
-  if (k->nouts + 1 > MAX_KERNEL_BUFFERS) return false;
+  if (k->nouts + 1 > MAX_KERNEL_BUFFERS)
+    return false;
   /* cheap bound first: every parameter and every stored value */
   int most = k->nouts + 1 + p->g->nparams;
-  for (int i = 0; i < p->g->next_value_id && most <= MAX_KERNEL_BUFFERS; i++) most += p->store[i].stored;
-  if (most <= MAX_KERNEL_BUFFERS) return true;
+  for (int i = 0; i < p->g->next_value_id && most <= MAX_KERNEL_BUFFERS; i++)
+    most += p->store[i].stored;
+  if (most <= MAX_KERNEL_BUFFERS)
+    return true;
   unsigned char *seen = calloc((size_t)p->g->next_value_id + 1, 1);
-  if (!seen) return false;
+  if (!seen)
+    return false;
   int n = k->nouts + 1;
-  for (int i = 0; i < k->nouts; i++) count_reads(p, k->id, k->outs[i], seen, &n);
+  for (int i = 0; i < k->nouts; i++)
+    count_reads(p, k->id, k->outs[i], seen, &n);
   count_reads(p, k->id, v, seen, &n);
   free(seen);
   return n <= MAX_KERNEL_BUFFERS;
@@ -420,12 +504,14 @@ static bool args_fit(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
  * one whose reductions v uses (normalization), else the newest that fits. */
 static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
   unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen) return NULL;
+  if (!seen)
+    return NULL;
   const fg_node *n = v->def;
   int lo = -1;
   for (int i = 0; i < n->nin; i++) {
     int k = earliest_kernel(p, n->in[i], seen);
-    if (k > lo) lo = k;
+    if (k > lo)
+      lo = k;
   }
   free(seen);
   fg_kernel *fallback = NULL;
@@ -433,12 +519,15 @@ static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
     fg_kernel *k = &p->kernels[ki];
     /* Kernels after ki that v needs force ki = lo at least; a dependency
      * on kernel j > ki rules ki out (checked by lo). */
-    if (!can_join(p, k, v) || !args_fit(p, k, v)) continue;
+    if (!can_join(p, k, v) || !args_fit(p, k, v))
+      continue;
     if (has_reductions(k)) {
       walk_flags f = walk_value(p, k->id, v);
-      if (f.reaches_red || f.reaches_col || f.reaches_tail) return k;
+      if (f.reaches_red || f.reaches_col || f.reaches_tail)
+        return k;
     }
-    if (!fallback) fallback = k;
+    if (!fallback)
+      fallback = k;
   }
   return fallback;
 }
@@ -456,10 +545,12 @@ static void add_to_kernel(fg_plan *p, fg_kernel *k, fg_value *v) {
     /* as can_join decided: the kernel's own reductions have its domain and
      * mask; a reduction over all of a row result is a tail even when that
      * result has the domain's shape (a keepdim row sum over a size-1 dim) */
-    if (is_column_of(k, n)) push_node(p->g, &k->cols, &k->ncols, n);
+    if (is_column_of(k, n))
+      push_node(p->g, &k->cols, &k->ncols, n);
     else if (same_shape(&n->in[0]->type, k->rank, k->dims) && same_mask(k, mask))
       push_node(p->g, &k->reds, &k->nreds, n);
-    else push_node(p->g, &k->tails, &k->ntails, n);
+    else
+      push_node(p->g, &k->tails, &k->ntails, n);
   }
   push_value(p->g, &k->outs, &k->nouts, v);
 }
@@ -489,8 +580,10 @@ static const fg_value *dense_ancestor(const fg_value *v) {
     vals[nc] = a;
     chain[nc++] = a->def;
     a = a->def->in[0];
-    if (a->param_index >= 0 || !fg_type_is_static(&a->type)) break;
-    if (fg_type_numel(&a->type) != fg_type_numel(&v->type)) continue;
+    if (a->param_index >= 0 || !fg_type_is_static(&a->type))
+      break;
+    if (fg_type_numel(&a->type) != fg_type_numel(&v->type))
+      continue;
     fg_strided s;
     fg_type at = a->type;
     at.has_layout = false;
@@ -503,7 +596,8 @@ static const fg_value *dense_ancestor(const fg_value *v) {
       s = t;
       (void)vals;
     }
-    if (ok && fg_strided_is_dense(&s)) best = a;
+    if (ok && fg_strided_is_dense(&s))
+      best = a;
   }
   return best;
 }
@@ -512,22 +606,40 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
   fg_graph *g = p->g;
   bool *base_ok = calloc((size_t)g->next_value_id, 1);
   int *written_as = malloc((size_t)g->next_value_id * sizeof *written_as);
-  if (!base_ok || !written_as) { free(base_ok); free(written_as); return false; }
-  for (int i = 0; i < g->next_value_id; i++) written_as[i] = -1;
-  for (int i = 0; i < g->nparams; i++) base_ok[g->params[i]->id] = !g->params[i]->type.scalar;
+  if (!base_ok || !written_as) {
+    free(base_ok);
+    free(written_as);
+    return false;
+  }
+  for (int i = 0; i < g->next_value_id; i++)
+    written_as[i] = -1;
+  for (int i = 0; i < g->nparams; i++)
+    base_ok[g->params[i]->id] = !g->params[i]->type.scalar;
   p->results = fg_arena_alloc(&g->arena, (size_t)g->nresults * sizeof *p->results);
   /* Results in definition order, so a base result is decided before its views. */
   int *order = malloc((size_t)g->nresults * sizeof *order);
   int *pos = calloc((size_t)g->next_value_id, sizeof *pos);
-  if (!order || !pos) { free(base_ok); free(written_as); free(order); free(pos); return false; }
+  if (!order || !pos) {
+    free(base_ok);
+    free(written_as);
+    free(order);
+    free(pos);
+    return false;
+  }
   int at = 1;
-  for (int i = 0; i < g->nparams; i++) pos[g->params[i]->id] = at++;
+  for (int i = 0; i < g->nparams; i++)
+    pos[g->params[i]->id] = at++;
   for (fg_node *n = g->first; n; n = n->next)
-    for (int i = 0; i < n->nout; i++) pos[n->out[i]->id] = at++;
-  for (int i = 0; i < g->nresults; i++) order[i] = i;
+    for (int i = 0; i < n->nout; i++)
+      pos[n->out[i]->id] = at++;
+  for (int i = 0; i < g->nresults; i++)
+    order[i] = i;
   for (int i = 1; i < g->nresults; i++)
-    for (int j = i; j > 0 && pos[g->results[order[j]]->id] < pos[g->results[order[j - 1]]->id]; j--) {
-      int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+    for (int j = i; j > 0 && pos[g->results[order[j]]->id] < pos[g->results[order[j - 1]]->id];
+         j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
     }
   bool ok = true;
   for (int oi = 0; oi < g->nresults && ok; oi++) {
@@ -561,7 +673,8 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     }
     r->why = why;
     const fg_value *c = g->bookend ? dense_ancestor(v) : v;
-    if (base_ok[c->id]) c = v;
+    if (base_ok[c->id])
+      c = v;
     written_as[v->id] = i;
     base_ok[v->id] = true;
     written_as[c->id] = i;
@@ -585,9 +698,11 @@ typedef struct argset {
 
 static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
   for (int i = 0; i < k->nargs; i++)
-    if (k->args[i].kind == b.kind && k->args[i].index == b.index) return;
+    if (k->args[i].kind == b.kind && k->args[i].index == b.index)
+      return;
   fg_buf_ref *na = fg_arena_alloc(&p->g->arena, (size_t)(k->nargs + 1) * sizeof *na);
-  if (k->nargs) memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
+  if (k->nargs)
+    memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
   na[k->nargs++] = b;
   k->args = na;
 }
@@ -595,7 +710,8 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
 /* Collects the buffers a kernel reads, and marks reductions of other kernels
  * it needs as stored. */
 static void collect(argset *a, const fg_value *v) {
-  if (a->seen[v->id]) return;
+  if (a->seen[v->id])
+    return;
   a->seen[v->id] = 1;
   fg_plan *p = a->p;
   if (v->param_index >= 0) {
@@ -608,20 +724,24 @@ static void collect(argset *a, const fg_value *v) {
     return;           /* buffers are known after temps are assigned */
   }
   const fg_node *n = v->def;
-  for (int i = 0; i < n->nin; i++) collect(a, n->in[i]);
+  for (int i = 0; i < n->nin; i++)
+    collect(a, n->in[i]);
 }
 
 static void collect_loads(argset *a, const fg_value *v, fg_buf_ref *out, int *nout, int cap) {
   (void)cap;
-  if (a->seen[v->id]) return;
+  if (a->seen[v->id])
+    return;
   a->seen[v->id] = 1;
   fg_plan *p = a->p;
   if (fg_plan_in_memory(p, v, a->k->id)) {
-    if (v->param_index < 0) out[(*nout)++] = p->store[v->id].buf;
+    if (v->param_index < 0)
+      out[(*nout)++] = p->store[v->id].buf;
     return;
   }
   const fg_node *n = v->def;
-  for (int i = 0; i < n->nin; i++) collect_loads(a, n->in[i], out, nout, cap);
+  for (int i = 0; i < n->nin; i++)
+    collect_loads(a, n->in[i], out, nout, cap);
 }
 
 /* Inline expressions stay shallow. The lowering recurses once per op on
@@ -636,17 +756,20 @@ enum { MAX_INLINE_DEPTH = 256 };
 static bool store_deep_values(fg_plan *p) {
   fg_graph *g = p->g;
   int *depth = calloc((size_t)g->next_value_id + 1, sizeof *depth);
-  if (!depth) return false;
+  if (!depth)
+    return false;
   for (fg_node *n = g->first; n; n = n->next) {
     int d = 0;
     for (int i = 0; i < n->nin; i++) {
       const fg_value *x = n->in[i];
-      if (!p->store[x->id].stored && x->def && depth[x->id] > d) d = depth[x->id];
+      if (!p->store[x->id].stored && x->def && depth[x->id] > d)
+        d = depth[x->id];
     }
     d++;
     for (int i = 0; i < n->nout; i++) {
       fg_storage *s = &p->store[n->out[i]->id];
-      if (d > MAX_INLINE_DEPTH && !s->stored && n->op->kind != FG_KIND_LITERAL) s->stored = true;
+      if (d > MAX_INLINE_DEPTH && !s->stored && n->op->kind != FG_KIND_LITERAL)
+        s->stored = true;
       depth[n->out[i]->id] = s->stored ? 0 : d;
     }
   }
@@ -657,7 +780,8 @@ static bool store_deep_values(fg_plan *p) {
 fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
-      fg_error(d, g->params[i]->loc, "parameter '%s' has symbolic dims; the code generator needs static shapes",
+      fg_error(d, g->params[i]->loc,
+               "parameter '%s' has symbolic dims; the code generator needs static shapes",
                g->params[i]->name);
       return NULL;
     }
@@ -674,32 +798,42 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   }
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
-  if (o && o->target.arch) p->target = o->target;
-  else fg_target_init(&p->target, 90, 0);
-  if (o) p->opts = *o;
+  if (o && o->target.arch)
+    p->target = o->target;
+  else
+    fg_target_init(&p->target, 90, 0);
+  if (o)
+    p->opts = *o;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
-  for (int i = 0; i < g->next_value_id; i++) p->store[i].kernel = -1;
+  for (int i = 0; i < g->next_value_id; i++)
+    p->store[i].kernel = -1;
   for (int i = 0; i < g->nparams; i++)
     p->store[g->params[i]->id] = (fg_storage){true, {FG_BUF_PARAM, i}, -1};
-  if (!plan_results(p, d)) return NULL;
+  if (!plan_results(p, d))
+    return NULL;
 
   /* Reductions and segment_set operands are stored until proven local. */
   for (fg_node *n = g->first; n; n = n->next) {
     if (n->op->kind == FG_KIND_REDUCTION)
-      for (int i = 0; i < n->nout; i++) p->store[n->out[i]->id].stored = true;
+      for (int i = 0; i < n->nout; i++)
+        p->store[n->out[i]->id].stored = true;
     if (n->op->code == FG_OP_SEGMENT_SET && n->in[0]->param_index < 0 && n->in[0]->def &&
         n->in[0]->def->op->kind != FG_KIND_LITERAL)
       p->store[n->in[0]->id].stored = true;
   }
-  if (!store_deep_values(p)) return NULL;
+  if (!store_deep_values(p))
+    return NULL;
   /* Group stored values into kernels, in graph order. */
   for (fg_node *n = g->first; n; n = n->next) {
     for (int i = 0; i < n->nout; i++) {
       fg_value *v = n->out[i];
-      if (!p->store[v->id].stored) continue;
+      if (!p->store[v->id].stored)
+        continue;
       fg_kernel *k = pick_kernel(p, v);
-      if (k) add_to_kernel(p, k, v);
-      else start_kernel(p, v);
+      if (k)
+        add_to_kernel(p, k, v);
+      else
+        start_kernel(p, v);
     }
   }
   /* Reductions are materialized only where another kernel reads them or
@@ -707,15 +841,19 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   for (fg_node *n = g->first; n; n = n->next)
     if (n->op->kind == FG_KIND_REDUCTION)
       for (int i = 0; i < n->nout; i++)
-        if (p->store[n->out[i]->id].buf.kind != FG_BUF_RESULT) p->store[n->out[i]->id].stored = false;
+        if (p->store[n->out[i]->id].buf.kind != FG_BUF_RESULT)
+          p->store[n->out[i]->id].stored = false;
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    if (!a.seen) return NULL;
+    if (!a.seen)
+      return NULL;
     for (int i = 0; i < k->nouts; i++) {
       const fg_node *n = k->outs[i]->def;
-      if (n->op->kind == FG_KIND_REDUCTION) collect(&a, n->in[0]);
-      else collect(&a, k->outs[i]);
+      if (n->op->kind == FG_KIND_REDUCTION)
+        collect(&a, n->in[0]);
+      else
+        collect(&a, k->outs[i]);
     }
     free(a.seen);
   }
@@ -724,7 +862,8 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     fg_kernel *k = &p->kernels[ki];
     int m = 0;
     for (int i = 0; i < k->nouts; i++)
-      if (p->store[k->outs[i]->id].stored) k->outs[m++] = k->outs[i];
+      if (p->store[k->outs[i]->id].stored)
+        k->outs[m++] = k->outs[i];
     k->nouts = m;
   }
   /* Temps for stored values that are not results. */
@@ -732,9 +871,11 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     for (int i = 0; i < n->nout; i++) {
       fg_value *v = n->out[i];
       fg_storage *s = &p->store[v->id];
-      if (!s->stored || s->buf.kind != FG_BUF_NONE) continue;
+      if (!s->stored || s->buf.kind != FG_BUF_NONE)
+        continue;
       fg_temp *nt = fg_arena_alloc(&g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
-      if (p->ntemps) memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
+      if (p->ntemps)
+        memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
       int64_t bytes = fg_type_numel(&v->type) * fg_dtype_size(v->type.dtype);
       nt[p->ntemps] = (fg_temp){bytes > 0 ? bytes : 1, false, v};
       s->buf = (fg_buf_ref){FG_BUF_TEMP, p->ntemps++};
@@ -745,16 +886,25 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     fg_kernel *k = &p->kernels[ki];
     fg_buf_ref *loads = malloc((size_t)(g->next_value_id + 1) * sizeof *loads);
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    if (!loads || !a.seen) { free(loads); free(a.seen); return NULL; }
+    if (!loads || !a.seen) {
+      free(loads);
+      free(a.seen);
+      return NULL;
+    }
     int nl = 0;
     for (int i = 0; i < k->nouts; i++) {
       const fg_node *n = k->outs[i]->def;
-      if (n->op->kind == FG_KIND_REDUCTION) collect_loads(&a, n->in[0], loads, &nl, g->next_value_id);
-      else collect_loads(&a, k->outs[i], loads, &nl, g->next_value_id);
+      if (n->op->kind == FG_KIND_REDUCTION)
+        collect_loads(&a, n->in[0], loads, &nl, g->next_value_id);
+      else
+        collect_loads(&a, k->outs[i], loads, &nl, g->next_value_id);
     }
-    for (int i = 0; i < k->nreds; i++) collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
-    for (int i = 0; i < k->ncols; i++) collect_loads(&a, k->cols[i]->in[0], loads, &nl, g->next_value_id);
-    for (int i = 0; i < k->ntails; i++) collect_loads(&a, k->tails[i]->in[0], loads, &nl, g->next_value_id);
+    for (int i = 0; i < k->nreds; i++)
+      collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
+    for (int i = 0; i < k->ncols; i++)
+      collect_loads(&a, k->cols[i]->in[0], loads, &nl, g->next_value_id);
+    for (int i = 0; i < k->ntails; i++)
+      collect_loads(&a, k->tails[i]->in[0], loads, &nl, g->next_value_id);
     free(a.seen);
     /* Parameters are referenced through collect(); add them in index order
      * for stable argument lists. */
@@ -764,16 +914,20 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     k->nargs = 0;
     for (int pi = 0; pi < g->nparams; pi++)
       for (int j = 0; j < nparams; j++)
-        if (params[j].index == pi) add_arg(p, k, params[j]);
-    for (int i = 0; i < nl; i++) add_arg(p, k, loads[i]);
-    for (int i = 0; i < k->nouts; i++) add_arg(p, k, p->store[k->outs[i]->id].buf);
+        if (params[j].index == pi)
+          add_arg(p, k, params[j]);
+    for (int i = 0; i < nl; i++)
+      add_arg(p, k, loads[i]);
+    for (int i = 0; i < k->nouts; i++)
+      add_arg(p, k, p->store[k->outs[i]->id].buf);
     free(loads);
   }
   explain_fallbacks(p);
   /* Every written result has a writer: a result left unwritten would be
    * returned as garbage, so it is a compiler bug to report, not to ship. */
   for (int i = 0; i < g->nresults; i++) {
-    if (p->results[i].is_view) continue;
+    if (p->results[i].is_view)
+      continue;
     bool written = false;
     for (int ki = 0; ki < p->nkernels && !written; ki++)
       for (int j = 0; j < p->kernels[ki].nouts && !written; j++) {
@@ -781,16 +935,21 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
         written = b.kind == FG_BUF_RESULT && b.index == i;
       }
     if (!written) {
-      fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i, g->name);
+      fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i,
+                        g->name);
       return NULL;
     }
   }
-  if (!fg_plan_schedule(p, o, d)) return NULL;
+  if (!fg_plan_schedule(p, o, d))
+    return NULL;
   return p;
 }
 
 const char *fg_buf_str(fg_buf_ref b, char *buf, int cap) {
-  const char *pre = b.kind == FG_BUF_PARAM ? "p" : b.kind == FG_BUF_RESULT ? "r" : b.kind == FG_BUF_TEMP ? "t" : "?";
+  const char *pre = b.kind == FG_BUF_PARAM    ? "p"
+                    : b.kind == FG_BUF_RESULT ? "r"
+                    : b.kind == FG_BUF_TEMP   ? "t"
+                                              : "?";
   snprintf(buf, (size_t)cap, "%s%d", pre, b.index);
   return buf;
 }

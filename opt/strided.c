@@ -7,15 +7,18 @@
 void fg_strided_dense(const fg_type *t, fg_strided *out) {
   memset(out, 0, sizeof *out);
   out->rank = t->rank;
-  for (int i = 0; i < t->rank; i++) out->sizes[i] = t->dims[i].size;
+  for (int i = 0; i < t->rank; i++)
+    out->sizes[i] = t->dims[i].size;
   fg_type_strides(t, out->strides);
 }
 
 bool fg_strided_is_dense(const fg_strided *s) {
-  if (s->offset != 0) return false;
+  if (s->offset != 0)
+    return false;
   int64_t st = 1;
   for (int i = s->rank - 1; i >= 0; i--) {
-    if (s->sizes[i] != 1 && s->strides[i] != st) return false;
+    if (s->sizes[i] != 1 && s->strides[i] != st)
+      return false;
     st *= s->sizes[i];
   }
   return true;
@@ -24,7 +27,8 @@ bool fg_strided_is_dense(const fg_strided *s) {
 int64_t fg_strided_extent(const fg_strided *s) {
   int64_t hi = s->offset;
   for (int i = 0; i < s->rank; i++) {
-    if (s->sizes[i] == 0) return 0;
+    if (s->sizes[i] == 0)
+      return 0;
     hi += (s->sizes[i] - 1) * s->strides[i];
   }
   return hi + 1;
@@ -34,10 +38,14 @@ int64_t fg_strided_extent(const fg_strided *s) {
  * without a copy, or false. */
 static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank, int64_t *out) {
   int64_t numel = 1;
-  for (int i = 0; i < in->rank; i++) numel *= in->sizes[i];
+  for (int i = 0; i < in->rank; i++)
+    numel *= in->sizes[i];
   if (numel == 0 || in->rank == 0) {
     int64_t st = 1;
-    for (int i = rank - 1; i >= 0; i--) { out[i] = st; st *= shape[i] > 0 ? shape[i] : 1; }
+    for (int i = rank - 1; i >= 0; i--) {
+      out[i] = st;
+      st *= shape[i] > 0 ? shape[i] : 1;
+    }
     return true;
   }
   int view_d = rank - 1;
@@ -50,7 +58,8 @@ static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank
         view_numel *= shape[view_d];
         view_d--;
       }
-      if (view_numel != tensor_numel) return false;
+      if (view_numel != tensor_numel)
+        return false;
       if (td > 0) {
         chunk_base = in->strides[td - 1];
         tensor_numel = 1;
@@ -61,15 +70,20 @@ static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank
   return view_d == -1;
 }
 
-bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out, const char **why) {
+bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out,
+                      const char **why) {
   const fg_type *ot = &n->out[k]->type;
   *why = NULL;
-  if (!fg_type_is_static(ot)) { *why = "symbolic shape"; return false; }
+  if (!fg_type_is_static(ot)) {
+    *why = "symbolic shape";
+    return false;
+  }
   fg_strided r;
   memset(&r, 0, sizeof r);
   r.rank = ot->rank;
   r.offset = in->offset;
-  for (int i = 0; i < ot->rank; i++) r.sizes[i] = ot->dims[i].size;
+  for (int i = 0; i < ot->rank; i++)
+    r.sizes[i] = ot->dims[i].size;
   switch (n->op->code) {
   case FG_OP_RESHAPE:
   case FG_OP_VIEW:
@@ -88,8 +102,10 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
   }
   case FG_OP_TRANSPOSE: {
     int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
-    if (a < 0) a += in->rank;
-    if (b < 0) b += in->rank;
+    if (a < 0)
+      a += in->rank;
+    if (b < 0)
+      b += in->rank;
     memcpy(r.strides, in->strides, sizeof r.strides);
     r.strides[a] = in->strides[b];
     r.strides[b] = in->strides[a];
@@ -97,7 +113,8 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
   }
   case FG_OP_BROADCAST_IN_DIM: {
     const fg_attr *dims = fg_node_attr(n, "dims");
-    for (int i = 0; i < r.rank; i++) r.strides[i] = 0;
+    for (int i = 0; i < r.rank; i++)
+      r.strides[i] = 0;
     for (int i = 0; i < dims->n; i++) {
       int64_t o = dims->ints[i] < 0 ? dims->ints[i] + r.rank : dims->ints[i];
       r.strides[o] = (in->sizes[i] == 1 && r.sizes[o] != 1) ? 0 : in->strides[i];
@@ -107,8 +124,10 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
   case FG_OP_EXPAND: {
     int lead = r.rank - in->rank;
     for (int i = 0; i < r.rank; i++) {
-      if (i < lead) r.strides[i] = 0;
-      else r.strides[i] = (in->sizes[i - lead] == 1 && r.sizes[i] != 1) ? 0 : in->strides[i - lead];
+      if (i < lead)
+        r.strides[i] = 0;
+      else
+        r.strides[i] = (in->sizes[i - lead] == 1 && r.sizes[i] != 1) ? 0 : in->strides[i - lead];
     }
     break;
   }
@@ -116,26 +135,32 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
     /* The same dims inference drops: listed (or all) size-1 dims. */
     const fg_attr *dims = fg_node_attr(n, "dims");
     bool drop[FG_MAX_RANK] = {0};
-    for (int i = 0; i < in->rank; i++) drop[i] = !dims && in->sizes[i] == 1;
+    for (int i = 0; i < in->rank; i++)
+      drop[i] = !dims && in->sizes[i] == 1;
     for (int i = 0; dims && i < dims->n; i++) {
       int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
       drop[d] = in->sizes[d] == 1;
     }
     for (int i = 0, j = 0; i < in->rank; i++)
-      if (!drop[i]) r.strides[j++] = in->strides[i];
+      if (!drop[i])
+        r.strides[j++] = in->strides[i];
     break;
   }
   case FG_OP_UNSQUEEZE: {
     int64_t d = fg_attr_int(n, "dim");
-    if (d < 0) d += in->rank + 1;
+    if (d < 0)
+      d += in->rank + 1;
     for (int i = 0, j = 0; i < r.rank; i++) {
-      if (i == d) r.strides[i] = d < in->rank ? in->strides[d] * in->sizes[d] : 1;
-      else r.strides[i] = in->strides[j++];
+      if (i == d)
+        r.strides[i] = d < in->rank ? in->strides[d] * in->sizes[d] : 1;
+      else
+        r.strides[i] = in->strides[j++];
     }
     break;
   }
   case FG_OP_SLICE: {
-    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"), *sp = fg_node_attr(n, "steps");
+    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"),
+                  *sp = fg_node_attr(n, "steps");
     for (int i = 0; i < r.rank; i++) {
       int64_t step = sp ? sp->ints[i] : 1, s0, len;
       fg_slice_bounds(in->sizes[i], st->ints[i], en->ints[i], step, &s0, &len);
@@ -147,9 +172,11 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
   case FG_OP_SPLIT: {
     const fg_attr *sizes = fg_node_attr(n, "sizes");
     int64_t dim = fg_attr_int(n, "dim");
-    if (dim < 0) dim += in->rank;
+    if (dim < 0)
+      dim += in->rank;
     memcpy(r.strides, in->strides, sizeof r.strides);
-    for (int i = 0; i < k; i++) r.offset += sizes->ints[i] * in->strides[dim];
+    for (int i = 0; i < k; i++)
+      r.offset += sizes->ints[i] * in->strides[dim];
     break;
   }
   default:
@@ -164,8 +191,8 @@ bool fg_is_view_op(const fg_op *op) {
   return op->kind == FG_KIND_VIEW && op->code != FG_OP_CAT && op->code != FG_OP_PAD;
 }
 
-bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const void *), const void *ctx,
-                      const fg_value **base, fg_strided *out, const char **why) {
+bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const void *),
+                      const void *ctx, const fg_value **base, fg_strided *out, const char **why) {
   enum { MAX_CHAIN = 256 };
   const fg_node *chain[MAX_CHAIN];
   const fg_value *outs[MAX_CHAIN]; /* the value each chain node defines */
@@ -174,8 +201,10 @@ bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const vo
   *why = NULL;
   while (!(stop && stop(b, ctx))) {
     if (!b->def || !fg_is_view_op(b->def->op) || nc == MAX_CHAIN) {
-      if (!stop) break; /* the first non-view ancestor is the base */
-      if (b->def) *why = "computed by an op that is not a view";
+      if (!stop)
+        break; /* the first non-view ancestor is the base */
+      if (b->def)
+        *why = "computed by an op that is not a view";
       return false;
     }
     outs[nc] = b;
@@ -188,13 +217,16 @@ bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const vo
   }
   fg_strided s;
   fg_type bt = b->type;
-  if (b->param_index < 0) bt.has_layout = false;
+  if (b->param_index < 0)
+    bt.has_layout = false;
   fg_strided_dense(&bt, &s);
   for (int i = nc - 1; i >= 0; i--) {
     int k = 0;
-    while (chain[i]->out[k] != outs[i]) k++;
+    while (chain[i]->out[k] != outs[i])
+      k++;
     fg_strided t;
-    if (!fg_strided_apply(chain[i], k, &s, &t, why)) return false;
+    if (!fg_strided_apply(chain[i], k, &s, &t, why))
+      return false;
     s = t;
   }
   *base = b;

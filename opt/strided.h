@@ -19,7 +19,8 @@ typedef struct fg_strided {
 void fg_strided_dense(const fg_type *t, fg_strided *out);
 /* Applies view node n (result index k) to `in`. False when n is not a view
  * op or the result cannot be expressed with strides; *why then says which. */
-bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out, const char **why);
+bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out,
+                      const char **why);
 /* Whether op only remaps indices (reshape, permute, broadcasts, squeeze,
  * slice, split, ...; not cat or pad, which select). */
 bool fg_is_view_op(const fg_op *op);
@@ -30,8 +31,8 @@ bool fg_is_view_op(const fg_op *op);
  * by a view op; otherwise the first for which stop(value, ctx) holds, and
  * reaching a non-view definition first is a failure (*why says why, or is
  * NULL when nothing could have been a view). */
-bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const void *), const void *ctx,
-                      const fg_value **base, fg_strided *out, const char **why);
+bool fg_strided_chain(const fg_value *v, bool (*stop)(const fg_value *, const void *),
+                      const void *ctx, const fg_value **base, fg_strided *out, const char **why);
 
 /* Whether a view is exactly the dense row-major layout of its sizes at
  * offset 0. */

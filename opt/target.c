@@ -10,11 +10,13 @@ bool fg_target_init(fg_target *t, int arch, int sm_count) {
   t->regs_per_sm = 65536;
   t->static_smem_per_block = 48 * 1024;
   switch (arch) {
-  case 80: case 87:
+  case 80:
+  case 87:
     t->threads_per_sm = 2048;
     t->dyn_smem_per_block = 163 * 1024;
     break;
-  case 86: case 89:
+  case 86:
+  case 89:
     t->threads_per_sm = 1536;
     t->dyn_smem_per_block = 99 * 1024;
     break;

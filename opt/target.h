@@ -7,14 +7,14 @@
 #include <stdbool.h>
 
 typedef struct fg_target {
-  int arch;                   /* compute capability x 10: 80, 86, 87, 89, 90 */
-  int sm_count;               /* SMs, for grids sized to fill the GPU */
-  int regs_per_sm;            /* 32-bit registers an SM has */
-  int threads_per_sm;         /* resident threads an SM holds */
-  int static_smem_per_block;  /* bytes of static shared memory a kernel may declare */
-  int dyn_smem_per_block;     /* bytes of shared memory a kernel may opt in to */
-  bool clusters;              /* thread-block clusters and distributed shared memory */
-  bool bf16x2_minmax;         /* max/min.NaN.bf16x2 */
+  int arch;                  /* compute capability x 10: 80, 86, 87, 89, 90 */
+  int sm_count;              /* SMs, for grids sized to fill the GPU */
+  int regs_per_sm;           /* 32-bit registers an SM has */
+  int threads_per_sm;        /* resident threads an SM holds */
+  int static_smem_per_block; /* bytes of static shared memory a kernel may declare */
+  int dyn_smem_per_block;    /* bytes of shared memory a kernel may opt in to */
+  bool clusters;             /* thread-block clusters and distributed shared memory */
+  bool bf16x2_minmax;        /* max/min.NaN.bf16x2 */
 } fg_target;
 
 /* The SM count fusec sizes grids for when --sm-count is not given: the

@@ -75,15 +75,18 @@ static void bprintf(buf *b, const char *fmt, ...) {
     va_start(ap, fmt);
     int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
     va_end(ap);
-    if (k < 0) return;
+    if (k < 0)
+      return;
     if (b->s && b->n + (size_t)k < b->cap) {
       b->n += (size_t)k;
       return;
     }
     size_t cap = b->cap ? b->cap * 2 : 256;
-    while (cap < b->n + (size_t)k + 1) cap *= 2;
+    while (cap < b->n + (size_t)k + 1)
+      cap *= 2;
     char *s = realloc(b->s, cap);
-    if (!s) abort(); /* a test tool: out of memory ends the run */
+    if (!s)
+      abort(); /* a test tool: out of memory ends the run */
     b->s = s;
     b->cap = cap;
   }
@@ -101,31 +104,33 @@ typedef struct val {
 
 typedef struct gen {
   rng r;
-  buf params;     /* "x0: f32[4,8], ..." */
-  buf body;       /* accepted statements */
+  buf params; /* "x0: f32[4,8], ..." */
+  buf body;   /* accepted statements */
   val vals[MAX_VALS];
   int nvals, next_id;
-  int rejected;   /* statements the frontend refused */
+  int rejected; /* statements the frontend refused */
 } gen;
 
 static const fg_dtype float_dts[] = {FG_F32, FG_F32, FG_F32, FG_BF16, FG_F16, FG_F64};
-static const fg_dtype all_dts[] = {FG_F32, FG_BF16, FG_F16, FG_F64, FG_I32, FG_I64, FG_I8,
-                                   FG_U8,  FG_I16,  FG_BOOL, FG_F8E4M3, FG_F8E5M2};
+static const fg_dtype all_dts[] = {FG_F32, FG_BF16, FG_F16, FG_F64,  FG_I32,    FG_I64,
+                                   FG_I8,  FG_U8,   FG_I16, FG_BOOL, FG_F8E4M3, FG_F8E5M2};
 static const int64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 16, 32, 33, 64, 128};
 
 static void type_text(buf *b, const fg_type *t) {
   bprintf(b, "%s", fg_dtype_name(t->dtype));
-  if (t->scalar) return;
+  if (t->scalar)
+    return;
   bprintf(b, "[");
-  for (int i = 0; i < t->rank; i++) bprintf(b, "%s%" PRId64, i ? "," : "", t->dims[i].size);
+  for (int i = 0; i < t->rank; i++)
+    bprintf(b, "%s%" PRId64, i ? "," : "", t->dims[i].size);
   bprintf(b, "]");
 }
 
 /* Parses params + body + extra + "return ret" silently; returns the module. */
 static fg_module *try_parse(const gen *g, const char *extra, const char *ret) {
   buf t = {0};
-  bprintf(&t, "graph g(%s) {\n%s%s  return %s\n}\n", g->params.s ? g->params.s : "", g->body.s ? g->body.s : "",
-          extra, ret);
+  bprintf(&t, "graph g(%s) {\n%s%s  return %s\n}\n", g->params.s ? g->params.s : "",
+          g->body.s ? g->body.s : "", extra, ret);
   fg_diag d;
   fg_diag_init(&d, "gen.fg", t.s, t.n, NULL);
   fg_module *m = fg_parse("gen.fg", t.s, t.n, &d);
@@ -137,7 +142,8 @@ static fg_module *try_parse(const gen *g, const char *extra, const char *ret) {
 /* Adds "  NAMES = CALL\n" if the frontend accepts it; the new values' types
  * come from the frontend's inference. */
 static bool add_stmt(gen *g, int nout, const char *call) {
-  if (g->nvals + nout > MAX_VALS) return false;
+  if (g->nvals + nout > MAX_VALS)
+    return false;
   char names[4][16];
   buf st = {0}, ret = {0};
   bprintf(&st, "  ");
@@ -161,7 +167,8 @@ static bool add_stmt(gen *g, int nout, const char *call) {
   } else {
     g->rejected++;
   }
-  if (m) fg_module_free(m);
+  if (m)
+    fg_module_free(m);
   free(st.s);
   free(ret.s);
   return ok;
@@ -172,16 +179,18 @@ static const val *any_val(gen *g, bool tensor) {
   for (int tries = 0; tries < 16; tries++) {
     int n = g->nvals;
     int i = chance(&g->r, 60) ? n - 1 - pick(&g->r, n < 4 ? n : 4) : pick(&g->r, n);
-    if (!tensor || !g->vals[i].type.scalar) return &g->vals[i];
+    if (!tensor || !g->vals[i].type.scalar)
+      return &g->vals[i];
   }
   for (int i = g->nvals - 1; i >= 0; i--)
-    if (!g->vals[i].type.scalar) return &g->vals[i];
+    if (!g->vals[i].type.scalar)
+      return &g->vals[i];
   return NULL;
 }
 
 static void literal(gen *g, buf *b, fg_dtype hint) {
-  static const char *const floats[] = {"0.0", "-0.0", "1.0", "-1.0", "0.5", "2.0", "3.0", "1e-5",
-                                       "inf", "-inf", "nan", "65504.0", "1e30", "0.1"};
+  static const char *const floats[] = {"0.0",  "-0.0", "1.0",  "-1.0", "0.5",     "2.0",  "3.0",
+                                       "1e-5", "inf",  "-inf", "nan",  "65504.0", "1e30", "0.1"};
   static const char *const ints[] = {"0", "1", "-1", "2", "3", "7", "127", "-128"};
   if (fg_dtype_is_float(hint) ? chance(&g->r, 85) : chance(&g->r, 25))
     bprintf(b, "%s", floats[pick(&g->r, (int)(sizeof floats / sizeof *floats))]);
@@ -211,41 +220,58 @@ static void operand(gen *g, buf *b, const val *x) {
 static void pw_attrs(gen *g, buf *b, const fg_op *op) {
   for (int i = 0; i < op->nattrs; i++) {
     const fg_attr_spec *a = &op->attrs[i];
-    if (!a->required && !chance(&g->r, 40)) continue;
+    if (!a->required && !chance(&g->r, 40))
+      continue;
     bprintf(b, ", %s=", a->name);
     switch (a->type) {
-    case FG_AT_FLOAT: case FG_AT_SCALAR: literal(g, b, FG_F32); break;
-    case FG_AT_INT: bprintf(b, "%d", pick(&g->r, 5) - 2); break;
-    case FG_AT_BOOL: bprintf(b, "%s", chance(&g->r, 50) ? "true" : "false"); break;
-    case FG_AT_DTYPE: bprintf(b, "%s", fg_dtype_name(all_dts[pick(&g->r, (int)(sizeof all_dts / sizeof *all_dts))])); break;
+    case FG_AT_FLOAT:
+    case FG_AT_SCALAR:
+      literal(g, b, FG_F32);
+      break;
+    case FG_AT_INT:
+      bprintf(b, "%d", pick(&g->r, 5) - 2);
+      break;
+    case FG_AT_BOOL:
+      bprintf(b, "%s", chance(&g->r, 50) ? "true" : "false");
+      break;
+    case FG_AT_DTYPE:
+      bprintf(b, "%s",
+              fg_dtype_name(all_dts[pick(&g->r, (int)(sizeof all_dts / sizeof *all_dts))]));
+      break;
     case FG_AT_STRING: {
       int n = 0;
-      while (a->choices && a->choices[n]) n++;
+      while (a->choices && a->choices[n])
+        n++;
       bprintf(b, "\"%s\"", n ? a->choices[pick(&g->r, n)] : "x");
       break;
     }
-    case FG_AT_INTS: bprintf(b, "[0]"); break;
+    case FG_AT_INTS:
+      bprintf(b, "[0]");
+      break;
     }
   }
 }
 
 static void dim_list(buf *b, const int64_t *v, int n) {
   bprintf(b, "[");
-  for (int i = 0; i < n; i++) bprintf(b, "%s%" PRId64, i ? "," : "", v[i]);
+  for (int i = 0; i < n; i++)
+    bprintf(b, "%s%" PRId64, i ? "," : "", v[i]);
   bprintf(b, "]");
 }
 
 /* One statement; false when nothing was added (the caller tries again). */
 static bool gen_stmt(gen *g) {
   const val *x = any_val(g, true);
-  if (!x) return false;
+  if (!x)
+    return false;
   const fg_type *t = &x->type;
   int r = t->rank;
   buf c = {0};
   int nout = 1, k = pick(&g->r, 100);
   if (k < 30) { /* a pointwise op from the table */
     const fg_op *op;
-    do op = &fg_ops[pick(&g->r, FG_OP_COUNT)];
+    do
+      op = &fg_ops[pick(&g->r, FG_OP_COUNT)];
     while (op->kind != FG_KIND_POINTWISE || op->code == FG_OP_CAST);
     bprintf(&c, "%s(%s", op->name, x->name);
     for (int i = 1; i < op->min_in; i++) {
@@ -269,27 +295,36 @@ static bool gen_stmt(gen *g) {
     fg_dtype to = all_dts[pick(&g->r, (int)(sizeof all_dts / sizeof *all_dts))];
     bprintf(&c, "cast(%s, dtype=%s)", x->name, fg_dtype_name(to));
   } else if (k < 60 && r > 0) { /* a reduction over a dim subset */
-    static const char *const reds[] = {"sum", "sum", "amax", "amin", "mean", "prod", "var", "var_mean"};
+    static const char *const reds[] = {"sum",  "sum",  "amax", "amin",
+                                       "mean", "prod", "var",  "var_mean"};
     const char *op = reds[pick(&g->r, 8)];
     int64_t dims[FG_MAX_RANK];
     int nd = 0;
     for (int i = 0; i < r; i++)
-      if (chance(&g->r, 50)) dims[nd++] = chance(&g->r, 20) ? i - r : i;
-    if (nd == 0) dims[nd++] = pick(&g->r, r);
+      if (chance(&g->r, 50))
+        dims[nd++] = chance(&g->r, 20) ? i - r : i;
+    if (nd == 0)
+      dims[nd++] = pick(&g->r, r);
     bprintf(&c, "%s(%s, dims=", op, x->name);
     dim_list(&c, dims, nd);
-    if (chance(&g->r, 50)) bprintf(&c, ", keepdim=true");
-    if (op[0] == 'v' && chance(&g->r, 50)) bprintf(&c, ", correction=%d", pick(&g->r, 2));
+    if (chance(&g->r, 50))
+      bprintf(&c, ", keepdim=true");
+    if (op[0] == 'v' && chance(&g->r, 50))
+      bprintf(&c, ", correction=%d", pick(&g->r, 2));
     bprintf(&c, ")");
-    if (!strcmp(op, "var_mean")) nout = 2;
+    if (!strcmp(op, "var_mean"))
+      nout = 2;
   } else if (k < 78 && r > 0) { /* a view */
     int64_t v[FG_MAX_RANK], w[FG_MAX_RANK];
     switch (pick(&g->r, 8)) {
     case 0: { /* permute */
-      for (int i = 0; i < r; i++) v[i] = i;
+      for (int i = 0; i < r; i++)
+        v[i] = i;
       for (int i = r - 1; i > 0; i--) {
         int j = pick(&g->r, i + 1);
-        int64_t tmp = v[i]; v[i] = v[j]; v[j] = tmp;
+        int64_t tmp = v[i];
+        v[i] = v[j];
+        v[j] = tmp;
       }
       bprintf(&c, "permute(%s, dims=", x->name);
       dim_list(&c, v, r);
@@ -297,32 +332,44 @@ static bool gen_stmt(gen *g) {
       break;
     }
     case 1: /* transpose */
-      bprintf(&c, "transpose(%s, dim0=%d, dim1=%d)", x->name, pick(&g->r, r), pick(&g->r, r) - (chance(&g->r, 30) ? r : 0));
+      bprintf(&c, "transpose(%s, dim0=%d, dim1=%d)", x->name, pick(&g->r, r),
+              pick(&g->r, r) - (chance(&g->r, 30) ? r : 0));
       break;
     case 2: { /* reshape: merge two adjacent dims, split one, or flatten (-1) */
       int n = 0, at = pick(&g->r, r);
       int mode = pick(&g->r, 3);
       for (int i = 0; i < r; i++) {
         int64_t s = t->dims[i].size;
-        if (mode == 0 && i == at && i + 1 < r) { v[n++] = s * t->dims[i + 1].size; i++; }
-        else if (mode == 1 && i == at && s % 2 == 0 && n + 2 <= FG_MAX_RANK) { v[n++] = 2; v[n++] = s / 2; }
-        else v[n++] = s;
+        if (mode == 0 && i == at && i + 1 < r) {
+          v[n++] = s * t->dims[i + 1].size;
+          i++;
+        } else if (mode == 1 && i == at && s % 2 == 0 && n + 2 <= FG_MAX_RANK) {
+          v[n++] = 2;
+          v[n++] = s / 2;
+        } else
+          v[n++] = s;
       }
-      if (mode == 2) { n = 1; v[0] = -1; }
-      else if (chance(&g->r, 20)) v[pick(&g->r, n)] = -1;
+      if (mode == 2) {
+        n = 1;
+        v[0] = -1;
+      } else if (chance(&g->r, 20))
+        v[pick(&g->r, n)] = -1;
       bprintf(&c, "%s(%s, shape=", chance(&g->r, 80) ? "reshape" : "view", x->name);
       dim_list(&c, v, n);
       bprintf(&c, ")");
       break;
     }
     case 3: /* unsqueeze */
-      bprintf(&c, "unsqueeze(%s, dim=%d)", x->name, pick(&g->r, r + 1) - (chance(&g->r, 20) ? r + 1 : 0));
+      bprintf(&c, "unsqueeze(%s, dim=%d)", x->name,
+              pick(&g->r, r + 1) - (chance(&g->r, 20) ? r + 1 : 0));
       break;
     case 4: { /* squeeze the size-1 dims (some of them) */
       int n = 0;
       for (int i = 0; i < r; i++)
-        if (t->dims[i].size == 1 && chance(&g->r, 70)) v[n++] = i;
-      if (n == 0) v[n++] = pick(&g->r, r);
+        if (t->dims[i].size == 1 && chance(&g->r, 70))
+          v[n++] = i;
+      if (n == 0)
+        v[n++] = pick(&g->r, r);
       bprintf(&c, "squeeze(%s, dims=", x->name);
       dim_list(&c, v, n);
       bprintf(&c, ")");
@@ -330,7 +377,8 @@ static bool gen_stmt(gen *g) {
     }
     case 5: { /* expand the size-1 dims, maybe with a new leading dim */
       int n = 0;
-      if (chance(&g->r, 30) && r < FG_MAX_RANK) v[n++] = sizes[pick(&g->r, 6)];
+      if (chance(&g->r, 30) && r < FG_MAX_RANK)
+        v[n++] = sizes[pick(&g->r, 6)];
       for (int i = 0; i < r; i++) {
         int64_t s = t->dims[i].size;
         v[n++] = s == 1 ? sizes[pick(&g->r, 8)] : chance(&g->r, 15) ? -1 : s;
@@ -360,7 +408,8 @@ static bool gen_stmt(gen *g) {
       break;
     }
     default: { /* pad, negative amounts crop */
-      for (int i = 0; i < 2 * r; i++) v[i] = pick(&g->r, 4) - (chance(&g->r, 20) ? 1 : 0);
+      for (int i = 0; i < 2 * r; i++)
+        v[i] = pick(&g->r, 4) - (chance(&g->r, 20) ? 1 : 0);
       bprintf(&c, "pad(%s, pad=", x->name);
       dim_list(&c, v, 2 * r);
       if (chance(&g->r, 50)) {
@@ -389,14 +438,15 @@ static bool gen_stmt(gen *g) {
     if (chance(&g->r, 50) || r == 0) {
       bprintf(&c, "add(%s, full(shape=", x->name);
       int64_t v[FG_MAX_RANK];
-      for (int i = 0; i < r; i++) v[i] = chance(&g->r, 50) ? 1 : t->dims[i].size;
+      for (int i = 0; i < r; i++)
+        v[i] = chance(&g->r, 50) ? 1 : t->dims[i].size;
       dim_list(&c, v, r);
       bprintf(&c, ", value=");
       literal(g, &c, t->dtype);
       bprintf(&c, ", dtype=%s))", fg_dtype_name(t->dtype));
     } else {
-      bprintf(&c, "add(%s, cast(iota(%" PRId64 ", dtype=i64), dtype=%s))", x->name, t->dims[r - 1].size,
-              fg_dtype_name(t->dtype == FG_BOOL ? FG_I32 : t->dtype));
+      bprintf(&c, "add(%s, cast(iota(%" PRId64 ", dtype=i64), dtype=%s))", x->name,
+              t->dims[r - 1].size, fg_dtype_name(t->dtype == FG_BOOL ? FG_I32 : t->dtype));
     }
   } else { /* a binary op with another value: broadcasting */
     static const char *const bin[] = {"add", "sub", "mul", "div", "maximum", "minimum", "where"};
@@ -415,16 +465,19 @@ static bool gen_stmt(gen *g) {
 static void gen_params(gen *g) {
   int np = 1 + pick(&g->r, 3);
   int rank = pick(&g->r, 4);
-  if (rank == 0 && chance(&g->r, 70)) rank = 2;
+  if (rank == 0 && chance(&g->r, 70))
+    rank = 2;
   int64_t base[FG_MAX_RANK];
-  for (int i = 0; i < rank; i++) base[i] = sizes[pick(&g->r, (int)(sizeof sizes / sizeof *sizes))];
+  for (int i = 0; i < rank; i++)
+    base[i] = sizes[pick(&g->r, (int)(sizeof sizes / sizeof *sizes))];
   for (int p = 0; p < np; p++) {
     val *v = &g->vals[g->nvals++];
     snprintf(v->name, sizeof v->name, "p%d", p);
     v->param = true;
     memset(&v->type, 0, sizeof v->type);
-    v->type.dtype = chance(&g->r, 75) ? float_dts[pick(&g->r, 6)]
-                                      : all_dts[pick(&g->r, 10)]; /* not f8: it needs a cast first */
+    v->type.dtype = chance(&g->r, 75)
+                        ? float_dts[pick(&g->r, 6)]
+                        : all_dts[pick(&g->r, 10)]; /* not f8: it needs a cast first */
     if (p > 0 && chance(&g->r, 15)) {
       v->type.scalar = true; /* a scalar parameter */
     } else {
@@ -436,7 +489,8 @@ static void gen_params(gen *g) {
         v->type.dims[i].size = p > 0 && chance(&g->r, 25) ? 1 : s;
       }
     }
-    if (p) bprintf(&g->params, ", ");
+    if (p)
+      bprintf(&g->params, ", ");
     bprintf(&g->params, "%s: ", v->name);
     type_text(&g->params, &v->type);
   }
@@ -449,7 +503,8 @@ static char *gen_graph(uint64_t seed, const char *name, int *rejected) {
   g.r.s = seed * 0x2545f4914f6cdd1dull + 1;
   gen_params(&g);
   int want = 2 + pick(&g.r, 12);
-  for (int tries = 0; tries < 4 * want && g.nvals < MAX_VALS - 4 && g.next_id < want; tries++) gen_stmt(&g);
+  for (int tries = 0; tries < 4 * want && g.nvals < MAX_VALS - 4 && g.next_id < want; tries++)
+    gen_stmt(&g);
   /* results: recent values, sometimes a parameter (an alias) or a view of one */
   buf ret = {0};
   int nr = 1 + pick(&g.r, 3);
@@ -457,9 +512,11 @@ static char *gen_graph(uint64_t seed, const char *name, int *rejected) {
     const val *v = chance(&g.r, 10) ? &g.vals[0] : any_val(&g, false);
     bprintf(&ret, "%s%s", i ? ", " : "", v->name);
   }
-  if (chance(&g.r, 10) && g.vals[0].type.rank >= 2) bprintf(&ret, ", transpose(%s, dim0=0, dim1=1)", g.vals[0].name);
+  if (chance(&g.r, 10) && g.vals[0].type.rank >= 2)
+    bprintf(&ret, ", transpose(%s, dim0=0, dim1=1)", g.vals[0].name);
   buf t = {0};
-  bprintf(&t, "graph %s(%s) {\n%s  return %s\n}\n", name, g.params.s, g.body.s ? g.body.s : "", ret.s);
+  bprintf(&t, "graph %s(%s) {\n%s  return %s\n}\n", name, g.params.s, g.body.s ? g.body.s : "",
+          ret.s);
   fg_module *m = try_parse(&g, "", ret.s);
   if (!m) { /* the extra view of a parameter was refused: plain results */
     free(t.s);
@@ -480,27 +537,31 @@ static char *gen_graph(uint64_t seed, const char *name, int *rejected) {
 
 typedef enum finding {
   FD_OK,
-  FD_REFUSED,        /* the code generator refused it with a located error (counted, not a bug) */
-  FD_PARSE,          /* the generator wrote something the frontend refuses: a generator bug */
-  FD_INTERP,         /* the interpreter failed on the original graph */
-  FD_PASS_ERROR,     /* a pass failed or left the graph unverifiable */
-  FD_PASS_MISMATCH,  /* a pass changed a result */
-  FD_INTERNAL,       /* exit 3 from segmentation, scheduling or the backend */
-  FD_CRASH,          /* the child died */
+  FD_REFUSED,       /* the code generator refused it with a located error (counted, not a bug) */
+  FD_PARSE,         /* the generator wrote something the frontend refuses: a generator bug */
+  FD_INTERP,        /* the interpreter failed on the original graph */
+  FD_PASS_ERROR,    /* a pass failed or left the graph unverifiable */
+  FD_PASS_MISMATCH, /* a pass changed a result */
+  FD_INTERNAL,      /* exit 3 from segmentation, scheduling or the backend */
+  FD_CRASH,         /* the child died */
   FD_COUNT
 } finding;
-static const char *const finding_names[FD_COUNT] = {"ok", "refused", "generator", "interp", "pass-error",
-                                                   "pass-mismatch", "internal", "crash"};
+static const char *const finding_names[FD_COUNT] = {
+    "ok", "refused", "generator", "interp", "pass-error", "pass-mismatch", "internal", "crash"};
 
 static bool same_bits(const fg_tensor *a, const fg_tensor *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  if (a->dtype != b->dtype || a->rank != b->rank)
+    return false;
   int64_t n = fg_tensor_numel(a);
-  if (n != fg_tensor_numel(b)) return false;
+  if (n != fg_tensor_numel(b))
+    return false;
   for (int64_t i = 0; i < n; i++) {
     if (fg_dtype_is_float(a->dtype)) {
       double x = fg_tensor_get_f(a, i), y = fg_tensor_get_f(b, i);
-      if (isnan(x) && isnan(y)) continue;
-      if (memcmp(&x, &y, sizeof x) != 0) return false;
+      if (isnan(x) && isnan(y))
+        continue;
+      if (memcmp(&x, &y, sizeof x) != 0)
+        return false;
     } else if (fg_tensor_get_i(a, i) != fg_tensor_get_i(b, i)) {
       return false;
     }
@@ -514,7 +575,9 @@ static bool same_bits(const fg_tensor *a, const fg_tensor *b) {
  * compared as fgrun --check compares (NaN and inf at the same places, the
  * relative L2 error within the dtype's tolerance); every other pass must
  * leave each result bitwise equal. */
-static bool reassociates(const char *pass) { return !strcmp(pass, "decompose") || !strcmp(pass, "reduce-reuse"); }
+static bool reassociates(const char *pass) {
+  return !strcmp(pass, "decompose") || !strcmp(pass, "reduce-reuse");
+}
 
 typedef struct options {
   bool backend;
@@ -524,7 +587,8 @@ typedef struct options {
 
 /* Runs every check on text; the message of a finding goes to msg. Runs
  * in the calling process (check() forks). */
-static finding check_text(const char *text, const char *ptx_path, const options *o, char *msg, size_t cap) {
+static finding check_text(const char *text, const char *ptx_path, const options *o, char *msg,
+                          size_t cap) {
   msg[0] = 0;
   size_t len = strlen(text);
   FILE *sink = fopen("/dev/null", "w");
@@ -542,9 +606,11 @@ static finding check_text(const char *text, const char *ptx_path, const options 
     fg_graph *g = m->graphs[gi];
     fg_tensor in[64], ref[64], got[64];
     int np = g->nparams, nr = g->nresults;
-    if (np > 64 || nr > 64) continue;
+    if (np > 64 || nr > 64)
+      continue;
     memset(in, 0, sizeof in);
-    for (int i = 0; i < np; i++) fg_inputs_generate(&g->params[i]->type, 7, i, &in[i]);
+    for (int i = 0; i < np; i++)
+      fg_inputs_generate(&g->params[i]->type, 7, i, &in[i]);
     char err[512];
     if (!fg_interp_run(g, in, ref, err, sizeof err)) {
       snprintf(msg, cap, "interpreter: %s", err);
@@ -564,7 +630,8 @@ static finding check_text(const char *text, const char *ptx_path, const options 
       /* each pass against the one before it: a reassociating pass may
        * change the bits, and those after it must keep its results */
       for (int j = 0; j < nr; j++) {
-        bool same = reassociates(p->name) ? fg_compare(sink, j, &got[j], &ref[j]) : same_bits(&ref[j], &got[j]);
+        bool same = reassociates(p->name) ? fg_compare(sink, j, &got[j], &ref[j])
+                                          : same_bits(&ref[j], &got[j]);
         if (f == FD_OK && !same) {
           snprintf(msg, cap, "pass %s changed result %d", p->name, j);
           f = FD_PASS_MISMATCH;
@@ -573,8 +640,10 @@ static finding check_text(const char *text, const char *ptx_path, const options 
         ref[j] = got[j];
       }
     }
-    for (int j = 0; f != FD_INTERP && j < nr; j++) fg_tensor_free(&ref[j]);
-    for (int i = 0; i < np; i++) fg_tensor_free(&in[i]);
+    for (int j = 0; f != FD_INTERP && j < nr; j++)
+      fg_tensor_free(&ref[j]);
+    for (int i = 0; i < np; i++)
+      fg_tensor_free(&in[i]);
   }
   fg_module_free(m);
   fg_diag_free(&d);
@@ -589,13 +658,21 @@ static finding check_text(const char *text, const char *ptx_path, const options 
     co.jobs = 1;
     co.passes.print_out = sink;
     FILE *out = ptx_path ? fopen(ptx_path, "w") : sink;
-    int rc = m && out ? fgc_compile(m, NULL, 0, o->backend ? FGC_EMIT_PTX : FGC_EMIT_PLAN, &co, &d, out) : 3;
-    if (out && out != sink) fclose(out);
-    if (rc == FG_EXIT_INTERNAL) f = FD_INTERNAL;
-    else if (rc != 0) f = FD_REFUSED;
-    if (rc != 0) snprintf(msg, cap, "%s", d.buf ? d.buf : "compile failed");
-    if (rc != 0 && ptx_path) unlink(ptx_path);
-    if (m) fg_module_free(m);
+    int rc = m && out
+                 ? fgc_compile(m, NULL, 0, o->backend ? FGC_EMIT_PTX : FGC_EMIT_PLAN, &co, &d, out)
+                 : 3;
+    if (out && out != sink)
+      fclose(out);
+    if (rc == FG_EXIT_INTERNAL)
+      f = FD_INTERNAL;
+    else if (rc != 0)
+      f = FD_REFUSED;
+    if (rc != 0)
+      snprintf(msg, cap, "%s", d.buf ? d.buf : "compile failed");
+    if (rc != 0 && ptx_path)
+      unlink(ptx_path);
+    if (m)
+      fg_module_free(m);
     fg_diag_free(&d);
   }
   fclose(sink);
@@ -603,9 +680,11 @@ static finding check_text(const char *text, const char *ptx_path, const options 
 }
 
 /* check_text in a child process: a crash becomes FD_CRASH. */
-static finding check(const char *text, const char *ptx_path, const options *o, char *msg, size_t cap) {
+static finding check(const char *text, const char *ptx_path, const options *o, char *msg,
+                     size_t cap) {
   int fds[2];
-  if (pipe(fds) != 0) return check_text(text, ptx_path, o, msg, cap);
+  if (pipe(fds) != 0)
+    return check_text(text, ptx_path, o, msg, cap);
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
@@ -613,7 +692,8 @@ static finding check(const char *text, const char *ptx_path, const options *o, c
     char m[2048];
     finding f = check_text(text, ptx_path, o, m, sizeof m);
     unsigned char b = (unsigned char)f;
-    if (write(fds[1], &b, 1) != 1 || write(fds[1], m, strlen(m)) < 0) _exit(2);
+    if (write(fds[1], &b, 1) != 1 || write(fds[1], m, strlen(m)) < 0)
+      _exit(2);
     _exit(0);
   }
   close(fds[1]);
@@ -622,13 +702,15 @@ static finding check(const char *text, const char *ptx_path, const options *o, c
   size_t n = 0;
   while (got == 1 && n + 1 < cap) {
     ssize_t k = read(fds[0], msg + n, cap - 1 - n);
-    if (k <= 0) break;
+    if (k <= 0)
+      break;
     n += (size_t)k;
   }
   msg[n] = 0;
   close(fds[0]);
   int st = 0;
-  if (pid > 0) waitpid(pid, &st, 0);
+  if (pid > 0)
+    waitpid(pid, &st, 0);
   if (got != 1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
     snprintf(msg, cap, "the check died (%s %d)", WIFSIGNALED(st) ? "signal" : "exit status",
              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
@@ -644,13 +726,15 @@ static char *minimize(char *text, const options *o) {
   char msg[2048];
   finding want = check(text, NULL, o, msg, sizeof msg);
   fprintf(stderr, "fgdiff: minimizing a '%s' finding: %s\n", finding_names[want], msg);
-  if (want == FD_OK || want == FD_REFUSED) return text;
+  if (want == FD_OK || want == FD_REFUSED)
+    return text;
   for (bool progress = true; progress;) {
     progress = false;
     /* drop one statement line at a time */
     for (char *line = strstr(text, "{\n"); line;) {
       char *start = strchr(line, '\n');
-      if (!start) break;
+      if (!start)
+        break;
       start++;
       char *end = strchr(start, '\n');
       if (!end || strncmp(start, "  return", 8) == 0 || *start == '}') {
@@ -676,9 +760,12 @@ static char *minimize(char *text, const options *o) {
     if (ret && strchr(ret, ',')) {
       char *eol = strchr(ret, '\n');
       char *list = strndup(ret + 9, (size_t)(eol - ret - 9));
-      for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ') tok++;
-        if (strchr(tok, '(')) continue;
+      for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok;
+           tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+          tok++;
+        if (strchr(tok, '('))
+          continue;
         size_t head = (size_t)(ret - text) + 9;
         buf cand = {0};
         bprintf(&cand, "%.*s%s%s", (int)head, text, tok, eol);
@@ -712,21 +799,31 @@ int main(int argc, char **argv) {
   options o = {true, false, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--seed") && v) seed = strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--count") && v) count = strtol(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--out") && v) o.out_dir = argv[++i];
-    else if (!strcmp(a, "--check") && v) check_file = argv[++i];
-    else if (!strcmp(a, "--minimize") && v) min_file = argv[++i];
-    else if (!strcmp(a, "--no-backend")) o.backend = false;
-    else if (!strcmp(a, "--verbose")) o.verbose = true;
-    else return usage();
+    if (!strcmp(a, "--seed") && v)
+      seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--count") && v)
+      count = strtol(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--out") && v)
+      o.out_dir = argv[++i];
+    else if (!strcmp(a, "--check") && v)
+      check_file = argv[++i];
+    else if (!strcmp(a, "--minimize") && v)
+      min_file = argv[++i];
+    else if (!strcmp(a, "--no-backend"))
+      o.backend = false;
+    else if (!strcmp(a, "--verbose"))
+      o.verbose = true;
+    else
+      return usage();
   }
-  if (count < 1) return usage();
+  if (count < 1)
+    return usage();
   if (check_file || min_file) {
     size_t len;
     char *text = fg_read_file(check_file ? check_file : min_file, &len);
     if (!text) {
-      fprintf(stderr, "fgdiff: cannot read '%s': %s\n", check_file ? check_file : min_file, strerror(errno));
+      fprintf(stderr, "fgdiff: cannot read '%s': %s\n", check_file ? check_file : min_file,
+              strerror(errno));
       return FG_EXIT_INPUT;
     }
     if (min_file) {
@@ -766,19 +863,24 @@ int main(int argc, char **argv) {
     char msg[2048];
     finding f = check(text, o.out_dir ? ptx_path : NULL, &o, msg, sizeof msg);
     counts[f]++;
-    if (f == FD_REFUSED) stmts_refused++;
+    if (f == FD_REFUSED)
+      stmts_refused++;
     if (f != FD_OK && (f != FD_REFUSED || o.verbose)) {
       printf("seed %" PRIu64 ": %s: %s\n", s, finding_names[f], msg);
-      if (f != FD_REFUSED) printf("%s", text);
+      if (f != FD_REFUSED)
+        printf("%s", text);
     }
     free(text);
   }
   long bad = 0;
-  for (int f = FD_PARSE; f < FD_COUNT; f++) bad += counts[f];
-  printf("fgdiff: seeds %" PRIu64 "..%" PRIu64 ": %ld graphs, %ld statements refused by the frontend while "
+  for (int f = FD_PARSE; f < FD_COUNT; f++)
+    bad += counts[f];
+  printf("fgdiff: seeds %" PRIu64 "..%" PRIu64
+         ": %ld graphs, %ld statements refused by the frontend while "
          "generating; findings:",
          seed, seed + (uint64_t)count - 1, count, rejected);
-  for (int f = 0; f < FD_COUNT; f++) printf(" %s %ld%s", finding_names[f], counts[f], f + 1 < FD_COUNT ? "," : "\n");
+  for (int f = 0; f < FD_COUNT; f++)
+    printf(" %s %ld%s", finding_names[f], counts[f], f + 1 < FD_COUNT ? "," : "\n");
   printf("%ld passed, %ld failed\n", count - bad, bad);
   return bad ? 1 : 0;
 }

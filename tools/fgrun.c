@@ -32,15 +32,15 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 enum { MAX_DIMS = 64 };
 
 typedef struct opts {
-  const char *model;        /* .fg or .ptx */
-  const char *graph;        /* NULL: the only graph of the model */
-  const char *inputs;       /* comma-separated .npy paths, or NULL */
+  const char *model;  /* .fg or .ptx */
+  const char *graph;  /* NULL: the only graph of the model */
+  const char *inputs; /* comma-separated .npy paths, or NULL */
   const char *out_dir;
-  const char *check;        /* --check MODEL.fg (artifact path only) */
+  const char *check; /* --check MODEL.fg (artifact path only) */
   uint64_t seed;
-  long bench;               /* --bench N (artifact path only); 0: off */
-  int misalign;             /* --misalign (artifact path only) */
-  int ndims;                /* --dim NAME=VALUE bindings */
+  long bench;   /* --bench N (artifact path only); 0: off */
+  int misalign; /* --misalign (artifact path only) */
+  int ndims;    /* --dim NAME=VALUE bindings */
   const char *dim_names[MAX_DIMS];
   int64_t dim_values[MAX_DIMS];
 } opts;
@@ -64,21 +64,25 @@ static int usage_error(const char *fmt, const char *arg) {
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
-  if (!*s) return false;
+  if (!*s)
+    return false;
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
-  if (errno || *end || *s == '-') return false;
+  if (errno || *end || *s == '-')
+    return false;
   *out = v;
   return true;
 }
 
 static bool parse_i64(const char *s, int64_t *out) {
-  if (!*s) return false;
+  if (!*s)
+    return false;
   char *end;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || *end) return false;
+  if (errno || *end)
+    return false;
   *out = v;
   return true;
 }
@@ -97,71 +101,92 @@ static int parse_args(int argc, char **argv, opts *o) {
       continue;
     }
     if (a[0] != '-' || a[1] == 0) {
-      if (o->model) return usage_error("more than one model given ('%s')", a);
+      if (o->model)
+        return usage_error("more than one model given ('%s')", a);
       o->model = a;
       continue;
     }
-    static const char *const flags[] = {"--graph", "--inputs", "--out", "--seed", "--dim", "--check", "--bench"};
+    static const char *const flags[] = {"--graph", "--inputs", "--out",  "--seed",
+                                        "--dim",   "--check",  "--bench"};
     const char *val = NULL;
     int which = -1;
     for (int k = 0; k < (int)(sizeof flags / sizeof flags[0]); k++) {
       size_t fl = strlen(flags[k]);
-      if (strncmp(a, flags[k], fl) != 0) continue;
-      if (a[fl] == '=') val = a + fl + 1;
+      if (strncmp(a, flags[k], fl) != 0)
+        continue;
+      if (a[fl] == '=')
+        val = a + fl + 1;
       else if (a[fl] == 0) {
-        if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        if (i + 1 >= argc)
+          return usage_error("%s needs a value", a);
         val = argv[++i];
-      } else continue;
+      } else
+        continue;
       which = k;
       break;
     }
-    if (which < 0) return usage_error("unknown option '%s'", a);
+    if (which < 0)
+      return usage_error("unknown option '%s'", a);
     switch (which) {
-    case 0: o->graph = val; break;
+    case 0:
+      o->graph = val;
+      break;
     case 1: {
       /* every entry names a file: "a,,b", ",a" and "a," are mistakes */
       const char *c = val;
       for (;; c++) {
         const char *e = strchr(c, ',');
         if ((e ? e : c + strlen(c)) == c)
-          return usage_error("--inputs '%s' has an empty entry (the files are separated by single commas)", val);
-        if (!e) break;
+          return usage_error(
+              "--inputs '%s' has an empty entry (the files are separated by single commas)", val);
+        if (!e)
+          break;
         c = e;
       }
       o->inputs = val;
       break;
     }
-    case 2: o->out_dir = val; break;
+    case 2:
+      o->out_dir = val;
+      break;
     case 3:
-      if (!parse_u64(val, &o->seed)) return usage_error("bad --seed '%s'", val);
+      if (!parse_u64(val, &o->seed))
+        return usage_error("bad --seed '%s'", val);
       break;
     case 4: {
       const char *eq = strchr(val, '=');
       int64_t v;
       if (!eq || eq == val || !parse_i64(eq + 1, &v) || v < 0)
         return usage_error("bad --dim '%s' (expected NAME=VALUE, VALUE >= 0)", val);
-      if (o->ndims == MAX_DIMS) return usage_error("too many --dim options (at '%s')", val);
+      if (o->ndims == MAX_DIMS)
+        return usage_error("too many --dim options (at '%s')", val);
       char *name = strndup(val, (size_t)(eq - val));
-      if (!name) return usage_error("out of memory at '%s'", val);
+      if (!name)
+        return usage_error("out of memory at '%s'", val);
       o->dim_names[o->ndims] = name;
       o->dim_values[o->ndims++] = v;
       break;
     }
-    case 5: o->check = val; break;
+    case 5:
+      o->check = val;
+      break;
     case 6: {
       uint64_t n;
-      if (!parse_u64(val, &n) || n == 0 || n > 1000000) return usage_error("bad --bench '%s'", val);
+      if (!parse_u64(val, &n) || n == 0 || n > 1000000)
+        return usage_error("bad --bench '%s'", val);
       o->bench = (long)n;
       break;
     }
     }
   }
-  if (!o->model) return usage_error("%s", "no model given");
+  if (!o->model)
+    return usage_error("%s", "no model given");
   return -1; /* continue */
 }
 
 static void free_opts(opts *o) {
-  for (int i = 0; i < o->ndims; i++) free((char *)o->dim_names[i]);
+  for (int i = 0; i < o->ndims; i++)
+    free((char *)o->dim_names[i]);
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -174,7 +199,7 @@ static bool ends_with(const char *s, const char *suffix) {
 typedef struct model {
   char *src;
   fg_module *m;
-  const fg_graph *g;   /* in m */
+  const fg_graph *g; /* in m */
 } model;
 
 static void free_model(model *md) {
@@ -194,7 +219,8 @@ static int load_model(const char *path, const char *graph, model *md) {
   fg_diag_init(&d, path, md->src, len, stderr);
   md->m = fg_parse(path, md->src, len, &d);
   fg_diag_free(&d);
-  if (!md->m) return EXIT_INPUT;
+  if (!md->m)
+    return EXIT_INPUT;
   if (graph) {
     md->g = fg_module_find(md->m, graph);
     if (!md->g) {
@@ -204,8 +230,10 @@ static int load_model(const char *path, const char *graph, model *md) {
   } else if (md->m->ngraphs == 1) {
     md->g = md->m->graphs[0];
   } else {
-    fprintf(stderr, "fgrun: error: %s has %d graphs; choose one with --graph:", path, md->m->ngraphs);
-    for (int i = 0; i < md->m->ngraphs; i++) fprintf(stderr, " %s", md->m->graphs[i]->name);
+    fprintf(stderr, "fgrun: error: %s has %d graphs; choose one with --graph:", path,
+            md->m->ngraphs);
+    for (int i = 0; i < md->m->ngraphs; i++)
+      fprintf(stderr, " %s", md->m->graphs[i]->name);
     fputc('\n', stderr);
     return EXIT_USAGE;
   }
@@ -223,38 +251,45 @@ typedef struct bindings {
 
 static int64_t *find_binding(bindings *b, const char *name) {
   for (int i = 0; i < b->n; i++)
-    if (strcmp(b->names[i], name) == 0) return &b->values[i];
+    if (strcmp(b->names[i], name) == 0)
+      return &b->values[i];
   return NULL;
 }
 
 static const char *param_name(const fg_value *p) { return p->name ? p->name : "?"; }
 
 /* Checks an input tensor against parameter p's type, binding symbolic dims. */
-static int check_input(const fg_value *p, int idx, const char *path, const fg_tensor *t, bindings *b) {
+static int check_input(const fg_value *p, int idx, const char *path, const fg_tensor *t,
+                       bindings *b) {
   char want[256];
   fg_type_str(&p->type, want, sizeof want);
   if (t->dtype != p->type.dtype) {
-    fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' holds %s, expected %s\n", idx, path,
-            param_name(p), fg_dtype_name(t->dtype), want);
+    fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' holds %s, expected %s\n", idx,
+            path, param_name(p), fg_dtype_name(t->dtype), want);
     return EXIT_INPUT;
   }
   if (t->rank != p->type.rank) {
-    fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' has rank %d, expected %s\n", idx, path,
-            param_name(p), t->rank, want);
+    fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' has rank %d, expected %s\n",
+            idx, path, param_name(p), t->rank, want);
     return EXIT_INPUT;
   }
   for (int d = 0; d < t->rank; d++) {
     fg_dim pd = p->type.dims[d];
     if (!pd.sym) {
-      if (pd.size == t->sizes[d]) continue;
-      fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
-              " in dim %d, expected %s\n", idx, path, param_name(p), t->sizes[d], d, want);
+      if (pd.size == t->sizes[d])
+        continue;
+      fprintf(stderr,
+              "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
+              " in dim %d, expected %s\n",
+              idx, path, param_name(p), t->sizes[d], d, want);
       return EXIT_INPUT;
     }
     int64_t *bound = find_binding(b, pd.sym);
     if (bound && *bound != t->sizes[d]) {
-      fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
-              " in dim %d, but %s is %" PRId64 "\n", idx, path, param_name(p), t->sizes[d], d, pd.sym, *bound);
+      fprintf(stderr,
+              "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
+              " in dim %d, but %s is %" PRId64 "\n",
+              idx, path, param_name(p), t->sizes[d], d, pd.sym, *bound);
       return EXIT_INPUT;
     }
     if (!bound) {
@@ -271,25 +306,29 @@ static int check_input(const fg_value *p, int idx, const char *path, const fg_te
 
 static int read_inputs(const opts *o, const fg_graph *g, fg_tensor *in, bindings *b) {
   char *list = strdup(o->inputs);
-  if (!list) return EXIT_INPUT;
+  if (!list)
+    return EXIT_INPUT;
   int count = 0, rc = EXIT_OK;
   char *save = NULL;
   for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
-    if (count >= g->nparams) continue; /* counted, reported below */
+    if (count >= g->nparams)
+      continue; /* counted, reported below */
     const fg_value *prm = g->params[count];
     char err[512];
     if (!fg_npy_read(p, prm->type.dtype, &in[count], err, sizeof err)) {
-      fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, param_name(prm), err);
+      fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, param_name(prm),
+              err);
       rc = EXIT_INPUT;
       break;
     }
     rc = check_input(prm, count, p, &in[count], b);
-    if (rc) break;
+    if (rc)
+      break;
   }
   free(list);
   if (rc == EXIT_OK && count != g->nparams) {
-    fprintf(stderr, "fgrun: error: graph '%s' has %d parameters but --inputs lists %d files\n", g->name,
-            g->nparams, count);
+    fprintf(stderr, "fgrun: error: graph '%s' has %d parameters but --inputs lists %d files\n",
+            g->name, g->nparams, count);
     rc = EXIT_INPUT;
   }
   return rc;
@@ -303,16 +342,20 @@ static int specialize(const fg_graph *g, const char *path, bindings *b, fg_graph
   for (int i = 0; i < g->nparams; i++) {
     const fg_type *t = &g->params[i]->type;
     for (int d = 0; d < t->rank; d++) {
-      if (!t->dims[d].sym) continue;
+      if (!t->dims[d].sym)
+        continue;
       symbolic = true;
       if (!find_binding(b, t->dims[d].sym)) {
-        fprintf(stderr, "fgrun: error: symbolic dim %s of parameter '%s' needs --dim %s=VALUE (or --inputs)\n",
-                t->dims[d].sym, param_name(g->params[i]), t->dims[d].sym);
+        fprintf(
+            stderr,
+            "fgrun: error: symbolic dim %s of parameter '%s' needs --dim %s=VALUE (or --inputs)\n",
+            t->dims[d].sym, param_name(g->params[i]), t->dims[d].sym);
         return EXIT_INPUT;
       }
     }
   }
-  if (!symbolic) return EXIT_OK;
+  if (!symbolic)
+    return EXIT_OK;
   fg_diag d;
   fg_diag_init(&d, path, NULL, 0, stderr);
   *spec = fg_graph_specialize(g, b->n, b->names, b->values, &d);
@@ -326,19 +369,22 @@ static int prepare_inputs(const opts *o, const model *md, fg_tensor **inputs, fg
   const fg_graph *g = md->g;
   *spec = NULL;
   *inputs = calloc((size_t)(g->nparams > 0 ? g->nparams : 1), sizeof **inputs);
-  if (!*inputs) return EXIT_INPUT;
+  if (!*inputs)
+    return EXIT_INPUT;
   bindings b = {0};
   for (int i = 0; i < o->ndims; i++) {
     b.names[b.n] = o->dim_names[i];
     b.values[b.n++] = o->dim_values[i];
   }
   int rc = o->inputs ? read_inputs(o, g, *inputs, &b) : EXIT_OK;
-  if (rc == EXIT_OK) rc = specialize(g, o->model, &b, spec);
+  if (rc == EXIT_OK)
+    rc = specialize(g, o->model, &b, spec);
   if (rc == EXIT_OK && !o->inputs) {
     const fg_graph *sg = *spec ? *spec : g;
     for (int i = 0; i < sg->nparams; i++)
       if (!fg_inputs_generate(&sg->params[i]->type, o->seed, i, &(*inputs)[i])) {
-        fprintf(stderr, "fgrun: error: cannot generate an input for parameter '%s' (out of memory?)\n",
+        fprintf(stderr,
+                "fgrun: error: cannot generate an input for parameter '%s' (out of memory?)\n",
                 param_name(sg->params[i]));
         rc = EXIT_INPUT;
         break;
@@ -348,8 +394,10 @@ static int prepare_inputs(const opts *o, const model *md, fg_tensor **inputs, fg
 }
 
 static void free_tensors(fg_tensor *t, int n) {
-  if (!t) return;
-  for (int i = 0; i < n; i++) fg_tensor_free(&t[i]);
+  if (!t)
+    return;
+  for (int i = 0; i < n; i++)
+    fg_tensor_free(&t[i]);
   free(t);
 }
 
@@ -357,11 +405,13 @@ static void free_tensors(fg_tensor *t, int n) {
 
 static int emit_results(const opts *o, const fg_tensor *res, int n) {
   if (!o->out_dir) {
-    for (int i = 0; i < n; i++) fg_print_summary(stdout, i, &res[i]);
+    for (int i = 0; i < n; i++)
+      fg_print_summary(stdout, i, &res[i]);
     return EXIT_OK;
   }
   if (!fg_make_dirs(o->out_dir)) {
-    fprintf(stderr, "fgrun: error: cannot create directory '%s': %s\n", o->out_dir, strerror(errno));
+    fprintf(stderr, "fgrun: error: cannot create directory '%s': %s\n", o->out_dir,
+            strerror(errno));
     return EXIT_INPUT;
   }
   for (int i = 0; i < n; i++) {
@@ -390,19 +440,23 @@ static int run_reference(const fg_graph *g, const fg_tensor *inputs, fg_tensor *
 static int run_interp(const opts *o) {
   if (o->check || o->bench || o->misalign)
     return usage_error("%s applies to compiled artifacts (.ptx), not to a .fg model",
-                       o->check ? "--check" : o->bench ? "--bench" : "--misalign");
+                       o->check   ? "--check"
+                       : o->bench ? "--bench"
+                                  : "--misalign");
   model md;
   int rc = load_model(o->model, o->graph, &md);
   fg_tensor *inputs = NULL, *outputs = NULL;
   fg_graph *spec = NULL;
   int nparams = md.g ? md.g->nparams : 0, nres = 0;
-  if (rc == EXIT_OK) rc = prepare_inputs(o, &md, &inputs, &spec);
+  if (rc == EXIT_OK)
+    rc = prepare_inputs(o, &md, &inputs, &spec);
   if (rc == EXIT_OK) {
     const fg_graph *g = spec ? spec : md.g;
     nres = g->nresults;
     outputs = calloc((size_t)(nres > 0 ? nres : 1), sizeof *outputs);
     rc = outputs ? run_reference(g, inputs, outputs) : EXIT_INPUT;
-    if (rc == EXIT_OK) rc = emit_results(o, outputs, nres);
+    if (rc == EXIT_OK)
+      rc = emit_results(o, outputs, nres);
   }
   free_tensors(outputs, nres);
   free_tensors(inputs, nparams);
@@ -414,14 +468,16 @@ static int run_interp(const opts *o) {
 /* ---- the GPU path (compiled artifacts through loader/fgload.h) ---- */
 
 static int run_artifact(const opts *o) {
-  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir, o->check, o->seed, o->bench, o->misalign};
+  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir,
+                      o->check, o->seed,  o->bench,  o->misalign};
   return fgrun_run_artifact(&g);
 }
 
 int main(int argc, char **argv) {
   opts o;
   int rc = parse_args(argc, argv, &o);
-  if (rc < 0) rc = ends_with(o.model, ".ptx") ? run_artifact(&o) : run_interp(&o);
+  if (rc < 0)
+    rc = ends_with(o.model, ".ptx") ? run_artifact(&o) : run_interp(&o);
   free_opts(&o);
   return rc;
 }

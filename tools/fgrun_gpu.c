@@ -40,14 +40,16 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 static void log_cb(void *user, fgl_log_level lv, const char *msg) {
   (void)user;
-  if (lv >= FGL_LOG_WARN) fprintf(stderr, "fgrun: warning: %s\n", msg);
+  if (lv >= FGL_LOG_WARN)
+    fprintf(stderr, "fgrun: warning: %s\n", msg);
 }
 
 /* Bytes spanned by a strided tensor (0 when empty). */
 static size_t span_bytes(fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides) {
   int64_t last = 0;
   for (int d = 0; d < rank; d++) {
-    if (sizes[d] == 0) return 0;
+    if (sizes[d] == 0)
+      return 0;
     last += (sizes[d] - 1) * strides[d];
   }
   return (size_t)(last + 1) * (size_t)fgl_dtype_size(dt);
@@ -57,14 +59,19 @@ static size_t span_bytes(fgl_dtype dt, int rank, const int64_t *sizes, const int
 static void strided_copy(void *strided, void *logical, int es, int rank, const int64_t *sizes,
                          const int64_t *strides, int to_strided) {
   int64_t numel = 1, idx[FGL_MAX_RANK] = {0};
-  for (int d = 0; d < rank; d++) numel *= sizes[d];
+  for (int d = 0; d < rank; d++)
+    numel *= sizes[d];
   for (int64_t k = 0; k < numel; k++) {
     int64_t off = 0;
-    for (int d = 0; d < rank; d++) off += idx[d] * strides[d];
+    for (int d = 0; d < rank; d++)
+      off += idx[d] * strides[d];
     char *s = (char *)strided + off * es, *l = (char *)logical + k * es;
-    if (to_strided) memcpy(s, l, (size_t)es);
-    else memcpy(l, s, (size_t)es);
-    for (int d = rank - 1; d >= 0 && ++idx[d] == sizes[d]; d--) idx[d] = 0;
+    if (to_strided)
+      memcpy(s, l, (size_t)es);
+    else
+      memcpy(l, s, (size_t)es);
+    for (int d = rank - 1; d >= 0 && ++idx[d] == sizes[d]; d--)
+      idx[d] = 0;
   }
 }
 
@@ -91,34 +98,38 @@ typedef struct state {
   fg_graph *spec;
 } state;
 
-#define FAIL(...)                               \
-  do {                                          \
-    fprintf(stderr, "fgrun: error: ");          \
-    fprintf(stderr, __VA_ARGS__);               \
-    fputc('\n', stderr);                        \
-    return EXIT_INPUT;                          \
+#define FAIL(...)                                                                                  \
+  do {                                                                                             \
+    fprintf(stderr, "fgrun: error: ");                                                             \
+    fprintf(stderr, __VA_ARGS__);                                                                  \
+    fputc('\n', stderr);                                                                           \
+    return EXIT_INPUT;                                                                             \
   } while (0)
-#define FGL(call)                                                  \
-  do {                                                             \
-    fgl_error e_ = {0};                                            \
-    if ((call) != FGL_OK) FAIL("%s", e_.msg);                      \
+#define FGL(call)                                                                                  \
+  do {                                                                                             \
+    fgl_error e_ = {0};                                                                            \
+    if ((call) != FGL_OK)                                                                          \
+      FAIL("%s", e_.msg);                                                                          \
   } while (0)
 
 /* The .fg graph for --check, specialized to the plan's concrete shapes. */
 static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **out) {
   size_t len;
   s->model_src = fg_read_file(o->check, &len);
-  if (!s->model_src) FAIL("cannot read '%s': %s", o->check, strerror(errno));
+  if (!s->model_src)
+    FAIL("cannot read '%s': %s", o->check, strerror(errno));
   fg_diag d;
   fg_diag_init(&d, o->check, s->model_src, len, stderr);
   s->model = fg_parse(o->check, s->model_src, len, &d);
   fg_diag_free(&d);
-  if (!s->model) return EXIT_INPUT;
+  if (!s->model)
+    return EXIT_INPUT;
   const fg_graph *g = fg_module_find(s->model, s->gi.name);
-  if (!g) FAIL("%s has no graph named '%s'", o->check, s->gi.name);
+  if (!g)
+    FAIL("%s has no graph named '%s'", o->check, s->gi.name);
   if (g->nparams != s->gi.n_params || g->nresults != s->gi.n_results)
-    FAIL("graph '%s' has %d params and %d results in %s but %d and %d in %s", s->gi.name, g->nparams, g->nresults,
-         o->check, s->gi.n_params, s->gi.n_results, o->artifact);
+    FAIL("graph '%s' has %d params and %d results in %s but %d and %d in %s", s->gi.name,
+         g->nparams, g->nresults, o->check, s->gi.n_params, s->gi.n_results, o->artifact);
   const char *names[64];
   int64_t values[64];
   int nb = 0;
@@ -126,17 +137,18 @@ static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **
     const fg_type *t = &g->params[i]->type;
     const fgl_param_info *p = &s->pi[i];
     if ((int)t->dtype != (int)p->dtype || t->rank != p->rank)
-      FAIL("parameter %d ('%s'): %s in %s but %s with rank %d in the artifact", i, p->name, fg_dtype_name(t->dtype),
-           o->check, fgl_dtype_name(p->dtype), p->rank);
+      FAIL("parameter %d ('%s'): %s in %s but %s with rank %d in the artifact", i, p->name,
+           fg_dtype_name(t->dtype), o->check, fgl_dtype_name(p->dtype), p->rank);
     for (int k = 0; k < t->rank; k++) {
       if (!t->dims[k].sym) {
         if (t->dims[k].size != p->sizes[k])
-          FAIL("parameter %d ('%s'): dim %d is %" PRId64 " in %s but %" PRId64 " in the artifact", i, p->name, k,
-               t->dims[k].size, o->check, p->sizes[k]);
+          FAIL("parameter %d ('%s'): dim %d is %" PRId64 " in %s but %" PRId64 " in the artifact",
+               i, p->name, k, t->dims[k].size, o->check, p->sizes[k]);
         continue;
       }
       int seen = 0;
-      for (int b = 0; b < nb; b++) seen |= !strcmp(names[b], t->dims[k].sym);
+      for (int b = 0; b < nb; b++)
+        seen |= !strcmp(names[b], t->dims[k].sym);
       if (!seen && nb < 64) {
         names[nb] = t->dims[k].sym;
         values[nb++] = p->sizes[k];
@@ -147,7 +159,8 @@ static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **
     fg_diag_init(&d, o->check, s->model_src, len, stderr);
     s->spec = fg_graph_specialize(g, nb, names, values, &d);
     fg_diag_free(&d);
-    if (!s->spec) return EXIT_INPUT;
+    if (!s->spec)
+      return EXIT_INPUT;
     g = s->spec;
   }
   *out = g;
@@ -160,7 +173,8 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
     char *list = strdup(o->inputs), *save = NULL;
     int count = 0, rc = EXIT_OK;
     for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
-      if (count >= n) continue;
+      if (count >= n)
+        continue;
       const fgl_param_info *pi = &s->pi[count];
       char err[512];
       if (!fg_npy_read(p, (fg_dtype)pi->dtype, &s->in[count], err, sizeof err)) {
@@ -170,13 +184,16 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
       }
       const fg_tensor *t = &s->in[count];
       int ok = (int)t->dtype == (int)pi->dtype && t->rank == pi->rank;
-      for (int d = 0; ok && d < t->rank; d++) ok = t->sizes[d] == pi->sizes[d];
+      for (int d = 0; ok && d < t->rank; d++)
+        ok = t->sizes[d] == pi->sizes[d];
       if (!ok) {
         char want[128];
-        fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype) : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
+        fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype)
+                                   : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
         fg_type_str(&ty, want, sizeof want);
-        fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' does not match its type %s\n", count, p,
-                pi->name, want);
+        fprintf(stderr,
+                "fgrun: error: input %d (%s) for parameter '%s' does not match its type %s\n",
+                count, p, pi->name, want);
         rc = EXIT_INPUT;
         break;
       }
@@ -188,8 +205,10 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
   }
   for (int i = 0; i < n; i++) {
     const fgl_param_info *pi = &s->pi[i];
-    fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype) : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
-    if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i])) FAIL("cannot generate an input for parameter '%s'", pi->name);
+    fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype)
+                               : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
+    if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i]))
+      FAIL("cannot generate an input for parameter '%s'", pi->name);
   }
   return EXIT_OK;
 }
@@ -215,7 +234,8 @@ static int upload(state *s) {
     }
     size_t bytes = span_bytes(p->dtype, p->rank, p->sizes, p->strides);
     char *h = calloc(bytes + 1, 1);
-    if (!h) FAIL("out of memory");
+    if (!h)
+      FAIL("out of memory");
     strided_copy(h, t->data, fgl_dtype_size(p->dtype), p->rank, p->sizes, p->strides, 1);
     FGL(dev_alloc(s, bytes, i, fgl_dtype_size(p->dtype), &e_));
     FGL(fgl_memcpy_htod(s->m, s->dev[i], h, bytes, &e_));
@@ -230,7 +250,8 @@ static int upload(state *s) {
   }
   for (int j = 0; j < s->gi.n_results; j++) {
     const fgl_result_info *r = &s->ri[j];
-    if (r->is_view) continue;
+    if (r->is_view)
+      continue;
     size_t bytes = span_bytes(r->dtype, r->rank, r->sizes, r->strides);
     fgl_devptr *d = &s->dev[s->gi.n_params + j];
     FGL(dev_alloc(s, bytes, s->gi.n_params + j, fgl_dtype_size(r->dtype), &e_));
@@ -253,13 +274,15 @@ static int download(state *s) {
       fgl_devptr base = r->base_is_param ? s->dev[r->base_index] : s->outs[r->base_index].ptr;
       fgl_devptr want = base + (fgl_devptr)r->offset * (fgl_devptr)fgl_dtype_size(r->dtype);
       if (t->ptr != want)
-        FAIL("result %d: view pointer 0x%llx, expected %c%d + %" PRId64 " elements = 0x%llx", j, t->ptr,
-             r->base_is_param ? 'p' : 'r', r->base_index, r->offset, want);
+        FAIL("result %d: view pointer 0x%llx, expected %c%d + %" PRId64 " elements = 0x%llx", j,
+             t->ptr, r->base_is_param ? 'p' : 'r', r->base_index, r->offset, want);
     }
-    if (!fg_tensor_alloc(&s->got[j], (fg_dtype)t->dtype, t->rank, t->sizes)) FAIL("out of memory");
+    if (!fg_tensor_alloc(&s->got[j], (fg_dtype)t->dtype, t->rank, t->sizes))
+      FAIL("out of memory");
     size_t bytes = span_bytes(t->dtype, t->rank, t->sizes, t->strides);
     char *h = malloc(bytes + 1);
-    if (!h) FAIL("out of memory");
+    if (!h)
+      FAIL("out of memory");
     FGL(fgl_memcpy_dtoh(s->m, h, t->ptr, bytes, &e_));
     strided_copy(h, s->got[j].data, fgl_dtype_size(t->dtype), t->rank, t->sizes, t->strides, 0);
     free(h);
@@ -282,13 +305,16 @@ static int timing_init(state *s, timing *t, long n) {
   t->n = n;
   t->ev = calloc((size_t)(2 * n), sizeof *t->ev);
   t->ms = malloc((size_t)n * sizeof *t->ms);
-  if (!t->ev || !t->ms) FAIL("out of memory");
-  for (long i = 0; i < 2 * n; i++) FGL(fgl_event_create(s->m, &t->ev[i], &e_));
+  if (!t->ev || !t->ms)
+    FAIL("out of memory");
+  for (long i = 0; i < 2 * n; i++)
+    FGL(fgl_event_create(s->m, &t->ev[i], &e_));
   return EXIT_OK;
 }
 
 static void timing_free(timing *t) {
-  for (long i = 0; t->ev && i < 2 * t->n; i++) fgl_event_destroy(t->ev[i], NULL);
+  for (long i = 0; t->ev && i < 2 * t->n; i++)
+    fgl_event_destroy(t->ev[i], NULL);
   free(t->ev);
   free(t->ms);
 }
@@ -307,8 +333,10 @@ typedef struct work {
 
 static int do_work(const work *w) {
   state *s = w->s;
-  if (w->copy_bytes) FGL(fgl_memcpy_dtod_async(s->m, w->dst, w->src, w->copy_bytes, NULL, &e_));
-  else FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
+  if (w->copy_bytes)
+    FGL(fgl_memcpy_dtod_async(s->m, w->dst, w->src, w->copy_bytes, NULL, &e_));
+  else
+    FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
   return EXIT_OK;
 }
 
@@ -316,15 +344,19 @@ static int do_work(const work *w) {
 static int time_work(const work *w, timing *t, long warm, bool queued, double *med) {
   int rc;
   for (long i = 0; i < warm; i++)
-    if ((rc = do_work(w)) != EXIT_OK) return rc;
+    if ((rc = do_work(w)) != EXIT_OK)
+      return rc;
   for (long i = 0; i < t->n; i++) {
     FGL(fgl_event_record(t->ev[2 * i], NULL, &e_));
-    if ((rc = do_work(w)) != EXIT_OK) return rc;
+    if ((rc = do_work(w)) != EXIT_OK)
+      return rc;
     FGL(fgl_event_record(t->ev[2 * i + 1], NULL, &e_));
-    if (!queued) FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
+    if (!queued)
+      FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
   }
   if (queued)
-    for (long i = 0; i < t->n; i++) FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
+    for (long i = 0; i < t->n; i++)
+      FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
   *med = median_ms(t->ms, t->n);
   return EXIT_OK;
 }
@@ -332,9 +364,11 @@ static int time_work(const work *w, timing *t, long warm, bool queued, double *m
 static int bench(const fgrun_gpu_opts *o, state *s) {
   double bytes = 0;
   for (int i = 0; i < s->gi.n_params; i++)
-    if (!s->pi[i].is_scalar) bytes += (double)fg_tensor_numel(&s->in[i]) * fgl_dtype_size(s->pi[i].dtype);
+    if (!s->pi[i].is_scalar)
+      bytes += (double)fg_tensor_numel(&s->in[i]) * fgl_dtype_size(s->pi[i].dtype);
   for (int j = 0; j < s->gi.n_results; j++)
-    if (!s->ri[j].is_view) bytes += (double)fg_tensor_numel(&s->got[j]) * fgl_dtype_size(s->ri[j].dtype);
+    if (!s->ri[j].is_view)
+      bytes += (double)fg_tensor_numel(&s->got[j]) * fgl_dtype_size(s->ri[j].dtype);
   long warm = o->bench < 10 ? o->bench : 10;
   /* The reference: a device-to-device copy in the same run, counting bytes
    * read plus written, large enough to stream from DRAM (not L2). */
@@ -345,19 +379,26 @@ static int bench(const fgrun_gpu_opts *o, state *s) {
   FGL(fgl_memset(s->m, copy.src, 0x3c, cb, &e_));
   timing t = {0}, c = {0};
   int rc = timing_init(s, &t, o->bench);
-  if (rc == EXIT_OK) rc = timing_init(s, &c, 20);
+  if (rc == EXIT_OK)
+    rc = timing_init(s, &c, 20);
   double med[2] = {0, 0}, cmed[2] = {0, 0};
   for (int q = 0; q < 2 && rc == EXIT_OK; q++) { /* q = 0: queued, 1: idle stream */
     rc = time_work(&graph, &t, warm, q == 0, &med[q]);
-    if (rc == EXIT_OK) rc = time_work(&copy, &c, 3, q == 0, &cmed[q]);
+    if (rc == EXIT_OK)
+      rc = time_work(&copy, &c, 3, q == 0, &cmed[q]);
   }
   if (rc == EXIT_OK) {
-    double gbs = med[0] > 0 ? bytes / (med[0] * 1e-3) / 1e9 : 0.0, cgbs = 2.0 * (double)cb / (cmed[0] * 1e-3) / 1e9;
-    double gbs1 = med[1] > 0 ? bytes / (med[1] * 1e-3) / 1e9 : 0.0, cgbs1 = 2.0 * (double)cb / (cmed[1] * 1e-3) / 1e9;
-    printf("bench %s: %ld runs, median %.2f us, %.1f GB/s\n", s->gi.name, o->bench, med[0] * 1e3, gbs);
-    printf("bench %s: copy bandwidth %.1f GB/s (device-to-device copy of 512 MiB, read+write); fraction %.3f\n",
+    double gbs = med[0] > 0 ? bytes / (med[0] * 1e-3) / 1e9 : 0.0,
+           cgbs = 2.0 * (double)cb / (cmed[0] * 1e-3) / 1e9;
+    double gbs1 = med[1] > 0 ? bytes / (med[1] * 1e-3) / 1e9 : 0.0,
+           cgbs1 = 2.0 * (double)cb / (cmed[1] * 1e-3) / 1e9;
+    printf("bench %s: %ld runs, median %.2f us, %.1f GB/s\n", s->gi.name, o->bench, med[0] * 1e3,
+           gbs);
+    printf("bench %s: copy bandwidth %.1f GB/s (device-to-device copy of 512 MiB, read+write); "
+           "fraction %.3f\n",
            s->gi.name, cgbs, cgbs > 0 ? gbs / cgbs : 0.0);
-    printf("bench %s: each run alone on an idle stream (the host's launch inside the events): median %.2f us, "
+    printf("bench %s: each run alone on an idle stream (the host's launch inside the events): "
+           "median %.2f us, "
            "copy %.1f GB/s, idle-stream fraction %.3f\n",
            s->gi.name, med[1] * 1e3, cgbs1, cgbs1 > 0 ? gbs1 / cgbs1 : 0.0);
   }
@@ -388,7 +429,8 @@ static int run(const fgrun_gpu_opts *o, state *s) {
       fprintf(stderr, "fgrun: error: %s has %d graphs; choose one with --graph:", o->artifact, n);
       for (int i = 0; i < n; i++) {
         fgl_graph_info gi;
-        if (fgl_module_graph_at(s->m, i, &gi, NULL) == FGL_OK) fprintf(stderr, " %s", gi.name);
+        if (fgl_module_graph_at(s->m, i, &gi, NULL) == FGL_OK)
+          fprintf(stderr, " %s", gi.name);
       }
       fputc('\n', stderr);
       return EXIT_USAGE;
@@ -401,14 +443,15 @@ static int run(const fgrun_gpu_opts *o, state *s) {
   const char *trace_out = getenv("FG_TRACE_OUT");
   size_t trace_bytes = 0;
   if (trace_out && (s->gi.n_temps < 1 || s->gi.n_temps > 16))
-    FAIL("FG_TRACE_OUT: graph '%s' has %d temps (1 to 16 expected: compile it with --knob TRACE=1)", s->gi.name,
-         s->gi.n_temps);
+    FAIL("FG_TRACE_OUT: graph '%s' has %d temps (1 to 16 expected: compile it with --knob TRACE=1)",
+         s->gi.name, s->gi.n_temps);
   if (trace_out) {
     for (int t = 0; t < s->gi.n_temps; t++) {
       fgl_temp_info ti;
       FGL(fgl_module_temp_info(s->m, s->gi.name, t, &ti, &e_));
       FGL(fgl_malloc(s->m, ti.bytes, &s->trace_temps[t], &e_));
-      if (!t) trace_bytes = ti.bytes;
+      if (!t)
+        trace_bytes = ti.bytes;
     }
     FGL(fgl_graph_create_with_temps(s->m, s->gi.name, s->trace_temps, s->gi.n_temps, &s->g, &e_));
   } else {
@@ -424,54 +467,71 @@ static int run(const fgrun_gpu_opts *o, state *s) {
   s->outs = calloc((size_t)nr + 1, sizeof *s->outs);
   s->dev = calloc((size_t)(np + nr) + 1, sizeof *s->dev);
   s->raw = calloc((size_t)(np + nr) + 1, sizeof *s->raw);
-  if (!s->pi || !s->ri || !s->in || !s->got || !s->want || !s->args || !s->outs || !s->dev || !s->raw)
+  if (!s->pi || !s->ri || !s->in || !s->got || !s->want || !s->args || !s->outs || !s->dev ||
+      !s->raw)
     FAIL("out of memory");
   s->misalign = o->misalign;
-  for (int i = 0; i < np; i++) FGL(fgl_graph_param(s->g, i, &s->pi[i], &e_));
-  for (int j = 0; j < nr; j++) FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
+  for (int i = 0; i < np; i++)
+    FGL(fgl_graph_param(s->g, i, &s->pi[i], &e_));
+  for (int j = 0; j < nr; j++)
+    FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
   const fg_graph *ref = NULL;
   int rc;
-  if (o->check && (rc = load_check_model(o, s, &ref)) != EXIT_OK) return rc;
-  if ((rc = prepare_inputs(o, s)) != EXIT_OK) return rc;
-  if ((rc = upload(s)) != EXIT_OK) return rc;
+  if (o->check && (rc = load_check_model(o, s, &ref)) != EXIT_OK)
+    return rc;
+  if ((rc = prepare_inputs(o, s)) != EXIT_OK)
+    return rc;
+  if ((rc = upload(s)) != EXIT_OK)
+    return rc;
   FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
   FGL(fgl_stream_sync(s->m, NULL, &e_));
-  if ((rc = download(s)) != EXIT_OK) return rc;
+  if ((rc = download(s)) != EXIT_OK)
+    return rc;
 
   rc = EXIT_OK;
   if (ref) {
     char err[1024];
-    if (!fg_interp_run(ref, s->in, s->want, err, sizeof err)) FAIL("%s", err);
+    if (!fg_interp_run(ref, s->in, s->want, err, sizeof err))
+      FAIL("%s", err);
     for (int j = 0; j < nr; j++)
-      if (!fg_compare(stdout, j, &s->got[j], &s->want[j])) rc = EXIT_INPUT;
+      if (!fg_compare(stdout, j, &s->got[j], &s->want[j]))
+        rc = EXIT_INPUT;
   }
   if (o->out_dir) {
-    if (!fg_make_dirs(o->out_dir)) FAIL("cannot create directory '%s': %s", o->out_dir, strerror(errno));
+    if (!fg_make_dirs(o->out_dir))
+      FAIL("cannot create directory '%s': %s", o->out_dir, strerror(errno));
     for (int j = 0; j < nr; j++) {
       char path[4096], err[512];
       snprintf(path, sizeof path, "%s/%d.npy", o->out_dir, j);
-      if (!fg_npy_write(path, &s->got[j], err, sizeof err)) FAIL("%s", err);
+      if (!fg_npy_write(path, &s->got[j], err, sizeof err))
+        FAIL("%s", err);
     }
   } else if (!ref) {
-    for (int j = 0; j < nr; j++) fg_print_summary(stdout, j, &s->got[j]);
+    for (int j = 0; j < nr; j++)
+      fg_print_summary(stdout, j, &s->got[j]);
   }
   if (o->bench) {
     int brc = bench(o, s);
-    if (brc != EXIT_OK) return brc;
+    if (brc != EXIT_OK)
+      return brc;
   }
   if (trace_out) {
     FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
     FGL(fgl_stream_sync(s->m, NULL, &e_));
     char *h = malloc(trace_bytes);
-    if (!h) FAIL("out of memory");
+    if (!h)
+      FAIL("out of memory");
     fgl_error ce = {0};
     fgl_status st = fgl_memcpy_dtoh(s->m, h, s->trace_temps[0], trace_bytes, &ce);
     FILE *f = st == FGL_OK ? fopen(trace_out, "wb") : NULL;
     bool ok = f && fwrite(h, 1, trace_bytes, f) == trace_bytes;
-    if (f && fclose(f) != 0) ok = false;
+    if (f && fclose(f) != 0)
+      ok = false;
     free(h);
-    if (st != FGL_OK) FAIL("%s", ce.msg);
-    if (!ok) FAIL("cannot write %s: %s", trace_out, strerror(errno));
+    if (st != FGL_OK)
+      FAIL("%s", ce.msg);
+    if (!ok)
+      FAIL("cannot write %s: %s", trace_out, strerror(errno));
   }
   return rc;
 }
@@ -482,19 +542,33 @@ int fgrun_run_artifact(const fgrun_gpu_opts *o) {
   int rc = run(o, &s);
   int np = s.gi.n_params, nr = s.gi.n_results;
   if (s.raw)
-    for (int i = 0; i < np + nr; i++) fgl_free(s.m, s.raw[i], NULL);
-  for (int i = 0; s.in && i < np; i++) fg_tensor_free(&s.in[i]);
+    for (int i = 0; i < np + nr; i++)
+      fgl_free(s.m, s.raw[i], NULL);
+  for (int i = 0; s.in && i < np; i++)
+    fg_tensor_free(&s.in[i]);
   for (int j = 0; j < nr; j++) {
-    if (s.got) fg_tensor_free(&s.got[j]);
-    if (s.want) fg_tensor_free(&s.want[j]);
+    if (s.got)
+      fg_tensor_free(&s.got[j]);
+    if (s.want)
+      fg_tensor_free(&s.want[j]);
   }
-  free(s.pi); free(s.ri); free(s.in); free(s.got); free(s.want); free(s.args); free(s.outs); free(s.dev); free(s.raw);
+  free(s.pi);
+  free(s.ri);
+  free(s.in);
+  free(s.got);
+  free(s.want);
+  free(s.args);
+  free(s.outs);
+  free(s.dev);
+  free(s.raw);
   fgl_graph_free(s.g, NULL);
   for (int t = 0; t < 16; t++)
-    if (s.trace_temps[t]) fgl_free(s.m, s.trace_temps[t], NULL);
+    if (s.trace_temps[t])
+      fgl_free(s.m, s.trace_temps[t], NULL);
   fgl_module_free(s.m, NULL);
   fg_graph_free(s.spec);
-  if (s.model) fg_module_free(s.model);
+  if (s.model)
+    fg_module_free(s.model);
   free(s.model_src);
   return rc;
 }

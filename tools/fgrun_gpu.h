@@ -5,14 +5,14 @@
 #include <stdint.h>
 
 typedef struct fgrun_gpu_opts {
-  const char *artifact;  /* MODEL.ptx */
-  const char *graph;     /* NULL: the artifact's only graph */
-  const char *inputs;    /* comma-separated .npy paths, or NULL (generate) */
-  const char *out_dir;   /* NULL: print summaries */
-  const char *check;     /* MODEL.fg, or NULL */
+  const char *artifact; /* MODEL.ptx */
+  const char *graph;    /* NULL: the artifact's only graph */
+  const char *inputs;   /* comma-separated .npy paths, or NULL (generate) */
+  const char *out_dir;  /* NULL: print summaries */
+  const char *check;    /* MODEL.fg, or NULL */
   uint64_t seed;
-  long bench;            /* 0: off */
-  int misalign;          /* tensors one element past a 16-byte boundary */
+  long bench;   /* 0: off */
+  int misalign; /* tensors one element past a 16-byte boundary */
 } fgrun_gpu_opts;
 
 /* Returns fgrun's exit status: 0 ok, 1 input error or mismatch, 2 usage. */

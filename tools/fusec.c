@@ -32,9 +32,9 @@ static const char *const emit_names[] = {"ir", "opt", "plan", "llvm", "ptx"};
 
 typedef struct fusec_opts {
   const char *input, *output;
-  const char *arch;          /* "sm_90" */
-  int sm;                    /* 90 */
-  int opt_level;             /* 0..2 */
+  const char *arch; /* "sm_90" */
+  int sm;           /* 90 */
+  int opt_level;    /* 0..2 */
   emit_kind emit;
   const char *graphs[MAX_LIST];
   int ngraphs;
@@ -47,8 +47,8 @@ typedef struct fusec_opts {
   int nknobs;
   bool time_passes;
   const char *libdevice;
-  int jobs;                  /* 0: one a CPU */
-  int sm_count;              /* 0: the target's default */
+  int jobs;     /* 0: one a CPU */
+  int sm_count; /* 0: the target's default */
 } fusec_opts;
 
 static void usage(FILE *f) {
@@ -84,13 +84,15 @@ static int usage_error(const char *fmt, const char *arg) {
 /* An unknown pass name: the error, then the pipeline's passes in order. */
 static int unknown_pass(const char *name, const char *option) {
   fprintf(stderr, "fusec: error: unknown pass '%s' in %s\n(passes:", name, option);
-  for (const fg_pass *p = fg_pipeline; p->name; p++) fprintf(stderr, " %s", p->name);
+  for (const fg_pass *p = fg_pipeline; p->name; p++)
+    fprintf(stderr, " %s", p->name);
   fputs(")\n(run 'fusec --help' for usage)\n", stderr);
   return FG_EXIT_USAGE;
 }
 
 static int push(const char **list, int *n, const char *s, const char *flag) {
-  if (*n == MAX_LIST) return usage_error("too many %s options", flag);
+  if (*n == MAX_LIST)
+    return usage_error("too many %s options", flag);
   list[(*n)++] = s;
   return 0;
 }
@@ -108,20 +110,23 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     const char *a = argv[i];
     /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
     const char *val = NULL;
-    static const char *const valued[] = {"-o", "--arch", "--graph", "--emit", "--libdevice",
-                                         "--print-after", "--disable-pass", "--knob", "--jobs", "--sm-count"};
+    static const char *const valued[] = {"-o",          "--arch",        "--graph",        "--emit",
+                                         "--libdevice", "--print-after", "--disable-pass", "--knob",
+                                         "--jobs",      "--sm-count"};
     const char *flag = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
       size_t l = strlen(valued[k]);
       if (strcmp(a, valued[k]) == 0) {
-        if (i + 1 >= argc) return usage_error("%s needs a value", a);
+        if (i + 1 >= argc)
+          return usage_error("%s needs a value", a);
         flag = valued[k];
         val = argv[++i];
       } else if (strncmp(a, valued[k], l) == 0 && a[l] == '=' && k > 0) {
         flag = valued[k];
         val = a + l + 1;
       }
-      if (flag) break;
+      if (flag)
+        break;
     }
     int rc = 0;
     if (flag && strcmp(flag, "-o") == 0) {
@@ -139,8 +144,10 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     } else if (flag && strcmp(flag, "--emit") == 0) {
       int k = -1;
       for (int j = 0; j < 5; j++)
-        if (strcmp(val, emit_names[j]) == 0) k = j;
-      if (k < 0) return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
+        if (strcmp(val, emit_names[j]) == 0)
+          k = j;
+      if (k < 0)
+        return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
       o->emit = (emit_kind)k;
     } else if (flag && strcmp(flag, "--sm-count") == 0) {
       char *end;
@@ -151,7 +158,8 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     } else if (flag && strcmp(flag, "--jobs") == 0) {
       char *end;
       long j = strtol(val, &end, 10);
-      if (j < 1 || j > 64 || *end || end == val) return usage_error("--jobs takes a number from 1 to 64, got '%s'", val);
+      if (j < 1 || j > 64 || *end || end == val)
+        return usage_error("--jobs takes a number from 1 to 64, got '%s'", val);
       o->jobs = (int)j;
     } else if (flag && strcmp(flag, "--libdevice") == 0) {
       o->libdevice = val;
@@ -161,13 +169,15 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
       rc = push(o->disabled, &o->ndisabled, val, "--disable-pass");
     } else if (flag && strcmp(flag, "--knob") == 0) {
       const char *eq = strchr(val, '=');
-      if (!eq || eq == val || !eq[1]) return usage_error("--knob needs NAME=VALUE, got '%s'", val);
+      if (!eq || eq == val || !eq[1])
+        return usage_error("--knob needs NAME=VALUE, got '%s'", val);
       bool known = false;
       for (const char *const *k = fg_plan_knob_names; *k; k++)
         known |= strlen(*k) == (size_t)(eq - val) && strncmp(*k, val, (size_t)(eq - val)) == 0;
       if (!known) {
         fprintf(stderr, "fusec: error: unknown knob in '%s'\n(knobs:", val);
-        for (const char *const *k = fg_plan_knob_names; *k; k++) fprintf(stderr, " %s", *k);
+        for (const char *const *k = fg_plan_knob_names; *k; k++)
+          fprintf(stderr, " %s", *k);
         fputs(")\n(run 'fusec --help' for usage)\n", stderr);
         return FG_EXIT_USAGE;
       }
@@ -188,7 +198,8 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     } else {
       o->input = a;
     }
-    if (rc) return rc;
+    if (rc)
+      return rc;
   }
   for (int i = 0; i < o->ndisabled; i++)
     if (!fg_pass_exists(o->disabled[i]))
@@ -196,8 +207,10 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
   for (int i = 0; i < o->nprint_after; i++)
     if (!fg_pass_exists(o->print_after[i]))
       return unknown_pass(o->print_after[i], "--print-after");
-  if (!o->input) return usage_error("%s", "no input file");
-  if (!o->output) return usage_error("%s", "no output file (-o PATH, or -o - for stdout)");
+  if (!o->input)
+    return usage_error("%s", "no input file");
+  if (!o->output)
+    return usage_error("%s", "no output file (-o PATH, or -o - for stdout)");
   return 0;
 }
 
@@ -206,12 +219,14 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
 static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, fg_diag *d) {
   if (o->emit == EMIT_IR) {
     for (int i = 0; i < n; i++) {
-      if (i) fputc('\n', out);
+      if (i)
+        fputc('\n', out);
       fg_print_graph(out, graphs[i]);
     }
     return 0;
   }
-  static const fgc_emit stage[] = {FGC_EMIT_OPT, FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM, FGC_EMIT_PTX};
+  static const fgc_emit stage[] = {FGC_EMIT_OPT, FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM,
+                                   FGC_EMIT_PTX};
   fgc_options co;
   memset(&co, 0, sizeof co);
   co.arch = o->arch;
@@ -261,7 +276,8 @@ static int write_output(const fusec_opts *o, fg_graph **graphs, int n, fg_diag *
   }
   fg_out_file of;
   if (!fg_out_open(&of, o->output)) {
-    fprintf(stderr, "fusec: error: cannot create a file beside '%s': %s\n", o->output, strerror(errno));
+    fprintf(stderr, "fusec: error: cannot create a file beside '%s': %s\n", o->output,
+            strerror(errno));
     return FG_EXIT_INPUT;
   }
   int rc = emit_stage(o, graphs, n, of.f, d);
@@ -275,7 +291,8 @@ static int write_output(const fusec_opts *o, fg_graph **graphs, int n, fg_diag *
 int main(int argc, char **argv) {
   fusec_opts o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc < 0 ? 0 : rc;
+  if (rc)
+    return rc < 0 ? 0 : rc;
 
   size_t len = 0;
   char *src = fg_read_file(o.input, &len);
@@ -296,7 +313,8 @@ int main(int argc, char **argv) {
   /* --graph selects (in command-line order); without it, every graph. */
   int n = o.ngraphs ? o.ngraphs : m->ngraphs;
   fg_graph **sel = calloc((size_t)(n > 0 ? n : 1), sizeof *sel);
-  if (!sel) abort();
+  if (!sel)
+    abort();
   for (int i = 0; i < n; i++) {
     sel[i] = o.ngraphs ? fg_module_find(m, o.graphs[i]) : m->graphs[i];
     if (!sel[i]) {
@@ -304,7 +322,8 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  if (rc == 0) rc = write_output(&o, sel, n, &d);
+  if (rc == 0)
+    rc = write_output(&o, sel, n, &d);
 
   free(sel);
   fg_module_free(m);

@@ -15,14 +15,16 @@ static char pending[4096];
 static volatile sig_atomic_t have_pending;
 
 static void on_fatal_signal(int sig) {
-  if (have_pending) unlink(pending);
+  if (have_pending)
+    unlink(pending);
   raise(sig); /* SA_RESETHAND: the default action now */
 }
 
 static void install_handlers(void) {
   static bool done;
   static char altstack[64 * 1024]; /* the handler must run after a stack overflow too */
-  if (done) return;
+  if (done)
+    return;
   done = true;
   stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
   sigaltstack(&ss, NULL);
@@ -31,11 +33,13 @@ static void install_handlers(void) {
   sa.sa_handler = on_fatal_signal;
   sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
-  static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGINT, SIGTERM, SIGHUP, SIGXCPU, SIGXFSZ};
+  static const int sigs[] = {SIGSEGV, SIGBUS,  SIGFPE, SIGILL,  SIGABRT,
+                             SIGINT,  SIGTERM, SIGHUP, SIGXCPU, SIGXFSZ};
   for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
     struct sigaction old;
     /* a signal the parent ignores (SIGINT of a background job) stays ignored */
-    if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+      continue;
     sigaction(sigs[i], &sa, NULL);
   }
 }
@@ -45,23 +49,30 @@ static void install_handlers(void) {
 static void remove_stale(const char *path) {
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;
-  char *dir = slash == path ? strdup("/") : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+  char *dir = slash == path ? strdup("/")
+              : slash       ? strndup(path, (size_t)(slash - path))
+                            : strdup(".");
   DIR *dp = dir ? opendir(dir) : NULL;
   size_t blen = strlen(base);
   for (struct dirent *de; dp && (de = readdir(dp));) {
     const char *nm = de->d_name;
-    if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp.", 5) != 0) continue;
+    if (strncmp(nm, base, blen) != 0 || strncmp(nm + blen, ".tmp.", 5) != 0)
+      continue;
     char *end;
     long pid = strtol(nm + blen + 5, &end, 10);
-    if (pid <= 0 || *end != '.' || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if (pid <= 0 || *end != '.' || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
     char *full = malloc(strlen(dir) + strlen(nm) + 2);
-    if (!full) break;
+    if (!full)
+      break;
     sprintf(full, "%s/%s", dir, nm);
     struct stat st;
-    if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) unlink(full);
+    if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+      unlink(full);
     free(full);
   }
-  if (dp) closedir(dp);
+  if (dp)
+    closedir(dp);
   free(dir);
 }
 
@@ -71,7 +82,8 @@ bool fg_out_open(fg_out_file *o, const char *path) {
   remove_stale(path);
   size_t cap = strlen(path) + 48;
   o->tmp = malloc(cap);
-  if (!o->tmp) return false;
+  if (!o->tmp)
+    return false;
   snprintf(o->tmp, cap, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
   install_handlers();
   bool tracked = strlen(o->tmp) < sizeof pending;
@@ -110,7 +122,8 @@ bool fg_out_close(fg_out_file *o, bool keep) {
   bool ok = keep;
   if (o->f) {
     ok = ok && !ferror(o->f);
-    if (fclose(o->f) != 0) ok = false;
+    if (fclose(o->f) != 0)
+      ok = false;
     o->f = NULL;
   }
   int e = errno;
@@ -118,7 +131,8 @@ bool fg_out_close(fg_out_file *o, bool keep) {
     e = errno;
     ok = false;
   }
-  if (!ok && o->tmp) unlink(o->tmp);
+  if (!ok && o->tmp)
+    unlink(o->tmp);
   have_pending = 0;
   free(o->tmp);
   o->tmp = NULL;

@@ -11,29 +11,37 @@
 
 static void log_cb(void *user, fgl_log_level level, const char *msg) {
   (void)user;
-  if (level >= FGL_LOG_INFO) fprintf(stderr, "[fgload] %s\n", msg);
+  if (level >= FGL_LOG_INFO)
+    fprintf(stderr, "[fgload] %s\n", msg);
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double uniform(void) { /* xorshift64*, in [-1, 1) */
-  rng ^= rng >> 12; rng ^= rng << 25; rng ^= rng >> 27;
+  rng ^= rng >> 12;
+  rng ^= rng << 25;
+  rng ^= rng >> 27;
   return (double)((rng * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2.0 - 1.0;
 }
 
 static uint16_t f32_to_half_bits(float f, int bf16) {
   uint32_t x;
   memcpy(&x, &f, 4);
-  if (bf16) return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
+  if (bf16)
+    return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
   uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xFF, m = x & 0x7FFFFF;
-  if (e < 113) return (uint16_t)sign; /* tiny -> signed zero (inputs are in [-1,1)) */
+  if (e < 113)
+    return (uint16_t)sign; /* tiny -> signed zero (inputs are in [-1,1)) */
   return (uint16_t)(sign | ((e - 112) << 10) | ((m + 0x1000) >> 13));
 }
 static float half_bits_to_f32(uint16_t h, int bf16) {
   uint32_t x;
-  if (bf16) x = (uint32_t)h << 16;
+  if (bf16)
+    x = (uint32_t)h << 16;
   else {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    x = e == 0 ? sign : e == 31 ? sign | 0x7F800000 | (m << 13) : sign | ((e + 112) << 23) | (m << 13);
+    x = e == 0    ? sign
+        : e == 31 ? sign | 0x7F800000 | (m << 13)
+                  : sign | ((e + 112) << 23) | (m << 13);
   }
   float f;
   memcpy(&f, &x, 4);
@@ -44,28 +52,82 @@ static float half_bits_to_f32(uint16_t h, int bf16) {
 static void random_elem(fgl_dtype t, unsigned char *p) {
   double v = uniform();
   switch (t) {
-  case FGL_BOOL: p[0] = v > 0; break;
-  case FGL_I8: case FGL_U8: p[0] = (unsigned char)(int)(v * 100); break;
-  case FGL_I16: { int16_t x = (int16_t)(v * 1000); memcpy(p, &x, 2); } break;
-  case FGL_I32: { int32_t x = (int32_t)(v * 1000); memcpy(p, &x, 4); } break;
-  case FGL_I64: { int64_t x = (int64_t)(v * 1000); memcpy(p, &x, 8); } break;
-  case FGL_F16: case FGL_BF16: { uint16_t h = f32_to_half_bits((float)v, t == FGL_BF16); memcpy(p, &h, 2); } break;
-  case FGL_F32: { float x = (float)v; memcpy(p, &x, 4); } break;
-  case FGL_F64: memcpy(p, &v, 8); break;
-  default: p[0] = (unsigned char)(0x30 + (int)(v * 8)); break; /* f8: small normal values */
+  case FGL_BOOL:
+    p[0] = v > 0;
+    break;
+  case FGL_I8:
+  case FGL_U8:
+    p[0] = (unsigned char)(int)(v * 100);
+    break;
+  case FGL_I16: {
+    int16_t x = (int16_t)(v * 1000);
+    memcpy(p, &x, 2);
+  } break;
+  case FGL_I32: {
+    int32_t x = (int32_t)(v * 1000);
+    memcpy(p, &x, 4);
+  } break;
+  case FGL_I64: {
+    int64_t x = (int64_t)(v * 1000);
+    memcpy(p, &x, 8);
+  } break;
+  case FGL_F16:
+  case FGL_BF16: {
+    uint16_t h = f32_to_half_bits((float)v, t == FGL_BF16);
+    memcpy(p, &h, 2);
+  } break;
+  case FGL_F32: {
+    float x = (float)v;
+    memcpy(p, &x, 4);
+  } break;
+  case FGL_F64:
+    memcpy(p, &v, 8);
+    break;
+  default:
+    p[0] = (unsigned char)(0x30 + (int)(v * 8));
+    break; /* f8: small normal values */
   }
 }
 static double elem_value(fgl_dtype t, const unsigned char *p) {
   switch (t) {
-  case FGL_BOOL: case FGL_U8: return p[0];
-  case FGL_I8: return (int8_t)p[0];
-  case FGL_I16: { int16_t x; memcpy(&x, p, 2); return x; }
-  case FGL_I32: { int32_t x; memcpy(&x, p, 4); return x; }
-  case FGL_I64: { int64_t x; memcpy(&x, p, 8); return (double)x; }
-  case FGL_F16: case FGL_BF16: { uint16_t h; memcpy(&h, p, 2); return half_bits_to_f32(h, t == FGL_BF16); }
-  case FGL_F32: { float x; memcpy(&x, p, 4); return x; }
-  case FGL_F64: { double x; memcpy(&x, p, 8); return x; }
-  default: return p[0]; /* f8: raw bits */
+  case FGL_BOOL:
+  case FGL_U8:
+    return p[0];
+  case FGL_I8:
+    return (int8_t)p[0];
+  case FGL_I16: {
+    int16_t x;
+    memcpy(&x, p, 2);
+    return x;
+  }
+  case FGL_I32: {
+    int32_t x;
+    memcpy(&x, p, 4);
+    return x;
+  }
+  case FGL_I64: {
+    int64_t x;
+    memcpy(&x, p, 8);
+    return (double)x;
+  }
+  case FGL_F16:
+  case FGL_BF16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return half_bits_to_f32(h, t == FGL_BF16);
+  }
+  case FGL_F32: {
+    float x;
+    memcpy(&x, p, 4);
+    return x;
+  }
+  case FGL_F64: {
+    double x;
+    memcpy(&x, p, 8);
+    return x;
+  }
+  default:
+    return p[0]; /* f8: raw bits */
   }
 }
 
@@ -73,18 +135,19 @@ static double elem_value(fgl_dtype t, const unsigned char *p) {
 static size_t span_bytes(fgl_dtype t, int rank, const int64_t *sizes, const int64_t *strides) {
   int64_t last = 0;
   for (int d = 0; d < rank; d++) {
-    if (sizes[d] == 0) return 0;
+    if (sizes[d] == 0)
+      return 0;
     last += (sizes[d] - 1) * strides[d];
   }
   return (size_t)(last + 1) * (size_t)fgl_dtype_size(t);
 }
 
-#define TRY(call)                                                        \
-  do {                                                                   \
-    if ((call) != FGL_OK) {                                              \
-      fprintf(stderr, "deploy: %s: %s\n", fgl_status_name(err.status), err.msg); \
-      return 1;                                                          \
-    }                                                                    \
+#define TRY(call)                                                                                  \
+  do {                                                                                             \
+    if ((call) != FGL_OK) {                                                                        \
+      fprintf(stderr, "deploy: %s: %s\n", fgl_status_name(err.status), err.msg);                   \
+      return 1;                                                                                    \
+    }                                                                                              \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -102,15 +165,18 @@ int main(int argc, char **argv) {
   fgl_load_stats ls;
   TRY(fgl_module_device_info(m, &dev, &err));
   TRY(fgl_module_load_stats(m, &ls, &err));
-  printf("device: %s (sm_%d%d), load %.2f ms (%s)\n", dev.name, dev.cc_major, dev.cc_minor, ls.total_ms,
-         ls.cache_hit ? "cache hit" : "JIT");
+  printf("device: %s (sm_%d%d), load %.2f ms (%s)\n", dev.name, dev.cc_major, dev.cc_minor,
+         ls.total_ms, ls.cache_hit ? "cache hit" : "JIT");
 
   fgl_graph_info gi;
-  if (argc > 2) TRY(fgl_module_graph_info(m, argv[2], &gi, &err));
-  else TRY(fgl_module_graph_at(m, 0, &gi, &err));
+  if (argc > 2)
+    TRY(fgl_module_graph_info(m, argv[2], &gi, &err));
+  else
+    TRY(fgl_module_graph_at(m, 0, &gi, &err));
   fgl_graph *g;
   TRY(fgl_graph_create(m, gi.name, &g, &err));
-  printf("graph %s: %d params, %d results, %d kernels\n", gi.name, gi.n_params, gi.n_results, gi.n_kernels);
+  printf("graph %s: %d params, %d results, %d kernels\n", gi.name, gi.n_params, gi.n_results,
+         gi.n_kernels);
 
   fgl_arg *in = calloc((size_t)gi.n_params + 1, sizeof *in);
   fgl_tensor *out = calloc((size_t)gi.n_results + 1, sizeof *out);
@@ -126,7 +192,8 @@ int main(int argc, char **argv) {
     size_t bytes = span_bytes(p.dtype, p.rank, p.sizes, p.strides);
     unsigned char *h = malloc(bytes + 1);
     int es = fgl_dtype_size(p.dtype);
-    for (size_t k = 0; k < bytes / (size_t)es; k++) random_elem(p.dtype, h + k * (size_t)es);
+    for (size_t k = 0; k < bytes / (size_t)es; k++)
+      random_elem(p.dtype, h + k * (size_t)es);
     fgl_devptr d = 0;
     TRY(fgl_malloc(m, bytes, &d, &err));
     TRY(fgl_memcpy_htod(m, d, h, bytes, &err));
@@ -141,7 +208,8 @@ int main(int argc, char **argv) {
   for (int j = 0; j < gi.n_results; j++) {
     fgl_result_info r;
     TRY(fgl_graph_result(g, j, &r, &err));
-    if (r.is_view) continue; /* the loader fills it */
+    if (r.is_view)
+      continue; /* the loader fills it */
     size_t bytes = span_bytes(r.dtype, r.rank, r.sizes, r.strides);
     fgl_devptr d = 0;
     TRY(fgl_malloc(m, bytes, &d, &err));
@@ -164,25 +232,31 @@ int main(int argc, char **argv) {
     TRY(fgl_memcpy_dtoh(m, h, t->ptr, bytes, &err));
     /* walk the logical elements through the strides */
     int64_t idx[FGL_MAX_RANK] = {0}, numel = 1;
-    for (int d = 0; d < t->rank; d++) numel *= t->sizes[d];
+    for (int d = 0; d < t->rank; d++)
+      numel *= t->sizes[d];
     double sum = 0, mn = INFINITY, mx = -INFINITY;
     for (int64_t k = 0; k < numel; k++) {
       int64_t off = 0;
-      for (int d = 0; d < t->rank; d++) off += idx[d] * t->strides[d];
+      for (int d = 0; d < t->rank; d++)
+        off += idx[d] * t->strides[d];
       double v = elem_value(t->dtype, h + off * fgl_dtype_size(t->dtype));
       sum += v;
       mn = v < mn ? v : mn;
       mx = v > mx ? v : mx;
-      for (int d = t->rank - 1; d >= 0 && ++idx[d] == t->sizes[d]; d--) idx[d] = 0;
+      for (int d = t->rank - 1; d >= 0 && ++idx[d] == t->sizes[d]; d--)
+        idx[d] = 0;
     }
     printf("result %d: %s[", j, fgl_dtype_name(t->dtype));
-    for (int d = 0; d < t->rank; d++) printf("%s%lld", d ? "," : "", (long long)t->sizes[d]);
+    for (int d = 0; d < t->rank; d++)
+      printf("%s%lld", d ? "," : "", (long long)t->sizes[d]);
     printf("] %s", r.is_view ? "view" : "written");
-    if (r.is_view) printf(" of %c%d+%lld", r.base_is_param ? 'p' : 'r', r.base_index, (long long)r.offset);
+    if (r.is_view)
+      printf(" of %c%d+%lld", r.base_is_param ? 'p' : 'r', r.base_index, (long long)r.offset);
     printf("  sum=%.6g min=%.6g max=%.6g\n", sum, mn, mx);
     free(h);
   }
-  for (int i = 0; i < n_owned; i++) fgl_free(m, owned[i], NULL);
+  for (int i = 0; i < n_owned; i++)
+    fgl_free(m, owned[i], NULL);
   free(in);
   free(out);
   free(owned);

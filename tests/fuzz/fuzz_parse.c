@@ -15,7 +15,8 @@
 static char *print_to_string(const fg_module *m, size_t *len) {
   char *buf = NULL;
   FILE *f = open_memstream(&buf, len);
-  if (!f) abort();
+  if (!f)
+    abort();
   fg_print_module(f, m);
   fclose(f);
   return buf;

@@ -15,45 +15,92 @@
  * -fsanitize=function checks it). */
 #include "cuda_api.h"
 
-struct CUstream_st { char unused; };
-struct CUevent_st { double t; };
-struct CUgraph_st { char unused; };
-struct CUgraphExec_st { char unused; };
+struct CUstream_st {
+  char unused;
+};
+struct CUevent_st {
+  double t;
+};
+struct CUgraph_st {
+  char unused;
+};
+struct CUgraphExec_st {
+  char unused;
+};
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { C_ALLOC, C_FREE, C_HTOD, C_DTOH, C_MEMSET, C_SYNC, C_LAUNCH, C_JIT, C_MODLOAD, C_PUSH, C_CAPTURED, C_SMEM_ATTR, C_N };
-static const char *const cnames[C_N] = {"alloc", "free",    "htod",     "dtoh",    "memset", "sync",
-                                        "launch", "jit",    "modload",  "push",    "captured", "smem_attr"};
+enum {
+  C_ALLOC,
+  C_FREE,
+  C_HTOD,
+  C_DTOH,
+  C_MEMSET,
+  C_SYNC,
+  C_LAUNCH,
+  C_JIT,
+  C_MODLOAD,
+  C_PUSH,
+  C_CAPTURED,
+  C_SMEM_ATTR,
+  C_N
+};
+static const char *const cnames[C_N] = {"alloc",   "free", "htod",     "dtoh",
+                                        "memset",  "sync", "launch",   "jit",
+                                        "modload", "push", "captured", "smem_attr"};
 static long counters[C_N];
 static char last_entry[128];
 static int capturing;
 
 EXPORT long fake_cuda_count(const char *name) {
   for (int i = 0; i < C_N; i++)
-    if (!strcmp(cnames[i], name)) return counters[i];
+    if (!strcmp(cnames[i], name))
+      return counters[i];
   return -1;
 }
-EXPORT void fake_cuda_reset(void) { memset(counters, 0, sizeof counters); last_entry[0] = 0; }
+EXPORT void fake_cuda_reset(void) {
+  memset(counters, 0, sizeof counters);
+  last_entry[0] = 0;
+}
 EXPORT const char *fake_cuda_last_entry(void) { return last_entry; }
 
-struct CUctx_st { int dummy; };
+struct CUctx_st {
+  int dummy;
+};
 static struct CUctx_st primary;
 static __thread struct CUctx_st *stack[16];
 static __thread int depth;
 
-struct CUmod_st { char *text; };
-struct CUfunc_st { char name[128]; };
-struct CUlinkState_st { char *img; size_t len; char *elog; unsigned elog_size; };
+struct CUmod_st {
+  char *text;
+};
+struct CUfunc_st {
+  char name[128];
+};
+struct CUlinkState_st {
+  char *img;
+  size_t len;
+  char *elog;
+  unsigned elog_size;
+};
 
-EXPORT CUresult cuInit(unsigned f) { (void)f; return 0; }
-EXPORT CUresult cuDriverGetVersion(int *v) { *v = 12040; return 0; }
+EXPORT CUresult cuInit(unsigned f) {
+  (void)f;
+  return 0;
+}
+EXPORT CUresult cuDriverGetVersion(int *v) {
+  *v = 12040;
+  return 0;
+}
 EXPORT CUresult cuDeviceGetCount(int *n) {
   const char *e = getenv("FAKE_CUDA_DEVICES");
   *n = e ? atoi(e) : 1;
   return 0;
 }
-EXPORT CUresult cuDeviceGet(int *d, int o) { *d = o; return 0; }
+EXPORT CUresult cuDeviceGet(int *d, int o) {
+  *d = o;
+  return 0;
+}
 EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   (void)d;
   *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : a == 16 ? 132 : 0;
@@ -64,8 +111,11 @@ static int fake_per_sm(void) {
   const char *e = getenv("FAKE_CUDA_CTAS_PER_SM");
   return e ? atoi(e) : 16;
 }
-EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfunc_st *f, int block, size_t smem) {
-  (void)f; (void)block; (void)smem;
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfunc_st *f, int block,
+                                                            size_t smem) {
+  (void)f;
+  (void)block;
+  (void)smem;
   *n = fake_per_sm();
   return 0;
 }
@@ -73,78 +123,123 @@ EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfun
  * slots do not divide evenly), so that the cluster limit is the one that
  * binds. */
 EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg) {
-  (void)f; (void)cfg;
+  (void)f;
+  (void)cfg;
   *n = fake_per_sm() * 132 / 2 - 1;
   return 0;
 }
-EXPORT CUresult cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, (size_t)len, "Fake GPU"); return 0; }
-EXPORT CUresult cuDevicePrimaryCtxRetain(struct CUctx_st **c, int d) { (void)d; *c = &primary; return 0; }
-EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
-EXPORT CUresult cuCtxGetCurrent(struct CUctx_st **c) { *c = depth ? stack[depth - 1] : NULL; return 0; }
+EXPORT CUresult cuDeviceGetName(char *n, int len, int d) {
+  (void)d;
+  snprintf(n, (size_t)len, "Fake GPU");
+  return 0;
+}
+EXPORT CUresult cuDevicePrimaryCtxRetain(struct CUctx_st **c, int d) {
+  (void)d;
+  *c = &primary;
+  return 0;
+}
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(int d) {
+  (void)d;
+  return 0;
+}
+EXPORT CUresult cuCtxGetCurrent(struct CUctx_st **c) {
+  *c = depth ? stack[depth - 1] : NULL;
+  return 0;
+}
 EXPORT CUresult cuCtxSetCurrent(struct CUctx_st *c) {
-  if (depth) stack[depth - 1] = c; else if (c) stack[depth++] = c;
+  if (depth)
+    stack[depth - 1] = c;
+  else if (c)
+    stack[depth++] = c;
   return 0;
 }
 EXPORT CUresult cuCtxPushCurrent_v2(struct CUctx_st *c) {
-  if (depth == 16) return 1;
+  if (depth == 16)
+    return 1;
   counters[C_PUSH]++;
   stack[depth++] = c;
   return 0;
 }
 EXPORT CUresult cuCtxPopCurrent_v2(struct CUctx_st **c) {
-  if (!depth) return 201;
+  if (!depth)
+    return 201;
   *c = stack[--depth];
   return 0;
 }
-EXPORT CUresult cuCtxGetDevice(int *d) { *d = 0; return 0; }
+EXPORT CUresult cuCtxGetDevice(int *d) {
+  *d = 0;
+  return 0;
+}
 
 static CUresult load(struct CUmod_st **m, const void *img) {
   counters[C_MODLOAD]++;
-  if (strncmp(img, "FAKECUBIN\n", 10)) return 200; /* CUDA_ERROR_INVALID_IMAGE */
+  if (strncmp(img, "FAKECUBIN\n", 10))
+    return 200; /* CUDA_ERROR_INVALID_IMAGE */
   *m = calloc(1, sizeof **m);
   (*m)->text = strdup((const char *)img + 10);
   return 0;
 }
 EXPORT CUresult cuModuleLoadData(struct CUmod_st **m, const void *img) { return load(m, img); }
-EXPORT CUresult cuModuleLoadDataEx(struct CUmod_st **m, const void *img, unsigned n, CUjit_option *o, void **v) {
-  (void)n; (void)o; (void)v;
+EXPORT CUresult cuModuleLoadDataEx(struct CUmod_st **m, const void *img, unsigned n,
+                                   CUjit_option *o, void **v) {
+  (void)n;
+  (void)o;
+  (void)v;
   return load(m, img);
 }
-EXPORT CUresult cuModuleUnload(struct CUmod_st *m) { free(m->text); free(m); return 0; }
+EXPORT CUresult cuModuleUnload(struct CUmod_st *m) {
+  free(m->text);
+  free(m);
+  return 0;
+}
 /* Function handles live in a small per-process table. */
 static struct CUfunc_st funcs[256];
 static int n_funcs;
 EXPORT CUresult cuModuleGetFunction(struct CUfunc_st **f, struct CUmod_st *m, const char *name) {
   char pat[160];
   snprintf(pat, sizeof pat, ".entry %s(", name);
-  if (!strstr(m->text, pat)) return 500; /* CUDA_ERROR_NOT_FOUND */
+  if (!strstr(m->text, pat))
+    return 500; /* CUDA_ERROR_NOT_FOUND */
   for (int i = 0; i < n_funcs; i++)
-    if (!strcmp(funcs[i].name, name)) { *f = &funcs[i]; return 0; }
-  if (n_funcs == 256) return 2;
+    if (!strcmp(funcs[i].name, name)) {
+      *f = &funcs[i];
+      return 0;
+    }
+  if (n_funcs == 256)
+    return 2;
   snprintf(funcs[n_funcs].name, sizeof funcs[n_funcs].name, "%s", name);
   *f = &funcs[n_funcs++];
   return 0;
 }
 EXPORT CUresult cuFuncSetAttribute(struct CUfunc_st *f, int a, int v) {
-  (void)f; (void)v;
-  if (a == 8) counters[C_SMEM_ATTR]++; /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  (void)f;
+  (void)v;
+  if (a == 8)
+    counters[C_SMEM_ATTR]++; /* MAX_DYNAMIC_SHARED_SIZE_BYTES */
   return 0;
 }
 
 EXPORT CUresult cuLinkCreate_v2(unsigned n, CUjit_option *o, void **v, struct CUlinkState_st **s) {
   *s = calloc(1, sizeof **s);
   for (unsigned i = 0; i < n; i++) {
-    if (o[i] == 5) (*s)->elog = v[i];
-    if (o[i] == 6) (*s)->elog_size = (unsigned)(uintptr_t)v[i];
+    if (o[i] == 5)
+      (*s)->elog = v[i];
+    if (o[i] == 6)
+      (*s)->elog_size = (unsigned)(uintptr_t)v[i];
   }
   return 0;
 }
-EXPORT CUresult cuLinkAddData_v2(struct CUlinkState_st *s, int type, void *data, size_t size, const char *name,
-                                 unsigned n, int *o, void **v) {
-  (void)name; (void)n; (void)o; (void)v;
-  if (type != 1 || size == 0 || ((char *)data)[size - 1] != 0) return 1; /* PTX must be NUL-terminated */
+EXPORT CUresult cuLinkAddData_v2(struct CUlinkState_st *s, int type, void *data, size_t size,
+                                 const char *name, unsigned n, int *o, void **v) {
+  (void)name;
+  (void)n;
+  (void)o;
+  (void)v;
+  if (type != 1 || size == 0 || ((char *)data)[size - 1] != 0)
+    return 1; /* PTX must be NUL-terminated */
   if (strstr(data, "FAKE_JIT_FAIL")) {
-    if (s->elog) snprintf(s->elog, s->elog_size, "ptxas fatal: fake JIT failure");
+    if (s->elog)
+      snprintf(s->elog, s->elog_size, "ptxas fatal: fake JIT failure");
     return 218; /* CUDA_ERROR_INVALID_PTX */
   }
   s->img = malloc(size + 10);
@@ -159,71 +254,170 @@ EXPORT CUresult cuLinkComplete(struct CUlinkState_st *s, void **img, size_t *len
   *len = s->len;
   return 0;
 }
-EXPORT CUresult cuLinkDestroy(struct CUlinkState_st *s) { free(s->img); free(s); return 0; }
+EXPORT CUresult cuLinkDestroy(struct CUlinkState_st *s) {
+  free(s->img);
+  free(s);
+  return 0;
+}
 
 static void axpy(void **params, int vec) {
   float *x = (float *)(uintptr_t)*(CUdeviceptr *)params[0];
   float *y = (float *)(uintptr_t)*(CUdeviceptr *)params[1];
   double alpha = *(double *)params[2];
   float *out = (float *)(uintptr_t)*(CUdeviceptr *)params[3];
-  if (vec && (((uintptr_t)x | (uintptr_t)y | (uintptr_t)out) & 15)) abort(); /* would fault on a GPU */
-  for (int i = 0; i < 1048576; i++) out[i] = x[i] + (float)alpha * y[i];
+  if (vec && (((uintptr_t)x | (uintptr_t)y | (uintptr_t)out) & 15))
+    abort(); /* would fault on a GPU */
+  for (int i = 0; i < 1048576; i++)
+    out[i] = x[i] + (float)alpha * y[i];
 }
 
-EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned smem, CUstream stream, void **params, void **extra) {
-  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)stream; (void)extra;
+EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                               CUstream stream, void **params, void **extra) {
+  (void)gx;
+  (void)gy;
+  (void)gz;
+  (void)bx;
+  (void)by;
+  (void)bz;
+  (void)smem;
+  (void)stream;
+  (void)extra;
   counters[capturing ? C_CAPTURED : C_LAUNCH]++;
   snprintf(last_entry, sizeof last_entry, "%s", f->name);
-  if (capturing) return 0;
-  if (!strcmp(f->name, "fg_axpy_k0")) axpy(params, 0);
-  else if (!strcmp(f->name, "fg_axpy_k0_v4")) axpy(params, 1);
+  if (capturing)
+    return 0;
+  if (!strcmp(f->name, "fg_axpy_k0"))
+    axpy(params, 0);
+  else if (!strcmp(f->name, "fg_axpy_k0_v4"))
+    axpy(params, 1);
   return 0;
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   counters[C_ALLOC]++;
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
-  if (!m) return 2;
+  if (!m)
+    return 2;
   memset(m, 0xAB, n); /* garbage, so missing zeroing shows */
   *p = (CUdeviceptr)(uintptr_t)m;
   return 0;
 }
-EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { counters[C_FREE]++; free((void *)(uintptr_t)p); return 0; }
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p) {
+  counters[C_FREE]++;
+  free((void *)(uintptr_t)p);
+  return 0;
+}
 EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
-  counters[C_HTOD]++; memcpy((void *)(uintptr_t)d, s, n); return 0;
+  counters[C_HTOD]++;
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
 }
 EXPORT CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
-  counters[C_DTOH]++; memcpy(d, (void *)(uintptr_t)s, n); return 0;
+  counters[C_DTOH]++;
+  memcpy(d, (void *)(uintptr_t)s, n);
+  return 0;
 }
-EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st) {
+  (void)st;
+  return cuMemcpyHtoD_v2(d, s, n);
+}
 EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
   (void)st;
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
   return 0;
 }
-EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
-EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
-  counters[C_MEMSET]++; memset((void *)(uintptr_t)d, v, n); return 0;
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st) {
+  (void)st;
+  return cuMemcpyDtoH_v2(d, s, n);
 }
-EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) { (void)st; return cuMemsetD8_v2(d, v, n); }
-EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) { (void)f; *s = calloc(1, sizeof **s); return 0; }
-EXPORT CUresult cuStreamDestroy_v2(CUstream s) { free(s); return 0; }
-EXPORT CUresult cuStreamSynchronize(CUstream s) { (void)s; counters[C_SYNC]++; return 0; }
-EXPORT CUresult cuEventCreate(CUevent *e, unsigned f) { (void)f; *e = calloc(1, sizeof **e); return 0; }
-EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; e->t = (double)counters[C_LAUNCH]; return 0; }
-EXPORT CUresult cuEventSynchronize(CUevent e) { (void)e; counters[C_SYNC]++; return 0; }
-EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { *ms = (float)(b->t - a->t) * 0.001f; return 0; }
-EXPORT CUresult cuEventDestroy_v2(CUevent e) { free(e); return 0; }
-EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) { (void)s; (void)mode; capturing = 1; return 0; }
-EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) { (void)s; capturing = 0; *g = calloc(1, sizeof **g); return 0; }
-EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long f) { (void)g; (void)f; *e = calloc(1, sizeof **e); return 0; }
-EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) { (void)e; (void)s; return 0; }
-EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) { free(e); return 0; }
-EXPORT CUresult cuGraphDestroy(CUgraph g) { free(g); return 0; }
-EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
-  *s = r == 0 ? "CUDA_SUCCESS" : r == 200 ? "CUDA_ERROR_INVALID_IMAGE" : r == 218 ? "CUDA_ERROR_INVALID_PTX"
-     : r == 500 ? "CUDA_ERROR_NOT_FOUND" : "CUDA_ERROR_UNKNOWN";
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
+  counters[C_MEMSET]++;
+  memset((void *)(uintptr_t)d, v, n);
   return 0;
 }
-EXPORT CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driver error"; return 0; }
+EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
+  (void)st;
+  return cuMemsetD8_v2(d, v, n);
+}
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) {
+  (void)f;
+  *s = calloc(1, sizeof **s);
+  return 0;
+}
+EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  free(s);
+  return 0;
+}
+EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  (void)s;
+  counters[C_SYNC]++;
+  return 0;
+}
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned f) {
+  (void)f;
+  *e = calloc(1, sizeof **e);
+  return 0;
+}
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  (void)s;
+  e->t = (double)counters[C_LAUNCH];
+  return 0;
+}
+EXPORT CUresult cuEventSynchronize(CUevent e) {
+  (void)e;
+  counters[C_SYNC]++;
+  return 0;
+}
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  *ms = (float)(b->t - a->t) * 0.001f;
+  return 0;
+}
+EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  free(e);
+  return 0;
+}
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, int mode) {
+  (void)s;
+  (void)mode;
+  capturing = 1;
+  return 0;
+}
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+  (void)s;
+  capturing = 0;
+  *g = calloc(1, sizeof **g);
+  return 0;
+}
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long f) {
+  (void)g;
+  (void)f;
+  *e = calloc(1, sizeof **e);
+  return 0;
+}
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  (void)e;
+  (void)s;
+  return 0;
+}
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  free(e);
+  return 0;
+}
+EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  free(g);
+  return 0;
+}
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
+  *s = r == 0     ? "CUDA_SUCCESS"
+       : r == 200 ? "CUDA_ERROR_INVALID_IMAGE"
+       : r == 218 ? "CUDA_ERROR_INVALID_PTX"
+       : r == 500 ? "CUDA_ERROR_NOT_FOUND"
+                  : "CUDA_ERROR_UNKNOWN";
+  return 0;
+}
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s) {
+  (void)r;
+  *s = "fake driver error";
+  return 0;
+}

@@ -27,24 +27,24 @@
 
 #define N 1048576
 static int failures;
-#define EXPECT(cond, ...)                                   \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);           \
-      printf(__VA_ARGS__);                                  \
-      printf("\n");                                         \
-      failures++;                                           \
-    }                                                       \
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+      failures++;                                                                                  \
+    }                                                                                              \
   } while (0)
-#define FG(call)                                                                       \
-  do {                                                                                 \
-    fgl_error e_ = {0};                                                                \
-    fgl_status s_ = (call);                                                            \
-    (void)e_;                                                                          \
-    if (s_ != FGL_OK) {                                                                \
-      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, fgl_status_name(s_));  \
-      exit(1);                                                                         \
-    }                                                                                  \
+#define FG(call)                                                                                   \
+  do {                                                                                             \
+    fgl_error e_ = {0};                                                                            \
+    fgl_status s_ = (call);                                                                        \
+    (void)e_;                                                                                      \
+    if (s_ != FGL_OK) {                                                                            \
+      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, fgl_status_name(s_));              \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static double now_us(void) {
@@ -67,7 +67,10 @@ static char artifact[1024];
 
 static void fresh_cache_dir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/fgl-gpu-test-XXXXXX");
-  if (!mkdtemp(buf)) { perror("mkdtemp"); exit(1); }
+  if (!mkdtemp(buf)) {
+    perror("mkdtemp");
+    exit(1);
+  }
 }
 
 static fgl_module *load(const char *cache_dir, fgl_load_stats *st) {
@@ -84,7 +87,8 @@ static fgl_module *load(const char *cache_dir, fgl_load_stats *st) {
   return m;
 }
 
-static void set_args(fgl_arg in[3], fgl_tensor out[3], CUdeviceptr x, CUdeviceptr y, CUdeviceptr o, double alpha) {
+static void set_args(fgl_arg in[3], fgl_tensor out[3], CUdeviceptr x, CUdeviceptr y, CUdeviceptr o,
+                     double alpha) {
   int64_t n = N;
   fgl_tensor t;
   fgl_tensor_contiguous(&t, x, FGL_F32, 1, &n);
@@ -100,7 +104,8 @@ int main(int argc, char **argv) {
   /* --load-only ARTIFACT: only the cold/warm load times of any artifact
    * (e.g. every example compiled together). */
   bool load_only = argc > 2 && strcmp(argv[1], "--load-only") == 0;
-  if (load_only) argv++, argc--;
+  if (load_only)
+    argv++, argc--;
   snprintf(artifact, sizeof artifact, "%s", argc > 1 ? argv[1] : "add.ptx");
   setenv("CUDA_CACHE_DISABLE", "1", 1); /* before the driver starts: no driver-side JIT cache */
   cu = gpu_test_driver();
@@ -138,8 +143,8 @@ int main(int argc, char **argv) {
   fgl_module_device_info(mod, &di, NULL);
   double cold_ms = median(cold, 3), jit_ms = median(jit, 3), warm_ms = median(warm, 20);
   if (load_only) {
-    printf("artifact %s on %s (driver %d), context creation %.1f ms (once, not counted)\n", artifact, di.name,
-           di.driver_version, ctx_ms);
+    printf("artifact %s on %s (driver %d), context creation %.1f ms (once, not counted)\n",
+           artifact, di.name, di.driver_version, ctx_ms);
     printf("cold load (median of 3): %.2f ms, of which JIT %.2f ms\n", cold_ms, jit_ms);
     printf("warm load, cubin cache hit (median of 20): %.3f ms (target <= 2 ms: %s)\n", warm_ms,
            warm_ms <= 2.0 ? "met" : "MISSED");
@@ -179,10 +184,16 @@ int main(int argc, char **argv) {
     FG(fgl_memcpy_dtoh(mod, ho, o, N * 4, &e_));
     int ok = 1;
     for (int i = 0; i < N; i++)
-      if (fabsf(ho[i] - (hx[i] + 0.75f * hy[i])) > 1e-6f) { ok = 0; break; }
+      if (fabsf(ho[i] - (hx[i] + 0.75f * hy[i])) > 1e-6f) {
+        ok = 0;
+        break;
+      }
     EXPECT(ok, "%s kernel: wrong results", variant ? "plain" : "vectorized");
     EXPECT(out[1].ptr == x && out[2].ptr == o + 1024 * 4, "view pointers");
-    if (variant) ok_plain = ok; else ok_vec = ok;
+    if (variant)
+      ok_plain = ok;
+    else
+      ok_vec = ok;
   }
 
   /* 3. host time: fgl_run vs bare cuLaunchKernel */
@@ -195,7 +206,10 @@ int main(int argc, char **argv) {
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *text = malloc((size_t)n + 1);
-    if (fread(text, 1, (size_t)n, f) != (size_t)n) { printf("FAIL: read\n"); return 1; }
+    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+      printf("FAIL: read\n");
+      return 1;
+    }
     text[n] = 0;
     fclose(f);
     CU(cu->cuModuleLoadData(&bare_mod, text));
@@ -213,43 +227,68 @@ int main(int argc, char **argv) {
   set_args(in, out, xr, y, o, 0.75);
   for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
     for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0) CU(cu->cuStreamSynchronize(s));
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
       double a = now_us();
       CUresult r = cu->cuLaunchKernel(bare_fn, 1024, 1, 1, 256, 1, 1, 0, s, params, NULL);
       tb[i] = now_us() - a;
-      if (r != CUDA_SUCCESS) { printf("FAIL: bare launch %d\n", r); return 1; }
+      if (r != CUDA_SUCCESS) {
+        printf("FAIL: bare launch %d\n", r);
+        return 1;
+      }
     }
     for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0) CU(cu->cuStreamSynchronize(s));
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
       double a = now_us();
       fgl_status r = fgl_run(g, in, 3, out, 3, s, NULL);
       tr[i] = now_us() - a;
-      if (r != FGL_OK) { printf("FAIL: fgl_run\n"); return 1; }
+      if (r != FGL_OK) {
+        printf("FAIL: fgl_run\n");
+        return 1;
+      }
     }
   }
   CU(cu->cuStreamSynchronize(s));
   double bare_us = median(tb, CALLS), run_us = median(tr, CALLS);
-  EXPECT(run_us - bare_us <= 5.0, "fgl_run costs %.2f us more than cuLaunchKernel (target <= 5)", run_us - bare_us);
+  EXPECT(run_us - bare_us <= 5.0, "fgl_run costs %.2f us more than cuLaunchKernel (target <= 5)",
+         run_us - bare_us);
 
   /* 4. bad inputs rejected, nothing launched */
-  const char *bad_names[] = {"wrong dtype", "wrong shape", "wrong stride", "NULL pointer", "misaligned pointer", "wrong count"};
+  const char *bad_names[] = {"wrong dtype",  "wrong shape",        "wrong stride",
+                             "NULL pointer", "misaligned pointer", "wrong count"};
   int n_bad = 6, bad_ok = 0;
   FG(fgl_memset(mod, o2, 0xFF, N * 4, &e_));
   for (int c = 0; c < n_bad; c++) {
     set_args(in, out, xr, y, o2, 0.75);
     int nin = 3;
     switch (c) {
-    case 0: in[1].tensor.dtype = FGL_F16; break;
-    case 1: in[0].tensor.sizes[0] = N / 2; break;
-    case 2: in[1].tensor.strides[0] = 2; break;
-    case 3: in[0].tensor.ptr = 0; break;
-    case 4: out[0].ptr = o2 + 1; break;
-    case 5: nin = 2; break;
+    case 0:
+      in[1].tensor.dtype = FGL_F16;
+      break;
+    case 1:
+      in[0].tensor.sizes[0] = N / 2;
+      break;
+    case 2:
+      in[1].tensor.strides[0] = 2;
+      break;
+    case 3:
+      in[0].tensor.ptr = 0;
+      break;
+    case 4:
+      out[0].ptr = o2 + 1;
+      break;
+    case 5:
+      nin = 2;
+      break;
     }
     fgl_error be = {0};
     fgl_status r = fgl_run(g, in, nin, out, 3, s, &be);
     EXPECT(r == FGL_ERR_MISMATCH, "%s: accepted", bad_names[c]);
-    if (r == FGL_ERR_MISMATCH) { bad_ok++; printf("  rejected (%s): %s\n", bad_names[c], be.msg); }
+    if (r == FGL_ERR_MISMATCH) {
+      bad_ok++;
+      printf("  rejected (%s): %s\n", bad_names[c], be.msg);
+    }
   }
   CU(cu->cuStreamSynchronize(s));
   FG(fgl_memcpy_dtoh(mod, ho2, o2, N * 4, &e_));
@@ -257,7 +296,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N; i++) {
     uint32_t b;
     memcpy(&b, &ho2[i], 4);
-    if (b != 0xFFFFFFFFu) { untouched = 0; break; }
+    if (b != 0xFFFFFFFFu) {
+      untouched = 0;
+      break;
+    }
   }
   EXPECT(untouched, "an output was written by a rejected run");
 
@@ -276,7 +318,8 @@ int main(int argc, char **argv) {
   CU(cu->cuStreamEndCapture(s, &cg));
   EXPECT(cr == FGL_OK, "fgl_run under capture: %s", ce.msg);
   CU(cu->cuGraphInstantiateWithFlags(&ge, cg, 0));
-  for (int i = 0; i < 100; i++) CU(cu->cuGraphLaunch(ge, s));
+  for (int i = 0; i < 100; i++)
+    CU(cu->cuGraphLaunch(ge, s));
   CU(cu->cuStreamSynchronize(s));
   FG(fgl_memcpy_dtoh(mod, ho2, o2, N * 4, &e_));
   int same = memcmp(ho, ho2, N * 4) == 0;
@@ -284,8 +327,8 @@ int main(int argc, char **argv) {
   CU(cu->cuGraphExecDestroy(ge));
   CU(cu->cuGraphDestroy(cg));
 
-  printf("\nlibfgload GPU test: %s on %s (sm_%d%d, driver %d)\n", artifact, di.name, di.cc_major, di.cc_minor,
-         di.driver_version);
+  printf("\nlibfgload GPU test: %s on %s (sm_%d%d, driver %d)\n", artifact, di.name, di.cc_major,
+         di.cc_minor, di.driver_version);
   printf("| measurement                               | value        |\n");
   printf("|-------------------------------------------|--------------|\n");
   printf("| context creation (not part of a load)     | %9.2f ms |\n", ctx_ms);
@@ -295,11 +338,13 @@ int main(int argc, char **argv) {
   printf("| bare cuLaunchKernel host time (median)    | %9.2f us |\n", bare_us);
   printf("| fgl_run host time, 1 kernel (median)      | %9.2f us |\n", run_us);
   printf("| fgl_run overhead over cuLaunchKernel      | %9.2f us |\n", run_us - bare_us);
-  printf("| results vectorized / plain kernel         | %s / %s  |\n", ok_vec ? "ok  " : "FAIL", ok_plain ? "ok  " : "FAIL");
-  printf("| bad inputs rejected, output untouched     | %d/%d, %s     |\n", bad_ok, n_bad, untouched ? "yes" : "NO ");
+  printf("| results vectorized / plain kernel         | %s / %s  |\n", ok_vec ? "ok  " : "FAIL",
+         ok_plain ? "ok  " : "FAIL");
+  printf("| bad inputs rejected, output untouched     | %d/%d, %s     |\n", bad_ok, n_bad,
+         untouched ? "yes" : "NO ");
   printf("| CUDA graph x100 == direct run             | %s          |\n", same ? "yes" : "NO ");
-  printf("targets: warm load <= 2 ms: %s; fgl_run overhead <= 5 us: %s\n", warm_ms <= 2.0 ? "met" : "MISSED",
-         run_us - bare_us <= 5.0 ? "met" : "MISSED");
+  printf("targets: warm load <= 2 ms: %s; fgl_run overhead <= 5 us: %s\n",
+         warm_ms <= 2.0 ? "met" : "MISSED", run_us - bare_us <= 5.0 ? "met" : "MISSED");
   EXPECT(warm_ms <= 2.0, "warm load %.3f ms > 2 ms", warm_ms);
 
   CU(cu->cuModuleUnload(bare_mod));
@@ -310,7 +355,12 @@ int main(int argc, char **argv) {
   fgl_free(mod, o2, NULL);
   fgl_graph_free(g, NULL);
   fgl_module_free(mod, NULL);
-  free(hx); free(hy); free(ho); free(ho2); free(tb); free(tr);
+  free(hx);
+  free(hy);
+  free(ho);
+  free(ho2);
+  free(tb);
+  free(tr);
   printf("%s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }

@@ -7,15 +7,15 @@
 
 #include "cuda_api.h"
 
-#define CU(call)                                                                       \
-  do {                                                                                 \
-    CUresult r_ = (call);                                                              \
-    if (r_ != CUDA_SUCCESS) {                                                          \
-      char t_[200];                                                                    \
-      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                        \
-             fgl_cuda_error_text(r_, t_, sizeof t_));                                  \
-      exit(1);                                                                         \
-    }                                                                                  \
+#define CU(call)                                                                                   \
+  do {                                                                                             \
+    CUresult r_ = (call);                                                                          \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      char t_[200];                                                                                \
+      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,                                    \
+             fgl_cuda_error_text(r_, t_, sizeof t_));                                              \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /* The driver API, or exit 77 (ctest's "skipped") when there is no driver

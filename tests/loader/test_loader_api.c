@@ -23,7 +23,8 @@ static char cache_dir[256];
 
 static char logs[8192];
 static void logcb(void *u, fgl_log_level lv, const char *m) {
-  (void)u; (void)lv;
+  (void)u;
+  (void)lv;
   size_t n = strlen(logs);
   snprintf(logs + n, sizeof logs - n, "%s\n", m);
 }
@@ -57,12 +58,14 @@ static int in_child(const char *env, const char *val, fgl_status want, const cha
 }
 
 static void test_no_driver(void) {
-  CHECK(in_child("FGL_LIBCUDA", "/nonexistent/libcuda.so.1", FGL_ERR_NO_DRIVER, "no CUDA driver: cannot load /nonexistent/libcuda.so.1"));
+  CHECK(in_child("FGL_LIBCUDA", "/nonexistent/libcuda.so.1", FGL_ERR_NO_DRIVER,
+                 "no CUDA driver: cannot load /nonexistent/libcuda.so.1"));
   CHECK(in_child("FAKE_CUDA_DEVICES", "0", FGL_ERR_NO_DRIVER, "no CUDA device"));
 }
 
 static void test_dtypes(void) {
-  const char *names[] = {"bool", "i8", "u8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
+  const char *names[] = {"bool", "i8",   "u8",  "i16", "i32",    "i64",
+                         "f16",  "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
   const int sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
   CHECK(FGL_DTYPE_COUNT == 12 && FGL_BF16 == 7 && FGL_F8E5M2 == 11);
   for (int i = 0; i < FGL_DTYPE_COUNT; i++) {
@@ -79,18 +82,28 @@ static void test_load(void) {
   fgl_load_options o = opts();
   fgl_load_stats s;
   /* errors */
-  CHECK(fgl_module_load_file("/nonexistent.ptx", &o, &m, &e) == FGL_ERR_IO && strstr(e.msg, "/nonexistent.ptx: cannot open"));
+  CHECK(fgl_module_load_file("/nonexistent.ptx", &o, &m, &e) == FGL_ERR_IO &&
+        strstr(e.msg, "/nonexistent.ptx: cannot open"));
   CHECK(m == NULL);
   const char *bad = "// fusec-plan 7\n";
   CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7 is not supported: this loader reads plan version 1"), "%s", e.msg);
+  CHECK_MSG(
+      !strcmp(
+          e.msg,
+          "<memory>: line 1: plan version 7 is not supported: this loader reads plan version 1"),
+      "%s", e.msg);
   CHECK(fgl_module_load_data(NULL, 0, &o, NULL, &e) == FGL_ERR_INVALID_ARGUMENT);
   size_t len = 0;
   char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) { CHECK(0); return; }
+  if (!text) {
+    CHECK(0);
+    return;
+  }
   char *failing = tl_replace(text, "// Hand-written", "// FAKE_JIT_FAIL Hand-written");
   CHECK(fgl_module_load_data(failing, strlen(failing), &o, &m, &e) == FGL_ERR_CUDA);
-  CHECK_MSG(strstr(e.msg, "PTX JIT failed: CUDA_ERROR_INVALID_PTX") && strstr(e.msg, "ptxas fatal: fake JIT failure"), "%s", e.msg);
+  CHECK_MSG(strstr(e.msg, "PTX JIT failed: CUDA_ERROR_INVALID_PTX") &&
+                strstr(e.msg, "ptxas fatal: fake JIT failure"),
+            "%s", e.msg);
   free(failing);
   o.jit_opt_level = 9;
   CHECK(fgl_module_load_data(text, len, &o, &m, &e) == FGL_ERR_INVALID_ARGUMENT);
@@ -105,8 +118,8 @@ static void test_load(void) {
   CHECK(fake_count("jit") == 1);
   CHECK(fgl_module_load_stats(m, &s, &e) == FGL_OK && s.cache_hit == 1);
   fgl_device_info di;
-  CHECK(fgl_module_device_info(m, &di, &e) == FGL_OK && !strcmp(di.name, "Fake GPU") && di.cc_major == 9 &&
-        di.cc_minor == 0 && di.driver_version == 12040);
+  CHECK(fgl_module_device_info(m, &di, &e) == FGL_OK && !strcmp(di.name, "Fake GPU") &&
+        di.cc_major == 9 && di.cc_minor == 0 && di.driver_version == 12040);
   fgl_module_free(m, &e);
   /* A well-formed entry (valid checksum, right key) whose cubin the driver
    * refuses: the load JITs again and replaces it (every later load failed
@@ -117,17 +130,20 @@ static void test_load(void) {
     for (struct dirent *de; d && (de = readdir(d));)
       if (strstr(de->d_name, ".cubin") && de->d_name[0] != '.')
         snprintf(entry, sizeof entry, "%s/%s", cache_dir, de->d_name);
-    if (d) closedir(d);
+    if (d)
+      closedir(d);
     size_t elen = 0;
     unsigned char *img = entry[0] ? (unsigned char *)tl_read_file(entry, &elen) : NULL;
     CHECK(img && elen > CACHE_HEADER_SIZE + 10);
     if (img && elen > CACHE_HEADER_SIZE + 10) {
       memcpy(img + CACHE_HEADER_SIZE, "NOTACUBIN\n", 10); /* the fake driver refuses it */
       uint64_t h = XXH3_64bits(img + CACHE_HEADER_SIZE, elen - CACHE_HEADER_SIZE);
-      for (int i = 0; i < 8; i++) img[40 + i] = (unsigned char)(h >> (8 * i));
+      for (int i = 0; i < 8; i++)
+        img[40 + i] = (unsigned char)(h >> (8 * i));
       FILE *f = fopen(entry, "wb");
       CHECK(f && fwrite(img, 1, elen, f) == elen);
-      if (f) fclose(f);
+      if (f)
+        fclose(f);
       int jits = (int)fake_count("jit");
       CHECK_MSG(fgl_module_load_data(text, len, &o, &m, &e) == FGL_OK, "%s", e.msg);
       CHECK(fake_count("jit") == jits + 1);
@@ -176,7 +192,8 @@ static void test_load(void) {
   free(dyn);
   /* a newer target than the device */
   char *sm100 = tl_replace(text, "// target sm_80", "// target sm_100");
-  CHECK(fgl_module_load_data(sm100, strlen(sm100), &o, &m, &e) == FGL_ERR_UNSUPPORTED && strstr(e.msg, "targets sm_100"));
+  CHECK(fgl_module_load_data(sm100, strlen(sm100), &o, &m, &e) == FGL_ERR_UNSUPPORTED &&
+        strstr(e.msg, "targets sm_100"));
   free(sm100);
   free(text);
 }
@@ -192,26 +209,28 @@ static void test_queries(fgl_module *m) {
   CHECK(fgl_module_num_graphs(m, &n, &e) == FGL_OK && n == 2);
   CHECK(fgl_module_graph_at(m, 1, &gi, &e) == FGL_OK && !strcmp(gi.name, "ident"));
   CHECK(fgl_module_graph_at(m, 2, &gi, &e) == FGL_ERR_INVALID_ARGUMENT);
-  CHECK(fgl_module_graph_info(m, "axpy", &gi, &e) == FGL_OK && gi.n_params == 3 && gi.n_results == 3 &&
-        gi.n_temps == 1 && gi.n_kernels == 1);
+  CHECK(fgl_module_graph_info(m, "axpy", &gi, &e) == FGL_OK && gi.n_params == 3 &&
+        gi.n_results == 3 && gi.n_temps == 1 && gi.n_kernels == 1);
   CHECK(fgl_module_graph_info(m, "nope", &gi, &e) == FGL_ERR_NOT_FOUND);
   CHECK_MSG(!strcmp(e.msg, "no graph 'nope' in the module (it has: axpy, ident)"), "%s", e.msg);
   fgl_temp_info ti;
-  CHECK(fgl_module_temp_info(m, "axpy", 0, &ti, &e) == FGL_OK && ti.bytes == 4096 && ti.align == 256 && ti.zero);
+  CHECK(fgl_module_temp_info(m, "axpy", 0, &ti, &e) == FGL_OK && ti.bytes == 4096 &&
+        ti.align == 256 && ti.zero);
   CHECK(fgl_module_temp_info(m, "axpy", 1, &ti, &e) == FGL_ERR_INVALID_ARGUMENT);
   fgl_graph *g;
   CHECK(fgl_graph_create(m, "nope", &g, &e) == FGL_ERR_NOT_FOUND);
   CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
   fgl_param_info pi;
-  CHECK(fgl_graph_param(g, 1, &pi, &e) == FGL_OK && !strcmp(pi.name, "y") && pi.dtype == FGL_F32 && pi.rank == 1 &&
-        pi.sizes[0] == N && pi.strides[0] == 1 && !pi.is_scalar);
+  CHECK(fgl_graph_param(g, 1, &pi, &e) == FGL_OK && !strcmp(pi.name, "y") && pi.dtype == FGL_F32 &&
+        pi.rank == 1 && pi.sizes[0] == N && pi.strides[0] == 1 && !pi.is_scalar);
   CHECK(fgl_graph_param(g, 2, &pi, &e) == FGL_OK && pi.is_scalar && pi.rank == 0);
   CHECK(fgl_graph_param(g, 3, &pi, &e) == FGL_ERR_INVALID_ARGUMENT);
   fgl_result_info ri;
   CHECK(fgl_graph_result(g, 0, &ri, &e) == FGL_OK && !ri.is_view && ri.base_index == -1);
-  CHECK(fgl_graph_result(g, 1, &ri, &e) == FGL_OK && ri.is_view && ri.base_is_param && ri.base_index == 0 &&
-        ri.rank == 2 && ri.sizes[1] == 1024);
-  CHECK(fgl_graph_result(g, 2, &ri, &e) == FGL_OK && ri.is_view && !ri.base_is_param && ri.offset == 1024);
+  CHECK(fgl_graph_result(g, 1, &ri, &e) == FGL_OK && ri.is_view && ri.base_is_param &&
+        ri.base_index == 0 && ri.rank == 2 && ri.sizes[1] == 1024);
+  CHECK(fgl_graph_result(g, 2, &ri, &e) == FGL_OK && ri.is_view && !ri.base_is_param &&
+        ri.offset == 1024);
   fgl_graph_free(g, &e);
 }
 
@@ -222,13 +241,15 @@ static void test_temps(fgl_module *m) {
   CHECK(fgl_malloc(m, 8192, &t, &e) == FGL_OK);
   CHECK(fgl_memset(m, t, 0xAB, 8192, &e) == FGL_OK);
   fgl_devptr bad = t + 16;
-  CHECK(fgl_graph_create_with_temps(m, "axpy", &bad, 1, &g, &e) == FGL_ERR_INVALID_ARGUMENT && strstr(e.msg, "not aligned to 256"));
+  CHECK(fgl_graph_create_with_temps(m, "axpy", &bad, 1, &g, &e) == FGL_ERR_INVALID_ARGUMENT &&
+        strstr(e.msg, "not aligned to 256"));
   CHECK(fgl_graph_create_with_temps(m, "axpy", &t, 0, &g, &e) == FGL_ERR_INVALID_ARGUMENT);
   CHECK(fgl_graph_create_with_temps(m, "axpy", &t, 1, &g, &e) == FGL_OK);
   unsigned char h[8192];
   CHECK(fgl_memcpy_dtoh(m, h, t, sizeof h, &e) == FGL_OK);
   int zeroed = 1;
-  for (int i = 0; i < 4096; i++) zeroed &= h[i] == 0;
+  for (int i = 0; i < 4096; i++)
+    zeroed &= h[i] == 0;
   CHECK(zeroed && h[4096] == 0xAB); /* exactly the temp's bytes */
   fgl_graph_free(g, &e);
   CHECK(fgl_free(m, t, &e) == FGL_OK);
@@ -236,7 +257,8 @@ static void test_temps(fgl_module *m) {
 
 static void upload(fgl_module *m, fgl_devptr d, float base, float step) {
   float *h = malloc(N * sizeof *h);
-  for (int i = 0; i < N; i++) h[i] = base + step * (float)(i % 1000);
+  for (int i = 0; i < N; i++)
+    h[i] = base + step * (float)(i % 1000);
   fgl_error e;
   CHECK(fgl_memcpy_htod(m, d, h, N * sizeof *h, &e) == FGL_OK);
   free(h);
@@ -249,7 +271,8 @@ static int check_out(fgl_module *m, fgl_devptr out, float alpha) {
   int ok = 1;
   for (int i = 0; i < N && ok; i++) {
     float x = 1.0f + 0.5f * (float)(i % 1000), y = -2.0f + 0.25f * (float)(i % 1000);
-    if (h[i] != x + alpha * y) ok = 0;
+    if (h[i] != x + alpha * y)
+      ok = 0;
   }
   free(h);
   return ok;
@@ -260,7 +283,8 @@ static int all_ff(fgl_module *m, fgl_devptr out) {
   fgl_error e;
   fgl_memcpy_dtoh(m, h, out, N * 4, &e);
   int ok = 1;
-  for (int i = 0; i < N * 4; i++) ok &= h[i] == 0xFF;
+  for (int i = 0; i < N * 4; i++)
+    ok &= h[i] == 0xFF;
   free(h);
   return ok;
 }
@@ -296,12 +320,12 @@ static void test_run(fgl_module *m) {
   CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK);
   CHECK(fake_count("launch") == 1 && !strcmp(fake_last(), "fg_axpy_k0_v4"));
   /* a run launches and nothing else */
-  CHECK(fake_count("alloc") == 0 && fake_count("free") == 0 && fake_count("sync") == 0 && fake_count("memset") == 0 &&
-        fake_count("htod") == 0 && fake_count("dtoh") == 0);
+  CHECK(fake_count("alloc") == 0 && fake_count("free") == 0 && fake_count("sync") == 0 &&
+        fake_count("memset") == 0 && fake_count("htod") == 0 && fake_count("dtoh") == 0);
   CHECK(check_out(m, b.out, 2.0f));
   /* views: pointer, sizes, strides */
-  CHECK(out[1].ptr == b.x && out[1].dtype == FGL_F32 && out[1].rank == 2 && out[1].sizes[0] == 1024 &&
-        out[1].strides[0] == 1024 && out[1].strides[1] == 1);
+  CHECK(out[1].ptr == b.x && out[1].dtype == FGL_F32 && out[1].rank == 2 &&
+        out[1].sizes[0] == 1024 && out[1].strides[0] == 1024 && out[1].strides[1] == 1);
   CHECK(out[2].ptr == b.out + 1024 * 4 && out[2].rank == 1 && out[2].sizes[0] == 1024);
   /* 4-byte aligned but not 16: the plain kernel */
   fgl_devptr x4 = b.raw + 4;
@@ -341,31 +365,63 @@ static void test_run(fgl_module *m) {
     set_args(in2, out2, &b, 2.0);
     int n_in = 3, n_out = 3;
     switch (c) {
-    case 0: n_in = 2; break;
-    case 1: n_out = 2; break;
-    case 2: in2[1].tensor.dtype = FGL_BF16; break;
-    case 3: in2[0].tensor.sizes[0] = N - 1; break;
-    case 4: in2[0].tensor.strides[0] = 2; break;
-    case 5: { int64_t s[2] = {1024, 1024}; fgl_tensor_contiguous(&in2[0].tensor, b.x, FGL_F32, 2, s); } break;
-    case 6: in2[1].tensor.ptr = 0; break;
-    case 7: in2[0].tensor.ptr = b.x + 2; break;
-    case 8: in2[2].scalar_dtype = FGL_F64; break;
-    case 9: in2[2] = in2[1]; break;
-    case 10: in2[0] = fgl_arg_float(FGL_F32, 1.0); break;
-    case 11: out2[0].strides[0] = -1; break;
-    case 12: out2[0].ptr = 0; break;
-    case 13: in2[0].tensor.rank = 9; break;
+    case 0:
+      n_in = 2;
+      break;
+    case 1:
+      n_out = 2;
+      break;
+    case 2:
+      in2[1].tensor.dtype = FGL_BF16;
+      break;
+    case 3:
+      in2[0].tensor.sizes[0] = N - 1;
+      break;
+    case 4:
+      in2[0].tensor.strides[0] = 2;
+      break;
+    case 5: {
+      int64_t s[2] = {1024, 1024};
+      fgl_tensor_contiguous(&in2[0].tensor, b.x, FGL_F32, 2, s);
+    } break;
+    case 6:
+      in2[1].tensor.ptr = 0;
+      break;
+    case 7:
+      in2[0].tensor.ptr = b.x + 2;
+      break;
+    case 8:
+      in2[2].scalar_dtype = FGL_F64;
+      break;
+    case 9:
+      in2[2] = in2[1];
+      break;
+    case 10:
+      in2[0] = fgl_arg_float(FGL_F32, 1.0);
+      break;
+    case 11:
+      out2[0].strides[0] = -1;
+      break;
+    case 12:
+      out2[0].ptr = 0;
+      break;
+    case 13:
+      in2[0].tensor.rank = 9;
+      break;
     }
     fake_reset();
     fgl_error e2 = {0};
     fgl_status st = fgl_run(g, in2, n_in, out2, n_out, NULL, &e2);
-    CHECK_MSG(st == FGL_ERR_MISMATCH && e2.status == FGL_ERR_MISMATCH, "case %d: status %s", c, fgl_status_name(st));
-    CHECK_MSG(strstr(e2.msg, want[c]) == e2.msg, "case %d: '%s' does not start with '%s'", c, e2.msg, want[c]);
+    CHECK_MSG(st == FGL_ERR_MISMATCH && e2.status == FGL_ERR_MISMATCH, "case %d: status %s", c,
+              fgl_status_name(st));
+    CHECK_MSG(strstr(e2.msg, want[c]) == e2.msg, "case %d: '%s' does not start with '%s'", c,
+              e2.msg, want[c]);
     CHECK_MSG(fake_count("launch") == 0, "case %d launched", c);
     unsigned char sentinel[sizeof out2[1]];
     memset(sentinel, 0x77, sizeof sentinel);
     CHECK_MSG(!memcmp(&out2[1], sentinel, sizeof sentinel), "case %d: view filled", c);
-    if (getenv("FGL_TEST_VERBOSE")) printf("rejected: %s\n", e2.msg);
+    if (getenv("FGL_TEST_VERBOSE"))
+      printf("rejected: %s\n", e2.msg);
     nc++;
   }
   CHECK(all_ff(m, b.out));
@@ -379,8 +435,10 @@ static void test_run(fgl_module *m) {
   ia.is_scalar = 0;
   fgl_tensor io;
   fake_reset();
-  CHECK(fgl_run(gi, &ia, 1, &io, 1, NULL, &e) == FGL_OK && fake_count("launch") == 0 && fake_count("push") == 0);
-  CHECK(io.ptr == b.y && io.rank == 2 && io.sizes[0] == 8 && io.strides[0] == 1 && io.strides[1] == 8);
+  CHECK(fgl_run(gi, &ia, 1, &io, 1, NULL, &e) == FGL_OK && fake_count("launch") == 0 &&
+        fake_count("push") == 0);
+  CHECK(io.ptr == b.y && io.rank == 2 && io.sizes[0] == 8 && io.strides[0] == 1 &&
+        io.strides[1] == 8);
   fgl_graph_free(gi, &e);
   fgl_graph_free(g, &e);
   fgl_free(m, b.raw, &e);
@@ -407,10 +465,12 @@ static void *thread_main(void *arg) {
   o.log = NULL;
   fgl_module *m;
   fgl_error e;
-  if (fgl_module_load_file(FGL_FIXTURES "/add.ptx", &o, &m, &e) != FGL_OK) return (void *)1;
+  if (fgl_module_load_file(FGL_FIXTURES "/add.ptx", &o, &m, &e) != FGL_OK)
+    return (void *)1;
   fgl_graph *g;
   long bad = 0;
-  if (fgl_graph_create(m, "axpy", &g, &e) != FGL_OK) return (void *)1;
+  if (fgl_graph_create(m, "axpy", &g, &e) != FGL_OK)
+    return (void *)1;
   bufs b;
   fgl_malloc(m, N * 4, &b.x, &e);
   fgl_malloc(m, N * 4, &b.y, &e);
@@ -421,7 +481,8 @@ static void *thread_main(void *arg) {
     fgl_arg in[3];
     fgl_tensor out[3];
     set_args(in, out, &b, (double)i);
-    if (fgl_run(g, in, 3, out, 3, NULL, &e) != FGL_OK || !check_out(m, b.out, (float)i)) bad++;
+    if (fgl_run(g, in, 3, out, 3, NULL, &e) != FGL_OK || !check_out(m, b.out, (float)i))
+      bad++;
   }
   fgl_free(m, b.x, &e);
   fgl_free(m, b.y, &e);
@@ -433,7 +494,8 @@ static void *thread_main(void *arg) {
 
 static void test_threads(void) {
   pthread_t t[4];
-  for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, thread_main, NULL);
+  for (int i = 0; i < 4; i++)
+    pthread_create(&t[i], NULL, thread_main, NULL);
   for (int i = 0; i < 4; i++) {
     void *r;
     pthread_join(t[i], &r);
@@ -477,7 +539,8 @@ static void test_args_and_overlap(fgl_module *m) {
   CHECK(fgl_malloc(m, 3 * N * 4, &big, &e) == FGL_OK);
   in[1].tensor.ptr = big;
   out[0].ptr = big + 4 * (N - 1); /* one element in common */
-  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH && strstr(e.msg, "overlaps input 1 ('y')"));
+  CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH &&
+        strstr(e.msg, "overlaps input 1 ('y')"));
   out[0].ptr = big + 4 * N; /* adjacent: no element in common */
   CHECK_MSG(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_OK, "%s", e.msg);
   fgl_free(m, big, &e);
@@ -489,7 +552,8 @@ static void test_args_and_overlap(fgl_module *m) {
    * other is refused (it reached the kernel as 0 before) */
   size_t len = 0;
   char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  char *isc = text ? tl_replace(text, "param 2 alpha f32 scalar", "param 2 alpha i64 scalar") : NULL;
+  char *isc =
+      text ? tl_replace(text, "param 2 alpha f32 scalar", "param 2 alpha i64 scalar") : NULL;
   fgl_module *mi = NULL;
   fgl_load_options o = opts();
   CHECK(isc && fgl_module_load_data(isc, strlen(isc), &o, &mi, &e) == FGL_OK);
@@ -498,7 +562,8 @@ static void test_args_and_overlap(fgl_module *m) {
           fgl_malloc(mi, N * 4, &b.out, &e) == FGL_OK);
     set_args(in, out, &b, 0.0);
     in[2] = fgl_arg_float(FGL_I64, 2.5);
-    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH && strstr(e.msg, "not a whole number"));
+    CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH &&
+          strstr(e.msg, "not a whole number"));
     in[2] = fgl_arg_float(FGL_I64, NAN);
     CHECK(fgl_run(g, in, 3, out, 3, NULL, &e) == FGL_ERR_MISMATCH);
     in[2] = fgl_arg_float(FGL_I64, 1e300);
@@ -510,7 +575,8 @@ static void test_args_and_overlap(fgl_module *m) {
     fgl_free(mi, b.out, &e);
     fgl_graph_free(g, &e);
   }
-  if (mi) fgl_module_free(mi, &e);
+  if (mi)
+    fgl_module_free(mi, &e);
   free(isc);
   free(text);
 }
@@ -520,14 +586,18 @@ static void test_args_and_overlap(fgl_module *m) {
 static void test_empty_grid(void) {
   size_t len = 0;
   char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) { CHECK(0); return; }
+  if (!text) {
+    CHECK(0);
+    return;
+  }
   char *empty = tl_replace(text, "fg_axpy_k0 grid 1024 1 1", "fg_axpy_k0 grid 0 1 1");
   fgl_module *m = NULL;
   fgl_error e = {0};
   fgl_load_options o = opts();
   CHECK_MSG(fgl_module_load_data(empty, strlen(empty), &o, &m, &e) == FGL_OK, "%s", e.msg);
   fgl_graph *g = NULL;
-  if (m) CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+  if (m)
+    CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
   if (g) {
     bufs b;
     CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
@@ -548,8 +618,10 @@ static void test_empty_grid(void) {
   /* grid y and z stay at least 1 */
   char *bad = tl_replace(text, "fg_axpy_k0 grid 1024 1 1", "fg_axpy_k0 grid 4 0 1");
   fgl_module *m2 = NULL;
-  CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m2, &e) == FGL_ERR_PLAN && strstr(e.msg, "grid y"));
-  if (m) fgl_module_free(m, &e);
+  CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m2, &e) == FGL_ERR_PLAN &&
+        strstr(e.msg, "grid y"));
+  if (m)
+    fgl_module_free(m, &e);
   free(bad);
   free(empty);
   free(text);
@@ -566,7 +638,8 @@ int main(void) {
   test_dtypes();
   void *h = dlopen(lib, RTLD_NOW);
   CHECK(h != NULL);
-  if (!h) return 1;
+  if (!h)
+    return 1;
   fake_count = (long (*)(const char *))dlsym(h, "fake_cuda_count");
   fake_reset = (void (*)(void))dlsym(h, "fake_cuda_reset");
   fake_last = (const char *(*)(void))dlsym(h, "fake_cuda_last_entry");
@@ -586,6 +659,7 @@ int main(void) {
   dlclose(h);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
-  if (system(cmd) != 0) CHECK(0);
+  if (system(cmd) != 0)
+    CHECK(0);
   TL_DONE("test_loader_api");
 }

@@ -18,7 +18,8 @@
 static char logbuf[16384];
 static void logcb(void *u, fgl_log_level lv, const char *msg) {
   (void)u;
-  if (lv < FGL_LOG_WARN) return;
+  if (lv < FGL_LOG_WARN)
+    return;
   size_t n = strlen(logbuf);
   snprintf(logbuf + n, sizeof logbuf - n, "%s\n", msg);
 }
@@ -26,15 +27,21 @@ static void logcb(void *u, fgl_log_level lv, const char *msg) {
 static int jit_calls;
 static size_t jit_payload = 64;
 /* Stand-in for the driver JIT: a deterministic "cubin" derived from the PTX. */
-static int fake_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *o, void **cubin, size_t *n,
-                    char *err, size_t errlen) {
-  (void)ctx; (void)o;
+static int fake_jit(void *ctx, const char *ptx, size_t len, const fgl_jit_opts *o, void **cubin,
+                    size_t *n, char *err, size_t errlen) {
+  (void)ctx;
+  (void)o;
   jit_calls++;
-  if (strstr(ptx, "FAIL")) { snprintf(err, errlen, "fake jit: FAIL"); return -1; }
+  if (strstr(ptx, "FAIL")) {
+    snprintf(err, errlen, "fake jit: FAIL");
+    return -1;
+  }
   unsigned char *b = malloc(jit_payload);
   uint64_t h = XXH3_64bits(ptx, len);
-  for (size_t i = 0; i < jit_payload; i++) b[i] = (unsigned char)(h >> (8 * (i % 8))) ^ (unsigned char)i;
-  if (jit_payload >= 6) memcpy(b, "CUBIN:", 6);
+  for (size_t i = 0; i < jit_payload; i++)
+    b[i] = (unsigned char)(h >> (8 * (i % 8))) ^ (unsigned char)i;
+  if (jit_payload >= 6)
+    memcpy(b, "CUBIN:", 6);
   *cubin = b;
   *n = jit_payload;
   return 0;
@@ -71,7 +78,9 @@ static int get(const fgl_cache_cfg *c) {
   size_t n = 0;
   int hit = -1;
   char err[256];
-  if (fgl_cache_get(c, PTX, strlen(PTX), fake_jit, NULL, &cubin, &n, &hit, NULL, err, sizeof err) != 0) return -1;
+  if (fgl_cache_get(c, PTX, strlen(PTX), fake_jit, NULL, &cubin, &n, &hit, NULL, err, sizeof err) !=
+      0)
+    return -1;
   CHECK_MSG(expected_cubin(PTX, cubin, n), "wrong cubin returned");
   free(cubin);
   return hit;
@@ -88,13 +97,15 @@ static int entry_valid(const fgl_cache_cfg *c) {
   entry_path(c, path, sizeof path);
   size_t len;
   char *b = tl_read_file(path, &len);
-  if (!b) return 0;
+  if (!b)
+    return 0;
   fgl_cache_key k;
   fgl_cache_key_compute(c, PTX, strlen(PTX), &k);
   const void *pl;
   size_t pn;
   char why[128];
-  int ok = fgl_cache_entry_decode(&k, b, len, &pl, &pn, why, sizeof why) == 0 && expected_cubin(PTX, pl, pn);
+  int ok = fgl_cache_entry_decode(&k, b, len, &pl, &pn, why, sizeof why) == 0 &&
+           expected_cubin(PTX, pl, pn);
   free(b);
   return ok;
 }
@@ -109,7 +120,8 @@ static void fresh_dir(char *out, size_t n) {
 static void rm_rf(const char *path) {
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-  if (system(cmd) != 0) fprintf(stderr, "rm -rf %s failed\n", path);
+  if (system(cmd) != 0)
+    fprintf(stderr, "rm -rf %s failed\n", path);
 }
 
 static void test_key(void) {
@@ -120,21 +132,40 @@ static void test_key(void) {
   fgl_cache_key_compute(&c, PTX, strlen(PTX), &k);
   CHECK(!memcmp(k.bytes, k0.bytes, 16));
   /* Golden value: the key format is part of the cache's contract (docs/loader.md). */
-  CHECK_MSG(!strcmp(k0.hex, "f3c8f635fe32ab7fb0dd365bbf007e88") || getenv("FGL_PRINT_KEY"), "key %s", k0.hex);
-  if (getenv("FGL_PRINT_KEY")) printf("key %s\n", k0.hex);
+  CHECK_MSG(!strcmp(k0.hex, "f3c8f635fe32ab7fb0dd365bbf007e88") || getenv("FGL_PRINT_KEY"),
+            "key %s", k0.hex);
+  if (getenv("FGL_PRINT_KEY"))
+    printf("key %s\n", k0.hex);
   /* every component changes the key */
   fgl_cache_cfg v;
-  v = c; v.cc_major = 8; fgl_cache_key_compute(&v, PTX, strlen(PTX), &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
-  v = c; v.cc_minor = 9; fgl_cache_key_compute(&v, PTX, strlen(PTX), &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
-  v = c; v.driver_version = 12050; fgl_cache_key_compute(&v, PTX, strlen(PTX), &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
-  v = c; v.jit.opt_level = 3; fgl_cache_key_compute(&v, PTX, strlen(PTX), &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
-  fgl_cache_key_compute(&c, PTX, strlen(PTX) - 1, &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
+  v = c;
+  v.cc_major = 8;
+  fgl_cache_key_compute(&v, PTX, strlen(PTX), &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
+  v = c;
+  v.cc_minor = 9;
+  fgl_cache_key_compute(&v, PTX, strlen(PTX), &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
+  v = c;
+  v.driver_version = 12050;
+  fgl_cache_key_compute(&v, PTX, strlen(PTX), &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
+  v = c;
+  v.jit.opt_level = 3;
+  fgl_cache_key_compute(&v, PTX, strlen(PTX), &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
+  fgl_cache_key_compute(&c, PTX, strlen(PTX) - 1, &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
   char *p2 = strdup(PTX);
   p2[5] ^= 1;
-  fgl_cache_key_compute(&c, p2, strlen(p2), &k); CHECK(memcmp(k.bytes, k0.bytes, 16));
+  fgl_cache_key_compute(&c, p2, strlen(p2), &k);
+  CHECK(memcmp(k.bytes, k0.bytes, 16));
   free(p2);
   /* the directory does not enter the key */
-  v = c; v.dir = "/y"; fgl_cache_key_compute(&v, PTX, strlen(PTX), &k); CHECK(!memcmp(k.bytes, k0.bytes, 16));
+  v = c;
+  v.dir = "/y";
+  fgl_cache_key_compute(&v, PTX, strlen(PTX), &k);
+  CHECK(!memcmp(k.bytes, k0.bytes, 16));
 }
 
 static void test_resolve(void) {
@@ -179,17 +210,26 @@ static void test_format(void) {
   CHECK(e[16] == 16 && e[17] == 0 && e[23] == 0);
   CHECK(!memcmp(e + 24, k.bytes, 16));
   uint64_t h = XXH3_64bits(payload, 16), got = 0;
-  for (int i = 0; i < 8; i++) got |= (uint64_t)e[40 + i] << (8 * i);
+  for (int i = 0; i < 8; i++)
+    got |= (uint64_t)e[40 + i] << (8 * i);
   CHECK(got == h);
   uint64_t in = 0;
-  for (int i = 0; i < 8; i++) in |= (uint64_t)e[48 + i] << (8 * i);
+  for (int i = 0; i < 8; i++)
+    in |= (uint64_t)e[48 + i] << (8 * i);
   CHECK(in == k.inputs);
   CHECK(!memcmp(e + 56, payload, 16));
   const void *pl;
   size_t pn;
   char why[256];
-  CHECK(fgl_cache_entry_decode(&k, e, n, &pl, &pn, why, sizeof why) == 0 && pn == 16 && !memcmp(pl, payload, 16));
-  struct { const char *name; size_t len; int off; unsigned char x; const char *why; } bad[] = {
+  CHECK(fgl_cache_entry_decode(&k, e, n, &pl, &pn, why, sizeof why) == 0 && pn == 16 &&
+        !memcmp(pl, payload, 16));
+  struct {
+    const char *name;
+    size_t len;
+    int off;
+    unsigned char x;
+    const char *why;
+  } bad[] = {
       {"empty", 0, -1, 0, "empty file"},
       {"short header", 20, -1, 0, "truncated header"},
       {"truncated payload", CACHE_HEADER_SIZE + 8, -1, 0, "(truncated)"},
@@ -206,9 +246,11 @@ static void test_format(void) {
     unsigned char *c2 = malloc(n + 8);
     memcpy(c2, e, n);
     size_t len = bad[i].len ? bad[i].len : (bad[i].off < 0 ? 0 : n);
-    if (bad[i].off >= 0) c2[bad[i].off] ^= bad[i].x;
+    if (bad[i].off >= 0)
+      c2[bad[i].off] ^= bad[i].x;
     why[0] = 0;
-    CHECK_MSG(fgl_cache_entry_decode(&k, c2, len, &pl, &pn, why, sizeof why) == -1, "%s accepted", bad[i].name);
+    CHECK_MSG(fgl_cache_entry_decode(&k, c2, len, &pl, &pn, why, sizeof why) == -1, "%s accepted",
+              bad[i].name);
     CHECK_MSG(strstr(why, bad[i].why), "%s: '%s'", bad[i].name, why);
     free(c2);
   }
@@ -216,12 +258,14 @@ static void test_format(void) {
   unsigned char *c3 = malloc(n + 1);
   memcpy(c3, e, n);
   c3[n] = 0;
-  CHECK(fgl_cache_entry_decode(&k, c3, n + 1, &pl, &pn, why, sizeof why) == -1 && strstr(why, "length mismatch"));
+  CHECK(fgl_cache_entry_decode(&k, c3, n + 1, &pl, &pn, why, sizeof why) == -1 &&
+        strstr(why, "length mismatch"));
   free(c3);
   /* zero-length payload */
   size_t zn;
   unsigned char *z = fgl_cache_entry_encode(&k, "", 0, &zn);
-  CHECK(fgl_cache_entry_decode(&k, z, zn, &pl, &pn, why, sizeof why) == -1 && strstr(why, "zero-length"));
+  CHECK(fgl_cache_entry_decode(&k, z, zn, &pl, &pn, why, sizeof why) == -1 &&
+        strstr(why, "zero-length"));
   free(z);
   free(e);
 }
@@ -265,7 +309,11 @@ static void f_link(const char *p) {
 static void f_other_inputs(const char *p) { patch(p, 48, 0x5a); }
 
 static void test_faults(void) {
-  struct { const char *name; fault_fn fn; const char *log; } faults[] = {
+  struct {
+    const char *name;
+    fault_fn fn;
+    const char *log;
+  } faults[] = {
       {"truncated payload", f_truncate, "truncated"},
       {"truncated header", f_truncate_header, "truncated header"},
       {"zero length", f_empty, "empty file"},
@@ -292,7 +340,8 @@ static void test_faults(void) {
     CHECK(entry_valid(&c));
     faults[i].fn(path);
     CHECK_MSG(get(&c) == 0 && jit_calls == 2, "%s: fault not detected", faults[i].name);
-    CHECK_MSG(strstr(logbuf, faults[i].log) && strstr(logbuf, "rebuilding"), "%s: log was '%s'", faults[i].name, logbuf);
+    CHECK_MSG(strstr(logbuf, faults[i].log) && strstr(logbuf, "rebuilding"), "%s: log was '%s'",
+              faults[i].name, logbuf);
     CHECK_MSG(entry_valid(&c), "%s: entry not replaced", faults[i].name);
     CHECK_MSG(get(&c) == 1 && jit_calls == 2, "%s: not a hit after the rebuild", faults[i].name);
     rm_rf(dir);
@@ -339,7 +388,8 @@ static void test_unusable_dirs(void) {
   jit_calls = 0;
   logbuf[0] = 0;
   CHECK(get(&c) == 0 && get(&c) == 0 && jit_calls == 2);
-  CHECK_MSG(strstr(logbuf, "is unusable") && strstr(logbuf, "running without a cache"), "log '%s'", logbuf);
+  CHECK_MSG(strstr(logbuf, "is unusable") && strstr(logbuf, "running without a cache"), "log '%s'",
+            logbuf);
   /* an existing directory in which no file can be created, even by root */
   c = cfg_for("/proc");
   jit_calls = 0;
@@ -369,8 +419,9 @@ static void test_trust(void) {
   jit_calls = 0;
   logbuf[0] = 0;
   CHECK(get(&c) == 0 && get(&c) == 0 && jit_calls == 2);
-  CHECK_MSG(strstr(logbuf, "writable by others (mode 777)") && strstr(logbuf, "running without a cache"), "log '%s'",
-            logbuf);
+  CHECK_MSG(strstr(logbuf, "writable by others (mode 777)") &&
+                strstr(logbuf, "running without a cache"),
+            "log '%s'", logbuf);
   c.shared = 1;
   jit_calls = 0;
   CHECK(get(&c) == 0 && get(&c) == 1 && jit_calls == 1);
@@ -394,15 +445,19 @@ static void test_stale_temps_and_refresh(void) {
   chmod(dir, 0700);
   fflush(NULL);
   pid_t child = fork();
-  if (child == 0) _exit(0);
+  if (child == 0)
+    _exit(0);
   waitpid(child, NULL, 0); /* a pid no longer alive */
   snprintf(dead, sizeof dead, "%s/.0123.tmp.%ld.AAAAAA", dir, (long)child);
   snprintf(live, sizeof live, "%s/.0123.tmp.%ld.BBBBBB", dir, (long)getpid());
   snprintf(old, sizeof old, "%s/.0123.tmp.%ld.CCCCCC", dir, (long)getpid());
   FILE *f;
-  if ((f = fopen(dead, "w"))) fclose(f);
-  if ((f = fopen(live, "w"))) fclose(f);
-  if ((f = fopen(old, "w"))) fclose(f);
+  if ((f = fopen(dead, "w")))
+    fclose(f);
+  if ((f = fopen(live, "w")))
+    fclose(f);
+  if ((f = fopen(old, "w")))
+    fclose(f);
   struct timespec ts[2] = {{time(NULL) - 3 * 86400, 0}, {time(NULL) - 3 * 86400, 0}};
   CHECK(utimensat(AT_FDCWD, old, ts, 0) == 0);
   fgl_cache_cfg c = cfg_for(dir);
@@ -440,19 +495,31 @@ static void test_permissions(void) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
-    if (as_root && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) _exit(77);
+    if (as_root && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(77);
     int fails = 0;
     fgl_cache_cfg r = cfg_for(ro);
     jit_calls = 0;
     logbuf[0] = 0;
-    if (get(&r) != 0 || get(&r) != 0 || jit_calls != 2) fails++;
-    if (!strstr(logbuf, "cannot write in")) { fprintf(stderr, "read-only dir: log '%s'\n", logbuf); fails++; }
+    if (get(&r) != 0 || get(&r) != 0 || jit_calls != 2)
+      fails++;
+    if (!strstr(logbuf, "cannot write in")) {
+      fprintf(stderr, "read-only dir: log '%s'\n", logbuf);
+      fails++;
+    }
     fgl_cache_cfg w = cfg_for(rw);
     jit_calls = 0;
     logbuf[0] = 0;
-    if (get(&w) != 0 || jit_calls != 1) fails++;
-    if (!strstr(logbuf, "unreadable (Permission denied)")) { fprintf(stderr, "unreadable: log '%s'\n", logbuf); fails++; }
-    if (get(&w) != 1 || jit_calls != 1) { fprintf(stderr, "unreadable entry not replaced\n"); fails++; }
+    if (get(&w) != 0 || jit_calls != 1)
+      fails++;
+    if (!strstr(logbuf, "unreadable (Permission denied)")) {
+      fprintf(stderr, "unreadable: log '%s'\n", logbuf);
+      fails++;
+    }
+    if (get(&w) != 1 || jit_calls != 1) {
+      fprintf(stderr, "unreadable entry not replaced\n");
+      fails++;
+    }
     _exit(fails + tl_failures ? 1 : 0);
   }
   int status = 0;
@@ -460,7 +527,8 @@ static void test_permissions(void) {
   if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
     printf("permissions: skipped (cannot drop privileges)\n");
   else
-    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "permission child failed (status %d)", status);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "permission child failed (status %d)",
+              status);
   chmod(ro, 0755);
   rm_rf(ro);
   rm_rf(rw);
@@ -484,7 +552,8 @@ static void test_race(void) {
     if (kids[i] == 0) {
       close(go[1]);
       char b;
-      if (read(go[0], &b, 1) < 0) _exit(3); /* wait for the start (EOF) */
+      if (read(go[0], &b, 1) < 0)
+        _exit(3); /* wait for the start (EOF) */
       fgl_cache_cfg c = cfg_for(dir);
       c.log = NULL;
       char path[512];
@@ -494,9 +563,11 @@ static void test_race(void) {
       tl_failures = 0;
       for (int k = 0; k < iters; k++) {
         int h = get(&c);
-        if (h < 0) _exit(2);
+        if (h < 0)
+          _exit(2);
         hits += h;
-        if (rand() % 4 == 0) unlink(path);
+        if (rand() % 4 == 0)
+          unlink(path);
       }
       _exit(tl_failures ? 1 : hits > 0 ? 0 : 4);
     }
@@ -518,13 +589,16 @@ static void test_race(void) {
   struct dirent *de;
   int leftovers = 0;
   while (d && (de = readdir(d)))
-    if (strstr(de->d_name, ".tmp.")) leftovers++;
-  if (d) closedir(d);
+    if (strstr(de->d_name, ".tmp."))
+      leftovers++;
+  if (d)
+    closedir(d);
   CHECK_MSG(leftovers == 0, "%d temporary files left", leftovers);
   fgl_cache_cfg c = cfg_for(dir);
   char path[512];
   entry_path(&c, path, sizeof path);
-  if (access(path, F_OK) == 0) CHECK(entry_valid(&c));
+  if (access(path, F_OK) == 0)
+    CHECK(entry_valid(&c));
   printf("race: 8 processes x %d gets, all consistent\n", iters);
   jit_payload = saved_payload;
   rm_rf(dir);

@@ -3,26 +3,26 @@
 #include "plan_parse.h"
 #include "tl.h"
 
-#define PTX                                                                 \
-  "\n.version 7.8\n.target sm_90\n.address_size 64\n"                       \
-  "/* .entry commented_out( */\n"                                           \
-  ".visible .entry k0(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                 \
-  ".visible .entry k0_v(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"               \
+#define PTX                                                                                        \
+  "\n.version 7.8\n.target sm_90\n.address_size 64\n"                                              \
+  "/* .entry commented_out( */\n"                                                                  \
+  ".visible .entry k0(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                        \
+  ".visible .entry k0_v(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                      \
   ".visible .entry k1(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"
 
 static const char *BASE =
-    "// fusec-plan 1\n"                                                          /* 1 */
-    "// target sm_90\n"                                                          /* 2 */
-    "// graph g params 3 results 2 temps 1 kernels 1\n"                          /* 3 */
-    "// param 0 x bf16 [16,64] strides [64,1]\n"                                 /* 4 */
-    "// param 1 s f32 scalar\n"                                                  /* 5 */
-    "// param 2 b bf16 [64] strides [1]\n"                                       /* 6 */
-    "// result 0 bf16 [16,64] strides [64,1] written\n"                          /* 7 */
-    "// result 1 bf16 [1024] strides [1] view p0 offset 0\n"                     /* 8 */
-    "// temp 0 bytes 256 align 16 zero\n"                                        /* 9 */
-    "// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0\n"      /* 10 */
-    "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n"                                 /* 11 */
-    "// end\n"                                                                   /* 12 */
+    "// fusec-plan 1\n"                                                    /* 1 */
+    "// target sm_90\n"                                                    /* 2 */
+    "// graph g params 3 results 2 temps 1 kernels 1\n"                    /* 3 */
+    "// param 0 x bf16 [16,64] strides [64,1]\n"                           /* 4 */
+    "// param 1 s f32 scalar\n"                                            /* 5 */
+    "// param 2 b bf16 [64] strides [1]\n"                                 /* 6 */
+    "// result 0 bf16 [16,64] strides [64,1] written\n"                    /* 7 */
+    "// result 1 bf16 [1024] strides [1] view p0 offset 0\n"               /* 8 */
+    "// temp 0 bytes 256 align 16 zero\n"                                  /* 9 */
+    "// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0\n" /* 10 */
+    "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n"                           /* 11 */
+    "// end\n"                                                             /* 12 */
     PTX;
 
 typedef struct bad_case {
@@ -34,7 +34,8 @@ typedef struct bad_case {
 static const bad_case BAD[] = {
     {NULL, "", 1, "not a fusec artifact"},
     {NULL, ".version 7.8\n.target sm_90\n", 1, "not a fusec artifact"},
-    {"fusec-plan 1", "fusec-plan 2", 1, "plan version 2 is not supported: this loader reads plan version 1"},
+    {"fusec-plan 1", "fusec-plan 2", 1,
+     "plan version 2 is not supported: this loader reads plan version 1"},
     {"fusec-plan 1", "fusec-plan x", 1, "expected '// fusec-plan 1'"},
     {"// target sm_90\n", "", 2, "expected 'target'"},
     {"target sm_90", "target sm90", 2, "bad target 'sm90'"},
@@ -43,17 +44,22 @@ static const bad_case BAD[] = {
     {"results 2", "results 1", 8, "expected 'temp' line"},
     {"param 0 x", "param 1 x", 4, "expected param 0, found param 1"},
     {"x bf16 [16", "x bf17 [16", 4, "unknown dtype 'bf17'"},
-    {"[16,64] strides [64,1]\n// param 1", "[16,64] strides [1]\n// param 1", 4, "2 sizes but 1 strides"},
-    {"[16,64] strides [64,1]\n// param 1", "[-16,64] strides [64,1]\n// param 1", 4, "negative size -16 in dim 0"},
-    {"[16,64] strides [64,1]\n// param 1", "[16,6x4] strides [64,1]\n// param 1", 4, "bad integer list '[16,6x4]'"},
-    {"[16,64] strides [64,1]\n// param 1", "[1,1,1,1,1,1,1,1,1] strides [1,1,1,1,1,1,1,1,1]\n// param 1", 4, "more than 8 dims"},
+    {"[16,64] strides [64,1]\n// param 1", "[16,64] strides [1]\n// param 1", 4,
+     "2 sizes but 1 strides"},
+    {"[16,64] strides [64,1]\n// param 1", "[-16,64] strides [64,1]\n// param 1", 4,
+     "negative size -16 in dim 0"},
+    {"[16,64] strides [64,1]\n// param 1", "[16,6x4] strides [64,1]\n// param 1", 4,
+     "bad integer list '[16,6x4]'"},
+    {"[16,64] strides [64,1]\n// param 1",
+     "[1,1,1,1,1,1,1,1,1] strides [1,1,1,1,1,1,1,1,1]\n// param 1", 4, "more than 8 dims"},
     {"param 2 b", "param 2 x", 6, "duplicate param name 'x'"},
     {"view p0 offset 0", "view p9 offset 0", 8, "view base p9 does not exist"},
     {"view p0 offset 0", "view p0 offset 1", 8, "leaves its base p0"},
     {"view p0 offset 0", "view p1 offset 0", 8, "view base p1 is a scalar parameter"},
     {"view p0 offset 0", "view r1 offset 0", 8, "view base r1 is not a written result"},
     {"view p0 offset 0", "view p0 offset -1", 8, "view offset -1 is out of range"},
-    {"result 1 bf16 [1024]", "result 1 f32 [1024]", 8, "view dtype f32 differs from its base's bf16"},
+    {"result 1 bf16 [1024]", "result 1 f32 [1024]", 8,
+     "view dtype f32 differs from its base's bf16"},
     {"[16,64] strides [64,1] written", "[16,64] strides [0,1] written", 7, "zero stride"},
     {"written", "owned", 7, "expected 'written' or 'view', found 'owned'"},
     {"align 16 zero", "align 24 zero", 9, "temp align 24 is not a power of two"},
@@ -64,7 +70,8 @@ static const bad_case BAD[] = {
     {"args p0,s1,p2,r0,t0", "args p0,s1,p2,r0,t3", 10, "argument t3: no such temp"},
     {"args p0,s1,p2,r0,t0", "args p0,s1,p2,r0,q0", 10, "bad reference 'q0'"},
     {"kernel 0 k0 grid", "kernel 0 k9 grid", 10, "entry 'k9' is not defined in the PTX"},
-    {"kernel 0 k0 grid", "kernel 0 commented_out grid", 10, "entry 'commented_out' is not defined in the PTX"},
+    {"kernel 0 k0 grid", "kernel 0 commented_out grid", 10,
+     "entry 'commented_out' is not defined in the PTX"},
     {"block 256 1 1", "block 1024 2 1", 10, "more than 1024 threads"},
     {"grid 4 1 1", "grid 4 1 0", 10, "grid z 0 is out of range"},
     {"grid 4 1 1", "grid -1 1 1", 10, "grid x -1 is out of range"},
@@ -72,24 +79,38 @@ static const bad_case BAD[] = {
     {"smem 0 args", "smem 0 argz", 10, "expected 'args', found 'argz'"},
     {"ptrs p0,r0", "ptrs p0,t1", 11, "pointer t1 is not an argument of kernel 0"},
     {"k0_v align 16", "k0_v align 3", 11, "kernel-vec align 3 is not a power of two"},
-    {"// kernel-vec 0 k0_v align 16 ptrs p0,r0\n", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n", 12, "kernel 0 has two kernel-vec lines"},
-    {"// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n",
-     "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0\n", 10, "kernel-vec 0 does not follow its kernel line"},
+    {"// kernel-vec 0 k0_v align 16 ptrs p0,r0\n",
+     "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n", 12,
+     "kernel 0 has two kernel-vec lines"},
+    {"// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0\n// kernel-vec 0 k0_v "
+     "align 16 ptrs p0,r0\n",
+     "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel 0 k0 grid 4 1 1 block 256 1 1 smem 0 "
+     "args p0,s1,p2,r0,t0\n",
+     10, "kernel-vec 0 does not follow its kernel line"},
     {"// end\n", "", 12, "the plan ends inside graph 'g' (opened at line 3) without 'end'"},
     {"// end\n", "// end now\n", 12, "unexpected token 'now'"},
     {"// temp 0", "// launch 0", 9, "unknown plan line 'launch'"},
     {"// param 1 s", "//param 1 s", 5, "a plan line must start with '// '"},
     {"// param 1 s f32", "// param 1 s\001f32", 5, "invalid character (byte 0x01)"},
-    {"// graph g params 3 results 2 temps 1 kernels 1\n", "", 3, "expected '// graph ...', found 'param'"},
-    {"// end\n", "// end\n// graph g params 0 results 0 temps 0 kernels 0\n// end\n", 13, "duplicate graph name 'g'"},
-    {"// end\n", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// end\n", 12, "kernel 0 has two kernel-vec lines"},
-    {"// param 0 x", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// param 0 x", 4, "expected 'param' line"},
+    {"// graph g params 3 results 2 temps 1 kernels 1\n", "", 3,
+     "expected '// graph ...', found 'param'"},
+    {"// end\n", "// end\n// graph g params 0 results 0 temps 0 kernels 0\n// end\n", 13,
+     "duplicate graph name 'g'"},
+    {"// end\n", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// end\n", 12,
+     "kernel 0 has two kernel-vec lines"},
+    {"// param 0 x", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// param 0 x", 4,
+     "expected 'param' line"},
     {"temps 1", "temps 99999999", 3, "temps count 99999999 is out of range"},
-    {"// end\n", "// kernel-resident 0 cluster 2\n// kernel-resident 0 cluster 2\n// end\n", 13, "kernel 0 has two kernel-resident lines"},
-    {"// end\n", "// kernel-resident 0 cluster 3\n// end\n", 12, "kernel-resident 0: grid 4x1x1 is not made of clusters of 3"},
-    {"// end\n", "// kernel-resident 0 cluster 0\n// end\n", 12, "kernel-resident cluster 0 is out of range"},
-    {"// end\n", "// kernel-resident 0 clusters 2\n// end\n", 12, "expected 'cluster', found 'clusters'"},
-    {"// end\n", "// kernel-resident 1 cluster 1\n// end\n", 12, "kernel-resident 1 does not follow its kernel line"},
+    {"// end\n", "// kernel-resident 0 cluster 2\n// kernel-resident 0 cluster 2\n// end\n", 13,
+     "kernel 0 has two kernel-resident lines"},
+    {"// end\n", "// kernel-resident 0 cluster 3\n// end\n", 12,
+     "kernel-resident 0: grid 4x1x1 is not made of clusters of 3"},
+    {"// end\n", "// kernel-resident 0 cluster 0\n// end\n", 12,
+     "kernel-resident cluster 0 is out of range"},
+    {"// end\n", "// kernel-resident 0 clusters 2\n// end\n", 12,
+     "expected 'cluster', found 'clusters'"},
+    {"// end\n", "// kernel-resident 1 cluster 1\n// end\n", 12,
+     "kernel-resident 1 does not follow its kernel line"},
 };
 
 static void valid_base(void) {
@@ -97,15 +118,18 @@ static void valid_base(void) {
   char err[512] = "";
   int rc = plan_parse(BASE, strlen(BASE), &p, err, sizeof err);
   CHECK_MSG(rc == 0, "%s", err);
-  if (rc) return;
+  if (rc)
+    return;
   CHECK(p.sm == 90 && !strcmp(p.target, "sm_90"));
   CHECK(p.n_graphs == 1);
   const plan_graph *g = plan_find(&p, "g");
   CHECK(g && g->n_params == 3 && g->n_results == 2 && g->n_temps == 1 && g->n_kernels == 1);
-  CHECK(!strcmp(g->params[0].name, "x") && g->params[0].dtype == FGL_BF16 && g->params[0].rank == 2);
+  CHECK(!strcmp(g->params[0].name, "x") && g->params[0].dtype == FGL_BF16 &&
+        g->params[0].rank == 2);
   CHECK(g->params[0].sizes[0] == 16 && g->params[0].strides[0] == 64 && g->params[0].numel == 1024);
   CHECK(g->params[1].is_scalar && g->params[1].dtype == FGL_F32);
-  CHECK(!g->results[0].is_view && g->results[1].is_view && g->results[1].base.kind == 'p' && g->results[1].base.index == 0);
+  CHECK(!g->results[0].is_view && g->results[1].is_view && g->results[1].base.kind == 'p' &&
+        g->results[1].base.index == 0);
   CHECK(g->temps[0].bytes == 256 && g->temps[0].align == 16 && g->temps[0].zero);
   const plan_kernel *k = &g->kernels[0];
   CHECK(!strcmp(k->entry, "k0") && k->grid[0] == 4 && k->block[0] == 256 && k->n_args == 5);
@@ -131,28 +155,27 @@ static void valid_variants(void) {
   /* CRLF line ends, several graphs, kernel-vec lines after all kernels, a
    * zero-kernel graph, sm_90a, a view of a written result, an LLVM banner
    * comment right after the plan, 0-d tensors and empty tensors. */
-  const char *text =
-      "// fusec-plan 1\r\n"
-      "// target sm_90a\r\n"
-      "// graph two params 1 results 3 temps 0 kernels 2\r\n"
-      "// param 0 x f32 [4,8] strides [8,1]\r\n"
-      "// result 0 f32 [4,8] strides [8,1] written\r\n"
-      "// result 1 f32 [8] strides [1] view r0 offset 24\r\n"
-      "// result 2 f32 [] strides [] written\r\n"
-      "// kernel 0 k0 grid 1 1 1 block 32 1 1 smem 0 args p0,r0\r\n"
-      "// kernel 1 k1 grid 1 1 1 block 32 1 1 smem 0 args r0,r2\r\n"
-      "// kernel-vec 1 k0_v align 16 ptrs r0\r\n"
-      "// kernel-vec 0 k0_v align 8 ptrs p0,r0\r\n"
-      "// end\r\n"
-      "// graph alias params 2 results 2 temps 0 kernels 0\r\n"
-      "// param 0 x u8 [0,5] strides [5,1]\r\n"
-      "// param 1 n i64 scalar\r\n"
-      "// result 0 u8 [0,5] strides [5,1] view p0 offset 0\r\n"
-      "// result 1 u8 [5,0] strides [0,7] view p0 offset 99\r\n"
-      "// end\r\n"
-      "//\r\n"
-      "// Generated by LLVM NVPTX Back-End\r\n"
-      "//\r\n" PTX;
+  const char *text = "// fusec-plan 1\r\n"
+                     "// target sm_90a\r\n"
+                     "// graph two params 1 results 3 temps 0 kernels 2\r\n"
+                     "// param 0 x f32 [4,8] strides [8,1]\r\n"
+                     "// result 0 f32 [4,8] strides [8,1] written\r\n"
+                     "// result 1 f32 [8] strides [1] view r0 offset 24\r\n"
+                     "// result 2 f32 [] strides [] written\r\n"
+                     "// kernel 0 k0 grid 1 1 1 block 32 1 1 smem 0 args p0,r0\r\n"
+                     "// kernel 1 k1 grid 1 1 1 block 32 1 1 smem 0 args r0,r2\r\n"
+                     "// kernel-vec 1 k0_v align 16 ptrs r0\r\n"
+                     "// kernel-vec 0 k0_v align 8 ptrs p0,r0\r\n"
+                     "// end\r\n"
+                     "// graph alias params 2 results 2 temps 0 kernels 0\r\n"
+                     "// param 0 x u8 [0,5] strides [5,1]\r\n"
+                     "// param 1 n i64 scalar\r\n"
+                     "// result 0 u8 [0,5] strides [5,1] view p0 offset 0\r\n"
+                     "// result 1 u8 [5,0] strides [0,7] view p0 offset 99\r\n"
+                     "// end\r\n"
+                     "//\r\n"
+                     "// Generated by LLVM NVPTX Back-End\r\n"
+                     "//\r\n" PTX;
   int rc = plan_parse(text, strlen(text), &p, err, sizeof err);
   CHECK_MSG(rc == 0, "%s", err);
   if (rc == 0) {
@@ -181,7 +204,8 @@ static void valid_variants(void) {
   memcpy(copy, BASE, n);
   rc = plan_parse(copy, n, &p, err, sizeof err);
   CHECK_MSG(rc == 0, "%s", err);
-  if (rc == 0) plan_free(&p);
+  if (rc == 0)
+    plan_free(&p);
   free(copy);
 }
 
@@ -199,10 +223,12 @@ int main(void) {
     char want_line[32];
     snprintf(want_line, sizeof want_line, "line %d: ", c->line);
     CHECK_MSG(rc == -1, "case %d (%s) was accepted", i, c->msg);
-    CHECK_MSG(strncmp(err, want_line, strlen(want_line)) == 0, "case %d: expected '%s...', got '%s'", i, want_line, err);
+    CHECK_MSG(strncmp(err, want_line, strlen(want_line)) == 0,
+              "case %d: expected '%s...', got '%s'", i, want_line, err);
     CHECK_MSG(strstr(err, c->msg) != NULL, "case %d: expected '%s' in '%s'", i, c->msg, err);
     CHECK_MSG(p.n_graphs == 0 && p.graphs == NULL, "case %d: plan not left empty", i);
-    if (getenv("FGL_TEST_VERBOSE")) printf("rejected: %s\n", err);
+    if (getenv("FGL_TEST_VERBOSE"))
+      printf("rejected: %s\n", err);
     free(text);
   }
   printf("%d malformed plans rejected\n", n);

@@ -6,30 +6,30 @@
 #include <string.h>
 
 static int tl_failures;
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      tl_failures++;                                                         \
-    }                                                                        \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+      tl_failures++;                                                                               \
+    }                                                                                              \
   } while (0)
-#define CHECK_MSG(cond, ...)                                                 \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                          \
-      fputc('\n', stderr);                                                   \
-      tl_failures++;                                                         \
-    }                                                                        \
+#define CHECK_MSG(cond, ...)                                                                       \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                     \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      tl_failures++;                                                                               \
+    }                                                                                              \
   } while (0)
-#define TL_DONE(name)                                                        \
-  do {                                                                       \
-    if (tl_failures) {                                                       \
-      fprintf(stderr, "%s: %d check(s) failed\n", name, tl_failures);        \
-      return 1;                                                              \
-    }                                                                        \
-    printf("%s: all checks passed\n", name);                                 \
-    return 0;                                                                \
+#define TL_DONE(name)                                                                              \
+  do {                                                                                             \
+    if (tl_failures) {                                                                             \
+      fprintf(stderr, "%s: %d check(s) failed\n", name, tl_failures);                              \
+      return 1;                                                                                    \
+    }                                                                                              \
+    printf("%s: all checks passed\n", name);                                                       \
+    return 0;                                                                                      \
   } while (0)
 
 /* Replace the first occurrence of `find` in s by `repl` (malloc'd). */
@@ -49,15 +49,21 @@ static inline char *tl_replace(const char *s, const char *find, const char *repl
 
 static inline char *tl_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f)
+    return NULL;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *b = malloc((size_t)n + 1);
-  if (fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); fclose(f); return NULL; }
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    fclose(f);
+    return NULL;
+  }
   b[n] = 0;
   fclose(f);
-  if (len) *len = (size_t)n;
+  if (len)
+    *len = (size_t)n;
   return b;
 }
 #endif

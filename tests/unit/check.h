@@ -8,24 +8,26 @@
 
 static int npass, nfail;
 
-#define CHECK(c)                                                            \
-  do {                                                                      \
-    if (c) npass++;                                                         \
-    else {                                                                  \
-      nfail++;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-    }                                                                       \
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (c)                                                                                         \
+      npass++;                                                                                     \
+    else {                                                                                         \
+      nfail++;                                                                                     \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                        \
+    }                                                                                              \
   } while (0)
 
-#define CHECK_MSG(c, ...)                                                     \
-  do {                                                                        \
-    if (c) npass++;                                                           \
-    else {                                                                    \
-      nfail++;                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c);   \
-      fprintf(stderr, __VA_ARGS__);                                           \
-      fputc('\n', stderr);                                                    \
-    }                                                                         \
+#define CHECK_MSG(c, ...)                                                                          \
+  do {                                                                                             \
+    if (c)                                                                                         \
+      npass++;                                                                                     \
+    else {                                                                                         \
+      nfail++;                                                                                     \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c);                        \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+    }                                                                                              \
   } while (0)
 
 #endif

@@ -23,7 +23,10 @@
 
 /* ---- the algorithm of lower_f8.c in C ---- */
 
-typedef struct { int ebits, mbits, bias, ieee_inf; uint32_t maxcode; } f8fmt;
+typedef struct {
+  int ebits, mbits, bias, ieee_inf;
+  uint32_t maxcode;
+} f8fmt;
 static const f8fmt E4M3 = {4, 3, 7, 0, 0x7e}, E5M2 = {5, 2, 15, 1, 0x7b};
 
 static uint8_t c_encode(uint32_t u, f8fmt f) {
@@ -33,13 +36,16 @@ static uint8_t c_encode(uint32_t u, f8fmt f) {
   uint32_t s = (a & 0x7fffffu) | 0x800000u;
   int32_t ex = e > emin ? e : emin;
   uint32_t shift = (uint32_t)(ex - e + 23 - f.mbits);
-  if (shift > 25) shift = 25;
+  if (shift > 25)
+    shift = 25;
   uint32_t n = s >> shift, rem = s & ((1u << shift) - 1), half = 1u << (shift - 1);
   n += rem > half || (rem == half && (n & 1));
   int32_t code = ((ex + f.bias - 1) << f.mbits) + (int32_t)n;
-  if (code > (int32_t)f.maxcode) code = f.ieee_inf ? 0x7c : 0x7f;
+  if (code > (int32_t)f.maxcode)
+    code = f.ieee_inf ? 0x7c : 0x7f;
   code |= (int32_t)sign;
-  if (a > 0x7f800000u) code = f.ieee_inf ? 0x7e : (int32_t)(sign | 0x7f);
+  if (a > 0x7f800000u)
+    code = f.ieee_inf ? 0x7e : (int32_t)(sign | 0x7f);
   return (uint8_t)code;
 }
 
@@ -52,8 +58,10 @@ static uint32_t c_decode(uint8_t b, f8fmt f) {
   uint32_t sb;
   memcpy(&sb, &sub, 4);
   uint32_t mag = e == 0 ? sb : nb;
-  if (f.ieee_inf && e == eall) mag = mm == 0 ? 0x7f800000u : 0x7fc00000u;
-  if (!f.ieee_inf && e == eall && mm == mall) mag = 0x7fc00000u;
+  if (f.ieee_inf && e == eall)
+    mag = mm == 0 ? 0x7f800000u : 0x7fc00000u;
+  if (!f.ieee_inf && e == eall && mm == mall)
+    mag = 0x7fc00000u;
   return mag | sign;
 }
 
@@ -69,7 +77,8 @@ static float ref_decode(uint8_t b, fg_dtype dt) {
 static bool same_float(uint32_t a, float b) {
   float fa;
   memcpy(&fa, &a, 4);
-  if (isnan(fa) || isnan(b)) return isnan(fa) && isnan(b);
+  if (isnan(fa) || isnan(b))
+    return isnan(fa) && isnan(b);
   uint32_t bb;
   memcpy(&bb, &b, 4);
   return a == bb; /* signed zeros must match too */
@@ -91,8 +100,8 @@ typedef void (*dec_fn)(const uint8_t *in, uint32_t *out, int64_t n);
 
 /* void name(in*, out*, i64 n) { for i < n: out[i] = body(in[i]) } with
  * in/out element types tin/tout. */
-static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMTypeRef tout, fg_dtype dt,
-                      bool encode) {
+static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMTypeRef tout,
+                      fg_dtype dt, bool encode) {
   LLVMContextRef c = fgb_ctx(m);
   LLVMBuilderRef b = fgb_builder(m);
   LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
@@ -103,10 +112,12 @@ static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMType
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, fn, "loop");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
   LLVMPositionBuilderAtEnd(b, entry);
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, LLVMGetParam(fn, 2), LLVMConstInt(i64, 0, 0), ""), loop, done);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, LLVMGetParam(fn, 2), LLVMConstInt(i64, 0, 0), ""),
+                  loop, done);
   LLVMPositionBuilderAtEnd(b, loop);
   LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-  LLVMValueRef x = LLVMBuildLoad2(b, tin, LLVMBuildGEP2(b, tin, LLVMGetParam(fn, 0), &i, 1, ""), "");
+  LLVMValueRef x =
+      LLVMBuildLoad2(b, tin, LLVMBuildGEP2(b, tin, LLVMGetParam(fn, 0), &i, 1, ""), "");
   LLVMValueRef r;
   if (encode) {
     r = fgb_f8_encode_int(m, LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), ""), dt);
@@ -131,22 +142,28 @@ static void test_c_algorithm(bool exhaustive) {
     for (uint64_t k = 0; k < total; k++) {
       uint32_t u = exhaustive ? (uint32_t)k : sample(k);
       uint8_t a = c_encode(u, f), r = ref_encode(u, dts[d]);
-      if (a != r && bad++ < 5) fprintf(stderr, "  %s encode 0x%08x: %02x, dtype.c %02x\n", fg_dtype_name(dts[d]), u, a, r);
+      if (a != r && bad++ < 5)
+        fprintf(stderr, "  %s encode 0x%08x: %02x, dtype.c %02x\n", fg_dtype_name(dts[d]), u, a, r);
     }
-    CHECK_MSG(bad == 0, "%s: C encode differs from dtype.c on %llu of %llu inputs", fg_dtype_name(dts[d]),
-          (unsigned long long)bad, (unsigned long long)total);
+    CHECK_MSG(bad == 0, "%s: C encode differs from dtype.c on %llu of %llu inputs",
+              fg_dtype_name(dts[d]), (unsigned long long)bad, (unsigned long long)total);
     bad = 0;
     for (int b = 0; b < 256; b++)
-      if (!same_float(c_decode((uint8_t)b, f), ref_decode((uint8_t)b, dts[d]))) bad++;
-    CHECK_MSG(bad == 0, "%s: C decode differs from dtype.c on %llu codes", fg_dtype_name(dts[d]), (unsigned long long)bad);
+      if (!same_float(c_decode((uint8_t)b, f), ref_decode((uint8_t)b, dts[d])))
+        bad++;
+    CHECK_MSG(bad == 0, "%s: C decode differs from dtype.c on %llu codes", fg_dtype_name(dts[d]),
+              (unsigned long long)bad);
     /* round trip: every non-NaN code encodes back to itself */
     bad = 0;
     for (int b = 0; b < 256; b++) {
       uint32_t v = c_decode((uint8_t)b, f);
-      if ((v & 0x7fffffffu) > 0x7f800000u) continue;
-      if (c_encode(v, f) != b) bad++;
+      if ((v & 0x7fffffffu) > 0x7f800000u)
+        continue;
+      if (c_encode(v, f) != b)
+        bad++;
     }
-    CHECK_MSG(bad == 0, "%s: %llu codes do not round-trip", fg_dtype_name(dts[d]), (unsigned long long)bad);
+    CHECK_MSG(bad == 0, "%s: %llu codes do not round-trip", fg_dtype_name(dts[d]),
+              (unsigned long long)bad);
   }
 }
 
@@ -154,7 +171,8 @@ static void test_jit(bool exhaustive) {
   char err[512];
   fgb_module *m = fgb_module_create("f8jit", "sm_90", err, sizeof err);
   CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
+  if (!m)
+    return;
   LLVMContextRef c = fgb_ctx(m);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i8 = LLVMInt8TypeInContext(c);
   emit_loop(m, "enc_e4m3", i32, i8, FG_F8E4M3, true);
@@ -189,34 +207,41 @@ static void test_jit(bool exhaustive) {
     enc_fn enc = (enc_fn)(uintptr_t)LLVMGetFunctionAddress(ee, enc_names[d]);
     dec_fn dec = (dec_fn)(uintptr_t)LLVMGetFunctionAddress(ee, dec_names[d]);
     CHECK_MSG(enc && dec, "JIT symbols missing");
-    if (!enc || !dec) continue;
+    if (!enc || !dec)
+      continue;
     uint64_t total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE, bad = 0;
     for (uint64_t k0 = 0; k0 < total; k0 += CHUNK) {
       int64_t n = (int64_t)(total - k0 < CHUNK ? total - k0 : CHUNK);
-      for (int64_t j = 0; j < n; j++) in[j] = exhaustive ? (uint32_t)(k0 + (uint64_t)j) : sample(k0 + (uint64_t)j);
+      for (int64_t j = 0; j < n; j++)
+        in[j] = exhaustive ? (uint32_t)(k0 + (uint64_t)j) : sample(k0 + (uint64_t)j);
       enc(in, out, n);
       for (int64_t j = 0; j < n; j++)
         if (out[j] != c_encode(in[j], f) && bad++ < 5)
-          fprintf(stderr, "  IR %s encode 0x%08x: %02x, expected %02x\n", enc_names[d], in[j], out[j], c_encode(in[j], f));
+          fprintf(stderr, "  IR %s encode 0x%08x: %02x, expected %02x\n", enc_names[d], in[j],
+                  out[j], c_encode(in[j], f));
     }
-    CHECK_MSG(bad == 0, "%s: emitted IR differs on %llu of %llu inputs", enc_names[d], (unsigned long long)bad,
-          (unsigned long long)total);
+    CHECK_MSG(bad == 0, "%s: emitted IR differs on %llu of %llu inputs", enc_names[d],
+              (unsigned long long)bad, (unsigned long long)total);
     uint8_t codes[256];
     uint32_t dv[256];
-    for (int b = 0; b < 256; b++) codes[b] = (uint8_t)b;
+    for (int b = 0; b < 256; b++)
+      codes[b] = (uint8_t)b;
     dec(codes, dv, 256);
     bad = 0;
     for (int b = 0; b < 256; b++)
-      if (!same_float(dv[b], ref_decode((uint8_t)b, d ? FG_F8E5M2 : FG_F8E4M3))) bad++;
-    CHECK_MSG(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d], (unsigned long long)bad);
-    printf("  %s/%s: emitted IR == algorithm on %llu inputs, decode == dtype.c on 256 codes\n", enc_names[d],
-           dec_names[d], (unsigned long long)total);
+      if (!same_float(dv[b], ref_decode((uint8_t)b, d ? FG_F8E5M2 : FG_F8E4M3)))
+        bad++;
+    CHECK_MSG(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d],
+              (unsigned long long)bad);
+    printf("  %s/%s: emitted IR == algorithm on %llu inputs, decode == dtype.c on 256 codes\n",
+           enc_names[d], dec_names[d], (unsigned long long)total);
   }
   free(in);
   free(out);
   /* give the module back to the fgb_module, which disposes it */
   LLVMModuleRef outm;
-  if (!LLVMRemoveModule(ee, mod, &outm, &msg)) LLVMDisposeExecutionEngine(ee);
+  if (!LLVMRemoveModule(ee, mod, &outm, &msg))
+    LLVMDisposeExecutionEngine(ee);
   LLVMDisposeMessage(msg);
   fgb_module_free(m);
 }
@@ -226,6 +251,7 @@ int main(void) {
   bool exhaustive = ex && *ex && *ex != '0';
   test_c_algorithm(exhaustive);
   test_jit(exhaustive);
-  printf("test_backend_f8%s: %d passed, %d failed\n", exhaustive ? " (exhaustive)" : "", npass, nfail);
+  printf("test_backend_f8%s: %d passed, %d failed\n", exhaustive ? " (exhaustive)" : "", npass,
+         nfail);
   return nfail ? 1 : 0;
 }

@@ -29,14 +29,18 @@ static const char *usable(const char *p) {
 }
 static const char *ptxas_path(void) {
   const char *p = usable(getenv("PTXAS"));
-  if (!p) p = usable(FGB_PTXAS);
-  if (!p) p = usable("/usr/local/cuda/bin/ptxas");
+  if (!p)
+    p = usable(FGB_PTXAS);
+  if (!p)
+    p = usable("/usr/local/cuda/bin/ptxas");
   return p;
 }
 static const char *libdevice_path(void) {
   const char *p = usable(getenv("FUSEC_LIBDEVICE"));
-  if (!p) p = usable(FGB_LIBDEVICE);
-  if (!p) p = usable("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  if (!p)
+    p = usable(FGB_LIBDEVICE);
+  if (!p)
+    p = usable("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
   return p;
 }
 
@@ -52,28 +56,34 @@ static fg_module *parse_quiet(const char *src) {
 
 static const fg_node *the_pointwise(const fg_graph *g) {
   for (const fg_node *n = g->first; n; n = n->next)
-    if (n->op->kind == FG_KIND_POINTWISE) return n;
+    if (n->op->kind == FG_KIND_POINTWISE)
+      return n;
   return NULL;
 }
 
 /* Kernel k(out, params..., n): element i (vec per thread) of out = n(params). */
 static bool emit_node_kernel(fgb_module *m, const fg_graph *g, const char *name, int vec) {
   const fg_node *n = the_pointwise(g);
-  if (!n) return false;
+  if (!n)
+    return false;
   fgb_param_kind kinds[8];
   int np = g->nparams;
   kinds[0] = FGB_PARAM_PTR_NOALIAS;
-  for (int i = 0; i < np; i++) kinds[1 + i] = FGB_PARAM_PTR_NOALIAS;
+  for (int i = 0; i < np; i++)
+    kinds[1 + i] = FGB_PARAM_PTR_NOALIAS;
   kinds[1 + np] = FGB_PARAM_I64;
   LLVMValueRef fn = fgb_kernel_begin(m, name, np + 2, kinds);
   LLVMBuilderRef b = fgb_builder(m);
   LLVMContextRef c = fgb_ctx(m);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-  LLVMValueRef gid = LLVMBuildAdd(b, LLVMBuildMul(b, fgb_ctaid(m, 0), fgb_ntid(m, 0), ""), fgb_tid(m, 0), "");
-  LLVMValueRef i = LLVMBuildMul(b, LLVMBuildZExt(b, gid, i64, ""), LLVMConstInt(i64, (unsigned)vec, 0), "");
+  LLVMValueRef gid =
+      LLVMBuildAdd(b, LLVMBuildMul(b, fgb_ctaid(m, 0), fgb_ntid(m, 0), ""), fgb_tid(m, 0), "");
+  LLVMValueRef i =
+      LLVMBuildMul(b, LLVMBuildZExt(b, gid, i64, ""), LLVMConstInt(i64, (unsigned)vec, 0), "");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c, fn, "body");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "done");
-  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, LLVMGetParam(fn, (unsigned)np + 1), ""), body, done);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, LLVMGetParam(fn, (unsigned)np + 1), ""), body,
+                  done);
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef res[16];
   LLVMValueRef ops[16][3];
@@ -81,20 +91,24 @@ static bool emit_node_kernel(fgb_module *m, const fg_graph *g, const char *name,
     fg_dtype want = fgb_pw_operand_target(n, k);
     LLVMValueRef lit = fgb_pw_literal(m, n, k);
     if (lit) {
-      for (int j = 0; j < vec; j++) ops[j][k] = lit;
+      for (int j = 0; j < vec; j++)
+        ops[j][k] = lit;
       continue;
     }
     const fg_value *v = n->in[k];
     fg_dtype dt = v->type.dtype;
-    LLVMValueRef p = fgb_gep_global(m, LLVMGetParam(fn, (unsigned)v->param_index + 1), fgb_storage_type(m, dt), i);
+    LLVMValueRef p = fgb_gep_global(m, LLVMGetParam(fn, (unsigned)v->param_index + 1),
+                                    fgb_storage_type(m, dt), i);
     LLVMValueRef vals[16];
     fgb_load_vec(m, p, dt, vec, (unsigned)(vec * fg_dtype_size(dt)), FGB_LD_INVARIANT, vals);
-    for (int j = 0; j < vec; j++) ops[j][k] = fgb_convert(m, vals[j], dt, want);
+    for (int j = 0; j < vec; j++)
+      ops[j][k] = fgb_convert(m, vals[j], dt, want);
   }
   fg_dtype odt = n->out[0]->type.dtype;
   for (int j = 0; j < vec; j++) {
     LLVMValueRef r = fgb_emit_pointwise(m, n, ops[j]);
-    if (!r) return false;
+    if (!r)
+      return false;
     res[j] = fgb_convert(m, r, fgb_pw_result_form(n), odt);
   }
   LLVMValueRef op = fgb_gep_global(m, LLVMGetParam(fn, 0), fgb_storage_type(m, odt), i);
@@ -109,7 +123,8 @@ static bool emit_node_kernel(fgb_module *m, const fg_graph *g, const char *name,
  * type-check (an op not defined for the dtype). */
 static bool add_kernel(fgb_module *m, const char *src, const char *name, int vec) {
   fg_module *fm = parse_quiet(src);
-  if (!fm) return false;
+  if (!fm)
+    return false;
   bool ok = emit_node_kernel(m, fm->graphs[0], name, vec);
   CHECK_MSG(ok, "%s: no kernel emitted", name);
   fg_module_free(fm);
@@ -120,7 +135,8 @@ static bool add_kernel(fgb_module *m, const char *src, const char *name, int vec
 
 static int count(const char *s, const char *pat) {
   int k = 0;
-  for (const char *p = s; (p = strstr(p, pat)); p++) k++;
+  for (const char *p = s; (p = strstr(p, pat)); p++)
+    k++;
   return k;
 }
 
@@ -129,7 +145,8 @@ static char *entry_text(const char *ptx, const char *name) {
   char key[256];
   snprintf(key, sizeof key, ".entry %s(", name);
   const char *s = strstr(ptx, key);
-  if (!s) return NULL;
+  if (!s)
+    return NULL;
   const char *e = strstr(s, "\n}\n");
   size_t len = e ? (size_t)(e - s) : strlen(s);
   char *r = malloc(len + 1);
@@ -150,11 +167,14 @@ static void check_module_ptx(const char *what, const char *ptx, bool fast) {
    * says, by design); any other .ftz means __nvvm_reflect("__CUDA_FTZ") was 1. */
   for (const char *p = ptx; (p = strstr(p, ".ftz")); p++) {
     const char *l = p;
-    while (l > ptx && l[-1] != '\n') l--;
-    while (*l == ' ' || *l == '\t') l++;
+    while (l > ptx && l[-1] != '\n')
+      l--;
+    while (*l == ' ' || *l == '\t')
+      l++;
     bool ok = strncmp(l, "ex2.approx.ftz.f32", 18) == 0 || strncmp(l, "rcp.approx.ftz.f", 16) == 0;
     CHECK_MSG(ok, "%s: flush-to-zero instruction: %.40s", what, l);
-    if (!ok) break;
+    if (!ok)
+      break;
   }
   /* (libdevice's exact fmodf uses div.approx for a quotient estimate, so
    * div.approx is checked per kernel, in the kernels without libdevice.) */
@@ -166,10 +186,12 @@ static void check_module_ptx(const char *what, const char *ptx, bool fast) {
 
 static int ptxas_run(const char *ptx, const char *arch, const char *what) {
   const char *pa = ptxas_path();
-  if (!pa) return -1;
+  if (!pa)
+    return -1;
   char path[] = "/tmp/fgb_test_XXXXXX";
   int fd = mkstemp(path);
-  if (fd < 0) return -1;
+  if (fd < 0)
+    return -1;
   FILE *f = fdopen(fd, "w");
   fputs(ptx, f);
   fclose(f);
@@ -201,10 +223,12 @@ static char *finish(fgb_module *m, const char *what, const char *arch, bool fast
   char *ptx = fgb_module_finish(m, &o, err, sizeof err);
   double t1 = now();
   CHECK_MSG(ptx != NULL, "%s: finish failed: %s", what, err);
-  if (!ptx) return NULL;
+  if (!ptx)
+    return NULL;
   check_module_ptx(what, ptx, fast);
   int rc = ptxas_run(ptx, arch, what);
-  if (rc >= 0) CHECK_MSG(rc == 0, "%s: ptxas -arch=%s failed", what, arch);
+  if (rc >= 0)
+    CHECK_MSG(rc == 0, "%s: ptxas -arch=%s failed", what, arch);
   printf("  %-16s %3d entries, PTX %7zu bytes, finish %.0f ms%s\n", what, count(ptx, ".entry "),
          strlen(ptx), 1e3 * (t1 - t0), rc < 0 ? " (ptxas skipped)" : ", ptxas ok");
   return ptx;
@@ -212,22 +236,26 @@ static char *finish(fgb_module *m, const char *what, const char *arch, bool fast
 
 /* ---- the matrix ---- */
 
-static const fg_dtype all_dtypes[] = {FG_BOOL, FG_I8, FG_U8, FG_I16, FG_I32, FG_I64, FG_F16,
-                                      FG_BF16, FG_F32, FG_F64, FG_F8E4M3, FG_F8E5M2};
+static const fg_dtype all_dtypes[] = {FG_BOOL, FG_I8,   FG_U8,  FG_I16, FG_I32,    FG_I64,
+                                      FG_F16,  FG_BF16, FG_F32, FG_F64, FG_F8E4M3, FG_F8E5M2};
 #define NDT (int)(sizeof all_dtypes / sizeof all_dtypes[0])
 
 static void op_src(char *buf, size_t cap, const fg_op *op, const char *dt, const char *variant) {
   const char *nm = op->name;
   if (op->code == FG_OP_WHERE)
-    snprintf(buf, cap, "graph g(c: bool[64], a: %s[64], b: %s[64]) {\n r = where(c, a, b)\n return r\n}\n", dt, dt);
+    snprintf(buf, cap,
+             "graph g(c: bool[64], a: %s[64], b: %s[64]) {\n r = where(c, a, b)\n return r\n}\n",
+             dt, dt);
   else if (op->code == FG_OP_CLAMP)
     snprintf(buf, cap, "graph g(a: %s[64]) {\n r = clamp(a, min=-1, max=2)\n return r\n}\n", dt);
   else if (op->code == FG_OP_GELU)
-    snprintf(buf, cap, "graph g(a: %s[64]) {\n r = gelu(a, approximate=\"%s\")\n return r\n}\n", dt, variant);
+    snprintf(buf, cap, "graph g(a: %s[64]) {\n r = gelu(a, approximate=\"%s\")\n return r\n}\n", dt,
+             variant);
   else if (op->min_in == 1)
     snprintf(buf, cap, "graph g(a: %s[64]) {\n r = %s(a)\n return r\n}\n", dt, nm);
   else
-    snprintf(buf, cap, "graph g(a: %s[64], b: %s[64]) {\n r = %s(a, b)\n return r\n}\n", dt, dt, nm);
+    snprintf(buf, cap, "graph g(a: %s[64], b: %s[64]) {\n r = %s(a, b)\n return r\n}\n", dt, dt,
+             nm);
 }
 
 static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
@@ -235,17 +263,20 @@ static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
   const char *dn = fg_dtype_name(dt);
   fgb_module *m = fgb_module_create(dn, "sm_90", err, sizeof err);
   CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
+  if (!m)
+    return;
   int nk = 0;
-  char (*names)[128] = calloc(FG_OP_COUNT * 2, sizeof *names);
+  char(*names)[128] = calloc(FG_OP_COUNT * 2, sizeof *names);
   fg_opcode *codes = calloc(FG_OP_COUNT * 2, sizeof *codes);
   for (int o = 0; o < FG_OP_COUNT; o++) {
     const fg_op *op = fg_op_get((fg_opcode)o);
-    if (op->kind != FG_KIND_POINTWISE || op->code == FG_OP_CAST) continue;
+    if (op->kind != FG_KIND_POINTWISE || op->code == FG_OP_CAST)
+      continue;
     for (int v = 0; v < (op->code == FG_OP_GELU ? 2 : 1); v++) {
       const char *variant = v ? "tanh" : "none";
       op_src(src, sizeof src, op, dn, variant);
-      snprintf(name, sizeof name, "k_%s%s_%s", op->name, op->code == FG_OP_GELU ? (v ? "_tanh" : "_none") : "", dn);
+      snprintf(name, sizeof name, "k_%s%s_%s", op->name,
+               op->code == FG_OP_GELU ? (v ? "_tanh" : "_none") : "", dn);
       if (add_kernel(m, src, name, 1)) {
         snprintf(names[nk], sizeof names[nk], "%s", name);
         codes[nk++] = op->code;
@@ -265,13 +296,15 @@ static void test_ops_for_dtype(fg_dtype dt, int *nemitted, int *nskipped) {
     for (int k = 0; k < nk; k++) {
       char *t = entry_text(ptx, names[k]);
       CHECK_MSG(t != NULL, "%s missing from the PTX", names[k]);
-      if (!t) continue;
+      if (!t)
+        continue;
       if (!uses_libdevice(codes[k], cdt) && fg_dtype_is_float(dt))
         CHECK_MSG(!strstr(t, ".approx"), "%s: approximate instruction in an exact op", names[k]);
       if (codes[k] == FG_OP_DIV && fg_dtype_is_float(dt))
         CHECK_MSG(strstr(t, dt == FG_F64 ? "div.rn.f64" : "div.rn.f32"), "%s: no div.rn", names[k]);
       if ((codes[k] == FG_OP_SQRT || codes[k] == FG_OP_RSQRT) && fg_dtype_is_float(dt))
-        CHECK_MSG(strstr(t, dt == FG_F64 ? "sqrt.rn.f64" : "sqrt.rn.f32"), "%s: no sqrt.rn", names[k]);
+        CHECK_MSG(strstr(t, dt == FG_F64 ? "sqrt.rn.f64" : "sqrt.rn.f32"), "%s: no sqrt.rn",
+                  names[k]);
       if (codes[k] == FG_OP_ADD)
         CHECK_MSG(strstr(t, "ld.global.nc"), "%s: input loads are not ld.global.nc", names[k]);
       free(t);
@@ -286,12 +319,14 @@ static void test_casts(void) {
   char err[512], src[256], name[64];
   fgb_module *m = fgb_module_create("casts", "sm_90", err, sizeof err);
   CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
+  if (!m)
+    return;
   int nk = 0;
   for (int a = 0; a < NDT; a++)
     for (int b = 0; b < NDT; b++) {
       const char *fa = fg_dtype_name(all_dtypes[a]), *fb = fg_dtype_name(all_dtypes[b]);
-      snprintf(src, sizeof src, "graph g(a: %s[64]) {\n r = cast(a, dtype=%s)\n return r\n}\n", fa, fb);
+      snprintf(src, sizeof src, "graph g(a: %s[64]) {\n r = cast(a, dtype=%s)\n return r\n}\n", fa,
+               fb);
       snprintf(name, sizeof name, "k_cast_%s_%s", fa, fb);
       bool ok = add_kernel(m, src, name, 1);
       CHECK_MSG(ok, "cast %s -> %s did not build", fa, fb);
@@ -302,11 +337,12 @@ static void test_casts(void) {
   if (ptx) {
     /* sm_90: f8 encodes use the hardware cvt, whose saturation is undone
      * for out-of-range inputs (464 = 0x43e80000, 61440 = 0x47700000) */
-    CHECK_MSG(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32") && strstr(ptx, "cvt.rn.satfinite.e5m2x2.f32"),
-          "sm_90 f8 encodes do not use the hardware cvt");
+    CHECK_MSG(strstr(ptx, "cvt.rn.satfinite.e4m3x2.f32") &&
+                  strstr(ptx, "cvt.rn.satfinite.e5m2x2.f32"),
+              "sm_90 f8 encodes do not use the hardware cvt");
     CHECK_MSG(strstr(ptx, "1139277824") || strstr(ptx, "0f43E80000") || strstr(ptx, "0x43e80000") ||
-              strstr(ptx, "1139277823"),
-          "no e4m3 overflow fix-up threshold in the PTX");
+                  strstr(ptx, "1139277823"),
+              "no e4m3 overflow fix-up threshold in the PTX");
     CHECK_MSG(!strstr(ptx, ".approx"), "approximate instruction in a conversion");
   }
   free(ptx);
@@ -315,7 +351,10 @@ static void test_casts(void) {
 
 /* Literals, mixed dtypes, vector accesses; and the same on sm_80. */
 static void test_misc(const char *arch) {
-  static const struct { const char *src; int vec; } cases[] = {
+  static const struct {
+    const char *src;
+    int vec;
+  } cases[] = {
       {"graph g(a: bf16[64]) {\n r = add(a, 1e-5)\n return r\n}\n", 8},
       {"graph g(a: f16[64], b: f16[64]) {\n r = mul(a, b)\n return r\n}\n", 8},
       {"graph g(a: f32[64], b: f32[64]) {\n r = div(a, b)\n return r\n}\n", 4},
@@ -334,7 +373,8 @@ static void test_misc(const char *arch) {
   char err[512], name[64];
   fgb_module *m = fgb_module_create("misc", arch, err, sizeof err);
   CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
+  if (!m)
+    return;
   int n = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < n; i++) {
     snprintf(name, sizeof name, "k_misc_%d", i);
@@ -364,7 +404,8 @@ static void test_reduce_and_intrinsics(void) {
   char err[512];
   fgb_module *m = fgb_module_create("red", "sm_90", err, sizeof err);
   CHECK_MSG(m != NULL, "%s", err);
-  if (!m) return;
+  if (!m)
+    return;
   LLVMBuilderRef b = fgb_builder(m);
   LLVMContextRef c = fgb_ctx(m);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
@@ -381,13 +422,18 @@ static void test_reduce_and_intrinsics(void) {
       LLVMValueRef tid = LLVMBuildZExt(b, fgb_tid(m, 0), i64, "");
       LLVMValueRef a = fgb_reduce_identity(m, rops[r], acc);
       for (int j = 0; j < 4; j++) {
-        LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, tid, LLVMConstInt(i64, 4, 0), ""), LLVMConstInt(i64, (unsigned)j, 0), "");
-        LLVMValueRef x = fgb_load(m, fgb_gep_global(m, LLVMGetParam(fn, 1), fgb_storage_type(m, in), idx), in, FGB_LD_INVARIANT);
+        LLVMValueRef idx = LLVMBuildAdd(b, LLVMBuildMul(b, tid, LLVMConstInt(i64, 4, 0), ""),
+                                        LLVMConstInt(i64, (unsigned)j, 0), "");
+        LLVMValueRef x =
+            fgb_load(m, fgb_gep_global(m, LLVMGetParam(fn, 1), fgb_storage_type(m, in), idx), in,
+                     FGB_LD_INVARIANT);
         a = fgb_reduce_combine(m, rops[r], a, fgb_convert(m, x, in, acc), acc);
       }
-      for (int lm = 16; lm >= 1; lm /= 2) a = fgb_reduce_combine(m, rops[r], a, fgb_shfl_bfly(m, a, lm), acc);
+      for (int lm = 16; lm >= 1; lm /= 2)
+        a = fgb_reduce_combine(m, rops[r], a, fgb_shfl_bfly(m, a, lm), acc);
       fg_dtype out = fg_dtype_is_float(in) ? in : FG_I64;
-      fgb_store(m, fgb_gep_global(m, LLVMGetParam(fn, 0), fgb_storage_type(m, out), tid), out, fgb_convert(m, a, acc, out));
+      fgb_store(m, fgb_gep_global(m, LLVMGetParam(fn, 0), fgb_storage_type(m, out), tid), out,
+                fgb_convert(m, a, acc, out));
       LLVMBuildRetVoid(b);
     }
   /* primitives */
@@ -402,7 +448,8 @@ static void test_reduce_and_intrinsics(void) {
   LLVMValueRef f = LLVMBuildSIToFP(b, tid, LLVMFloatTypeInContext(c), "");
   LLVMValueRef d = LLVMBuildSIToFP(b, tid, LLVMDoubleTypeInContext(c), "");
   LLVMValueRef bit = LLVMBuildICmp(b, LLVMIntEQ, lane, LLVMConstInt(i32, 3, 0), "");
-  LLVMValueRef s = LLVMBuildAdd(b, fgb_shfl_bfly(m, tid, 1), LLVMBuildTrunc(b, fgb_shfl_bfly(m, v64, 2), i32, ""), "");
+  LLVMValueRef s = LLVMBuildAdd(b, fgb_shfl_bfly(m, tid, 1),
+                                LLVMBuildTrunc(b, fgb_shfl_bfly(m, v64, 2), i32, ""), "");
   s = LLVMBuildAdd(b, s, LLVMBuildFPToSI(b, fgb_shfl_bfly(m, f, 4), i32, ""), "");
   s = LLVMBuildAdd(b, s, LLVMBuildFPToSI(b, fgb_shfl_bfly(m, d, 8), i32, ""), "");
   s = LLVMBuildAdd(b, s, LLVMBuildZExt(b, fgb_shfl_bfly(m, bit, 16), i32, ""), "");
@@ -410,10 +457,15 @@ static void test_reduce_and_intrinsics(void) {
   fgb_barrier(m);
   LLVMValueRef t2 = LLVMBuildXor(b, tid, LLVMConstInt(i32, 1, 0), "");
   LLVMValueRef l = LLVMBuildLoad2(b, i32, fgb_gep(m, smem, i32, t2), "");
-  l = LLVMBuildAdd(b, l, LLVMBuildAdd(b, fgb_ctaid(m, 0), LLVMBuildAdd(b, fgb_nctaid(m, 0), fgb_ntid(m, 1), ""), ""), "");
+  l = LLVMBuildAdd(
+      b, l,
+      LLVMBuildAdd(b, fgb_ctaid(m, 0), LLVMBuildAdd(b, fgb_nctaid(m, 0), fgb_ntid(m, 1), ""), ""),
+      "");
   fgb_fence_gpu(m);
   LLVMValueRef old = fgb_atomic_add_i32_global(m, LLVMGetParam(fn, 0), l);
-  LLVMBuildStore(b, old, fgb_gep_global(m, LLVMGetParam(fn, 0), i32, LLVMBuildAdd(b, tid, LLVMConstInt(i32, 1, 0), "")));
+  LLVMBuildStore(b, old,
+                 fgb_gep_global(m, LLVMGetParam(fn, 0), i32,
+                                LLVMBuildAdd(b, tid, LLVMConstInt(i32, 1, 0), "")));
   LLVMBuildRetVoid(b);
   char *ptx = finish(m, "reduce+prims", "sm_90", false);
   if (ptx) {
@@ -438,16 +490,17 @@ static void test_modes(void) {
   add_kernel(m, src, "k_div", 1);
   add_kernel(m, src2, "k_rsqrt", 1);
   char *ptx = finish(m, "fast-math", "sm_90", true);
-  CHECK_MSG(ptx && (strstr(ptx, "div.approx") || strstr(ptx, "div.full") || strstr(ptx, "rcp.approx")),
-        "fast_math did not approximate the division");
+  CHECK_MSG(ptx &&
+                (strstr(ptx, "div.approx") || strstr(ptx, "div.full") || strstr(ptx, "rcp.approx")),
+            "fast_math did not approximate the division");
   free(ptx);
   fgb_module_free(m);
   m = fgb_module_create("ir", "sm_90", err, sizeof err);
   add_kernel(m, src, "k_div", 1);
   fgb_finish_opts o = {.libdevice_path = libdevice_path(), .opt_level = 2, .emit_llvm = true};
   char *ir = fgb_module_finish(m, &o, err, sizeof err);
-  CHECK_MSG(ir && strstr(ir, "define ptx_kernel void @k_div") && strstr(ir, "fdiv float"), "LLVM IR output: %s",
-        ir ? "unexpected text" : err);
+  CHECK_MSG(ir && strstr(ir, "define ptx_kernel void @k_div") && strstr(ir, "fdiv float"),
+            "LLVM IR output: %s", ir ? "unexpected text" : err);
   free(ir);
   fgb_module_free(m);
   /* O0 still resolves libdevice and its reflect calls */
@@ -459,12 +512,14 @@ static void test_modes(void) {
   if (p0) {
     check_module_ptx("O0", p0, false);
     int rc = ptxas_run(p0, "sm_90", "O0");
-    if (rc >= 0) CHECK_MSG(rc == 0, "O0: ptxas failed");
+    if (rc >= 0)
+      CHECK_MSG(rc == 0, "O0: ptxas failed");
   }
   free(p0);
   fgb_module_free(m);
   /* errors */
-  CHECK_MSG(fgb_module_create("x", "sm_70", err, sizeof err) == NULL && strstr(err, "sm_70"), "bad arch accepted");
+  CHECK_MSG(fgb_module_create("x", "sm_70", err, sizeof err) == NULL && strstr(err, "sm_70"),
+            "bad arch accepted");
   m = fgb_module_create("nolib", "sm_90", err, sizeof err);
   add_kernel(m, src2, "k_ok", 1);
   add_kernel(m, "graph g(a: f32[64]) {\n r = exp(a)\n return r\n}\n", "k_exp", 1);
@@ -480,10 +535,13 @@ int main(void) {
     printf("test_backend_ops: SKIP (libdevice.10.bc not found; set FUSEC_LIBDEVICE)\n");
     return 0;
   }
-  if (!ptxas_path()) printf("test_backend_ops: ptxas not found (set PTXAS): PTX is checked but not assembled\n");
+  if (!ptxas_path())
+    printf("test_backend_ops: ptxas not found (set PTXAS): PTX is checked but not assembled\n");
   int nemitted = 0, nskipped = 0;
-  for (int d = 0; d < NDT; d++) test_ops_for_dtype(all_dtypes[d], &nemitted, &nskipped);
-  printf("  op x dtype kernels: %d built, %d combinations rejected by type inference\n", nemitted, nskipped);
+  for (int d = 0; d < NDT; d++)
+    test_ops_for_dtype(all_dtypes[d], &nemitted, &nskipped);
+  printf("  op x dtype kernels: %d built, %d combinations rejected by type inference\n", nemitted,
+         nskipped);
   test_casts();
   test_misc("sm_90");
   test_misc("sm_80");

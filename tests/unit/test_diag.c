@@ -40,7 +40,8 @@ int main(void) {
     r->type.dtype = FG_F64; /* what a buggy pass might do */
     CHECK(!fg_verify_graph(g, &d));
     CHECK(fg_diag_status(&d) == FG_EXIT_INTERNAL);
-    CHECK_MSG(d.buf && strstr(d.buf, "internal error: result 0 of 'neg' has type"), "%s", d.buf ? d.buf : "");
+    CHECK_MSG(d.buf && strstr(d.buf, "internal error: result 0 of 'neg' has type"), "%s",
+              d.buf ? d.buf : "");
     fg_diag_free(&d);
     fg_module_free(m);
   }

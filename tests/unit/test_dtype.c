@@ -9,12 +9,12 @@
 
 static void test_bf16(void) {
   CHECK(fg_f32_to_bf16(1.0f) == 0x3f80);
-  CHECK(fg_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);      /* tie: to even (down) */
-  CHECK(fg_f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);  /* tie: to even (up) */
+  CHECK(fg_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);     /* tie: to even (down) */
+  CHECK(fg_f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82); /* tie: to even (up) */
   CHECK(fg_f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);
   CHECK(fg_f32_to_bf16(-2.0f) == 0xc000);
   CHECK(fg_f32_to_bf16(INFINITY) == 0x7f80);
-  CHECK(fg_f32_to_bf16(3.4028235e38f) == 0x7f80);       /* FLT_MAX rounds past bf16's max */
+  CHECK(fg_f32_to_bf16(3.4028235e38f) == 0x7f80); /* FLT_MAX rounds past bf16's max */
   CHECK(isnan(fg_bf16_to_f32(fg_f32_to_bf16(NAN))));
   CHECK(fg_bf16_to_f32(0x3f81) == 1.0f + 0x1p-7f);
   CHECK(fg_round_to_dtype(1.0 + 0x1p-8, FG_BF16) == 1.0);
@@ -22,11 +22,11 @@ static void test_bf16(void) {
 
 static void test_f16(void) {
   CHECK(fg_f32_to_f16(65504.0f) == 0x7bff);
-  CHECK(fg_f32_to_f16(65519.0f) == 0x7bff);  /* below the tie with 65536 */
-  CHECK(fg_f32_to_f16(65520.0f) == 0x7c00);  /* the tie rounds to even: inf */
-  CHECK(fg_f32_to_f16(0x1p-14f) == 0x0400);  /* smallest normal */
-  CHECK(fg_f32_to_f16(0x1p-24f) == 0x0001);  /* smallest subnormal */
-  CHECK(fg_f32_to_f16(0x1p-25f) == 0x0000);  /* tie with 0: even */
+  CHECK(fg_f32_to_f16(65519.0f) == 0x7bff); /* below the tie with 65536 */
+  CHECK(fg_f32_to_f16(65520.0f) == 0x7c00); /* the tie rounds to even: inf */
+  CHECK(fg_f32_to_f16(0x1p-14f) == 0x0400); /* smallest normal */
+  CHECK(fg_f32_to_f16(0x1p-24f) == 0x0001); /* smallest subnormal */
+  CHECK(fg_f32_to_f16(0x1p-25f) == 0x0000); /* tie with 0: even */
   CHECK(fg_f32_to_f16(3 * 0x1p-25f) == 0x0002);
   CHECK(fg_f32_to_f16(-0.0f) == 0x8000);
   CHECK(fg_f16_to_f32(0x0001) == 0x1p-24f);
@@ -39,8 +39,8 @@ static void test_f16(void) {
 static void test_f8(void) {
   CHECK(fg_f32_to_f8e4m3(448.0f) == 0x7e);
   CHECK(fg_f8e4m3_to_f32(0x7e) == 448.0f);
-  CHECK(fg_f32_to_f8e4m3(464.0f) == 0x7e);   /* tie between 448 and 480: even */
-  CHECK(fg_f32_to_f8e4m3(480.0f) == 0x7f);   /* overflow: NaN (no inf in e4m3fn) */
+  CHECK(fg_f32_to_f8e4m3(464.0f) == 0x7e); /* tie between 448 and 480: even */
+  CHECK(fg_f32_to_f8e4m3(480.0f) == 0x7f); /* overflow: NaN (no inf in e4m3fn) */
   CHECK(fg_f32_to_f8e4m3(INFINITY) == 0x7f);
   CHECK(fg_f32_to_f8e4m3(-1e9f) == 0xff);
   CHECK(isnan(fg_f8e4m3_to_f32(0x7f)));

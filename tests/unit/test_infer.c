@@ -59,7 +59,8 @@ int main(void) {
   EXPECT("x: i16[4], y: u8[4]", "add(x, y)", "i16[4]");
   EXPECT("x: i64[4], y: f16[4]", "add(x, y)", "f16[4]");
   EXPECT("x: f8e4m3[4], y: bf16[4]", "add(x, y)",
-         "error: 'add' cannot promote operand dtypes (f8e4m3, bf16): float8 types only combine with themselves; insert a cast");
+         "error: 'add' cannot promote operand dtypes (f8e4m3, bf16): float8 types only combine "
+         "with themselves; insert a cast");
   EXPECT("x: f8e4m3[4]", "mul(x, 2.0)", "f8e4m3[4]");
   /* result rules */
   EXPECT("x: i32[4], y: i32[4]", "div(x, y)", "i32[4]");
@@ -67,7 +68,8 @@ int main(void) {
   EXPECT("x: f32[4], y: bf16[4]", "eq(x, y)", "bool[4]");
   EXPECT("x: f32[4]", "isnan(x)", "bool[4]");
   EXPECT("c: bool[4], x: bf16[4]", "where(c, x, 1.0)", "bf16[4]");
-  EXPECT("c: f32[4], x: bf16[4]", "where(c, x, x)", "error: the condition of 'where' must be bool, not f32");
+  EXPECT("c: f32[4], x: bf16[4]", "where(c, x, x)",
+         "error: the condition of 'where' must be bool, not f32");
   EXPECT("x: i32[4]", "clamp(x, min=0.5)", "f32[4]");
   EXPECT("x: i32[4]", "clamp(x, min=0)", "i32[4]");
   EXPECT("x: f32[4]", "cast(x, dtype=bf16)", "bf16[4]");
@@ -75,15 +77,18 @@ int main(void) {
   EXPECT("x: f32[4,1], y: f32[1,3]", "mul(x, y)", "f32[4,3]");
   EXPECT("x: f32[2,4,3], y: f32[3]", "sub(x, y)", "f32[2,4,3]");
   EXPECT("x: f32[N,3], y: f32[1,3]", "add(x, y)", "f32[N,3]");
-  EXPECT("x: f32[4,8], y: f32[5]", "add(x, y)", "error: cannot broadcast shapes [4,8] and [5] in 'add'");
+  EXPECT("x: f32[4,8], y: f32[5]", "add(x, y)",
+         "error: cannot broadcast shapes [4,8] and [5] in 'add'");
   /* reductions */
   EXPECT("x: bf16[4,8]", "sum(x, dims=[-1], keepdim=true)", "bf16[4,1]");
   EXPECT("x: bf16[4,8]", "amax(x)", "bf16[]");
   EXPECT("x: f32[2,3,4]", "mean(x, dims=[0,2])", "f32[3]");
   EXPECT("x: i32[4]", "sum(x, dtype=i64)", "i64[]");
-  EXPECT("x: i32[4]", "mean(x)", "error: 'mean' needs a floating-point input (got i32); pass dtype= a float type");
+  EXPECT("x: i32[4]", "mean(x)",
+         "error: 'mean' needs a floating-point input (got i32); pass dtype= a float type");
   EXPECT("x: f32[4,8]", "var(x, dims=[1], correction=0)", "f32[4]");
-  EXPECT("x: f32[4,8]", "sum(x, dims=[2])", "error: dimension 2 is out of range for a tensor of rank 2");
+  EXPECT("x: f32[4,8]", "sum(x, dims=[2])",
+         "error: dimension 2 is out of range for a tensor of rank 2");
   /* views */
   EXPECT("x: f32[4,6]", "reshape(x, shape=[3,-1])", "f32[3,8]");
   EXPECT("x: f32[2,3,4]", "permute(x, dims=[2,0,1])", "f32[4,2,3]");

@@ -10,15 +10,16 @@
 
 #include "check.h"
 
-#define CHECK_NEAR(a, b, tol)                                                                  \
-  do {                                                                                         \
-    double a_ = (a), b_ = (b);                                                                 \
-    if (fabs(a_ - b_) <= (tol)) npass++;                                                       \
-    else {                                                                                     \
-      nfail++;                                                                                 \
-      fprintf(stderr, "%s:%d: %s = %.9g, expected %.9g (tol %g)\n", __FILE__, __LINE__, #a, a_, b_, \
-              (double)(tol));                                                                  \
-    }                                                                                          \
+#define CHECK_NEAR(a, b, tol)                                                                      \
+  do {                                                                                             \
+    double a_ = (a), b_ = (b);                                                                     \
+    if (fabs(a_ - b_) <= (tol))                                                                    \
+      npass++;                                                                                     \
+    else {                                                                                         \
+      nfail++;                                                                                     \
+      fprintf(stderr, "%s:%d: %s = %.9g, expected %.9g (tol %g)\n", __FILE__, __LINE__, #a, a_,    \
+              b_, (double)(tol));                                                                  \
+    }                                                                                              \
   } while (0)
 
 enum { MAXT = 16 };
@@ -31,7 +32,8 @@ typedef struct run {
 } run;
 
 static void run_free(run *r) {
-  for (int i = 0; i < r->nout; i++) fg_tensor_free(&r->out[i]);
+  for (int i = 0; i < r->nout; i++)
+    fg_tensor_free(&r->out[i]);
   fg_module_free(r->m);
   memset(r, 0, sizeof *r);
 }
@@ -47,12 +49,17 @@ static bool run_src(run *r, const char *src, fg_tensor *in, int nin) {
   if (r->m && r->m->ngraphs > 0) {
     const fg_graph *g = r->m->graphs[0];
     char err[512];
-    if (g->nparams != nin) fprintf(stderr, "test: graph has %d params, %d given\n", g->nparams, nin);
-    else if (!(ok = fg_interp_run(g, in, r->out, err, sizeof err))) fprintf(stderr, "interp: %s\n", err);
-    else r->nout = g->nresults;
+    if (g->nparams != nin)
+      fprintf(stderr, "test: graph has %d params, %d given\n", g->nparams, nin);
+    else if (!(ok = fg_interp_run(g, in, r->out, err, sizeof err)))
+      fprintf(stderr, "interp: %s\n", err);
+    else
+      r->nout = g->nresults;
   }
-  for (int i = 0; i < nin; i++) fg_tensor_free(&in[i]);
-  if (!ok) nfail++, fprintf(stderr, "test: failed to run:\n%s\n", src);
+  for (int i = 0; i < nin; i++)
+    fg_tensor_free(&in[i]);
+  if (!ok)
+    nfail++, fprintf(stderr, "test: failed to run:\n%s\n", src);
   return ok;
 }
 
@@ -61,22 +68,27 @@ static fg_tensor mk(fg_dtype dt, int rank, const int64_t *sizes, const double *v
   fg_tensor_alloc(&t, dt, rank, sizes);
   int64_t n = fg_tensor_numel(&t);
   for (int64_t i = 0; i < n; i++) {
-    if (fg_dtype_is_float(dt)) fg_tensor_set_f(&t, i, v[i]);
-    else fg_tensor_set_i(&t, i, (int64_t)v[i]);
+    if (fg_dtype_is_float(dt))
+      fg_tensor_set_f(&t, i, v[i]);
+    else
+      fg_tensor_set_i(&t, i, (int64_t)v[i]);
   }
   return t;
 }
 
 static bool shape_is(const fg_tensor *t, int rank, const int64_t *s) {
-  if (t->rank != rank) return false;
+  if (t->rank != rank)
+    return false;
   for (int i = 0; i < rank; i++)
-    if (t->sizes[i] != s[i]) return false;
+    if (t->sizes[i] != s[i])
+      return false;
   return true;
 }
 
 /* Every element of t equals want[] exactly. */
 static bool values_are(const fg_tensor *t, const double *want, int64_t n) {
-  if (fg_tensor_numel(t) != n) return false;
+  if (fg_tensor_numel(t) != n)
+    return false;
   for (int64_t i = 0; i < n; i++) {
     double v = fg_tensor_get_f(t, i);
     if (!(v == want[i] || (isnan(v) && isnan(want[i])))) {
@@ -98,8 +110,10 @@ static double rnd(void) { /* deterministic values in [-2, 2) */
 static void test_layer_norm(void) {
   enum { R = 4, C = 64 };
   double x[R * C], w[C], b[C];
-  for (int i = 0; i < R * C; i++) x[i] = (float)rnd();
-  for (int i = 0; i < C; i++) w[i] = (float)rnd(), b[i] = (float)rnd();
+  for (int i = 0; i < R * C; i++)
+    x[i] = (float)rnd();
+  for (int i = 0; i < C; i++)
+    w[i] = (float)rnd(), b[i] = (float)rnd();
   fg_tensor in[3] = {mk(FG_F32, 2, (int64_t[]){R, C}, x), mk(FG_F32, 1, (int64_t[]){C}, w),
                      mk(FG_F32, 1, (int64_t[]){C}, b)};
   run r;
@@ -112,13 +126,16 @@ static void test_layer_norm(void) {
     return;
   for (int i = 0; i < R; i++) {
     double mu = 0, ss = 0;
-    for (int j = 0; j < C; j++) mu += x[i * C + j];
+    for (int j = 0; j < C; j++)
+      mu += x[i * C + j];
     mu /= C;
-    for (int j = 0; j < C; j++) ss += (x[i * C + j] - mu) * (x[i * C + j] - mu);
+    for (int j = 0; j < C; j++)
+      ss += (x[i * C + j] - mu) * (x[i * C + j] - mu);
     double rstd = 1 / sqrt(ss / C + 1e-5);
     CHECK_NEAR(fg_tensor_get_f(&r.out[1], i), mu, 1e-6);
     for (int j = 0; j < C; j++)
-      CHECK_NEAR(fg_tensor_get_f(&r.out[0], i * C + j), (x[i * C + j] - mu) * rstd * w[j] + b[j], 2e-5);
+      CHECK_NEAR(fg_tensor_get_f(&r.out[0], i * C + j), (x[i * C + j] - mu) * rstd * w[j] + b[j],
+                 2e-5);
   }
   run_free(&r);
 }
@@ -126,7 +143,8 @@ static void test_layer_norm(void) {
 static void test_softmax(void) {
   enum { R = 3, C = 100 };
   double x[R * C];
-  for (int i = 0; i < R * C; i++) x[i] = 4 * rnd();
+  for (int i = 0; i < R * C; i++)
+    x[i] = 4 * rnd();
   fg_tensor in[1] = {mk(FG_BF16, 2, (int64_t[]){R, C}, x)};
   run r;
   if (!run_src(&r,
@@ -137,7 +155,8 @@ static void test_softmax(void) {
     return;
   for (int i = 0; i < R; i++) {
     double s = 0;
-    for (int j = 0; j < C; j++) s += fg_tensor_get_f(&r.out[0], i * C + j);
+    for (int j = 0; j < C; j++)
+      s += fg_tensor_get_f(&r.out[0], i * C + j);
     CHECK_NEAR(s, 1.0, 1e-5);
   }
   run_free(&r);
@@ -148,7 +167,8 @@ static void test_var(void) {
   fg_tensor in[1] = {mk(FG_F32, 2, (int64_t[]){2, 5}, x)};
   run r;
   if (!run_src(&r,
-               "graph v(x: f32[2,5]) {\n  v1 = var(x, dims=[1])\n  v0 = var(x, dims=[-1], correction=0)\n"
+               "graph v(x: f32[2,5]) {\n  v1 = var(x, dims=[1])\n  v0 = var(x, dims=[-1], "
+               "correction=0)\n"
                "  a, m = var_mean(x, dims=[0, 1], keepdim=true)\n"
                "  one = slice(x, starts=[0,0], ends=[2,1])\n"
                "  return v1, v0, a, m, var(one, dims=[1]), var(one, dims=[1], correction=2)\n}\n",
@@ -156,14 +176,18 @@ static void test_var(void) {
     return;
   for (int row = 0; row < 2; row++) {
     double mu = 0, ss = 0;
-    for (int j = 0; j < 5; j++) mu += x[row * 5 + j] / 5;
-    for (int j = 0; j < 5; j++) ss += (x[row * 5 + j] - mu) * (x[row * 5 + j] - mu);
+    for (int j = 0; j < 5; j++)
+      mu += x[row * 5 + j] / 5;
+    for (int j = 0; j < 5; j++)
+      ss += (x[row * 5 + j] - mu) * (x[row * 5 + j] - mu);
     CHECK_NEAR(fg_tensor_get_f(&r.out[0], row), ss / 4, 1e-5);
     CHECK_NEAR(fg_tensor_get_f(&r.out[1], row), ss / 5, 1e-5);
   }
   double mu = 0, ss = 0;
-  for (int j = 0; j < 10; j++) mu += x[j] / 10;
-  for (int j = 0; j < 10; j++) ss += (x[j] - mu) * (x[j] - mu);
+  for (int j = 0; j < 10; j++)
+    mu += x[j] / 10;
+  for (int j = 0; j < 10; j++)
+    ss += (x[j] - mu) * (x[j] - mu);
   CHECK(shape_is(&r.out[2], 2, (int64_t[]){1, 1}));
   CHECK_NEAR(fg_tensor_get_f(&r.out[2], 0), ss / 9, 1e-5);
   CHECK_NEAR(fg_tensor_get_f(&r.out[3], 0), mu, 1e-6);
@@ -174,11 +198,12 @@ static void test_var(void) {
 }
 
 static void test_narrow_rounding(void) {
-  double x[8] = {1 + 0x1p-8, 1 + 3 * 0x1p-8, -(1 + 0x1p-8), 1 + 0x1p-8 + 0x1p-20, 0x1p-24, 0x1p-25,
-                 3 * 0x1p-25, 65520};
+  double x[8] = {1 + 0x1p-8, 1 + 3 * 0x1p-8, -(1 + 0x1p-8), 1 + 0x1p-8 + 0x1p-20,
+                 0x1p-24,    0x1p-25,        3 * 0x1p-25,   65520};
   fg_tensor in[1] = {mk(FG_F32, 1, (int64_t[]){8}, x)};
   run r;
-  if (!run_src(&r, "graph n(x: f32[8]) {\n  return cast(x, dtype=bf16), cast(x, dtype=f16)\n}\n", in, 1))
+  if (!run_src(&r, "graph n(x: f32[8]) {\n  return cast(x, dtype=bf16), cast(x, dtype=f16)\n}\n",
+               in, 1))
     return;
   const uint16_t *bf = r.out[0].data, *h = r.out[1].data;
   CHECK(bf[0] == 0x3f80); /* tie to even: down to 1.0 */
@@ -193,7 +218,9 @@ static void test_narrow_rounding(void) {
 
   double y[6] = {448, 464, 470, -1000, 57344, 1e6};
   fg_tensor in2[1] = {mk(FG_F32, 1, (int64_t[]){6}, y)};
-  if (!run_src(&r, "graph f8(x: f32[6]) {\n  return cast(x, dtype=f8e4m3), cast(x, dtype=f8e5m2)\n}\n", in2, 1))
+  if (!run_src(&r,
+               "graph f8(x: f32[6]) {\n  return cast(x, dtype=f8e4m3), cast(x, dtype=f8e5m2)\n}\n",
+               in2, 1))
     return;
   const uint8_t *e4 = r.out[0].data, *e5 = r.out[1].data;
   CHECK(e4[0] == 0x7e && fg_tensor_get_f(&r.out[0], 0) == 448);
@@ -212,7 +239,8 @@ static void test_narrow_arith(void) {
   fg_tensor in[1] = {mk(FG_BF16, 1, (int64_t[]){3}, x)};
   run r;
   if (!run_src(&r,
-               "graph a(x: bf16[3]) {\n  return add(x, 1e-5), mul(x, 1.00390625), add(x, 1), div(x, 3.0)\n}\n",
+               "graph a(x: bf16[3]) {\n  return add(x, 1e-5), mul(x, 1.00390625), add(x, 1), "
+               "div(x, 3.0)\n}\n",
                in, 1))
     return;
   CHECK(r.out[0].dtype == FG_BF16 && r.out[2].dtype == FG_BF16);
@@ -229,7 +257,8 @@ static void test_f64_literal(void) {
   double x[2] = {1.0, 0.2};
   fg_tensor in[1] = {mk(FG_F64, 1, (int64_t[]){2}, x)};
   run r;
-  if (!run_src(&r, "graph a(x: f64[2]) {\n  return add(x, 0.1)\n}\n", in, 1)) return;
+  if (!run_src(&r, "graph a(x: f64[2]) {\n  return add(x, 0.1)\n}\n", in, 1))
+    return;
   CHECK(r.out[0].dtype == FG_F64);
   CHECK(values_are(&r.out[0], (double[]){1.0 + 0.1, 0.2 + 0.1}, 2));
   run_free(&r);
@@ -240,20 +269,23 @@ static void test_integers(void) {
   double b[6] = {2, 2, -2, -2, 1, 100000};
   fg_tensor in[2] = {mk(FG_I32, 1, (int64_t[]){6}, a), mk(FG_I32, 1, (int64_t[]){6}, b)};
   run r;
-  if (!run_src(&r,
-               "graph i(a: i32[6], b: i32[6]) {\n"
-               "  return div(a, b), mul(a, b), add(cast(a, dtype=i8), cast(b, dtype=i8)), fmod(a, b),"
-               " cast(a, dtype=u8), gt(a, b), add(a, 0.5)\n}\n",
-               in, 2))
+  if (!run_src(
+          &r,
+          "graph i(a: i32[6], b: i32[6]) {\n"
+          "  return div(a, b), mul(a, b), add(cast(a, dtype=i8), cast(b, dtype=i8)), fmod(a, b),"
+          " cast(a, dtype=u8), gt(a, b), add(a, 0.5)\n}\n",
+          in, 2))
     return;
   CHECK(values_are(&r.out[0], (double[]){-3, 3, 3, -3, 127, 1}, 6));
-  CHECK(values_are(&r.out[1], (double[]){-14, 14, 14, -14, 127, 1410065408}, 6)); /* 1e10 wraps in i32 */
+  CHECK(values_are(&r.out[1], (double[]){-14, 14, 14, -14, 127, 1410065408},
+                   6)); /* 1e10 wraps in i32 */
   /* 127 + 1 wraps to -128 in i8; 100000 as i8 is -96, doubled -192 wraps to 64 */
   CHECK(values_are(&r.out[2], (double[]){-5, 9, -9, 5, -128, 64}, 6));
   CHECK(values_are(&r.out[3], (double[]){-1, 1, -1, 1, 0, 0}, 6));
   CHECK(values_are(&r.out[4], (double[]){249, 7, 249, 7, 127, 160}, 6)); /* int->int wraps */
   CHECK(r.out[5].dtype == FG_BOOL && values_are(&r.out[5], (double[]){0, 1, 0, 1, 1, 0}, 6));
-  CHECK(r.out[6].dtype == FG_F32 && values_are(&r.out[6], (double[]){-6.5, 7.5, -6.5, 7.5, 127.5, 100000.5}, 6));
+  CHECK(r.out[6].dtype == FG_F32 &&
+        values_are(&r.out[6], (double[]){-6.5, 7.5, -6.5, 7.5, 127.5, 100000.5}, 6));
   run_free(&r);
 }
 
@@ -262,13 +294,14 @@ static void test_conversions(void) {
   fg_tensor in[1] = {mk(FG_F32, 1, (int64_t[]){6}, x)};
   run r;
   if (!run_src(&r,
-               "graph c(x: f32[6]) {\n  return cast(x, dtype=i32), cast(x, dtype=u8), cast(x, dtype=bool),"
+               "graph c(x: f32[6]) {\n  return cast(x, dtype=i32), cast(x, dtype=u8), cast(x, "
+               "dtype=bool),"
                " cast(cast(x, dtype=bool), dtype=f32), cast(x, dtype=i64)\n}\n",
                in, 1))
     return;
   CHECK(values_are(&r.out[0], (double[]){0, 2147483647, -2, -1, 300, 0}, 6));
-  CHECK(values_are(&r.out[1], (double[]){0, 255, 0, 0, 255, 0}, 6));    /* saturates */
-  CHECK(values_are(&r.out[2], (double[]){1, 1, 1, 1, 1, 0}, 6));        /* NaN is true */
+  CHECK(values_are(&r.out[1], (double[]){0, 255, 0, 0, 255, 0}, 6)); /* saturates */
+  CHECK(values_are(&r.out[2], (double[]){1, 1, 1, 1, 1, 0}, 6));     /* NaN is true */
   CHECK(values_are(&r.out[3], (double[]){1, 1, 1, 1, 1, 0}, 6));
   CHECK(values_are(&r.out[4], (double[]){0, 1e10, -2, -1, 300, 0}, 6));
   run_free(&r);
@@ -299,7 +332,9 @@ static void test_broadcast(void) {
   fg_tensor in[3] = {mk(FG_F32, 3, (int64_t[]){2, 1, 3}, a), mk(FG_F32, 2, (int64_t[]){4, 1}, b),
                      mk(FG_F32, 0, NULL, (double[]){0.5})};
   run r;
-  if (!run_src(&r, "graph b(a: f32[2,1,3], b: f32[4,1], s: f32[]) {\n  return add(add(a, b), s)\n}\n", in, 3))
+  if (!run_src(&r,
+               "graph b(a: f32[2,1,3], b: f32[4,1], s: f32[]) {\n  return add(add(a, b), s)\n}\n",
+               in, 3))
     return;
   CHECK(shape_is(&r.out[0], 3, (int64_t[]){2, 4, 3}));
   for (int i = 0; i < 2; i++)
@@ -313,16 +348,20 @@ static void test_broadcast(void) {
 
 static void test_reductions(void) {
   double x[12];
-  for (int i = 0; i < 12; i++) x[i] = i;
+  for (int i = 0; i < 12; i++)
+    x[i] = i;
   x[5] = -3;
-  fg_tensor in[2] = {mk(FG_F32, 3, (int64_t[]){2, 3, 2}, x), mk(FG_F32, 1, (int64_t[]){3}, (double[]){1, NAN, 2})};
+  fg_tensor in[2] = {mk(FG_F32, 3, (int64_t[]){2, 3, 2}, x),
+                     mk(FG_F32, 1, (int64_t[]){3}, (double[]){1, NAN, 2})};
   run r;
-  if (!run_src(&r,
-               "graph r(x: f32[2,3,2], y: f32[3]) {\n"
-               "  return sum(x, dims=[-1]), amax(x, dims=[0, 2], keepdim=true), amin(x), mean(x, dims=[1]),"
-               " prod(x, dims=[0]), amax(y), amin(y, dims=[0]), sum(cast(x, dtype=i32), dims=[1, 2]),"
-               " sum(x, dims=[1], keepdim=true)\n}\n",
-               in, 2))
+  if (!run_src(
+          &r,
+          "graph r(x: f32[2,3,2], y: f32[3]) {\n"
+          "  return sum(x, dims=[-1]), amax(x, dims=[0, 2], keepdim=true), amin(x), mean(x, "
+          "dims=[1]),"
+          " prod(x, dims=[0]), amax(y), amin(y, dims=[0]), sum(cast(x, dtype=i32), dims=[1, 2]),"
+          " sum(x, dims=[1], keepdim=true)\n}\n",
+          in, 2))
     return;
   /* x = [[[0,1],[2,3],[4,-3]], [[6,7],[8,9],[10,11]]] */
   CHECK(shape_is(&r.out[0], 2, (int64_t[]){2, 3}));
@@ -344,7 +383,9 @@ static void test_reductions(void) {
  * summation is exact. */
 static void test_pairwise_sum(void) {
   run r;
-  if (!run_src(&r, "graph s() {\n  return sum(full(shape=[16777300], value=1.0)), mean(full(shape=[16777300], value=0.1))\n}\n",
+  if (!run_src(&r,
+               "graph s() {\n  return sum(full(shape=[16777300], value=1.0)), "
+               "mean(full(shape=[16777300], value=0.1))\n}\n",
                NULL, 0))
     return;
   CHECK(fg_tensor_get_f(&r.out[0], 0) == 16777300.0);
@@ -360,7 +401,8 @@ static void test_views(void) {
                "graph v() {\n  x = reshape(iota(24), shape=[2,3,4])\n"
                "  return permute(x, dims=[2,0,1]), transpose(x, dim0=0, dim1=-1),"
                " slice(x, starts=[0,-2,1], ends=[2,100,4], steps=[1,1,2]),"
-               " broadcast_in_dim(iota(3), shape=[2,3], dims=[1]), expand(reshape(iota(2), shape=[2,1]), shape=[3,-1,2]),"
+               " broadcast_in_dim(iota(3), shape=[2,3], dims=[1]), expand(reshape(iota(2), "
+               "shape=[2,1]), shape=[3,-1,2]),"
                " squeeze(reshape(iota(3), shape=[1,3,1])), unsqueeze(iota(3), dim=-1),"
                " cat(iota(2), iota(3), dim=0), reshape(x, shape=[-1,6])\n}\n",
                NULL, 0))
@@ -370,13 +412,15 @@ static void test_views(void) {
   double p[24];
   for (int k = 0; k < 4; k++)
     for (int i = 0; i < 2; i++)
-      for (int j = 0; j < 3; j++) p[(k * 2 + i) * 3 + j] = 12 * i + 4 * j + k;
+      for (int j = 0; j < 3; j++)
+        p[(k * 2 + i) * 3 + j] = 12 * i + 4 * j + k;
   CHECK(values_are(&r.out[0], p, 24));
   CHECK(shape_is(&r.out[1], 3, (int64_t[]){4, 3, 2}));
   double t[24];
   for (int k = 0; k < 4; k++)
     for (int j = 0; j < 3; j++)
-      for (int i = 0; i < 2; i++) t[(k * 3 + j) * 2 + i] = 12 * i + 4 * j + k;
+      for (int i = 0; i < 2; i++)
+        t[(k * 3 + j) * 2 + i] = 12 * i + 4 * j + k;
   CHECK(values_are(&r.out[1], t, 24));
   CHECK(shape_is(&r.out[2], 3, (int64_t[]){2, 2, 2}));
   CHECK(values_are(&r.out[2], (double[]){5, 7, 9, 11, 17, 19, 21, 23}, 8));
@@ -396,7 +440,8 @@ static void test_split_cat_pad(void) {
   if (!run_src(&r,
                "graph v() {\n  x = reshape(iota(12), shape=[3,4])\n"
                "  a, b = split(x, sizes=[1,3], dim=-1)\n"
-               "  return a, b, cat(b, a, dim=1), pad(x, pad=[1,0,-1,2], value=-1), pad(x, pad=[-1,-1,0,0])\n}\n",
+               "  return a, b, cat(b, a, dim=1), pad(x, pad=[1,0,-1,2], value=-1), pad(x, "
+               "pad=[-1,-1,0,0])\n}\n",
                NULL, 0))
     return;
   CHECK(values_are(&r.out[0], (double[]){0, 4, 8}, 3));
@@ -404,8 +449,9 @@ static void test_split_cat_pad(void) {
   CHECK(values_are(&r.out[2], (double[]){1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8}, 12));
   /* rows: one new row on top; cols: drop the first, add two at the end */
   CHECK(shape_is(&r.out[3], 2, (int64_t[]){4, 5}));
-  CHECK(values_are(&r.out[3], (double[]){-1, -1, -1, -1, -1, 1, 2, 3, -1, -1, 5, 6, 7, -1, -1, 9, 10, 11, -1, -1},
-                   20));
+  CHECK(values_are(
+      &r.out[3],
+      (double[]){-1, -1, -1, -1, -1, 1, 2, 3, -1, -1, 5, 6, 7, -1, -1, 9, 10, 11, -1, -1}, 20));
   CHECK(shape_is(&r.out[4], 2, (int64_t[]){1, 4}));
   CHECK(values_are(&r.out[4], (double[]){4, 5, 6, 7}, 4));
   run_free(&r);
@@ -415,7 +461,8 @@ static void test_cat_promotes(void) {
   double a[2] = {1.5, 2.5};
   fg_tensor in[1] = {mk(FG_F32, 1, (int64_t[]){2}, a)};
   run r;
-  if (!run_src(&r, "graph c(a: f32[2]) {\n  return cat(a, iota(2, dtype=i32), dim=0)\n}\n", in, 1)) return;
+  if (!run_src(&r, "graph c(a: f32[2]) {\n  return cat(a, iota(2, dtype=i32), dim=0)\n}\n", in, 1))
+    return;
   CHECK(r.out[0].dtype == FG_F32 && values_are(&r.out[0], (double[]){1.5, 2.5, 0, 1}, 4));
   run_free(&r);
 }
@@ -424,7 +471,9 @@ static void test_results_alias(void) {
   double a[2] = {1, 2};
   fg_tensor in[1] = {mk(FG_F32, 1, (int64_t[]){2}, a)};
   run r;
-  if (!run_src(&r, "graph c(a: f32[2]) {\n  b = neg(a)\n  return a, b, b, segment_set(b)\n}\n", in, 1)) return;
+  if (!run_src(&r, "graph c(a: f32[2]) {\n  b = neg(a)\n  return a, b, b, segment_set(b)\n}\n", in,
+               1))
+    return;
   CHECK(values_are(&r.out[0], (double[]){1, 2}, 2));
   CHECK(values_are(&r.out[1], (double[]){-1, -2}, 2));
   CHECK(values_are(&r.out[2], (double[]){-1, -2}, 2) && r.out[2].data != r.out[1].data);
@@ -438,25 +487,31 @@ static void test_results_alias(void) {
 static void test_sdpa(void) {
   enum { S = 3, D = 2, N = S * D };
   double q[N], k[N], v[N], g[N];
-  for (int i = 0; i < N; i++) q[i] = rnd(), k[i] = rnd(), v[i] = rnd(), g[i] = rnd();
+  for (int i = 0; i < N; i++)
+    q[i] = rnd(), k[i] = rnd(), v[i] = rnd(), g[i] = rnd();
   const char *fwd = "graph f(q: f64[1,1,3,2], k: f64[1,1,3,2], v: f64[1,1,3,2]) {\n"
                     "  o, lse = sdpa(q, k, v, causal=true)\n  return o, lse\n}\n";
   int64_t sh[4] = {1, 1, S, D};
   run r;
   fg_tensor in[3] = {mk(FG_F64, 4, sh, q), mk(FG_F64, 4, sh, k), mk(FG_F64, 4, sh, v)};
-  if (!run_src(&r, fwd, in, 3)) return;
+  if (!run_src(&r, fwd, in, 3))
+    return;
   /* row 0 attends only to key 0: o = v[0], lse = q0.k0 / sqrt(2) */
   CHECK_NEAR(fg_tensor_get_f(&r.out[0], 0), v[0], 1e-12);
   CHECK_NEAR(fg_tensor_get_f(&r.out[1], 0), (q[0] * k[0] + q[1] * k[1]) / sqrt(2.0), 1e-6);
   double o[N], lse[S];
-  for (int i = 0; i < N; i++) o[i] = fg_tensor_get_f(&r.out[0], i);
-  for (int i = 0; i < S; i++) lse[i] = fg_tensor_get_f(&r.out[1], i);
+  for (int i = 0; i < N; i++)
+    o[i] = fg_tensor_get_f(&r.out[0], i);
+  for (int i = 0; i < S; i++)
+    lse[i] = fg_tensor_get_f(&r.out[1], i);
   run_free(&r);
-  fg_tensor bin[6] = {mk(FG_F64, 4, sh, g), mk(FG_F64, 4, sh, q), mk(FG_F64, 4, sh, k), mk(FG_F64, 4, sh, v),
-                      mk(FG_F64, 4, sh, o), mk(FG_F32, 3, sh, lse)};
+  fg_tensor bin[6] = {mk(FG_F64, 4, sh, g), mk(FG_F64, 4, sh, q), mk(FG_F64, 4, sh, k),
+                      mk(FG_F64, 4, sh, v), mk(FG_F64, 4, sh, o), mk(FG_F32, 3, sh, lse)};
   if (!run_src(&r,
-               "graph b(g: f64[1,1,3,2], q: f64[1,1,3,2], k: f64[1,1,3,2], v: f64[1,1,3,2], o: f64[1,1,3,2],"
-               " lse: f32[1,1,3]) {\n  dq, dk, dv = sdpa_bwd(g, q, k, v, o, lse, causal=true)\n  return dq, dk, dv\n}\n",
+               "graph b(g: f64[1,1,3,2], q: f64[1,1,3,2], k: f64[1,1,3,2], v: f64[1,1,3,2], o: "
+               "f64[1,1,3,2],"
+               " lse: f32[1,1,3]) {\n  dq, dk, dv = sdpa_bwd(g, q, k, v, o, lse, causal=true)\n  "
+               "return dq, dk, dv\n}\n",
                bin, 6))
     return;
   double *ins[3] = {q, k, v};
@@ -469,9 +524,11 @@ static void test_sdpa(void) {
         fg_tensor fin[3] = {mk(FG_F64, 4, sh, q), mk(FG_F64, 4, sh, k), mk(FG_F64, 4, sh, v)};
         ins[which][e] = save;
         run f;
-        if (!run_src(&f, fwd, fin, 3)) return;
+        if (!run_src(&f, fwd, fin, 3))
+          return;
         L[sgn] = 0;
-        for (int i = 0; i < N; i++) L[sgn] += fg_tensor_get_f(&f.out[0], i) * g[i];
+        for (int i = 0; i < N; i++)
+          L[sgn] += fg_tensor_get_f(&f.out[0], i) * g[i];
         run_free(&f);
       }
       /* lse is stored in f32, so the backward's P carries ~1e-7 relative error */

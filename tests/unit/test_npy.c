@@ -16,7 +16,8 @@ static char dir[64];
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  if (!f)
+    return NULL;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
@@ -31,9 +32,11 @@ static void test_roundtrip(void) {
     fg_tensor t, u;
     int64_t sizes[3] = {2, 3, 5};
     fg_tensor_alloc(&t, (fg_dtype)dt, 3, sizes);
-    for (size_t i = 0; i < t.nbytes; i++) ((unsigned char *)t.data)[i] = (unsigned char)(i * 37 + 1);
+    for (size_t i = 0; i < t.nbytes; i++)
+      ((unsigned char *)t.data)[i] = (unsigned char)(i * 37 + 1);
     if (dt == FG_BOOL)
-      for (size_t i = 0; i < t.nbytes; i++) ((unsigned char *)t.data)[i] &= 1;
+      for (size_t i = 0; i < t.nbytes; i++)
+        ((unsigned char *)t.data)[i] &= 1;
     char path[128], err[256];
     snprintf(path, sizeof path, "%s/%s.npy", dir, fg_dtype_name((fg_dtype)dt));
     CHECK(fg_npy_write(path, &t, err, sizeof err));
@@ -55,7 +58,8 @@ static void test_roundtrip(void) {
   char path[128], err[256];
   snprintf(path, sizeof path, "%s/scalar.npy", dir);
   CHECK(fg_npy_write(path, &s, err, sizeof err));
-  CHECK(fg_npy_read(path, FG_DTYPE_INVALID, &r, err, sizeof err) && r.rank == 0 && fg_tensor_get_f(&r, 0) == 2.5);
+  CHECK(fg_npy_read(path, FG_DTYPE_INVALID, &r, err, sizeof err) && r.rank == 0 &&
+        fg_tensor_get_f(&r, 0) == 2.5);
   fg_tensor_free(&r);
   fg_tensor_free(&s);
 }
@@ -70,7 +74,8 @@ static size_t build(unsigned char *buf, int major, const char *hdr, const void *
     buf[8] = (unsigned char)hl;
     buf[9] = (unsigned char)(hl >> 8);
   } else {
-    for (int i = 0; i < 4; i++) buf[8 + i] = (unsigned char)(hl >> (8 * i));
+    for (int i = 0; i < 4; i++)
+      buf[8 + i] = (unsigned char)(hl >> (8 * i));
   }
   memcpy(buf + pre, hdr, hl);
   memcpy(buf + pre + hl, data, dlen);
@@ -83,7 +88,8 @@ static void test_headers(void) {
   fg_tensor t;
   float f6[6] = {0, 1, 2, 3, 4, 5};
   /* v2.0, odd spacing, fortran order: column-major [2,3] -> C order */
-  size_t n = build(buf, 2, "{\"descr\":'<f4',  'fortran_order' : True, 'shape': (2,3) }\n", f6, sizeof f6);
+  size_t n =
+      build(buf, 2, "{\"descr\":'<f4',  'fortran_order' : True, 'shape': (2,3) }\n", f6, sizeof f6);
   CHECK(fg_npy_parse("f.npy", buf, n, FG_F32, &t, err, sizeof err));
   float want[6] = {0, 2, 4, 1, 3, 5};
   CHECK(t.rank == 2 && memcmp(t.data, want, sizeof want) == 0);
@@ -94,11 +100,13 @@ static void test_headers(void) {
   CHECK(fg_npy_parse("b.npy", buf, n, FG_BF16, &t, err, sizeof err) && t.dtype == FG_BF16 &&
         fg_tensor_get_f(&t, 1) == -2.0);
   fg_tensor_free(&t);
-  CHECK(!fg_npy_parse("b.npy", buf, n, FG_DTYPE_INVALID, &t, err, sizeof err) && strstr(err, "b.npy:"));
+  CHECK(!fg_npy_parse("b.npy", buf, n, FG_DTYPE_INVALID, &t, err, sizeof err) &&
+        strstr(err, "b.npy:"));
   /* |u1 is u8 unless an f8 dtype is expected */
   uint8_t e[1] = {0x7e};
   n = build(buf, 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1,), }\n", e, 1);
-  CHECK(fg_npy_parse("e.npy", buf, n, FG_F8E4M3, &t, err, sizeof err) && fg_tensor_get_f(&t, 0) == 448);
+  CHECK(fg_npy_parse("e.npy", buf, n, FG_F8E4M3, &t, err, sizeof err) &&
+        fg_tensor_get_f(&t, 0) == 448);
   fg_tensor_free(&t);
   CHECK(fg_npy_parse("e.npy", buf, n, FG_DTYPE_INVALID, &t, err, sizeof err) && t.dtype == FG_U8);
   fg_tensor_free(&t);
@@ -107,12 +115,15 @@ static void test_headers(void) {
   CHECK(!fg_npy_parse("be.npy", buf, n, FG_F32, &t, err, sizeof err) && strstr(err, "big-endian"));
   /* wrong data size */
   n = build(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }\n", f6, sizeof f6);
-  CHECK(!fg_npy_parse("short.npy", buf, n, FG_F32, &t, err, sizeof err) && strstr(err, "short.npy"));
+  CHECK(!fg_npy_parse("short.npy", buf, n, FG_F32, &t, err, sizeof err) &&
+        strstr(err, "short.npy"));
   /* structured dtypes, unknown keys, bad magic */
   n = build(buf, 1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n", f6, 4);
   CHECK(!fg_npy_parse("s.npy", buf, n, FG_F32, &t, err, sizeof err));
-  CHECK(!fg_npy_parse("m.npy", "hello world", 11, FG_F32, &t, err, sizeof err) && strstr(err, "magic"));
-  CHECK(!fg_npy_read("/nonexistent/x.npy", FG_F32, &t, err, sizeof err) && strstr(err, "/nonexistent/x.npy"));
+  CHECK(!fg_npy_parse("m.npy", "hello world", 11, FG_F32, &t, err, sizeof err) &&
+        strstr(err, "magic"));
+  CHECK(!fg_npy_read("/nonexistent/x.npy", FG_F32, &t, err, sizeof err) &&
+        strstr(err, "/nonexistent/x.npy"));
 }
 
 /* Truncations at every length and random corruptions of a valid image:
@@ -120,13 +131,16 @@ static void test_headers(void) {
 static void test_fuzz(void) {
   unsigned char buf[512], mut[512];
   float f6[6] = {0, 1, 2, 3, 4, 5};
-  size_t n = build(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }\n", f6, sizeof f6);
+  size_t n =
+      build(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }\n", f6, sizeof f6);
   char err[256];
   fg_tensor t;
   int ok_count = 0, fails = 0;
   for (size_t len = 0; len <= n; len++) {
-    if (fg_npy_parse("fz.npy", buf, len, FG_F32, &t, err, sizeof err)) ok_count++, fg_tensor_free(&t);
-    else fails += strstr(err, "fz.npy") != NULL;
+    if (fg_npy_parse("fz.npy", buf, len, FG_F32, &t, err, sizeof err))
+      ok_count++, fg_tensor_free(&t);
+    else
+      fails += strstr(err, "fz.npy") != NULL;
   }
   CHECK(ok_count == 1 && fails == (int)n);
   uint64_t s = 88172645463325252ull;
@@ -138,8 +152,10 @@ static void test_fuzz(void) {
       s ^= s << 13, s ^= s >> 7, s ^= s << 17;
       mut[s % n] = (unsigned char)(s >> 32);
     }
-    if (fg_npy_parse("fz.npy", mut, n, FG_F32, &t, err, sizeof err)) fg_tensor_free(&t);
-    else bad_msgs += strstr(err, "fz.npy") == NULL;
+    if (fg_npy_parse("fz.npy", mut, n, FG_F32, &t, err, sizeof err))
+      fg_tensor_free(&t);
+    else
+      bad_msgs += strstr(err, "fz.npy") == NULL;
   }
   CHECK(bad_msgs == 0);
 }
@@ -151,7 +167,8 @@ static void test_compare(void) {
   int64_t n = 100;
   fg_tensor_alloc(&a, FG_F32, 1, &n);
   fg_tensor_alloc(&b, FG_F32, 1, &n);
-  for (int i = 0; i < 100; i++) fg_tensor_set_f(&a, i, i + 1), fg_tensor_set_f(&b, i, (i + 1) * (1 + 1e-7));
+  for (int i = 0; i < 100; i++)
+    fg_tensor_set_f(&a, i, i + 1), fg_tensor_set_f(&b, i, (i + 1) * (1 + 1e-7));
   FILE *f = tmpfile();
   CHECK(fg_compare(f, 0, &a, &b));
   fg_tensor_set_f(&a, 7, 1e3);
@@ -160,7 +177,7 @@ static void test_compare(void) {
   fg_tensor_set_f(&a, 3, NAN);
   CHECK(!fg_compare(f, 2, &a, &b)); /* NaN where the reference is finite */
   fg_tensor_set_f(&b, 3, NAN);
-  CHECK(fg_compare(f, 3, &a, &b));  /* NaN in both: skipped */
+  CHECK(fg_compare(f, 3, &a, &b)); /* NaN in both: skipped */
   fg_tensor_set_f(&a, 4, INFINITY), fg_tensor_set_f(&b, 4, -INFINITY);
   CHECK(!fg_compare(f, 4, &a, &b)); /* inf signs differ */
   fg_tensor c;
@@ -177,7 +194,8 @@ static void test_compare(void) {
         strstr(line, " ok\n"));
   CHECK(fgets(line, sizeof line, f) && strstr(line, " FAIL\n"));
   fclose(f);
-  CHECK(fg_compare_tol(FG_BF16) == 1e-2 && fg_compare_tol(FG_F8E5M2) == 1.2e-1 && fg_compare_tol(FG_I8) == 0);
+  CHECK(fg_compare_tol(FG_BF16) == 1e-2 && fg_compare_tol(FG_F8E5M2) == 1.2e-1 &&
+        fg_compare_tol(FG_I8) == 0);
   fg_tensor_free(&a);
   fg_tensor_free(&b);
   fg_tensor_free(&c);
@@ -196,7 +214,8 @@ int main(void) {
   test_compare();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "warning: could not remove %s\n", dir);
   printf("test_npy: %d passed, %d failed\n", npass, nfail);
   return nfail != 0;
 }

@@ -14,14 +14,14 @@
 
 static int passed, failed;
 
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (cond) {                                                      \
-      passed++;                                                      \
-    } else {                                                         \
-      failed++;                                                      \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                \
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (cond) {                                                                                    \
+      passed++;                                                                                    \
+    } else {                                                                                       \
+      failed++;                                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                     \
+    }                                                                                              \
   } while (0)
 
 /* Parses text, collecting diagnostics into *diag_out (malloc'd, may be NULL). */
@@ -29,7 +29,8 @@ static fg_module *parse_str(const char *src, char **diag_out) {
   fg_diag d;
   fg_diag_init(&d, "t.fg", src, strlen(src), NULL);
   fg_module *m = fg_parse("t.fg", src, strlen(src), &d);
-  if (diag_out) *diag_out = d.buf ? strdup(d.buf) : NULL;
+  if (diag_out)
+    *diag_out = d.buf ? strdup(d.buf) : NULL;
   fg_diag_free(&d);
   return m;
 }
@@ -79,7 +80,9 @@ static void check_round_trip(const char *path, const char *src, size_t len) {
   fg_diag_free(&d);
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void check_dir(const char *rel) {
   char dir[4096];
@@ -94,7 +97,8 @@ static void check_dir(const char *rel) {
   struct dirent *e;
   while ((e = readdir(dp)) && n < 1024) {
     size_t l = strlen(e->d_name);
-    if (l > 3 && strcmp(e->d_name + l - 3, ".fg") == 0) names[n++] = strdup(e->d_name);
+    if (l > 3 && strcmp(e->d_name + l - 3, ".fg") == 0)
+      names[n++] = strdup(e->d_name);
   }
   closedir(dp);
   qsort(names, (size_t)n, sizeof *names, by_name);
@@ -104,7 +108,8 @@ static void check_dir(const char *rel) {
     size_t len;
     char *src = fg_read_file(path, &len);
     CHECK(src != NULL);
-    if (src) check_round_trip(path, src, len);
+    if (src)
+      check_round_trip(path, src, len);
     free(src);
     free(names[i]);
   }
@@ -112,16 +117,19 @@ static void check_dir(const char *rel) {
 
 static const fg_node *nth_node(const fg_graph *g, const char *op, int k) {
   for (const fg_node *n = g->first; n; n = n->next)
-    if (strcmp(n->op->name, op) == 0 && k-- == 0) return n;
+    if (strcmp(n->op->name, op) == 0 && k-- == 0)
+      return n;
   return NULL;
 }
 
 static void test_types(void) {
-  fg_module *m = parse_str("graph g(x: f32[N,8] layout=[1,0], eps: f32, z: f16[], w: bf16[2,3,4]) {\n"
-                           "  return x, eps, z, w\n}\n",
-                           NULL);
+  fg_module *m =
+      parse_str("graph g(x: f32[N,8] layout=[1,0], eps: f32, z: f16[], w: bf16[2,3,4]) {\n"
+                "  return x, eps, z, w\n}\n",
+                NULL);
   CHECK(m && m->ngraphs == 1);
-  if (!m) return;
+  if (!m)
+    return;
   const fg_graph *g = m->graphs[0];
   CHECK(g->nparams == 4);
   const fg_type *x = &g->params[0]->type;
@@ -136,7 +144,8 @@ static void test_types(void) {
   const fg_type *w = &g->params[3]->type;
   CHECK(w->rank == 3 && w->dims[2].size == 4 && !w->has_layout && !g->params[3]->weak);
   CHECK(g->nresults == 4 && g->results[1] == eps);
-  CHECK(strcmp(g->params[0]->name, "x") == 0 && g->params[0]->loc.line == 1 && g->params[0]->loc.col == 9);
+  CHECK(strcmp(g->params[0]->name, "x") == 0 && g->params[0]->loc.line == 1 &&
+        g->params[0]->loc.col == 9);
   fg_module_free(m);
 }
 
@@ -152,7 +161,8 @@ static void test_literals_and_attrs(void) {
                            "  return a, b, c, v, mu, p, q, k, where(true, x, c)\n}\n",
                            NULL);
   CHECK(m != NULL);
-  if (!m) return;
+  if (!m)
+    return;
   const fg_graph *g = m->graphs[0];
   const fg_node *add = nth_node(g, "add", 0);
   double lit = 0;
@@ -163,18 +173,20 @@ static void test_literals_and_attrs(void) {
   const fg_node *mul = nth_node(g, "mul", 0);
   CHECK(mul && mul->in[1]->type.dtype == FG_I64 && mul->in[1]->def->attrs[0].kind == FG_ATTR_INT &&
         mul->in[1]->def->attrs[0].i == -3);
-  CHECK(g->results[2]->name && strcmp(g->results[2]->name, "c") == 0 && fg_value_is_literal(g->results[2], &lit) &&
-        lit == 2.0);
+  CHECK(g->results[2]->name && strcmp(g->results[2]->name, "c") == 0 &&
+        fg_value_is_literal(g->results[2], &lit) && lit == 2.0);
   const fg_node *vm = nth_node(g, "var_mean", 0);
   CHECK(vm && vm->nout == 2 && vm->in[0] == g->params[0]); /* y is an alias of x */
   CHECK(vm && strcmp(vm->out[0]->name, "v") == 0 && strcmp(vm->out[1]->name, "mu") == 0);
   const fg_attr *corr = vm ? fg_node_attr(vm, "correction") : NULL;
   CHECK(corr && corr->kind == FG_ATTR_FLOAT && corr->f == 0.0 && corr->loc.line == 6);
-  CHECK(vm && fg_attr_bool(vm, "keepdim") && vm->out[1]->type.rank == 2 && vm->out[1]->type.dims[1].size == 1);
+  CHECK(vm && fg_attr_bool(vm, "keepdim") && vm->out[1]->type.rank == 2 &&
+        vm->out[1]->type.dims[1].size == 1);
   const fg_node *sp = nth_node(g, "split", 0);
   CHECK(sp && sp->nout == 2 && sp->out[1]->type.dims[1].size == 5);
   const fg_node *cl = nth_node(g, "clamp", 0);
-  CHECK(cl && fg_node_attr(cl, "min")->kind == FG_ATTR_INT && fg_node_attr(cl, "max")->kind == FG_ATTR_FLOAT);
+  CHECK(cl && fg_node_attr(cl, "min")->kind == FG_ATTR_INT &&
+        fg_node_attr(cl, "max")->kind == FG_ATTR_FLOAT);
   const fg_node *wh = nth_node(g, "where", 0);
   CHECK(wh && wh->in[0]->type.dtype == FG_BOOL && wh->in[2] == g->results[2]);
   CHECK(g->nresults == 9);
@@ -206,7 +218,8 @@ static void test_errors(void) {
   snprintf(src, sizeof src, "graph %0*d(x: f32[4]) {\n  return x\n}\n", FG_MAX_NAME + 1, 0);
   src[6] = 'g';
   m = parse_str(src, &e);
-  CHECK(m == NULL && e && strstr(e, "t.fg:1:7: error: graph name of 201 characters; at most 200 are supported"));
+  CHECK(m == NULL && e &&
+        strstr(e, "t.fg:1:7: error: graph name of 201 characters; at most 200 are supported"));
   free(e);
   snprintf(src, sizeof src, "graph g(x%0*d: f32[4]) {\n  return x\n}\n", FG_MAX_NAME, 0);
   m = parse_str(src, &e);
@@ -221,14 +234,25 @@ static void test_errors(void) {
 }
 
 static void test_format_float(void) {
-  static const struct { double v; const char *s; } cases[] = {
-      {0.1, "0.1"}, {1e-5, "1e-5"}, {2.0, "2.0"}, {-0.0, "-0.0"}, {1e300, "1e300"}, {-2.5, "-2.5"},
-      {123456789.125, "123456789.125"}, {1e16, "1e16"}, {0.0, "0.0"},
+  static const struct {
+    double v;
+    const char *s;
+  } cases[] = {
+      {0.1, "0.1"},
+      {1e-5, "1e-5"},
+      {2.0, "2.0"},
+      {-0.0, "-0.0"},
+      {1e300, "1e300"},
+      {-2.5, "-2.5"},
+      {123456789.125, "123456789.125"},
+      {1e16, "1e16"},
+      {0.0, "0.0"},
   };
   char buf[64];
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     fg_format_float(buf, sizeof buf, cases[i].v);
-    if (strcmp(buf, cases[i].s) != 0) fprintf(stderr, "fg_format_float(%.17g) = %s, want %s\n", cases[i].v, buf, cases[i].s);
+    if (strcmp(buf, cases[i].s) != 0)
+      fprintf(stderr, "fg_format_float(%.17g) = %s, want %s\n", cases[i].v, buf, cases[i].s);
     CHECK(strcmp(buf, cases[i].s) == 0);
   }
   fg_format_float(buf, sizeof buf, INFINITY);
@@ -264,8 +288,10 @@ static void test_printer_fresh_names(void) {
   FILE *f = open_memstream(&buf, &len);
   fg_print_graph(f, g);
   fclose(f);
-  const char *want = "graph built(t0: f32[4]) {\n  t1 = neg(t0)\n  t2 = add(t1, 1.0)\n  return t2\n}\n";
-  if (strcmp(buf, want) != 0) fprintf(stderr, "got:\n%s", buf);
+  const char *want =
+      "graph built(t0: f32[4]) {\n  t1 = neg(t0)\n  t2 = add(t1, 1.0)\n  return t2\n}\n";
+  if (strcmp(buf, want) != 0)
+    fprintf(stderr, "got:\n%s", buf);
   CHECK(strcmp(buf, want) == 0);
   free(buf);
   fg_graph_free(g);

@@ -10,13 +10,20 @@
  * more. */
 double fg_compare_tol(fg_dtype dt) {
   switch (dt) {
-  case FG_F64: return 1e-9;
-  case FG_F32: return 1e-4;
-  case FG_F16: return 1e-3;
-  case FG_BF16: return 1e-2;
-  case FG_F8E4M3: return 6e-2;
-  case FG_F8E5M2: return 1.2e-1;
-  default: return 0;
+  case FG_F64:
+    return 1e-9;
+  case FG_F32:
+    return 1e-4;
+  case FG_F16:
+    return 1e-3;
+  case FG_BF16:
+    return 1e-2;
+  case FG_F8E4M3:
+    return 6e-2;
+  case FG_F8E5M2:
+    return 1.2e-1;
+  default:
+    return 0;
   }
 }
 
@@ -24,7 +31,8 @@ static void type_str(const fg_tensor *t, char *buf, size_t cap) {
   int n = snprintf(buf, cap, "%s[", fg_dtype_name(t->dtype));
   for (int d = 0; d < t->rank && n > 0 && (size_t)n < cap; d++)
     n += snprintf(buf + n, cap - (size_t)n, "%s%lld", d ? "," : "", (long long)t->sizes[d]);
-  if (n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "]");
+  if (n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, "]");
 }
 
 /* Class of a float for the exact-position check: finite, NaN, +inf, -inf. */
@@ -34,7 +42,8 @@ bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want)
   char ts[160];
   type_str(want, ts, sizeof ts);
   bool same_shape = got->rank == want->rank;
-  for (int d = 0; same_shape && d < got->rank; d++) same_shape = got->sizes[d] == want->sizes[d];
+  for (int d = 0; same_shape && d < got->rank; d++)
+    same_shape = got->sizes[d] == want->sizes[d];
   if (got->dtype != want->dtype || !same_shape) {
     char gs[160];
     type_str(got, gs, sizeof gs);
@@ -46,13 +55,14 @@ bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want)
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < n; i++)
       if (fg_tensor_get_i(got, i) != fg_tensor_get_i(want, i)) {
-        if (first < 0) first = i;
+        if (first < 0)
+          first = i;
         bad++;
       }
     if (bad)
-      fprintf(f, "result %d (%s): %lld of %lld differ (first at %lld: got %lld, want %lld) FAIL\n", index, ts,
-              (long long)bad, (long long)n, (long long)first, (long long)fg_tensor_get_i(got, first),
-              (long long)fg_tensor_get_i(want, first));
+      fprintf(f, "result %d (%s): %lld of %lld differ (first at %lld: got %lld, want %lld) FAIL\n",
+              index, ts, (long long)bad, (long long)n, (long long)first,
+              (long long)fg_tensor_get_i(got, first), (long long)fg_tensor_get_i(want, first));
     else
       fprintf(f, "result %d (%s): exact ok\n", index, ts);
     return bad == 0;
@@ -63,11 +73,13 @@ bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want)
     double a = fg_tensor_get_f(got, i), b = fg_tensor_get_f(want, i);
     int ca = fclass(a), cb = fclass(b);
     if (ca != cb) {
-      if (first < 0) first = i;
+      if (first < 0)
+        first = i;
       special_bad++;
       continue;
     }
-    if (ca) continue;
+    if (ca)
+      continue;
     num += (a - b) * (a - b);
     den += b * b;
   }
@@ -78,7 +90,8 @@ bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want)
   fprintf(f, "result %d (%s): rel_l2=%.1e tol=%.1e", index, ts, rel, tol);
   if (special_bad)
     fprintf(f, " nan/inf positions differ at %lld elements (first at %lld: got %g, want %g)",
-            (long long)special_bad, (long long)first, fg_tensor_get_f(got, first), fg_tensor_get_f(want, first));
+            (long long)special_bad, (long long)first, fg_tensor_get_f(got, first),
+            fg_tensor_get_f(want, first));
   fprintf(f, " %s\n", ok ? "ok" : "FAIL");
   return ok;
 }

@@ -7,18 +7,23 @@
 
 bool fg_make_dirs(const char *dir) {
   char *p = strdup(dir);
-  if (!p) return false;
+  if (!p)
+    return false;
   bool ok = true;
   for (char *s = p + 1; ok; s++) {
-    if (*s != '/' && *s != 0) continue;
+    if (*s != '/' && *s != 0)
+      continue;
     char c = *s;
     *s = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST) ok = false;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+      ok = false;
     *s = c;
-    if (!c) break;
+    if (!c)
+      break;
   }
   struct stat st;
-  if (ok && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) ok = false;
+  if (ok && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)))
+    ok = false;
   free(p);
   return ok;
 }

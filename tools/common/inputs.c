@@ -6,7 +6,9 @@
 
 #include <math.h>
 
-typedef struct rng { uint64_t s[4]; } rng;
+typedef struct rng {
+  uint64_t s[4];
+} rng;
 
 static uint64_t splitmix64(uint64_t *x) {
   uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -31,14 +33,19 @@ static uint64_t next(rng *r) {
 
 static void seed_rng(rng *r, uint64_t seed, int index) {
   uint64_t x = seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(index + 1));
-  for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+  for (int i = 0; i < 4; i++)
+    r->s[i] = splitmix64(&x);
 }
 
 /* Uniform in (0, 1]: never 0, so log() is finite. */
 static double uniform(rng *r) { return ((double)(next(r) >> 11) + 1.0) * 0x1.0p-53; }
 
 /* Box-Muller; both values of a pair are used, in a fixed order. */
-typedef struct normals { rng r; bool have; double next; } normals;
+typedef struct normals {
+  rng r;
+  bool have;
+  double next;
+} normals;
 
 static double normal(normals *g) {
   if (g->have) {
@@ -53,10 +60,13 @@ static double normal(normals *g) {
 }
 
 bool fg_inputs_generate(const fg_type *type, uint64_t seed, int index, fg_tensor *t) {
-  if (!fg_type_is_static(type)) return false;
+  if (!fg_type_is_static(type))
+    return false;
   int64_t sizes[FG_MAX_RANK];
-  for (int d = 0; d < type->rank; d++) sizes[d] = type->dims[d].size;
-  if (!fg_tensor_alloc(t, type->dtype, type->rank, sizes)) return false;
+  for (int d = 0; d < type->rank; d++)
+    sizes[d] = type->dims[d].size;
+  if (!fg_tensor_alloc(t, type->dtype, type->rank, sizes))
+    return false;
   normals g = {0};
   seed_rng(&g.r, seed, index);
   rng *r = &g.r;

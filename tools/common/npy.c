@@ -17,34 +17,50 @@ static bool fail(char *err, size_t cap, const char *name, const char *fmt, ...) 
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (err && cap) snprintf(err, cap, "%s: %s", name, msg);
+  if (err && cap)
+    snprintf(err, cap, "%s: %s", name, msg);
   return false;
 }
 
 const char *fg_npy_descr(fg_dtype dt) {
   switch (dt) {
-  case FG_BOOL: return "|b1";
-  case FG_I8: return "|i1";
-  case FG_U8: return "|u1";
-  case FG_I16: return "<i2";
-  case FG_I32: return "<i4";
-  case FG_I64: return "<i8";
-  case FG_F16: return "<f2";
-  case FG_BF16: return "<u2";
-  case FG_F32: return "<f4";
-  case FG_F64: return "<f8";
+  case FG_BOOL:
+    return "|b1";
+  case FG_I8:
+    return "|i1";
+  case FG_U8:
+    return "|u1";
+  case FG_I16:
+    return "<i2";
+  case FG_I32:
+    return "<i4";
+  case FG_I64:
+    return "<i8";
+  case FG_F16:
+    return "<f2";
+  case FG_BF16:
+    return "<u2";
+  case FG_F32:
+    return "<f4";
+  case FG_F64:
+    return "<f8";
   case FG_F8E4M3:
-  case FG_F8E5M2: return "|u1";
-  default: return NULL;
+  case FG_F8E5M2:
+    return "|u1";
+  default:
+    return NULL;
   }
 }
 
 /* ---- header scanning: p..end is the dict text ---- */
 
-typedef struct scan { const char *p, *end; } scan;
+typedef struct scan {
+  const char *p, *end;
+} scan;
 
 static void skip_ws(scan *s) {
-  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r')) s->p++;
+  while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+    s->p++;
 }
 
 static bool eat(scan *s, char c) {
@@ -59,14 +75,17 @@ static bool eat(scan *s, char c) {
 /* A quoted string (' or "), copied into out. */
 static bool read_str(scan *s, char *out, size_t cap) {
   skip_ws(s);
-  if (s->p >= s->end || (*s->p != '\'' && *s->p != '"')) return false;
+  if (s->p >= s->end || (*s->p != '\'' && *s->p != '"'))
+    return false;
   char q = *s->p++;
   size_t n = 0;
   while (s->p < s->end && *s->p != q) {
-    if (n + 1 >= cap) return false;
+    if (n + 1 >= cap)
+      return false;
     out[n++] = *s->p++;
   }
-  if (s->p >= s->end) return false;
+  if (s->p >= s->end)
+    return false;
   s->p++;
   out[n] = 0;
   return true;
@@ -75,7 +94,8 @@ static bool read_str(scan *s, char *out, size_t cap) {
 static bool read_word(scan *s, const char *w) {
   skip_ws(s);
   size_t n = strlen(w);
-  if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0) return false;
+  if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0)
+    return false;
   s->p += n;
   return true;
 }
@@ -88,54 +108,70 @@ typedef struct header {
 } header;
 
 static bool read_shape(scan *s, header *h, const char *name, char *err, size_t cap) {
-  if (!eat(s, '(')) return fail(err, cap, name, "malformed header: shape is not a tuple");
+  if (!eat(s, '('))
+    return fail(err, cap, name, "malformed header: shape is not a tuple");
   h->rank = 0;
   for (;;) {
-    if (eat(s, ')')) return true;
+    if (eat(s, ')'))
+      return true;
     skip_ws(s);
     if (s->p >= s->end || *s->p < '0' || *s->p > '9')
       return fail(err, cap, name, "malformed header: bad shape entry");
     int64_t v = 0;
     while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
-      if (v > (INT64_MAX - 9) / 10) return fail(err, cap, name, "shape entry is too large");
+      if (v > (INT64_MAX - 9) / 10)
+        return fail(err, cap, name, "shape entry is too large");
       v = v * 10 + (*s->p++ - '0');
     }
-    if (s->p < s->end && *s->p == 'L') s->p++; /* Python 2 longs */
-    if (h->rank == FG_MAX_RANK) return fail(err, cap, name, "rank above %d is not supported", FG_MAX_RANK);
+    if (s->p < s->end && *s->p == 'L')
+      s->p++; /* Python 2 longs */
+    if (h->rank == FG_MAX_RANK)
+      return fail(err, cap, name, "rank above %d is not supported", FG_MAX_RANK);
     h->shape[h->rank++] = v;
     if (!eat(s, ',')) {
-      if (eat(s, ')')) return true;
+      if (eat(s, ')'))
+        return true;
       return fail(err, cap, name, "malformed header: bad shape tuple");
     }
   }
 }
 
-static bool parse_header(const char *txt, size_t len, header *h, const char *name, char *err, size_t cap) {
+static bool parse_header(const char *txt, size_t len, header *h, const char *name, char *err,
+                         size_t cap) {
   scan s = {txt, txt + len};
   memset(h, 0, sizeof *h);
-  if (!eat(&s, '{')) return fail(err, cap, name, "malformed header: not a dict");
+  if (!eat(&s, '{'))
+    return fail(err, cap, name, "malformed header: not a dict");
   for (;;) {
-    if (eat(&s, '}')) break;
+    if (eat(&s, '}'))
+      break;
     char key[32];
     if (!read_str(&s, key, sizeof key) || !eat(&s, ':'))
       return fail(err, cap, name, "malformed header: expected a key");
     if (strcmp(key, "descr") == 0) {
       if (!read_str(&s, h->descr, sizeof h->descr))
-        return fail(err, cap, name, "malformed header: descr must be a simple dtype string (structured dtypes are not supported)");
+        return fail(err, cap, name,
+                    "malformed header: descr must be a simple dtype string (structured dtypes are "
+                    "not supported)");
       h->have_descr = true;
     } else if (strcmp(key, "fortran_order") == 0) {
-      if (read_word(&s, "True")) h->fortran = true;
-      else if (read_word(&s, "False")) h->fortran = false;
-      else return fail(err, cap, name, "malformed header: fortran_order must be True or False");
+      if (read_word(&s, "True"))
+        h->fortran = true;
+      else if (read_word(&s, "False"))
+        h->fortran = false;
+      else
+        return fail(err, cap, name, "malformed header: fortran_order must be True or False");
       h->have_fortran = true;
     } else if (strcmp(key, "shape") == 0) {
-      if (!read_shape(&s, h, name, err, cap)) return false;
+      if (!read_shape(&s, h, name, err, cap))
+        return false;
       h->have_shape = true;
     } else {
       return fail(err, cap, name, "malformed header: unknown key '%s'", key);
     }
     if (!eat(&s, ',')) {
-      if (eat(&s, '}')) break;
+      if (eat(&s, '}'))
+        break;
       return fail(err, cap, name, "malformed header: expected ',' or '}'");
     }
   }
@@ -151,20 +187,27 @@ static bool descr_dtype(const char *d, fg_dtype hint, fg_dtype *out, const char 
   const char *code = d + 1;
   if (order != '<' && order != '|' && order != '=' && order != '>')
     return fail(err, cap, name, "unsupported dtype '%s'", d);
-  static const struct { const char *code; fg_dtype dt; } map[] = {
-      {"b1", FG_BOOL}, {"i1", FG_I8}, {"u1", FG_U8}, {"i2", FG_I16}, {"i4", FG_I32}, {"i8", FG_I64},
-      {"f2", FG_F16},  {"f4", FG_F32}, {"f8", FG_F64}, {"u2", FG_BF16},
+  static const struct {
+    const char *code;
+    fg_dtype dt;
+  } map[] = {
+      {"b1", FG_BOOL}, {"i1", FG_I8},  {"u1", FG_U8},  {"i2", FG_I16}, {"i4", FG_I32},
+      {"i8", FG_I64},  {"f2", FG_F16}, {"f4", FG_F32}, {"f8", FG_F64}, {"u2", FG_BF16},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    if (strcmp(code, map[i].code) != 0) continue;
+    if (strcmp(code, map[i].code) != 0)
+      continue;
     fg_dtype dt = map[i].dt;
     bool one_byte = fg_dtype_size(dt) == 1;
     if (order == '>' && !one_byte)
-      return fail(err, cap, name, "big-endian data ('%s') is not supported; save it little-endian", d);
+      return fail(err, cap, name, "big-endian data ('%s') is not supported; save it little-endian",
+                  d);
     if (dt == FG_BF16 && hint != FG_BF16)
-      return fail(err, cap, name, "uint16 data ('%s') is only read as bf16 bits, but %s is expected", d,
+      return fail(err, cap, name,
+                  "uint16 data ('%s') is only read as bf16 bits, but %s is expected", d,
                   hint == FG_DTYPE_INVALID ? "no dtype" : fg_dtype_name(hint));
-    if (dt == FG_U8 && fg_dtype_is_f8(hint)) dt = hint;
+    if (dt == FG_U8 && fg_dtype_is_f8(hint))
+      dt = hint;
     *out = dt;
     return true;
   }
@@ -173,7 +216,8 @@ static bool descr_dtype(const char *d, fg_dtype hint, fg_dtype *out, const char 
 
 static uint32_t rd_le(const unsigned char *p, int n) {
   uint32_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
   return v;
 }
 
@@ -190,7 +234,8 @@ static void from_fortran(fg_tensor *t, const unsigned char *src) {
     memcpy((char *)t->data + i * es, src + off * es, (size_t)es);
     for (int d = t->rank - 1; d >= 0; d--) {
       off += fst[d];
-      if (++idx[d] < t->sizes[d]) break;
+      if (++idx[d] < t->sizes[d])
+        break;
       off -= fst[d] * t->sizes[d];
       idx[d] = 0;
     }
@@ -201,48 +246,57 @@ bool fg_npy_parse(const char *name, const void *buf, size_t len, fg_dtype hint, 
                   char *err, size_t errcap) {
   const unsigned char *b = buf;
   memset(t, 0, sizeof *t);
-  if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0) return fail(err, errcap, name, "not a .npy file (bad magic)");
+  if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
+    return fail(err, errcap, name, "not a .npy file (bad magic)");
   int major = b[6];
   size_t hlen, hstart;
   if (major == 1) {
     hlen = rd_le(b + 8, 2);
     hstart = 10;
   } else if (major == 2 || major == 3) {
-    if (len < 12) return fail(err, errcap, name, "truncated header");
+    if (len < 12)
+      return fail(err, errcap, name, "truncated header");
     hlen = rd_le(b + 8, 4);
     hstart = 12;
   } else {
     return fail(err, errcap, name, "unsupported .npy version %d.%d", major, b[7]);
   }
-  if (hlen > len - hstart) return fail(err, errcap, name, "truncated header");
+  if (hlen > len - hstart)
+    return fail(err, errcap, name, "truncated header");
   header h;
-  if (!parse_header((const char *)b + hstart, hlen, &h, name, err, errcap)) return false;
+  if (!parse_header((const char *)b + hstart, hlen, &h, name, err, errcap))
+    return false;
   fg_dtype dt = FG_DTYPE_INVALID;
-  if (!descr_dtype(h.descr, hint, &dt, name, err, errcap)) return false;
+  if (!descr_dtype(h.descr, hint, &dt, name, err, errcap))
+    return false;
   int64_t numel = 1;
   for (int d = 0; d < h.rank; d++) {
-    if (h.shape[d] && numel > INT64_MAX / 16 / h.shape[d]) return fail(err, errcap, name, "shape is too large");
+    if (h.shape[d] && numel > INT64_MAX / 16 / h.shape[d])
+      return fail(err, errcap, name, "shape is too large");
     numel *= h.shape[d];
   }
   size_t data_off = hstart + hlen;
   uint64_t need = (uint64_t)numel * (uint64_t)fg_dtype_size(dt);
   if (need != len - data_off)
-    return fail(err, errcap, name, "holds %zu data bytes but its shape and dtype need %llu", len - data_off,
-                (unsigned long long)need);
-  if (!fg_tensor_alloc(t, dt, h.rank, h.shape)) return fail(err, errcap, name, "out of memory");
+    return fail(err, errcap, name, "holds %zu data bytes but its shape and dtype need %llu",
+                len - data_off, (unsigned long long)need);
+  if (!fg_tensor_alloc(t, dt, h.rank, h.shape))
+    return fail(err, errcap, name, "out of memory");
   if (h.fortran && h.rank > 1)
     from_fortran(t, b + data_off);
   else
     memcpy(t->data, b + data_off, t->nbytes);
   if (dt == FG_BOOL) /* numpy bools are 0/1, but be safe with other bytes */
-    for (size_t i = 0; i < t->nbytes; i++) ((unsigned char *)t->data)[i] = ((unsigned char *)t->data)[i] != 0;
+    for (size_t i = 0; i < t->nbytes; i++)
+      ((unsigned char *)t->data)[i] = ((unsigned char *)t->data)[i] != 0;
   return true;
 }
 
 bool fg_npy_read(const char *path, fg_dtype hint, fg_tensor *t, char *err, size_t errcap) {
   memset(t, 0, sizeof *t);
   FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errcap, path, "cannot open: %s", strerror(errno));
+  if (!f)
+    return fail(err, errcap, path, "cannot open: %s", strerror(errno));
   char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -258,38 +312,45 @@ bool fg_npy_read(const char *path, fg_dtype hint, fg_tensor *t, char *err, size_
     }
     size_t r = fread(buf + len, 1, cap - len, f);
     len += r;
-    if (r == 0) break;
+    if (r == 0)
+      break;
   }
   bool io_err = ferror(f);
   fclose(f);
   bool ok = !io_err && fg_npy_parse(path, buf, len, hint, t, err, errcap);
-  if (io_err) fail(err, errcap, path, "read error");
+  if (io_err)
+    fail(err, errcap, path, "read error");
   free(buf);
   return ok;
 }
 
 bool fg_npy_write(const char *path, const fg_tensor *t, char *err, size_t errcap) {
   const char *descr = fg_npy_descr(t->dtype);
-  if (!descr) return fail(err, errcap, path, "cannot store dtype %d", (int)t->dtype);
+  if (!descr)
+    return fail(err, errcap, path, "cannot store dtype %d", (int)t->dtype);
   char shape[FG_MAX_RANK * 24 + 8];
   int n = snprintf(shape, sizeof shape, "(");
   for (int d = 0; d < t->rank; d++)
     n += snprintf(shape + n, sizeof shape - (size_t)n, "%lld%s", (long long)t->sizes[d],
-                  t->rank == 1 ? "," : d + 1 < t->rank ? ", " : "");
+                  t->rank == 1      ? ","
+                  : d + 1 < t->rank ? ", "
+                                    : "");
   snprintf(shape + n, sizeof shape - (size_t)n, ")");
   char hdr[512];
-  int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+  int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                    descr, shape);
   /* Pad with spaces so the data starts at a multiple of 64, ending in '\n'. */
   int total = 10 + hl + 1;
   int pad = (64 - total % 64) % 64;
   memset(hdr + hl, ' ', (size_t)pad);
   hl += pad;
   hdr[hl++] = '\n';
-  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff),
-                           (unsigned char)(hl >> 8)};
+  unsigned char pre[10] = {
+      0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 8);
-  if (!tmp) return fail(err, errcap, path, "out of memory");
+  if (!tmp)
+    return fail(err, errcap, path, "out of memory");
   memcpy(tmp, path, plen);
   memcpy(tmp + plen, ".tmp", 5);
   FILE *f = fopen(tmp, "wb");
@@ -301,7 +362,8 @@ bool fg_npy_write(const char *path, const fg_tensor *t, char *err, size_t errcap
   bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, (size_t)hl, f) == (size_t)hl &&
             (t->nbytes == 0 || fwrite(t->data, 1, t->nbytes, f) == t->nbytes);
   ok = (fclose(f) == 0) && ok;
-  if (ok && rename(tmp, path) != 0) ok = false;
+  if (ok && rename(tmp, path) != 0)
+    ok = false;
   if (!ok) {
     remove(tmp);
     fail(err, errcap, path, "write failed: %s", strerror(errno));

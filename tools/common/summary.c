@@ -13,15 +13,18 @@ static void put_value(FILE *f, const fg_tensor *t, int64_t i) {
 
 void fg_print_summary(FILE *f, int index, const fg_tensor *t) {
   fprintf(f, "result %d: %s[", index, fg_dtype_name(t->dtype));
-  for (int d = 0; d < t->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)t->sizes[d]);
+  for (int d = 0; d < t->rank; d++)
+    fprintf(f, "%s%lld", d ? "," : "", (long long)t->sizes[d]);
   fputs("] = [", f);
   int64_t n = fg_tensor_numel(t);
   enum { HEAD = 6 };
   for (int64_t i = 0; i < n && i < HEAD; i++) {
-    if (i) fputs(", ", f);
+    if (i)
+      fputs(", ", f);
     put_value(f, t, i);
   }
-  if (n > HEAD + 1) fputs(", ...", f);
+  if (n > HEAD + 1)
+    fputs(", ...", f);
   if (n > HEAD) {
     fputs(", ", f);
     put_value(f, t, n - 1);
@@ -39,7 +42,9 @@ void fg_print_summary(FILE *f, int index, const fg_tensor *t) {
     mx = v > mx ? v : mx;
     sum += v;
   }
-  if (n > nans) fprintf(f, " min=%.6g max=%.6g mean=%.6g", mn, mx, sum / (double)(n - nans));
-  if (nans) fprintf(f, " nan=%lld", (long long)nans);
+  if (n > nans)
+    fprintf(f, " min=%.6g max=%.6g mean=%.6g", mn, mx, sum / (double)(n - nans));
+  if (nans)
+    fprintf(f, " nan=%lld", (long long)nans);
   fputc('\n', f);
 }
