@@ -22,13 +22,13 @@
 #include "compare.h"
 #include "diag.h"
 #include "infer.h"
+#include "exit_status.h"
 #include "inputs.h"
 #include "interp.h"
 #include "npy.h"
 #include "parse.h"
 #include "summary.h"
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 enum { MAX_DIMS = 64 };
 
 typedef struct opts {
@@ -60,7 +60,7 @@ static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, fmt, arg);
   fputc('\n', stderr);
   usage(stderr);
-  return EXIT_USAGE;
+  return FG_EXIT_USAGE;
 }
 
 static bool parse_u64(const char *s, uint64_t *out) {
@@ -94,7 +94,7 @@ static int parse_args(int argc, char **argv, opts *o) {
     const char *a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
-      exit(EXIT_OK);
+      exit(FG_EXIT_OK);
     }
     if (strcmp(a, "--misalign") == 0) {
       o->misalign = 1;
@@ -213,19 +213,19 @@ static int load_model(const char *path, const char *graph, model *md) {
   md->src = fg_read_file(path, &len);
   if (!md->src) {
     fprintf(stderr, "fgrun: error: cannot read '%s': %s\n", path, strerror(errno));
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
   fg_diag d;
   fg_diag_init(&d, path, md->src, len, stderr);
   md->m = fg_parse(path, md->src, len, &d);
   fg_diag_free(&d);
   if (!md->m)
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   if (graph) {
     md->g = fg_module_find(md->m, graph);
     if (!md->g) {
       fprintf(stderr, "fgrun: error: %s has no graph named '%s'\n", path, graph);
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     }
   } else if (md->m->ngraphs == 1) {
     md->g = md->m->graphs[0];
@@ -235,9 +235,9 @@ static int load_model(const char *path, const char *graph, model *md) {
     for (int i = 0; i < md->m->ngraphs; i++)
       fprintf(stderr, " %s", md->m->graphs[i]->name);
     fputc('\n', stderr);
-    return EXIT_USAGE;
+    return FG_EXIT_USAGE;
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 /* ---- inputs ---- */
@@ -266,12 +266,12 @@ static int check_input(const fg_value *p, int idx, const char *path, const fg_te
   if (t->dtype != p->type.dtype) {
     fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' holds %s, expected %s\n", idx,
             path, param_name(p), fg_dtype_name(t->dtype), want);
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
   if (t->rank != p->type.rank) {
     fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s' has rank %d, expected %s\n",
             idx, path, param_name(p), t->rank, want);
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
   for (int d = 0; d < t->rank; d++) {
     fg_dim pd = p->type.dims[d];
@@ -282,7 +282,7 @@ static int check_input(const fg_value *p, int idx, const char *path, const fg_te
               "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
               " in dim %d, expected %s\n",
               idx, path, param_name(p), t->sizes[d], d, want);
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     }
     int64_t *bound = find_binding(b, pd.sym);
     if (bound && *bound != t->sizes[d]) {
@@ -290,25 +290,25 @@ static int check_input(const fg_value *p, int idx, const char *path, const fg_te
               "fgrun: error: input %d (%s) for parameter '%s' has size %" PRId64
               " in dim %d, but %s is %" PRId64 "\n",
               idx, path, param_name(p), t->sizes[d], d, pd.sym, *bound);
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     }
     if (!bound) {
       if (b->n == MAX_DIMS) {
         fprintf(stderr, "fgrun: error: too many symbolic dims\n");
-        return EXIT_INPUT;
+        return FG_EXIT_INPUT;
       }
       b->names[b->n] = pd.sym;
       b->values[b->n++] = t->sizes[d];
     }
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static int read_inputs(const opts *o, const fg_graph *g, fg_tensor *in, bindings *b) {
   char *list = strdup(o->inputs);
   if (!list)
-    return EXIT_INPUT;
-  int count = 0, rc = EXIT_OK;
+    return FG_EXIT_INPUT;
+  int count = 0, rc = FG_EXIT_OK;
   char *save = NULL;
   for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
     if (count >= g->nparams)
@@ -318,7 +318,7 @@ static int read_inputs(const opts *o, const fg_graph *g, fg_tensor *in, bindings
     if (!fg_npy_read(p, prm->type.dtype, &in[count], err, sizeof err)) {
       fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, param_name(prm),
               err);
-      rc = EXIT_INPUT;
+      rc = FG_EXIT_INPUT;
       break;
     }
     rc = check_input(prm, count, p, &in[count], b);
@@ -326,10 +326,10 @@ static int read_inputs(const opts *o, const fg_graph *g, fg_tensor *in, bindings
       break;
   }
   free(list);
-  if (rc == EXIT_OK && count != g->nparams) {
+  if (rc == FG_EXIT_OK && count != g->nparams) {
     fprintf(stderr, "fgrun: error: graph '%s' has %d parameters but --inputs lists %d files\n",
             g->name, g->nparams, count);
-    rc = EXIT_INPUT;
+    rc = FG_EXIT_INPUT;
   }
   return rc;
 }
@@ -350,17 +350,17 @@ static int specialize(const fg_graph *g, const char *path, bindings *b, fg_graph
             stderr,
             "fgrun: error: symbolic dim %s of parameter '%s' needs --dim %s=VALUE (or --inputs)\n",
             t->dims[d].sym, param_name(g->params[i]), t->dims[d].sym);
-        return EXIT_INPUT;
+        return FG_EXIT_INPUT;
       }
     }
   }
   if (!symbolic)
-    return EXIT_OK;
+    return FG_EXIT_OK;
   fg_diag d;
   fg_diag_init(&d, path, NULL, 0, stderr);
   *spec = fg_graph_specialize(g, b->n, b->names, b->values, &d);
   fg_diag_free(&d);
-  return *spec ? EXIT_OK : EXIT_INPUT;
+  return *spec ? FG_EXIT_OK : FG_EXIT_INPUT;
 }
 
 /* Reads (--inputs) or generates (--seed) one tensor per parameter of g and
@@ -370,23 +370,23 @@ static int prepare_inputs(const opts *o, const model *md, fg_tensor **inputs, fg
   *spec = NULL;
   *inputs = calloc((size_t)(g->nparams > 0 ? g->nparams : 1), sizeof **inputs);
   if (!*inputs)
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   bindings b = {0};
   for (int i = 0; i < o->ndims; i++) {
     b.names[b.n] = o->dim_names[i];
     b.values[b.n++] = o->dim_values[i];
   }
-  int rc = o->inputs ? read_inputs(o, g, *inputs, &b) : EXIT_OK;
-  if (rc == EXIT_OK)
+  int rc = o->inputs ? read_inputs(o, g, *inputs, &b) : FG_EXIT_OK;
+  if (rc == FG_EXIT_OK)
     rc = specialize(g, o->model, &b, spec);
-  if (rc == EXIT_OK && !o->inputs) {
+  if (rc == FG_EXIT_OK && !o->inputs) {
     const fg_graph *sg = *spec ? *spec : g;
     for (int i = 0; i < sg->nparams; i++)
       if (!fg_inputs_generate(&sg->params[i]->type, o->seed, i, &(*inputs)[i])) {
         fprintf(stderr,
                 "fgrun: error: cannot generate an input for parameter '%s' (out of memory?)\n",
                 param_name(sg->params[i]));
-        rc = EXIT_INPUT;
+        rc = FG_EXIT_INPUT;
         break;
       }
   }
@@ -407,22 +407,22 @@ static int emit_results(const opts *o, const fg_tensor *res, int n) {
   if (!o->out_dir) {
     for (int i = 0; i < n; i++)
       fg_print_summary(stdout, i, &res[i]);
-    return EXIT_OK;
+    return FG_EXIT_OK;
   }
   if (!fg_make_dirs(o->out_dir)) {
     fprintf(stderr, "fgrun: error: cannot create directory '%s': %s\n", o->out_dir,
             strerror(errno));
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
   for (int i = 0; i < n; i++) {
     char path[4096], err[512];
     snprintf(path, sizeof path, "%s/%d.npy", o->out_dir, i);
     if (!fg_npy_write(path, &res[i], err, sizeof err)) {
       fprintf(stderr, "fgrun: error: %s\n", err);
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     }
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 /* ---- the CPU reference path ---- */
@@ -432,9 +432,9 @@ static int run_reference(const fg_graph *g, const fg_tensor *inputs, fg_tensor *
   char err[1024];
   if (!fg_interp_run(g, inputs, outputs, err, sizeof err)) {
     fprintf(stderr, "fgrun: error: %s\n", err);
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static int run_interp(const opts *o) {
@@ -448,14 +448,14 @@ static int run_interp(const opts *o) {
   fg_tensor *inputs = NULL, *outputs = NULL;
   fg_graph *spec = NULL;
   int nparams = md.g ? md.g->nparams : 0, nres = 0;
-  if (rc == EXIT_OK)
+  if (rc == FG_EXIT_OK)
     rc = prepare_inputs(o, &md, &inputs, &spec);
-  if (rc == EXIT_OK) {
+  if (rc == FG_EXIT_OK) {
     const fg_graph *g = spec ? spec : md.g;
     nres = g->nresults;
     outputs = calloc((size_t)(nres > 0 ? nres : 1), sizeof *outputs);
-    rc = outputs ? run_reference(g, inputs, outputs) : EXIT_INPUT;
-    if (rc == EXIT_OK)
+    rc = outputs ? run_reference(g, inputs, outputs) : FG_EXIT_INPUT;
+    if (rc == FG_EXIT_OK)
       rc = emit_results(o, outputs, nres);
   }
   free_tensors(outputs, nres);

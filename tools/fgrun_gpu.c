@@ -28,6 +28,7 @@
 #include "diag.h"
 #include "fgload.h"
 #include "infer.h"
+#include "exit_status.h"
 #include "inputs.h"
 #include "interp.h"
 #include "npy.h"
@@ -36,7 +37,6 @@
 
 #include "fgrun_gpu.h"
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 static void log_cb(void *user, fgl_log_level lv, const char *msg) {
   (void)user;
@@ -103,7 +103,7 @@ typedef struct state {
     fprintf(stderr, "fgrun: error: ");                                                             \
     fprintf(stderr, __VA_ARGS__);                                                                  \
     fputc('\n', stderr);                                                                           \
-    return EXIT_INPUT;                                                                             \
+    return FG_EXIT_INPUT;                                                                             \
   } while (0)
 #define FGL(call)                                                                                  \
   do {                                                                                             \
@@ -123,7 +123,7 @@ static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **
   s->model = fg_parse(o->check, s->model_src, len, &d);
   fg_diag_free(&d);
   if (!s->model)
-    return EXIT_INPUT;
+    return FG_EXIT_INPUT;
   const fg_graph *g = fg_module_find(s->model, s->gi.name);
   if (!g)
     FAIL("%s has no graph named '%s'", o->check, s->gi.name);
@@ -160,18 +160,18 @@ static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **
     s->spec = fg_graph_specialize(g, nb, names, values, &d);
     fg_diag_free(&d);
     if (!s->spec)
-      return EXIT_INPUT;
+      return FG_EXIT_INPUT;
     g = s->spec;
   }
   *out = g;
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
   int n = s->gi.n_params;
   if (o->inputs) {
     char *list = strdup(o->inputs), *save = NULL;
-    int count = 0, rc = EXIT_OK;
+    int count = 0, rc = FG_EXIT_OK;
     for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
       if (count >= n)
         continue;
@@ -179,7 +179,7 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
       char err[512];
       if (!fg_npy_read(p, (fg_dtype)pi->dtype, &s->in[count], err, sizeof err)) {
         fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, pi->name, err);
-        rc = EXIT_INPUT;
+        rc = FG_EXIT_INPUT;
         break;
       }
       const fg_tensor *t = &s->in[count];
@@ -194,12 +194,12 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
         fprintf(stderr,
                 "fgrun: error: input %d (%s) for parameter '%s' does not match its type %s\n",
                 count, p, pi->name, want);
-        rc = EXIT_INPUT;
+        rc = FG_EXIT_INPUT;
         break;
       }
     }
     free(list);
-    if (rc == EXIT_OK && count != n)
+    if (rc == FG_EXIT_OK && count != n)
       FAIL("graph '%s' has %d parameters but --inputs lists %d files", s->gi.name, n, count);
     return rc;
   }
@@ -210,7 +210,7 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
     if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i]))
       FAIL("cannot generate an input for parameter '%s'", pi->name);
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 /* Buffer k of s->dev. With --misalign it starts one element past a 16-byte
@@ -263,7 +263,7 @@ static int upload(state *s) {
     memcpy(t->sizes, r->sizes, sizeof r->sizes);
     memcpy(t->strides, r->strides, sizeof r->strides);
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static int download(state *s) {
@@ -287,7 +287,7 @@ static int download(state *s) {
     strided_copy(h, s->got[j].data, fgl_dtype_size(t->dtype), t->rank, t->sizes, t->strides, 0);
     free(h);
   }
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 /* Medians of n timings: queued back to back (events around each run, all
@@ -309,7 +309,7 @@ static int timing_init(state *s, timing *t, long n) {
     FAIL("out of memory");
   for (long i = 0; i < 2 * n; i++)
     FGL(fgl_event_create(s->m, &t->ev[i], &e_));
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static void timing_free(timing *t) {
@@ -337,18 +337,18 @@ static int do_work(const work *w) {
     FGL(fgl_memcpy_dtod_async(s->m, w->dst, w->src, w->copy_bytes, NULL, &e_));
   else
     FGL(fgl_run(s->g, s->args, s->gi.n_params, s->outs, s->gi.n_results, NULL, &e_));
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 /* Median ms of t->n timed runs of w after `warm` untimed ones. */
 static int time_work(const work *w, timing *t, long warm, bool queued, double *med) {
   int rc;
   for (long i = 0; i < warm; i++)
-    if ((rc = do_work(w)) != EXIT_OK)
+    if ((rc = do_work(w)) != FG_EXIT_OK)
       return rc;
   for (long i = 0; i < t->n; i++) {
     FGL(fgl_event_record(t->ev[2 * i], NULL, &e_));
-    if ((rc = do_work(w)) != EXIT_OK)
+    if ((rc = do_work(w)) != FG_EXIT_OK)
       return rc;
     FGL(fgl_event_record(t->ev[2 * i + 1], NULL, &e_));
     if (!queued)
@@ -358,7 +358,7 @@ static int time_work(const work *w, timing *t, long warm, bool queued, double *m
     for (long i = 0; i < t->n; i++)
       FGL(fgl_event_elapsed_ms(t->ev[2 * i], t->ev[2 * i + 1], &t->ms[i], &e_));
   *med = median_ms(t->ms, t->n);
-  return EXIT_OK;
+  return FG_EXIT_OK;
 }
 
 static int bench(const fgrun_gpu_opts *o, state *s) {
@@ -379,15 +379,15 @@ static int bench(const fgrun_gpu_opts *o, state *s) {
   FGL(fgl_memset(s->m, copy.src, 0x3c, cb, &e_));
   timing t = {0}, c = {0};
   int rc = timing_init(s, &t, o->bench);
-  if (rc == EXIT_OK)
+  if (rc == FG_EXIT_OK)
     rc = timing_init(s, &c, 20);
   double med[2] = {0, 0}, cmed[2] = {0, 0};
-  for (int q = 0; q < 2 && rc == EXIT_OK; q++) { /* q = 0: queued, 1: idle stream */
+  for (int q = 0; q < 2 && rc == FG_EXIT_OK; q++) { /* q = 0: queued, 1: idle stream */
     rc = time_work(&graph, &t, warm, q == 0, &med[q]);
-    if (rc == EXIT_OK)
+    if (rc == FG_EXIT_OK)
       rc = time_work(&copy, &c, 3, q == 0, &cmed[q]);
   }
-  if (rc == EXIT_OK) {
+  if (rc == FG_EXIT_OK) {
     double gbs = med[0] > 0 ? bytes / (med[0] * 1e-3) / 1e9 : 0.0,
            cgbs = 2.0 * (double)cb / (cmed[0] * 1e-3) / 1e9;
     double gbs1 = med[1] > 0 ? bytes / (med[1] * 1e-3) / 1e9 : 0.0,
@@ -433,7 +433,7 @@ static int run(const fgrun_gpu_opts *o, state *s) {
           fprintf(stderr, " %s", gi.name);
       }
       fputc('\n', stderr);
-      return EXIT_USAGE;
+      return FG_EXIT_USAGE;
     }
     FGL(fgl_module_graph_at(s->m, 0, &s->gi, &e_));
   }
@@ -477,25 +477,25 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
   const fg_graph *ref = NULL;
   int rc;
-  if (o->check && (rc = load_check_model(o, s, &ref)) != EXIT_OK)
+  if (o->check && (rc = load_check_model(o, s, &ref)) != FG_EXIT_OK)
     return rc;
-  if ((rc = prepare_inputs(o, s)) != EXIT_OK)
+  if ((rc = prepare_inputs(o, s)) != FG_EXIT_OK)
     return rc;
-  if ((rc = upload(s)) != EXIT_OK)
+  if ((rc = upload(s)) != FG_EXIT_OK)
     return rc;
   FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
   FGL(fgl_stream_sync(s->m, NULL, &e_));
-  if ((rc = download(s)) != EXIT_OK)
+  if ((rc = download(s)) != FG_EXIT_OK)
     return rc;
 
-  rc = EXIT_OK;
+  rc = FG_EXIT_OK;
   if (ref) {
     char err[1024];
     if (!fg_interp_run(ref, s->in, s->want, err, sizeof err))
       FAIL("%s", err);
     for (int j = 0; j < nr; j++)
       if (!fg_compare(stdout, j, &s->got[j], &s->want[j]))
-        rc = EXIT_INPUT;
+        rc = FG_EXIT_INPUT;
   }
   if (o->out_dir) {
     if (!fg_make_dirs(o->out_dir))
@@ -512,7 +512,7 @@ static int run(const fgrun_gpu_opts *o, state *s) {
   }
   if (o->bench) {
     int brc = bench(o, s);
-    if (brc != EXIT_OK)
+    if (brc != FG_EXIT_OK)
       return brc;
   }
   if (trace_out) {
