@@ -37,7 +37,6 @@
 
 #include "fgrun_gpu.h"
 
-
 static void log_cb(void *user, fgl_log_level lv, const char *msg) {
   (void)user;
   if (lv >= FGL_LOG_WARN)
@@ -103,7 +102,7 @@ typedef struct state {
     fprintf(stderr, "fgrun: error: ");                                                             \
     fprintf(stderr, __VA_ARGS__);                                                                  \
     fputc('\n', stderr);                                                                           \
-    return FG_EXIT_INPUT;                                                                             \
+    return FG_EXIT_INPUT;                                                                          \
   } while (0)
 #define FGL(call)                                                                                  \
   do {                                                                                             \
