@@ -842,7 +842,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fgdiff: cannot create '%s': %s\n", o.out_dir, strerror(errno));
     return FG_EXIT_INPUT;
   }
-  long counts[FD_COUNT] = {0}, rejected = 0, stmts_refused = 0;
+  long counts[FD_COUNT] = {0}, rejected = 0;
   for (long n = 0; n < count; n++) {
     uint64_t s = seed + (uint64_t)n;
     char name[32];
