@@ -863,8 +863,6 @@ int main(int argc, char **argv) {
     char msg[2048];
     finding f = check(text, o.out_dir ? ptx_path : NULL, &o, msg, sizeof msg);
     counts[f]++;
-    if (f == FD_REFUSED)
-      stmts_refused++;
     if (f != FD_OK && (f != FD_REFUSED || o.verbose)) {
       printf("seed %" PRIu64 ": %s: %s\n", s, finding_names[f], msg);
       if (f != FD_REFUSED)
