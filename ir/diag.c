@@ -3,6 +3,7 @@
 #include "exit_status.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,26 +108,27 @@ static void report(fg_diag *d, const char *kind, fg_loc loc, const char *fmt, va
   show_line(d, loc);
 }
 
-void fg_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
+/* Counts an error (internal: a compiler bug) and reports it while under
+ * the limit. */
+static void count_and_report(fg_diag *d, bool internal, fg_loc loc, const char *fmt, va_list ap) {
   int max = d->max_errors ? d->max_errors : 20;
   d->nerrors++;
-  if (d->nerrors > max)
-    return;
+  d->ninternal += internal;
+  if (d->nerrors <= max)
+    report(d, internal ? "internal error" : "error", loc, fmt, ap);
+}
+
+void fg_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  report(d, "error", loc, fmt, ap);
+  count_and_report(d, false, loc, fmt, ap);
   va_end(ap);
 }
 
 void fg_internal_error(fg_diag *d, fg_loc loc, const char *fmt, ...) {
-  int max = d->max_errors ? d->max_errors : 20;
-  d->nerrors++;
-  d->ninternal++;
-  if (d->nerrors > max)
-    return;
   va_list ap;
   va_start(ap, fmt);
-  report(d, "internal error", loc, fmt, ap);
+  count_and_report(d, true, loc, fmt, ap);
   va_end(ap);
 }
 

@@ -296,24 +296,12 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
              sizeof dirbuf - 1);
   else if (!cfg.dir)
     fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
-  void *cubin = NULL;
-  size_t cubin_len = 0;
-  if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len,
-                    &m->stats.cache_hit, &m->stats.jit_ms, msg, sizeof msg) != 0) {
-    st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
-    goto fail;
-  }
-  r = cu->cuModuleLoadData(&m->mod, cubin);
-  free(cubin);
-  if (r != CUDA_SUCCESS && m->stats.cache_hit) {
-    /* A well-formed entry whose cubin the driver refuses (made by another
-     * driver build, say): JIT again and replace it, so that later loads
-     * do not fail too. */
-    char t[200];
-    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN,
-             "fgload cache: the driver refused the cached cubin (%s): JIT again",
-             fgl_cuda_error_text(r, t, sizeof t));
-    cfg.refresh = 1;
+  /* A well-formed cache entry whose cubin the driver refuses (made by
+   * another driver build, say) is JITed again and replaced, so that later
+   * loads do not fail too: a second and last try. */
+  for (int attempt = 0;; attempt++) {
+    void *cubin = NULL;
+    size_t cubin_len = 0;
     if (fgl_cache_get(&cfg, text, len, fgl_driver_jit, (void *)cu, &cubin, &cubin_len,
                       &m->stats.cache_hit, &m->stats.jit_ms, msg, sizeof msg) != 0) {
       st = fgl_fail(err, FGL_ERR_CUDA, "%s: %s", what, msg);
@@ -321,6 +309,13 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
     }
     r = cu->cuModuleLoadData(&m->mod, cubin);
     free(cubin);
+    if (r == CUDA_SUCCESS || !m->stats.cache_hit || attempt > 0)
+      break;
+    char t[200];
+    fgl_logf(opts.log, opts.log_user, FGL_LOG_WARN,
+             "fgload cache: the driver refused the cached cubin (%s): JIT again",
+             fgl_cuda_error_text(r, t, sizeof t));
+    cfg.refresh = 1;
   }
   if (r != CUDA_SUCCESS) {
     st = fgl_cuda_fail(m, err, r, "cuModuleLoadData");

@@ -118,6 +118,33 @@ static fg_value *copy_const(fg_graph *t, const fg_value *c) {
   return n->out[0];
 }
 
+/* Runs a copy of n over operands in of scratch graph t (n's attributes;
+ * g's arena outlives t) and gives its first element, as the interpreter
+ * computes it. False when the copy does not infer to n's dtype or run. */
+static bool run_copy(fg_graph *t, const fg_node *n, int nin, fg_value **in, fg_diag *d,
+                     fg_attr *value) {
+  fg_node *c = fg_node_new(t, n->op, nin, in, 1, n->loc);
+  for (int i = 0; i < n->op->nattrs; i++)
+    c->attrs[i] = n->attrs[i];
+  if (!fg_infer_node(c, d) || c->out[0]->type.dtype != n->out[0]->type.dtype)
+    return false;
+  fg_tensor r = {0};
+  char err[256];
+  fg_set_results(t, 1, &c->out[0], NULL);
+  if (!fg_interp_run(t, NULL, &r, err, sizeof err))
+    return false;
+  *value = (fg_attr){0};
+  if (fg_dtype_is_float(r.dtype)) {
+    value->kind = FG_ATTR_FLOAT;
+    value->f = fg_tensor_get_f(&r, 0);
+  } else {
+    value->kind = r.dtype == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT;
+    value->i = fg_tensor_get_i(&r, 0);
+  }
+  fg_tensor_free(&r);
+  return true;
+}
+
 /* The value of n (all operands constant), one element, as the interpreter
  * computes it: n is copied into a scratch graph and run. */
 static bool evaluate(const fg_node *n, fg_attr *value) {
@@ -130,31 +157,27 @@ static bool evaluate(const fg_node *n, fg_attr *value) {
     in[k] = copy_const(t, n->in[k]);
     ok = fg_infer_node(in[k]->def, &d);
   }
-  fg_node *c = ok ? fg_node_new(t, n->op, n->nin, in, 1, n->loc) : NULL;
-  if (c)
-    for (int i = 0; i < n->op->nattrs; i++)
-      c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
-  ok = c && fg_infer_node(c, &d) && c->out[0]->type.dtype == n->out[0]->type.dtype;
-  fg_tensor r = {0};
-  char err[256];
-  if (ok) {
-    fg_set_results(t, 1, &c->out[0], NULL);
-    ok = fg_interp_run(t, NULL, &r, err, sizeof err);
-  }
-  if (ok) {
-    *value = (fg_attr){0};
-    if (fg_dtype_is_float(r.dtype)) {
-      value->kind = FG_ATTR_FLOAT;
-      value->f = fg_tensor_get_f(&r, 0);
-    } else {
-      value->kind = r.dtype == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT;
-      value->i = fg_tensor_get_i(&r, 0);
-    }
-    fg_tensor_free(&r);
-  }
+  ok = ok && run_copy(t, n, n->nin, in, &d, value);
   fg_diag_free(&d);
   fg_graph_free(t);
   return ok;
+}
+
+/* A full of n's result's shape holding value, named as that result. */
+static fg_value *full_like(fg_graph *g, fg_node *n, fg_attr value, fg_diag *d) {
+  fg_value *out = n->out[0];
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < out->type.rank; i++)
+    shape[i] = out->type.dims[i].size;
+  fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
+  fgo_set_ints(g, f, "shape", shape, out->type.rank);
+  value.loc = n->loc;
+  f->attrs[fg_op_attr_index(f->op, "value")] = value;
+  fgo_set_dtype(f, "dtype", out->type.dtype);
+  fg_value *v = fgo_finish(f, d);
+  if (v)
+    v->name = out->name;
+  return v;
 }
 
 /* n's result as a literal (weak results) or a `full` of its shape; NULL
@@ -182,40 +205,13 @@ static fg_value *fold(fg_graph *g, fg_node *n, fg_diag *d) {
         : value.kind == FG_ATTR_INT ? fg_literal_int(g, value.i, n->loc)
                                     : fg_literal_bool(g, value.i != 0, n->loc);
   } else {
-    int64_t shape[FG_MAX_RANK];
-    for (int i = 0; i < out->type.rank; i++)
-      shape[i] = out->type.dims[i].size;
-    fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
-    fgo_set_ints(g, f, "shape", shape, out->type.rank);
-    value.loc = n->loc;
-    f->attrs[fg_op_attr_index(f->op, "value")] = value;
-    fgo_set_dtype(f, "dtype", dt);
-    v = fgo_finish(f, d);
-    if (v)
-      v->name = out->name;
+    v = full_like(g, n, value, d);
   }
   g->insert_point = NULL;
   if (v && !same_type(v, out)) { /* not expected: the interpreter ran n itself */
     fg_node_remove(g, v->def);
     v = NULL;
   }
-  return v;
-}
-
-/* A full of shape `shape` holding value, as the result of n. */
-static fg_value *full_like(fg_graph *g, fg_node *n, fg_attr value, fg_diag *d) {
-  fg_value *out = n->out[0];
-  int64_t shape[FG_MAX_RANK];
-  for (int i = 0; i < out->type.rank; i++)
-    shape[i] = out->type.dims[i].size;
-  fg_node *f = fgo_node(g, FG_OP_FULL, 0, NULL, n->loc);
-  fgo_set_ints(g, f, "shape", shape, out->type.rank);
-  value.loc = n->loc;
-  f->attrs[fg_op_attr_index(f->op, "value")] = value;
-  fgo_set_dtype(f, "dtype", out->type.dtype);
-  fg_value *v = fgo_finish(f, d);
-  if (v)
-    v->name = out->name;
   return v;
 }
 
@@ -245,28 +241,8 @@ static fg_value *fold_empty_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
   e->attrs[fg_op_attr_index(e->op, "value")] = zero;
   fgo_set_dtype(e, "dtype", xd);
   fg_value *ev = fgo_finish(e, &sd);
-  fg_node *c = ev ? fg_node_new(t, n->op, 1, &ev, 1, n->loc) : NULL;
-  if (c)
-    for (int i = 0; i < n->op->nattrs; i++)
-      c->attrs[i] = n->attrs[i]; /* g's arena outlives t */
-  bool ok = c && fg_infer_node(c, &sd) && c->out[0]->type.dtype == out->type.dtype;
-  fg_tensor r = {0};
-  char err[256];
-  if (ok) {
-    fg_set_results(t, 1, &c->out[0], NULL);
-    ok = fg_interp_run(t, NULL, &r, err, sizeof err);
-  }
-  fg_attr value = {0};
-  if (ok) {
-    if (fg_dtype_is_float(r.dtype)) {
-      value.kind = FG_ATTR_FLOAT;
-      value.f = fg_tensor_get_f(&r, 0);
-    } else {
-      value.kind = r.dtype == FG_BOOL ? FG_ATTR_BOOL : FG_ATTR_INT;
-      value.i = fg_tensor_get_i(&r, 0);
-    }
-    fg_tensor_free(&r);
-  }
+  fg_attr value;
+  bool ok = ev && run_copy(t, n, 1, &ev, &sd, &value);
   fg_diag_free(&sd);
   fg_graph_free(t);
   if (!ok)
