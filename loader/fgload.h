@@ -30,7 +30,7 @@ extern "C" {
 #pragma GCC visibility push(default) /* the library is built with hidden visibility */
 #endif
 
-#define FGL_ABI_VERSION 1 /* bumped on any change to this header's ABI */
+#define FGL_ABI_VERSION 2 /* bumped on any change to this header's ABI */
 #define FGL_MAX_RANK 8
 
 typedef enum fgl_status {

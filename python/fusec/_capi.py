@@ -10,7 +10,7 @@ import ctypes
 import ctypes.util
 import os
 
-ABI_VERSION = 1  # FGL_ABI_VERSION
+ABI_VERSION = 2  # FGL_ABI_VERSION
 MAX_RANK = 8  # FGL_MAX_RANK
 
 # enum fgl_status, in the header's order (FGL_OK = 0).
