@@ -302,17 +302,24 @@ static void set_args(fgl_arg in[3], fgl_tensor out[3], bufs *b, double alpha) {
   memset(&out[2], 0x77, sizeof out[2]);
 }
 
+/* x (at the start of a raw buffer with room to misalign it), y and out,
+ * with x and y filled. */
+static void make_bufs(fgl_module *m, bufs *b) {
+  fgl_error e = {0};
+  CHECK(fgl_malloc(m, N * 4 + 256, &b->raw, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b->y, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, N * 4, &b->out, &e) == FGL_OK);
+  b->x = b->raw;
+  upload(m, b->x, 1.0f, 0.5f);
+  upload(m, b->y, -2.0f, 0.25f);
+}
+
 static void test_run(fgl_module *m) {
   fgl_error e = {0};
   fgl_graph *g;
   CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
   bufs b;
-  CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
-  CHECK(fgl_malloc(m, N * 4, &b.y, &e) == FGL_OK);
-  CHECK(fgl_malloc(m, N * 4, &b.out, &e) == FGL_OK);
-  b.x = b.raw;
-  upload(m, b.x, 1.0f, 0.5f);
-  upload(m, b.y, -2.0f, 0.25f);
+  make_bufs(m, &b);
   fgl_arg in[3];
   fgl_tensor out[3];
   set_args(in, out, &b, 2.0);
@@ -510,12 +517,7 @@ static void test_args_and_overlap(fgl_module *m) {
   fgl_graph *g;
   CHECK(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
   bufs b;
-  CHECK(fgl_malloc(m, N * 4 + 256, &b.raw, &e) == FGL_OK);
-  CHECK(fgl_malloc(m, N * 4, &b.y, &e) == FGL_OK);
-  CHECK(fgl_malloc(m, N * 4, &b.out, &e) == FGL_OK);
-  b.x = b.raw;
-  upload(m, b.x, 1.0f, 0.5f);
-  upload(m, b.y, -2.0f, 0.25f);
+  make_bufs(m, &b);
   fgl_arg in[3];
   fgl_tensor out[3];
   /* an integer for the float parameter alpha: converted (it reached the
