@@ -6,6 +6,7 @@
 
 #include "emit.h"
 #include "infer.h"
+#include "view.h"
 
 void fgb_fail(fgb_emitter *e, const char *fmt, ...) {
   if (e->failed)
@@ -418,98 +419,32 @@ static void map_reshape(fgb_emitter *e, const fg_type *in, const fg_type *out,
 static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef *idx,
                      LLVMValueRef *res) {
   const fg_type *in = &n->in[0]->type, *out = &n->out[k]->type;
-  switch (n->op->code) {
-  case FG_OP_RESHAPE:
-  case FG_OP_VIEW:
+  int64_t in_sizes[FG_MAX_RANK], out_sizes[FG_MAX_RANK];
+  for (int i = 0; i < in->rank; i++)
+    in_sizes[i] = in->dims[i].size;
+  for (int i = 0; i < out->rank; i++)
+    out_sizes[i] = out->dims[i].size;
+  fg_view_map m;
+  const char *why;
+  if (!fg_view_map_of(n, k, in_sizes, out_sizes, &m, &why)) {
+    fgb_fail(e, "'%s': %s", n->op->name, why);
+    return;
+  }
+  if (m.reshape) {
     map_reshape(e, in, out, idx, res);
     return;
-  case FG_OP_PERMUTE: {
-    const fg_attr *p = fg_node_attr(n, "dims");
-    for (int i = 0; i < out->rank; i++) {
-      int64_t s = p->ints[i] < 0 ? p->ints[i] + in->rank : p->ints[i];
-      res[s] = idx[i];
+  }
+  for (int i = 0; i < in->rank; i++) {
+    if (m.src[i] < 0 || m.zero[i]) {
+      res[i] = fgb_const(e, m.zero[i] ? 0 : m.start[i]);
+      continue;
     }
-    return;
-  }
-  case FG_OP_TRANSPOSE: {
-    int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
-    if (a < 0)
-      a += in->rank;
-    if (b < 0)
-      b += in->rank;
-    for (int i = 0; i < in->rank; i++)
-      res[i] = idx[i];
-    res[a] = idx[b];
-    res[b] = idx[a];
-    return;
-  }
-  case FG_OP_BROADCAST_IN_DIM: {
-    const fg_attr *dims = fg_node_attr(n, "dims");
-    for (int i = 0; i < in->rank; i++) {
-      int64_t o = dims->ints[i] < 0 ? dims->ints[i] + out->rank : dims->ints[i];
-      res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[o];
-    }
-    return;
-  }
-  case FG_OP_EXPAND: {
-    int lead = out->rank - in->rank;
-    for (int i = 0; i < in->rank; i++)
-      res[i] = in->dims[i].size == 1 ? fgb_const(e, 0) : idx[lead + i];
-    return;
-  }
-  case FG_OP_SQUEEZE: {
-    const fg_attr *dims = fg_node_attr(n, "dims");
-    bool drop[FG_MAX_RANK] = {0};
-    for (int i = 0; i < in->rank; i++)
-      drop[i] = !dims && in->dims[i].size == 1;
-    for (int i = 0; dims && i < dims->n; i++) {
-      int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
-      drop[d] = in->dims[d].size == 1;
-    }
-    for (int i = 0, j = 0; i < in->rank; i++)
-      res[i] = drop[i] ? fgb_const(e, 0) : idx[j++];
-    return;
-  }
-  case FG_OP_UNSQUEEZE: {
-    int64_t d = fg_attr_int(n, "dim");
-    if (d < 0)
-      d += in->rank + 1;
-    for (int i = 0, j = 0; i < out->rank; i++)
-      if (i != d)
-        res[j++] = idx[i];
-    return;
-  }
-  case FG_OP_SLICE: {
-    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"),
-                  *sp = fg_node_attr(n, "steps");
-    for (int i = 0; i < in->rank; i++) {
-      int64_t step = sp ? sp->ints[i] : 1, s0, len;
-      fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
-      LLVMValueRef v = idx[i];
-      if (step != 1)
-        v = LLVMBuildMul(e->b, v, fgb_const(e, step), "");
-      if (s0 != 0)
-        v = LLVMBuildAdd(e->b, v, fgb_const(e, s0), "");
-      res[i] = v;
-    }
-    return;
-  }
-  case FG_OP_SPLIT: {
-    const fg_attr *sizes = fg_node_attr(n, "sizes");
-    int64_t dim = fg_attr_int(n, "dim");
-    if (dim < 0)
-      dim += in->rank;
-    int64_t off = 0;
-    for (int i = 0; i < k; i++)
-      off += sizes->ints[i];
-    for (int i = 0; i < in->rank; i++)
-      res[i] = idx[i];
-    if (off)
-      res[dim] = LLVMBuildAdd(e->b, idx[dim], fgb_const(e, off), "");
-    return;
-  }
-  default:
-    fgb_fail(e, "'%s' is not a view op", n->op->name);
+    LLVMValueRef v = idx[m.src[i]];
+    if (m.step[i] != 1)
+      v = LLVMBuildMul(e->b, v, fgb_const(e, m.step[i]), "");
+    if (m.start[i] != 0)
+      v = LLVMBuildAdd(e->b, v, fgb_const(e, m.start[i]), "");
+    res[i] = v;
   }
 }
 

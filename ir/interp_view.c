@@ -1,13 +1,14 @@
 /* Shape and view ops. The interpreter materializes every value, so each view
- * is a copy: the op is expressed as the input's strides seen from the output
- * dims (and a start offset), then one strided copy. Output shapes come from
- * inference (the result's type); this file only decides where each output
- * element comes from. */
+ * is a copy: the op's map (view.c, the one definition of what a view op
+ * does) is expressed as the operand's strides seen from the result's dims
+ * (and a start offset), then one strided copy. Result shapes come from
+ * inference (the result's type); cat and pad, which select, are here. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "infer.h"
 #include "interp_internal.h"
+#include "view.h"
 
 static int norm(int64_t d, int rank) { return (int)(d < 0 ? d + rank : d); }
 
@@ -16,69 +17,30 @@ static const fg_attr *ints(const fg_node *n, const char *name) {
   return a && a->kind == FG_ATTR_INTS ? a : NULL;
 }
 
-/* Fills src strides (per output dim) and a start offset for a view op. */
-static bool view_map(fg_interp_ctx *cx, const fg_node *n, const fg_tensor *in, const fg_tensor *out,
-                     int64_t *sst, int64_t *start) {
-  int64_t ist[FG_MAX_RANK];
-  fg_ix_strides(in->rank, in->sizes, ist);
-  int R = out->rank;
-  *start = 0;
-  for (int d = 0; d < R; d++)
-    sst[d] = 0;
-  switch (n->op->code) {
-  case FG_OP_RESHAPE:
-  case FG_OP_VIEW:
-  case FG_OP_SQUEEZE:
-  case FG_OP_UNSQUEEZE:
-  case FG_OP_SEGMENT_SET:
-    /* Row-major order is unchanged: the output is the input's bytes. */
-    fg_ix_strides(R, out->sizes, sst);
-    return true;
-  case FG_OP_PERMUTE: {
-    const fg_attr *p = ints(n, "dims");
-    for (int d = 0; d < R; d++)
-      sst[d] = ist[norm(p->ints[d], in->rank)];
-    return true;
+/* Copies the elements view node n's result k selects from `in` (dense)
+ * into `out` (dense): the map of view.c as strides over in's storage. */
+static bool copy_view(fg_interp_ctx *cx, const fg_node *n, int k, const fg_tensor *in,
+                      fg_tensor *out) {
+  fg_strided s = {.rank = in->rank}, t;
+  memcpy(s.sizes, in->sizes, sizeof(int64_t) * (size_t)in->rank);
+  fg_ix_strides(in->rank, in->sizes, s.strides);
+  fg_view_map m;
+  const char *why;
+  if (n->op->code == FG_OP_SEGMENT_SET) { /* the identity */
+    memset(&m, 0, sizeof m);
+    m.reshape = true;
+    m.out_rank = out->rank;
+  } else if (!fg_view_map_of(n, k, in->sizes, out->sizes, &m, &why)) {
+    return fg_ix_fail(cx, n, "%s", why);
   }
-  case FG_OP_TRANSPOSE: {
-    int a = norm(fg_attr_int(n, "dim0"), in->rank), b = norm(fg_attr_int(n, "dim1"), in->rank);
-    for (int d = 0; d < R; d++)
-      sst[d] = ist[d];
-    sst[a] = ist[b];
-    sst[b] = ist[a];
-    return true;
-  }
-  case FG_OP_BROADCAST_IN_DIM: {
-    /* dims[i] is the output dim of input dim i; size 1 stretches. */
-    const fg_attr *dm = ints(n, "dims");
-    for (int i = 0; i < in->rank; i++) {
-      int o = norm(dm->ints[i], R);
-      sst[o] = in->sizes[i] == 1 && out->sizes[o] != 1 ? 0 : ist[i];
-    }
-    return true;
-  }
-  case FG_OP_EXPAND: {
-    int lead = R - in->rank;
-    for (int i = 0; i < in->rank; i++)
-      sst[lead + i] = in->sizes[i] == 1 && out->sizes[lead + i] != 1 ? 0 : ist[i];
-    return true;
-  }
-  case FG_OP_SLICE: {
-    const fg_attr *st = ints(n, "starts"), *en = ints(n, "ends"), *sp = ints(n, "steps");
-    for (int d = 0; d < R; d++) {
-      int64_t step = sp ? sp->ints[d] : 1, s0, len;
-      fg_slice_bounds(in->sizes[d], st->ints[d], en->ints[d], step, &s0, &len);
-      if (len != out->sizes[d])
-        return fg_ix_fail(cx, n, "slice of dim %d gives %lld elements, its type says %lld", d,
-                          (long long)len, (long long)out->sizes[d]);
-      *start += s0 * ist[d];
-      sst[d] = ist[d] * step;
-    }
-    return true;
-  }
-  default:
-    return fg_ix_fail(cx, n, "not a view op");
-  }
+  if (!fg_strided_map(&m, &s, out->sizes, &t, &why)) /* a dense operand always maps */
+    return fg_ix_fail(cx, n, "%s", why);
+  int64_t dst[FG_MAX_RANK];
+  fg_ix_strides(out->rank, out->sizes, dst);
+  int es = fg_dtype_size(in->dtype);
+  fg_ix_copy_strided(out->data, dst, (const char *)in->data + t.offset * es, t.strides, out->rank,
+                     out->sizes, es);
+  return true;
 }
 
 bool fg_interp_view(fg_interp_ctx *cx, const fg_node *n) {
@@ -88,14 +50,7 @@ bool fg_interp_view(fg_interp_ctx *cx, const fg_node *n) {
     return false;
   if (in->dtype != out->dtype)
     return fg_ix_fail(cx, n, "view changes the dtype");
-  int64_t sst[FG_MAX_RANK], dst[FG_MAX_RANK], start;
-  if (!view_map(cx, n, in, out, sst, &start))
-    return false;
-  fg_ix_strides(out->rank, out->sizes, dst);
-  int es = fg_dtype_size(in->dtype);
-  fg_ix_copy_strided(out->data, dst, (const char *)in->data + start * es, sst, out->rank,
-                     out->sizes, es);
-  return true;
+  return copy_view(cx, n, 0, in, out);
 }
 
 /* Copies `in` into the box of `out` starting at `at` along `dim`, converting
@@ -139,19 +94,10 @@ bool fg_interp_cat(fg_interp_ctx *cx, const fg_node *n) {
 
 bool fg_interp_split(fg_interp_ctx *cx, const fg_node *n) {
   const fg_tensor *in = fg_ix_in(cx, n, 0);
-  int dim = norm(fg_attr_int(n, "dim"), in->rank);
-  int64_t ist[FG_MAX_RANK], ost[FG_MAX_RANK];
-  fg_ix_strides(in->rank, in->sizes, ist);
-  int es = fg_dtype_size(in->dtype);
-  int64_t at = 0;
   for (int i = 0; i < n->nout; i++) {
     fg_tensor *out = fg_ix_out(cx, n, i);
-    if (!out)
+    if (!out || !copy_view(cx, n, i, in, out))
       return false;
-    fg_ix_strides(out->rank, out->sizes, ost);
-    fg_ix_copy_strided(out->data, ost, (const char *)in->data + at * ist[dim] * es, ist, out->rank,
-                       out->sizes, es);
-    at += out->sizes[dim];
   }
   return true;
 }

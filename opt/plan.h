@@ -10,7 +10,7 @@
 #include "ir.h"
 #include "target.h"
 #include "op.h"
-#include "strided.h"
+#include "view.h"
 
 typedef enum fg_buf_kind { FG_BUF_NONE, FG_BUF_PARAM, FG_BUF_RESULT, FG_BUF_TEMP } fg_buf_kind;
 

@@ -15,7 +15,7 @@
 #include "build.h"
 #include "passes.h"
 #include "plan.h"
-#include "strided.h"
+#include "view.h"
 
 /* Composes v's chain of view ops down to its first non-view ancestor. */
 static bool view_of(const fg_value *v, const fg_value **base, fg_strided *out) {

@@ -1,4 +1,4 @@
-#include "strided.h"
+#include "view.h"
 
 #include <string.h>
 
@@ -70,6 +70,127 @@ static bool reshape_strides(const fg_strided *in, const int64_t *shape, int rank
   return view_d == -1;
 }
 
+static int norm(int64_t d, int rank) { return (int)(d < 0 ? d + rank : d); }
+
+bool fg_view_map_of(const fg_node *n, int k, const int64_t *in_sizes, const int64_t *out_sizes,
+                    fg_view_map *m, const char **why) {
+  int ir = n->in[0]->type.rank, orank = n->out[k]->type.rank;
+  memset(m, 0, sizeof *m);
+  m->in_rank = ir;
+  m->out_rank = orank;
+  *why = NULL;
+  for (int i = 0; i < ir; i++) { /* identity; the cases below change it */
+    m->src[i] = i;
+    m->step[i] = 1;
+  }
+  switch (n->op->code) {
+  case FG_OP_RESHAPE:
+  case FG_OP_VIEW:
+    m->reshape = true;
+    return true;
+  case FG_OP_PERMUTE: {
+    const fg_attr *p = fg_node_attr(n, "dims");
+    for (int i = 0; i < orank; i++)
+      m->src[norm(p->ints[i], ir)] = i;
+    return true;
+  }
+  case FG_OP_TRANSPOSE: {
+    int a = norm(fg_attr_int(n, "dim0"), ir), b = norm(fg_attr_int(n, "dim1"), ir);
+    m->src[a] = b;
+    m->src[b] = a;
+    return true;
+  }
+  case FG_OP_BROADCAST_IN_DIM:
+  case FG_OP_EXPAND: {
+    /* broadcast_in_dim: dims[i] is the result dim of operand dim i; expand:
+     * the operand's dims are the trailing ones. A size-1 dim stretches. */
+    const fg_attr *dims = n->op->code == FG_OP_EXPAND ? NULL : fg_node_attr(n, "dims");
+    for (int i = 0; i < ir; i++) {
+      m->src[i] = dims ? norm(dims->ints[i], orank) : orank - ir + i;
+      m->zero[i] = in_sizes[i] == 1;
+    }
+    return true;
+  }
+  case FG_OP_SQUEEZE: {
+    /* The same dims inference drops: listed (or all) size-1 dims. */
+    const fg_attr *dims = fg_node_attr(n, "dims");
+    bool drop[FG_MAX_RANK] = {0};
+    for (int i = 0; i < ir; i++)
+      drop[i] = !dims && in_sizes[i] == 1;
+    for (int i = 0; dims && i < dims->n; i++) {
+      int d = norm(dims->ints[i], ir);
+      drop[d] = in_sizes[d] == 1;
+    }
+    for (int i = 0, j = 0; i < ir; i++) {
+      m->src[i] = drop[i] ? -1 : j++;
+      m->zero[i] = drop[i];
+    }
+    return true;
+  }
+  case FG_OP_UNSQUEEZE: {
+    int d = norm(fg_attr_int(n, "dim"), ir + 1);
+    for (int i = d; i < ir; i++)
+      m->src[i] = i + 1;
+    m->inserted[d] = true;
+    return true;
+  }
+  case FG_OP_SLICE: {
+    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"),
+                  *sp = fg_node_attr(n, "steps");
+    for (int i = 0; i < ir; i++) {
+      int64_t step = sp ? sp->ints[i] : 1, s0, len;
+      fg_slice_bounds(in_sizes[i], st->ints[i], en->ints[i], step, &s0, &len);
+      if (len != out_sizes[i]) {
+        *why = "a slice's length disagrees with its result's size";
+        return false;
+      }
+      m->start[i] = s0;
+      m->step[i] = step;
+    }
+    return true;
+  }
+  case FG_OP_SPLIT: {
+    const fg_attr *sizes = fg_node_attr(n, "sizes");
+    int dim = norm(fg_attr_int(n, "dim"), ir);
+    for (int i = 0; i < k; i++)
+      m->start[dim] += sizes->ints[i];
+    return true;
+  }
+  default:
+    *why = "not a view op";
+    return false;
+  }
+}
+
+bool fg_strided_map(const fg_view_map *m, const fg_strided *in, const int64_t *out_sizes,
+                    fg_strided *out, const char **why) {
+  fg_strided r;
+  memset(&r, 0, sizeof r);
+  r.rank = m->out_rank;
+  r.offset = in->offset;
+  memcpy(r.sizes, out_sizes, sizeof(int64_t) * (size_t)r.rank);
+  *why = NULL;
+  if (m->reshape) {
+    if (!reshape_strides(in, r.sizes, r.rank, r.strides)) {
+      *why = "reshape across non-mergeable strides";
+      return false;
+    }
+    *out = r;
+    return true;
+  }
+  for (int i = 0; i < m->in_rank; i++) {
+    r.offset += m->start[i] * in->strides[i];
+    int o = m->src[i];
+    if (o >= 0)
+      r.strides[o] = m->zero[i] && r.sizes[o] != 1 ? 0 : in->strides[i] * m->step[i];
+  }
+  for (int o = 0; o < r.rank; o++)
+    if (m->inserted[o])
+      r.strides[o] = o + 1 < r.rank ? r.strides[o + 1] * r.sizes[o + 1] : 1;
+  *out = r;
+  return true;
+}
+
 bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided *out,
                       const char **why) {
   const fg_type *ot = &n->out[k]->type;
@@ -78,113 +199,11 @@ bool fg_strided_apply(const fg_node *n, int k, const fg_strided *in, fg_strided 
     *why = "symbolic shape";
     return false;
   }
-  fg_strided r;
-  memset(&r, 0, sizeof r);
-  r.rank = ot->rank;
-  r.offset = in->offset;
+  int64_t sizes[FG_MAX_RANK];
   for (int i = 0; i < ot->rank; i++)
-    r.sizes[i] = ot->dims[i].size;
-  switch (n->op->code) {
-  case FG_OP_RESHAPE:
-  case FG_OP_VIEW:
-    if (!reshape_strides(in, r.sizes, r.rank, r.strides)) {
-      *why = "reshape across non-mergeable strides";
-      return false;
-    }
-    break;
-  case FG_OP_PERMUTE: {
-    const fg_attr *p = fg_node_attr(n, "dims");
-    for (int i = 0; i < r.rank; i++) {
-      int64_t s = p->ints[i] < 0 ? p->ints[i] + in->rank : p->ints[i];
-      r.strides[i] = in->strides[s];
-    }
-    break;
-  }
-  case FG_OP_TRANSPOSE: {
-    int64_t a = fg_attr_int(n, "dim0"), b = fg_attr_int(n, "dim1");
-    if (a < 0)
-      a += in->rank;
-    if (b < 0)
-      b += in->rank;
-    memcpy(r.strides, in->strides, sizeof r.strides);
-    r.strides[a] = in->strides[b];
-    r.strides[b] = in->strides[a];
-    break;
-  }
-  case FG_OP_BROADCAST_IN_DIM: {
-    const fg_attr *dims = fg_node_attr(n, "dims");
-    for (int i = 0; i < r.rank; i++)
-      r.strides[i] = 0;
-    for (int i = 0; i < dims->n; i++) {
-      int64_t o = dims->ints[i] < 0 ? dims->ints[i] + r.rank : dims->ints[i];
-      r.strides[o] = (in->sizes[i] == 1 && r.sizes[o] != 1) ? 0 : in->strides[i];
-    }
-    break;
-  }
-  case FG_OP_EXPAND: {
-    int lead = r.rank - in->rank;
-    for (int i = 0; i < r.rank; i++) {
-      if (i < lead)
-        r.strides[i] = 0;
-      else
-        r.strides[i] = (in->sizes[i - lead] == 1 && r.sizes[i] != 1) ? 0 : in->strides[i - lead];
-    }
-    break;
-  }
-  case FG_OP_SQUEEZE: {
-    /* The same dims inference drops: listed (or all) size-1 dims. */
-    const fg_attr *dims = fg_node_attr(n, "dims");
-    bool drop[FG_MAX_RANK] = {0};
-    for (int i = 0; i < in->rank; i++)
-      drop[i] = !dims && in->sizes[i] == 1;
-    for (int i = 0; dims && i < dims->n; i++) {
-      int64_t d = dims->ints[i] < 0 ? dims->ints[i] + in->rank : dims->ints[i];
-      drop[d] = in->sizes[d] == 1;
-    }
-    for (int i = 0, j = 0; i < in->rank; i++)
-      if (!drop[i])
-        r.strides[j++] = in->strides[i];
-    break;
-  }
-  case FG_OP_UNSQUEEZE: {
-    int64_t d = fg_attr_int(n, "dim");
-    if (d < 0)
-      d += in->rank + 1;
-    for (int i = 0, j = 0; i < r.rank; i++) {
-      if (i == d)
-        r.strides[i] = d < in->rank ? in->strides[d] * in->sizes[d] : 1;
-      else
-        r.strides[i] = in->strides[j++];
-    }
-    break;
-  }
-  case FG_OP_SLICE: {
-    const fg_attr *st = fg_node_attr(n, "starts"), *en = fg_node_attr(n, "ends"),
-                  *sp = fg_node_attr(n, "steps");
-    for (int i = 0; i < r.rank; i++) {
-      int64_t step = sp ? sp->ints[i] : 1, s0, len;
-      fg_slice_bounds(in->sizes[i], st->ints[i], en->ints[i], step, &s0, &len);
-      r.offset += s0 * in->strides[i];
-      r.strides[i] = in->strides[i] * step;
-    }
-    break;
-  }
-  case FG_OP_SPLIT: {
-    const fg_attr *sizes = fg_node_attr(n, "sizes");
-    int64_t dim = fg_attr_int(n, "dim");
-    if (dim < 0)
-      dim += in->rank;
-    memcpy(r.strides, in->strides, sizeof r.strides);
-    for (int i = 0; i < k; i++)
-      r.offset += sizes->ints[i] * in->strides[dim];
-    break;
-  }
-  default:
-    *why = "not a view op";
-    return false;
-  }
-  *out = r;
-  return true;
+    sizes[i] = ot->dims[i].size;
+  fg_view_map m;
+  return fg_view_map_of(n, k, in->sizes, sizes, &m, why) && fg_strided_map(&m, in, sizes, out, why);
 }
 
 bool fg_is_view_op(const fg_op *op) {
