@@ -871,9 +871,8 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
         B = 16;
       if (B < 1)
         B = 1;
-      const char *eb = fg_plan_knob(&e->p->opts, "COL_COMBINE"); /* fusec --knob */
-      if (eb && atoi(eb) >= 1 && atoi(eb) <= 16)
-        B = atoi(eb);
+      if (k->combine_batch > 0)
+        B = k->combine_batch;
       int64_t full = S / B * B;
       for (int pass = 0; pass < 2; pass++) {
         int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;

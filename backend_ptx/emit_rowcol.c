@@ -739,10 +739,8 @@ static int64_t combine_groups(const fgb_emitter *e) {
   int64_t TPR = k->combine_cols / combine_lanes(k), G = fgr_partial_rows(k), NG = 1;
   int64_t V = k->ncols > 1 ? 2 * COMBINE_VECTORS
                            : COMBINE_VECTORS; /* a thread loads V vectors a column reduction */
-  const char *ev =
-      fg_plan_knob(&e->p->opts, "ROWCOL_CVEC"); /* fusec --knob: loads a combiner thread */
-  if (ev && atoi(ev) >= 1 && atoi(ev) <= LOADS_IN_FLIGHT)
-    V = atoi(ev);
+  if (k->combine_loads > 0)
+    V = k->combine_loads;
   while (NG < k->block / TPR && NG < COMBINE_GROUPS && (G + NG - 1) / NG > V)
     NG *= 2;
   return NG;

@@ -10,6 +10,7 @@
 #include "ir.h"
 #include "target.h"
 #include "op.h"
+#include "knobs.h"
 #include "view.h"
 
 typedef enum fg_buf_kind { FG_BUF_NONE, FG_BUF_PARAM, FG_BUF_RESULT, FG_BUF_TEMP } fg_buf_kind;
@@ -93,6 +94,10 @@ typedef struct fg_kernel {
                         instructions) */
   int64_t trace_off; /* ... > 0: knob TRACE: byte offset in the partials of a per-CTA timeline (8
                         u64) */
+  int combine_loads; /* ... > 0: loads a combiner thread sums before its group stage (knob
+                        ROWCOL_CVEC; 0: the emitter's rule) */
+  int combine_batch; /* column kernels, split > 1: > 0: partials loaded before any is combined
+                        (knob COL_COMBINE; 0: by vector width) */
   const char *why;   /* one line: why this kind and schedule */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */
@@ -116,10 +121,7 @@ typedef struct fg_result_plan {
 typedef struct fg_plan_options {
   fg_target target;  /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
   bool no_vectorize; /* debugging: scalar accesses only */
-  /* Schedule experiments ("NAME=VALUE", fusec --knob): not a stable
-   * interface; docs/architecture.md lists them. */
-  const char *const *knobs;
-  int nknobs;
+  fg_knobs knobs;    /* schedule experiments (knobs.h; fusec --knob) */
 } fg_plan_options;
 
 typedef struct fg_plan {
@@ -131,13 +133,8 @@ typedef struct fg_plan {
   fg_temp *temps;
   fg_result_plan *results;
   fg_target target;     /* from the options, defaults filled in */
-  fg_plan_options opts; /* the options it was built with (knob strings: the caller's) */
+  fg_plan_options opts; /* the options it was built with */
 } fg_plan;
-
-/* The value of experiment knob NAME in o (NULL when not given), and the
- * knobs there are (NULL-terminated). */
-const char *fg_plan_knob(const fg_plan_options *o, const char *name);
-extern const char *const fg_plan_knob_names[];
 
 /* Segments and schedules g. NULL after reporting an error (symbolic shapes,
  * attention ops, returning a scalar). Everything lives in g's arena. */

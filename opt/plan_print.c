@@ -63,8 +63,15 @@ static int writer_of_result(const fg_plan *p, int i) {
 void fg_plan_print(FILE *f, const fg_plan *p) {
   const fg_graph *g = p->g;
   char b1[64], b2[64];
-  fprintf(f, "graph %s: %d kernel%s, %d temp%s\n", g->name, p->nkernels,
-          p->nkernels == 1 ? "" : "s", p->ntemps, p->ntemps == 1 ? "" : "s");
+  fprintf(f, "graph %s: %d kernel%s, %d temp%s", g->name, p->nkernels, p->nkernels == 1 ? "" : "s",
+          p->ntemps, p->ntemps == 1 ? "" : "s");
+  for (int i = 0; i < FG_NKNOBS; i++)
+    if (p->opts.knobs.set[i]) {
+      fputs(" knobs", f);
+      fg_knob_print(f, &p->opts.knobs);
+      break;
+    }
+  fputc('\n', f);
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     fprintf(f, "  param p%d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
@@ -125,6 +132,8 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fprintf(f, " split %d", k->split);
     if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
       fprintf(f, " rows %d", k->rows_per_iter);
+    if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
+      fprintf(f, " combine-batch %d", k->combine_batch);
     if (k->ncols || k->ntails) {
       fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
               k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
@@ -136,6 +145,8 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
         fputs(" bf16x2", f);
       fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols,
               k->early_arrive ? " early-arrival" : "");
+      if (k->combine_loads)
+        fprintf(f, " combiner-loads %d", k->combine_loads);
     }
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
     if (k->not_with >= 0)

@@ -24,6 +24,11 @@
  * the multi-pass form. */
 enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS = 256 };
 
+/* Whether knob id was given (fusec --knob; knobs.h); *v then holds it. */
+static bool knob(const fg_plan_options *o, fg_knob id, int64_t *v) {
+  return fg_knob_get(&o->knobs, id, v);
+}
+
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* A row kernel's per-row vector (rstd) may match the last extent by chance. */
@@ -176,12 +181,11 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
    * [16384,4096]: 0.933 vs 0.942 of copy bandwidth) at half the code. */
   while (k->chunks < 2 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8)
     k->chunks *= 2;
-  /* Experiment knobs (fusec --knob, not a stable interface): PW_CHUNKS, PW_BLOCK. */
-  const char *ec = fg_plan_knob(o, "PW_CHUNKS"), *eb = fg_plan_knob(o, "PW_BLOCK");
-  if (ec && atoi(ec) >= 1 && atoi(ec) <= 8)
-    k->chunks = atoi(ec);
-  if (eb && atoi(eb) >= 32 && atoi(eb) <= 1024 && atoi(eb) % 32 == 0)
-    k->block = atoi(eb);
+  int64_t v;
+  if (knob(o, FG_KNOB_PW_CHUNKS, &v))
+    k->chunks = (int)v;
+  if (knob(o, FG_KNOB_PW_BLOCK, &v))
+    k->block = (int)v;
   k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
   k->grid[1] = k->grid[2] = 1;
   k->split = 1;
@@ -264,8 +268,8 @@ static bool cols_use_rows(const fg_plan *p, const fg_kernel *k) {
 }
 
 static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
-  const char *eea = fg_plan_knob(o, "ROWCOL_EARLY"); /* fusec --knob: 0 arrives after the rows */
-  if (eea && atoi(eea) == 0)
+  int64_t v;
+  if (knob(o, FG_KNOB_ROWCOL_EARLY, &v) && v == 0)
     return false;
   if (k->ncols == 0 || k->ntails > 0 || k->cluster > 1 || !(k->pipeline || k->rows_per_iter <= 1))
     return false;
@@ -282,9 +286,9 @@ static bool early_arrival(const fg_plan *p, const fg_kernel *k, const fg_plan_op
  * loses nothing to barriers. */
 static bool deferrable(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o,
                        bool full_out) {
-  const char *ed =
-      fg_plan_knob(o, "ROWCOL_DEFER"); /* fusec --knob: 0 sums each group's rows at once */
-  if ((ed && atoi(ed) == 0) || full_out || k->nreds == 0 || k->block < 64 || cols_use_rows(p, k))
+  int64_t v;
+  if ((knob(o, FG_KNOB_ROWCOL_DEFER, &v) && v == 0) || full_out || k->nreds == 0 || k->block < 64 ||
+      cols_use_rows(p, k))
     return false;
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < k->nreds; j++)
@@ -309,8 +313,8 @@ static int defer_groups(const fg_kernel *k, int64_t G) {
  * sm_80+): exact, so the same bits, with half the accumulator registers
  * and a quarter of the instructions of widening each element to f32. */
 static bool pack_bf16(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
-  const char *ep = fg_plan_knob(o, "ROWCOL_PACK"); /* fusec --knob: 0 accumulates in f32 */
-  if ((ep && atoi(ep) == 0) || !p->target.bf16x2_minmax || k->vec % 2)
+  int64_t v;
+  if ((knob(o, FG_KNOB_ROWCOL_PACK, &v) && v == 0) || !p->target.bf16x2_minmax || k->vec % 2)
     return false;
   for (int i = 0; i < k->nreds + k->ncols; i++) {
     const fg_node *n = i < k->nreds ? k->reds[i] : k->cols[i - k->nreds];
@@ -334,9 +338,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * accumulators (f32), plus addressing; measured with ptxas on the
    * examples within 15% (RMSNorm bwd 166, LayerNorm bwd 244). The count
    * is enforced (.minnctapersm), so all G CTAs are resident at once. */
-  const char *et = fg_plan_knob(o, "ROWCOL_THREADS"); /* fusec --knob */
-  if (et && atoi(et) >= 32 && atoi(et) <= 1024 && atoi(et) % 32 == 0) {
-    int64_t nchunks = ceil_div(k->red, k->vec), e = ceil_div(nchunks, atoi(et));
+  int64_t v;
+  bool threads_given = knob(o, FG_KNOB_ROWCOL_THREADS, &v);
+  if (threads_given) {
+    int64_t nchunks = ceil_div(k->red, k->vec), e = ceil_div(nchunks, v);
     if (e <= MAX_PERSIST_CHUNKS) {
       k->chunks = (int)e;
       k->block = (int)(ceil_div(ceil_div(nchunks, e), 32) * 32);
@@ -370,9 +375,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * bwd [4096,4096] 0.73 / 0.62). So: reload for short rows with two
    * or more column reductions. */
   k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
-  const char *er = fg_plan_knob(o, "ROWCOL_RELOAD"); /* fusec --knob */
-  if (er && (atoi(er) == 0 || atoi(er) == 1))
-    k->reload = atoi(er) == 1;
+  if (knob(o, FG_KNOB_ROWCOL_RELOAD, &v))
+    k->reload = v == 1;
   /* Registers per thread for U rows in flight: the rows' elements (two f32
    * values each when kept for outputs, else as loaded), the column
    * accumulators (f32) and addressing; within 15% of ptxas on the
@@ -409,9 +413,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
                            : p->target.dyn_smem_per_block >= 96 * 1024 ? 96 * 1024
                                                                        : pipe_max;
   k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
-  const char *ep = fg_plan_knob(o, "ROWCOL_PIPE"); /* fusec --knob */
-  if (ep && (atoi(ep) == 0 || atoi(ep) == 1))
-    k->pipeline = atoi(ep) == 1;
+  if (knob(o, FG_KNOB_ROWCOL_PIPE, &v))
+    k->pipeline = v == 1;
   if (2 * row_bytes > pipe_max)
     k->pipeline = false;
   /* Pipelined, the row waits in shared memory rather than in flight:
@@ -428,7 +431,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * reduction: the combiners' scratch (shared) grows with both. */
   bool defer = deferrable(p, k, o, full_out);
   if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
-      !et && k->chunks % 2 == 0) {
+      !threads_given && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
     per_thread /= 2;
@@ -453,10 +456,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   /* Few rows: fewer a group, so that every SM gets a CTA. */
   while (U > 1 && k->outer / U < 2 * (int64_t)sm)
     U /= 2;
-  const char *eu = fg_plan_knob(o, "ROWCOL_ROWS"); /* fusec --knob */
-  if (eu && (atoi(eu) == 1 || atoi(eu) == 2 || atoi(eu) == 4) && k->outer % atoi(eu) == 0 &&
-      !(k->pipeline && 2 * atoi(eu) * row_bytes > pipe_dyn))
-    U = atoi(eu);
+  if (knob(o, FG_KNOB_ROWCOL_ROWS, &v) && k->outer % v == 0 &&
+      !(k->pipeline && 2 * v * row_bytes > pipe_dyn))
+    U = (int)v;
   k->rows_per_iter = U;
   k->pipe_bytes = k->pipeline ? (int)(2 * U * row_bytes) : 0;
   int64_t regs = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
@@ -474,9 +476,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     per_sm = 200 * 1024 / (2 * U * row_bytes);
   if (per_sm < 1)
     per_sm = 1;
-  const char *ec = fg_plan_knob(o, "ROWCOL_CTAS"); /* fusec --knob */
-  if (ec && atoi(ec) >= 1 && atoi(ec) <= p->target.threads_per_sm / k->block)
-    per_sm = atoi(ec);
+  if (knob(o, FG_KNOB_ROWCOL_CTAS, &v) && v <= p->target.threads_per_sm / k->block)
+    per_sm = v;
   k->min_ctas_per_sm = (int)per_sm;
   int64_t G = (int64_t)sm * per_sm;
   /* At least two row groups a CTA: partials stay under half an f32 copy
@@ -505,9 +506,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   }
   if (p->target.clusters && k->ncols > 0) {
     C = 0;
-    const char *ek = fg_plan_knob(o, "CLUSTER"); /* fusec --knob */
-    if (ek && (atoi(ek) == 1 || atoi(ek) == 2 || atoi(ek) == 4 || atoi(ek) == 8))
-      C = atoi(ek);
+    if (knob(o, FG_KNOB_CLUSTER, &v))
+      C = (int)v;
     /* Since the shorter end of kernel (2026-11-23, runs D21-D22) the
      * exchange pays only where two column reductions' partials would be
      * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
@@ -533,8 +533,7 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     k->smem = k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
   /* The fewest CTAs (in whole clusters) with the same number of groups
    * for the busiest one: no slower, and fewer partials. */
-  const char *ef = fg_plan_knob(o, "ROWCOL_FILL"); /* fusec --knob: 1 keeps every slot */
-  if (!(ef && atoi(ef) == 1))
+  if (!(knob(o, FG_KNOB_ROWCOL_FILL, &v) && v == 1))
     G = ceil_div(groups, ceil_div(groups, G));
   G = ceil_div(G, C) * C;
   k->grid[0] = G;
@@ -551,9 +550,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     cw *= 2;
   if (cw > k->block)
     cw = k->block;
-  const char *ecw = fg_plan_knob(o, "ROWCOL_CW"); /* fusec --knob: columns a combiner block */
-  if (ecw && atoi(ecw) >= 8 && atoi(ecw) <= k->block && (atoi(ecw) & (atoi(ecw) - 1)) == 0)
-    cw = atoi(ecw);
+  if (knob(o, FG_KNOB_ROWCOL_CW, &v) && v <= k->block)
+    cw = (int)v;
   int64_t K = ceil_div(k->red, cw) + tail_k;
   if (K > G)
     K = G;
@@ -570,9 +568,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   k->defer_groups = defer ? defer_groups(k, G) : 0;
   k->early_arrive = !k->defer_groups && early_arrival(p, k, o);
   k->pack_bf16 = pack_bf16(p, k, o);
-  const char *etr =
-      fg_plan_knob(o, "TRACE"); /* fusec --knob: a timeline of each CTA, for profiling */
-  if (etr && atoi(etr) == 1) {
+  if (knob(o, FG_KNOB_ROWCOL_CVEC, &v))
+    k->combine_loads = (int)v;
+  if (knob(o, FG_KNOB_TRACE, &v) && v == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
     bytes = k->trace_off + 64 * G;
   }
@@ -611,6 +609,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
     k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
   k->grid[0] = ceil_div(threads, k->block);
   int sm = p->target.sm_count;
+  int64_t v;
   k->split = 1;
   if (k->grid[0] < 2 * sm && r >= 64 && !dependent_phases(p, k)) {
     int64_t want = ceil_div(4 * (int64_t)sm, k->grid[0]);
@@ -623,9 +622,8 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
      * epilogue 0.70/0.73/0.83/0.71/0.45, RMSNorm bwd 0.39/0.47/0.46/0.39/0.28. */
     if (k->split > 32)
       k->split = 32;
-    const char *es = fg_plan_knob(o, "COL_SPLIT"); /* fusec --knob */
-    if (es && atoi(es) >= 1 && atoi(es) <= max_split)
-      k->split = atoi(es);
+    if (knob(o, FG_KNOB_COL_SPLIT, &v) && v <= max_split)
+      k->split = (int)v;
   }
   /* Rows whose loads are issued together: a column kernel has few CTAs
    * (one thread per V outputs), so each thread needs several loads in
@@ -642,28 +640,15 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
         fg_dtype_size(p->g->params[k->args[i].index]->type.dtype) > esz)
       esz = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
   k->rows_per_iter = esz <= 2 ? 8 : 4;
-  const char *eu = fg_plan_knob(o, "COL_ROWS"); /* fusec --knob */
-  if (eu && atoi(eu) >= 1 && atoi(eu) <= 8)
-    k->rows_per_iter = atoi(eu);
+  if (knob(o, FG_KNOB_COL_ROWS, &v))
+    k->rows_per_iter = (int)v;
+  if (knob(o, FG_KNOB_COL_COMBINE, &v))
+    k->combine_batch = (int)v;
   k->grid[1] = k->split;
   k->grid[2] = 1;
   k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs "
                           "(deterministic grid reduction)"
                         : "column reduction: threads own outputs and loop over the reduced extent";
-}
-
-const char *const fg_plan_knob_names[] = {
-    "PW_CHUNKS",    "PW_BLOCK",    "ROWCOL",      "ROWCOL_THREADS", "ROWCOL_RELOAD",
-    "ROWCOL_PIPE",  "ROWCOL_ROWS", "ROWCOL_CTAS", "COL_SPLIT",      "COL_ROWS",
-    "COL_COMBINE",  "CLUSTER",     "TRACE",       "ROWCOL_FILL",    "ROWCOL_EARLY",
-    "ROWCOL_DEFER", "ROWCOL_PACK", "ROWCOL_CVEC", "ROWCOL_CW",      NULL};
-
-const char *fg_plan_knob(const fg_plan_options *o, const char *name) {
-  size_t n = strlen(name);
-  for (int i = 0; o && i < o->nknobs; i++)
-    if (strncmp(o->knobs[i], name, n) == 0 && o->knobs[i][n] == '=')
-      return o->knobs[i] + n + 1;
-  return NULL;
 }
 
 /* What the code generator cannot lower, as an error at the node that

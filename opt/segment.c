@@ -303,10 +303,10 @@ static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   }
   /* Experiment knob, not a user interface: 0 never, 2 regardless of the
    * shape (to measure the crossover against the two-kernel path). */
-  const char *ef = fg_plan_knob(&p->opts, "ROWCOL");
-  if (ef && atoi(ef) == 0)
+  int64_t v;
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_ROWCOL, &v) && v == 0)
     return false;
-  if (ef && atoi(ef) == 2)
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_ROWCOL, &v) && v == 2)
     return b >= 2;
   return b >= ROWCOL_MIN_ROWS && r <= rowcol_max_row(k);
 }

@@ -43,8 +43,7 @@ typedef struct fusec_opts {
   int nprint_after;
   const char *disabled[MAX_LIST];
   int ndisabled;
-  const char *knobs[MAX_LIST];
-  int nknobs;
+  fg_knobs knobs;
   bool time_passes;
   const char *libdevice;
   int jobs;     /* 0: one a CPU */
@@ -66,12 +65,14 @@ static void usage(FILE *f) {
         "  --disable-pass=PASS   skip PASS (repeatable)\n"
         "  --time-passes         report the time spent in each pass\n"
         "  --knob NAME=VALUE     a schedule experiment (repeatable; not a stable\n"
-        "                        interface: docs/architecture.md lists them)\n"
+        "                        interface; listed below)\n"
         "  --libdevice PATH      libdevice.10.bc (default: FUSEC_LIBDEVICE or the build's)\n"
         "  --jobs N              compile threads, 1..64 (default: one a CPU); the output\n"
         "                        is the same for every N\n"
         "  --help                show this message\n",
         f);
+  fputs("knobs (--knob NAME=VALUE):\n", f);
+  fg_knob_help(f);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -168,20 +169,9 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     } else if (flag && strcmp(flag, "--disable-pass") == 0) {
       rc = push(o->disabled, &o->ndisabled, val, "--disable-pass");
     } else if (flag && strcmp(flag, "--knob") == 0) {
-      const char *eq = strchr(val, '=');
-      if (!eq || eq == val || !eq[1])
-        return usage_error("--knob needs NAME=VALUE, got '%s'", val);
-      bool known = false;
-      for (const char *const *k = fg_plan_knob_names; *k; k++)
-        known |= strlen(*k) == (size_t)(eq - val) && strncmp(*k, val, (size_t)(eq - val)) == 0;
-      if (!known) {
-        fprintf(stderr, "fusec: error: unknown knob in '%s'\n(knobs:", val);
-        for (const char *const *k = fg_plan_knob_names; *k; k++)
-          fprintf(stderr, " %s", *k);
-        fputs(")\n(run 'fusec --help' for usage)\n", stderr);
-        return FG_EXIT_USAGE;
-      }
-      rc = push(o->knobs, &o->nknobs, val, "--knob");
+      char err[512];
+      if (!fg_knob_parse(&o->knobs, val, err, sizeof err))
+        return usage_error("%s", err);
     } else if (strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0) {
       o->opt_level = a[2] - '0';
     } else if (strcmp(a, "--print-after-all") == 0) {
@@ -235,7 +225,6 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.jobs = o->jobs;
   fg_target_init(&co.plan.target, o->sm, o->sm_count); /* the arch was checked with the arguments */
   co.plan.knobs = o->knobs;
-  co.plan.nknobs = o->nknobs;
   co.passes.disabled = o->disabled;
   co.passes.ndisabled = o->ndisabled;
   co.passes.print_after = o->nprint_after ? o->print_after[0] : NULL;

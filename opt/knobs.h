@@ -1,0 +1,80 @@
+/* Schedule knobs: the experiments `fusec --knob NAME=VALUE` sets, each
+ * declared once (name, range, default, description), as LLVM's cl::opt
+ * declarations in LoopUnrollPass.cpp. The table generates fusec's knob
+ * list, the range check (a value out of range is a usage error) and the
+ * plan's printout (`--emit plan` names the knobs a plan was built with).
+ * Knobs are read by the scheduler only; the code generator reads the
+ * decisions they lead to from fg_kernel. Not a stable interface:
+ * they exist to time schedule variants on the GPU. */
+#ifndef FG_KNOBS_H
+#define FG_KNOBS_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* X(NAME, lowest, highest, form, default, description) */
+#define FG_KNOB_LIST(X)                                                                            \
+  X(PW_CHUNKS, 1, 8, FG_KNOB_ANY, "auto", "vector chunks a pointwise thread handles")              \
+  X(PW_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a pointwise CTA")                          \
+  X(ROWCOL, 0, 2, FG_KNOB_ANY, "1",                                                                \
+    "row + column form: 0 never, 1 where the schedule's rule says, 2 whatever the shape")          \
+  X(ROWCOL_THREADS, 32, 1024, FG_KNOB_WARPS, "auto", "threads a row + column CTA")                 \
+  X(ROWCOL_RELOAD, 0, 1, FG_KNOB_ANY, "auto", "1: outputs re-read the row (L1), not keep it in registers")    \
+  X(ROWCOL_PIPE, 0, 1, FG_KNOB_ANY, "auto", "1: the next row group is copied to shared memory meanwhile")             \
+  X(ROWCOL_ROWS, 1, 4, FG_KNOB_POW2, "auto", "rows a row + column group (must divide the rows)")   \
+  X(ROWCOL_CTAS, 1, 64, FG_KNOB_ANY, "auto", "row + column CTAs an SM (at most what fits)")         \
+  X(ROWCOL_FILL, 0, 1, FG_KNOB_ANY, "0",                                                           \
+    "1: a CTA in every slot, rather than the fewest CTAs for the same rows a CTA")                 \
+  X(ROWCOL_EARLY, 0, 1, FG_KNOB_ANY, "1", "0: combiners arrive after their rows, not before")      \
+  X(ROWCOL_DEFER, 0, 1, FG_KNOB_ANY, "1", "0: sum each group's rows at once (no deferred totals)") \
+  X(ROWCOL_PACK, 0, 1, FG_KNOB_ANY, "1", "0: accumulate max/abs in f32, not bf16 pairs")           \
+  X(ROWCOL_CVEC, 1, 32, FG_KNOB_ANY, "auto", "loads a combiner thread sums before its group stage") \
+  X(ROWCOL_CW, 8, 1024, FG_KNOB_POW2, "auto", "columns a combiner block (at most the CTA's threads)") \
+  X(CLUSTER, 1, 8, FG_KNOB_POW2, "auto", "CTAs a cluster of the row + column form")                \
+  X(COL_SPLIT, 1, 65535, FG_KNOB_ANY, "auto",                                                      \
+    "CTAs a column reduction's reduced extent is split over (at most the schedule's limit)")       \
+  X(COL_ROWS, 1, 8, FG_KNOB_ANY, "auto", "rows a column-reduction thread loads an iteration")      \
+  X(COL_COMBINE, 1, 16, FG_KNOB_ANY, "auto", "partials a column combiner loads before summing")    \
+  X(TRACE, 0, 1, FG_KNOB_ANY, "0", "1: a %globaltimer timeline of every row + column CTA")
+
+typedef enum {
+#define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
+  FG_KNOB_LIST(FG_KNOB_ENUM)
+#undef FG_KNOB_ENUM
+      FG_NKNOBS
+} fg_knob;
+
+typedef enum {
+  FG_KNOB_ANY,   /* any value in the range */
+  FG_KNOB_WARPS, /* a multiple of 32 */
+  FG_KNOB_POW2,  /* a power of two */
+} fg_knob_form;
+
+typedef struct fg_knob_def {
+  const char *name;
+  int64_t lo, hi;
+  fg_knob_form form;
+  const char *dflt; /* "auto": the schedule chooses */
+  const char *help;
+} fg_knob_def;
+
+extern const fg_knob_def fg_knob_defs[FG_NKNOBS];
+
+/* The knobs a compilation was given: set[i] says whether knob i was. */
+typedef struct fg_knobs {
+  bool set[FG_NKNOBS];
+  int64_t val[FG_NKNOBS];
+} fg_knobs;
+
+/* Parses "NAME=VALUE" into *ks. False with a message in err (cap bytes)
+ * for an unknown name, a malformed value or one out of the knob's range. */
+bool fg_knob_parse(fg_knobs *ks, const char *text, char *err, size_t cap);
+/* Whether knob id was given; *v then holds its value. */
+bool fg_knob_get(const fg_knobs *ks, fg_knob id, int64_t *v);
+/* The table as help text, one knob a line. */
+void fg_knob_help(FILE *f);
+/* " NAME=VALUE" for every knob given (nothing when none). */
+void fg_knob_print(FILE *f, const fg_knobs *ks);
+
+#endif
