@@ -775,13 +775,8 @@ static LLVMValueRef scratch_slot(fgb_emitter *e, LLVMValueRef scratch, LLVMValue
  * (a power of two) that leave a thread at most COMBINE_VECTORS loads, but
  * at most COMBINE_GROUPS, so that neither stage is long: with every thread
  * loading (NG = T / TPR) the second stage took 256 dependent shared loads
- * (amax, 2026-11-23). Measured on the H100 (2026-11-23, runs E4 and E6,
- * fraction of copy bandwidth, at most 8 / 4 loads a thread): row + column
- * + tensor amax 0.823-0.838 / 0.834-0.852 (32 groups instead of 16, all
- * 512 threads loading; better in each of six same-run pairs); RMSNorm bwd
- * [4096,4096] keeps its 32 groups; LayerNorm bwd there (32 groups instead
- * of 16) 0.709-0.739 / 0.709-0.711, no better: with two column reductions
- * a thread's loads are twice as many, so it keeps 8 a reduction. */
+ * (amax; docs/benchmarks.md, S16). With two column reductions a
+ * thread's loads are twice as many, so it keeps 8 a reduction. */
 static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLVMValueRef scratch) {
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);

@@ -111,8 +111,7 @@ void fgr_cluster_slice_sums(fgb_emitter *e, int i, LLVMValueRef x, LLVMValueRef 
   int64_t S = cluster_slice(k), C = k->cluster, T = k->block;
   /* Every round's distributed loads are issued before any is summed: the
    * last CTA to finish waits one remote latency here, not one a round
-   * (2.2 us of the RMSNorm bwd [4096,4096] kernel's end, in four rounds,
-   * trace of 2026-11-23). */
+   * (docs/benchmarks.md, S17). */
   int64_t rounds = (S / W + T - 1) / T, batch = rounds < SLICE_ROUNDS ? rounds : SLICE_ROUNDS;
   LLVMValueRef id = fgb_reduce_identity(e->m, fgk_red_op(n), ad);
   fgk_loop l;

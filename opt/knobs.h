@@ -20,17 +20,21 @@
   X(ROWCOL, 0, 2, FG_KNOB_ANY, "1",                                                                \
     "row + column form: 0 never, 1 where the schedule's rule says, 2 whatever the shape")          \
   X(ROWCOL_THREADS, 32, 1024, FG_KNOB_WARPS, "auto", "threads a row + column CTA")                 \
-  X(ROWCOL_RELOAD, 0, 1, FG_KNOB_ANY, "auto", "1: outputs re-read the row (L1), not keep it in registers")    \
-  X(ROWCOL_PIPE, 0, 1, FG_KNOB_ANY, "auto", "1: the next row group is copied to shared memory meanwhile")             \
+  X(ROWCOL_RELOAD, 0, 1, FG_KNOB_ANY, "auto",                                                      \
+    "1: outputs re-read the row (L1), not keep it in registers")                                   \
+  X(ROWCOL_PIPE, 0, 1, FG_KNOB_ANY, "auto",                                                        \
+    "1: the next row group is copied to shared memory meanwhile")                                  \
   X(ROWCOL_ROWS, 1, 4, FG_KNOB_POW2, "auto", "rows a row + column group (must divide the rows)")   \
-  X(ROWCOL_CTAS, 1, 64, FG_KNOB_ANY, "auto", "row + column CTAs an SM (at most what fits)")         \
+  X(ROWCOL_CTAS, 1, 64, FG_KNOB_ANY, "auto", "row + column CTAs an SM (at most what fits)")        \
   X(ROWCOL_FILL, 0, 1, FG_KNOB_ANY, "0",                                                           \
     "1: a CTA in every slot, rather than the fewest CTAs for the same rows a CTA")                 \
   X(ROWCOL_EARLY, 0, 1, FG_KNOB_ANY, "1", "0: combiners arrive after their rows, not before")      \
   X(ROWCOL_DEFER, 0, 1, FG_KNOB_ANY, "1", "0: sum each group's rows at once (no deferred totals)") \
   X(ROWCOL_PACK, 0, 1, FG_KNOB_ANY, "1", "0: accumulate max/abs in f32, not bf16 pairs")           \
-  X(ROWCOL_CVEC, 1, 32, FG_KNOB_ANY, "auto", "loads a combiner thread sums before its group stage") \
-  X(ROWCOL_CW, 8, 1024, FG_KNOB_POW2, "auto", "columns a combiner block (at most the CTA's threads)") \
+  X(ROWCOL_CVEC, 1, 32, FG_KNOB_ANY, "auto",                                                       \
+    "loads a combiner thread sums before its group stage")                                         \
+  X(ROWCOL_CW, 8, 1024, FG_KNOB_POW2, "auto",                                                      \
+    "columns a combiner block (at most the CTA's threads)")                                        \
   X(CLUSTER, 1, 8, FG_KNOB_POW2, "auto", "CTAs a cluster of the row + column form")                \
   X(COL_SPLIT, 1, 65535, FG_KNOB_ANY, "auto",                                                      \
     "CTAs a column reduction's reduced extent is split over (at most the schedule's limit)")       \

@@ -177,8 +177,7 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
    * per thread and fewer CTAs. */
   int sm = p->target.sm_count;
   k->chunks = 1;
-  /* 2 chunks: measured within 1% of 4 on the H100 (bias+GELU bf16
-   * [16384,4096]: 0.933 vs 0.942 of copy bandwidth) at half the code. */
+  /* At most 2 chunks: as fast as 4 at half the code (docs/benchmarks.md, S1). */
   while (k->chunks < 2 && groups >= (int64_t)k->block * k->chunks * 2 * sm * 8)
     k->chunks *= 2;
   int64_t v;
@@ -254,10 +253,7 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
  * exchange (its buffer may be the pipeline's, and its latency is what the
  * early arrival hides), and the group's rows are not live in registers
  * across it (one row a group, or pipelined: with four rows in registers
- * the amax kernel spilled and ran 2.4x slower, 2026-11-23, run D19).
- * Measured on the H100 (runs D23-D24, RMSNorm bwd [4096,4096]): after the
- * rows 0.773-0.786, early 0.775-0.801: about 1%, within the noise; the
- * trace shows the arrival before the rows' end. */
+ * the amax kernel spilled; docs/benchmarks.md, S2). */
 
 /* Whether a column reduction's input uses the kernel's row reductions. */
 static bool cols_use_rows(const fg_plan *p, const fg_kernel *k) {
@@ -335,9 +331,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   (void)d;
   /* Registers: the row's elements a thread keeps (two f32 values each:
    * inputs and a normalization's intermediates) and its column
-   * accumulators (f32), plus addressing; measured with ptxas on the
-   * examples within 15% (RMSNorm bwd 166, LayerNorm bwd 244). The count
-   * is enforced (.minnctapersm), so all G CTAs are resident at once. */
+   * accumulators (f32), plus addressing; within 15% of ptxas on the
+   * examples (docs/benchmarks.md, S3). The count is enforced
+   * (.minnctapersm), so all G CTAs are resident at once. */
   int64_t v;
   bool threads_given = knob(o, FG_KNOB_ROWCOL_THREADS, &v);
   if (threads_given) {
@@ -369,11 +365,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     }
   /* Normalization backward keeps f32 intermediates of the row (xhat, g)
    * for its outputs, or re-reads the row (from L1) after the reductions
-   * (reload). Measured on the H100 (2026-11-22, fraction of copy
-   * bandwidth, keep / reload): LayerNorm bwd [65536,1024] 0.85 / 0.885,
-   * RMSNorm bwd there 0.91 / 0.88; with long rows keeping wins (RMSNorm
-   * bwd [4096,4096] 0.73 / 0.62). So: reload for short rows with two
-   * or more column reductions. */
+   * (reload): reload for short rows with two or more column reductions
+   * (docs/benchmarks.md, S4). */
   k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
   if (knob(o, FG_KNOB_ROWCOL_RELOAD, &v))
     k->reload = v == 1;
@@ -383,31 +376,20 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * examples. The count is enforced (.minnctapersm), so all G CTAs are
    * resident at once. */
   /* Rows in flight per SM: ~64 KiB of loads, or ~128 KiB where the rows
-   * need not be kept for full-size outputs (registers allow it). Measured
-   * on the H100 (2026-11-22): row + column + tensor amax bf16 [8192,8192],
-   * 4 rows a CTA, 1 / 2 CTAs an SM: 0.70-0.74 / 0.81. */
+   * need not be kept for full-size outputs (registers allow it;
+   * docs/benchmarks.md, S5). */
   int64_t rows_needed = row_bytes > 0 ? ceil_div((full_out ? 64 : 128) * 1024, row_bytes) : 1;
   /* Pipelined: each thread copies its part of the next row group into
    * shared memory (cp.async, two buffers of U rows: 2 * U * row_bytes a
    * CTA, under the 48 KiB of static shared memory) while this group is
-   * reduced, so the loop does not wait a memory latency per group.
-   * Measured on the H100 (2026-11-22, fraction of copy bandwidth, without
-   * / with): LayerNorm bwd [4096,4096] 0.60 / 0.66; RMSNorm bwd there
-   * 0.72-0.74 / 0.72-0.74; [65536,1024] RMSNorm 0.917 / 0.871, LayerNorm
-   * (reload) 0.873 / 0.539; row + column + tensor amax 0.81 / 0.76-0.78.
-   * So only where long rows are kept for full-size outputs. Since the
-   * shorter end of kernel (2026-11-23, run D20) that includes one
-   * column reduction: RMSNorm bwd [4096,4096] 0.748-0.752 / 0.765-0.767. */
+   * reduced, so the loop does not wait a memory latency per group. Only
+   * where long rows are kept for full-size outputs (docs/benchmarks.md,
+   * S6). */
   const int64_t pipe_max = 40 * 1024;
   /* Beyond pipe_max the copies take dynamic shared memory (k->smem), for
    * several rows a group (knob ROWCOL_ROWS): a CTA may opt in to 227 KiB
-   * on sm_90, 163 KiB on sm_80, 99 KiB on sm_86 and sm_89. Measured on
-   * the H100 (2026-11-23, runs E4-E5, fraction of copy bandwidth): RMSNorm
-   * bwd [4096,4096] with 2 rows a group (64 KiB) 0.786-0.802 against
-   * 0.778-0.800 with 1; LayerNorm bwd there 0.710-0.722 against
-   * 0.710-0.734; row + column + tensor amax pipelined with 4 rows (128
-   * KiB, one CTA an SM) 0.846-0.855 against 0.845-0.853 unpipelined.
-   * Noise-level, so the defaults stay; the knob remains. */
+   * on sm_90, 163 KiB on sm_80, 99 KiB on sm_86 and sm_89. No faster
+   * than the defaults (docs/benchmarks.md, S7), so they stay. */
   /* the two buffers within what the target's opt-in allows, with room to spare */
   const int64_t pipe_dyn = p->target.dyn_smem_per_block >= 160 * 1024  ? 128 * 1024
                            : p->target.dyn_smem_per_block >= 96 * 1024 ? 96 * 1024
@@ -418,16 +400,10 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   if (2 * row_bytes > pipe_max)
     k->pipeline = false;
   /* Pipelined, the row waits in shared memory rather than in flight:
-   * twice the threads, half the chunks each. Measured on the H100
-   * (2026-11-23, LayerNorm bwd [4096,4096], clusters of 2): 128 threads
-   * 0.719, 256 threads 0.734 (0.659 / 0.667 before clusters). */
+   * twice the threads, half the chunks each (docs/benchmarks.md, S8). */
   /* Deferred rows: no barrier a group, so twice the threads, half the
-   * chunks each (and then one CTA an SM, from the register count).
-   * Measured on the H100 (2026-11-23, runs E1-E2, row + column + tensor
-   * amax bf16 [8192,8192], fraction of copy bandwidth): 256 threads, 2
-   * CTAs an SM 0.819-0.832; 512 threads, 1 CTA an SM 0.853 / 0.857 (2
-   * CTAs an SM: 0.818-0.821); 256 threads at 3 or 4 CTAs an SM, 2 or 4
-   * rows a group: 0.764-0.800. At most 512 threads and one column
+   * chunks each (and then one CTA an SM, from the register count;
+   * docs/benchmarks.md, S9). At most 512 threads and one column
    * reduction: the combiners' scratch (shared) grows with both. */
   bool defer = deferrable(p, k, o, full_out);
   if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
@@ -489,13 +465,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
    * distributed shared memory, so there are C times fewer to write and
    * for the combiners to read. The combiners wait for every CTA, so all G
    * must be resident at once: clusters of 2 fill a GPC's slots (an even
-   * number of SMs) whatever per_sm. Measured on the H100 (2026-11-23,
-   * fraction of copy bandwidth, C = 1 / 2): LayerNorm bwd [4096,4096]
-   * 0.647 / 0.714, RMSNorm bwd there 0.725 / 0.726, row + column + tensor
-   * amax 0.791 / 0.791; at 4 CTAs an SM, C = 2 / 4 / 8: amax 0.783 /
-   * 0.652 / 0.660, LayerNorm 0.625 / 0.514 / 0.531 (larger clusters are
-   * slower; at 2 CTAs an SM clusters of 8 do not all fit, and the
-   * combiners' wait hung). Larger C (a knob) only where C divides
+   * number of SMs) whatever per_sm; larger clusters are slower
+   * (docs/benchmarks.md, S10). Larger C (a knob) only where C divides
    * 2 * per_sm. */
   int C = 1;
   int64_t xchg = 0;
@@ -508,12 +479,9 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
     C = 0;
     if (knob(o, FG_KNOB_CLUSTER, &v))
       C = (int)v;
-    /* Since the shorter end of kernel (2026-11-23, runs D21-D22) the
-     * exchange pays only where two column reductions' partials would be
-     * written and combined (LayerNorm bwd [4096,4096], C = 1 / 2: 0.668 /
-     * 0.706-0.724); with one, the exchange's latency at the end costs
-     * as much as or more than half the partials save (RMSNorm bwd there
-     * 0.776-0.790 / 0.758-0.770; amax 0.811-0.825 / 0.808-0.831, a tie). */
+    /* The exchange pays only where two column reductions' partials would
+     * be written and combined; with one, its latency at the end costs as
+     * much as half the partials save (docs/benchmarks.md, S11). */
     if (!C)
       C = k->ncols >= 2 ? 2 : 1;
     while (C > 1 && (2 * per_sm % C || G < 2 * C))
@@ -540,8 +508,8 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, 
   int64_t P = G / C; /* rows of column partials */
   /* Combiners: one per column block of cw columns, plus one for the tail
    * reductions, so that none works twice as long as the others (a
-   * combiner with two blocks ended the amax kernel 1 us after the rest,
-   * trace of 2026-11-23); cw as small as that allows, so each sums few
+   * combiner with two blocks ended the amax kernel 1 us after the rest:
+   * docs/benchmarks.md, S12); cw as small as that allows, so each sums few
    * partials per column. They wait for every CTA, so all G must be
    * resident at once (the plan says kernel-resident; the loader checks). */
   int64_t tail_k = k->ntails ? 1 : 0;
@@ -616,10 +584,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
     int64_t max_split = ceil_div(r, 32);
     k->split = (int)(want < max_split ? want : max_split);
     /* At most 32 slices: the last CTA of a tile combines `split` partials
-     * per output and that tail grows with it. Measured on the H100
-     * (2026-11-22), fraction of copy bandwidth at split 132/64/32/16/8:
-     * column sum f32 [16384,4096] 0.78/0.87/0.92/0.94/0.78, packed dQKV
-     * epilogue 0.70/0.73/0.83/0.71/0.45, RMSNorm bwd 0.39/0.47/0.46/0.39/0.28. */
+     * per output and that tail grows with it (docs/benchmarks.md, S13). */
     if (k->split > 32)
       k->split = 32;
     if (knob(o, FG_KNOB_COL_SPLIT, &v) && v <= max_split)
@@ -627,13 +592,9 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   }
   /* Rows whose loads are issued together: a column kernel has few CTAs
    * (one thread per V outputs), so each thread needs several loads in
-   * flight. Measured on the H100 (2026-11-22, fraction of copy bandwidth,
-   * rows 1 / 4 / 8 at split 32): packed dQKV epilogue 0.83 / 0.926 / 0.968,
-   * separate 0.63 / 0.910 / 0.898 (0.901 / 0.897 in a second run), column
-   * sum f32 [16384,4096] 0.925 / 0.963 / 0.949, nested amax f32 (its
-   * column kernel) 0.999 / 1.009 / 0.987: 8 rows for 2-byte inputs, 4 for
-   * wider ones (the same 16 bytes a row, but twice the registers once
-   * widened to f32 for bf16). */
+   * flight: 8 rows for 2-byte inputs, 4 for wider ones (the same 16 bytes
+   * a row, but twice the registers once widened to f32 for bf16;
+   * docs/benchmarks.md, S14). */
   int esz = 1;
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == FG_BUF_PARAM && !p->g->params[k->args[i].index]->type.scalar &&

@@ -267,15 +267,9 @@ static bool col_shaped(const fg_kernel *k, const fg_type *t) {
 }
 
 /* The row + column form (plan.h) or two kernels (the row kernel, then a
- * column kernel reading the data again): measured on the H100
- * (2026-11-23, RMSNorm bwd bf16, fraction of copy bandwidth, fused / two
- * kernels), rows of 4096: 32 rows 0.019 / 0.020, 64 0.037 / 0.034, 128
- * 0.079 / 0.063, 256 0.167 / 0.126, 512 0.289 / 0.226, 1024 0.503 /
- * 0.411 (4096: 0.74 / 0.46, the latter on 2026-11-22); 4096 rows of
- * 16384: 0.853 / 0.584; 2048 rows
- * of 32768: 0.213 / 0.562 (the row and its column accumulators no longer
- * fit in registers: spills). So: at least 64 rows, and rows of at most
- * 16384 elements with one column reduction (measured), 8192 with more
+ * column kernel reading the data again; docs/benchmarks.md, S15): at
+ * least 64 rows (fewer: no faster), and rows of at most
+ * 16384 elements with one column reduction (S15), 8192 with more
  * (their accumulators take the registers a longer row would need); few
  * column reductions (their accumulators live in registers beside the
  * row). */
