@@ -83,3 +83,12 @@ char *fg_arena_printf(fg_arena *a, const char *fmt, ...) {
   va_end(ap2);
   return p;
 }
+
+void *fg_arena_append(fg_arena *a, void *arr, int *n, const void *item, size_t elem) {
+  char *na = fg_arena_alloc(a, ((size_t)*n + 1) * elem);
+  if (*n)
+    memcpy(na, arr, (size_t)*n * elem);
+  memcpy(na + (size_t)*n * elem, item, elem);
+  ++*n;
+  return na;
+}

@@ -17,6 +17,12 @@ void *fg_arena_alloc(fg_arena *a, size_t size);
 char *fg_arena_strdup(fg_arena *a, const char *s);
 char *fg_arena_strndup(fg_arena *a, const char *s, size_t n);
 void *fg_arena_memdup(fg_arena *a, const void *p, size_t n);
+/* The growable array of the compiler (QBE's vgrow): appends the elem-byte
+ * *item to the *n-element array arr (from this arena, or NULL when *n is
+ * 0), increments *n and returns the array to use from now on (the old one
+ * stays allocated: an arena frees nothing). Each append copies the array:
+ * for the short lists of a graph and a plan. */
+void *fg_arena_append(fg_arena *a, void *arr, int *n, const void *item, size_t elem);
 char *fg_arena_printf(fg_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -75,11 +75,7 @@ fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc) {
   v->param_index = g->nparams;
   v->weak = t.scalar;
   v->loc = loc;
-  fg_value **np = fg_arena_alloc(&g->arena, (size_t)(g->nparams + 1) * sizeof *np);
-  if (g->nparams)
-    memcpy(np, g->params, (size_t)g->nparams * sizeof *np);
-  np[g->nparams++] = v;
-  g->params = np;
+  g->params = fg_arena_append(&g->arena, g->params, &g->nparams, &v, sizeof v);
   return v;
 }
 

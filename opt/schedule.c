@@ -144,20 +144,15 @@ static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
 }
 
 static int add_temp(fg_plan *p, int64_t bytes, bool zero) {
-  fg_temp *nt = fg_arena_alloc(&p->g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
-  if (p->ntemps)
-    memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
-  nt[p->ntemps] = (fg_temp){bytes, zero, NULL};
-  p->temps = nt;
-  return p->ntemps++;
+  fg_temp t = {bytes, zero, NULL};
+  p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
+  return p->ntemps - 1;
 }
 
 static void add_workspace_args(fg_plan *p, fg_kernel *k) {
-  fg_buf_ref *na = fg_arena_alloc(&p->g->arena, (size_t)(k->nargs + 2) * sizeof *na);
-  memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
-  na[k->nargs++] = (fg_buf_ref){FG_BUF_TEMP, k->partial_temp};
-  na[k->nargs++] = (fg_buf_ref){FG_BUF_TEMP, k->counter_temp};
-  k->args = na;
+  fg_buf_ref partials = {FG_BUF_TEMP, k->partial_temp}, counter = {FG_BUF_TEMP, k->counter_temp};
+  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &partials, sizeof partials);
+  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &counter, sizeof counter);
 }
 
 static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {

@@ -149,31 +149,20 @@ static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
 /* ---- kernels ---- */
 
 static fg_kernel *new_kernel(fg_plan *p) {
-  fg_kernel *nk = fg_arena_alloc(&p->g->arena, (size_t)(p->nkernels + 1) * sizeof *nk);
-  if (p->nkernels)
-    memcpy(nk, p->kernels, (size_t)p->nkernels * sizeof *nk);
-  p->kernels = nk;
-  fg_kernel *k = &nk[p->nkernels];
-  k->id = p->nkernels++;
+  fg_kernel nk = {.id = p->nkernels};
+  p->kernels = fg_arena_append(&p->g->arena, p->kernels, &p->nkernels, &nk, sizeof nk);
+  fg_kernel *k = &p->kernels[nk.id];
   k->partial_temp = k->counter_temp = -1;
   k->not_with = -1;
   return k;
 }
 
 static void push_value(fg_graph *g, fg_value ***arr, int *n, fg_value *v) {
-  fg_value **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
-  if (*n)
-    memcpy(na, *arr, (size_t)*n * sizeof *na);
-  na[(*n)++] = v;
-  *arr = na;
+  *arr = fg_arena_append(&g->arena, *arr, n, &v, sizeof v);
 }
 
 static void push_node(fg_graph *g, fg_node ***arr, int *n, fg_node *v) {
-  fg_node **na = fg_arena_alloc(&g->arena, (size_t)(*n + 1) * sizeof *na);
-  if (*n)
-    memcpy(na, *arr, (size_t)*n * sizeof *na);
-  na[(*n)++] = v;
-  *arr = na;
+  *arr = fg_arena_append(&g->arena, *arr, n, &v, sizeof v);
 }
 
 static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
@@ -694,11 +683,7 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == b.kind && k->args[i].index == b.index)
       return;
-  fg_buf_ref *na = fg_arena_alloc(&p->g->arena, (size_t)(k->nargs + 1) * sizeof *na);
-  if (k->nargs)
-    memcpy(na, k->args, (size_t)k->nargs * sizeof *na);
-  na[k->nargs++] = b;
-  k->args = na;
+  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &b, sizeof b);
 }
 
 /* Collects the buffers a kernel reads, and marks reductions of other kernels
@@ -771,25 +756,31 @@ static bool store_deep_values(fg_plan *p) {
   return true;
 }
 
-fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
+/* What the code generator cannot take: symbolic shapes, mean/var left for
+ * a disabled decompose, attention. */
+static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
       fg_error(d, g->params[i]->loc,
                "parameter '%s' has symbolic dims; the code generator needs static shapes",
                g->params[i]->name);
-      return NULL;
+      return false;
     }
   for (fg_node *n = g->first; n; n = n->next) {
     fg_opcode c = n->op->code;
     if (c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
-      return NULL;
+      return false;
     }
     if (n->op->kind == FG_KIND_ATTENTION) {
       fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
-      return NULL;
+      return false;
     }
   }
+  return true;
+}
+
+static fg_plan *new_plan(fg_graph *g, const fg_plan_options *o) {
   fg_plan *p = fg_arena_alloc(&g->arena, sizeof *p);
   p->g = g;
   if (o && o->target.arch)
@@ -803,11 +794,12 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     p->store[i].kernel = -1;
   for (int i = 0; i < g->nparams; i++)
     p->store[g->params[i]->id] = (fg_storage){true, {FG_BUF_PARAM, i}, -1};
-  if (!plan_results(p, d))
-    return NULL;
+  return p;
+}
 
-  /* Reductions and segment_set operands are stored until proven local. */
-  for (fg_node *n = g->first; n; n = n->next) {
+/* Reductions and segment_set operands are stored until proven local. */
+static void mark_stored(fg_plan *p) {
+  for (fg_node *n = p->g->first; n; n = n->next) {
     if (n->op->kind == FG_KIND_REDUCTION)
       for (int i = 0; i < n->nout; i++)
         p->store[n->out[i]->id].stored = true;
@@ -815,10 +807,11 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
         n->in[0]->def->op->kind != FG_KIND_LITERAL)
       p->store[n->in[0]->id].stored = true;
   }
-  if (!store_deep_values(p))
-    return NULL;
-  /* Group stored values into kernels, in graph order. */
-  for (fg_node *n = g->first; n; n = n->next) {
+}
+
+/* Stored values join kernels, in graph order. */
+static void group_into_kernels(fg_plan *p) {
+  for (fg_node *n = p->g->first; n; n = n->next)
     for (int i = 0; i < n->nout; i++) {
       fg_value *v = n->out[i];
       if (!p->store[v->id].stored)
@@ -829,9 +822,12 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
       else
         start_kernel(p, v);
     }
-  }
-  /* Reductions are materialized only where another kernel reads them or
-   * they are results. */
+}
+
+/* Reductions are materialized only where another kernel reads them or they
+ * are results: each kernel's reads mark the reductions it needs stored. */
+static bool mark_read_reductions(fg_plan *p) {
+  fg_graph *g = p->g;
   for (fg_node *n = g->first; n; n = n->next)
     if (n->op->kind == FG_KIND_REDUCTION)
       for (int i = 0; i < n->nout; i++)
@@ -841,17 +837,18 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
     if (!a.seen)
-      return NULL;
+      return false;
     for (int i = 0; i < k->nouts; i++) {
       const fg_node *n = k->outs[i]->def;
-      if (n->op->kind == FG_KIND_REDUCTION)
-        collect(&a, n->in[0]);
-      else
-        collect(&a, k->outs[i]);
+      collect(&a, n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i]);
     }
     free(a.seen);
   }
-  /* Kernel outputs: reductions that stay local leave the out list. */
+  return true;
+}
+
+/* Kernel outputs: reductions that stay local leave the out list. */
+static void drop_local_outputs(fg_plan *p) {
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     int m = 0;
@@ -860,22 +857,27 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
         k->outs[m++] = k->outs[i];
     k->nouts = m;
   }
-  /* Temps for stored values that are not results. */
-  for (fg_node *n = g->first; n; n = n->next)
+}
+
+/* Temps for stored values that are not results. */
+static void add_temps(fg_plan *p) {
+  for (fg_node *n = p->g->first; n; n = n->next)
     for (int i = 0; i < n->nout; i++) {
       fg_value *v = n->out[i];
       fg_storage *s = &p->store[v->id];
       if (!s->stored || s->buf.kind != FG_BUF_NONE)
         continue;
-      fg_temp *nt = fg_arena_alloc(&g->arena, (size_t)(p->ntemps + 1) * sizeof *nt);
-      if (p->ntemps)
-        memcpy(nt, p->temps, (size_t)p->ntemps * sizeof *nt);
       int64_t bytes = fg_type_numel(&v->type) * fg_dtype_size(v->type.dtype);
-      nt[p->ntemps] = (fg_temp){bytes > 0 ? bytes : 1, false, v};
-      s->buf = (fg_buf_ref){FG_BUF_TEMP, p->ntemps++};
-      p->temps = nt;
+      fg_temp t = {bytes > 0 ? bytes : 1, false, v};
+      s->buf = (fg_buf_ref){FG_BUF_TEMP, p->ntemps};
+      p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
     }
-  /* Arguments: loads first, in discovery order, then written buffers. */
+}
+
+/* Each kernel's arguments: parameters in index order, then the other
+ * buffers it loads in discovery order, then the buffers it writes. */
+static bool order_arguments(fg_plan *p) {
+  fg_graph *g = p->g;
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     fg_buf_ref *loads = malloc((size_t)(g->next_value_id + 1) * sizeof *loads);
@@ -883,15 +885,13 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     if (!loads || !a.seen) {
       free(loads);
       free(a.seen);
-      return NULL;
+      return false;
     }
     int nl = 0;
     for (int i = 0; i < k->nouts; i++) {
       const fg_node *n = k->outs[i]->def;
-      if (n->op->kind == FG_KIND_REDUCTION)
-        collect_loads(&a, n->in[0], loads, &nl, g->next_value_id);
-      else
-        collect_loads(&a, k->outs[i], loads, &nl, g->next_value_id);
+      collect_loads(&a, n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i], loads, &nl,
+                    g->next_value_id);
     }
     for (int i = 0; i < k->nreds; i++)
       collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
@@ -900,9 +900,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     for (int i = 0; i < k->ntails; i++)
       collect_loads(&a, k->tails[i]->in[0], loads, &nl, g->next_value_id);
     free(a.seen);
-    /* Parameters are referenced through collect(); add them in index order
-     * for stable argument lists. */
-    fg_buf_ref *params = k->args;
+    fg_buf_ref *params = k->args; /* what collect() found */
     int nparams = k->nargs;
     k->args = NULL;
     k->nargs = 0;
@@ -916,9 +914,13 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
       add_arg(p, k, p->store[k->outs[i]->id].buf);
     free(loads);
   }
-  explain_fallbacks(p);
-  /* Every written result has a writer: a result left unwritten would be
-   * returned as garbage, so it is a compiler bug to report, not to ship. */
+  return true;
+}
+
+/* Every written result has a writer: a result left unwritten would be
+ * returned as garbage, so it is a compiler bug to report, not to ship. */
+static bool check_results_written(const fg_plan *p, fg_diag *d) {
+  const fg_graph *g = p->g;
   for (int i = 0; i < g->nresults; i++) {
     if (p->results[i].is_view)
       continue;
@@ -931,10 +933,36 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
     if (!written) {
       fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i,
                         g->name);
-      return NULL;
+      return false;
     }
   }
-  if (!fg_plan_schedule(p, o, d))
+  return true;
+}
+
+static bool out_of_memory(const fg_graph *g, fg_diag *d) {
+  fg_error(d, (fg_loc){0, 0}, "out of memory planning graph '%s'", g->name);
+  return false;
+}
+
+/* The plan as a list of named steps (as QBE's main.c): each one line. */
+fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
+  if (!check_supported(g, d))
+    return NULL;
+  fg_plan *p = new_plan(g, o);
+  if (!plan_results(p, d))
+    return NULL;
+  mark_stored(p);
+  if (!store_deep_values(p))
+    return out_of_memory(g, d), NULL;
+  group_into_kernels(p);
+  if (!mark_read_reductions(p))
+    return out_of_memory(g, d), NULL;
+  drop_local_outputs(p);
+  add_temps(p);
+  if (!order_arguments(p))
+    return out_of_memory(g, d), NULL;
+  explain_fallbacks(p);
+  if (!check_results_written(p, d) || !fg_plan_schedule(p, o, d))
     return NULL;
   return p;
 }
