@@ -315,237 +315,315 @@ static bool pack_bf16(const fg_plan *p, const fg_kernel *k, const fg_plan_option
   return false;
 }
 
-/* The row + column form (plan.h): G CTAs loop over rows r = cta, cta+G,
- * ..., each keeping its columns' partial sums in registers, and write
- * them to a [G, row] partial buffer; the last `combiners` CTAs to arrive
- * wait for the rest, then each combines a set of column ranges over the G
- * partials in a fixed order. G: as many CTAs as fit on the GPU at once
- * (from a register estimate), so that partials stay few. */
-static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
-  int sm = p->target.sm_count;
-  (void)d;
-  /* Registers: the row's elements a thread keeps (two f32 values each:
-   * inputs and a normalization's intermediates) and its column
-   * accumulators (f32), plus addressing; within 15% of ptxas on the
-   * examples (docs/benchmarks.md, S3). The count is enforced
-   * (.minnctapersm), so all G CTAs are resident at once. */
+/* ---- the row + column form (plan.h) ----
+ * ctas CTAs loop over rows r = cta, cta + ctas, ..., each keeping its
+ * columns' partial sums in registers, and write them to a [ctas, row]
+ * partial buffer; the last `combiners` CTAs to arrive wait for the rest,
+ * then each combines a set of column ranges over the partials in a fixed
+ * order. ctas: as many as fit on the GPU at once (from a register
+ * estimate), so that partials stay few. The steps below decide, in order,
+ * the fields of fg_kernel; what one step derives for the next is kept in
+ * a rowcol_ctx. */
+typedef struct rowcol_ctx {
+  const fg_plan *p;
+  fg_kernel *k;
+  const fg_plan_options *o;
+  bool threads_given;  /* knob ROWCOL_THREADS set the block */
+  bool full_out;       /* some output has the kernel's full domain */
+  int64_t per_thread;  /* a row's elements a thread holds */
+  int64_t halves;      /* registers an element of the full-size inputs takes, in halves */
+  int64_t row_bytes;   /* bytes of the full-size inputs a row */
+  int64_t rows_needed; /* rows in flight an SM */
+  int64_t pipe_max;    /* the pipeline's buffers in static shared memory */
+  int64_t pipe_dyn;    /* ... in dynamic shared memory (knob ROWCOL_ROWS) */
+  bool defer;          /* deferred row totals possible */
+  int64_t per_sm;      /* CTAs an SM */
+  int64_t groups;      /* row groups */
+  int64_t ctas;
+  int64_t xchg; /* bytes of one CTA's accumulators of the widest column reduction */
+} rowcol_ctx;
+
+/* Registers a thread for `rows` rows in flight: the rows' elements (two f32
+ * values each when kept for outputs, else as loaded), the column
+ * accumulators (f32) and addressing; within 15% of ptxas on the examples
+ * (docs/benchmarks.md, S3). The count is enforced (.minnctapersm), so all
+ * the CTAs are resident at once. */
+static int64_t rowcol_registers(const rowcol_ctx *c, int64_t rows) {
+  const fg_kernel *k = c->k;
+  return 32 + c->per_thread * (c->full_out ? 2 : 1) * k->ncols +
+         (c->full_out && !k->reload ? c->per_thread * 2 * rows
+                                    : c->per_thread * c->halves * rows / 2);
+}
+
+/* The block (knob ROWCOL_THREADS), the outputs' size and the full-size
+ * inputs' bytes and registers a row. */
+static void measure_rows(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
   int64_t v;
-  bool threads_given = knob(o, FG_KNOB_ROWCOL_THREADS, &v);
-  if (threads_given) {
+  c->threads_given = knob(c->o, FG_KNOB_ROWCOL_THREADS, &v);
+  if (c->threads_given) {
     int64_t nchunks = ceil_div(k->red, k->vec), e = ceil_div(nchunks, v);
     if (e <= MAX_PERSIST_CHUNKS) {
       k->chunks = (int)e;
       k->block = (int)(ceil_div(ceil_div(nchunks, e), 32) * 32);
     }
   }
-  int64_t per_thread = (int64_t)k->chunks * k->vec;
-  bool full_out = false;
+  c->per_thread = (int64_t)k->chunks * k->vec;
   for (int i = 0; i < k->nouts; i++) {
     const fg_type *t = &k->outs[i]->type;
     bool full = t->rank == k->rank;
     for (int d = 0; full && d < k->rank; d++)
       full = t->dims[d].size == k->dims[d];
-    full_out |= full;
+    c->full_out |= full;
   }
-  /* Bytes of the full-size parameters per row, and registers per element
-   * they take as loaded (in halves: bf16 packs two to a register). */
-  int64_t halves = 0, row_bytes = 0, numel = k->outer * k->red;
+  int64_t numel = k->outer * k->red;
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == FG_BUF_PARAM) {
-      const fg_type *t = &p->g->params[k->args[i].index]->type;
+      const fg_type *t = &c->p->g->params[k->args[i].index]->type;
       if (t->scalar || fg_type_numel(t) != numel)
         continue;
-      halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
-      row_bytes += k->red * fg_dtype_size(t->dtype);
+      c->halves += fg_dtype_size(t->dtype) >= 4 ? 2 * fg_dtype_size(t->dtype) / 4 : 1;
+      c->row_bytes += k->red * fg_dtype_size(t->dtype);
     }
-  /* Normalization backward keeps f32 intermediates of the row (xhat, g)
-   * for its outputs, or re-reads the row (from L1) after the reductions
-   * (reload): reload for short rows with two or more column reductions
-   * (docs/benchmarks.md, S4). */
-  k->reload = full_out && k->ncols >= 2 && per_thread <= 8;
-  if (knob(o, FG_KNOB_ROWCOL_RELOAD, &v))
-    k->reload = v == 1;
-  /* Registers per thread for U rows in flight: the rows' elements (two f32
-   * values each when kept for outputs, else as loaded), the column
-   * accumulators (f32) and addressing; within 15% of ptxas on the
-   * examples. The count is enforced (.minnctapersm), so all G CTAs are
-   * resident at once. */
-  /* Rows in flight per SM: ~64 KiB of loads, or ~128 KiB where the rows
+  /* Rows in flight an SM: ~64 KiB of loads, or ~128 KiB where the rows
    * need not be kept for full-size outputs (registers allow it;
    * docs/benchmarks.md, S5). */
-  int64_t rows_needed = row_bytes > 0 ? ceil_div((full_out ? 64 : 128) * 1024, row_bytes) : 1;
-  /* Pipelined: each thread copies its part of the next row group into
-   * shared memory (cp.async, two buffers of U rows: 2 * U * row_bytes a
-   * CTA, under the 48 KiB of static shared memory) while this group is
-   * reduced, so the loop does not wait a memory latency per group. Only
-   * where long rows are kept for full-size outputs (docs/benchmarks.md,
-   * S6). */
-  const int64_t pipe_max = 40 * 1024;
-  /* Beyond pipe_max the copies take dynamic shared memory (k->smem), for
-   * several rows a group (knob ROWCOL_ROWS): a CTA may opt in to 227 KiB
-   * on sm_90, 163 KiB on sm_80, 99 KiB on sm_86 and sm_89. No faster
-   * than the defaults (docs/benchmarks.md, S7), so they stay. */
+  c->rows_needed = c->row_bytes > 0 ? ceil_div((c->full_out ? 64 : 128) * 1024, c->row_bytes) : 1;
+}
+
+/* Normalization backward keeps f32 intermediates of the row (xhat, g) for
+ * its outputs, or re-reads the row (from L1) after the reductions
+ * (reload): reload for short rows with two or more column reductions
+ * (docs/benchmarks.md, S4). */
+static void choose_reload(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int64_t v;
+  k->reload = c->full_out && k->ncols >= 2 && c->per_thread <= 8;
+  if (knob(c->o, FG_KNOB_ROWCOL_RELOAD, &v))
+    k->reload = v == 1;
+}
+
+/* Pipelined: each thread copies its part of the next row group into
+ * shared memory (cp.async, two buffers of a group's rows, under the 48 KiB
+ * of static shared memory) while this group is reduced, so the loop does
+ * not wait a memory latency per group. Only where long rows are kept for
+ * full-size outputs (docs/benchmarks.md, S6). Beyond pipe_max the copies
+ * take dynamic shared memory (k->smem), for several rows a group (knob
+ * ROWCOL_ROWS): a CTA may opt in to 227 KiB on sm_90, 163 KiB on sm_80,
+ * 99 KiB on sm_86 and sm_89; no faster than the defaults
+ * (docs/benchmarks.md, S7), so they stay. */
+static void choose_pipeline(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int64_t v;
+  c->pipe_max = 40 * 1024;
   /* the two buffers within what the target's opt-in allows, with room to spare */
-  const int64_t pipe_dyn = p->target.dyn_smem_per_block >= 160 * 1024  ? 128 * 1024
-                           : p->target.dyn_smem_per_block >= 96 * 1024 ? 96 * 1024
-                                                                       : pipe_max;
-  k->pipeline = full_out && !k->reload && k->ncols >= 1 && row_bytes >= 16 * 1024;
-  if (knob(o, FG_KNOB_ROWCOL_PIPE, &v))
+  int64_t dyn = c->p->target.dyn_smem_per_block;
+  c->pipe_dyn = dyn >= 160 * 1024 ? 128 * 1024 : dyn >= 96 * 1024 ? 96 * 1024 : c->pipe_max;
+  k->pipeline = c->full_out && !k->reload && k->ncols >= 1 && c->row_bytes >= 16 * 1024;
+  if (knob(c->o, FG_KNOB_ROWCOL_PIPE, &v))
     k->pipeline = v == 1;
-  if (2 * row_bytes > pipe_max)
+  if (2 * c->row_bytes > c->pipe_max)
     k->pipeline = false;
-  /* Pipelined, the row waits in shared memory rather than in flight:
-   * twice the threads, half the chunks each (docs/benchmarks.md, S8). */
-  /* Deferred rows: no barrier a group, so twice the threads, half the
-   * chunks each (and then one CTA an SM, from the register count;
-   * docs/benchmarks.md, S9). At most 512 threads and one column
-   * reduction: the combiners' scratch (shared) grows with both. */
-  bool defer = deferrable(p, k, o, full_out);
-  if (((k->pipeline && k->block * 2 <= 1024) || (defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
-      !threads_given && k->chunks % 2 == 0) {
+}
+
+/* Pipelined, the row waits in shared memory rather than in flight: twice
+ * the threads, half the chunks each (docs/benchmarks.md, S8). Deferred
+ * rows: no barrier a group, so the same (and then one CTA an SM, from the
+ * register count; docs/benchmarks.md, S9); at most 512 threads and one
+ * column reduction: the combiners' scratch (shared) grows with both. */
+static void widen_block(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  c->defer = deferrable(c->p, k, c->o, c->full_out);
+  if (((k->pipeline && k->block * 2 <= 1024) ||
+       (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
+      !c->threads_given && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
-    per_thread /= 2;
+    c->per_thread /= 2;
   }
-  int U = 1;
+}
+
+/* Rows a group (issued together): the most of 4, 2 whose registers fit
+ * and that the rows in flight need. */
+static void choose_rows_per_group(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int rows = 1;
   for (int u = 4; u >= 2; u /= 2) {
-    if (k->pipeline && 2 * u * row_bytes > pipe_max)
+    if (k->pipeline && 2 * u * c->row_bytes > c->pipe_max)
       continue;
-    int64_t r = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
-                (full_out && !k->reload ? per_thread * 2 * u : per_thread * halves * u / 2);
+    int64_t r = rowcol_registers(c, u);
     /* Several rows a CTA only in blocks of 8+ warps or when reloading:
-     * small blocks do better with more CTAs (RMSNorm bwd, 128 threads,
-     * one row / more: [4096,4096] 0.73 / 0.71 (2 rows), [65536,1024]
-     * 0.91 / 0.89 (4 rows); [32768,8192], 256 threads: 0.88 / 0.93 (2)). */
-    bool fits =
-        r <= 240 && p->target.regs_per_sm / (r * k->block) >= 1 && (k->block >= 256 || k->reload);
-    if (u <= rows_needed && k->outer % u == 0 && fits) {
-      U = u;
+     * small blocks do better with more CTAs (docs/benchmarks.md, S18). */
+    bool fits = r <= 240 && c->p->target.regs_per_sm / (r * k->block) >= 1 &&
+                (k->block >= 256 || k->reload);
+    if (u <= c->rows_needed && k->outer % u == 0 && fits) {
+      rows = u;
       break;
     }
   }
   /* Few rows: fewer a group, so that every SM gets a CTA. */
-  while (U > 1 && k->outer / U < 2 * (int64_t)sm)
-    U /= 2;
-  if (knob(o, FG_KNOB_ROWCOL_ROWS, &v) && k->outer % v == 0 &&
-      !(k->pipeline && 2 * v * row_bytes > pipe_dyn))
-    U = (int)v;
-  k->rows_per_iter = U;
-  k->pipe_bytes = k->pipeline ? (int)(2 * U * row_bytes) : 0;
-  int64_t regs = 32 + per_thread * (full_out ? 2 : 1) * k->ncols +
-                 (full_out && !k->reload ? per_thread * 2 * U : per_thread * halves * U / 2);
-  int64_t per_sm = p->target.regs_per_sm / (regs * k->block);
-  if (per_sm > p->target.threads_per_sm / k->block)
-    per_sm = p->target.threads_per_sm / k->block;
-  /* No more CTAs than the rows in flight need, but at least 8 warps. */
-  int64_t need = ceil_div(rows_needed, U), warps = ceil_div(8, k->block / 32);
+  while (rows > 1 && k->outer / rows < 2 * (int64_t)c->p->target.sm_count)
+    rows /= 2;
+  int64_t v;
+  if (knob(c->o, FG_KNOB_ROWCOL_ROWS, &v) && k->outer % v == 0 &&
+      !(k->pipeline && 2 * v * c->row_bytes > c->pipe_dyn))
+    rows = (int)v;
+  k->rows_per_iter = rows;
+  k->pipe_bytes = k->pipeline ? (int)(2 * rows * c->row_bytes) : 0;
+}
+
+/* CTAs an SM: what registers and threads allow, no more than the rows in
+ * flight need, but at least 8 warps; then the CTAs, at least two row
+ * groups each (partials stay under half an f32 copy of the data). */
+static void choose_ctas(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  const fg_target *t = &c->p->target;
+  int rows = k->rows_per_iter;
+  int64_t per_sm = t->regs_per_sm / (rowcol_registers(c, rows) * k->block);
+  if (per_sm > t->threads_per_sm / k->block)
+    per_sm = t->threads_per_sm / k->block;
+  int64_t need = ceil_div(c->rows_needed, rows), warps = ceil_div(8, k->block / 32);
   if (need < warps)
     need = warps;
   if (per_sm > need)
     per_sm = need;
-  if (k->pipeline && per_sm > 200 * 1024 / (2 * U * row_bytes))
-    per_sm = 200 * 1024 / (2 * U * row_bytes);
+  if (k->pipeline && per_sm > 200 * 1024 / (2 * rows * c->row_bytes))
+    per_sm = 200 * 1024 / (2 * rows * c->row_bytes);
   if (per_sm < 1)
     per_sm = 1;
-  if (knob(o, FG_KNOB_ROWCOL_CTAS, &v) && v <= p->target.threads_per_sm / k->block)
+  int64_t v;
+  if (knob(c->o, FG_KNOB_ROWCOL_CTAS, &v) && v <= t->threads_per_sm / k->block)
     per_sm = v;
   k->min_ctas_per_sm = (int)per_sm;
-  int64_t G = (int64_t)sm * per_sm;
-  /* At least two row groups a CTA: partials stay under half an f32 copy
-   * of the data. */
-  int64_t groups = k->outer / U;
-  if (G > groups / 2)
-    G = groups / 2 > 0 ? groups / 2 : 1;
-  /* Clusters (sm_90): C CTAs first combine their column partials through
-   * distributed shared memory, so there are C times fewer to write and
-   * for the combiners to read. The combiners wait for every CTA, so all G
-   * must be resident at once: clusters of 2 fill a GPC's slots (an even
-   * number of SMs) whatever per_sm; larger clusters are slower
-   * (docs/benchmarks.md, S10). Larger C (a knob) only where C divides
-   * 2 * per_sm. */
-  int C = 1;
-  int64_t xchg = 0;
+  c->per_sm = per_sm;
+  c->ctas = (int64_t)t->sm_count * per_sm;
+  c->groups = k->outer / rows;
+  if (c->ctas > c->groups / 2)
+    c->ctas = c->groups / 2 > 0 ? c->groups / 2 : 1;
+}
+
+/* Clusters (sm_90): the CTAs of a cluster first combine their column
+ * partials through distributed shared memory, so there are that many
+ * times fewer to write and for the combiners to read. The combiners wait
+ * for every CTA, so all must be resident at once: clusters of 2 fill a
+ * GPC's slots (an even number of SMs) whatever per_sm; larger clusters are
+ * slower (docs/benchmarks.md, S10). Larger ones (a knob) only where the
+ * size divides 2 * per_sm. */
+static void choose_cluster(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int size = 1;
   for (int i = 0; i < k->ncols; i++) {
     int64_t b = k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i]));
-    if (b > xchg)
-      xchg = b;
+    if (b > c->xchg)
+      c->xchg = b;
   }
-  if (p->target.clusters && k->ncols > 0) {
-    C = 0;
-    if (knob(o, FG_KNOB_CLUSTER, &v))
-      C = (int)v;
+  if (c->p->target.clusters && k->ncols > 0) {
+    int64_t v;
+    size = knob(c->o, FG_KNOB_CLUSTER, &v) ? (int)v : 0;
     /* The exchange pays only where two column reductions' partials would
      * be written and combined; with one, its latency at the end costs as
      * much as half the partials save (docs/benchmarks.md, S11). */
-    if (!C)
-      C = k->ncols >= 2 ? 2 : 1;
-    while (C > 1 && (2 * per_sm % C || G < 2 * C))
-      C /= 2;
+    if (!size)
+      size = k->ncols >= 2 ? 2 : 1;
+    while (size > 1 && (2 * c->per_sm % size || c->ctas < 2 * size))
+      size /= 2;
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
-    int64_t arena = k->pipeline && k->pipe_bytes > xchg ? k->pipe_bytes : xchg;
-    if (xchg > 32 * 1024 || (arena > 40 * 1024 && k->pipe_bytes <= pipe_max))
-      C = 1;
-    G = G / C * C;
+    int64_t arena = k->pipeline && k->pipe_bytes > c->xchg ? k->pipe_bytes : c->xchg;
+    if (c->xchg > 32 * 1024 || (arena > 40 * 1024 && k->pipe_bytes <= c->pipe_max))
+      size = 1;
+    c->ctas = c->ctas / size * size;
   }
-  k->cluster = C;
-  k->xchg_bytes = C > 1 ? (int)ceil_div(xchg, 16) * 16 : 0;
+  k->cluster = size;
+  k->xchg_bytes = size > 1 ? (int)ceil_div(c->xchg, 16) * 16 : 0;
   /* The pipeline's buffers (and the exchange, which reuses them) past the
    * static limit: dynamic shared memory, which the loader opts in to. */
-  if (k->pipeline && k->pipe_bytes > pipe_max)
+  if (k->pipeline && k->pipe_bytes > c->pipe_max)
     k->smem = k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
-  /* The fewest CTAs (in whole clusters) with the same number of groups
-   * for the busiest one: no slower, and fewer partials. */
-  if (!(knob(o, FG_KNOB_ROWCOL_FILL, &v) && v == 1))
-    G = ceil_div(groups, ceil_div(groups, G));
-  G = ceil_div(G, C) * C;
-  k->grid[0] = G;
-  int64_t P = G / C; /* rows of column partials */
-  /* Combiners: one per column block of cw columns, plus one for the tail
-   * reductions, so that none works twice as long as the others (a
-   * combiner with two blocks ended the amax kernel 1 us after the rest:
-   * docs/benchmarks.md, S12); cw as small as that allows, so each sums few
-   * partials per column. They wait for every CTA, so all G must be
-   * resident at once (the plan says kernel-resident; the loader checks). */
-  int64_t tail_k = k->ntails ? 1 : 0;
-  int cw = 8;
-  while (cw < k->block && ceil_div(k->red, cw) + tail_k > G)
-    cw *= 2;
-  if (cw > k->block)
-    cw = k->block;
-  if (knob(o, FG_KNOB_ROWCOL_CW, &v) && v <= k->block)
-    cw = (int)v;
-  int64_t K = ceil_div(k->red, cw) + tail_k;
-  if (K > G)
-    K = G;
-  if (k->ncols == 0)
-    K = 1;
-  k->combiners = (int)K;
-  k->combine_cols = cw;
-  /* Partials: each column reduction's [P, R] accumulators (each region
-   * 16-byte aligned), then 8 bytes per CTA for each tail reduction. */
-  int64_t bytes = 0;
-  for (int i = 0; i < k->ncols; i++)
-    bytes += ceil_div(P * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
-  bytes += 8 * G * k->ntails;
-  k->defer_groups = defer ? defer_groups(k, G) : 0;
-  k->early_arrive = !k->defer_groups && early_arrival(p, k, o);
-  k->pack_bf16 = pack_bf16(p, k, o);
-  if (knob(o, FG_KNOB_ROWCOL_CVEC, &v))
+}
+
+/* The fewest CTAs (in whole clusters) with the same number of groups for
+ * the busiest one: no slower, and fewer partials. */
+static void size_grid(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int64_t v;
+  if (!(knob(c->o, FG_KNOB_ROWCOL_FILL, &v) && v == 1))
+    c->ctas = ceil_div(c->groups, ceil_div(c->groups, c->ctas));
+  c->ctas = ceil_div(c->ctas, k->cluster) * k->cluster;
+  k->grid[0] = c->ctas;
+}
+
+/* Combiners: one per column block of combine_cols columns, plus one for
+ * the tail reductions, so that none works twice as long as the others (a
+ * combiner with two blocks ended the amax kernel 1 us after the rest:
+ * docs/benchmarks.md, S12); blocks as narrow as that allows, so each sums
+ * few partials per column. They wait for every CTA, so all must be
+ * resident at once (the plan says kernel-resident; the loader checks). */
+static void choose_combiners(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  int64_t tail = k->ntails ? 1 : 0, v;
+  int cols = 8;
+  while (cols < k->block && ceil_div(k->red, cols) + tail > c->ctas)
+    cols *= 2;
+  if (cols > k->block)
+    cols = k->block;
+  if (knob(c->o, FG_KNOB_ROWCOL_CW, &v) && v <= k->block)
+    cols = (int)v;
+  int64_t n = ceil_div(k->red, cols) + tail;
+  if (n > c->ctas)
+    n = c->ctas;
+  k->combiners = k->ncols == 0 ? 1 : (int)n;
+  k->combine_cols = cols;
+  if (knob(c->o, FG_KNOB_ROWCOL_CVEC, &v))
     k->combine_loads = (int)v;
-  if (knob(o, FG_KNOB_TRACE, &v) && v == 1) {
+}
+
+/* How the rows' totals and the arrival are ordered: deferred totals,
+ * early arrival, bf16 pairs. */
+static void choose_row_order(rowcol_ctx *c) {
+  fg_kernel *k = c->k;
+  k->defer_groups = c->defer ? defer_groups(k, c->ctas) : 0;
+  k->early_arrive = !k->defer_groups && early_arrival(c->p, k, c->o);
+  k->pack_bf16 = pack_bf16(c->p, k, c->o);
+}
+
+/* Partials: each column reduction's [ctas / cluster, R] accumulators (each
+ * region 16-byte aligned), then 8 bytes a CTA for each tail reduction,
+ * then (knob TRACE) 64 bytes a CTA of timeline; and the arrival counter. */
+static void allocate_partials(rowcol_ctx *c, fg_plan *p) {
+  fg_kernel *k = c->k;
+  int64_t rows = c->ctas / k->cluster, bytes = 0, v;
+  for (int i = 0; i < k->ncols; i++)
+    bytes += ceil_div(rows * k->red * fg_dtype_size(fg_reduce_partial_dtype(k->cols[i])), 16) * 16;
+  bytes += 8 * c->ctas * k->ntails;
+  if (knob(c->o, FG_KNOB_TRACE, &v) && v == 1) {
     k->trace_off = ceil_div(bytes, 16) * 16;
-    bytes = k->trace_off + 64 * G;
+    bytes = k->trace_off + 64 * c->ctas;
   }
   k->partial_temp = add_temp(p, bytes, false);
   k->counter_temp = add_temp(p, 8, true); /* a 64-bit arrival counter (emit_rowcol.c) */
   add_workspace_args(p, k);
-  k->why = C > 1 ? "row reduction with column reductions: CTAs loop over rows, clusters sum their "
-                   "partials in "
-                   "shared memory, the last CTAs to arrive combine the clusters' in a fixed order"
-                 : "row reduction with column reductions: CTAs loop over rows, the last to arrive "
-                   "combine the partials "
-                   "in a fixed order";
+}
+
+static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  rowcol_ctx c = {.p = p, .k = k, .o = o};
+  measure_rows(&c);
+  choose_reload(&c);
+  choose_pipeline(&c);
+  widen_block(&c);
+  choose_rows_per_group(&c);
+  choose_ctas(&c);
+  choose_cluster(&c);
+  size_grid(&c);
+  choose_combiners(&c);
+  choose_row_order(&c);
+  allocate_partials(&c, p);
+  k->why = k->cluster > 1
+               ? "row reduction with column reductions: CTAs loop over rows, clusters sum their "
+                 "partials in shared memory, the last CTAs to arrive combine the clusters' in a "
+                 "fixed order"
+               : "row reduction with column reductions: CTAs loop over rows, the last to arrive "
+                 "combine the partials in a fixed order";
 }
 
 static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
@@ -701,7 +779,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
                             k->id, p->g->name);
           return false;
         }
-        schedule_rowcol(p, k, o, d);
+        schedule_rowcol(p, k, o);
       }
       break;
     case FG_KERNEL_COLUMN:
