@@ -136,7 +136,9 @@ void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dty
 void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
                         LLVMValueRef *v, int first_slot);
 
-/* Kernel skeletons: emit the kernel body after parameters are set up. */
+/* Kernel skeletons, one file each (emit_pointwise.c, emit_row.c,
+ * emit_column.c; the row + column form in emit_rowcol.c): emit the kernel
+ * body after parameters are set up. */
 bool fgb_emit_pointwise_kernel(fgb_emitter *e);
 bool fgb_emit_row_kernel(fgb_emitter *e);
 bool fgb_emit_column_kernel(fgb_emitter *e);

@@ -1,5 +1,7 @@
-/* Pieces shared by the kernel skeletons (emit_kernels.c, emit_rowcol.c):
- * loops, locals, reductions' accumulators and the row coordinates. */
+/* Pieces shared by the kernel skeletons (emit_skel.c; used by
+ * emit_pointwise.c, emit_row.c, emit_column.c, emit_rowcol.c): loops,
+ * locals, reductions' accumulators, the grid reduction's arrival and
+ * partials, and the row coordinates. */
 #ifndef FGB_EMIT_SKEL_H
 #define FGB_EMIT_SKEL_H
 #include "emit.h"
@@ -26,6 +28,13 @@ int fgk_flag_area(const fg_kernel *k);
 LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index);
 /* Thread 0 zeroes a grid-reduction counter (volatile). */
 void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr);
+/* Every thread stores its partials, then thread 0 counts the arrival;
+ * returns the flag "this CTA is the last of `split`". */
+LLVMValueRef fgk_arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split);
+/* 8-byte slot slot_index of the kernel's partials temp, and a volatile load
+ * of it (other CTAs wrote it). */
+LLVMValueRef fgk_partial_ptr(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index);
+LLVMValueRef fgk_load_partial(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index);
 
 fg_opcode fgk_red_op(const fg_node *n); /* the combining op */
 fg_dtype fgk_red_acc(const fg_node *n); /* the accumulator type */

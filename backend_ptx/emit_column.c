@@ -1,0 +1,288 @@
+/* The column-reduction kernel: threads own outputs and loop over the
+ * reduced extent, split over CTAs whose partials the last to arrive
+ * combines (schedule_column). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "emit_skel.h"
+#include "infer.h"
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Values a thread of a column kernel's last CTA has in flight while it
+ * combines the partials (one CTA per column tile does all of it: with
+ * few in flight this tail was a fifth of the packed dQKV epilogue). */
+enum { COL_COMBINE_VALUES = 64 };
+
+/* The column kernel's partials: row (red, s) of `kept` accumulators,
+ * packed (acc-sized), rows 8 * kept bytes apart (the temp's size), so a
+ * thread's V lanes are contiguous and vector-aligned. */
+static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef row,
+                                    LLVMValueRef elem, fg_dtype acc) {
+  LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
+  LLVMValueRef byte =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_const(e, 8 * kept), ""),
+                   LLVMBuildMul(e->b, elem, fgb_const(e, fg_dtype_size(acc)), ""), "");
+  return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
+}
+
+/* V lanes of a column partial at ptr: vector accesses of up to 16 bytes.
+ * The loads are plain: they follow the fence after the arrival counter
+ * (the acquire side of the PTX memory model's fence-fence synchronization
+ * with the writers' fence), and volatile loads were issued one at a time. */
+static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, int V,
+                              LLVMValueRef *vals, bool store) {
+  int asz = fg_dtype_size(acc), per = 16 / asz < V ? 16 / asz : V;
+  for (int done = 0; done < V; done += per) {
+    LLVMValueRef p =
+        fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), fgb_const(e, (int64_t)done * asz));
+    if (store)
+      fgb_store_vec(e->m, p, acc, per, (unsigned)(per * asz), vals + done);
+    else
+      fgb_load_vec(e->m, p, acc, per, (unsigned)(per * asz), 0, vals + done);
+  }
+}
+
+/* ---- column reductions ---- */
+
+/* What a column kernel's rows share: the thread's kept coordinates and
+ * lanes, the reduced dims, the accumulators. */
+typedef struct col_rows_ctx {
+  const LLVMValueRef *kc;
+  int nkept;
+  bool lane_dim;
+  const LLVMValueRef *lanes;
+  const int64_t *red_sizes;
+  int nred;
+  LLVMValueRef (*accv)[16];
+  int nreds;
+  LLVMValueRef valid;
+} col_rows_ctx;
+
+static void col_row_enter(fgb_emitter *e, const col_rows_ctx *cx, const LLVMValueRef *rc) {
+  memcpy(e->lanes, cx->lanes, sizeof e->lanes);
+  e->nuniform = 0;
+  for (int i = 0; i < cx->nkept - (cx->lane_dim ? 1 : 0); i++)
+    e->uniform[e->nuniform++] = cx->kc[i];
+  for (int i = 0; i < cx->nred; i++)
+    e->uniform[e->nuniform++] = rc[i];
+}
+
+/* Rows r .. r+U-1 of the thread's columns: with U > 1, every load of
+ * every row is issued before the first row is used (more loads in flight:
+ * a column kernel has few CTAs), then each row is accumulated and its
+ * full-size outputs stored. */
+static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int U) {
+  const fg_kernel *k = e->k;
+  int V = e->vec;
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef rc[8][FG_MAX_RANK], idx0[8][FG_MAX_RANK];
+  for (int u = 0; u < U; u++) {
+    LLVMValueRef ru = u ? LLVMBuildAdd(e->b, r, fgb_const(e, u), "") : r;
+    fgb_delinearize(e, ru, cx->red_sizes, cx->nred, rc[u]);
+    for (int d = 0, a = 0, b = 0; d < k->rank; d++)
+      idx0[u][d] = k->mask[d] ? rc[u][b++] : cx->kc[a++];
+    if (U == 1)
+      continue;
+    col_row_enter(e, cx, rc[u]);
+    for (int j = 0; j < V; j++) {
+      LLVMValueRef idx[FG_MAX_RANK];
+      fgk_lane_index(e, idx0[u], j, idx);
+      for (int i = 0; i < cx->nreds; i++)
+        fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+      for (int i = 0; i < k->nouts; i++)
+        if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
+          fgb_prefetch_value(e, k->outs[i], idx);
+    }
+  }
+  for (int u = 0; u < U; u++) {
+    col_row_enter(e, cx, rc[u]);
+    for (int i = 0; i < cx->nreds; i++) {
+      const fg_node *n = k->reds[i];
+      fg_dtype ad = fgk_red_acc(n);
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef idx[FG_MAX_RANK];
+        fgk_lane_index(e, idx0[u], j, idx);
+        LLVMValueRef x = fgb_emit_value(e, n->in[0], idx);
+        if (!x)
+          return false;
+        x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
+        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cx->accv[i][j], "");
+        LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), cx->accv[i][j]);
+      }
+    }
+    for (int i = 0; i < k->nouts; i++) {
+      const fg_value *o = k->outs[i];
+      if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+        fgk_store_full(e, o, idx0[u], cx->valid);
+    }
+  }
+  fgb_memo_release(e, mark);
+  return !e->failed;
+}
+
+bool fgb_emit_column_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int nkept = 0, nred = 0;
+  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept = 1, R = k->red;
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d])
+      red_sizes[nred++] = k->dims[d];
+    else {
+      kept_sizes[nkept++] = k->dims[d];
+      kept *= k->dims[d];
+    }
+  }
+  int64_t V = e->vec, S = k->split;
+  bool lane_dim = V > 1; /* the schedule vectorizes only a kept last dim */
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
+  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  LLVMValueRef valid = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, kept), "");
+  LLVMValueRef basec = LLVMBuildSelect(e->b, valid, base, fgb_const(e, 0), "");
+  LLVMValueRef kc[FG_MAX_RANK];
+  fgb_delinearize(e, basec, kept_sizes, nkept, kc);
+  LLVMValueRef kc_lane[16][FG_MAX_RANK];
+  LLVMValueRef lanes[16];
+  for (int j = 0; j < V; j++) {
+    lanes[j] = !lane_dim ? NULL
+               : j == 0  ? kc[nkept - 1]
+                         : LLVMBuildAdd(e->b, kc[nkept - 1], fgb_const(e, j), "");
+    memcpy(kc_lane[j], kc, sizeof kc);
+    if (lane_dim)
+      kc_lane[j][nkept - 1] = lanes[j];
+  }
+  int64_t rs = ceil_div(R, S);
+  LLVMValueRef s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
+  LLVMValueRef rstart = LLVMBuildMul(e->b, s, fgb_const(e, rs), "");
+  LLVMValueRef rend =
+      fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+  int nreds = k->nreds < 8 ? k->nreds : 8;
+  if (k->nreds > 8) {
+    fgb_fail(e, "column kernel with more than 8 reductions");
+    return false;
+  }
+  LLVMValueRef accv[8][16];
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++)
+      accv[i][j] =
+          fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
+                        fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
+  col_rows_ctx cx = {kc, nkept, lane_dim, lanes, red_sizes, nred, accv, nreds, valid};
+  /* Rows in groups of U (all their loads issued first), then the rest one
+   * at a time. */
+  /* The plain variant (misaligned pointers) stays compact: one row. */
+  int U = k->rows_per_iter > 1 && e->aligned ? k->rows_per_iter : 1;
+  LLVMValueRef rmain = rstart;
+  if (U > 1) {
+    LLVMValueRef cnt = LLVMBuildSub(e->b, rend, rstart, "");
+    rmain = LLVMBuildSub(e->b, rend, LLVMBuildSRem(e->b, cnt, fgb_const(e, U), ""), "");
+    fgk_loop l;
+    LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rmain, fgb_const(e, U));
+    if (!col_rows(e, &cx, r, U))
+      return false;
+    fgk_loop_end(e, &l, r);
+  }
+  fgk_loop l;
+  LLVMValueRef r = fgk_loop_begin(e, &l, rmain, rend, fgb_const(e, 1));
+  if (!col_rows(e, &cx, r, 1))
+    return false;
+  fgk_loop_end(e, &l, r);
+  if (e->failed)
+    return false;
+  LLVMValueRef tot[8][16];
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++)
+      tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
+  LLVMBasicBlockRef done = NULL;
+  if (S > 1) {
+    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
+    for (int i = 0; i < nreds; i++) {
+      LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, "");
+      col_partial_lanes(e, col_partial_ptr(e, kept, row, base, fgk_red_acc(k->reds[i])),
+                        fgk_red_acc(k->reds[i]), (int)V, tot[i], true);
+    }
+    fgb_end_if(e, merge);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+    LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+    LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
+    LLVMValueRef last = fgk_arrive(e, cptr, (int)S);
+    done = fgb_begin_if(e, last);
+    fgb_fence_gpu(e->m);
+    for (int i = 0; i < nreds; i++) {
+      const fg_node *n = k->reds[i];
+      fg_dtype ad = fgk_red_acc(n);
+      for (int j = 0; j < V; j++)
+        LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
+      /* Partials s..s+B-1 are loaded before any is combined (in-order issue
+       * would otherwise wait a memory latency per partial), then combined
+       * in order s, s+1, ...: B * V values in flight, as vector loads. */
+      int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
+      if (B > 16)
+        B = 16;
+      if (B < 1)
+        B = 1;
+      if (k->combine_batch > 0)
+        B = k->combine_batch;
+      int64_t full = S / B * B;
+      for (int pass = 0; pass < 2; pass++) {
+        int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
+        if (lo >= hi)
+          continue;
+        fgk_loop sl;
+        LLVMValueRef si =
+            fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+        LLVMValueRef got[16][16], lv[16];
+        for (int q = 0; q < step; q++) {
+          LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
+          LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, "");
+          col_partial_lanes(e, col_partial_ptr(e, kept, row, basec, ad), ad, (int)V, lv, false);
+          for (int j = 0; j < V; j++)
+            got[j][q] = lv[j];
+        }
+        for (int j = 0; j < V; j++) {
+          LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+          for (int q = 0; q < step; q++)
+            acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
+          LLVMBuildStore(e->b, acc, accv[i][j]);
+        }
+        fgk_loop_end(e, &sl, si);
+      }
+      for (int j = 0; j < V; j++)
+        tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
+    }
+    fgk_reset_counter(e, cptr);
+  }
+  for (int i = 0; i < nreds; i++)
+    for (int j = 0; j < V; j++)
+      fgk_seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
+  /* Row-shaped outputs, one per lane. */
+  e->nuniform = 0;
+  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++)
+    e->uniform[e->nuniform++] = kc[i];
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+      continue;
+    LLVMValueRef vals[16], idx[FG_MAX_RANK];
+    for (int j = 0; j < V; j++) {
+      fgk_row_index(e, o, kc_lane[j], idx);
+      vals[j] = fgb_emit_value(e, o, idx);
+      if (!vals[j])
+        return false;
+    }
+    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
+    fgk_row_index(e, o, kc_lane[0], idx);
+    if (o->type.rank > 0 && lane_dim)
+      fgb_emit_store_lanes(e, o, idx, vals);
+    else
+      fgb_emit_store(e, o, idx, vals[0]);
+    fgb_end_if(e, merge);
+  }
+  if (done)
+    fgb_end_if(e, done);
+  return !e->failed;
+}
