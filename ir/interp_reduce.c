@@ -132,7 +132,13 @@ static bool reducer_init(fg_interp_ctx *cx, const fg_node *n, reducer *r) {
   memset(r, 0, sizeof *r);
   r->code = n->op->code;
   r->in = fg_ix_in(cx, n, 0);
-  r->acc = fg_reduce_acc_dtype(r->in->dtype);
+  /* mean, var and var_mean accumulate as their result dtype does (an
+   * integer input, allowed with dtype= a float type, is converted to it),
+   * as opt/decompose.c computes them; sum, prod, amax and amin as their
+   * input's (docs/format.md). */
+  fg_opcode c = n->op->code;
+  bool by_result = c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN;
+  r->acc = fg_reduce_acc_dtype(by_result ? n->out[0]->type.dtype : r->in->dtype);
   make_layout(n, r->in, &r->L);
   size_t cnt = (size_t)(r->L.N ? r->L.N : 1);
   bool ok = true;
@@ -245,11 +251,7 @@ bool fg_interp_reduce(fg_interp_ctx *cx, const fg_node *n) {
   for (int64_t m = 0; m < r.L.M; m++) {
     gather(&r, base);
     if (r.acc == FG_I64) {
-      int64_t v = reduce_int(&r);
-      if (r.code == FG_OP_MEAN) /* mean of ints (dtype= a float type) */
-        fg_ix_store_f(out->data, out->dtype, m, (double)v / (double)r.L.N);
-      else
-        fg_ix_store_i(out->data, out->dtype, m, v);
+      fg_ix_store_i(out->data, out->dtype, m, reduce_int(&r));
     } else {
       fg_ix_store_f(out->data, out->dtype, m, reduce_float(&r));
     }

@@ -257,6 +257,38 @@ static fg_value *fold_empty_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
   return v;
 }
 
+/* A reduction of one element per result (a 0-d operand, dims=[], or only
+ * size-1 dims reduced) is that element converted to the result dtype: the
+ * accumulator holds the operand's dtype exactly, so converting through it
+ * rounds once, as a direct cast does; -0.0 and NaN pass unchanged (the
+ * interpreter starts a sum with its first element). Then a reshape drops
+ * the reduced dims. So no kernel has an empty reduced extent (a 0-d
+ * reduction took the row + column form and failed in the backend). */
+static fg_value *fold_unit_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_value *x = n->in[0];
+  const fg_value *out = n->out[0];
+  fg_opcode c = n->op->code;
+  if ((c != FG_OP_SUM && c != FG_OP_AMAX && c != FG_OP_AMIN && c != FG_OP_PROD &&
+       c != FG_OP_MEAN) ||
+      n->nout != 1 || !fg_type_is_static(&x->type) || !fg_type_is_static(&out->type) ||
+      fg_type_numel(&x->type) != fg_type_numel(&out->type) || fg_type_numel(&x->type) == 0)
+    return NULL;
+  g->insert_point = n;
+  fg_value *v = fgo_cast(g, x, out->type.dtype, n->loc, d);
+  if (v && v->type.rank != out->type.rank) {
+    int64_t shape[FG_MAX_RANK];
+    for (int i = 0; i < out->type.rank; i++)
+      shape[i] = out->type.dims[i].size;
+    fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &v, n->loc);
+    fgo_set_ints(g, r, "shape", shape, out->type.rank);
+    v = fgo_finish(r, d);
+  }
+  g->insert_point = NULL;
+  if (v && (!same_type(v, out) || v->weak != out->weak))
+    return NULL; /* not expected; the unused nodes go with dce */
+  return v;
+}
+
 /* ---- identities and cast chains ---- */
 
 /* The value n's result equals, or NULL. */
@@ -330,6 +362,8 @@ bool fg_pass_canonicalize(fg_graph *g, fg_diag *d) {
         n->in[k] = fwd[n->in[k]->id];
     if (n->op->kind == FG_KIND_REDUCTION) {
       fg_value *x = n->out[0]->id < nv ? fold_empty_reduction(g, n, d) : NULL;
+      if (!x && n->out[0]->id < nv)
+        x = fold_unit_reduction(g, n, d);
       if (x)
         fwd[n->out[0]->id] = x;
       continue;
