@@ -11,161 +11,194 @@
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* What the steps of a row kernel share: the row's coordinates, this CTA's
+ * slice of it (split > 1), the thread's first lane and each reduction's
+ * total over the CTA. */
+typedef struct row_kernel {
+  fgk_row_ctx rc;
+  int64_t split;
+  LLVMValueRef row, slice, tid, tv;
+  LLVMValueRef totals[64];
+} row_kernel;
+
+/* CTA cta takes row cta / split, slice cta % split of it. */
+static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d])
+      rc->red_sizes[rc->nred++] = k->dims[d];
+    else
+      rc->kept_sizes[rc->nkept++] = k->dims[d];
+  }
+  int64_t R = k->red, S = k->split, V = e->vec;
+  rk->split = S;
+  int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;
+  LLVMValueRef cta = fgb_block_index(e, 0);
+  rk->row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
+  rk->slice = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
+  fgb_delinearize(e, rk->row, rc->kept_sizes, rc->nkept, rc->kc);
+  rc->rstart = LLVMBuildMul(e->b, rk->slice, fgb_const(e, slice), "");
+  rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, fgb_const(e, slice), ""), fgb_const(e, R));
+  rk->tid = fgb_thread_index(e, 0);
+  rk->tv = LLVMBuildMul(e->b, rk->tid, fgb_const(e, V), "");
+}
+
+/* The row kept in registers: the thread's chunks are loaded once, every
+ * reduction and full-size output reads them. */
+static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  int64_t R = k->red, S = rk->split, V = e->vec, T = k->block;
+  int E = k->chunks;
+  fgk_chunks ch;
+  ch.n = E;
+  bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
+  for (int c = 0; c < E; c++) {
+    LLVMValueRef r0 = LLVMBuildAdd(
+        e->b, rc->rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), rk->tv, ""), "");
+    LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc->rend, "");
+    if (valid)
+      r0 = LLVMBuildSelect(e->b, valid, r0, rc->rstart, "");
+    fgk_row_chunk(e, rc, r0, ch.idx0[c]);
+    fgk_chunks_save(e, &ch, c, valid);
+  }
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    LLVMValueRef acc =
+        fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    if (!acc)
+      return false;
+    rk->totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
+    if (S == 1)
+      fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
+  }
+  for (int i = 0; S == 1 && i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+      fgk_chunks_store_full(e, &ch, o);
+  }
+  return true;
+}
+
+/* The row streamed: a loop over the row for each reduction, then one for
+ * each full-size output. */
+static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  int64_t S = rk->split, V = e->vec, T = k->block;
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
+                                      fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    fgk_loop l;
+    LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc->rstart, rk->tv, ""), rc->rend,
+                                     fgb_const(e, T * V));
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef idx0[FG_MAX_RANK];
+    fgk_row_chunk(e, rc, r0, idx0);
+    LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+    acc = fgk_accumulate(e, n, idx0, NULL, acc);
+    if (!acc)
+      return false;
+    LLVMBuildStore(e->b, acc, accv);
+    fgb_memo_release(e, mark);
+    fgk_loop_end(e, &l, r0);
+    acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+    rk->totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
+    if (S == 1)
+      fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
+  }
+  for (int i = 0; S == 1 && i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (!fgb_is_full(e, o) || fgk_is_reduction_result(o))
+      continue;
+    fgk_loop l;
+    LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc->rstart, rk->tv, ""), rc->rend,
+                                     fgb_const(e, T * V));
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef idx0[FG_MAX_RANK];
+    fgk_row_chunk(e, rc, r0, idx0);
+    fgk_store_full(e, o, idx0, NULL);
+    fgb_memo_release(e, mark);
+    fgk_loop_end(e, &l, r0);
+  }
+  return true;
+}
+
+/* partials[(red * B + row) * S + s] */
+static LLVMValueRef partial_slot(fgb_emitter *e, const row_kernel *rk, int i, LLVMValueRef s) {
+  LLVMValueRef r = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * e->k->outer), rk->row, "");
+  return LLVMBuildAdd(e->b, LLVMBuildMul(e->b, r, fgb_const(e, rk->split), ""), s, "");
+}
+
+/* split > 1: each CTA writes its totals as partials; the last of the row's
+ * CTAs to arrive combines them cooperatively (thread t takes partials t,
+ * t + T, ... in order, then a block reduction: a fixed assignment and a
+ * fixed tree, so the same bits every run) and stores the row's results. */
+static void combine_split(fgb_emitter *e, row_kernel *rk) {
+  const fg_kernel *k = e->k;
+  int64_t S = rk->split, T = k->block;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef is_t0 =
+      LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
+  for (int i = 0; i < k->nreds; i++)
+    LLVMBuildStore(e->b, rk->totals[i],
+                   fgk_partial_ptr(e, fgk_red_acc(k->reds[i]), partial_slot(e, rk, i, rk->slice)));
+  fgb_end_if(e, merge);
+  LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+  LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, rk->row);
+  LLVMValueRef last = fgk_arrive(e, cptr, (int)S);
+  LLVMBasicBlockRef done = fgb_begin_if(e, last);
+  fgb_fence_gpu(e->m);
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
+                                      fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    fgk_loop l;
+    LLVMValueRef si = fgk_loop_begin(e, &l, rk->tid, fgb_const(e, S), fgb_const(e, T));
+    LLVMValueRef slot = partial_slot(e, rk, i, si);
+    LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+    acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, fgk_load_partial(e, fgk_red_acc(n), slot),
+                             fgk_red_acc(n));
+    LLVMBuildStore(e->b, acc, accv);
+    fgk_loop_end(e, &l, si);
+    LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+    fgk_seed_reduction(e, n, rk->rc.kc,
+                       fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), mine, i));
+  }
+  fgk_reset_counter(e, cptr);
+  fgk_store_rows(e, &rk->rc, NULL);
+  fgb_end_if(e, done);
+}
+
+/* A CTA (or `split` CTAs) a row: coordinates, the reductions (the row in
+ * registers, or streamed), then the row-shaped results. */
 bool fgb_emit_row_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   if (k->ncols || k->ntails)
     return fgb_emit_rowcol_kernel(e);
-  fgk_row_ctx rc;
-  memset(&rc, 0, sizeof rc);
-  for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d])
-      rc.red_sizes[rc.nred++] = k->dims[d];
-    else
-      rc.kept_sizes[rc.nkept++] = k->dims[d];
-  }
-  int64_t R = k->red, S = k->split, V = e->vec, T = k->block;
-  int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;
-  LLVMValueRef cta = fgb_block_index(e, 0);
-  LLVMValueRef row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
-  LLVMValueRef s = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
-  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
-  rc.rstart = LLVMBuildMul(e->b, s, fgb_const(e, slice), "");
-  rc.rend = fgk_imin(e, LLVMBuildAdd(e->b, rc.rstart, fgb_const(e, slice), ""), fgb_const(e, R));
-  LLVMValueRef tid = fgb_thread_index(e, 0);
-  LLVMValueRef tv = LLVMBuildMul(e->b, tid, fgb_const(e, V), "");
-  LLVMValueRef totals[64];
-  int nreds = k->nreds;
-  if (nreds > 64) {
-    fgb_fail(e, "row kernel with %d reductions: the code generator supports at most 64", nreds);
+  if (k->nreds > 64) {
+    fgb_fail(e, "row kernel with %d reductions: the code generator supports at most 64", k->nreds);
     return false;
   }
-
+  row_kernel rk;
+  memset(&rk, 0, sizeof rk);
+  row_coordinates(e, &rk);
   /* The fallback variant for misaligned pointers (vec > 1, not aligned)
    * re-reads the row in each phase instead of unrolling it into registers:
    * far less code, and it runs only when a caller passes odd pointers. */
-  if (k->persistent && (e->aligned || e->vec == 1)) {
-    int E = k->chunks;
-    fgk_chunks ch;
-    ch.n = E;
-    bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
-    for (int c = 0; c < E; c++) {
-      LLVMValueRef r0 = LLVMBuildAdd(
-          e->b, rc.rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, ""), "");
-      LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc.rend, "");
-      if (valid)
-        r0 = LLVMBuildSelect(e->b, valid, r0, rc.rstart, "");
-      fgk_row_chunk(e, &rc, r0, ch.idx0[c]);
-      fgk_chunks_save(e, &ch, c, valid);
-    }
-    for (int i = 0; i < nreds; i++) {
-      const fg_node *n = k->reds[i];
-      LLVMValueRef acc = fgk_chunks_accumulate(
-          e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-      if (!acc)
-        return false;
-      totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-      if (S == 1)
-        fgk_seed_reduction(e, n, rc.kc, totals[i]);
-    }
-    if (S == 1) {
-      for (int i = 0; i < k->nouts; i++) {
-        const fg_value *o = k->outs[i];
-        if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
-          fgk_chunks_store_full(e, &ch, o);
-      }
-    }
-  } else {
-    for (int i = 0; i < nreds; i++) {
-      const fg_node *n = k->reds[i];
-      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
-                                        fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-      fgk_loop l;
-      LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend,
-                                       fgb_const(e, T * V));
-      int mark = fgb_memo_mark(e);
-      LLVMValueRef idx0[FG_MAX_RANK];
-      fgk_row_chunk(e, &rc, r0, idx0);
-      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-      acc = fgk_accumulate(e, n, idx0, NULL, acc);
-      if (!acc)
-        return false;
-      LLVMBuildStore(e->b, acc, accv);
-      fgb_memo_release(e, mark);
-      fgk_loop_end(e, &l, r0);
-      acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-      totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-      if (S == 1)
-        fgk_seed_reduction(e, n, rc.kc, totals[i]);
-    }
-    if (S == 1) {
-      for (int i = 0; i < k->nouts; i++) {
-        const fg_value *o = k->outs[i];
-        if (!fgb_is_full(e, o) || fgk_is_reduction_result(o))
-          continue;
-        fgk_loop l;
-        LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc.rstart, tv, ""), rc.rend,
-                                         fgb_const(e, T * V));
-        int mark = fgb_memo_mark(e);
-        LLVMValueRef idx0[FG_MAX_RANK];
-        fgk_row_chunk(e, &rc, r0, idx0);
-        fgk_store_full(e, o, idx0, NULL);
-        fgb_memo_release(e, mark);
-        fgk_loop_end(e, &l, r0);
-      }
-    }
-  }
-  if (e->failed)
+  bool ok = k->persistent && (e->aligned || e->vec == 1) ? reduce_persistent(e, &rk)
+                                                         : reduce_streaming(e, &rk);
+  if (!ok || e->failed)
     return false;
   e->nuniform = 0;
-  for (int i = 0; i < rc.nkept; i++)
-    e->uniform[e->nuniform++] = rc.kc[i];
-  if (S > 1) {
-    /* partials[(red * B + row) * S + s] */
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-    LLVMValueRef is_t0 =
-        LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
-    LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
-    for (int i = 0; i < nreds; i++) {
-      LLVMValueRef slot = LLVMBuildAdd(
-          e->b,
-          LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""),
-                       fgb_const(e, S), ""),
-          s, "");
-      LLVMBuildStore(e->b, totals[i], fgk_partial_ptr(e, fgk_red_acc(k->reds[i]), slot));
-    }
-    fgb_end_if(e, merge);
-    LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
-    LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, row);
-    LLVMValueRef last = fgk_arrive(e, cptr, (int)S);
-    LLVMBasicBlockRef done = fgb_begin_if(e, last);
-    fgb_fence_gpu(e->m);
-    /* The last CTA combines the row's S partials cooperatively: thread t
-     * takes partials t, t+T, ... in order, then a block reduction; a fixed
-     * assignment and a fixed tree, so the same bits every run. */
-    for (int i = 0; i < nreds; i++) {
-      const fg_node *n = k->reds[i];
-      LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
-                                        fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-      fgk_loop l;
-      LLVMValueRef si = fgk_loop_begin(e, &l, tid, fgb_const(e, S), fgb_const(e, T));
-      LLVMValueRef slot = LLVMBuildAdd(
-          e->b,
-          LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * k->outer), row, ""),
-                       fgb_const(e, S), ""),
-          si, "");
-      LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-      acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, fgk_load_partial(e, fgk_red_acc(n), slot),
-                               fgk_red_acc(n));
-      LLVMBuildStore(e->b, acc, accv);
-      fgk_loop_end(e, &l, si);
-      LLVMValueRef mine = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-      fgk_seed_reduction(e, n, rc.kc, fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), mine, i));
-    }
-    fgk_reset_counter(e, cptr);
-    fgk_store_rows(e, &rc, NULL);
-    fgb_end_if(e, done);
-  } else {
-    fgk_store_rows(e, &rc, NULL);
-  }
+  for (int i = 0; i < rk.rc.nkept; i++)
+    e->uniform[e->nuniform++] = rk.rc.kc[i];
+  if (rk.split > 1)
+    combine_split(e, &rk);
+  else
+    fgk_store_rows(e, &rk.rc, NULL);
   return !e->failed;
 }

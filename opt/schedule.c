@@ -443,6 +443,25 @@ static void widen_block(rowcol_ctx *c) {
   }
 }
 
+/* Shared memory a pipelined row takes: each full-size input's chunks, a
+ * thread's 16-byte pieces of each for every thread of the block (what the
+ * emitter copies; more than the row's bytes where the row is shorter than
+ * the block's loads). */
+static int64_t pipe_row_bytes(const rowcol_ctx *c) {
+  const fg_kernel *k = c->k;
+  int64_t bytes = 0, numel = k->outer * k->red;
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == FG_BUF_PARAM) {
+      const fg_type *t = &c->p->g->params[k->args[i].index]->type;
+      if (t->scalar || fg_type_numel(t) != numel)
+        continue;
+      int64_t pieces = ceil_div((int64_t)k->vec * fg_dtype_size(t->dtype), 16);
+      int64_t b = (int64_t)k->chunks * pieces * k->block * 16;
+      bytes += b > k->red * fg_dtype_size(t->dtype) ? b : k->red * fg_dtype_size(t->dtype);
+    }
+  return bytes;
+}
+
 /* Rows a group (issued together): the most of 4, 2 whose registers fit
  * and that the rows in flight need. */
 static void choose_rows_per_group(rowcol_ctx *c) {
@@ -469,7 +488,7 @@ static void choose_rows_per_group(rowcol_ctx *c) {
       !(k->pipeline && 2 * v * c->row_bytes > c->pipe_dyn))
     rows = (int)v;
   k->rows_per_iter = rows;
-  k->pipe_bytes = k->pipeline ? (int)(2 * rows * c->row_bytes) : 0;
+  k->pipe_bytes = k->pipeline ? (int)(2 * rows * pipe_row_bytes(c)) : 0;
 }
 
 /* CTAs an SM: what registers and threads allow, no more than the rows in
