@@ -73,7 +73,7 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
     if (S == 1)
       fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
-  for (int i = 0; S == 1 && i < k->nouts; i++) {
+  for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
     const fg_value *o = k->outs[i];
     if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
       fgk_chunks_store_full(e, &ch, o);
@@ -109,7 +109,7 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     if (S == 1)
       fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
-  for (int i = 0; S == 1 && i < k->nouts; i++) {
+  for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
     const fg_value *o = k->outs[i];
     if (!fgb_is_full(e, o) || fgk_is_reduction_result(o))
       continue;

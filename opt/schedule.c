@@ -123,6 +123,19 @@ static bool uses_reduction(const fg_plan *p, const fg_kernel *k, const fg_value 
   return false;
 }
 
+/* Whether k writes an output of its full domain (not a reduction). */
+static bool writes_full(const fg_kernel *k) {
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    bool full = o->def->op->kind != FG_KIND_REDUCTION && o->type.rank == k->rank;
+    for (int d = 0; full && d < k->rank; d++)
+      full = o->type.dims[d].size == k->dims[d];
+    if (full)
+      return true;
+  }
+  return false;
+}
+
 static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < i; j++)
@@ -135,9 +148,11 @@ static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
     bool full = o->type.rank == k->rank;
     for (int d = 0; full && d < k->rank; d++)
       full = o->type.dims[d].size == k->dims[d];
-    /* Row kernels write full outputs only unsplit; column kernels can write
-     * those that do not use their reductions from any slice. */
-    if (full && (k->kind == FG_KERNEL_ROW || uses_reduction(p, k, o)))
+    /* Split kernels write the full outputs that do not use their
+     * reductions from each slice (a full reduction fused with a large
+     * elementwise result ran in one CTA: issue 17); those that do need
+     * the totals first. */
+    if (full && uses_reduction(p, k, o))
       return true;
   }
   return false;
@@ -205,6 +220,12 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     int64_t want = ceil_div(4 * (int64_t)sm, b);
     int64_t max_split = ceil_div(r, (int64_t)k->vec * ROW_THREADS * 2);
     k->split = (int)(want < max_split ? want : max_split);
+    /* Full-size outputs too: slices that fit in registers (1024 threads,
+     * 4 chunks), so each element is loaded once for the reductions and
+     * the outputs alike, not once a phase. */
+    int64_t fit = ceil_div(r, (int64_t)k->vec * 1024 * 4);
+    if (writes_full(k) && k->split < fit)
+      k->split = (int)(fit < INT32_MAX / 2 ? fit : INT32_MAX / 2);
     if (k->split < 1)
       k->split = 1;
   }
