@@ -123,165 +123,206 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
   return !e->failed;
 }
 
-bool fgb_emit_column_kernel(fgb_emitter *e) {
+/* What the steps of a column kernel share: the thread's first output
+ * (linear, clamped, valid), its kept coordinates a lane, its slice of the
+ * reduced extent and the accumulators (then the totals) a reduction and
+ * lane. */
+typedef struct col_kernel {
+  int nkept, nred, nreds;
+  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept;
+  bool lane_dim; /* the schedule vectorizes only a kept last dim */
+  LLVMValueRef base, basec, valid, s, rstart, rend;
+  LLVMValueRef kc[FG_MAX_RANK], kc_lane[16][FG_MAX_RANK], lanes[16];
+  LLVMValueRef accv[8][16], tot[8][16];
+} col_kernel;
+
+static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
   const fg_kernel *k = e->k;
-  int nkept = 0, nred = 0;
-  int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept = 1, R = k->red;
+  ck->kept = 1;
   for (int d = 0; d < k->rank; d++) {
     if (k->mask[d])
-      red_sizes[nred++] = k->dims[d];
+      ck->red_sizes[ck->nred++] = k->dims[d];
     else {
-      kept_sizes[nkept++] = k->dims[d];
-      kept *= k->dims[d];
+      ck->kept_sizes[ck->nkept++] = k->dims[d];
+      ck->kept *= k->dims[d];
     }
   }
-  int64_t V = e->vec, S = k->split;
-  bool lane_dim = V > 1; /* the schedule vectorizes only a kept last dim */
+  int64_t V = e->vec, S = k->split, R = k->red;
+  ck->lane_dim = V > 1;
   LLVMValueRef gid =
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
                    fgb_thread_index(e, 0), "");
-  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-  LLVMValueRef valid = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, kept), "");
-  LLVMValueRef basec = LLVMBuildSelect(e->b, valid, base, fgb_const(e, 0), "");
-  LLVMValueRef kc[FG_MAX_RANK];
-  fgb_delinearize(e, basec, kept_sizes, nkept, kc);
-  LLVMValueRef kc_lane[16][FG_MAX_RANK];
-  LLVMValueRef lanes[16];
+  ck->base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  ck->valid = LLVMBuildICmp(e->b, LLVMIntSLT, ck->base, fgb_const(e, ck->kept), "");
+  ck->basec = LLVMBuildSelect(e->b, ck->valid, ck->base, fgb_const(e, 0), "");
+  fgb_delinearize(e, ck->basec, ck->kept_sizes, ck->nkept, ck->kc);
+  int nk = ck->nkept;
   for (int j = 0; j < V; j++) {
-    lanes[j] = !lane_dim ? NULL
-               : j == 0  ? kc[nkept - 1]
-                         : LLVMBuildAdd(e->b, kc[nkept - 1], fgb_const(e, j), "");
-    memcpy(kc_lane[j], kc, sizeof kc);
-    if (lane_dim)
-      kc_lane[j][nkept - 1] = lanes[j];
+    ck->lanes[j] = !ck->lane_dim ? NULL
+                   : j == 0      ? ck->kc[nk - 1]
+                                 : LLVMBuildAdd(e->b, ck->kc[nk - 1], fgb_const(e, j), "");
+    memcpy(ck->kc_lane[j], ck->kc, sizeof ck->kc);
+    if (ck->lane_dim)
+      ck->kc_lane[j][nk - 1] = ck->lanes[j];
   }
   int64_t rs = ceil_div(R, S);
-  LLVMValueRef s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
-  LLVMValueRef rstart = LLVMBuildMul(e->b, s, fgb_const(e, rs), "");
-  LLVMValueRef rend =
-      fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, rs), ""), fgb_const(e, R));
-  int nreds = k->nreds < 8 ? k->nreds : 8;
-  if (k->nreds > 8) {
-    fgb_fail(e, "column kernel with more than 8 reductions");
-    return false;
-  }
-  LLVMValueRef accv[8][16];
-  for (int i = 0; i < nreds; i++)
+  ck->s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
+  ck->rstart = LLVMBuildMul(e->b, ck->s, fgb_const(e, rs), "");
+  ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+}
+
+/* The thread's rows: in groups of rows_per_iter (all their loads issued
+ * first), then the rest one at a time; the plain variant (misaligned
+ * pointers) stays compact: one row. Leaves the totals in ck->tot. */
+static bool accumulate_rows(fgb_emitter *e, col_kernel *ck) {
+  const fg_kernel *k = e->k;
+  int64_t V = e->vec;
+  for (int i = 0; i < ck->nreds; i++)
     for (int j = 0; j < V; j++)
-      accv[i][j] =
+      ck->accv[i][j] =
           fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
                         fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
-  col_rows_ctx cx = {kc, nkept, lane_dim, lanes, red_sizes, nred, accv, nreds, valid};
-  /* Rows in groups of U (all their loads issued first), then the rest one
-   * at a time. */
-  /* The plain variant (misaligned pointers) stays compact: one row. */
+  col_rows_ctx cx = {ck->kc,   ck->nkept, ck->lane_dim, ck->lanes, ck->red_sizes,
+                     ck->nred, ck->accv,  ck->nreds,    ck->valid};
   int U = k->rows_per_iter > 1 && e->aligned ? k->rows_per_iter : 1;
-  LLVMValueRef rmain = rstart;
+  LLVMValueRef rmain = ck->rstart;
   if (U > 1) {
-    LLVMValueRef cnt = LLVMBuildSub(e->b, rend, rstart, "");
-    rmain = LLVMBuildSub(e->b, rend, LLVMBuildSRem(e->b, cnt, fgb_const(e, U), ""), "");
+    LLVMValueRef cnt = LLVMBuildSub(e->b, ck->rend, ck->rstart, "");
+    rmain = LLVMBuildSub(e->b, ck->rend, LLVMBuildSRem(e->b, cnt, fgb_const(e, U), ""), "");
     fgk_loop l;
-    LLVMValueRef r = fgk_loop_begin(e, &l, rstart, rmain, fgb_const(e, U));
+    LLVMValueRef r = fgk_loop_begin(e, &l, ck->rstart, rmain, fgb_const(e, U));
     if (!col_rows(e, &cx, r, U))
       return false;
     fgk_loop_end(e, &l, r);
   }
   fgk_loop l;
-  LLVMValueRef r = fgk_loop_begin(e, &l, rmain, rend, fgb_const(e, 1));
+  LLVMValueRef r = fgk_loop_begin(e, &l, rmain, ck->rend, fgb_const(e, 1));
   if (!col_rows(e, &cx, r, 1))
     return false;
   fgk_loop_end(e, &l, r);
   if (e->failed)
     return false;
-  LLVMValueRef tot[8][16];
-  for (int i = 0; i < nreds; i++)
+  for (int i = 0; i < ck->nreds; i++)
     for (int j = 0; j < V; j++)
-      tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), accv[i][j], "");
-  LLVMBasicBlockRef done = NULL;
-  if (S > 1) {
-    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
-    for (int i = 0; i < nreds; i++) {
-      LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), s, "");
-      col_partial_lanes(e, col_partial_ptr(e, kept, row, base, fgk_red_acc(k->reds[i])),
-                        fgk_red_acc(k->reds[i]), (int)V, tot[i], true);
-    }
-    fgb_end_if(e, merge);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-    LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
-    LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
-    LLVMValueRef last = fgk_arrive(e, cptr, (int)S);
-    done = fgb_begin_if(e, last);
-    fgb_fence_gpu(e->m);
-    for (int i = 0; i < nreds; i++) {
-      const fg_node *n = k->reds[i];
-      fg_dtype ad = fgk_red_acc(n);
-      for (int j = 0; j < V; j++)
-        LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), accv[i][j]);
-      /* Partials s..s+B-1 are loaded before any is combined (in-order issue
-       * would otherwise wait a memory latency per partial), then combined
-       * in order s, s+1, ...: B * V values in flight, as vector loads. */
-      int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
-      if (B > 16)
-        B = 16;
-      if (B < 1)
-        B = 1;
-      if (k->combine_batch > 0)
-        B = k->combine_batch;
-      int64_t full = S / B * B;
-      for (int pass = 0; pass < 2; pass++) {
-        int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
-        if (lo >= hi)
-          continue;
-        fgk_loop sl;
-        LLVMValueRef si =
-            fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
-        LLVMValueRef got[16][16], lv[16];
-        for (int q = 0; q < step; q++) {
-          LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
-          LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, "");
-          col_partial_lanes(e, col_partial_ptr(e, kept, row, basec, ad), ad, (int)V, lv, false);
-          for (int j = 0; j < V; j++)
-            got[j][q] = lv[j];
-        }
-        for (int j = 0; j < V; j++) {
-          LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-          for (int q = 0; q < step; q++)
-            acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
-          LLVMBuildStore(e->b, acc, accv[i][j]);
-        }
-        fgk_loop_end(e, &sl, si);
-      }
-      for (int j = 0; j < V; j++)
-        tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), accv[i][j], "");
-    }
-    fgk_reset_counter(e, cptr);
+      ck->tot[i][j] =
+          LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), ck->accv[i][j], "");
+  return true;
+}
+
+/* split > 1: each CTA writes its totals as partials; the last of the
+ * tile's CTAs to arrive combines them in order (partials s..s+B-1 loaded
+ * before any is combined: in-order issue would otherwise wait a memory
+ * latency a partial; B * V values in flight, as vector loads). Returns the
+ * block the caller closes after the stores (the last CTA's branch). */
+static LLVMBasicBlockRef combine_partials(fgb_emitter *e, col_kernel *ck) {
+  const fg_kernel *k = e->k;
+  int64_t V = e->vec, S = k->split;
+  LLVMBasicBlockRef merge = fgb_begin_if(e, ck->valid);
+  for (int i = 0; i < ck->nreds; i++) {
+    LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), ck->s, "");
+    col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->base, fgk_red_acc(k->reds[i])),
+                      fgk_red_acc(k->reds[i]), (int)V, ck->tot[i], true);
   }
-  for (int i = 0; i < nreds; i++)
+  fgb_end_if(e, merge);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+  LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
+  LLVMValueRef last = fgk_arrive(e, cptr, (int)S);
+  LLVMBasicBlockRef done = fgb_begin_if(e, last);
+  fgb_fence_gpu(e->m);
+  for (int i = 0; i < ck->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    fg_dtype ad = fgk_red_acc(n);
     for (int j = 0; j < V; j++)
-      fgk_seed_reduction(e, k->reds[i], kc_lane[j], tot[i][j]);
-  /* Row-shaped outputs, one per lane. */
+      LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), ck->accv[i][j]);
+    int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
+    if (B > 16)
+      B = 16;
+    if (B < 1)
+      B = 1;
+    if (k->combine_batch > 0)
+      B = k->combine_batch;
+    int64_t full = S / B * B;
+    for (int pass = 0; pass < 2; pass++) {
+      int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
+      if (lo >= hi)
+        continue;
+      fgk_loop sl;
+      LLVMValueRef si =
+          fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+      LLVMValueRef got[16][16], lv[16];
+      for (int q = 0; q < step; q++) {
+        LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
+        LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), sq, "");
+        col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->basec, ad), ad, (int)V, lv,
+                          false);
+        for (int j = 0; j < V; j++)
+          got[j][q] = lv[j];
+      }
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), ck->accv[i][j], "");
+        for (int q = 0; q < step; q++)
+          acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
+        LLVMBuildStore(e->b, acc, ck->accv[i][j]);
+      }
+      fgk_loop_end(e, &sl, si);
+    }
+    for (int j = 0; j < V; j++)
+      ck->tot[i][j] = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), ck->accv[i][j], "");
+  }
+  fgk_reset_counter(e, cptr);
+  return done;
+}
+
+/* The totals seed the reductions; the row-shaped outputs, one a lane. */
+static bool store_results(fgb_emitter *e, col_kernel *ck) {
+  const fg_kernel *k = e->k;
+  int64_t V = e->vec;
+  for (int i = 0; i < ck->nreds; i++)
+    for (int j = 0; j < V; j++)
+      fgk_seed_reduction(e, k->reds[i], ck->kc_lane[j], ck->tot[i][j]);
   e->nuniform = 0;
-  for (int i = 0; i < nkept - (lane_dim ? 1 : 0); i++)
-    e->uniform[e->nuniform++] = kc[i];
+  for (int i = 0; i < ck->nkept - (ck->lane_dim ? 1 : 0); i++)
+    e->uniform[e->nuniform++] = ck->kc[i];
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
     if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
       continue;
     LLVMValueRef vals[16], idx[FG_MAX_RANK];
     for (int j = 0; j < V; j++) {
-      fgk_row_index(e, o, kc_lane[j], idx);
+      fgk_row_index(e, o, ck->kc_lane[j], idx);
       vals[j] = fgb_emit_value(e, o, idx);
       if (!vals[j])
         return false;
     }
-    LLVMBasicBlockRef merge = fgb_begin_if(e, valid);
-    fgk_row_index(e, o, kc_lane[0], idx);
-    if (o->type.rank > 0 && lane_dim)
+    LLVMBasicBlockRef merge = fgb_begin_if(e, ck->valid);
+    fgk_row_index(e, o, ck->kc_lane[0], idx);
+    if (o->type.rank > 0 && ck->lane_dim)
       fgb_emit_store_lanes(e, o, idx, vals);
     else
       fgb_emit_store(e, o, idx, vals[0]);
     fgb_end_if(e, merge);
   }
+  return true;
+}
+
+/* Threads own V adjacent outputs and loop over the reduced extent (split
+ * over CTAs whose partials the last to arrive combines). */
+bool fgb_emit_column_kernel(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  if (k->nreds > 8) {
+    fgb_fail(e, "column kernel with more than 8 reductions");
+    return false;
+  }
+  col_kernel ck;
+  memset(&ck, 0, sizeof ck);
+  ck.nreds = k->nreds;
+  column_coordinates(e, &ck);
+  if (!accumulate_rows(e, &ck))
+    return false;
+  LLVMBasicBlockRef done = k->split > 1 ? combine_partials(e, &ck) : NULL;
+  if (!store_results(e, &ck))
+    return false;
   if (done)
     fgb_end_if(e, done);
   return !e->failed;

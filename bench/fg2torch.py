@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""A .fg graph as eager PyTorch: each statement one torch call, in order
+(the semantics of docs/format.md written with PyTorch's ops, which the
+format follows: promotion with weak scalars, bf16 rounded at every op).
+Used by bench.py for the workloads that are plain .fg files (bench/suite/)
+and for performance fuzzing (graphs of tools/fgdiff timed against
+torch.compile of the same function).
+
+    fn, sig = fg2torch.load(text, graph=None)   # sig: [(name, dtype, shape)]
+    outs = fn(*inputs)                          # a tuple of tensors
+
+Where PyTorch's op differs from the format, the difference is written out:
+`dims=[]` reduces no dim (torch reduces all), integer `div` truncates, `pad`
+lists dims first to last, `broadcast_in_dim` names the result dim of each
+operand dim. Ops with no PyTorch counterpart here (sdpa) raise.
+"""
+import math
+import re
+
+TOKEN = re.compile(r"\s*(?:(#[^\n]*)|([A-Za-z_][A-Za-z_0-9.]*)|(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
+                   r"|(\"[^\"]*\")|(->|[()\[\]{},=:]))")
+
+
+def _tokens(text):
+    pos, out = 0, []
+    while pos < len(text):
+        m = TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise ValueError("fg2torch: cannot read %r" % text[pos:pos + 30])
+        pos = m.end()
+        com, name, num, s, punct = m.groups()
+        if com:
+            continue
+        if name is not None:
+            out.append(("name", name))
+        elif num is not None:
+            out.append(("num", num))
+        elif s is not None:
+            out.append(("str", s[1:-1]))
+        elif punct is not None:
+            out.append(("p", punct))
+    return out
+
+
+class _Parser:
+    def __init__(self, toks):
+        self.t, self.i = toks, 0
+
+    def peek(self, k=0):
+        return self.t[self.i + k] if self.i + k < len(self.t) else ("eof", None)
+
+    def take(self, kind=None, val=None):
+        tok = self.peek()
+        if (kind and tok[0] != kind) or (val is not None and tok[1] != val):
+            raise ValueError("fg2torch: expected %s %s, got %r" % (kind, val, tok))
+        self.i += 1
+        return tok[1]
+
+    def expr(self):
+        kind, val = self.peek()
+        if kind == "num":
+            self.i += 1
+            return ("lit", float(val) if re.search(r"[.eE]", val) else int(val))
+        if kind == "str":
+            self.i += 1
+            return ("lit", val)
+        if kind == "p" and val == "[":
+            self.i += 1
+            items = []
+            while self.peek() != ("p", "]"):
+                if items:
+                    self.take("p", ",")
+                items.append(self.expr())
+            self.take("p", "]")
+            return ("list", items)
+        name = self.take("name")
+        if self.peek() == ("p", "("):
+            self.i += 1
+            args, kw = [], {}
+            while self.peek() != ("p", ")"):
+                if args or kw:
+                    self.take("p", ",")
+                if self.peek()[0] == "name" and self.peek(1) == ("p", "="):
+                    k = self.take("name")
+                    self.take("p", "=")
+                    kw[k] = self.expr()
+                else:
+                    args.append(self.expr())
+            self.take("p", ")")
+            return ("call", name, args, kw)
+        return ("name", name)
+
+    def type_(self):
+        dt = self.take("name")
+        if self.peek() != ("p", "["):
+            return dt, None
+        self.take("p", "[")
+        dims = []
+        while self.peek() != ("p", "]"):
+            if dims:
+                self.take("p", ",")
+            kind, v = self.peek()
+            self.i += 1
+            dims.append(int(v) if kind == "num" else v)
+        self.take("p", "]")
+        return dt, dims
+
+    def graph(self):
+        self.take("name", "graph")
+        name = self.take("name")
+        self.take("p", "(")
+        params = []
+        while self.peek() != ("p", ")"):
+            if params:
+                self.take("p", ",")
+            pname = self.take("name")
+            self.take("p", ":")
+            dt, dims = self.type_()
+            if self.peek() == ("name", "layout"):  # layout=[...]: the caller's strides; values as dense
+                raise ValueError("fg2torch: parameter layouts are not supported")
+            params.append((pname, dt, dims))
+        self.take("p", ")")
+        self.take("p", "{")
+        stmts, results = [], None
+        while self.peek() != ("p", "}"):
+            if self.peek() == ("name", "return"):
+                self.i += 1
+                results = [self.expr()]
+                while self.peek() == ("p", ","):
+                    self.i += 1
+                    results.append(self.expr())
+                continue
+            names = [self.take("name")]
+            while self.peek() == ("p", ","):
+                self.i += 1
+                names.append(self.take("name"))
+            self.take("p", "=")
+            stmts.append((names, self.expr()))
+        self.take("p", "}")
+        return name, params, stmts, results
+
+
+def parse(text):
+    """[(name, params, statements, results)] of every graph in text."""
+    p = _Parser(_tokens(text))
+    out = []
+    while p.peek()[0] != "eof":
+        out.append(p.graph())
+    return out
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def dtype_of(name):
+    torch = _torch()
+    return {"bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i32": torch.int32,
+            "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+            "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}[name]
+
+
+def _is_t(x):
+    return hasattr(x, "dtype") and hasattr(x, "shape")
+
+
+def _dims(x, dims):
+    """Normalized dims of a reduction: None (all) when not given."""
+    if dims is None:
+        return list(range(x.dim()))
+    return [d % x.dim() if x.dim() else 0 for d in dims]
+
+
+def _reduce(op, x, dims=None, keepdim=False, dtype=None, correction=1):
+    torch = _torch()
+    ds = _dims(x, dims)
+    if x.dim() == 0 or not ds:
+        # no dim reduced: the identity, converted as a reduction converts
+        xs = x.to(dtype) if dtype else x
+        if op in ("var", "var_mean"):  # one element: 0 / max(0, 1 - correction)
+            d = (xs - xs) * (xs - xs)
+            v = d / max(0.0, 1.0 - correction)
+            return (v, xs) if op == "var_mean" else v
+        return xs
+    kw = {"dim": ds, "keepdim": keepdim}
+    if op == "sum":
+        return torch.sum(x, dtype=dtype, **kw)
+    if op == "mean":
+        return torch.mean(x, dtype=dtype, **kw)
+    if op == "prod":
+        r = x
+        for d in sorted(ds, reverse=True):
+            r = torch.prod(r, dim=d, keepdim=keepdim, dtype=dtype)
+        return r
+    if op in ("amax", "amin"):
+        r = (torch.amax if op == "amax" else torch.amin)(x, **kw)
+        return r.to(dtype) if dtype else r
+    xs = x.to(dtype) if dtype else x
+    if op == "var":
+        return torch.var(xs, correction=correction, **kw)
+    if op == "var_mean":
+        return torch.var_mean(xs, correction=correction, **kw)
+    raise ValueError(op)
+
+
+def _bin(op, a, b):
+    torch = _torch()
+    if not _is_t(a) and not _is_t(b):
+        raise ValueError("fg2torch: %s of two scalars" % op)
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if op == "div":
+        fl = any(_is_t(v) and v.dtype.is_floating_point or isinstance(v, float) for v in (a, b))
+        if fl:
+            return a / b
+        ta = a if _is_t(a) else torch.tensor(a, device=b.device)
+        return torch.div(ta, b, rounding_mode="trunc")
+    if op == "pow":
+        return torch.pow(a, b)
+    ta = a if _is_t(a) else torch.tensor(a, device=b.device)
+    tb = b if _is_t(b) else torch.tensor(b, device=a.device)
+    f = {"fmod": torch.fmod, "maximum": torch.maximum, "minimum": torch.minimum, "eq": torch.eq,
+         "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge,
+         "logical_and": torch.logical_and, "logical_or": torch.logical_or}[op]
+    if op in ("maximum", "minimum", "fmod"):  # promote as a weak scalar would
+        rt = torch.result_type(a, b)
+        ta, tb = ta.to(rt), tb.to(rt)
+    return f(ta, tb)
+
+
+UNARY = {
+    "abs": "abs", "neg": "neg", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log1p": "log1p",
+    "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
+    "tanh": "tanh", "erf": "erf", "sigmoid": "sigmoid", "relu": "relu", "floor": "floor", "ceil": "ceil",
+    "round": "round", "trunc": "trunc", "sign": "sign", "isnan": "isnan", "isinf": "isinf",
+    "logical_not": "logical_not",
+}
+BINARY = ("add", "sub", "mul", "div", "pow", "fmod", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+          "logical_and", "logical_or")
+REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "var", "var_mean")
+
+
+def _call(name, args, kw, device):
+    torch = _torch()
+    F = torch.nn.functional
+    if name in UNARY:
+        x = args[0]
+        if name in ("floor", "ceil", "round", "trunc") and not x.dtype.is_floating_point:
+            return x
+        return getattr(torch, UNARY[name])(x)
+    if name == "silu":
+        return F.silu(args[0])
+    if name == "gelu":
+        return F.gelu(args[0], approximate=kw.get("approximate", "none"))
+    if name in BINARY:
+        return _bin(name, args[0], args[1])
+    if name == "where":
+        c, a, b = args
+        return torch.where(c, a, b)
+    if name == "clamp":
+        return torch.clamp(args[0], min=kw.get("min"), max=kw.get("max"))
+    if name == "cast":
+        return args[0].to(dtype_of(kw["dtype"]))
+    if name in REDUCTIONS:
+        dt = dtype_of(kw["dtype"]) if "dtype" in kw else None
+        return _reduce(name, args[0], kw.get("dims"), kw.get("keepdim", False), dt, kw.get("correction", 1))
+    x = args[0] if args else None
+    if name in ("reshape", "view"):
+        return x.reshape(kw["shape"])
+    if name == "permute":
+        return x.permute(kw["dims"])
+    if name == "transpose":
+        return x.transpose(kw["dim0"], kw["dim1"])
+    if name == "broadcast_in_dim":
+        shape, dims = kw["shape"], [d % len(kw["shape"]) for d in kw["dims"]]
+        view = [1] * len(shape)
+        for i, d in enumerate(dims):
+            view[d] = x.shape[i]
+        return x.reshape(view).expand(shape)
+    if name == "expand":
+        return x.expand(kw["shape"])
+    if name == "squeeze":
+        if "dims" not in kw:
+            return x.squeeze()
+        for d in sorted((d % x.dim() for d in kw["dims"]), reverse=True):
+            x = x.squeeze(d)
+        return x
+    if name == "unsqueeze":
+        return x.unsqueeze(kw["dim"])
+    if name == "slice":
+        steps = kw.get("steps") or [1] * x.dim()
+        return x[tuple(slice(s, e, st) for s, e, st in zip(kw["starts"], kw["ends"], steps))]
+    if name == "cat":
+        rt = args[0].dtype
+        for a in args[1:]:
+            rt = torch.promote_types(rt, a.dtype)
+        return torch.cat([a.to(rt) for a in args], dim=kw.get("dim", 0))
+    if name == "split":
+        return tuple(torch.split(x, kw["sizes"], dim=kw["dim"]))
+    if name == "pad":
+        p = kw["pad"]
+        pairs = [p[2 * i:2 * i + 2] for i in range(len(p) // 2)]
+        flat = [v for pr in reversed(pairs) for v in pr]
+        return F.pad(x, flat, value=kw.get("value", 0))
+    if name == "full":
+        v = kw["value"]
+        dt = dtype_of(kw["dtype"]) if "dtype" in kw else (torch.float32 if isinstance(v, float) else
+                                                           torch.bool if isinstance(v, bool) else torch.int64)
+        return torch.full(kw["shape"], v, dtype=dt, device=device)
+    if name == "iota":
+        return torch.arange(args[0], dtype=dtype_of(kw.get("dtype", "i64")), device=device)
+    if name == "segment_set":
+        return x
+    raise ValueError("fg2torch: no PyTorch form of '%s'" % name)
+
+
+CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
+
+
+def load(text, graph=None):
+    """(fn, sig) for the graph named `graph` (or the first) of text; sig is
+    [(name, dtype, shape)] (shape None for scalar parameters)."""
+    graphs = parse(text)
+    g = next((x for x in graphs if graph is None or x[0] == graph), None)
+    if g is None:
+        raise ValueError("fg2torch: no graph %r" % graph)
+    _, params, stmts, results = g
+
+    def ev(e, env, device):
+        kind = e[0]
+        if kind == "lit":
+            return e[1]
+        if kind == "list":
+            return [ev(x, env, device) for x in e[1]]
+        if kind == "name":
+            if e[1] in env:
+                return env[e[1]]
+            if e[1] in CONSTS:
+                return CONSTS[e[1]]
+            if re.match(r"^(bool|[iu]\d+|[bf]f?\d+|f8e\dm\d)$", e[1]):
+                return e[1]  # a dtype attribute
+            if e[1] in ("-inf",):
+                return -math.inf
+            return e[1]  # a string attribute written bare
+        _, name, args, kw = e
+        a = [ev(x, env, device) for x in args]
+        k = {key: ev(v, env, device) for key, v in kw.items()}
+        return _call(name, a, k, device)
+
+    def fn(*inputs):
+        if len(inputs) != len(params):
+            raise ValueError("fg2torch: %d inputs for %d parameters" % (len(inputs), len(params)))
+        device = next((x.device for x in inputs if _is_t(x)), "cpu")
+        env = {p[0]: v for p, v in zip(params, inputs)}
+        for names, e in stmts:
+            v = ev(e, env, device)
+            if len(names) == 1:
+                env[names[0]] = v
+            else:
+                for n, x in zip(names, v):
+                    env[n] = x
+        return tuple(ev(r, env, device) for r in results)
+
+    sig = [(p[0], p[1], p[2]) for p in params]
+    return fn, sig
