@@ -173,21 +173,18 @@ static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
   }
 }
 
-/* Row kernels reduce a trailing run of dims; everything else is a column
- * kernel (threads own output elements). */
+/* Row kernels reduce the last dim (and any others: a "row" is every
+ * element of one output, contiguous along the last dim, e.g. a channel of
+ * an NCHW tensor for batch-norm statistics over [0,2,3], which as a column
+ * kernel ran with vector width 1 on 32 CTAs: issue 17); when the last dim
+ * is kept, a column kernel (threads own adjacent output elements). */
 static fg_kernel_kind reduction_kind(const fg_kernel *k) {
-  int first = -1;
+  bool any = false;
   for (int i = 0; i < k->rank; i++)
-    if (k->mask[i]) {
-      first = i;
-      break;
-    }
-  if (first < 0)
+    any |= k->mask[i];
+  if (!any)
     return FG_KERNEL_ROW; /* reduction over no dims: a copy per row */
-  for (int i = first; i < k->rank; i++)
-    if (!k->mask[i])
-      return FG_KERNEL_COLUMN;
-  return FG_KERNEL_ROW;
+  return k->mask[k->rank - 1] ? FG_KERNEL_ROW : FG_KERNEL_COLUMN;
 }
 
 static bool same_mask(const fg_kernel *k, const bool *mask) {
