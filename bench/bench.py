@@ -320,7 +320,7 @@ def workload_io(wl, ctx):
     torch, refs = ctx["torch"], ctx["refs"]
     tiny = ctx["args"].dry_run_cpu
     sig = workloads.signature(workloads.fg_text(wl, tiny=tiny))
-    ref = refs.ref_for(wl["kind"], wl["tiny"] if tiny else wl["shape"])
+    ref = refs.ref_for_workload(wl, tiny)
     inputs = refs.make_inputs(sig, torch.device(DEV.name), seed=0)
     DEV.sync()
     want = as_tuple(ref(*inputs))

@@ -186,6 +186,17 @@ def ref_for(kind, shape):
     return REFS[kind]
 
 
+def ref_for_workload(wl, tiny=False):
+    """The reference of a workload of bench/workloads.py: a suite graph
+    (bench/suite/) as eager PyTorch through bench/fg2torch.py, or the
+    hand-written reference of a template kind."""
+    if wl["kind"] == "suite":
+        import fg2torch
+        import workloads
+        return fg2torch.load(workloads.fg_text(wl, tiny))[0]
+    return ref_for(wl["kind"], wl["tiny"] if tiny else wl["shape"])
+
+
 # template kind (bench/workloads.py) -> reference
 REFS = {
     "bias_gelu": bias_gelu,
@@ -224,11 +235,17 @@ def make_inputs(sig, device, seed=0):
     gen = torch.Generator(device=device)
     gen.manual_seed(seed)
     out = []
+    # integer inputs are class indices into the last dim of the first
+    # parameter of rank 2 or more (cross-entropy's target into the logits)
+    classes = next((sh[-1] for _, d, sh in sig if sh and len(sh) >= 2), 2)
     for name, dt, shape in sig:
         if shape is None:
             raise ValueError("scalar parameter %s: no benchmark input rule" % name)
         tdt = DTYPES[dt]
-        if name == "rstd":
+        if not tdt.is_floating_point and tdt != torch.bool:
+            out.append(torch.randint(0, classes, shape, generator=gen, device=device, dtype=torch.int64).to(tdt))
+            continue
+        if name in ("rstd", "v"):  # a positive statistic, a second moment
             t = torch.rand(shape, generator=gen, device=device, dtype=f32) + 0.5
         else:
             t = torch.randn(shape, generator=gen, device=device, dtype=f32)

@@ -350,10 +350,63 @@ w("sdpa_bwd_epilogue_separate_small", "sdpa_bwd_epilogue_separate_small", dict(B
 w("qkv_rope_mha_small", "qkv_rope_mha_small", dict(B=2, T=256, G=8, HS=64), dict(B=2, T=4, G=2, HS=8),
   "qkv split + RoPE (MHA), bf16 [2,256,1536]", ("qkv_rope.fg", "qkv_rope_mha_small"), small=True)
 
+# ---- the suite of graphs from other projects' code (bench/suite/*.fg) ----
+# Each file names its source (repository, file, function); each workload is
+# a graph at its source's shape plus NAME_small, latency-bound. Their
+# references are the graphs themselves as eager PyTorch (bench/fg2torch.py).
+
+SUITE = os.path.join(ROOT, "bench", "suite")
+
+
+def suite_graph(fname, graph):
+    with open(os.path.join(SUITE, fname)) as f:
+        src = f.read()
+    m = re.search(r"^graph\s+%s\s*\(.*?^\}" % re.escape(graph), src, re.S | re.M)
+    if not m:
+        raise KeyError("bench/suite/%s has no graph %s" % (fname, graph))
+    return m.group(0) + "\n"
+
+
+def s(name, fname, desc, desc_small):
+    for nm, d, small in ((name, desc, False), (name + "_small", desc_small, True)):
+        W.append(dict(name=nm, kind="suite", shape=None, tiny=None, desc=d, example=None, small=small,
+                      src=(fname, nm), tiny_src=(fname, name + "_small")))
+
+
+s("cross_entropy_fwd", "cross_entropy.fg", "llm.c cross-entropy fwd, bf16 [4096,50304]", "cross-entropy fwd, bf16 [64,8192]")
+s("cross_entropy_bwd", "cross_entropy.fg", "llm.c cross-entropy bwd (dlogits), bf16 [4096,50304]",
+  "cross-entropy bwd, bf16 [64,8192]")
+s("swiglu_bwd", "swiglu.fg", "Liger SwiGLU bwd, bf16 [4096,14336]", "SwiGLU bwd, bf16 [128,2048]")
+s("geglu_fwd", "swiglu.fg", "Liger GeGLU (tanh) fwd, bf16 [4096,16384]", "GeGLU fwd, bf16 [128,2048]")
+s("add_rmsnorm", "add_rmsnorm.fg", "vLLM fused add + RMSNorm (returns the sum), bf16 [8192,4096]",
+  "add + RMSNorm, bf16 [256,4096]")
+s("llama_rmsnorm_pow", "pow_norms.fg", "HF LlamaRMSNorm written with pow, bf16 [8192,4096]",
+  "LlamaRMSNorm (pow), bf16 [256,4096]")
+s("t5_layernorm_pow", "pow_norms.fg", "HF T5LayerNorm with pow(x, -0.5), f32 [16384,1024]",
+  "T5LayerNorm (pow), f32 [512,1024]")
+s("fp8_cast_amax", "fp8_scaling.fg", "TE tensor-wise fp8 cast + amax, bf16 [8192,8192]",
+  "fp8 cast + amax, bf16 [512,1024]")
+s("fp8_rowwise_pow2", "fp8_scaling.fg", "torchao row-wise fp8 with power-of-2 scales, bf16 [8192,8192]",
+  "row-wise fp8 pow-2 scales, bf16 [512,1024]")
+s("bias_gelu_bwd", "bias_gelu_bwd.fg", "Megatron bias-GELU bwd + bias grad, bf16 [8192,16384]",
+  "bias-GELU bwd + bias grad, bf16 [256,4096]")
+s("adamw", "adamw.fg", "llm.c AdamW update, f32 x 124M", "AdamW update, f32 x 1M")
+s("batchnorm_stats", "norm_stats.fg", "batch-norm statistics over N,H,W, f32 [32,256,56,56]",
+  "batch-norm statistics, f32 [8,64,28,28]")
+s("groupnorm_fwd", "norm_stats.fg", "diffusers GroupNorm(32) fwd, f32 [16,512,64,64]",
+  "GroupNorm fwd, f32 [2,128,16,16]")
+s("softmax_bwd", "softmax_bwd.fg", "softmax bwd, bf16 [65536,1024]", "softmax bwd, bf16 [1024,1024]")
+s("rope_rotate_half", "rope.fg", "HF RoPE (rotate_half), bf16 [4,32,2048,128]", "RoPE rotate_half, bf16 [1,8,128,64]")
+s("rope_interleaved", "rope.fg", "Meta llama RoPE (interleaved pairs), bf16 [4,2048,32,128]",
+  "RoPE interleaved, bf16 [1,128,8,64]")
+
 BY_NAME = {x["name"]: x for x in W}
 
 
 def fg_text(wl, tiny=False):
+    if wl["kind"] == "suite":  # the small graph renamed, so that --graph NAME finds it
+        text = suite_graph(*(wl["tiny_src"] if tiny else wl["src"]))
+        return re.sub(r"^graph\s+\w+", "graph " + wl["name"], text, count=1)
     return instantiate(wl["kind"], wl["name"], wl["tiny"] if tiny else wl["shape"])
 
 
@@ -524,7 +577,7 @@ def check_refs(fgrun, only=None):
                 print("FAIL %s: fgrun: %s" % (wl["name"], pr.stdout.strip()))
                 bad += 1
                 continue
-            want = refs.ref_for(wl["kind"], wl["tiny"])(*ins)
+            want = refs.ref_for_workload(wl, tiny=True)(*ins)
             if not isinstance(want, tuple):
                 want = (want,)
             msgs = []

@@ -146,6 +146,136 @@ static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
   return f;
 }
 
+/* ---- the indices a value reads kernel k's reductions at ----
+ * A row kernel computes each reduction once a row and looks it up at the
+ * row's kept coordinates. A value that uses it must index it there:
+ * broadcasting can also map the reduction's dims onto the reduced dims
+ * (sub(sum(x, dims=[2,3]) of rank 2, x of rank 4) right-aligns the sum
+ * with dims 2 and 3), which the kernel never computed (it exited 3). The
+ * index is followed symbolically, each component a domain dim or a
+ * constant, through the ops row_preserving allows, as the backend maps it
+ * (view ops through view.c's map). */
+enum { SYM_ZERO = -1, SYM_OTHER = -2, SYM_BUDGET = 20000 };
+
+typedef struct sym_walk {
+  const fg_plan *p;
+  const fg_kernel *k;
+  const walk_flags *flags; /* walk()'s, for kernel k */
+  int budget;              /* visits left: past it, the answer is no */
+} sym_walk;
+
+static bool sym_same(const fg_kernel *k, int a, int b) {
+  bool za = a == SYM_ZERO || (a >= 0 && k->dims[a] == 1);
+  bool zb = b == SYM_ZERO || (b >= 0 && k->dims[b] == 1);
+  return a == b ? a != SYM_OTHER : za && zb;
+}
+
+static bool sym_ok(sym_walk *w, const fg_value *v, const int *idx) {
+  if (--w->budget < 0)
+    return false;
+  if (fg_plan_in_memory(w->p, v, w->k->id) || !v->def || !w->flags[v->id].reaches_red)
+    return true;
+  const fg_node *n = v->def;
+  const fg_type *t = &v->type;
+  int sub[FG_MAX_RANK];
+  if (n->op->kind == FG_KIND_REDUCTION && w->p->store[v->id].kernel == w->k->id) {
+    /* seeded at the kept coordinates, 0 at kept-size-1 reduced dims */
+    int j = 0;
+    for (int d = 0; d < w->k->rank; d++)
+      if (!w->k->mask[d])
+        sub[j++] = d;
+      else if (t->rank == w->k->rank)
+        sub[j++] = SYM_ZERO;
+    if (j != t->rank)
+      return false;
+    for (int i = 0; i < t->rank; i++)
+      if (!sym_same(w->k, idx[i], sub[i]))
+        return false;
+    return true;
+  }
+  if (n->op->kind == FG_KIND_POINTWISE) {
+    for (int a = 0; a < n->nin; a++) {
+      const fg_type *at = &n->in[a]->type;
+      for (int i = 0; i < at->rank; i++) {
+        int j = t->rank - at->rank + i;
+        sub[i] = at->dims[i].size == 1 ? SYM_ZERO : idx[j];
+      }
+      if (!sym_ok(w, n->in[a], sub))
+        return false;
+    }
+    return true;
+  }
+  if (n->op->kind == FG_KIND_LITERAL)
+    return true;
+  if (n->op->kind != FG_KIND_VIEW || !fg_type_is_static(t))
+    return false;
+  const fg_type *it = &n->in[0]->type;
+  int64_t in_sizes[FG_MAX_RANK], out_sizes[FG_MAX_RANK];
+  for (int i = 0; i < it->rank; i++)
+    in_sizes[i] = it->dims[i].size;
+  for (int i = 0; i < t->rank; i++)
+    out_sizes[i] = t->dims[i].size;
+  int k = 0;
+  while (k < n->nout && n->out[k] != v)
+    k++;
+  fg_view_map m;
+  const char *why;
+  if (!fg_view_map_of(n, k, in_sizes, out_sizes, &m, &why))
+    return false;
+  if (m.reshape) { /* row_preserving allows unit-only reshapes: the non-unit dims in order */
+    int j = 0;
+    for (int i = 0; i < it->rank; i++) {
+      if (in_sizes[i] == 1) {
+        sub[i] = SYM_ZERO;
+        continue;
+      }
+      while (j < t->rank && out_sizes[j] == 1)
+        j++;
+      sub[i] = j < t->rank ? idx[j++] : SYM_OTHER;
+    }
+  } else {
+    for (int i = 0; i < it->rank; i++)
+      sub[i] = m.src[i] < 0 || m.zero[i]           ? SYM_ZERO
+               : m.step[i] == 1 && m.start[i] == 0 ? idx[m.src[i]]
+                                                   : SYM_OTHER;
+  }
+  return sym_ok(w, n->in[0], sub);
+}
+
+/* Whether v (to join row kernel k) reads k's reductions only at the rows'
+ * kept coordinates. */
+static bool reads_rows_in_place(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  int idx[FG_MAX_RANK];
+  const fg_value *start = v;
+  if (v->def && v->def->op->kind == FG_KIND_REDUCTION)
+    start = v->def->in[0]; /* a reduction's input: the domain's index */
+  const fg_type *t = &start->type;
+  if (same_shape(t, k->rank, k->dims)) {
+    for (int d = 0; d < k->rank; d++)
+      idx[d] = d;
+  } else {
+    int j = 0; /* row-shaped: as fgk_row_index builds its index */
+    for (int d = 0; d < k->rank; d++)
+      if (!k->mask[d])
+        idx[j++] = d;
+      else if (t->rank == k->rank)
+        idx[j++] = SYM_ZERO;
+    if (j != t->rank)
+      return false;
+  }
+  walker wk = {p, k->id, calloc((size_t)p->g->next_value_id, 1),
+               calloc((size_t)p->g->next_value_id, sizeof(walk_flags))};
+  bool ok = false;
+  if (wk.seen && wk.memo) {
+    walk(&wk, start);
+    sym_walk sw = {p, k, wk.memo, SYM_BUDGET};
+    ok = sym_ok(&sw, start, idx);
+  }
+  free(wk.seen);
+  free(wk.memo);
+  return ok;
+}
+
 /* ---- kernels ---- */
 
 static fg_kernel *new_kernel(fg_plan *p) {
@@ -379,7 +509,8 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
         return false;
       if (!f.reaches_red)
         return true;
-      return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
+      return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k) &&
+             reads_rows_in_place(p, k, v);
     }
     /* The row + column form: a weight gradient beside the row work, or a
      * tensor-wide result from the rows' results. */
@@ -394,10 +525,11 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   if (same_shape(&v->type, k->rank, k->dims)) {
     if (!f.reaches_red)
       return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k);
+    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k) &&
+           reads_rows_in_place(p, k, v);
   }
   if (fg_plan_row_shaped(k, &v->type))
-    return !f.bad_path;
+    return !f.bad_path && (!f.reaches_red || reads_rows_in_place(p, k, v));
   return false;
 }
 
