@@ -99,6 +99,8 @@ typedef struct fg_kernel {
   int combine_batch; /* column kernels, split > 1: > 0: partials loaded before any is combined
                         (knob COL_COMBINE; 0: by vector width) */
   const char *why;   /* one line: why this kind and schedule */
+  const char
+      *warn; /* the lint's finding (fg_plan_lint): a plan likely slower than eager, or NULL */
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */
   int not_with; /* that row kernel, or -1 */

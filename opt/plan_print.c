@@ -151,6 +151,8 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
     if (k->not_with >= 0)
       fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
+    if (k->warn)
+      fprintf(f, "    warning: %s (likely slower than eager PyTorch)\n", k->warn);
     fputs("    writes", f);
     for (int j = 0; j < k->nouts; j++) {
       fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),

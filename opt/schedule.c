@@ -12,6 +12,7 @@
  * the last CTA to arrive (an atomic counter) combines them in a fixed order.
  * Column kernels give each thread V adjacent outputs and loop over the
  * reduced extent, split the same way when there are too few threads. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,10 +221,12 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     int64_t want = ceil_div(4 * (int64_t)sm, b);
     int64_t max_split = ceil_div(r, (int64_t)k->vec * ROW_THREADS * 2);
     k->split = (int)(want < max_split ? want : max_split);
-    /* Full-size outputs too: slices that fit in registers (1024 threads,
-     * 4 chunks), so each element is loaded once for the reductions and
-     * the outputs alike, not once a phase. */
-    int64_t fit = ceil_div(r, (int64_t)k->vec * 1024 * 4);
+    /* Full-size outputs too: slices that fit in registers, so each element
+     * is loaded once for the reductions and the outputs alike, not once a
+     * phase; 256 threads of 4 chunks, so that several CTAs share an SM and
+     * one's loads overlap another's barrier and stores (1024 threads a
+     * CTA, one CTA an SM: 0.44 of copy bandwidth; docs/benchmarks.md, S19). */
+    int64_t fit = ceil_div(r, (int64_t)k->vec * 256 * 4);
     if (writes_full(k) && k->split < fit)
       k->split = (int)(fit < INT32_MAX / 2 ? fit : INT32_MAX / 2);
     if (k->split < 1)
@@ -786,6 +789,56 @@ static bool schedule_empty(fg_kernel *k) {
   return true;
 }
 
+/* The plan's own check of what makes a kernel slower than eager PyTorch
+ * (issue 17): one CTA for a large tensor, vector width 1 over a long
+ * contiguous extent, a row re-read in each phase, a parameter read by
+ * several kernels. Findings go to k->warn, printed by --emit plan; the
+ * artifact is still written. Large: 1 MiB and more. */
+static void lint_kernel(fg_plan *p, fg_kernel *k) {
+  enum { LARGE = 1 << 20 };
+  int64_t numel = 1;
+  for (int d = 0; d < k->rank; d++)
+    numel *= k->dims[d];
+  int64_t ctas = k->grid[0] * k->grid[1] * k->grid[2];
+  int64_t bytes = 0; /* the full-size parameters it reads */
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == FG_BUF_PARAM) {
+      const fg_type *t = &p->g->params[k->args[i].index]->type;
+      if (!t->scalar && fg_type_numel(t) == numel)
+        bytes += numel * fg_dtype_size(t->dtype);
+    }
+  int64_t last = k->rank ? k->dims[k->rank - 1] : 1;
+  if (ctas == 1 && bytes >= LARGE)
+    k->warn = fg_arena_printf(&p->g->arena, "one CTA for %" PRId64 " bytes", bytes);
+  else if (k->vec == 1 && bytes >= LARGE && last >= 64)
+    k->warn = fg_arena_printf(
+        &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
+  else if (k->kind == FG_KERNEL_ROW && !k->persistent && k->nreds + writes_full(k) > 1 &&
+           bytes >= LARGE)
+    k->warn = "rows too long for registers: each phase reads the row again";
+}
+
+/* A parameter of 1 MiB or more read by several kernels. */
+static void lint_reads(fg_plan *p) {
+  for (int pi = 0; pi < p->g->nparams; pi++) {
+    const fg_type *t = &p->g->params[pi]->type;
+    if (t->scalar || fg_type_numel(t) * fg_dtype_size(t->dtype) < (1 << 20))
+      continue;
+    int readers = 0, last = -1;
+    for (int i = 0; i < p->nkernels; i++)
+      for (int j = 0; j < p->kernels[i].nargs; j++) {
+        fg_buf_ref b = p->kernels[i].args[j];
+        if (b.kind == FG_BUF_PARAM && b.index == pi && last != i) {
+          readers++;
+          last = i;
+        }
+      }
+    if (readers > 1 && !p->kernels[last].warn)
+      p->kernels[last].warn = fg_arena_printf(&p->g->arena, "parameter %s read by %d kernels",
+                                              p->g->params[pi]->name, readers);
+  }
+}
+
 bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   for (const fg_node *n = p->g->first; n; n = n->next) {
     if (n->op->code != FG_OP_CAT)
@@ -841,6 +894,8 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) ||
                (k->split > 1 &&
                 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
+    lint_kernel(p, k);
   }
+  lint_reads(p);
   return true;
 }
