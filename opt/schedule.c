@@ -691,12 +691,6 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->block = COL_THREADS;
   if (threads < k->block)
     k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
-  /* Few outputs over few rows: smaller blocks, so that the CTAs (with the
-   * split below, at most one slice per 32 rows) can fill the GPU (bias-GELU
-   * bwd with its bias gradient at [256,4096] ran on 16 CTAs of 256
-   * threads: 0.67x torch.compile; docs/benchmarks.md, S20). */
-  while (k->block > 64 && ceil_div(threads, k->block) * ceil_div(r, 32) < 2 * p->target.sm_count)
-    k->block /= 2;
   k->grid[0] = ceil_div(threads, k->block);
   int sm = p->target.sm_count;
   int64_t v;
