@@ -221,13 +221,14 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     int64_t want = ceil_div(4 * (int64_t)sm, b);
     int64_t max_split = ceil_div(r, (int64_t)k->vec * ROW_THREADS * 2);
     k->split = (int)(want < max_split ? want : max_split);
-    /* Full-size outputs too: slices that fit in registers, so each element
-     * is loaded once for the reductions and the outputs alike, not once a
+    /* Slices that fit in registers: four loads in flight a thread (a
+     * streamed slice has one), and with full-size outputs each element is
+     * loaded once for the reductions and the outputs alike, not once a
      * phase; 256 threads of 4 chunks, so that several CTAs share an SM and
      * one's loads overlap another's barrier and stores (1024 threads a
      * CTA, one CTA an SM: 0.44 of copy bandwidth; docs/benchmarks.md, S19). */
     int64_t fit = ceil_div(r, (int64_t)k->vec * 256 * 4);
-    if (writes_full(k) && k->split < fit)
+    if (k->split < fit)
       k->split = (int)(fit < INT32_MAX / 2 ? fit : INT32_MAX / 2);
     if (k->split < 1)
       k->split = 1;
