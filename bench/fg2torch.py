@@ -17,7 +17,7 @@ operand dim. Ops with no PyTorch counterpart here (sdpa) raise.
 import math
 import re
 
-TOKEN = re.compile(r"\s*(?:(#[^\n]*)|([A-Za-z_][A-Za-z_0-9.]*)|(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
+TOKEN = re.compile(r"\s*(?:(#[^\n]*)|([A-Za-z_][A-Za-z_0-9.]*)|(-(?:inf|nan)\b|-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?))"
                    r"|(\"[^\"]*\")|(->|[()\[\]{},=:]))")
 
 
@@ -62,7 +62,7 @@ class _Parser:
         kind, val = self.peek()
         if kind == "num":
             self.i += 1
-            return ("lit", float(val) if re.search(r"[.eE]", val) else int(val))
+            return ("lit", float(val) if re.search(r"[.eEna]", val) else int(val))
         if kind == "str":
             self.i += 1
             return ("lit", val)
@@ -186,15 +186,15 @@ def _reduce(op, x, dims=None, keepdim=False, dtype=None, correction=1):
             return (v, xs) if op == "var_mean" else v
         return xs
     kw = {"dim": ds, "keepdim": keepdim}
-    if op == "sum":
-        return torch.sum(x, dtype=dtype, **kw)
+    if op == "sum":  # the result keeps x's dtype unless dtype= (torch gives i64 for ints)
+        return torch.sum(x, dtype=dtype, **kw).to(dtype or x.dtype)
     if op == "mean":
         return torch.mean(x, dtype=dtype, **kw)
     if op == "prod":
         r = x
         for d in sorted(ds, reverse=True):
             r = torch.prod(r, dim=d, keepdim=keepdim, dtype=dtype)
-        return r
+        return r.to(dtype or x.dtype)
     if op in ("amax", "amin"):
         r = (torch.amax if op == "amax" else torch.amin)(x, **kw)
         return r.to(dtype) if dtype else r
@@ -247,7 +247,34 @@ BINARY = ("add", "sub", "mul", "div", "pow", "fmod", "maximum", "minimum", "eq",
 REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "var", "var_mean")
 
 
+FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+               "erf", "sigmoid", "silu", "gelu")
+KEEP_F8 = ("cast", "reshape", "view", "permute", "transpose", "broadcast_in_dim", "expand", "squeeze", "unsqueeze",
+           "slice", "split", "segment_set", "full", "iota")
+
+
 def _call(name, args, kw, device):
+    """The op on tensors of dtypes PyTorch computes with: f8 operands are
+    computed in f32 and the result rounded back (the format's rule for
+    narrow floats), integer operands of float-only functions in f32."""
+    torch = _torch()
+    f8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+    if name not in KEEP_F8 and any(_is_t(a) and a.dtype in f8 for a in args):
+        back = None
+        for a in args:
+            if _is_t(a):
+                back = a.dtype if back is None else torch.promote_types(back, a.dtype) if a.dtype not in f8 else back
+        wide = [a.float() if _is_t(a) and a.dtype in f8 else a for a in args]
+        r = _call(name, wide, kw, device)
+        rs = r if isinstance(r, tuple) else (r,)
+        rs = tuple(t.to(back) if t.dtype.is_floating_point and back in f8 and "dtype" not in kw else t for t in rs)
+        return rs if isinstance(r, tuple) else rs[0]
+    if name in FLOAT_UNARY and not args[0].dtype.is_floating_point:
+        args = [args[0].float()] + list(args[1:])
+    return _call_typed(name, args, kw, device)
+
+
+def _call_typed(name, args, kw, device):
     torch = _torch()
     F = torch.nn.functional
     if name in UNARY:

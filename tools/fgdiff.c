@@ -1,6 +1,8 @@
 /* fgdiff: the random-graph differential tester (docs/testing.md).
  *
- *   fgdiff [--seed S] [--count N] [--out DIR] [--no-backend] [--verbose]
+ *   fgdiff [--seed S] [--count N] [--out DIR] [--no-backend] [--verbose] [--large]
+ *   (--large: graphs at realistic sizes, only written to --out, for
+ *   bench/perf_fuzz.py; no checks)
  *   fgdiff --check FILE.fg          one file through the same checks
  *   fgdiff --minimize FILE.fg       shrink a failing file, print the result
  *
@@ -109,6 +111,7 @@ typedef struct gen {
   val vals[MAX_VALS];
   int nvals, next_id;
   int rejected; /* statements the frontend refused */
+  bool large;   /* parameters of 2^22 to 2^26 elements (--large, performance fuzzing) */
 } gen;
 
 static const fg_dtype float_dts[] = {FG_F32, FG_F32, FG_F32, FG_BF16, FG_F16, FG_F64};
@@ -470,6 +473,27 @@ static void gen_params(gen *g) {
   int64_t base[FG_MAX_RANK];
   for (int i = 0; i < rank; i++)
     base[i] = sizes[pick(&g->r, (int)(sizeof sizes / sizeof *sizes))];
+  if (g->large) { /* realistic sizes: model dims, then the last doubled up to 4M elements */
+    static const int64_t big[] = {1, 8, 32, 96, 128, 768, 1024, 2048, 4096, 8192};
+    if (rank == 0)
+      rank = 2;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+      base[i] = big[pick(&g->r, (int)(sizeof big / sizeof *big))];
+      n *= base[i];
+    }
+    for (int i = rank - 1; n < ((int64_t)1 << 22); i = i ? i - 1 : rank - 1) {
+      n *= 2;
+      base[i] *= 2;
+    }
+    while (n > ((int64_t)1 << 26)) { /* at most 64M elements: halve the largest dim */
+      int m = 0;
+      for (int i = 1; i < rank; i++)
+        m = base[i] > base[m] ? i : m;
+      n /= 2;
+      base[m] /= 2;
+    }
+  }
   for (int p = 0; p < np; p++) {
     val *v = &g->vals[g->nvals++];
     snprintf(v->name, sizeof v->name, "p%d", p);
@@ -497,9 +521,10 @@ static void gen_params(gen *g) {
 }
 
 /* The whole graph's text, named name. */
-static char *gen_graph(uint64_t seed, const char *name, int *rejected) {
+static char *gen_graph(uint64_t seed, const char *name, int *rejected, bool large) {
   gen g;
   memset(&g, 0, sizeof g);
+  g.large = large;
   g.r.s = seed * 0x2545f4914f6cdd1dull + 1;
   gen_params(&g);
   int want = 2 + pick(&g.r, 12);
@@ -583,6 +608,7 @@ typedef struct options {
   bool backend;
   bool verbose;
   const char *out_dir;
+  bool large; /* --large: realistic sizes, graphs written to --out only (no checks) */
 } options;
 
 /* Runs every check on text; the message of a finding goes to msg. Runs
@@ -786,7 +812,7 @@ static char *minimize(char *text, const options *o) {
 /* ---- driver ---- */
 
 static int usage(void) {
-  fputs("usage: fgdiff [--seed S] [--count N] [--out DIR] [--no-backend] [--verbose]\n"
+  fputs("usage: fgdiff [--seed S] [--count N] [--out DIR] [--no-backend] [--verbose] [--large]\n"
         "       fgdiff --check FILE.fg | --minimize FILE.fg\n",
         stderr);
   return FG_EXIT_USAGE;
@@ -796,7 +822,7 @@ int main(int argc, char **argv) {
   uint64_t seed = 1;
   long count = 100;
   const char *check_file = NULL, *min_file = NULL;
-  options o = {true, false, NULL};
+  options o = {true, false, NULL, false};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--seed") && v)
@@ -813,6 +839,8 @@ int main(int argc, char **argv) {
       o.backend = false;
     else if (!strcmp(a, "--verbose"))
       o.verbose = true;
+    else if (!strcmp(a, "--large"))
+      o.large = true;
     else
       return usage();
   }
@@ -848,7 +876,7 @@ int main(int argc, char **argv) {
     char name[32];
     snprintf(name, sizeof name, "g%" PRIu64, s);
     int rej = 0;
-    char *text = gen_graph(s, name, &rej);
+    char *text = gen_graph(s, name, &rej, o.large);
     rejected += rej;
     char fg_path[4096] = "", ptx_path[4096] = "";
     if (o.out_dir) {
@@ -859,6 +887,11 @@ int main(int argc, char **argv) {
         fputs(text, f);
         fclose(f);
       }
+    }
+    if (o.large) { /* written for bench/perf_fuzz.py: no interpreter at these sizes */
+      counts[FD_OK]++;
+      free(text);
+      continue;
     }
     char msg[2048];
     finding f = check(text, o.out_dir ? ptx_path : NULL, &o, msg, sizeof msg);

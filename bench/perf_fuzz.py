@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Performance fuzzing (issue 17): random graphs of the differential tester
+at realistic sizes (`fgdiff --large`), each timed as fusec, eager PyTorch
+(the graph through bench/fg2torch.py) and torch.compile of that function,
+after fusec's and torch.compile's results are checked against eager.
+
+  build machine:  perf_fuzz.py prepare --fusec build/tools/fusec --seed S --count N --out .gpu/perf
+                  (fgdiff --large writes the graphs; each is compiled, its exit status kept:
+                  1 = not supported, 3 = an internal error, which is a finding)
+  GPU machine:    FGLOAD_LIBRARY=.../libfgload.so perf_fuzz.py run --prep .gpu/perf --out DIR --budget S
+
+`run` writes DIR/perf_fuzz.json (every graph) and prints the distribution of
+fusec's speed against torch.compile and against eager: median, 5th
+percentile, count below 1.0x, and the worst graphs (candidates for the
+benchmark suite). Timing: CUDA events around 20 calls after 3 warm-up calls,
+median of 3 such batches (device and host time together: the graphs are
+large enough that launches do not dominate; small ones are flagged).
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+
+def prepare(args):
+    os.makedirs(args.out, exist_ok=True)
+    fgdiff = os.path.join(os.path.dirname(os.path.abspath(args.fusec)), "fgdiff")
+    subprocess.run([fgdiff, "--large", "--seed", str(args.seed), "--count", str(args.count), "--out", args.out],
+                   check=True, stdout=subprocess.DEVNULL)
+    res = {}
+    for src in sorted(glob.glob(os.path.join(args.out, "g*.fg"))):
+        name = os.path.basename(src)[:-3]
+        t0 = time.perf_counter()
+        p = subprocess.run([args.fusec, src, "-o", src[:-3] + ".ptx"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        res[name] = dict(exit=p.returncode, seconds=time.perf_counter() - t0,
+                         message=p.stdout.strip().splitlines()[0] if p.returncode else "")
+        if p.returncode == 3:
+            print("perf_fuzz prepare: %s: INTERNAL ERROR: %s" % (name, res[name]["message"]))
+    with open(os.path.join(args.out, "compile.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    ok = sum(1 for r in res.values() if r["exit"] == 0)
+    print("perf_fuzz prepare: %d graphs, %d compiled, %d not supported (exit 1), %d internal errors" % (
+        len(res), ok, sum(1 for r in res.values() if r["exit"] == 1), sum(1 for r in res.values() if r["exit"] == 3)))
+
+
+def _time(torch, fn, reps=20, batches=3):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    meds = []
+    for _ in range(batches):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        meds.append(a.elapsed_time(b) * 1000.0 / reps)
+    return statistics.median(meds)
+
+
+def run(args):
+    import torch
+
+    import fg2torch
+    import fusec
+    import refs
+
+    deadline = time.time() + args.budget
+    with open(os.path.join(args.prep, "compile.json")) as f:
+        comp = json.load(f)
+    out = {}
+    dev = torch.device("cuda")
+    for name in sorted(comp, key=lambda n: int(n[1:])):
+        if time.time() > deadline:
+            break
+        r = dict(compile=comp[name])
+        out[name] = r
+        if comp[name]["exit"] != 0:
+            continue
+        src = os.path.join(args.prep, name + ".fg")
+        try:
+            text = open(src).read()
+            fn, sig = fg2torch.load(text)
+            if any(s is None for _, _, s in sig):
+                r["skipped"] = "scalar parameter"
+                continue
+            inputs = refs.make_inputs(sig, dev, seed=0)
+            want = fn(*inputs)
+            r["bytes"] = sum(t.numel() * t.element_size() for t in inputs) + sum(
+                t.numel() * t.element_size() for t in want if hasattr(t, "numel"))
+            g = fusec.load(os.path.join(args.prep, name + ".ptx")).graph(name)
+            got = g(*inputs)
+            r["fusec_check"] = all(refs.compare(a, b)[0] for a, b in zip(got, want))
+            torch._dynamo.reset()
+            cfn = torch.compile(fn, dynamic=False)
+            cgot = cfn(*inputs)
+            r["compile_check"] = all(refs.compare(a, b)[0] for a, b in zip(cgot, want))
+            r["fusec_us"] = _time(torch, lambda: g(*inputs))
+            r["eager_us"] = _time(torch, lambda: fn(*inputs))
+            r["compile_us"] = _time(torch, lambda: cfn(*inputs))
+            del got, cgot, want, inputs
+            torch.cuda.empty_cache()
+        except Exception as e:  # a graph PyTorch or the binding cannot run: recorded, not fatal
+            r["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        print("%s: %s" % (name, {k: v for k, v in r.items() if k != "compile"}), flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "perf_fuzz.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    timed = [(n, r) for n, r in out.items() if r.get("fusec_us") and r.get("compile_us")]
+    vs_c = sorted(r["compile_us"] / r["fusec_us"] for _, r in timed)
+    vs_e = sorted(r["eager_us"] / r["fusec_us"] for _, r in timed)
+    if not timed:
+        print("perf_fuzz: nothing timed")
+        return
+    gm = math.exp(sum(map(math.log, vs_c)) / len(vs_c))
+    print("perf_fuzz: %d graphs timed (%d compiled by fusec, %d not supported, %d internal errors, %d errors "
+          "in PyTorch or the binding)" % (
+              len(timed), sum(1 for r in out.values() if r["compile"]["exit"] == 0),
+              sum(1 for r in out.values() if r["compile"]["exit"] == 1),
+              sum(1 for r in out.values() if r["compile"]["exit"] == 3),
+              sum(1 for r in out.values() if r.get("error"))))
+    print("perf_fuzz: vs torch.compile: geomean %.3fx, median %.3fx, 5th percentile %.3fx, %d below 1.0x" % (
+        gm, statistics.median(vs_c), vs_c[int(0.05 * len(vs_c))], sum(1 for x in vs_c if x < 1.0)))
+    print("perf_fuzz: vs eager: median %.2fx, 5th percentile %.2fx, %d below 1.0x" % (
+        statistics.median(vs_e), vs_e[int(0.05 * len(vs_e))], sum(1 for x in vs_e if x < 1.0)))
+    print("perf_fuzz: checks: fusec wrong against eager %d, torch.compile wrong %d" % (
+        sum(1 for _, r in timed if not r["fusec_check"]), sum(1 for _, r in timed if not r["compile_check"])))
+    print("perf_fuzz: worst against torch.compile:")
+    for n, r in sorted(timed, key=lambda x: x[1]["compile_us"] / x[1]["fusec_us"])[:10]:
+        print("  %-8s %.2fx (fusec %.1f us, compile %.1f us, eager %.1f us, %.1f MB)" % (
+            n, r["compile_us"] / r["fusec_us"], r["fusec_us"], r["compile_us"], r["eager_us"], r["bytes"] / 1e6))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--fusec", required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--count", type=int, default=200)
+    p.add_argument("--out", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--prep", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--budget", type=float, default=400)
+    args = ap.parse_args()
+    prepare(args) if args.cmd == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    main()
