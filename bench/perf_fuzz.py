@@ -82,9 +82,12 @@ def run(args):
         comp = json.load(f)
     out = {}
     dev = torch.device("cuda")
+    only = set(args.only.split(",")) if args.only else None
     for name in sorted(comp, key=lambda n: int(n[1:])):
         if time.time() > deadline:
             break
+        if only and name not in only:
+            continue
         r = dict(compile=comp[name])
         out[name] = r
         if comp[name]["exit"] != 0:
@@ -97,12 +100,17 @@ def run(args):
                 r["skipped"] = "scalar parameter"
                 continue
             inputs = refs.make_inputs(sig, dev, seed=0)
-            want = fn(*inputs)
+            want = fn(*inputs)  # a tuple: fg2torch returns every result
             r["bytes"] = sum(t.numel() * t.element_size() for t in inputs) + sum(
                 t.numel() * t.element_size() for t in want if hasattr(t, "numel"))
             g = fusec.load(os.path.join(args.prep, name + ".ptx")).graph(name)
             got = g(*inputs)
-            r["fusec_check"] = all(refs.compare(a, b)[0] for a, b in zip(got, want))
+            got = got if isinstance(got, tuple) else (got,)  # one result comes back bare
+            cmp = [refs.compare(a, b) for a, b in zip(got, want)]
+            r["fusec_check"] = all(ok for ok, _ in cmp)
+            r["fusec_why"] = ["result %d: %s" % (j, why) for j, (ok, why) in enumerate(cmp) if not ok]
+            if args.check_only:
+                continue
             torch._dynamo.reset()
             cfn = torch.compile(fn, dynamic=False)
             cgot = cfn(*inputs)
@@ -155,6 +163,8 @@ def main():
     r.add_argument("--prep", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--budget", type=float, default=400)
+    r.add_argument("--only", default="", help="comma-separated graph names")
+    r.add_argument("--check-only", action="store_true", help="fusec's check against eager, no timing")
     args = ap.parse_args()
     prepare(args) if args.cmd == "prepare" else run(args)
 
