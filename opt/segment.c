@@ -303,7 +303,7 @@ static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
   }
 }
 
-/* Row kernels reduce the last dim (and any others: a "row" is every
+/* Row kernels reduce the last dim (past size-1 ones; and any others: a "row" is every
  * element of one output, contiguous along the last dim, e.g. a channel of
  * an NCHW tensor for batch-norm statistics over [0,2,3], which as a column
  * kernel ran with vector width 1 on 32 CTAs: issue 17); when the last dim
@@ -314,7 +314,19 @@ static fg_kernel_kind reduction_kind(const fg_kernel *k) {
     any |= k->mask[i];
   if (!any)
     return FG_KERNEL_ROW; /* reduction over no dims: a copy per row */
-  return k->mask[k->rank - 1] ? FG_KERNEL_ROW : FG_KERNEL_COLUMN;
+  /* Rows of at most 8 elements: a thread an output, not a CTA a row (amin
+   * over a last dim of 4 was 1.57M CTAs of 32 threads, slower than eager;
+   * perf fuzzing g148, docs/benchmarks.md). */
+  int64_t red = 1;
+  for (int i = 0; i < k->rank; i++)
+    if (k->mask[i])
+      red *= k->dims[i];
+  if (red <= 8)
+    return FG_KERNEL_COLUMN;
+  int d = k->rank - 1; /* trailing kept dims of size 1 do not count */
+  while (d > 0 && !k->mask[d] && k->dims[d] == 1)
+    d--;
+  return k->mask[d] ? FG_KERNEL_ROW : FG_KERNEL_COLUMN;
 }
 
 static bool same_mask(const fg_kernel *k, const bool *mask) {
