@@ -213,15 +213,7 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->outer = b;
   k->red = r;
   k->inner = 1;
-  /* lanes run along the last reduced dim (fgk_row_chunk): contiguous where
-   * only size-1 dims follow it */
-  int lr = k->rank - 1;
-  while (lr > 0 && !k->mask[lr])
-    lr--;
-  bool contiguous = k->rank > 0 && k->mask[lr];
-  for (int d = lr + 1; d < k->rank; d++)
-    contiguous &= k->dims[d] == 1;
-  k->vec = pick_vec(p, k, contiguous ? k->dims[lr] : 1, o);
+  k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
   int sm = p->target.sm_count;
   k->split = 1;
   /* (The row + column form loops over rows: never split.) */

@@ -303,7 +303,7 @@ static void set_domain(fg_kernel *k, const fg_type *t, const bool *mask) {
   }
 }
 
-/* Row kernels reduce the last dim (past size-1 ones; and any others: a "row" is every
+/* Row kernels reduce the last dim (and any others: a "row" is every
  * element of one output, contiguous along the last dim, e.g. a channel of
  * an NCHW tensor for batch-norm statistics over [0,2,3], which as a column
  * kernel ran with vector width 1 on 32 CTAs: issue 17); when the last dim
@@ -323,10 +323,11 @@ static fg_kernel_kind reduction_kind(const fg_kernel *k) {
       red *= k->dims[i];
   if (red <= 8)
     return FG_KERNEL_COLUMN;
-  int d = k->rank - 1; /* trailing kept dims of size 1 do not count */
-  while (d > 0 && !k->mask[d] && k->dims[d] == 1)
-    d--;
-  return k->mask[d] ? FG_KERNEL_ROW : FG_KERNEL_COLUMN;
+  /* (A row kernel whose last dims are kept size-1 dims, vectorized along
+   * the last reduced dim, gave wrong results on the GPU: 2026-11-24, graph
+   * tiny_rows of tests/graphs/reduction_broadcast.fg; the emitter's lanes
+   * assume the domain's last dim. So those stay column kernels.) */
+  return k->mask[k->rank - 1] ? FG_KERNEL_ROW : FG_KERNEL_COLUMN;
 }
 
 static bool same_mask(const fg_kernel *k, const bool *mask) {
