@@ -927,9 +927,22 @@ static bool static_smem_fits(fgb_emitter *e) {
   return !e->failed;
 }
 
-bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
+/* What the steps of a row + column kernel share. */
+typedef struct rowcol_kernel {
+  fgk_row_ctx rc;
+  LLVMValueRef cta;
+  LLVMValueRef r0[FGR_MAX_CHUNKS], valid[FGR_MAX_CHUNKS]; /* a thread's chunks' columns */
+  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16];    /* column accumulators */
+  LLVMValueRef tacc[FGK_MAX_TAILS];                       /* tail accumulators */
+  LLVMValueRef xchg; /* the shared arena (pipeline copies, cluster exchange), or NULL */
+  int64_t arena;     /* its bytes */
+  rowcol_end en;
+} rowcol_kernel;
+
+/* The limits, the row coordinates and a thread's chunks, which sit at the
+ * same columns in every row. */
+static bool rowcol_coordinates(fgb_emitter *e, rowcol_kernel *rk) {
   const fg_kernel *k = e->k;
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   int E = k->chunks, V = e->vec;
   int64_t R = k->red, T = k->block, G = k->grid[0], K = k->combiners;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
@@ -938,92 +951,111 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     fgb_fail(e, "row + column kernel %d out of its limits", k->id);
     return false;
   }
-  fgk_row_ctx rc;
-  memset(&rc, 0, sizeof rc);
+  fgk_row_ctx *rc = &rk->rc;
   for (int d = 0; d < k->rank; d++) {
     if (k->mask[d])
-      rc.red_sizes[rc.nred++] = k->dims[d];
+      rc->red_sizes[rc->nred++] = k->dims[d];
     else
-      rc.kept_sizes[rc.nkept++] = k->dims[d];
+      rc->kept_sizes[rc->nkept++] = k->dims[d];
   }
-  rc.rstart = fgb_const(e, 0);
-  rc.rend = fgb_const(e, R);
-  LLVMValueRef cta = fgb_block_index(e, 0);
+  rc->rstart = fgb_const(e, 0);
+  rc->rend = fgb_const(e, R);
+  rk->cta = fgb_block_index(e, 0);
   LLVMValueRef tv = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, V), "");
-  /* A thread's chunks sit at the same columns in every row. */
   bool exact = T * V * E == R;
-  LLVMValueRef r0[FGR_MAX_CHUNKS], valid[FGR_MAX_CHUNKS];
   for (int c = 0; c < E; c++) {
-    r0[c] = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, "");
-    valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0[c], fgb_const(e, R), "");
-    if (valid[c])
-      r0[c] = LLVMBuildSelect(e->b, valid[c], r0[c], fgb_const(e, 0), "");
+    rk->r0[c] = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), tv, "");
+    rk->valid[c] = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, rk->r0[c], fgb_const(e, R), "");
+    if (rk->valid[c])
+      rk->r0[c] = LLVMBuildSelect(e->b, rk->valid[c], rk->r0[c], fgb_const(e, 0), "");
   }
-  LLVMValueRef cacc[FGR_MAX_COLS][FGR_MAX_CHUNKS][16], tacc[FGK_MAX_TAILS];
+  return true;
+}
+
+/* The column accumulators (bf16 pairs where packed) and the tails'. */
+static void rowcol_accumulators(fgb_emitter *e, rowcol_kernel *rk) {
+  const fg_kernel *k = e->k;
   for (int i = 0; i < k->ncols; i++) {
     fg_dtype ad = fgk_red_acc(k->cols[i]);
     bool pk = packed(e, k->cols[i]);
     LLVMValueRef id2 = pk ? fgb_bf16x2_identity(e->m, fgk_red_op(k->cols[i])) : NULL;
-    for (int c = 0; c < E; c++)
-      for (int j = 0; j < V; j++)
-        cacc[i][c][j] = pk && j % 2 == 0
-                            ? fgk_local_var(e, LLVMTypeOf(id2), id2)
-                            : fgk_local_var(e, fgb_reg_type(e->m, ad),
-                                            fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
+    for (int c = 0; c < k->chunks; c++)
+      for (int j = 0; j < e->vec; j++)
+        rk->cacc[i][c][j] =
+            pk && j % 2 == 0 ? fgk_local_var(e, LLVMTypeOf(id2), id2)
+                             : fgk_local_var(e, fgb_reg_type(e->m, ad),
+                                             fgb_reduce_identity(e->m, fgk_red_op(k->cols[i]), ad));
   }
   for (int i = 0; i < k->ntails; i++) {
     fg_dtype ad = fgk_red_acc(k->tails[i]);
-    tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad),
-                            fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
+    rk->tacc[i] = fgk_local_var(e, fgb_reg_type(e->m, ad),
+                                fgb_reduce_identity(e->m, fgk_red_op(k->tails[i]), ad));
   }
+}
 
-  /* Shared memory for the pipeline's copies and, after the rows, the
-   * cluster's exchange of column accumulators: one array. */
-  LLVMValueRef xchg = NULL;
-  int64_t arena = k->pipeline && k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
-  if (arena) {
-    char name[256];
-    snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
-    xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name)
-                       : fgb_shared_array(e->m, name, (uint64_t)arena);
-    if (k->smem > 0 && k->smem < arena) {
-      fgb_fail(e, "row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id,
-               k->smem, (long long)arena);
-      return false;
-    }
-    if (k->pipeline)
-      e->pipe_arena = xchg;
+/* Shared memory for the pipeline's copies and, after the rows, the
+ * cluster's exchange of column accumulators: one array. */
+static bool rowcol_arena(fgb_emitter *e, rowcol_kernel *rk) {
+  const fg_kernel *k = e->k;
+  rk->arena = k->pipeline && k->pipe_bytes > k->xchg_bytes ? k->pipe_bytes : k->xchg_bytes;
+  if (!rk->arena)
+    return true;
+  char name[256];
+  snprintf(name, sizeof name, "fg_arena_%s", LLVMGetValueName(e->fn));
+  rk->xchg = k->smem > 0 ? fgb_dynamic_shared(e->m, name)
+                         : fgb_shared_array(e->m, name, (uint64_t)rk->arena);
+  if (k->smem > 0 && k->smem < rk->arena) {
+    fgb_fail(e, "row + column kernel %d has %d bytes of dynamic shared memory, needs %lld", k->id,
+             k->smem, (long long)rk->arena);
+    return false;
   }
-  rowcol_end en = {.x = xchg,
-                   .cta = cta,
-                   .r0 = r0,
-                   .valid = valid,
-                   .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx),
-                                         LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
-  /* Early arrival: the schedule's choice (early_arrival in schedule.c),
-   * which needs the column sums complete before the row reductions, no
-   * tails and no cluster exchange. */
-  en.early = k->early_arrive;
+  if (k->pipeline)
+    e->pipe_arena = rk->xchg;
+  return true;
+}
+
+/* How the CTA arrives. Early arrival is the schedule's choice
+ * (early_arrival in schedule.c), which needs the column sums complete
+ * before the row reductions, no tails and no cluster exchange. */
+static bool rowcol_arrival(fgb_emitter *e, rowcol_kernel *rk) {
+  const fg_kernel *k = e->k;
+  rk->en = (rowcol_end){.x = rk->xchg,
+                        .cta = rk->cta,
+                        .r0 = rk->r0,
+                        .valid = rk->valid,
+                        .goal = fgk_local_var(e, LLVMInt64TypeInContext(e->ctx),
+                                              LLVMConstInt(LLVMInt64TypeInContext(e->ctx), 0, 0))};
+  rk->en.early = k->early_arrive;
   bool cols_late = false;
   for (int i = 0; i < k->ncols; i++)
     cols_late |= uses_any(e, k->cols[i]->in[0], k->reds, k->nreds);
-  if (en.early && (cols_late || k->ntails || k->cluster > 1)) {
+  if (rk->en.early && (cols_late || k->ntails || k->cluster > 1)) {
     fgb_fail(e, "early arrival in row + column kernel %d, which cannot arrive early", k->id);
     return false;
   }
+  return true;
+}
+
+/* The loop over row groups g = cta, cta + ctas, ... (the first group's
+ * copies issued before it, where pipelined). The next group's block
+ * reductions reuse the shared slots this group's are still read from;
+ * deferred rows, the shares a flush reads (its own barriers). */
+static bool rowcol_rows(fgb_emitter *e, rowcol_kernel *rk) {
+  const fg_kernel *k = e->k;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  int64_t G = k->grid[0];
   trace_point(e, 0);
   if (k->pipeline) /* the first group's copies, into buffer 0 */
-    issue_group(e, &rc, cta, LLVMConstInt(i32, 0, 0), r0, valid);
+    issue_group(e, &rk->rc, rk->cta, LLVMConstInt(i32, 0, 0), rk->r0, rk->valid);
   fgk_loop rows;
-  LLVMValueRef grp = fgk_loop_begin(e, &rows, cta, fgb_const(e, k->outer / U), fgb_const(e, G));
-  LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, cta, ""), fgb_const(e, G), "");
-  if (!emit_rows(e, &rc, grp, iter, r0, valid, cacc, tacc, &en))
+  LLVMValueRef grp = fgk_loop_begin(e, &rows, rk->cta, fgb_const(e, k->outer / U), fgb_const(e, G));
+  LLVMValueRef iter =
+      LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, rk->cta, ""), fgb_const(e, G), "");
+  if (!emit_rows(e, &rk->rc, grp, iter, rk->r0, rk->valid, rk->cacc, rk->tacc, &rk->en))
     return false;
-  /* The next group's block reductions reuse the shared slots this group's
-   * are still read from; deferred rows, the shares a flush reads (its own
-   * barriers). */
   if (k->defer_groups) {
-    if (!defer_flush(e, &rc, grp, iter, tacc))
+    if (!defer_flush(e, &rk->rc, grp, iter, rk->tacc))
       return false;
   } else {
     fgb_barrier(e->m);
@@ -1031,18 +1063,27 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   fgk_loop_end(e, &rows, grp);
   trace_point(e, 1);
   if (k->defer_groups && k->ntails)
-    defer_tails(e, tacc);
-
+    defer_tails(e, rk->tacc);
   /* Otherwise partials (the cluster's, or this CTA's), then the arrival
    * ticket, after the rows. */
-  if (!en.early) {
-    column_partials(e, &en, cacc);
+  if (!rk->en.early) {
+    column_partials(e, &rk->en, rk->cacc);
     if (k->ntails)
-      tail_partials(e, cta, tacc);
+      tail_partials(e, rk->cta, rk->tacc);
     trace_point(e, 2);
-    arrive(e, en.goal);
+    arrive(e, rk->en.goal);
     trace_point(e, 3);
   }
+  return true;
+}
+
+/* The last `combiners` CTAs to arrive (their ticket says which) wait for
+ * every CTA, then combine the column blocks (combiner 0 takes the tails;
+ * with a combiner to spare, no block). */
+static bool rowcol_combine(fgb_emitter *e, rowcol_kernel *rk) {
+  const fg_kernel *k = e->k;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  int64_t R = k->red, G = k->grid[0], K = k->combiners;
   LLVMValueRef ticket =
       LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
   trace_point(e, 4);
@@ -1052,9 +1093,8 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   LLVMValueRef j = LLVMBuildSub(e->b, ticket, first_combiner, "");
   if (LLVMTypeOf(fgb_const(e, 0)) != i32)
     j = LLVMBuildZExt(e->b, j, LLVMTypeOf(fgb_const(e, 0)), "");
-  await(e, en.goal);
+  await(e, rk->en.goal);
   trace_point(e, 5);
-
   if (k->ncols) {
     char name[256];
     snprintf(name, sizeof name, "fg_combine_%s", LLVMGetValueName(e->fn));
@@ -1064,8 +1104,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     uint64_t sbytes = (uint64_t)scratch_stride(k) * (uint64_t)combine_threads(e) *
                       (uint64_t)k->ncols * (uint64_t)combine_lanes(k);
     LLVMValueRef scratch =
-        xchg && (uint64_t)arena >= sbytes ? xchg : fgb_shared_array(e->m, name, sbytes);
-    /* Combiner 0 takes the tails; with a combiner to spare, no block. */
+        rk->xchg && (uint64_t)rk->arena >= sbytes ? rk->xchg : fgb_shared_array(e->m, name, sbytes);
     int64_t nblocks = (R + k->combine_cols - 1) / k->combine_cols;
     int64_t skip = k->ntails && K > nblocks ? 1 : 0;
     fgk_loop bl;
@@ -1076,7 +1115,7 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
     for (int l = 0; l < 16; l++)
       e->lanes[l] = NULL;
     e->nuniform = 0;
-    if (!combine_block(e, &rc, blk, scratch))
+    if (!combine_block(e, &rk->rc, blk, scratch))
       return false;
     fgk_loop_end(e, &bl, blk);
   }
@@ -1092,5 +1131,18 @@ bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
   trace_point(e, 6);
   trace_point(e, 7);
   fgb_end_if(e, done);
+  return true;
+}
+
+/* The row + column form (plan.h) as its steps. */
+bool fgb_emit_rowcol_kernel(fgb_emitter *e) {
+  rowcol_kernel rk;
+  memset(&rk, 0, sizeof rk);
+  if (!rowcol_coordinates(e, &rk))
+    return false;
+  rowcol_accumulators(e, &rk);
+  if (!rowcol_arena(e, &rk) || !rowcol_arrival(e, &rk) || !rowcol_rows(e, &rk) ||
+      !rowcol_combine(e, &rk))
+    return false;
   return static_smem_fits(e);
 }
