@@ -294,7 +294,14 @@ def _call_typed(name, args, kw, device):
     if name == "clamp":
         return torch.clamp(args[0], min=kw.get("min"), max=kw.get("max"))
     if name == "cast":
-        return args[0].to(dtype_of(kw["dtype"]))
+        x, to = args[0], dtype_of(kw["dtype"])
+        if x.dtype.is_floating_point and not to.is_floating_point and to != torch.bool:
+            # the format saturates out-of-range values (PyTorch leaves them undefined); NaN is
+            # unspecified there, 0 here
+            info = torch.iinfo(to)
+            hi = min(info.max, 9223372036854774784)  # the largest double below 2^63
+            x = torch.nan_to_num(x.double().trunc(), nan=0.0).clamp(info.min, hi)
+        return x.to(to)
     if name in REDUCTIONS:
         dt = dtype_of(kw["dtype"]) if "dtype" in kw else None
         return _reduce(name, args[0], kw.get("dims"), kw.get("keepdim", False), dt, kw.get("correction", 1))
