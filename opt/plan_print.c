@@ -60,9 +60,8 @@ static int writer_of_result(const fg_plan *p, int i) {
   return -1;
 }
 
-void fg_plan_print(FILE *f, const fg_plan *p) {
+static void print_header(FILE *f, const fg_plan *p) {
   const fg_graph *g = p->g;
-  char b1[64], b2[64];
   fprintf(f, "graph %s: %d kernel%s, %d temp%s", g->name, p->nkernels, p->nkernels == 1 ? "" : "s",
           p->ntemps, p->ntemps == 1 ? "" : "s");
   for (int i = 0; i < FG_NKNOBS; i++)
@@ -72,6 +71,10 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       break;
     }
   fputc('\n', f);
+}
+
+static void print_params(FILE *f, const fg_plan *p) {
+  const fg_graph *g = p->g;
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     fprintf(f, "  param p%d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
@@ -84,6 +87,11 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     }
     fputc('\n', f);
   }
+}
+
+static void print_results(FILE *f, const fg_plan *p) {
+  const fg_graph *g = p->g;
+  char b1[64], b2[64];
   for (int i = 0; i < g->nresults; i++) {
     const fg_value *v = g->results[i];
     const fg_result_plan *r = &p->results[i];
@@ -100,6 +108,10 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
     }
     fputc('\n', f);
   }
+}
+
+static void print_temps(FILE *f, const fg_plan *p) {
+  char b1[64];
   for (int i = 0; i < p->ntemps; i++) {
     const fg_temp *t = &p->temps[i];
     fprintf(f, "  temp t%d %" PRId64 " bytes%s", i, t->bytes, t->zero ? " zeroed" : "");
@@ -109,78 +121,89 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
       fputs(" workspace", f);
     fputc('\n', f);
   }
-  for (int i = 0; i < p->nkernels; i++) {
-    const fg_kernel *k = &p->kernels[i];
-    fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
-    ints(f, k->dims, k->rank);
-    if (k->kind != FG_KERNEL_POINTWISE) {
-      fputs(" reduce", f);
-      int64_t md[FG_MAX_RANK];
-      int nm = 0;
-      for (int d = 0; d < k->rank; d++)
-        if (k->mask[d])
-          md[nm++] = d;
-      ints(f, md, nm);
-    }
-    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
-            k->block, k->grid[0], k->grid[1], k->grid[2]);
-    if (k->kind == FG_KERNEL_ROW)
-      fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
-    else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
-      fprintf(f, " chunks %d", k->chunks);
-    if (k->split > 1)
-      fprintf(f, " split %d", k->split);
-    if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
-      fprintf(f, " rows %d", k->rows_per_iter);
-    if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
-      fprintf(f, " combine-batch %d", k->combine_batch);
-    if (k->ncols || k->ntails) {
-      fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
-              k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
-      if (k->cluster > 1)
-        fprintf(f, " cluster %d", k->cluster);
-      if (k->defer_groups)
-        fprintf(f, " deferred-rows %d", k->defer_groups);
-      if (k->pack_bf16)
-        fputs(" bf16x2", f);
-      fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols,
-              k->early_arrive ? " early-arrival" : "");
-      if (k->combine_loads)
-        fprintf(f, " combiner-loads %d", k->combine_loads);
-    }
-    fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
-    if (k->not_with >= 0)
-      fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
-    if (k->warn)
-      fprintf(f, "    warning: %s (likely slower than eager PyTorch)\n", k->warn);
-    fputs("    writes", f);
-    for (int j = 0; j < k->nouts; j++) {
-      fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
-              fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
-    }
-    if (k->nreds) {
-      fputs("\n    reductions", f);
-      for (int j = 0; j < k->nreds; j++)
-        fprintf(f, " %s(%s)", k->reds[j]->op->name, value_name(k->reds[j]->out[0], b1, sizeof b1));
-    }
-    if (k->ncols) {
-      fputs("\n    column reductions", f);
-      for (int j = 0; j < k->ncols; j++)
-        fprintf(f, " %s(%s)", k->cols[j]->op->name, value_name(k->cols[j]->out[0], b1, sizeof b1));
-    }
-    if (k->ntails) {
-      fputs("\n    reductions over all rows", f);
-      for (int j = 0; j < k->ntails; j++)
-        fprintf(f, " %s(%s)", k->tails[j]->op->name,
-                value_name(k->tails[j]->out[0], b1, sizeof b1));
-    }
-    fputs("\n    args", f);
-    for (int j = 0; j < k->nargs; j++) {
-      arg_str(p, k->args[j], b1, sizeof b1);
-      fprintf(f, " %s", b1);
-    }
-    fputc('\n', f);
+}
+
+/* "schedule: ..." and the lines after it: why, warnings. */
+static void print_schedule(FILE *f, const fg_kernel *k) {
+  fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
+          k->block, k->grid[0], k->grid[1], k->grid[2]);
+  if (k->kind == FG_KERNEL_ROW)
+    fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
+  else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
+    fprintf(f, " chunks %d", k->chunks);
+  if (k->split > 1)
+    fprintf(f, " split %d", k->split);
+  if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
+    fprintf(f, " rows %d", k->rows_per_iter);
+  if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
+    fprintf(f, " combine-batch %d", k->combine_batch);
+  if (k->ncols || k->ntails) {
+    fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
+            k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);
+    if (k->cluster > 1)
+      fprintf(f, " cluster %d", k->cluster);
+    if (k->defer_groups)
+      fprintf(f, " deferred-rows %d", k->defer_groups);
+    if (k->pack_bf16)
+      fputs(" bf16x2", f);
+    fprintf(f, " combiners %d x %d columns%s", k->combiners, k->combine_cols,
+            k->early_arrive ? " early-arrival" : "");
+    if (k->combine_loads)
+      fprintf(f, " combiner-loads %d", k->combine_loads);
   }
+  fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
+  if (k->not_with >= 0)
+    fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
+  if (k->warn)
+    fprintf(f, "    warning: %s (likely slower than eager PyTorch)\n", k->warn);
+}
+
+static void print_reductions(FILE *f, const char *what, fg_node *const *l, int n) {
+  char b1[64];
+  if (!n)
+    return;
+  fprintf(f, "\n    %s", what);
+  for (int j = 0; j < n; j++)
+    fprintf(f, " %s(%s)", l[j]->op->name, value_name(l[j]->out[0], b1, sizeof b1));
+}
+
+static void print_kernel(FILE *f, const fg_plan *p, int i) {
+  const fg_kernel *k = &p->kernels[i];
+  char b1[64], b2[64];
+  fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
+  ints(f, k->dims, k->rank);
+  if (k->kind != FG_KERNEL_POINTWISE) {
+    fputs(" reduce", f);
+    int64_t md[FG_MAX_RANK];
+    int nm = 0;
+    for (int d = 0; d < k->rank; d++)
+      if (k->mask[d])
+        md[nm++] = d;
+    ints(f, md, nm);
+  }
+  print_schedule(f, k);
+  fputs("    writes", f);
+  for (int j = 0; j < k->nouts; j++)
+    fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
+            fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
+  print_reductions(f, "reductions", k->reds, k->nreds);
+  print_reductions(f, "column reductions", k->cols, k->ncols);
+  print_reductions(f, "reductions over all rows", k->tails, k->ntails);
+  fputs("\n    args", f);
+  for (int j = 0; j < k->nargs; j++) {
+    arg_str(p, k->args[j], b1, sizeof b1);
+    fprintf(f, " %s", b1);
+  }
+  fputc('\n', f);
+}
+
+void fg_plan_print(FILE *f, const fg_plan *p) {
+  print_header(f, p);
+  print_params(f, p);
+  print_results(f, p);
+  print_temps(f, p);
+  for (int i = 0; i < p->nkernels; i++)
+    print_kernel(f, p, i);
 }
 
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries) {
