@@ -25,12 +25,7 @@ typedef struct row_kernel {
 static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
-  for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d])
-      rc->red_sizes[rc->nred++] = k->dims[d];
-    else
-      rc->kept_sizes[rc->nkept++] = k->dims[d];
-  }
+  fgk_row_ctx_sizes(k, rc);
   int64_t R = k->red, S = k->split, V = e->vec;
   rk->split = S;
   int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;

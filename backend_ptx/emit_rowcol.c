@@ -952,12 +952,7 @@ static bool rowcol_coordinates(fgb_emitter *e, rowcol_kernel *rk) {
     return false;
   }
   fgk_row_ctx *rc = &rk->rc;
-  for (int d = 0; d < k->rank; d++) {
-    if (k->mask[d])
-      rc->red_sizes[rc->nred++] = k->dims[d];
-    else
-      rc->kept_sizes[rc->nkept++] = k->dims[d];
-  }
+  fgk_row_ctx_sizes(k, rc);
   rc->rstart = fgb_const(e, 0);
   rc->rend = fgb_const(e, R);
   rk->cta = fgb_block_index(e, 0);

@@ -86,30 +86,8 @@ LLVMValueRef fgk_smem_slot(fgb_emitter *e, int slot, LLVMValueRef i32_index) {
 
 LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMValueRef v,
                               int slot) {
-  for (int off = 16; off >= 1; off /= 2)
-    v = fgb_reduce_combine(e->m, op, v, fgb_shfl_bfly(e->m, v, off), acc);
-  int nwarps = e->k->block / 32;
-  if (nwarps <= 1)
-    return v;
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  LLVMValueRef tid = fgb_tid(e->m, 0);
-  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
-  LLVMBuildStore(e->b, v, fgk_smem_slot(e, slot, warp));
-  fgb_end_if(e, merge);
-  fgb_barrier(e->m);
-  /* Every thread combines the warp totals in warp order: the same bits
-   * everywhere, run after run. */
-  LLVMValueRef t = fgb_reduce_identity(e->m, op, acc);
-  for (int w = 0; w < nwarps; w++) {
-    LLVMValueRef x =
-        LLVMBuildLoad2(e->b, LLVMTypeOf(v),
-                       fgk_smem_slot(e, slot, LLVMConstInt(i32, (unsigned long long)w, 0)), "");
-    t = fgb_reduce_combine(e->m, op, t, x, acc);
-  }
-  return t;
+  fgb_block_reduce_n(e, 1, &op, &acc, &v, slot);
+  return v;
 }
 
 void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
@@ -144,6 +122,15 @@ void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dt
       t = fgb_reduce_combine(e->m, ops[i], t, x, accs[i]);
     }
     v[i] = t;
+  }
+}
+
+void fgk_row_ctx_sizes(const fg_kernel *k, fgk_row_ctx *rc) {
+  for (int d = 0; d < k->rank; d++) {
+    if (k->mask[d])
+      rc->red_sizes[rc->nred++] = k->dims[d];
+    else
+      rc->kept_sizes[rc->nkept++] = k->dims[d];
   }
 }
 

@@ -51,6 +51,8 @@ typedef struct fgk_row_ctx {
   LLVMValueRef kc[FG_MAX_RANK];
   LLVMValueRef rstart, rend;
 } fgk_row_ctx;
+/* The kept and reduced sizes of k's domain, in dim order, into a zeroed rc. */
+void fgk_row_ctx_sizes(const fg_kernel *k, fgk_row_ctx *rc);
 /* Sets lanes and uniform coordinates for the chunk at reduced linear index
  * r0 and fills the domain index of its lane 0. */
 void fgk_row_chunk(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef r0, LLVMValueRef *idx);

@@ -124,16 +124,19 @@ static bool uses_reduction(const fg_plan *p, const fg_kernel *k, const fg_value 
   return false;
 }
 
+/* Whether t has k's whole domain as its shape. */
+static bool full_size(const fg_kernel *k, const fg_type *t) {
+  bool full = t->rank == k->rank;
+  for (int d = 0; full && d < k->rank; d++)
+    full = t->dims[d].size == k->dims[d];
+  return full;
+}
+
 /* Whether k writes an output of its full domain (not a reduction). */
 static bool writes_full(const fg_kernel *k) {
-  for (int i = 0; i < k->nouts; i++) {
-    const fg_value *o = k->outs[i];
-    bool full = o->def->op->kind != FG_KIND_REDUCTION && o->type.rank == k->rank;
-    for (int d = 0; full && d < k->rank; d++)
-      full = o->type.dims[d].size == k->dims[d];
-    if (full)
+  for (int i = 0; i < k->nouts; i++)
+    if (k->outs[i]->def->op->kind != FG_KIND_REDUCTION && full_size(k, &k->outs[i]->type))
       return true;
-  }
   return false;
 }
 
@@ -146,9 +149,7 @@ static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
     const fg_value *o = k->outs[i];
     if (o->def->op->kind == FG_KIND_REDUCTION)
       continue;
-    bool full = o->type.rank == k->rank;
-    for (int d = 0; full && d < k->rank; d++)
-      full = o->type.dims[d].size == k->dims[d];
+    bool full = full_size(k, &o->type);
     /* Split kernels write the full outputs that do not use their
      * reductions from each slice (a full reduction fused with a large
      * elementwise result ran in one CTA: issue 17); those that do need
@@ -394,13 +395,8 @@ static void measure_rows(rowcol_ctx *c) {
     }
   }
   c->per_thread = (int64_t)k->chunks * k->vec;
-  for (int i = 0; i < k->nouts; i++) {
-    const fg_type *t = &k->outs[i]->type;
-    bool full = t->rank == k->rank;
-    for (int d = 0; full && d < k->rank; d++)
-      full = t->dims[d].size == k->dims[d];
-    c->full_out |= full;
-  }
+  for (int i = 0; i < k->nouts; i++)
+    c->full_out |= full_size(k, &k->outs[i]->type);
   int64_t numel = k->outer * k->red;
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == FG_BUF_PARAM) {
