@@ -115,6 +115,9 @@ LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
     return LLVMBuildBitCast(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->i16, "");
   case FG_F8E4M3:
   case FG_F8E5M2:
+    for (unsigned i = 0; i < 64 && i < m->nf8_codes; i++)
+      if (m->f8_codes[i].decoded == v && m->f8_codes[i].dt == dt)
+        return m->f8_codes[i].code;
     return fgb_f8_encode(m, v, dt);
   case FG_F64:
     return t == m->f32 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
@@ -184,8 +187,15 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
   case FG_F16:
     return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->f32, "");
   case FG_F8E4M3:
-  case FG_F8E5M2:
-    return fgb_f8_decode(m, fgb_f8_encode(m, v, dt), dt);
+  case FG_F8E5M2: {
+    LLVMValueRef code = fgb_f8_encode(m, v, dt);
+    LLVMValueRef r = fgb_f8_decode(m, code, dt);
+    unsigned i = m->nf8_codes++ % 64;
+    m->f8_codes[i].decoded = r;
+    m->f8_codes[i].code = code;
+    m->f8_codes[i].dt = dt;
+    return r;
+  }
   default:
     return v;
   }
