@@ -51,6 +51,8 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     if (b.kind == FG_BUF_PARAM && p->g->params[b.index]->type.scalar)
       kinds[i] =
           fg_dtype_is_float(p->g->params[b.index]->type.dtype) ? FGB_PARAM_F64 : FGB_PARAM_I64;
+    else if (b.kind == FG_BUF_SYM)
+      kinds[i] = FGB_PARAM_I64;
     else
       kinds[i] = aligned ? FGB_PARAM_PTR_NOALIAS : FGB_PARAM_PTR_NOALIAS_PLAIN;
   }
@@ -248,10 +250,11 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
   int rc = 0;
   fg_plan **plans = calloc((size_t)m->ngraphs + 1, sizeof *plans);
   const char ***vec_entries = calloc((size_t)m->ngraphs + 1, sizeof *vec_entries);
+  fg_graph **copies = calloc((size_t)m->ngraphs + 1, sizeof *copies); /* fg_sym_lower's */
   int *owner = NULL;
   unit *units = NULL;
   int nunits = 0;
-  if (!plans || !vec_entries) {
+  if (!plans || !vec_entries || !copies) {
     rc = oom(d);
     goto done;
   }
@@ -259,6 +262,15 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     fg_graph *g = m->graphs[gi];
     if (!selected(g, names, n))
       continue;
+    fg_sym_lowering sym = {0};
+    /* --emit opt shows the passes on the graph as written, sizes by name */
+    fg_graph *lowered = emit == FGC_EMIT_OPT ? g : fg_sym_lower(g, &sym, d);
+    if (!lowered) {
+      rc = failed(d);
+      goto done;
+    }
+    if (lowered != g) /* freed at the end: the caller's module keeps the graph as written */
+      g = copies[gi] = lowered;
     if (!fg_run_pipeline(g, &o->passes, d)) {
       rc = failed(d);
       goto done;
@@ -266,7 +278,9 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     if (emit == FGC_EMIT_OPT)
       continue;
     double ts = now_ms();
-    plans[gi] = fg_plan_build(g, &o->plan, d);
+    fg_plan_options po = o->plan;
+    po.sym = &sym;
+    plans[gi] = fg_plan_build(g, &po, d);
     if (!plans[gi]) {
       rc = failed(d);
       goto done;
@@ -379,7 +393,7 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     goto done;
   }
   if (emit == FGC_EMIT_PTX) {
-    fprintf(out, "// fusec-plan 1\n// target %s\n", o->arch ? o->arch : "sm_90");
+    fprintf(out, "// fusec-plan 2\n// target %s\n", o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)
       if (plans[gi])
         fg_plan_write_artifact(out, plans[gi], vec_entries[gi]);
@@ -397,5 +411,8 @@ done:
   free(owner);
   free(plans);
   free(vec_entries);
+  for (int gi = 0; copies && gi < m->ngraphs; gi++)
+    fg_graph_free(copies[gi]);
+  free(copies);
   return rc;
 }

@@ -75,7 +75,8 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     U = 8;
   /* Chunk u of CTA b covers vectors (b*U + u)*T + tid: block-strided, so
    * each chunk is one coalesced sweep of the CTA. */
-  bool exact = n % ((int64_t)k->block * U * e->vec) == 0;
+  bool exact = n % ((int64_t)k->block * U * e->vec) == 0 && !fg_sym_involves(&e->p->sym, n);
+  LLVMValueRef nv = fgb_extent(e, n); /* the bound: T x the rest over a symbolic size */
   LLVMValueRef cta =
       LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");
   LLVMValueRef tid = fgb_thread_index(e, 0);
@@ -112,8 +113,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
         e->b, LLVMBuildAdd(e->b, cta, LLVMBuildMul(e->b, u, fgb_const(e, k->block), ""), ""), tid,
         "");
     LLVMValueRef base = LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "");
-    LLVMBasicBlockRef merge =
-        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, n), ""));
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, nv, ""));
     pw_chunk_at(e, base, &ch[0]);
     pw_enter(e, &ch[0]);
     if (!pw_outputs(e, &ch[0], false))
@@ -124,8 +124,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     return !e->failed;
   }
   for (int u = 0; u < U; u++) {
-    LLVMBasicBlockRef merge =
-        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], fgb_const(e, n), ""));
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], nv, ""));
     int mark = fgb_memo_mark(e);
     pw_chunk_at(e, bases[u], &ch[u]);
     pw_enter(e, &ch[u]);

@@ -213,6 +213,23 @@ bool fgb_is_full(const fgb_emitter *e, const fg_value *v) {
   return true;
 }
 
+LLVMValueRef fgb_sym_value(fgb_emitter *e) {
+  for (int i = 0; i < e->k->nargs; i++)
+    if (e->k->args[i].kind == FG_BUF_SYM) {
+      LLVMValueRef v = e->args[i];
+      return e->ity == LLVMTypeOf(v) ? v : LLVMBuildTrunc(e->b, v, e->ity, "");
+    }
+  fgb_fail(e, "kernel %d has no argument for the symbolic size", e->k->id);
+  return fgb_const(e, 0);
+}
+
+LLVMValueRef fgb_extent(fgb_emitter *e, int64_t extent) {
+  const fg_sym_lowering *s = &e->p->sym;
+  if (!fg_sym_involves(s, extent))
+    return fgb_const(e, extent);
+  return LLVMBuildMul(e->b, fgb_sym_value(e), fgb_const(e, extent / s->placeholder), "");
+}
+
 LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
   for (int i = 0; i < e->k->nargs; i++)
     if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index)

@@ -12,8 +12,17 @@
 #include "op.h"
 #include "knobs.h"
 #include "view.h"
+#include "symbolic.h"
 
-typedef enum fg_buf_kind { FG_BUF_NONE, FG_BUF_PARAM, FG_BUF_RESULT, FG_BUF_TEMP } fg_buf_kind;
+/* FG_BUF_SYM: not a buffer but the value of the graph's symbolic size
+ * (symbolic.h), an argument of the kernels over it (`z<J>` in the plan). */
+typedef enum fg_buf_kind {
+  FG_BUF_NONE,
+  FG_BUF_PARAM,
+  FG_BUF_RESULT,
+  FG_BUF_TEMP,
+  FG_BUF_SYM
+} fg_buf_kind;
 
 typedef struct fg_buf_ref {
   fg_buf_kind kind;
@@ -66,18 +75,19 @@ typedef struct fg_kernel {
   int vec;                   /* elements per vector access (1: scalar) */
   int block;                 /* threads per CTA */
   int64_t grid[3];
-  int split;           /* CTAs cooperating on one row/column tile (>1: grid reduction) */
-  int chunks;          /* per-thread vector chunks of a row kept in registers (ROW) */
-  bool persistent;     /* ROW: the row stays in registers across phases */
-  bool idx64;          /* 64-bit index arithmetic */
-  int partial_temp;    /* grid reduction partials (split > 1), else -1 */
-  int counter_temp;    /* arrival counters (split > 1), else -1 */
-  int smem;            /* dynamic shared memory bytes */
-  int combiners;       /* row + column form: CTAs that combine the partials */
-  int combine_cols;    /* ... columns each combines at a time (8, 16 or 32) */
-  int min_ctas_per_sm; /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
-  int rows_per_iter;   /* row + column form, column kernels: rows whose loads are issued together */
-  bool reload;         /* ... outputs re-read the row (L1) instead of keeping it in registers */
+  char grid_formula[96]; /* grid x as a formula of the symbolic size (plan v2), "" when static */
+  int split;             /* CTAs cooperating on one row/column tile (>1: grid reduction) */
+  int chunks;            /* per-thread vector chunks of a row kept in registers (ROW) */
+  bool persistent;       /* ROW: the row stays in registers across phases */
+  bool idx64;            /* 64-bit index arithmetic */
+  int partial_temp;      /* grid reduction partials (split > 1), else -1 */
+  int counter_temp;      /* arrival counters (split > 1), else -1 */
+  int smem;              /* dynamic shared memory bytes */
+  int combiners;         /* row + column form: CTAs that combine the partials */
+  int combine_cols;      /* ... columns each combines at a time (8, 16 or 32) */
+  int min_ctas_per_sm;   /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
+  int rows_per_iter; /* row + column form, column kernels: rows whose loads are issued together */
+  bool reload;       /* ... outputs re-read the row (L1) instead of keeping it in registers */
   bool pipeline; /* ... the next row group is copied into shared memory while this one is reduced */
   int pipe_bytes; /* ... pipelined: shared memory for the copies (two buffers of a row group) */
   int cluster;    /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster sums its CTAs' column
@@ -121,9 +131,10 @@ typedef struct fg_result_plan {
 } fg_result_plan;
 
 typedef struct fg_plan_options {
-  fg_target target;  /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
-  bool no_vectorize; /* debugging: scalar accesses only */
-  fg_knobs knobs;    /* schedule experiments (knobs.h; fusec --knob) */
+  fg_target target;           /* the GPU (target.h); arch 0: sm_90 with FG_DEFAULT_SM_COUNT SMs */
+  bool no_vectorize;          /* debugging: scalar accesses only */
+  fg_knobs knobs;             /* schedule experiments (knobs.h; fusec --knob) */
+  const fg_sym_lowering *sym; /* the graph's symbolic size, if it has one (symbolic.h) */
 } fg_plan_options;
 
 typedef struct fg_plan {
@@ -134,6 +145,7 @@ typedef struct fg_plan {
   int ntemps;
   fg_temp *temps;
   fg_result_plan *results;
+  fg_sym_lowering sym;  /* its symbolic size (n 0: none) */
   fg_target target;     /* from the options, defaults filled in */
   fg_plan_options opts; /* the options it was built with */
 } fg_plan;

@@ -12,20 +12,32 @@ static void ints(FILE *f, const int64_t *v, int n) {
   fputc(']', f);
 }
 
-static void type_sizes(FILE *f, const fg_type *t) {
+/* Extents as the plan writes them: formulas of the symbolic size where they
+ * involve it (opt/symbolic.h), integers otherwise. */
+static void extents(FILE *f, const fg_plan *p, const int64_t *v, int n) {
+  char b[64];
+  fputc('[', f);
+  for (int i = 0; i < n; i++) {
+    fg_sym_formula(&p->sym, v[i], b, sizeof b);
+    fprintf(f, "%s%s", i ? "," : "", b);
+  }
+  fputc(']', f);
+}
+
+static void type_sizes(FILE *f, const fg_plan *p, const fg_type *t) {
   int64_t s[FG_MAX_RANK];
   for (int i = 0; i < t->rank; i++)
     s[i] = t->dims[i].size;
-  ints(f, s, t->rank);
+  extents(f, p, s, t->rank);
 }
 
-static void dense_strides(FILE *f, const fg_type *t, bool use_layout) {
+static void dense_strides(FILE *f, const fg_plan *p, const fg_type *t, bool use_layout) {
   fg_type c = *t;
   if (!use_layout)
     c.has_layout = false;
   int64_t st[FG_MAX_RANK];
   fg_type_strides(&c, st);
-  ints(f, st, t->rank);
+  extents(f, p, st, t->rank);
 }
 
 static const char *kind_name(fg_kernel_kind k) {
@@ -71,6 +83,11 @@ static void print_header(FILE *f, const fg_plan *p) {
       break;
     }
   fputc('\n', f);
+  if (p->sym.n)
+    fprintf(f,
+            "  size %s: %" PRId64 "..%" PRId64 " %%%" PRId64
+            ", a kernel argument (compiled with the stand-in %" PRId64 ")\n",
+            p->sym.name, p->sym.min, p->sym.max, p->sym.div, p->sym.placeholder);
 }
 
 static void print_params(FILE *f, const fg_plan *p) {
@@ -81,9 +98,9 @@ static void print_params(FILE *f, const fg_plan *p) {
     if (v->type.scalar)
       fputs(" scalar", f);
     else {
-      type_sizes(f, &v->type);
+      type_sizes(f, p, &v->type);
       fputs(" strides ", f);
-      dense_strides(f, &v->type, true);
+      dense_strides(f, p, &v->type, true);
     }
     fputc('\n', f);
   }
@@ -96,7 +113,7 @@ static void print_results(FILE *f, const fg_plan *p) {
     const fg_value *v = g->results[i];
     const fg_result_plan *r = &p->results[i];
     fprintf(f, "  result r%d %s %s", i, value_name(v, b1, sizeof b1), fg_dtype_name(v->type.dtype));
-    type_sizes(f, &v->type);
+    type_sizes(f, p, &v->type);
     if (r->is_view) {
       fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2),
               r->view.offset);
@@ -111,10 +128,11 @@ static void print_results(FILE *f, const fg_plan *p) {
 }
 
 static void print_temps(FILE *f, const fg_plan *p) {
-  char b1[64];
+  char b1[64], b2[64];
   for (int i = 0; i < p->ntemps; i++) {
     const fg_temp *t = &p->temps[i];
-    fprintf(f, "  temp t%d %" PRId64 " bytes%s", i, t->bytes, t->zero ? " zeroed" : "");
+    fg_sym_formula(&p->sym, t->bytes, b2, sizeof b2);
+    fprintf(f, "  temp t%d %s bytes%s", i, b2, t->zero ? " zeroed" : "");
     if (t->value)
       fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
     else
@@ -125,8 +143,12 @@ static void print_temps(FILE *f, const fg_plan *p) {
 
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_kernel *k) {
-  fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
-          k->block, k->grid[0], k->grid[1], k->grid[2]);
+  if (k->grid_formula[0])
+    fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
+            k->block, k->grid_formula, k->grid[1], k->grid[2]);
+  else
+    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
+            k->block, k->grid[0], k->grid[1], k->grid[2]);
   if (k->kind == FG_KERNEL_ROW)
     fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
   else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
@@ -171,7 +193,7 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   const fg_kernel *k = &p->kernels[i];
   char b1[64], b2[64];
   fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
-  ints(f, k->dims, k->rank);
+  extents(f, p, k->dims, k->rank);
   if (k->kind != FG_KERNEL_POINTWISE) {
     fputs(" reduce", f);
     int64_t md[FG_MAX_RANK];
@@ -209,8 +231,11 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries) {
   const fg_graph *g = p->g;
   char b[64];
-  fprintf(f, "// graph %s params %d results %d temps %d kernels %d\n", g->name, g->nparams,
-          g->nresults, p->ntemps, p->nkernels);
+  fprintf(f, "// graph %s params %d results %d temps %d kernels %d syms %d\n", g->name, g->nparams,
+          g->nresults, p->ntemps, p->nkernels, p->sym.n);
+  if (p->sym.n)
+    fprintf(f, "// sym 0 %s min %" PRId64 " max %" PRId64 " div %" PRId64 "\n", p->sym.name,
+            p->sym.min, p->sym.max, p->sym.div);
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     fprintf(f, "// param %d %s %s", i, v->name, fg_dtype_name(v->type.dtype));
@@ -218,9 +243,9 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fputs(" scalar", f);
     else {
       fputc(' ', f);
-      type_sizes(f, &v->type);
+      type_sizes(f, p, &v->type);
       fputs(" strides ", f);
-      dense_strides(f, &v->type, true);
+      dense_strides(f, p, &v->type, true);
     }
     fputc('\n', f);
   }
@@ -228,26 +253,30 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
     const fg_value *v = g->results[i];
     const fg_result_plan *r = &p->results[i];
     fprintf(f, "// result %d %s ", i, fg_dtype_name(v->type.dtype));
-    type_sizes(f, &v->type);
+    type_sizes(f, p, &v->type);
     fputs(" strides ", f);
     if (r->is_view) {
       ints(f, r->view.strides, r->view.rank);
       fprintf(f, " view %s offset %" PRId64 "\n", fg_buf_str(r->base, b, sizeof b), r->view.offset);
     } else {
-      dense_strides(f, &v->type, false);
+      dense_strides(f, p, &v->type, false);
       fputs(" written\n", f);
     }
   }
   for (int i = 0; i < p->ntemps; i++) {
     int64_t bytes = p->temps[i].bytes;
-    fprintf(f, "// temp %d bytes %" PRId64 " align 256 %s\n", i, bytes > 0 ? bytes : 1,
-            p->temps[i].zero ? "zero" : "nozero");
+    fg_sym_formula(&p->sym, bytes > 0 ? bytes : 1, b, sizeof b);
+    fprintf(f, "// temp %d bytes %s align 256 %s\n", i, b, p->temps[i].zero ? "zero" : "nozero");
   }
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    fprintf(f,
-            "// kernel %d %s grid %" PRId64 " %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ",
-            i, k->entry, k->grid[0], k->grid[1], k->grid[2], k->block, k->smem);
+    if (k->grid_formula[0])
+      fprintf(f, "// kernel %d %s grid %s %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ", i,
+              k->entry, k->grid_formula, k->grid[1], k->grid[2], k->block, k->smem);
+    else
+      fprintf(f,
+              "// kernel %d %s grid %" PRId64 " %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ",
+              i, k->entry, k->grid[0], k->grid[1], k->grid[2], k->block, k->smem);
     for (int j = 0; j < k->nargs; j++) {
       arg_str(p, k->args[j], b, sizeof b);
       fprintf(f, "%s%s", j ? "," : "", b);
@@ -258,7 +287,8 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fprintf(f, "// kernel-vec %d %s align 16 ptrs ", i, vec_entries[i]);
       int n = 0;
       for (int j = 0; j < k->nargs; j++) {
-        if (k->args[j].kind == FG_BUF_PARAM && g->params[k->args[j].index]->type.scalar)
+        if ((k->args[j].kind == FG_BUF_PARAM && g->params[k->args[j].index]->type.scalar) ||
+            k->args[j].kind == FG_BUF_SYM)
           continue;
         arg_str(p, k->args[j], b, sizeof b);
         fprintf(f, "%s%s", n++ ? "," : "", b);

@@ -58,25 +58,30 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   return m;
 }
 
+/* The largest extent a kernel indexes (elements of its domain or of a
+ * buffer, or a temp's bytes), with the symbolic size at its largest. */
 static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
   int64_t m = 1;
   for (int i = 0; i < k->rank; i++)
     m *= k->dims[i] > 0 ? k->dims[i] : 1;
+  m = fg_sym_at_max(&p->sym, m);
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
     const fg_type *t = NULL;
+    int64_t x = 0;
     if (b.kind == FG_BUF_PARAM)
       t = &p->g->params[b.index]->type;
     else if (b.kind == FG_BUF_RESULT)
       t = &p->g->results[b.index]->type;
     else if (b.kind == FG_BUF_TEMP) {
-      if (p->temps[b.index].bytes > m)
-        m = p->temps[b.index].bytes;
+      x = fg_sym_at_max(&p->sym, p->temps[b.index].bytes);
       if (p->temps[b.index].value)
         t = &p->temps[b.index].value->type;
     }
-    if (t && !t->scalar && fg_type_numel(t) > m)
-      m = fg_type_numel(t);
+    if (t && !t->scalar && fg_sym_at_max(&p->sym, fg_type_numel(t)) > x)
+      x = fg_sym_at_max(&p->sym, fg_type_numel(t));
+    if (x > m)
+      m = x;
   }
   return m;
 }
@@ -749,6 +754,41 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
 
 /* The launch must be one the GPU (and so the loader) accepts: grid x at
  * most 2^31-1, y and z at most 65535. A larger one is the input's limit. */
+/* A kernel over the symbolic size T (symbolic.h): its grid as a formula of
+ * T, which the loader evaluates and checks at each run, and T as an
+ * argument (the pointwise kernel's bound). Only the forms fg_sym_check
+ * admits: pointwise (ceil(ceil(n / vec) / (block x chunks)) CTAs, as
+ * schedule_pointwise) and rows a CTA each (b rows, split 1). */
+static void symbolic_grid(fg_plan *p, fg_kernel *k) {
+  const fg_sym_lowering *s = &p->sym;
+  int64_t rest = 1;
+  for (int i = 1; i < k->rank; i++)
+    rest *= k->dims[i] > 0 ? k->dims[i] : 1;
+  if (k->kind == FG_KERNEL_POINTWISE) {
+    int64_t per = (int64_t)k->block * k->chunks;
+    if (rest % k->vec == 0 && rest == k->vec)
+      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s+%lld)/%lld", s->name,
+               (long long)(per - 1), (long long)per);
+    else if (rest % k->vec == 0)
+      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s*%lld+%lld)/%lld", s->name,
+               (long long)(rest / k->vec), (long long)(per - 1), (long long)per);
+    else
+      snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%lld)/%lld", s->name,
+               (long long)rest, k->vec - 1, k->vec, (long long)(per - 1), (long long)per);
+  } else {
+    int64_t rows = 1;
+    for (int i = 1; i < k->rank; i++)
+      if (!k->mask[i])
+        rows *= k->dims[i];
+    if (rows == 1)
+      snprintf(k->grid_formula, sizeof k->grid_formula, "%s", s->name);
+    else
+      snprintf(k->grid_formula, sizeof k->grid_formula, "%s*%lld", s->name, (long long)rows);
+  }
+  fg_buf_ref t = {FG_BUF_SYM, 0};
+  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &t, sizeof t);
+}
+
 static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
   static const int64_t max[3] = {2147483647, 65535, 65535};
   for (int i = 0; i < 3; i++)
@@ -807,6 +847,11 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
   int64_t last = k->rank ? k->dims[k->rank - 1] : 1;
   if (ctas == 1 && bytes >= LARGE)
     k->warn = fg_arena_printf(&p->g->arena, "one CTA for %" PRId64 " bytes", bytes);
+  else if (k->vec == 1 && fg_sym_involves(&p->sym, last))
+    k->warn = fg_arena_printf(&p->g->arena,
+                              "vector width 1 over the symbolic extent %s (its declared divisor is "
+                              "%" PRId64 ")",
+                              p->sym.name, p->sym.div);
   else if (k->vec == 1 && bytes >= LARGE && last >= 64)
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
@@ -876,7 +921,9 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       schedule_column(p, k, o);
       break;
     }
-    if (!grid_in_limits(p, k, d))
+    if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
+      symbolic_grid(p, k);
+    else if (!grid_in_limits(p, k, d))
       return false;
     if (k->split > 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element

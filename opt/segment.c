@@ -931,6 +931,9 @@ static fg_plan *new_plan(fg_graph *g, const fg_plan_options *o) {
     fg_target_init(&p->target, 90, 0);
   if (o)
     p->opts = *o;
+  if (o && o->sym)
+    p->sym = *o->sym;
+  p->opts.sym = &p->sym;
   p->store = fg_arena_alloc(&g->arena, (size_t)(g->next_value_id + 1) * sizeof *p->store);
   for (int i = 0; i < g->next_value_id; i++)
     p->store[i].kernel = -1;
@@ -1104,7 +1107,7 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!order_arguments(p))
     return out_of_memory(g, d), NULL;
   explain_fallbacks(p);
-  if (!check_results_written(p, d) || !fg_plan_schedule(p, o, d))
+  if (!check_results_written(p, d) || !fg_plan_schedule(p, o, d) || !fg_sym_check(p, d))
     return NULL;
   return p;
 }
@@ -1113,6 +1116,7 @@ const char *fg_buf_str(fg_buf_ref b, char *buf, int cap) {
   const char *pre = b.kind == FG_BUF_PARAM    ? "p"
                     : b.kind == FG_BUF_RESULT ? "r"
                     : b.kind == FG_BUF_TEMP   ? "t"
+                    : b.kind == FG_BUF_SYM    ? "z"
                                               : "?";
   snprintf(buf, (size_t)cap, "%s%d", pre, b.index);
   return buf;

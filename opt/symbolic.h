@@ -1,0 +1,50 @@
+/* Symbolic sizes in the code generator (issue 18, first step).
+ *
+ * A graph whose parameters carry one symbolic size T as their leading dim
+ * (`x: bf16[T, 4096]`: tokens, batch x sequence) is compiled as the static
+ * graph with T bound to a *placeholder*: a prime no static dim of the graph
+ * is a multiple of, so every extent that involves T is a multiple of it and
+ * nothing else is. The passes and the scheduler see static shapes; the
+ * placeholder must never reach the code or the plan as a number.
+ * fg_sym_check proves that it cannot: T stays the leading dim of every
+ * value that has it (so strides, which are products of the dims after the
+ * first, never involve it, and the leading coordinate is a quotient, never
+ * a remainder), no kernel reduces over it, and every kernel over it is a
+ * pointwise kernel (bounds: T x the rest, a kernel argument) or a row kernel
+ * with a CTA a row (its grid). What the plan states in terms of T (sizes,
+ * temps, grids) is written as formulas of T (docs/artifact.md), evaluated
+ * by the loader at each run. */
+#ifndef FG_SYMBOLIC_H
+#define FG_SYMBOLIC_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "ir.h"
+
+typedef struct fg_sym_lowering {
+  int n;               /* 0 (static graph) or 1 */
+  const char *name;    /* T */
+  int64_t placeholder; /* what the passes and the scheduler see for T */
+  int64_t min, max, div; /* what the graph declares about T */
+} fg_sym_lowering;
+
+/* The graph with its symbolic size bound to the placeholder (a copy in a new
+ * arena; g itself when it has no symbolic size; NULL after an error in d: more
+ * than one symbolic size, or one that is not the leading dim). */
+fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d);
+
+/* An extent at T's largest declared value (extent itself when it does not
+ * involve T): what 32- or 64-bit indexing is decided on. */
+int64_t fg_sym_at_max(const fg_sym_lowering *s, int64_t extent);
+/* Whether the extent involves T (is a nonzero multiple of the placeholder). */
+bool fg_sym_involves(const fg_sym_lowering *s, int64_t extent);
+/* The extent as a plan formula: "T", "T*4096" or "4096". */
+void fg_sym_formula(const fg_sym_lowering *s, int64_t extent, char *buf, int cap);
+
+/* After segmentation and scheduling: refuses (an error in d at the node) what
+ * the placeholder cannot stand for, so that it never reaches the code. */
+struct fg_plan;
+bool fg_sym_check(const struct fg_plan *p, fg_diag *d);
+
+#endif
