@@ -153,7 +153,9 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
                    fgb_thread_index(e, 0), "");
   ck->base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-  ck->valid = LLVMBuildICmp(e->b, LLVMIntSLT, ck->base, fgb_const(e, ck->kept), "");
+  /* over the symbolic size (opt/symbolic.h): the kept extent or the
+   * reduced one is T x the rest, a run-time value */
+  ck->valid = LLVMBuildICmp(e->b, LLVMIntSLT, ck->base, fgb_extent(e, ck->kept), "");
   ck->basec = LLVMBuildSelect(e->b, ck->valid, ck->base, fgb_const(e, 0), "");
   fgb_delinearize(e, ck->basec, ck->kept_sizes, ck->nkept, ck->kc);
   int nk = ck->nkept;
@@ -165,10 +167,12 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
     if (ck->lane_dim)
       ck->kc_lane[j][nk - 1] = ck->lanes[j];
   }
-  int64_t rs = ceil_div(R, S);
+  LLVMValueRef Rv = fgb_extent(e, R), rs = fgb_const(e, ceil_div(R, S));
+  if (fg_sym_involves(&e->p->sym, R))
+    rs = LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, Rv, fgb_const(e, S - 1), ""), fgb_const(e, S), "");
   ck->s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
-  ck->rstart = LLVMBuildMul(e->b, ck->s, fgb_const(e, rs), "");
-  ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, fgb_const(e, rs), ""), fgb_const(e, R));
+  ck->rstart = LLVMBuildMul(e->b, ck->s, rs, "");
+  ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
 }
 
 /* The thread's rows: in groups of rows_per_iter (all their loads issued

@@ -362,7 +362,7 @@ static void issue_group(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef ne
   fgk_chunks ch[MAX_ROWS];
   int mark = fgb_memo_mark(e);
   LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, next, fgb_const(e, k->outer / U), ""));
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, next, fgb_extent(e, k->outer / U), ""));
   group_loads(e, base, next, r0, valid, FGB_PIPE_ISSUE, buf, rc, ch);
   fgb_cp_async_commit(e->m);
   fgb_memo_release(e, mark);
@@ -571,7 +571,7 @@ static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef gr
   LLVMValueRef last =
       LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, pos, fgb_const(e, F - 1), ""),
                   LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, G), ""),
-                                fgb_const(e, k->outer / U), ""),
+                                fgb_extent(e, k->outer / U), ""),
                   "");
   LLVMBasicBlockRef m = fgb_begin_if(e, last); /* the same for every thread of the CTA */
   fgb_barrier(e->m);
@@ -666,7 +666,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
      * combiners' wait overlaps the group's remaining work. */
     LLVMBasicBlockRef m = fgb_begin_if(
         e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
-                         fgb_const(e, k->outer / U), ""));
+                         fgb_extent(e, k->outer / U), ""));
     column_partials(e, en, cacc);
     trace_point(e, 2);
     arrive(e, en->goal);
@@ -1044,7 +1044,8 @@ static bool rowcol_rows(fgb_emitter *e, rowcol_kernel *rk) {
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rk->rc, rk->cta, LLVMConstInt(i32, 0, 0), rk->r0, rk->valid);
   fgk_loop rows;
-  LLVMValueRef grp = fgk_loop_begin(e, &rows, rk->cta, fgb_const(e, k->outer / U), fgb_const(e, G));
+  LLVMValueRef grp =
+      fgk_loop_begin(e, &rows, rk->cta, fgb_extent(e, k->outer / U), fgb_const(e, G));
   LLVMValueRef iter =
       LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, rk->cta, ""), fgb_const(e, G), "");
   if (!emit_rows(e, &rk->rc, grp, iter, rk->r0, rk->valid, rk->cacc, rk->tacc, &rk->en))

@@ -368,6 +368,7 @@ typedef struct rowcol_ctx {
   int64_t pipe_max;    /* the pipeline's buffers in static shared memory */
   int64_t pipe_dyn;    /* ... in dynamic shared memory (knob ROWCOL_ROWS) */
   bool defer;          /* deferred row totals possible */
+  bool symbolic;       /* over the symbolic size (opt/symbolic.h): CTAs may have no rows */
   int64_t per_sm;      /* CTAs an SM */
   int64_t groups;      /* row groups */
   int64_t ctas;
@@ -459,7 +460,11 @@ static void choose_pipeline(rowcol_ctx *c) {
  * column reduction: the combiners' scratch (shared) grows with both. */
 static void widen_block(rowcol_ctx *c) {
   fg_kernel *k = c->k;
-  c->defer = deferrable(c->p, k, c->o, c->full_out);
+  /* Over the symbolic size, CTAs may have no rows at all (a small T):
+   * no deferred rows and no arrival from inside the last group, which
+   * such a CTA would never reach (opt/symbolic.h). */
+  c->symbolic = fg_sym_involves(&c->p->sym, k->dims[0]);
+  c->defer = !c->symbolic && deferrable(c->p, k, c->o, c->full_out);
   if (((k->pipeline && k->block * 2 <= 1024) ||
        (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
       !c->threads_given && k->chunks % 2 == 0) {
@@ -628,7 +633,7 @@ static void choose_combiners(rowcol_ctx *c) {
 static void choose_row_order(rowcol_ctx *c) {
   fg_kernel *k = c->k;
   k->defer_groups = c->defer ? defer_groups(k, c->ctas) : 0;
-  k->early_arrive = !k->defer_groups && early_arrival(c->p, k, c->o);
+  k->early_arrive = !k->defer_groups && !c->symbolic && early_arrival(c->p, k, c->o);
   k->pack_bf16 = pack_bf16(c->p, k, c->o);
 }
 
@@ -775,6 +780,19 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
     else
       snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%lld)/%lld", s->name,
                (long long)rest, k->vec - 1, k->vec, (long long)(per - 1), (long long)per);
+  } else if (k->kind == FG_KERNEL_COLUMN) {
+    /* T kept: threads own the outputs (ceil(ceil(kept / vec) / block)
+     * CTAs, as schedule_column); T reduced: the grid is static */
+    if (!k->mask[0]) {
+      int64_t kr = 1;
+      for (int i = 1; i < k->rank; i++)
+        if (!k->mask[i])
+          kr *= k->dims[i];
+      snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%d)/%d", s->name,
+               (long long)kr, k->vec - 1, k->vec, k->block - 1, k->block);
+    }
+  } else if (k->ncols || k->ntails) {
+    /* the row + column form: as many CTAs as are resident, whatever T */
   } else {
     int64_t rows = 1;
     for (int i = 1; i < k->rank; i++)
@@ -923,7 +941,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
       symbolic_grid(p, k);
-    else if (!grid_in_limits(p, k, d))
+    if (!k->grid_formula[0] && !grid_in_limits(p, k, d))
       return false;
     if (k->split > 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element

@@ -25,6 +25,31 @@ static bool collides(const fg_graph *g, int64_t q) {
   return false;
 }
 
+/* mean and var divide by the number of elements they reduce, which
+ * decompose writes as a literal: over T it would be the stand-in's. */
+static bool counts_static(const fg_graph *g, const char *name, fg_diag *d) {
+  for (const fg_node *n = g->first; n; n = n->next) {
+    fg_opcode c = n->op->code;
+    if (c != FG_OP_MEAN && c != FG_OP_VAR && c != FG_OP_VAR_MEAN)
+      continue;
+    const fg_type *t = &n->in[0]->type;
+    const fg_attr *a = fg_node_attr(n, "dims");
+    for (int k = 0; k < t->rank; k++) {
+      bool reduced = !a || a->kind == FG_ATTR_NONE;
+      for (int j = 0; a && a->kind == FG_ATTR_INTS && j < a->n; j++)
+        reduced |= a->ints[j] == k || a->ints[j] + t->rank == k;
+      if (reduced && t->dims[k].sym && strcmp(t->dims[k].sym, name) == 0) {
+        fg_error(d, n->loc,
+                 "'%s' over the symbolic size '%s' is not supported by the code generator yet "
+                 "(its count is a run-time value the code generator cannot take yet)",
+                 n->op->name, name);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   memset(out, 0, sizeof *out);
   const fg_value *first = NULL;
@@ -56,6 +81,8 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   }
   if (!first)
     return g;
+  if (!counts_static(g, out->name, d))
+    return NULL;
   out->n = 1;
   out->min = 1;
   out->max = INT32_MAX;
@@ -66,7 +93,8 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
       break;
     }
   if (!out->placeholder) {
-    fg_error(d, first->loc, "a static dim of graph '%s' is too large to compile it with symbolic size '%s'",
+    fg_error(d, first->loc,
+             "a static dim of graph '%s' is too large to compile it with symbolic size '%s'",
              g->name, out->name);
     return NULL;
   }
@@ -139,17 +167,12 @@ static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
     for (int i = 0; i < n->nout; i++) {
       if (!value_ok(s, n->out[i], n->loc, d))
         return false;
-      if (!in || carries(s, n->out[i]))
+      /* a reduction over T: its kernel decides (fg_sym_check) */
+      if (!in || carries(s, n->out[i]) || n->op->kind == FG_KIND_REDUCTION)
         continue;
-      if (n->op->kind == FG_KIND_REDUCTION)
-        fg_error(d, n->loc,
-                 "'%s' over the symbolic size '%s' is not supported by the code generator yet "
-                 "(reductions over static dims are)",
-                 n->op->name, s->name);
-      else
-        fg_error(d, n->loc,
-                 "'%s' along the symbolic size '%s' is not supported by the code generator yet",
-                 n->op->name, s->name);
+      fg_error(d, n->loc,
+               "'%s' along the symbolic size '%s' is not supported by the code generator yet",
+               n->op->name, s->name);
       return false;
     }
   }
@@ -166,13 +189,21 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     const fg_kernel *k = &p->kernels[i];
     if (k->rank == 0 || k->dims[0] != s->placeholder)
       continue;
+    /* Column kernels loop over T (reduced: a run-time bound of each
+     * slice) or own its outputs (kept: a run-time bound, and no partials,
+     * which are laid out by the kept extent); row kernels take a row a
+     * CTA; row + column kernels loop over T's rows (a run-time bound) and
+     * every CTA arrives after its loop, rows or none. */
     const char *what = NULL;
-    if (k->mask[0])
-      what = "a reduction over it";
-    else if (k->kind == FG_KERNEL_COLUMN)
-      what = "a column reduction";
-    else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails || k->split != 1))
-      what = "a row kernel whose CTAs share rows or combine partials";
+    if (k->mask[0] && k->kind != FG_KERNEL_COLUMN)
+      what = "a reduction over it and the dims after it";
+    else if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
+      what = "a column reduction split over CTAs";
+    else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails) &&
+             (k->early_arrive || k->defer_groups))
+      what = "a row + column kernel whose CTAs arrive from inside their last rows";
+    else if (k->kind == FG_KERNEL_ROW && k->split != 1)
+      what = "a row kernel whose CTAs share rows";
     if (what) {
       const fg_node *n = k->nreds ? k->reds[0] : NULL;
       fg_error(d, n ? n->loc : p->g->loc,

@@ -23,9 +23,9 @@
 #include "ir.h"
 
 typedef struct fg_sym_lowering {
-  int n;               /* 0 (static graph) or 1 */
-  const char *name;    /* T */
-  int64_t placeholder; /* what the passes and the scheduler see for T */
+  int n;                 /* 0 (static graph) or 1 */
+  const char *name;      /* T */
+  int64_t placeholder;   /* what the passes and the scheduler see for T */
   int64_t min, max, div; /* what the graph declares about T */
 } fg_sym_lowering;
 
