@@ -24,11 +24,14 @@ elif [ ! -x build-gpu/tools/fgrun ]; then
 fi
 FGRUN=${FGRUN:-build-gpu/tools/fgrun}
 
-# One check: fgrun ARTIFACT --graph G --check SRC [--misalign], logged;
+# One check: fgrun ARTIFACT --graph G --check SRC [FLAGS...], logged;
 # prints PASS/FAIL.
 check_one() {
-  local ptx=$1 src=$2 g=$3 flag=${4:-} seed=$RANDOM
-  local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g${flag//-/_}.log
+  local ptx=$1 src=$2 g=$3 seed=$RANDOM
+  shift 3
+  local flag="$*" tag="$*"
+  tag=${tag//[- =]/_}
+  local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g$tag.log
   if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" $flag >"$log" 2>&1; then
     echo "PASS $src $g $flag"
   else
@@ -51,13 +54,26 @@ check() {
       case $g in large_2g*|*_32k) [ "${FG_SLOW:-0}" = 1 ] || continue ;; esac
       # FG_CHECK_FILTER: a regular expression on "artifact graph" (default: all)
       echo "$ptx $g" | grep -Eq "${FG_CHECK_FILTER:-.}" || continue
+      # A graph with a symbolic size (plan v2 `sym` lines): one artifact
+      # checked at several sizes, odd ones and 1 among them.
+      # (Each size rounded up to the declared divisor and clamped to the range.)
+      sym=$(awk -v g="$g" '$2 == "graph" { on = ($3 == g) } on && $2 == "sym" { print $4, $6, $8, $10; exit }' "$ptx")
+      if [ -n "$sym" ]; then
+        read -r name lo hi div <<<"$sym"
+        for v in ${FG_SYM_SIZES:-1 2 37 1000 4097}; do
+          v=$(( (v + div - 1) / div * div )); [ "$v" -lt "$lo" ] && v=$(( (lo + div - 1) / div * div )); [ "$v" -gt "$hi" ] && v=$(( hi / div * div ))
+          echo "$ptx $src $g --dim $name=$v" >>"$jobs"
+          [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --dim $name=$v --misalign" >>"$jobs"
+        done
+        continue
+      fi
       echo "$ptx $src $g" >>"$jobs"
       # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
       # Not for bench/: its shapes are large, its kernels the same.
       case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
-  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2" "$3"' <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
   echo "check: $(grep -c '^PASS' "$LOG/check_summary.txt") passed, $(grep -c '^FAIL' "$LOG/check_summary.txt") failed"
 }
 
@@ -72,7 +88,7 @@ difftest() {
     echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx)" >>"$jobs"
     echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx) --misalign" >>"$jobs"
   done
-  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$0" "$1" "$2" "$3"' <"$jobs" | tee "$LOG/difftest_summary.txt" |
+  xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/difftest_summary.txt" |
     grep -v '^PASS' || true
   echo "difftest: $(grep -c '^PASS' "$LOG/difftest_summary.txt") passed, $(grep -c '^FAIL' "$LOG/difftest_summary.txt") failed" \
     "($(ls .gpu/difftest/*.ptx 2>/dev/null | wc -l) graphs, aligned and misaligned)"
@@ -109,6 +125,21 @@ examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate
 examples/qkv_rope.fg qkv_rope
 tests/graphs/chain60.fg chain60
 LIST
+}
+
+# Symbolic sizes against static shapes (bench/symbolic.fg): each workload
+# static, symbolic with facts and without, at the static graph's T.
+symbench() {
+  : >"$LOG/symbench.txt"
+  local ptx=.gpu/ptx/bench__symbolic.ptx
+  for w in rmsnorm bias_gelu rmsnorm_bwd bias_grad; do
+    for v in static facts nofacts; do
+      local dim=
+      [ "$v" = static ] || dim="--dim T=${FG_SYM_T:-16384}"
+      echo "== ${w}_$v" | tee -a "$LOG/symbench.txt"
+      "$FGRUN" "$ptx" --graph "${w}_$v" $dim --bench "${FG_BENCH_N:-100}" --seed 1 2>&1 | grep -E '^(bench|load|error)' | tee -a "$LOG/symbench.txt"
+    done
+  done
 }
 
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
@@ -188,6 +219,7 @@ case $what in
   difftest) difftest ;;
   bench) bench ;;
   repeat) repeat ;;
+  symbench) symbench ;;
   variants) variants ;;
   trace) trace ;;
   all) check; difftest; repeat; bench; loadtime ;;
