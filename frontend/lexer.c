@@ -117,7 +117,8 @@ static const char *skip_comment(fg_lexer *lx, const char *p) {
 }
 
 /* Number: -?[0-9]+ ( '.' [0-9]* )? ( [eE] [+-]? [0-9]+ )?  A number running
- * straight into letters ("12abc", "1e") is one bad token, not two. */
+ * straight into letters ("12abc", "1e") is one bad token, not two. Digits
+ * followed by ".." are an integer (the range "1..8"), not the float "1.". */
 static fg_token lex_number(fg_lexer *lx, const char *start) {
   const char *p = start, *e = lx->end;
   if (*p == '-')
@@ -125,7 +126,8 @@ static fg_token lex_number(fg_lexer *lx, const char *start) {
   while (p < e && is_digit(*p))
     p++;
   int is_float = 0;
-  if (p < e && *p == '.') {
+  int range = p + 1 < e && p[0] == '.' && p[1] == '.';
+  if (p < e && *p == '.' && !range) {
     is_float = 1;
     p++;
     while (p < e && is_digit(*p))
@@ -142,7 +144,7 @@ static fg_token lex_number(fg_lexer *lx, const char *start) {
       is_float = 1;
     }
   }
-  if (p < e && is_ident_char(*p)) {
+  if (p < e && is_ident_char(*p) && !range) {
     const char *q = p;
     while (q < e && is_ident_char(*q))
       q++;
@@ -303,6 +305,22 @@ fg_token fg_lex(fg_lexer *lx) {
     if (lx->nest > 0)
       lx->nest--;
     break;
+  case '<':
+    k = FG_TOK_LANGLE;
+    lx->nest++;
+    break;
+  case '>':
+    k = FG_TOK_RANGLE;
+    if (lx->nest > 0)
+      lx->nest--;
+    break;
+  case '%':
+    k = FG_TOK_PERCENT;
+    break;
+  case '.':
+    if (p + 1 < e && p[1] == '.')
+      return make(lx, FG_TOK_DOTDOT, s, s + 2);
+    return bad_char(lx, s);
   case '{':
     k = FG_TOK_LBRACE;
     break;

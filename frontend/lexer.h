@@ -1,7 +1,8 @@
 /* The .fg lexer: turns bytes into tokens on demand. It never reads past the
  * buffer's end (the text need not be NUL-terminated), reports every lexical
  * error itself (then returns FG_TOK_ERROR), and suppresses newlines inside
- * ( ) and [ ] so that the parser sees a statement end only where one is. */
+ * ( ), [ ] and < > so that the parser sees a statement end only where one
+ * is. */
 #ifndef FG_LEXER_H
 #define FG_LEXER_H
 #include <stddef.h>
@@ -27,6 +28,10 @@ typedef enum fg_tok_kind {
   FG_TOK_COMMA,
   FG_TOK_COLON,
   FG_TOK_EQUAL,
+  FG_TOK_LANGLE, /* '<' and '>': a graph's size clause */
+  FG_TOK_RANGLE,
+  FG_TOK_DOTDOT,  /* '..' of a size range */
+  FG_TOK_PERCENT, /* '%' of a size divisor */
 } fg_tok_kind;
 
 typedef struct fg_token {
@@ -42,7 +47,7 @@ typedef struct fg_lexer {
   const char *src, *end, *p;
   int line;
   const char *line_start;
-  int nest; /* depth of ( and [; newlines inside are not tokens */
+  int nest; /* depth of (, [ and <; newlines inside are not tokens */
   fg_diag *d;
 } fg_lexer;
 

@@ -30,6 +30,7 @@ typedef struct parser {
   fg_module *m;
   fg_graph *g;      /* graph being built */
   fg_symtab names;  /* value names of g */
+  fg_symtab sizes;  /* sizes g's size clause declares (size_decl) */
   fg_symtab graphs; /* graph names of the file */
   fg_arena scratch; /* per-graph temporaries (attribute values, name copies) */
   int depth;
@@ -173,6 +174,101 @@ static char *tok_str(parser *ps, const fg_token *t) {
   ((int)((t)->len > QUOTE_MAX ? QUOTE_MAX : (t)->len)), (t)->text,                                 \
       ((t)->len > QUOTE_MAX ? "..." : "")
 
+/* ---- the size clause: graph g<T: 1..64 %8, B>(...) ---- */
+
+/* A size the clause declares; `used` once a parameter's dim names it. */
+typedef struct size_decl {
+  fg_token name;
+  bool used;
+} size_decl;
+
+/* The INT token of a size fact: `what` names it in the error. */
+static int fact_int(parser *ps, const char *what, fg_token *out) {
+  if (ps->tok.kind != FG_TOK_INT)
+    return expected(ps, what);
+  *out = ps->tok;
+  next(ps);
+  return 1;
+}
+
+/* After ':': [LO '..' HI] ['%' D], at least one of the two. */
+static int parse_size_facts(parser *ps, const fg_token *name, int64_t *min, int64_t *max,
+                            int64_t *div) {
+  if (ps->tok.kind != FG_TOK_INT && ps->tok.kind != FG_TOK_PERCENT)
+    return expected(ps, "a range LO..HI or a divisor %D after ':'");
+  fg_token lo = {0}, hi = {0}, d = {0};
+  if (ps->tok.kind == FG_TOK_INT) {
+    if (!fact_int(ps, "an integer", &lo) ||
+        !expect(ps, FG_TOK_DOTDOT, "'..' after the range's lower bound") ||
+        !fact_int(ps, "an integer upper bound", &hi))
+      return 0;
+    if (lo.i < 0 || hi.i < 0) {
+      const fg_token *neg = lo.i < 0 ? &lo : &hi;
+      return fail(ps, neg->loc, "size bound %" PRId64 " is negative", neg->i);
+    }
+    if (hi.i > FG_SYM_MAX_BOUND)
+      return fail(ps, hi.loc, "size bound %" PRId64 " is too large (at most 2^62 = %" PRId64 ")",
+                  hi.i, FG_SYM_MAX_BOUND);
+    if (lo.i > hi.i)
+      return fail(ps, lo.loc, "empty range %" PRId64 "..%" PRId64 " for size '%.*s%s'", lo.i, hi.i,
+                  QNAME(name));
+    *min = lo.i;
+    *max = hi.i;
+  }
+  if (accept(ps, FG_TOK_PERCENT)) {
+    if (!fact_int(ps, "an integer divisor after '%'", &d))
+      return 0;
+    if (d.i < 1)
+      return fail(ps, d.loc, "divisor %" PRId64 " of size '%.*s%s' is not at least 1", d.i,
+                  QNAME(name));
+    if (!fg_range_has_multiple(*min, *max, d.i))
+      return fail(ps, d.loc,
+                  "the range %" PRId64 "..%" PRId64
+                  " of size '%.*s%s' holds no multiple of %" PRId64,
+                  *min, *max, QNAME(name), d.i);
+    *div = d.i;
+  }
+  return 1;
+}
+
+/* '<' size (',' size)* '>' with size := NAME [':' facts]. Declares the
+ * sizes in g's table, in clause order, before the parameters use them. */
+static int parse_sizes(parser *ps) {
+  next(ps); /* '<' */
+  for (;;) {
+    if (!expect_name(ps, "a size name"))
+      return 0;
+    fg_token name = ps->tok;
+    if (fg_symtab_get(&ps->sizes, name.text, name.len))
+      return fail(ps, name.loc, "size '%.*s%s' is declared twice", QNAME(&name));
+    next(ps);
+    int64_t min = FG_SYM_DEFAULT_MIN, max = FG_SYM_DEFAULT_MAX, div = 1;
+    if (accept(ps, FG_TOK_COLON) && !parse_size_facts(ps, &name, &min, &max, &div))
+      return 0;
+    size_decl *sd = fg_arena_alloc(&ps->scratch, sizeof *sd);
+    sd->name = name;
+    if (!fg_symtab_put(&ps->sizes, name.text, name.len, sd))
+      return fail(ps, name.loc, "out of memory");
+    fg_graph_add_sym(ps->g, tok_str(ps, &name), min, max, div, name.loc);
+    if (accept(ps, FG_TOK_RANGLE))
+      return !ps->failed;
+    if (!expect(ps, FG_TOK_COMMA, "':', ',' or '>'"))
+      return 0;
+  }
+}
+
+/* Every declared size is used by a parameter. */
+static int check_sizes_used(parser *ps) {
+  for (int i = 0; i < ps->g->nsyms; i++) {
+    const fg_sym *s = &ps->g->syms[i];
+    size_decl *sd = fg_symtab_get(&ps->sizes, s->name, strlen(s->name));
+    if (sd && !sd->used)
+      return fail(ps, sd->name.loc, "size '%.*s%s' is declared but no parameter uses it",
+                  QNAME(&sd->name));
+  }
+  return 1;
+}
+
 /* ---- types ---- */
 
 static int parse_dtype(parser *ps, fg_dtype *dt) {
@@ -208,6 +304,9 @@ static int parse_dims(parser *ps, fg_type *t) {
     } else if (ps->tok.kind == FG_TOK_IDENT && !is_keyword(&ps->tok)) {
       dm->size = -1;
       dm->sym = fg_arena_strndup(&ps->g->arena, ps->tok.text, ps->tok.len);
+      size_decl *sd = fg_symtab_get(&ps->sizes, ps->tok.text, ps->tok.len);
+      if (sd)
+        sd->used = true;
     } else {
       return expected(ps, "a dimension size or name");
     }
@@ -770,7 +869,10 @@ static int parse_graph(parser *ps) {
   ps->g = fg_graph_new(tok_str(ps, &name));
   ps->g->loc = name.loc;
   fg_symtab_clear(&ps->names);
+  fg_symtab_clear(&ps->sizes);
   next(ps);
+  if (ps->tok.kind == FG_TOK_LANGLE && !parse_sizes(ps))
+    return 0;
   if (!expect(ps, FG_TOK_LPAREN, "'('"))
     return 0;
   while (ps->tok.kind != FG_TOK_RPAREN) {
@@ -780,6 +882,8 @@ static int parse_graph(parser *ps) {
       return 0;
   }
   next(ps);
+  if (!check_sizes_used(ps))
+    return 0;
   if (!parse_body(ps))
     return 0;
   if (!fg_verify_graph(ps->g, ps->d))
@@ -799,6 +903,7 @@ fg_module *fg_parse(const char *path, const char *src, size_t len, fg_diag *d) {
   ps.d = d;
   fg_lexer_init(&ps.lx, src, len, d);
   fg_symtab_init(&ps.names);
+  fg_symtab_init(&ps.sizes);
   fg_symtab_init(&ps.graphs);
   fg_arena_init(&ps.scratch);
   ps.m = fg_module_new(path);
@@ -826,6 +931,7 @@ fg_module *fg_parse(const char *path, const char *src, size_t len, fg_diag *d) {
   if (ps.g)
     fg_graph_free(ps.g);
   fg_symtab_free(&ps.names);
+  fg_symtab_free(&ps.sizes);
   fg_symtab_free(&ps.graphs);
   fg_arena_free(&ps.scratch);
   if (ps.failed) {

@@ -26,10 +26,10 @@ static uint64_t hash(const char *s, size_t n) {
 
 /* Linear probing; cap is a power of two and the table is at most half full,
  * so a probe always ends at an empty slot. */
-static fg_sym *find(const fg_symtab *t, const char *key, size_t len) {
+static fg_symtab_slot *find(const fg_symtab *t, const char *key, size_t len) {
   size_t mask = t->cap - 1, i = (size_t)hash(key, len) & mask;
   for (;;) {
-    fg_sym *s = &t->slots[i];
+    fg_symtab_slot *s = &t->slots[i];
     if (!s->key || (s->len == len && memcmp(s->key, key, len) == 0))
       return s;
     i = (i + 1) & mask;
@@ -39,13 +39,13 @@ static fg_sym *find(const fg_symtab *t, const char *key, size_t len) {
 void *fg_symtab_get(const fg_symtab *t, const char *key, size_t len) {
   if (!t->cap)
     return NULL;
-  fg_sym *s = find(t, key, len);
+  fg_symtab_slot *s = find(t, key, len);
   return s->key ? s->val : NULL;
 }
 
 static bool grow(fg_symtab *t) {
   size_t cap = t->cap ? t->cap * 2 : 64;
-  fg_sym *old = t->slots;
+  fg_symtab_slot *old = t->slots;
   size_t old_cap = t->cap;
   t->slots = calloc(cap, sizeof *t->slots);
   if (!t->slots) {
@@ -63,7 +63,7 @@ static bool grow(fg_symtab *t) {
 bool fg_symtab_put(fg_symtab *t, const char *key, size_t len, void *val) {
   if ((t->count + 1) * 2 > t->cap && !grow(t))
     return false;
-  fg_sym *s = find(t, key, len);
+  fg_symtab_slot *s = find(t, key, len);
   if (!s->key) {
     s->key = key;
     s->len = len;

@@ -6,14 +6,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct fg_sym {
+typedef struct fg_symtab_slot {
   const char *key;
   size_t len;
   void *val;
-} fg_sym;
+} fg_symtab_slot;
 
 typedef struct fg_symtab {
-  fg_sym *slots;
+  fg_symtab_slot *slots;
   size_t cap, count;
 } fg_symtab;
 

@@ -12,8 +12,19 @@ static fg_attr copy_attr(fg_graph *g, fg_attr a) {
   return a;
 }
 
+/* A dim's name in the copy: the copy's interned name (the table entry's). */
 static const char *copy_sym(fg_graph *g, const char *s) {
-  return s ? fg_arena_strdup(&g->arena, s) : NULL;
+  if (!s)
+    return NULL;
+  const fg_sym *e = fg_graph_sym(g, s);
+  return e ? e->name : fg_arena_strdup(&g->arena, s);
+}
+
+static bool is_bound(const char *name, int nb, const char *const *names) {
+  for (int b = 0; b < nb; b++)
+    if (strcmp(name, names[b]) == 0)
+      return true;
+  return false;
 }
 
 static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, const int64_t *values,
@@ -26,6 +37,13 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
     return NULL;
   }
   bool ok = true;
+  /* the size table first (its order kept): the facts of every size that
+   * is not bound here; fg_add_param interns the parameters' dims in it */
+  for (int i = 0; i < src->nsyms; i++) {
+    const fg_sym *s = &src->syms[i];
+    if (!is_bound(s->name, nb, names))
+      fg_graph_add_sym(g, s->name, s->min, s->max, s->div, s->loc);
+  }
   for (int i = 0; i < src->nparams; i++) {
     const fg_value *p = src->params[i];
     fg_type t = p->type;
@@ -37,7 +55,6 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
           t.dims[k].sym = NULL;
           t.dims[k].size = values[b];
         }
-      t.dims[k].sym = copy_sym(g, t.dims[k].sym);
     }
     fg_value *np = fg_add_param(g, p->name, t, p->loc);
     np->weak = p->weak;
@@ -90,10 +107,17 @@ fg_graph *fg_graph_clone(const fg_graph *g) { return copy(g, 0, NULL, NULL, NULL
 
 fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
                               const int64_t *values, fg_diag *d) {
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    const fg_sym *s = fg_graph_sym(g, names[i]);
+    char msg[512];
+    if (s && !fg_sym_admits(s, values[i], d->path, msg, sizeof msg)) {
+      fg_error(d, (fg_loc){0, 0}, "%s", msg);
+      return NULL;
+    }
     if (values[i] < 0) {
       fg_error(d, g->loc, "symbolic dimension %s bound to negative size", names[i]);
       return NULL;
     }
+  }
   return copy(g, n, names, values, d);
 }

@@ -35,8 +35,11 @@ fg_dtype fg_reduce_acc_dtype(fg_dtype in);
 fg_dtype fg_reduce_partial_dtype(const fg_node *n);
 
 /* A copy of g in a new arena with each symbolic dim named in names[] bound to
- * values[], types re-inferred. NULL with an error in d when a binding
- * contradicts a shape. */
+ * values[], types re-inferred; the size table keeps the facts of the sizes
+ * not bound (names g does not have are ignored). NULL with an error in d
+ * when a value breaks its size's facts (fg_sym_admits: the range, the
+ * divisor; d->path names the declaring file) or a binding contradicts a
+ * shape. */
 fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
                               const int64_t *values, fg_diag *d);
 /* Python slicing of one dim: negative bounds count from the end, then both
@@ -44,7 +47,7 @@ fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names
 void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
                      int64_t *out_len);
 
-/* A copy of g in a new arena. */
+/* A copy of g in a new arena (the size table included). */
 fg_graph *fg_graph_clone(const fg_graph *g);
 
 #endif

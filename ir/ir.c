@@ -70,7 +70,104 @@ fg_value *fg_value_new(fg_graph *g, const char *name, fg_type t) {
   return v;
 }
 
+/* ---- symbolic sizes ---- */
+
+static size_t hash_name(const char *s) {
+  size_t h = 5381;
+  while (*s)
+    h = h * 33 + (unsigned char)*s++;
+  return h;
+}
+
+/* The slot of `name` in g's hash index: the one holding it, or the empty
+ * one where it would go. The index is at most half full. */
+static int *sym_slot(const fg_graph *g, const char *name) {
+  size_t mask = (size_t)g->sym_slots_cap - 1;
+  for (size_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
+    int *slot = &g->sym_slots[i];
+    if (*slot == 0 || strcmp(g->syms[*slot - 1].name, name) == 0)
+      return slot;
+  }
+}
+
+const fg_sym *fg_graph_sym(const fg_graph *g, const char *name) {
+  if (!g->sym_slots_cap || !name)
+    return NULL;
+  int k = *sym_slot(g, name);
+  return k ? &g->syms[k - 1] : NULL;
+}
+
+/* Room for one more entry: the array doubles (at a power of two) and the
+ * index is rebuilt at twice the table's capacity, all in the arena. */
+static void sym_reserve(fg_graph *g) {
+  int n = g->nsyms;
+  if (n == 0 || (n >= 4 && (n & (n - 1)) == 0)) {
+    int cap = n ? 2 * n : 4;
+    fg_sym *arr = fg_arena_alloc(&g->arena, (size_t)cap * sizeof *arr);
+    if (n)
+      memcpy(arr, g->syms, (size_t)n * sizeof *arr);
+    g->syms = arr;
+    g->sym_slots_cap = 2 * cap;
+    g->sym_slots = fg_arena_alloc(&g->arena, (size_t)g->sym_slots_cap * sizeof *g->sym_slots);
+    for (int i = 0; i < n; i++)
+      *sym_slot(g, g->syms[i].name) = i + 1;
+  }
+}
+
+const fg_sym *fg_graph_add_sym(fg_graph *g, const char *name, int64_t min, int64_t max, int64_t div,
+                               fg_loc loc) {
+  if (fg_graph_sym(g, name))
+    return NULL;
+  sym_reserve(g);
+  fg_sym *s = &g->syms[g->nsyms];
+  s->name = fg_arena_strdup(&g->arena, name);
+  s->min = min;
+  s->max = max;
+  s->div = div;
+  s->loc = loc;
+  *sym_slot(g, s->name) = ++g->nsyms;
+  return s;
+}
+
+bool fg_range_has_multiple(int64_t min, int64_t max, int64_t div) {
+  int64_t r = min % div;
+  return (r ? div - r : 0) <= max - min; /* the distance to the next multiple */
+}
+
+bool fg_sym_is_default(const fg_sym *s) {
+  return s->min == FG_SYM_DEFAULT_MIN && s->max == FG_SYM_DEFAULT_MAX && s->div == 1;
+}
+
+bool fg_sym_admits(const fg_sym *s, int64_t value, const char *path, char *msg, size_t cap) {
+  char where[256];
+  if (s->loc.line > 0)
+    snprintf(where, sizeof where, "declared at %s:%d:%d", path ? path : "<input>", s->loc.line,
+             s->loc.col);
+  else
+    snprintf(where, sizeof where, "the default: the graph declares nothing about %s", s->name);
+  if (value < s->min || value > s->max) {
+    snprintf(msg, cap, "size %s = %" PRId64 " is outside %" PRId64 "..%" PRId64 " (%s)", s->name,
+             value, s->min, s->max, where);
+    return false;
+  }
+  if (s->div > 1 && value % s->div != 0) {
+    snprintf(msg, cap, "size %s = %" PRId64 " is not a multiple of %" PRId64 " (%s)", s->name,
+             value, s->div, where);
+    return false;
+  }
+  return true;
+}
+
 fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc) {
+  for (int k = 0; k < t.rank; k++) {
+    if (!t.dims[k].sym)
+      continue;
+    const fg_sym *s = fg_graph_sym(g, t.dims[k].sym);
+    if (!s)
+      s = fg_graph_add_sym(g, t.dims[k].sym, FG_SYM_DEFAULT_MIN, FG_SYM_DEFAULT_MAX, 1,
+                           (fg_loc){0, 0});
+    t.dims[k].sym = s->name;
+  }
   fg_value *v = fg_value_new(g, name, t);
   v->param_index = g->nparams;
   v->weak = t.scalar;

@@ -35,6 +35,24 @@ typedef struct fg_dim {
   const char *sym;
 } fg_dim;
 
+/* What the graph declares about a symbolic size (docs/format.md §3.2):
+ * min..max, a multiple of div. Undeclared sizes: 1..2^31-1, div 1. */
+typedef struct fg_sym {
+  /* Interned in the graph's arena: the parameters' fg_dim.sym of this size
+   * are this very pointer (fg_add_param interns them; the verifier checks
+   * it), and so are the dims inference derives from them. Other code may
+   * still compare names with strcmp (fg_dim_eq does). */
+  const char *name;
+  int64_t min, max, div;
+  fg_loc loc; /* the declaration; line 0: not declared */
+} fg_sym;
+
+/* The facts of a size the graph does not declare, and the largest bound a
+ * declaration may write. */
+#define FG_SYM_DEFAULT_MIN ((int64_t)1)
+#define FG_SYM_DEFAULT_MAX ((int64_t)2147483647)
+#define FG_SYM_MAX_BOUND ((int64_t)1 << 62)
+
 typedef struct fg_type {
   fg_dtype dtype;
   bool scalar; /* a by-value scalar parameter or literal (no brackets) */
@@ -104,6 +122,16 @@ struct fg_graph {
   /* Set by the bookend pass (opt/bookend.c): view ops at the fusion's
    * edges leave the kernels. */
   bool bookend;
+  /* Every symbolic size that occurs in the parameters' dims, declared or
+   * not: first the declared ones in the order of the graph's size clause
+   * (`graph g<T: 1..64>(...)`), then the undeclared ones in the order of
+   * their first occurrence in the parameters. Filled by fg_graph_add_sym
+   * (declarations) and fg_add_param (every symbolic dim); the array moves
+   * when it grows. */
+  int nsyms;
+  fg_sym *syms;
+  int sym_slots_cap; /* private: fg_graph_sym's hash index (index + 1, 0 empty) */
+  int *sym_slots;
 };
 
 typedef struct fg_module {
@@ -121,7 +149,28 @@ void fg_module_add(fg_module *m, fg_graph *g);
 fg_graph *fg_module_find(const fg_module *m, const char *name);
 
 fg_value *fg_value_new(fg_graph *g, const char *name, fg_type t);
+/* A parameter. Each symbolic dim of t is interned in g's size table (an
+ * entry with the default facts is added for a name not there yet), so the
+ * parameter's fg_dim.sym point to the table's names. */
 fg_value *fg_add_param(fg_graph *g, const char *name, fg_type t, fg_loc loc);
+
+/* ---- symbolic sizes ---- */
+/* g's entry for the size `name`; NULL when the graph has no such size. */
+const fg_sym *fg_graph_sym(const fg_graph *g, const char *name);
+/* Adds the size `name` to g's table with these facts (loc: the declaration,
+ * line 0 when not declared) and returns the entry (valid until the next
+ * addition); NULL when g has that name already. Facts are not checked
+ * here: the parser checks declarations, the verifier the table. */
+const fg_sym *fg_graph_add_sym(fg_graph *g, const char *name, int64_t min, int64_t max, int64_t div,
+                               fg_loc loc);
+/* Whether min..max (0 <= min <= max) holds a multiple of div (>= 1). */
+bool fg_range_has_multiple(int64_t min, int64_t max, int64_t div);
+/* True when the facts are the defaults (FG_SYM_DEFAULT_MIN..MAX, div 1). */
+bool fg_sym_is_default(const fg_sym *s);
+/* Whether `value` satisfies s's facts. When not, writes the reason into
+ * msg, e.g. "size T = 100 is not a multiple of 8 (declared at
+ * model.fg:3:14)" (path: the file that declares it). */
+bool fg_sym_admits(const fg_sym *s, int64_t value, const char *path, char *msg, size_t cap);
 /* A node with its operands and unset results (nout values created, typed by
  * inference later). Attributes start absent. Inserted before g->insert_point
  * (appended when that is NULL), as literals are too. */

@@ -1,8 +1,9 @@
 /* The canonical .fg printer. Every node that is not an unnamed literal
  * becomes its own statement; values without a usable name get fresh names
  * (t0, t1, ...) that collide with nothing in the graph; unnamed literals are
- * written inline at their uses. The output parses back to the same graph and
- * prints to the same bytes. */
+ * written inline at their uses; the size clause lists what the graph
+ * declares about its symbolic sizes. The output parses back to the same graph
+ * and prints to the same bytes. */
 #include "print.h"
 
 #include <inttypes.h>
@@ -269,10 +270,35 @@ static void print_node(FILE *f, const namer *nm, const fg_node *n) {
   fputs(")\n", f);
 }
 
+/* The size clause: every size that was declared or whose facts are not
+ * the defaults, in table order, each with its facts that are not the
+ * defaults ("T", "T: 1..64", "T: %8", "T: 1..64 %8"); nothing when there
+ * is no such size. */
+static void print_sizes(FILE *f, const fg_graph *g) {
+  int n = 0;
+  for (int i = 0; i < g->nsyms; i++) {
+    const fg_sym *s = &g->syms[i];
+    if (s->loc.line <= 0 && fg_sym_is_default(s))
+      continue;
+    fprintf(f, "%s%s", n++ ? ", " : "<", s->name);
+    bool range = s->min != FG_SYM_DEFAULT_MIN || s->max != FG_SYM_DEFAULT_MAX;
+    if (range || s->div != 1)
+      fputs(":", f);
+    if (range)
+      fprintf(f, " %" PRId64 "..%" PRId64, s->min, s->max);
+    if (s->div != 1)
+      fprintf(f, " %%%" PRId64, s->div);
+  }
+  if (n)
+    fputc('>', f);
+}
+
 void fg_print_graph(FILE *f, const fg_graph *g) {
   namer nm;
   namer_init(&nm, g);
-  fprintf(f, "graph %s(", g->name);
+  fprintf(f, "graph %s", g->name);
+  print_sizes(f, g);
+  fputc('(', f);
   for (int i = 0; i < g->nparams; i++) {
     fprintf(f, "%s%s: ", i ? ", " : "", nm.name[g->params[i]->id]);
     print_type(f, &g->params[i]->type);

@@ -5,14 +5,58 @@
 
 #include "infer.h"
 
+/* The size table: an entry (its interned name) for every symbolic dim of
+ * a parameter, each entry used by one, consistent facts. */
+static bool verify_syms(const fg_graph *g, fg_diag *d) {
+  bool *used = calloc((size_t)(g->nsyms > 0 ? g->nsyms : 1), 1);
+  if (!used)
+    return false;
+  bool ok = true;
+  for (int i = 0; ok && i < g->nparams; i++) {
+    const fg_value *p = g->params[i];
+    for (int k = 0; ok && k < p->type.rank; k++) {
+      const char *name = p->type.dims[k].sym;
+      if (!name)
+        continue;
+      const fg_sym *s = fg_graph_sym(g, name);
+      if (!s || s->name != name) {
+        fg_internal_error(d, p->loc, "size %s of parameter %d is %s the graph's size table", name,
+                          i, s ? "not interned in" : "missing from");
+        ok = false;
+      } else {
+        used[s - g->syms] = true;
+      }
+    }
+  }
+  for (int i = 0; ok && i < g->nsyms; i++) {
+    const fg_sym *s = &g->syms[i];
+    const char *why = !s->name                        ? "has no name"
+                      : fg_graph_sym(g, s->name) != s ? "is listed twice"
+                      : !used[i]                      ? "is used by no parameter"
+                      : s->min < 0 || s->min > s->max ? "has an empty or negative range"
+                      : s->max > FG_SYM_MAX_BOUND     ? "has a range past 2^62"
+                      : s->div < 1                    ? "has a divisor below 1"
+                      : !fg_range_has_multiple(s->min, s->max, s->div)
+                          ? "has a range that holds no multiple of its divisor"
+                          : NULL;
+    if (why) {
+      fg_internal_error(d, s->loc, "size %s of the graph's size table %s", s->name ? s->name : "?",
+                        why);
+      ok = false;
+    }
+  }
+  free(used);
+  return ok;
+}
+
 bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
   fg_graph *g = (fg_graph *)cg; /* inference rewrites types with equal ones */
   int nv = g->next_value_id;
   bool *defined = calloc((size_t)(nv > 0 ? nv : 1), 1);
   if (!defined)
     return false;
-  bool ok = true;
-  for (int i = 0; i < g->nparams; i++) {
+  bool ok = verify_syms(g, d);
+  for (int i = 0; ok && i < g->nparams; i++) {
     fg_value *p = g->params[i];
     if (p->param_index != i || p->def) {
       fg_internal_error(d, p->loc, "parameter %d is malformed", i);

@@ -242,7 +242,8 @@ static int load_model(const char *path, const char *graph, model *md) {
 
 /* ---- inputs ---- */
 
-/* Symbolic dim bindings: from --dim, then from input shapes. */
+/* Symbolic dim bindings: from --dim, then from input shapes; each is checked
+ * against its size's declared facts when it is made. */
 typedef struct bindings {
   int n;
   const char *names[MAX_DIMS];
@@ -258,9 +259,10 @@ static int64_t *find_binding(bindings *b, const char *name) {
 
 static const char *param_name(const fg_value *p) { return p->name ? p->name : "?"; }
 
-/* Checks an input tensor against parameter p's type, binding symbolic dims. */
-static int check_input(const fg_value *p, int idx, const char *path, const fg_tensor *t,
-                       bindings *b) {
+/* Checks an input tensor against parameter p of g (declared in `model`),
+ * binding symbolic dims: a size bound here must satisfy its facts. */
+static int check_input(const fg_graph *g, const char *model, const fg_value *p, int idx,
+                       const char *path, const fg_tensor *t, bindings *b) {
   char want[256];
   fg_type_str(&p->type, want, sizeof want);
   if (t->dtype != p->type.dtype) {
@@ -292,6 +294,13 @@ static int check_input(const fg_value *p, int idx, const char *path, const fg_te
               idx, path, param_name(p), t->sizes[d], d, pd.sym, *bound);
       return FG_EXIT_INPUT;
     }
+    const fg_sym *s = fg_graph_sym(g, pd.sym);
+    char why[512];
+    if (!bound && s && !fg_sym_admits(s, t->sizes[d], model, why, sizeof why)) {
+      fprintf(stderr, "fgrun: error: input %d (%s) for parameter '%s', dim %d: %s\n", idx, path,
+              param_name(p), d, why);
+      return FG_EXIT_INPUT;
+    }
     if (!bound) {
       if (b->n == MAX_DIMS) {
         fprintf(stderr, "fgrun: error: too many symbolic dims\n");
@@ -321,7 +330,7 @@ static int read_inputs(const opts *o, const fg_graph *g, fg_tensor *in, bindings
       rc = FG_EXIT_INPUT;
       break;
     }
-    rc = check_input(prm, count, p, &in[count], b);
+    rc = check_input(g, o->model, prm, count, p, &in[count], b);
     if (rc)
       break;
   }
@@ -373,6 +382,12 @@ static int prepare_inputs(const opts *o, const model *md, fg_tensor **inputs, fg
     return FG_EXIT_INPUT;
   bindings b = {0};
   for (int i = 0; i < o->ndims; i++) {
+    const fg_sym *s = fg_graph_sym(g, o->dim_names[i]);
+    char why[512];
+    if (s && !fg_sym_admits(s, o->dim_values[i], o->model, why, sizeof why)) {
+      fprintf(stderr, "fgrun: error: %s\n", why);
+      return FG_EXIT_INPUT;
+    }
     b.names[b.n] = o->dim_names[i];
     b.values[b.n++] = o->dim_values[i];
   }
