@@ -75,7 +75,12 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     U = 8;
   /* Chunk u of CTA b covers vectors (b*U + u)*T + tid: block-strided, so
    * each chunk is one coalesced sweep of the CTA. */
-  bool exact = n % ((int64_t)k->block * U * e->vec) == 0 && !fg_sym_involves(&e->p->sym, n);
+  /* Over the symbolic size, n = T x rest with T a multiple of its divisor:
+   * every chunk is in range when div x rest is a multiple of a CTA's span. */
+  const fg_sym_lowering *sym = &e->p->sym;
+  int64_t span = (int64_t)k->block * U * e->vec;
+  bool exact =
+      fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % span == 0 : n % span == 0;
   LLVMValueRef nv = fgb_extent(e, n); /* the bound: T x the rest over a symbolic size */
   LLVMValueRef cta =
       LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");

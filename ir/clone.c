@@ -121,3 +121,9 @@ fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names
   }
   return copy(g, n, names, values, d);
 }
+
+fg_graph *fg_graph_bind_stand_in(const fg_graph *g, const char *name, int64_t value, fg_diag *d) {
+  const char *names[1] = {name};
+  int64_t values[1] = {value};
+  return copy(g, 1, names, values, d);
+}

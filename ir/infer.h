@@ -42,6 +42,9 @@ fg_dtype fg_reduce_partial_dtype(const fg_node *n);
  * shape. */
 fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names,
                               const int64_t *values, fg_diag *d);
+/* The same for one size bound to a value its facts need not admit: the code
+ * generator's stand-in for a symbolic size (opt/symbolic.h), never run. */
+fg_graph *fg_graph_bind_stand_in(const fg_graph *g, const char *name, int64_t value, fg_diag *d);
 /* Python slicing of one dim: negative bounds count from the end, then both
  * are clamped to [0, size]; the start and the length (0 when empty). */
 void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,

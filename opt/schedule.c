@@ -90,6 +90,8 @@ static int pick_vec(const fg_plan *p, const fg_kernel *k, int64_t inner, const f
   if (o && o->no_vectorize)
     return 1;
   int v = 16 / max_elem_size(p, k);
+  if (fg_sym_involves(&p->sym, inner)) /* T's declared divisor stands for it */
+    inner = inner / p->sym.placeholder * p->sym.div;
   while (v > 1 && (inner <= 0 || inner % v))
     v /= 2;
   return v;
@@ -777,6 +779,9 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
     else if (rest % k->vec == 0)
       snprintf(k->grid_formula, sizeof k->grid_formula, "(%s*%lld+%lld)/%lld", s->name,
                (long long)(rest / k->vec), (long long)(per - 1), (long long)per);
+    else if (s->div * rest % k->vec == 0) /* T x rest / vec is whole: T's divisor */
+      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s*%lld/%d+%lld)/%lld", s->name,
+               (long long)rest, k->vec, (long long)(per - 1), (long long)per);
     else
       snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%lld)/%lld", s->name,
                (long long)rest, k->vec - 1, k->vec, (long long)(per - 1), (long long)per);

@@ -84,9 +84,10 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   if (!counts_static(g, out->name, d))
     return NULL;
   out->n = 1;
-  out->min = 1;
-  out->max = INT32_MAX;
-  out->div = 1;
+  const fg_sym *f = fg_graph_sym(g, out->name);
+  out->min = f ? f->min : FG_SYM_DEFAULT_MIN;
+  out->max = f ? f->max : FG_SYM_DEFAULT_MAX;
+  out->div = f ? f->div : 1;
   for (size_t i = 0; i < sizeof PLACEHOLDERS / sizeof *PLACEHOLDERS; i++)
     if (!collides(g, PLACEHOLDERS[i])) {
       out->placeholder = PLACEHOLDERS[i];
@@ -98,9 +99,7 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
              g->name, out->name);
     return NULL;
   }
-  const char *names[1] = {out->name};
-  int64_t values[1] = {out->placeholder};
-  return fg_graph_specialize(g, 1, names, values, d);
+  return fg_graph_bind_stand_in(g, out->name, out->placeholder, d);
 }
 
 bool fg_sym_involves(const fg_sym_lowering *s, int64_t extent) {
