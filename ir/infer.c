@@ -318,23 +318,69 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
 
 /* ---- views ---- */
 
-static bool static_input(const fg_node *n, fg_diag *d) {
-  if (fg_type_is_static(&n->in[0]->type))
-    return true;
-  fg_error(d, n->loc, "'%s' of a tensor with symbolic dims is not supported", n->op->name);
-  return false;
+/* A reshape of a tensor with one symbolic dim: the shape's -1 stands for
+ * exactly that size (the static dims of the shape hold the input's static
+ * elements): [T,4,64] -> [-1,256] is [T,256]. */
+static bool infer_reshape_symbolic(fg_node *n, const fg_attr *s, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const char *sym = NULL;
+  int64_t fixed = 1, known = 1;
+  int infer_at = -1;
+  for (int i = 0; i < in->rank; i++) {
+    if (!in->dims[i].sym) {
+      fixed *= in->dims[i].size;
+      continue;
+    }
+    if (sym) {
+      fg_error(d, n->loc, "'reshape' of a tensor with two symbolic dims is not supported");
+      return false;
+    }
+    sym = in->dims[i].sym;
+  }
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] == -1 && infer_at >= 0) {
+      fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
+      return false;
+    } else if (s->ints[i] == -1)
+      infer_at = i;
+    else if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    } else if (s->ints[i] != 0 && known > INT64_MAX / s->ints[i]) {
+      fg_error(d, attr_loc(n, "shape"), "shape is too large");
+      return false;
+    } else
+      known *= s->ints[i];
+  }
+  if (infer_at < 0 || known != fixed) {
+    fg_error(d, attr_loc(n, "shape"),
+             "a reshape of a tensor with symbolic dim %s needs one -1 that stands for %s (the "
+             "other sizes of the shape holding the input's %" PRId64 " static elements)",
+             sym, sym, fixed);
+    return false;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = s->n;
+  for (int i = 0; i < s->n; i++)
+    t.dims[i].size = s->ints[i];
+  t.dims[infer_at].size = -1;
+  t.dims[infer_at].sym = sym;
+  n->out[0]->type = t;
+  return true;
 }
 
 static bool infer_reshape(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *s = ints_attr(n, "shape");
-  if (!static_input(n, d))
-    return false;
   if (s->n > FG_MAX_RANK) {
     fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
              FG_MAX_RANK);
     return false;
   }
+  if (!fg_type_is_static(in))
+    return infer_reshape_symbolic(n, s, d);
   int64_t numel = fg_type_numel(in), known = 1;
   int infer_at = -1;
   for (int i = 0; i < s->n; i++) {
