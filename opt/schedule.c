@@ -696,6 +696,9 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->red = r;
   k->inner = inner;
   k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  int64_t cv;
+  if (knob(o, FG_KNOB_COL_VEC, &cv) && cv < k->vec)
+    k->vec = (int)cv;
   int64_t threads = ceil_div(kept, k->vec);
   k->block = COL_THREADS;
   if (threads < k->block)
