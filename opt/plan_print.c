@@ -209,7 +209,7 @@ void fg_plan_print(FILE *f, const fg_plan *p) {
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries) {
   const fg_graph *g = p->g;
   char b[64];
-  fprintf(f, "// graph %s params %d results %d temps %d kernels %d\n", g->name, g->nparams,
+  fprintf(f, "// graph %s params %d results %d temps %d kernels %d syms 0\n", g->name, g->nparams,
           g->nresults, p->ntemps, p->nkernels);
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
