@@ -379,7 +379,7 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     goto done;
   }
   if (emit == FGC_EMIT_PTX) {
-    fprintf(out, "// fusec-plan 1\n// target %s\n", o->arch ? o->arch : "sm_90");
+    fprintf(out, "// fusec-plan 2\n// target %s\n", o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)
       if (plans[gi])
         fg_plan_write_artifact(out, plans[gi], vec_entries[gi]);
