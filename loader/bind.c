@@ -128,31 +128,43 @@ fgl_status fgl_check_facts(const plan_graph *pg, const int64_t *vals, fgl_error 
   return FGL_OK;
 }
 
-/* Evaluates a shape (sizes from `sym` where given) and checks its extent. */
+/* "parameter 1 ('x')", "result 0": what a message names (made only then). */
+static const char *who_of(const plan_graph *pg, int param, int result, char *b, size_t n) {
+  if (param >= 0)
+    snprintf(b, n, "parameter %d ('%s')", param, pg->params[param].name);
+  else
+    snprintf(b, n, "result %d", result);
+  return b;
+}
+
+/* Evaluates parameter `param`'s or result `result`'s shape (sizes from
+ * `sym` where given) and checks its extent. */
 static fgl_status eval_shape(const plan_graph *pg, const int64_t *vals, const plan_shape *sh,
-                             const int *sym, fgl_dtype dt, const char *who, fgl_dims *out,
+                             const int *sym, fgl_dtype dt, int param, int result, fgl_dims *out,
                              fgl_error *err) {
-  char what[200];
+  char who[300], what[320];
   plan_eval_status st;
   for (int d = 0; d < sh->rank; d++) {
     if (sym && sym[d] >= 0) {
       out->sizes[d] = vals[sym[d]];
     } else if ((st = plan_eval(pg, &sh->sizes[d], vals, &out->sizes[d])) != PLAN_EVAL_OK) {
-      snprintf(what, sizeof what, "%s dim %d", who, d);
+      snprintf(what, sizeof what, "%s dim %d", who_of(pg, param, result, who, sizeof who), d);
       return eval_fail(err, pg, vals, &sh->sizes[d], st, what);
     }
     if ((st = plan_eval(pg, &sh->strides[d], vals, &out->strides[d])) != PLAN_EVAL_OK) {
-      snprintf(what, sizeof what, "%s stride %d", who, d);
+      snprintf(what, sizeof what, "%s stride %d", who_of(pg, param, result, who, sizeof who), d);
       return eval_fail(err, pg, vals, &sh->strides[d], st, what);
     }
   }
   int64_t maxoff;
+  /* (maxoff + 1) * size stays far inside int64: maxoff <= INT64_MAX / 16 */
   if (!plan_shape_extent(out->sizes, out->strides, sh->rank, &out->numel, &maxoff) ||
-      maxoff + 1 > INT64_MAX / 16 / fgl_dtype_size(dt)) {
+      (maxoff + 1) * fgl_dtype_size(dt) > INT64_MAX / 16) {
     char shape[300], f[400];
     fgl_fmt_dims(shape, sizeof shape, dt, sh->rank, out->sizes, out->strides);
-    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s': %s: %s is too large%s", pg->name, who,
-                    shape, for_syms(pg, vals, f, sizeof f));
+    return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s': %s: %s is too large%s", pg->name,
+                    who_of(pg, param, result, who, sizeof who), shape,
+                    for_syms(pg, vals, f, sizeof f));
   }
   return FGL_OK;
 }
@@ -160,22 +172,19 @@ static fgl_status eval_shape(const plan_graph *pg, const int64_t *vals, const pl
 fgl_status fgl_eval_param(const plan_graph *pg, const int64_t *vals, int i, fgl_dims *out,
                           fgl_error *err) {
   const plan_param *p = &pg->params[i];
-  char who[300];
   if (p->is_scalar) {
     memset(out, 0, sizeof *out);
     out->numel = 1;
     return FGL_OK;
   }
-  snprintf(who, sizeof who, "parameter %d ('%s')", i, p->name);
-  return eval_shape(pg, vals, &p->shape, p->sym, p->dtype, who, out, err);
+  return eval_shape(pg, vals, &p->shape, p->sym, p->dtype, i, -1, out, err);
 }
 
 fgl_status fgl_eval_result(const plan_graph *pg, const int64_t *vals, int j, fgl_dims *out,
                            int64_t *offset, fgl_error *err) {
   const plan_result *r = &pg->results[j];
   char who[32], f[400];
-  snprintf(who, sizeof who, "result %d", j);
-  fgl_status st = eval_shape(pg, vals, &r->shape, NULL, r->dtype, who, out, err);
+  fgl_status st = eval_shape(pg, vals, &r->shape, NULL, r->dtype, -1, j, out, err);
   if (st != FGL_OK)
     return st;
   *offset = 0;

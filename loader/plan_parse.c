@@ -502,19 +502,18 @@ static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 bool plan_shape_extent(const int64_t *sizes, const int64_t *strides, int rank, int64_t *numel,
                        int64_t *maxoff) {
-  int64_t n = 1, m = 0;
+  const int64_t lim = INT64_MAX / 16;
+  int64_t n = 1, m = 0, p;
   for (int i = 0; i < rank; i++) {
     if (sizes[i] == 0) {
       n = 0;
       continue;
     }
-    if (n > 0 && sizes[i] > INT64_MAX / 16 / n)
+    if (n > 0 && (__builtin_mul_overflow(n, sizes[i], &n) || n > lim))
       return false;
-    if (n > 0)
-      n *= sizes[i];
-    if (strides[i] > 0 && sizes[i] - 1 > (INT64_MAX / 16 - m) / strides[i])
+    if (strides[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &p) ||
+                           __builtin_add_overflow(m, p, &m) || m > lim))
       return false;
-    m += (sizes[i] - 1) * strides[i];
   }
   *numel = n;
   *maxoff = n == 0 ? -1 : m;
