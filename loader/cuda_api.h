@@ -83,6 +83,9 @@ typedef struct fgl_cuda_api {
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);  /* _v2 */
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);                 /* _v2 */
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  /* stream-ordered allocation (symbolic temps); NULL before CUDA 11.2 */
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream); /* _v2 */
   CUresult (*cuStreamSynchronize)(CUstream);

@@ -14,8 +14,15 @@
  * - Thread safety: loading modules is thread-safe; one graph instance
  *   (fgl_graph) must be used by one thread at a time, distinct instances of
  *   the same module may run concurrently.
- * - fgl_run allocates nothing and never synchronizes: a run can be captured
- *   into a CUDA graph and replayed.
+ * - fgl_run never synchronizes. It allocates nothing, except that it grows
+ *   a temp whose size depends on the graph's syms (stream-ordered, on the
+ *   run's stream) when the bound sizes need more than the instance holds:
+ *   call fgl_graph_reserve with the largest sizes first, and a run can be
+ *   captured into a CUDA graph and replayed.
+ * - Symbolic sizes (plan version 2): a graph's sizes may be formulas of
+ *   named syms, bound at each run from the sizes of the tensors passed
+ *   (docs/artifact.md, docs/loader.md). Where a size, stride or offset
+ *   below depends on syms, the info structures hold -1 there.
  */
 #ifndef FGLOAD_H
 #define FGLOAD_H
@@ -30,7 +37,7 @@ extern "C" {
 #pragma GCC visibility push(default) /* the library is built with hidden visibility */
 #endif
 
-#define FGL_ABI_VERSION 2 /* bumped on any change to this header's ABI */
+#define FGL_ABI_VERSION 3 /* bumped on any change to this header's ABI */
 #define FGL_MAX_RANK 8
 
 typedef enum fgl_status {
@@ -134,21 +141,36 @@ fgl_status fgl_module_graph_info(const fgl_module *m, const char *name, fgl_grap
                                  fgl_error *err);
 
 typedef struct fgl_temp_info {
-  size_t bytes;
+  size_t bytes; /* 0 when symbolic */
   size_t align; /* required alignment of the storage */
   int zero;     /* 1: must be zero before the first run (the loader zeroes it) */
+  int symbolic; /* 1: the byte count depends on the graph's syms (fgl_graph_create
+                 * allocates it lazily; fgl_run and fgl_graph_reserve grow it) */
 } fgl_temp_info;
 fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int index,
                                 fgl_temp_info *out, fgl_error *err);
 
-/* Create a runnable instance of a graph, allocating its temps (zeroed where
- * the plan says so). */
+/* Create a runnable instance of a graph, allocating its constant-size temps
+ * (zeroed where the plan says so; symbolic ones are allocated by the first
+ * run or fgl_graph_reserve that binds their size). */
 fgl_status fgl_graph_create(fgl_module *m, const char *name, fgl_graph **out, fgl_error *err);
 /* Same, with temp storage supplied by the caller: temps[i] for temp i, of at
  * least fgl_temp_info.bytes at fgl_temp_info.align; the caller keeps
- * ownership. Temps marked zero are zeroed here (synchronously). */
+ * ownership. Temps marked zero are zeroed here (synchronously). For a
+ * symbolic temp pass 0: the loader allocates and grows it as for
+ * fgl_graph_create (a non-zero pointer is refused: its size is unknown). */
 fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps,
                                        int n_temps, fgl_graph **out, fgl_error *err);
+/* Same, with the bytes usable at each temps[i] (at least fgl_temp_info.bytes
+ * for a constant temp; any amount for a symbolic one). A run whose bound
+ * sizes need more than a caller's symbolic temp holds is refused
+ * (FGL_ERR_MISMATCH, naming the temp and the bytes needed): the loader never
+ * allocates storage for a temp the caller supplied. bytes[i] 0 with
+ * temps[i] 0 for a symbolic temp: the loader owns it. Zero temps are zeroed
+ * here over bytes[i] (synchronously). */
+fgl_status fgl_graph_create_with_temp_sizes(fgl_module *m, const char *name,
+                                            const fgl_devptr *temps, const size_t *bytes,
+                                            int n_temps, fgl_graph **out, fgl_error *err);
 fgl_status fgl_graph_free(fgl_graph *g, fgl_error *err);
 
 fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error *err);
@@ -156,25 +178,37 @@ fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error
 typedef struct fgl_param_info {
   const char *name;
   fgl_dtype dtype;
-  int is_scalar; /* passed by value (fgl_arg_scalar) */
-  int rank;      /* 0 for scalars */
-  int64_t sizes[FGL_MAX_RANK];
-  int64_t strides[FGL_MAX_RANK]; /* in elements */
+  int is_scalar;                 /* passed by value (fgl_arg_scalar) */
+  int rank;                      /* 0 for scalars */
+  int64_t sizes[FGL_MAX_RANK];   /* -1 where the size is a sym */
+  int64_t strides[FGL_MAX_RANK]; /* in elements; -1 where a formula of syms */
+  int sym[FGL_MAX_RANK];         /* dim d's size is sym sym[d] (fgl_graph_sym), or -1 */
 } fgl_param_info;
 
 typedef struct fgl_result_info {
   fgl_dtype dtype;
   int rank;
-  int64_t sizes[FGL_MAX_RANK];
-  int64_t strides[FGL_MAX_RANK];
-  int is_view;       /* 1: returned as a view, the caller supplies no storage */
+  int64_t sizes[FGL_MAX_RANK];   /* -1 where a formula of syms */
+  int64_t strides[FGL_MAX_RANK]; /* -1 where a formula of syms */
+  int is_view;                   /* 1: returned as a view, the caller supplies no storage */
   int base_is_param; /* views: base is parameter base_index (1) or result base_index (0) */
   int base_index;
-  int64_t offset; /* views: in elements from the base's address */
+  int64_t offset;        /* views: in elements from the base's address; -1 where symbolic */
+  int sym[FGL_MAX_RANK]; /* dim d's size is exactly sym sym[d], or -1 */
+  int symbolic;          /* 1: some size, stride or the offset depends on syms */
 } fgl_result_info;
 
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err);
 fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out, fgl_error *err);
+
+/* The graph's syms: named sizes bound at each run (plan version 2). A
+ * bound value v must satisfy min <= v <= max and v % div == 0. */
+typedef struct fgl_sym_info {
+  const char *name; /* valid while the module lives */
+  int64_t min, max, div;
+} fgl_sym_info;
+fgl_status fgl_graph_num_syms(const fgl_graph *g, int *out, fgl_error *err);
+fgl_status fgl_graph_sym(const fgl_graph *g, int index, fgl_sym_info *out, fgl_error *err);
 
 /* ---- Running ---------------------------------------------------------------- */
 
@@ -230,15 +264,38 @@ static inline fgl_arg fgl_arg_int(fgl_dtype dtype, int64_t v) {
   return a;
 }
 
+/* A parameter's or a result's concrete shape for these inputs: binds the
+ * syms from the tensor inputs' sizes (as fgl_run does; only their dtype,
+ * rank and sizes are read, pointers may be 0) and fills *out with every
+ * size, stride and offset evaluated (sym[] and symbolic as in
+ * fgl_graph_param / fgl_graph_result). What a caller allocates outputs
+ * with. FGL_ERR_MISMATCH when the inputs do not bind (fgl_run's message). */
+fgl_status fgl_graph_param_shape(const fgl_graph *g, const fgl_arg *inputs, int n_inputs,
+                                 int param_index, fgl_param_info *out, fgl_error *err);
+fgl_status fgl_graph_result_shape(const fgl_graph *g, const fgl_arg *inputs, int n_inputs,
+                                  int result_index, fgl_result_info *out, fgl_error *err);
+
+/* Binds the syms from the inputs (as fgl_graph_result_shape) and grows the
+ * instance's symbolic temps to what these sizes need, stream-ordered on
+ * `stream` (never shrinks them, never synchronizes). Reserve the largest
+ * sizes before capturing runs into a CUDA graph: a captured run then
+ * allocates nothing. A no-op for a graph without symbolic temps. */
+fgl_status fgl_graph_reserve(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_stream stream,
+                             fgl_error *err);
+
 /* Run graph g on stream. inputs[i] is parameter i. outputs[j] is result j:
  * for `written` results the caller fills ptr/dtype/rank/sizes/strides of its
  * storage, which must match the plan; for view results the loader fills
  * outputs[j] (a view of the caller's storage, nothing is launched for it).
  * Checked before anything is launched: counts, dtypes, ranks, sizes, strides
  * (ignored where a size is 1 or the tensor is empty), non-NULL pointers
- * aligned to the element size. On a mismatch: FGL_ERR_MISMATCH with a message
- * naming the argument, and nothing launched. Allocates nothing, never
- * synchronizes; only one thread may run a given instance at a time. */
+ * aligned to the element size; with syms, first the binding (every dim of a
+ * sym gives the same size, inside the sym's min..max, a multiple of its
+ * div) and every formula evaluated without overflow. On a mismatch:
+ * FGL_ERR_MISMATCH with a message naming the argument, and nothing
+ * launched. Never synchronizes; allocates nothing but the growth of a
+ * symbolic temp (see fgl_graph_reserve); only one thread may run a given
+ * instance at a time. */
 fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs,
                    int n_outputs, fgl_stream stream, fgl_error *err);
 

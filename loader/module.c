@@ -99,9 +99,12 @@ static void module_destroy(fgl_module *m) {
       free(m->funcs[i]);
     if (m->vec_funcs)
       free(m->vec_funcs[i]);
+    if (m->resident_fit)
+      free(m->resident_fit[i]);
   }
   free(m->funcs);
   free(m->vec_funcs);
+  free(m->resident_fit);
   free(m->resolved);
   pthread_mutex_destroy(&m->resolve_lock);
   plan_free(&m->plan);
@@ -111,9 +114,10 @@ static void module_destroy(fgl_module *m) {
 /* A kernel whose CTAs wait for one another (the row + column form's
  * combiners) runs only if all of them are resident at once: otherwise it
  * would hang, so it is refused (an artifact compiled for more SMs than
- * this GPU has). */
+ * this GPU has). A symbolic grid is checked at each run against the count
+ * kept in *fit. */
 static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfunction f,
-                                 fgl_error *err) {
+                                 long long *fit_out, fgl_error *err) {
   const fgl_cuda_api *cu = m->cu;
   const plan_kernel *pk = &g->kernels[k];
   int sms = 0, per_sm = 0;
@@ -124,21 +128,30 @@ static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfu
   if ((r = cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, pk->smem)))
     return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   long long fit = (long long)per_sm * sms;
+  /* a symbolic grid: the shape of one cluster stands for it */
+  unsigned grid[3] = {(unsigned)pk->cluster, 1, 1};
+  if (!pk->grid_symbolic)
+    for (int d = 0; d < 3; d++)
+      grid[d] = (unsigned)pk->grid[d].value;
   if (pk->cluster > 1 && cu->cuOccupancyMaxActiveClusters) {
-    CUlaunchConfig cfg = {pk->grid[0],  pk->grid[1], pk->grid[2], pk->block[0], pk->block[1],
-                          pk->block[2], pk->smem,    NULL,        NULL,         0};
+    CUlaunchConfig cfg = {grid[0],      grid[1],  grid[2], pk->block[0], pk->block[1],
+                          pk->block[2], pk->smem, NULL,    NULL,         0};
     int clusters = 0;
     if ((r = cu->cuOccupancyMaxActiveClusters(&clusters, f, &cfg)))
       return fgl_cuda_fail(m, err, r, "cuOccupancyMaxActiveClusters");
     if ((long long)clusters * pk->cluster < fit)
       fit = (long long)clusters * pk->cluster;
   }
-  if (fit < (long long)pk->grid[0] * pk->grid[1] * pk->grid[2])
+  if (pk->grid_symbolic) {
+    *fit_out = fit > 0 ? fit : -1; /* -1: none fits */
+    return FGL_OK;
+  }
+  if (fit < (long long)grid[0] * grid[1] * grid[2])
     return fgl_fail(err, FGL_ERR_UNSUPPORTED,
                     "graph '%s' kernel %d: its %u CTAs wait for one another, so all must be "
                     "resident at once, but this "
                     "GPU holds %lld (%d SMs x %d%s); recompile for this GPU",
-                    g->name, k, pk->grid[0] * pk->grid[1] * pk->grid[2], fit, sms, per_sm,
+                    g->name, k, grid[0] * grid[1] * grid[2], fit, sms, per_sm,
                     pk->cluster > 1 ? ", in clusters" : "");
   return FGL_OK;
 }
@@ -188,7 +201,8 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
           goto out;
         }
       }
-      if (pk->resident && (st = check_resident(m, g, k, *slot, err)) != FGL_OK)
+      if (pk->resident &&
+          (st = check_resident(m, g, k, *slot, &m->resident_fit[gi][k], err)) != FGL_OK)
         goto out;
     }
   }
@@ -323,7 +337,8 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
   }
   m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
   m->vec_funcs = calloc((size_t)pl.n_graphs, sizeof *m->vec_funcs);
-  if (!m->funcs || !m->vec_funcs) {
+  m->resident_fit = calloc((size_t)pl.n_graphs, sizeof *m->resident_fit);
+  if (!m->funcs || !m->vec_funcs || !m->resident_fit) {
     st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
     goto fail;
   }
@@ -336,7 +351,8 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
     const plan_graph *g = &pl.graphs[gi];
     m->funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->funcs);
     m->vec_funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->vec_funcs);
-    if (!m->funcs[gi] || !m->vec_funcs[gi]) {
+    m->resident_fit[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->resident_fit);
+    if (!m->funcs[gi] || !m->vec_funcs[gi] || !m->resident_fit[gi]) {
       st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
       goto fail;
     }
@@ -502,9 +518,11 @@ fgl_status fgl_module_temp_info(const fgl_module *m, const char *graph, int inde
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
                     "temp index %d out of range (graph '%s' has %d temps)", index, g->name,
                     g->n_temps);
-  out->bytes = (size_t)g->temps[index].bytes;
-  out->align = (size_t)g->temps[index].align;
-  out->zero = g->temps[index].zero;
+  const plan_temp *tp = &g->temps[index];
+  out->symbolic = !plan_expr_const(&tp->bytes);
+  out->bytes = out->symbolic ? 0 : (size_t)tp->bytes.value;
+  out->align = (size_t)tp->align;
+  out->zero = tp->zero;
   return FGL_OK;
 }
 
@@ -515,6 +533,41 @@ fgl_status fgl_graph_get_info(const fgl_graph *g, fgl_graph_info *out, fgl_error
   return FGL_OK;
 }
 
+/* What the plan says of a shape: constants, -1 where a formula has syms. */
+static void plan_dims(const plan_shape *sh, int64_t *sizes, int64_t *strides) {
+  for (int d = 0; d < sh->rank; d++) {
+    sizes[d] = plan_expr_const(&sh->sizes[d]) ? sh->sizes[d].value : -1;
+    strides[d] = plan_expr_const(&sh->strides[d]) ? sh->strides[d].value : -1;
+  }
+}
+
+static void fill_param(const plan_graph *pg, int index, fgl_param_info *out) {
+  const plan_param *p = &pg->params[index];
+  memset(out, 0, sizeof *out);
+  out->name = p->name;
+  out->dtype = p->dtype;
+  out->is_scalar = p->is_scalar;
+  out->rank = p->shape.rank;
+  plan_dims(&p->shape, out->sizes, out->strides);
+  for (int d = 0; d < FGL_MAX_RANK; d++)
+    out->sym[d] = d < p->shape.rank ? p->sym[d] : -1;
+}
+
+static void fill_result(const plan_graph *pg, int index, fgl_result_info *out) {
+  const plan_result *r = &pg->results[index];
+  memset(out, 0, sizeof *out);
+  out->dtype = r->dtype;
+  out->rank = r->shape.rank;
+  plan_dims(&r->shape, out->sizes, out->strides);
+  out->is_view = r->is_view;
+  out->base_is_param = r->is_view && r->base.kind == 'p';
+  out->base_index = r->is_view ? r->base.index : -1;
+  out->offset = !r->is_view ? 0 : plan_expr_const(&r->offset) ? r->offset.value : -1;
+  for (int d = 0; d < FGL_MAX_RANK; d++)
+    out->sym[d] = d < r->shape.rank ? plan_expr_sym(pg, &r->shape.sizes[d]) : -1;
+  out->symbolic = r->symbolic;
+}
+
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err) {
   if (!g || !out)
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_param: NULL argument");
@@ -522,14 +575,7 @@ fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, f
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
                     "param index %d out of range (graph '%s' has %d params)", index, g->pg->name,
                     g->pg->n_params);
-  const plan_param *p = &g->pg->params[index];
-  memset(out, 0, sizeof *out);
-  out->name = p->name;
-  out->dtype = p->dtype;
-  out->is_scalar = p->is_scalar;
-  out->rank = p->rank;
-  memcpy(out->sizes, p->sizes, sizeof out->sizes);
-  memcpy(out->strides, p->strides, sizeof out->strides);
+  fill_param(g->pg, index, out);
   return FGL_OK;
 }
 
@@ -540,16 +586,77 @@ fgl_status fgl_graph_result(const fgl_graph *g, int index, fgl_result_info *out,
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
                     "result index %d out of range (graph '%s' has %d results)", index, g->pg->name,
                     g->pg->n_results);
-  const plan_result *r = &g->pg->results[index];
-  memset(out, 0, sizeof *out);
-  out->dtype = r->dtype;
-  out->rank = r->rank;
-  memcpy(out->sizes, r->sizes, sizeof out->sizes);
-  memcpy(out->strides, r->strides, sizeof out->strides);
-  out->is_view = r->is_view;
-  out->base_is_param = r->is_view && r->base.kind == 'p';
-  out->base_index = r->is_view ? r->base.index : -1;
-  out->offset = r->offset;
+  fill_result(g->pg, index, out);
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_num_syms(const fgl_graph *g, int *out, fgl_error *err) {
+  if (!g || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_num_syms: NULL argument");
+  *out = g->pg->n_syms;
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_sym(const fgl_graph *g, int index, fgl_sym_info *out, fgl_error *err) {
+  if (!g || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_sym: NULL argument");
+  if (index < 0 || index >= g->pg->n_syms)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "sym index %d out of range (graph '%s' has %d syms)", index, g->pg->name,
+                    g->pg->n_syms);
+  const plan_sym *y = &g->pg->syms[index];
+  out->name = y->name;
+  out->min = y->min;
+  out->max = y->max;
+  out->div = y->div;
+  return FGL_OK;
+}
+
+/* The syms bound from inputs (with their facts checked) into vals. */
+static fgl_status bind_for_query(const plan_graph *pg, const fgl_arg *inputs, int n_inputs,
+                                 int64_t *vals, fgl_error *err) {
+  fgl_status st = fgl_bind(pg, inputs, n_inputs, vals, err);
+  if (st != FGL_OK)
+    return st;
+  return fgl_check_facts(pg, vals, err);
+}
+
+fgl_status fgl_graph_param_shape(const fgl_graph *g, const fgl_arg *inputs, int n_inputs,
+                                 int param_index, fgl_param_info *out, fgl_error *err) {
+  fgl_status st = fgl_graph_param(g, param_index, out, err);
+  if (st != FGL_OK)
+    return st;
+  int64_t vals[PLAN_MAX_SYMS + 1];
+  fgl_dims d;
+  if ((st = bind_for_query(g->pg, inputs, n_inputs, vals, err)) != FGL_OK ||
+      (st = fgl_eval_param(g->pg, vals, param_index, &d, err)) != FGL_OK)
+    return st;
+  memcpy(out->sizes, d.sizes, sizeof out->sizes);
+  memcpy(out->strides, d.strides, sizeof out->strides);
+  return FGL_OK;
+}
+
+fgl_status fgl_graph_result_shape(const fgl_graph *g, const fgl_arg *inputs, int n_inputs,
+                                  int result_index, fgl_result_info *out, fgl_error *err) {
+  fgl_status st = fgl_graph_result(g, result_index, out, err);
+  if (st != FGL_OK)
+    return st;
+  const plan_graph *pg = g->pg;
+  int64_t vals[PLAN_MAX_SYMS + 1], off, boff;
+  fgl_dims d, b;
+  if ((st = bind_for_query(pg, inputs, n_inputs, vals, err)) != FGL_OK ||
+      (st = fgl_eval_result(pg, vals, result_index, &d, &off, err)) != FGL_OK)
+    return st;
+  const plan_result *r = &pg->results[result_index];
+  if (r->is_view && r->check_at_run) {
+    st = r->base.kind == 'p' ? fgl_eval_param(pg, vals, r->base.index, &b, err)
+                             : fgl_eval_result(pg, vals, r->base.index, &b, &boff, err);
+    if (st != FGL_OK || (st = fgl_check_view(pg, vals, result_index, &d, off, &b, err)) != FGL_OK)
+      return st;
+  }
+  memcpy(out->sizes, d.sizes, sizeof out->sizes);
+  memcpy(out->strides, d.strides, sizeof out->strides);
+  out->offset = off;
   return FGL_OK;
 }
 
@@ -561,6 +668,8 @@ static void graph_destroy(fgl_graph *g) {
   if (g->temp_alloc) {
     int pushed = 0;
     if (fgl_ctx_enter(g->m, &pushed, NULL) == FGL_OK) {
+      /* cuMemFree also frees what cuMemAllocAsync gave (the caller has
+       * synchronized the instance's streams, as before any free) */
       for (int i = 0; i < g->pg->n_temps; i++)
         if (g->temp_alloc[i])
           g->m->cu->cuMemFree(g->temp_alloc[i]);
@@ -568,29 +677,97 @@ static void graph_destroy(fgl_graph *g) {
     }
   }
   free(g->temp_alloc);
+  free(g->temp_async);
+  free(g->temp_mine);
+  free(g->temp_cap);
+  free(g->temp_need);
   free(g->slot_p);
   free(g->slot_r);
   free(g->slot_t);
+  free(g->slot_z);
+  free(g->pdims);
+  free(g->rdims);
+  free(g->roffset);
+  free(g->bound);
   free(g->launches);
   free(g->param_ptrs);
   free(g->vec_ptr_store);
   free(g);
 }
 
-static unsigned long long *slot_of(fgl_graph *g, plan_ref a) {
+static void *slot_of(fgl_graph *g, plan_ref a) {
   switch (a.kind) {
   case 'p':
   case 's':
     return &g->slot_p[a.index];
   case 'r':
     return &g->slot_r[a.index];
+  case 'z':
+    return &g->slot_z[a.index];
   default:
     return &g->slot_t[a.index];
   }
 }
 
-static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temps, int n_temps,
-                         int supplied, fgl_graph **out, fgl_error *err) {
+/* The caller's temps (supplied), checked: constant temps at least their
+ * plan size (bytes[i] when given), symbolic ones 0 (the loader's) or with
+ * their capacity in bytes[i]. */
+static fgl_status check_supplied(const plan_graph *pg, const char *name, const fgl_devptr *temps,
+                                 const size_t *bytes, int n_temps, fgl_error *err) {
+  if (n_temps != pg->n_temps || (n_temps > 0 && !temps))
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph '%s' needs %d temps, got %d", name,
+                    pg->n_temps, n_temps);
+  for (int i = 0; i < n_temps; i++) {
+    const plan_temp *tp = &pg->temps[i];
+    if (!plan_expr_const(&tp->bytes)) {
+      if (temps[i] && !bytes)
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                        "temp %d of graph '%s': its size depends on the graph's syms: pass 0 (the "
+                        "loader allocates it) or give its capacity with "
+                        "fgl_graph_create_with_temp_sizes",
+                        i, name);
+      if (!temps[i] && bytes && bytes[i])
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                        "temp %d of graph '%s': NULL pointer for %zu bytes", i, name, bytes[i]);
+    } else {
+      if (tp->bytes.value > 0 && !temps[i])
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': NULL pointer", i,
+                        name);
+      if (bytes && bytes[i] < (size_t)tp->bytes.value)
+        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                        "temp %d of graph '%s': %zu bytes supplied, it needs %lld", i, name,
+                        bytes[i], (long long)tp->bytes.value);
+    }
+    if (temps[i] % (unsigned long long)tp->align)
+      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                      "temp %d of graph '%s': pointer 0x%llx is not aligned to %lld bytes", i, name,
+                      temps[i], (long long)tp->align);
+  }
+  return FGL_OK;
+}
+
+/* Every constant formula evaluated once, for the instance's lifetime. */
+static fgl_status eval_constants(fgl_graph *g, fgl_error *err) {
+  const plan_graph *pg = g->pg;
+  fgl_status st = FGL_OK;
+  for (int i = 0; st == FGL_OK && i < pg->n_params; i++)
+    if (!pg->params[i].shape.symbolic)
+      st = fgl_eval_param(pg, NULL, i, &g->pdims[i], err);
+  for (int j = 0; st == FGL_OK && j < pg->n_results; j++)
+    if (!pg->results[j].symbolic)
+      st = fgl_eval_result(pg, NULL, j, &g->rdims[j], &g->roffset[j], err);
+  for (int t = 0; t < pg->n_temps; t++)
+    g->temp_need[t] = plan_expr_const(&pg->temps[t].bytes) ? pg->temps[t].bytes.value : 0;
+  for (int k = 0; k < pg->n_kernels; k++)
+    for (int d = 0; d < 3; d++)
+      g->launches[k].grid[d] =
+          pg->kernels[k].grid_symbolic ? 0 : (unsigned)pg->kernels[k].grid[d].value;
+  return st;
+}
+
+static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temps,
+                         const size_t *bytes, int n_temps, int supplied, fgl_graph **out,
+                         fgl_error *err) {
   if (!out)
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_create: out is NULL");
   *out = NULL;
@@ -599,39 +776,40 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
   if (!pg)
     return st;
   int gi = (int)(pg - m->plan.graphs);
-  if (supplied) {
-    if (n_temps != pg->n_temps || (n_temps > 0 && !temps))
-      return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "graph '%s' needs %d temps, got %d", name,
-                      pg->n_temps, n_temps);
-    for (int i = 0; i < n_temps; i++) {
-      if (pg->temps[i].bytes > 0 && !temps[i])
-        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "temp %d of graph '%s': NULL pointer", i,
-                        name);
-      if (temps[i] % (unsigned long long)pg->temps[i].align)
-        return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
-                        "temp %d of graph '%s': pointer 0x%llx is not aligned to %lld bytes", i,
-                        name, temps[i], (long long)pg->temps[i].align);
-    }
-  }
+  if (supplied && (st = check_supplied(pg, name, temps, bytes, n_temps, err)) != FGL_OK)
+    return st;
   fgl_graph *g = calloc(1, sizeof *g);
   if (!g)
     return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
   g->m = m;
   g->pg = pg;
+  g->gi = gi;
   int total_args = 0, total_vec = 0;
   for (int k = 0; k < pg->n_kernels; k++) {
     total_args += pg->kernels[k].n_args;
     total_vec += pg->kernels[k].n_vec_ptrs;
   }
-  g->slot_p = calloc((size_t)pg->n_params + 1, sizeof *g->slot_p);
-  g->slot_r = calloc((size_t)pg->n_results + 1, sizeof *g->slot_r);
-  g->slot_t = calloc((size_t)pg->n_temps + 1, sizeof *g->slot_t);
-  g->temp_alloc = calloc((size_t)pg->n_temps + 1, sizeof *g->temp_alloc);
+  size_t np = (size_t)pg->n_params + 1, nr = (size_t)pg->n_results + 1,
+         nt = (size_t)pg->n_temps + 1, ns = (size_t)pg->n_syms + 1;
+  g->slot_p = calloc(np, sizeof *g->slot_p);
+  g->slot_r = calloc(nr, sizeof *g->slot_r);
+  g->slot_t = calloc(nt, sizeof *g->slot_t);
+  g->slot_z = calloc(ns, sizeof *g->slot_z);
+  g->temp_alloc = calloc(nt, sizeof *g->temp_alloc);
+  g->temp_async = calloc(nt, sizeof *g->temp_async);
+  g->temp_mine = calloc(nt, sizeof *g->temp_mine);
+  g->temp_cap = calloc(nt, sizeof *g->temp_cap);
+  g->temp_need = calloc(nt, sizeof *g->temp_need);
+  g->pdims = calloc(np, sizeof *g->pdims);
+  g->rdims = calloc(nr, sizeof *g->rdims);
+  g->roffset = calloc(nr, sizeof *g->roffset);
+  g->bound = calloc(ns, sizeof *g->bound);
   g->launches = calloc((size_t)pg->n_kernels + 1, sizeof *g->launches);
   g->param_ptrs = calloc((size_t)total_args + 1, sizeof *g->param_ptrs);
   g->vec_ptr_store = calloc((size_t)total_vec + 1, sizeof *g->vec_ptr_store);
-  if (!g->slot_p || !g->slot_r || !g->slot_t || !g->temp_alloc || !g->launches || !g->param_ptrs ||
-      !g->vec_ptr_store) {
+  if (!g->slot_p || !g->slot_r || !g->slot_t || !g->slot_z || !g->temp_alloc || !g->temp_async ||
+      !g->temp_mine || !g->temp_cap || !g->temp_need || !g->pdims || !g->rdims || !g->roffset ||
+      !g->bound || !g->launches || !g->param_ptrs || !g->vec_ptr_store) {
     graph_destroy(g);
     return fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
   }
@@ -652,7 +830,6 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
     fgl_launch *l = &g->launches[k];
     l->fn = m->funcs[gi][k];
     l->vec_fn = m->vec_funcs[gi][k];
-    memcpy(l->grid, pk->grid, sizeof l->grid);
     memcpy(l->block, pk->block, sizeof l->block);
     l->smem = pk->smem;
     l->vec_align = (unsigned)pk->vec_align;
@@ -664,6 +841,10 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
     for (int a = 0; a < pk->n_vec_ptrs; a++)
       g->vec_ptr_store[vi++] = slot_of(g, pk->vec_ptrs[a]);
   }
+  if ((st = eval_constants(g, err)) != FGL_OK) {
+    graph_destroy(g);
+    return st;
+  }
   int pushed = 0;
   if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK) {
     graph_destroy(g);
@@ -671,23 +852,35 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
   }
   for (int i = 0; i < pg->n_temps; i++) {
     const plan_temp *t = &pg->temps[i];
+    bool symbolic = !plan_expr_const(&t->bytes);
+    int64_t zero_bytes = 0;
     CUresult r;
-    if (supplied) {
+    if (supplied && (!symbolic || temps[i])) {
       g->slot_t[i] = temps[i];
-    } else if (t->bytes > 0) {
-      size_t extra = t->align > 256 ? (size_t)t->align : 0;
-      if ((r = m->cu->cuMemAlloc(&g->temp_alloc[i], (size_t)t->bytes + extra)) != CUDA_SUCCESS) {
-        g->temp_alloc[i] = 0;
-        char t2[200];
-        st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s': allocating temp %d (%lld bytes) failed: %s",
-                      name, i, (long long)t->bytes, fgl_cuda_error_text(r, t2, sizeof t2));
-        break;
+      g->temp_cap[i] = bytes ? (int64_t)bytes[i] : t->bytes.value;
+      zero_bytes = symbolic ? g->temp_cap[i] : t->bytes.value;
+    } else if (symbolic) {
+      g->temp_mine[i] = 1; /* allocated by the first run or reserve that needs it */
+    } else {
+      g->temp_mine[i] = 1;
+      g->temp_cap[i] = t->bytes.value;
+      zero_bytes = t->bytes.value;
+      if (t->bytes.value > 0) {
+        size_t extra = t->align > 256 ? (size_t)t->align : 0;
+        if ((r = m->cu->cuMemAlloc(&g->temp_alloc[i], (size_t)t->bytes.value + extra)) !=
+            CUDA_SUCCESS) {
+          g->temp_alloc[i] = 0;
+          char t2[200];
+          st = fgl_fail(err, FGL_ERR_CUDA, "graph '%s': allocating temp %d (%lld bytes) failed: %s",
+                        name, i, (long long)t->bytes.value, fgl_cuda_error_text(r, t2, sizeof t2));
+          break;
+        }
+        unsigned long long a = (unsigned long long)t->align;
+        g->slot_t[i] = (g->temp_alloc[i] + a - 1) & ~(a - 1);
       }
-      unsigned long long a = (unsigned long long)t->align;
-      g->slot_t[i] = (g->temp_alloc[i] + a - 1) & ~(a - 1);
     }
-    if (t->zero && t->bytes > 0 &&
-        (r = m->cu->cuMemsetD8(g->slot_t[i], 0, (size_t)t->bytes)) != CUDA_SUCCESS) {
+    if (t->zero && zero_bytes > 0 &&
+        (r = m->cu->cuMemsetD8(g->slot_t[i], 0, (size_t)zero_bytes)) != CUDA_SUCCESS) {
       st = fgl_cuda_fail(m, err, r, "zeroing a temp (cuMemsetD8)");
       break;
     }
@@ -702,12 +895,41 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
 }
 
 fgl_status fgl_graph_create(fgl_module *m, const char *name, fgl_graph **out, fgl_error *err) {
-  return create(m, name, NULL, 0, 0, out, err);
+  return create(m, name, NULL, NULL, 0, 0, out, err);
 }
 
 fgl_status fgl_graph_create_with_temps(fgl_module *m, const char *name, const fgl_devptr *temps,
                                        int n_temps, fgl_graph **out, fgl_error *err) {
-  return create(m, name, temps, n_temps, 1, out, err);
+  return create(m, name, temps, NULL, n_temps, 1, out, err);
+}
+
+fgl_status fgl_graph_create_with_temp_sizes(fgl_module *m, const char *name,
+                                            const fgl_devptr *temps, const size_t *bytes,
+                                            int n_temps, fgl_graph **out, fgl_error *err) {
+  if (!bytes && n_temps > 0)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT,
+                    "fgl_graph_create_with_temp_sizes: bytes is NULL");
+  return create(m, name, temps, bytes, n_temps, 1, out, err);
+}
+
+fgl_status fgl_graph_reserve(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_stream stream,
+                             fgl_error *err) {
+  if (!g)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_graph_reserve: graph is NULL");
+  fgl_status st = fgl_bind(g->pg, inputs, n_inputs, g->slot_z, err);
+  if (st == FGL_OK && g->pg->n_syms > 0)
+    st = fgl_graph_evaluate(g, err);
+  bool grow = false;
+  if (st == FGL_OK)
+    st = fgl_check_temps(g, &grow, err);
+  if (st != FGL_OK || !grow)
+    return st;
+  int pushed = 0;
+  if ((st = fgl_ctx_enter(g->m, &pushed, err)) != FGL_OK)
+    return st;
+  st = fgl_grow_temps(g, (CUstream)stream, err);
+  fgl_ctx_leave(g->m, pushed);
+  return st;
 }
 
 fgl_status fgl_graph_free(fgl_graph *g, fgl_error *err) {

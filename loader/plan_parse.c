@@ -115,11 +115,228 @@ static int want_int(parser *ps, tok t, const char *what, int64_t lo, int64_t hi,
   return 0;
 }
 
-/* [a,b,c] into vals; *n gets the count. */
-static int want_list(parser *ps, tok t, const char *what, int64_t *vals, int *n) {
-  char b[64];
+/* ---- formulas (docs/artifact.md): compiled to reverse Polish programs ---- */
+
+static bool is_name_start(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '.'; }
+
+/* -?[0-9]+: written as an integer (v1's form), checked as one. */
+static bool is_int_shaped(const char *s, int n) {
+  int i = n > 0 && s[0] == '-' ? 1 : 0;
+  if (i >= n)
+    return false;
+  for (; i < n; i++)
+    if (s[i] < '0' || s[i] > '9')
+      return false;
+  return true;
+}
+
+typedef struct fparser {
+  parser *ps;
+  plan_graph *g;
+  const char *s, *p, *end;
+  int depth, max_depth, nest;
+  bool has_sym;
+  const char *what;
+} fparser;
+
+static int ferr(fparser *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int ferr(fparser *f, const char *fmt, ...) {
+  char why[160], b[64];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  tok t = {f->s, (int)(f->end - f->s)};
+  return fail(f->ps, "%s: bad formula '%s': %s", f->what, show(t, b, sizeof b), why);
+}
+
+static int femit(fparser *f, plan_opcode code, int sym, int64_t imm) {
+  plan_graph *g = f->g;
+  if (code != PLAN_OP_CONST && code != PLAN_OP_SYM) {
+    /* a binary operator: its operands are the formula's last two values.
+     * Constant operands are folded now, so that a constant division by
+     * zero, say, is found at load in a formula with syms too. */
+    plan_op *a = &g->code[g->n_code - 2], *b = &g->code[g->n_code - 1];
+    if ((code == PLAN_OP_DIV || code == PLAN_OP_MOD) && b->code == PLAN_OP_CONST && b->imm == 0)
+      return ferr(f, "it %s", plan_eval_status_text(PLAN_EVAL_DIV_ZERO));
+    if (a->code == PLAN_OP_CONST && b->code == PLAN_OP_CONST) {
+      plan_op prog[3] = {*a, *b, {(int32_t)code, 0, 0}};
+      int64_t v;
+      plan_eval_status st = plan_eval_ops(prog, 3, NULL, &v);
+      if (st != PLAN_EVAL_OK)
+        return ferr(f, "it %s", plan_eval_status_text(st));
+      g->n_code--;
+      a->imm = v;
+      f->depth--;
+      return 0;
+    }
+  }
+  if (g->n_code == g->cap_code) {
+    int cap = g->cap_code ? g->cap_code * 2 : 64;
+    plan_op *nc = realloc(g->code, sizeof *nc * (size_t)cap);
+    if (!nc)
+      return fail(f->ps, "out of memory");
+    g->code = nc;
+    g->cap_code = cap;
+  }
+  g->code[g->n_code++] = (plan_op){(int32_t)code, sym, imm};
+  f->depth += code == PLAN_OP_CONST || code == PLAN_OP_SYM ? 1 : -1;
+  if (f->depth > f->max_depth)
+    f->max_depth = f->depth;
+  if (f->max_depth > PLAN_MAX_DEPTH)
+    return ferr(f, "more than %d values pending at once", PLAN_MAX_DEPTH);
+  return 0;
+}
+
+static int f_sum(fparser *f);
+
+static int f_factor(fparser *f) {
+  if (f->p >= f->end)
+    return ferr(f, "expected a number, a sym name or '(' at the end");
+  char c = *f->p;
+  if (c >= '0' && c <= '9') {
+    const char *b = f->p;
+    while (f->p < f->end && *f->p >= '0' && *f->p <= '9')
+      f->p++;
+    int64_t v;
+    if (!parse_int_span(b, (int)(f->p - b), &v))
+      return ferr(f, "the number '%.*s' is too large", (int)(f->p - b), b);
+    return femit(f, PLAN_OP_CONST, 0, v);
+  }
+  if (is_name_start(c)) {
+    const char *b = f->p;
+    while (f->p < f->end && is_name_char(*f->p))
+      f->p++;
+    tok name = {b, (int)(f->p - b)};
+    for (int i = 0; i < f->g->n_syms; i++)
+      if (tok_is(name, f->g->syms[i].name)) {
+        f->has_sym = true;
+        return femit(f, PLAN_OP_SYM, i, 0);
+      }
+    char nb[64], list[160] = "";
+    size_t k = 0;
+    for (int i = 0; i < f->g->n_syms && k + 2 < sizeof list; i++) {
+      int w = snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", f->g->syms[i].name);
+      if (w < 0)
+        break;
+      k += (size_t)w;
+    }
+    return ferr(f, "unknown name '%s' (%s%s)", show(name, nb, sizeof nb),
+                f->g->n_syms ? "the graph's syms: " : "the graph has no syms", list);
+  }
+  if (c == '(') {
+    if (++f->nest > PLAN_MAX_DEPTH)
+      return ferr(f, "parentheses nested more than %d deep", PLAN_MAX_DEPTH);
+    f->p++;
+    if (f_sum(f))
+      return -1;
+    if (f->p >= f->end || *f->p != ')')
+      return ferr(f, "missing ')'");
+    f->p++;
+    f->nest--;
+    return 0;
+  }
+  return ferr(f, "unexpected '%c'", c);
+}
+
+static int f_product(fparser *f) {
+  if (f_factor(f))
+    return -1;
+  while (f->p < f->end && (*f->p == '*' || *f->p == '/' || *f->p == '%')) {
+    char op = *f->p++;
+    if (f_factor(f))
+      return -1;
+    if (femit(f, op == '*' ? PLAN_OP_MUL : op == '/' ? PLAN_OP_DIV : PLAN_OP_MOD, 0, 0))
+      return -1;
+  }
+  return 0;
+}
+
+static int f_sum(fparser *f) {
+  if (f_product(f))
+    return -1;
+  while (f->p < f->end && (*f->p == '+' || *f->p == '-')) {
+    char op = *f->p++;
+    if (f_product(f))
+      return -1;
+    if (femit(f, op == '+' ? PLAN_OP_ADD : PLAN_OP_SUB, 0, 0))
+      return -1;
+  }
+  return 0;
+}
+
+/* Appends a formula's text to the graph's pool; its offset, or -1. */
+static int keep_text(parser *ps, plan_graph *g, const char *s, int n) {
+  if (g->n_text + n + 1 > g->cap_text) {
+    int cap = g->cap_text ? g->cap_text : 256;
+    while (cap < g->n_text + n + 1)
+      cap *= 2;
+    char *nt = realloc(g->text, (size_t)cap);
+    if (!nt)
+      return fail(ps, "out of memory");
+    g->text = nt;
+    g->cap_text = cap;
+  }
+  int off = g->n_text;
+  memcpy(g->text + off, s, (size_t)n);
+  g->text[off + n] = 0;
+  g->n_text += n + 1;
+  return off;
+}
+
+/* Compiles the formula s[0..n) into *e: a constant when it names no sym
+ * (evaluated now: a division by zero, a negative value or an overflow is an
+ * error here), otherwise a program of g->code. */
+static int compile_formula(parser *ps, plan_graph *g, const char *s, int n, const char *what,
+                           plan_expr *e) {
+  int first = g->n_code;
+  fparser f = {.ps = ps, .g = g, .s = s, .p = s, .end = s + n, .what = what};
+  memset(e, 0, sizeof *e);
+  if (f_sum(&f))
+    return -1;
+  if (f.p != f.end)
+    return ferr(&f, "unexpected '%c'", *f.p);
+  if (!f.has_sym) {
+    plan_eval_status st = plan_eval_ops(g->code + first, g->n_code - first, NULL, &e->value);
+    g->n_code = first; /* a constant keeps no program */
+    if (st != PLAN_EVAL_OK)
+      return ferr(&f, "it %s", plan_eval_status_text(st));
+    return 0;
+  }
+  int off = keep_text(ps, g, s, n);
+  if (off < 0)
+    return -1;
+  e->first = first;
+  e->n_ops = g->n_code - first;
+  e->text_off = off;
+  return 0;
+}
+
+/* One formula token whose constant value must lie in [lo, hi] (v1's
+ * integer checks and messages); a formula with syms is checked at run. */
+static int want_formula(parser *ps, plan_graph *g, tok t, const char *what, int64_t lo, int64_t hi,
+                        plan_expr *e) {
+  if (is_int_shaped(t.s, t.n) || t.n == 0) {
+    memset(e, 0, sizeof *e);
+    return want_int(ps, t, what, lo, hi, &e->value);
+  }
+  if (compile_formula(ps, g, t.s, t.n, what, e))
+    return -1;
+  if (plan_expr_const(e) && (e->value < lo || e->value > hi))
+    return fail(ps, "%s %lld is out of range [%lld, %lld]", what, (long long)e->value,
+                (long long)lo, (long long)hi);
+  return 0;
+}
+
+/* [f,f,f] into vals; *n gets the count. An element written as an integer
+ * may be negative here (the caller's checks name it); others are formulas. */
+static int want_list(parser *ps, plan_graph *g, tok t, const char *what, plan_expr *vals, int *n) {
+  char b[64], ew[160];
   if (t.n < 2 || t.s[0] != '[' || t.s[t.n - 1] != ']')
-    return fail(ps, "%s: expected a bracketed integer list like [4,8], found '%s'", what,
+    return fail(ps, "%s: expected a bracketed list like [4,T*8], found '%s'", what,
                 show(t, b, sizeof b));
   *n = 0;
   const char *s = t.s + 1, *end = t.s + t.n - 1;
@@ -131,8 +348,16 @@ static int want_list(parser *ps, tok t, const char *what, int64_t *vals, int *n)
       c++;
     if (*n >= FGL_MAX_RANK)
       return fail(ps, "%s: more than %d dims", what, FGL_MAX_RANK);
-    if (!parse_int_span(s, (int)(c - s), &vals[*n]))
-      return fail(ps, "%s: bad integer list '%s'", what, show(t, b, sizeof b));
+    plan_expr *e = &vals[*n];
+    memset(e, 0, sizeof *e);
+    if (is_int_shaped(s, (int)(c - s))) {
+      if (!parse_int_span(s, (int)(c - s), &e->value))
+        return fail(ps, "%s: bad integer list '%s'", what, show(t, b, sizeof b));
+    } else {
+      snprintf(ew, sizeof ew, "%s dim %d", what, *n);
+      if (compile_formula(ps, g, s, (int)(c - s), ew, e))
+        return -1;
+    }
     (*n)++;
     if (c == end)
       break;
@@ -275,51 +500,66 @@ static int want_refs(parser *ps, tok t, const char *kinds, plan_ref **out, int *
 
 static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/* numel and the largest element offset (extent) of sizes/strides; false on overflow. */
-static bool shape_extent(const int64_t *sizes, const int64_t *strides, int rank, int64_t *numel,
-                         int64_t *maxoff) {
-  int64_t n = 1, m = 0;
+bool plan_shape_extent(const int64_t *sizes, const int64_t *strides, int rank, int64_t *numel,
+                       int64_t *maxoff) {
+  const int64_t lim = INT64_MAX / 16;
+  int64_t n = 1, m = 0, p;
   for (int i = 0; i < rank; i++) {
     if (sizes[i] == 0) {
       n = 0;
       continue;
     }
-    if (n > 0 && sizes[i] > INT64_MAX / 16 / n)
+    if (n > 0 && (__builtin_mul_overflow(n, sizes[i], &n) || n > lim))
       return false;
-    if (n > 0)
-      n *= sizes[i];
-    if (strides[i] > 0 && sizes[i] - 1 > (INT64_MAX / 16 - m) / strides[i])
+    if (strides[i] > 0 && (__builtin_mul_overflow(sizes[i] - 1, strides[i], &p) ||
+                           __builtin_add_overflow(m, p, &m) || m > lim))
       return false;
-    m += (sizes[i] - 1) * strides[i];
   }
   *numel = n;
   *maxoff = n == 0 ? -1 : m;
   return true;
 }
 
-static int parse_shape(parser *ps, tok *tk, int nt, int i, const char *what, int64_t *sizes,
-                       int64_t *strides, int *rank, int64_t *numel, int elem) {
+/* The constant sizes and strides of a shape (all of them constant). */
+static void shape_values(const plan_shape *sh, int64_t *sizes, int64_t *strides) {
+  for (int d = 0; d < sh->rank; d++) {
+    sizes[d] = sh->sizes[d].value;
+    strides[d] = sh->strides[d].value;
+  }
+}
+
+static int parse_shape(parser *ps, plan_graph *g, tok *tk, int nt, int i, const char *what,
+                       plan_shape *sh, int elem) {
   int ns, nst;
   if (i + 2 >= nt)
     return fail(ps, "%s: expected SIZES strides STRIDES", what);
-  if (want_list(ps, tk[i], what, sizes, &ns))
+  if (want_list(ps, g, tk[i], what, sh->sizes, &ns))
     return -1;
   if (want_kw(ps, tk, nt, i + 1, "strides"))
     return -1;
-  if (want_list(ps, tk[i + 2], what, strides, &nst))
+  char sw[128];
+  snprintf(sw, sizeof sw, "%s strides", what);
+  if (want_list(ps, g, tk[i + 2], sw, sh->strides, &nst))
     return -1;
   if (ns != nst)
     return fail(ps, "%s: %d sizes but %d strides", what, ns, nst);
+  sh->rank = ns;
+  sh->symbolic = false;
   for (int d = 0; d < ns; d++) {
-    if (sizes[d] < 0)
-      return fail(ps, "%s: negative size %lld in dim %d", what, (long long)sizes[d], d);
-    if (strides[d] < 0)
-      return fail(ps, "%s: negative stride %lld in dim %d", what, (long long)strides[d], d);
+    if (plan_expr_const(&sh->sizes[d]) && sh->sizes[d].value < 0)
+      return fail(ps, "%s: negative size %lld in dim %d", what, (long long)sh->sizes[d].value, d);
+    if (plan_expr_const(&sh->strides[d]) && sh->strides[d].value < 0)
+      return fail(ps, "%s: negative stride %lld in dim %d", what, (long long)sh->strides[d].value,
+                  d);
+    sh->symbolic |= !plan_expr_const(&sh->sizes[d]) || !plan_expr_const(&sh->strides[d]);
   }
-  int64_t maxoff;
-  if (!shape_extent(sizes, strides, ns, numel, &maxoff) || (maxoff + 1) > INT64_MAX / 16 / elem)
-    return fail(ps, "%s: shape too large", what);
-  *rank = ns;
+  if (!sh->symbolic) {
+    int64_t sizes[FGL_MAX_RANK], strides[FGL_MAX_RANK], numel, maxoff;
+    shape_values(sh, sizes, strides);
+    if (!plan_shape_extent(sizes, strides, ns, &numel, &maxoff) ||
+        (maxoff + 1) > INT64_MAX / 16 / elem)
+      return fail(ps, "%s: shape too large", what);
+  }
   return 0;
 }
 
@@ -327,6 +567,8 @@ static int parse_param(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   char b[64], what[96];
   int64_t v;
   plan_param *p = &g->params[idx];
+  for (int d = 0; d < FGL_MAX_RANK; d++)
+    p->sym[d] = -1;
   if (nt < 4)
     return fail(ps, "param line is incomplete");
   if (want_int(ps, tk[1], "param index", 0, MAX_COUNT, &v))
@@ -344,13 +586,21 @@ static int parse_param(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
     return -1;
   if (nt >= 5 && tok_is(tk[4], "scalar")) {
     p->is_scalar = 1;
-    p->numel = 1;
     return want_count(ps, tk, nt, 5);
   }
   snprintf(what, sizeof what, "param %d ('%s')", idx, p->name);
-  if (parse_shape(ps, tk, nt, 4, what, p->sizes, p->strides, &p->rank, &p->numel,
-                  fgl_dtype_size(p->dtype)))
+  if (parse_shape(ps, g, tk, nt, 4, what, &p->shape, fgl_dtype_size(p->dtype)))
     return -1;
+  for (int d = 0; d < p->shape.rank; d++) {
+    const plan_expr *e = &p->shape.sizes[d];
+    if (plan_expr_const(e))
+      continue;
+    const plan_op *op = &g->code[e->first];
+    if (e->n_ops != 1 || op->code != PLAN_OP_SYM)
+      return fail(ps, "%s dim %d: a parameter's size is an integer or a sym name, not '%s'", what,
+                  d, g->text + e->text_off);
+    p->sym[d] = op->sym;
+  }
   return want_count(ps, tk, nt, 7);
 }
 
@@ -367,15 +617,19 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   if (want_dtype(ps, tk[2], &r->dtype))
     return -1;
   snprintf(what, sizeof what, "result %d", idx);
-  if (parse_shape(ps, tk, nt, 3, what, r->sizes, r->strides, &r->rank, &r->numel,
-                  fgl_dtype_size(r->dtype)))
+  if (parse_shape(ps, g, tk, nt, 3, what, &r->shape, fgl_dtype_size(r->dtype)))
     return -1;
+  r->symbolic = r->shape.symbolic;
   if (nt < 7)
     return fail(ps, "result %d: expected 'written' or 'view'", idx);
   if (tok_is(tk[6], "written")) {
-    for (int d = 0; d < r->rank; d++)
-      if (r->strides[d] == 0 && r->sizes[d] > 1)
+    for (int d = 0; d < r->shape.rank; d++) {
+      const plan_expr *sz = &r->shape.sizes[d], *st = &r->shape.strides[d];
+      if (!plan_expr_const(sz) || !plan_expr_const(st))
+        r->check_at_run = true;
+      else if (st->value == 0 && sz->value > 1)
         return fail(ps, "result %d: a written result cannot have a zero stride (dim %d)", idx, d);
+    }
     return want_count(ps, tk, nt, 7);
   }
   if (!tok_is(tk[6], "view"))
@@ -390,8 +644,9 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
     return -1;
   if (nt < 10)
     return fail(ps, "result %d: missing offset value", idx);
-  if (want_int(ps, tk[9], "view offset", 0, INT64_MAX / 16, &r->offset))
+  if (want_formula(ps, g, tk[9], "view offset", 0, PLAN_MAX_OFFSET, &r->offset))
     return -1;
+  r->symbolic |= !plan_expr_const(&r->offset);
   if (want_count(ps, tk, nt, 10))
     return -1;
   /* The base: params are known now; results are checked at 'end'. */
@@ -408,38 +663,39 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
 
 static int check_view(parser *ps, plan_graph *g, int idx) {
   plan_result *r = &g->results[idx];
-  const int64_t *bs, *bst;
-  int brank;
+  const plan_shape *bsh;
   fgl_dtype bdt;
   if (r->base.kind == 'p') {
     plan_param *p = &g->params[r->base.index];
     if (p->is_scalar)
       return fail(ps, "result %d: view base p%d is a scalar parameter", idx, r->base.index);
-    bs = p->sizes;
-    bst = p->strides;
-    brank = p->rank;
+    bsh = &p->shape;
     bdt = p->dtype;
   } else {
     plan_result *b = &g->results[r->base.index];
     if (b->is_view)
       return fail(ps, "result %d: view base r%d is not a written result", idx, r->base.index);
-    bs = b->sizes;
-    bst = b->strides;
-    brank = b->rank;
+    bsh = &b->shape;
     bdt = b->dtype;
   }
   if (bdt != r->dtype)
     return fail(ps, "result %d: view dtype %s differs from its base's %s", idx,
                 fgl_dtype_name(r->dtype), fgl_dtype_name(bdt));
-  int64_t bn = 0, bmax = 0, vn = 0, vmax = 0;
-  shape_extent(bs, bst, brank, &bn, &bmax);
-  shape_extent(r->sizes, r->strides, r->rank, &vn, &vmax);
-  if (vn > 0 && (bn == 0 || r->offset + vmax > bmax))
+  if (r->symbolic || bsh->symbolic) {
+    r->check_at_run = true; /* the extents are known once the syms are bound */
+    return 0;
+  }
+  int64_t bs[FGL_MAX_RANK], bst[FGL_MAX_RANK], vs[FGL_MAX_RANK], vst[FGL_MAX_RANK];
+  shape_values(bsh, bs, bst);
+  shape_values(&r->shape, vs, vst);
+  int64_t bn = 0, bmax = 0, vn = 0, vmax = 0, off = r->offset.value;
+  plan_shape_extent(bs, bst, bsh->rank, &bn, &bmax);
+  plan_shape_extent(vs, vst, r->shape.rank, &vn, &vmax);
+  if (vn > 0 && (bn == 0 || off + vmax > bmax))
     return fail(
         ps,
         "result %d: view (offset %lld, last element %lld) leaves its base %c%d (last element %lld)",
-        idx, (long long)r->offset, (long long)(r->offset + vmax), r->base.kind, r->base.index,
-        (long long)bmax);
+        idx, (long long)off, (long long)(off + vmax), r->base.kind, r->base.index, (long long)bmax);
   return 0;
 }
 
@@ -455,8 +711,9 @@ static int parse_temp(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
     return fail(ps, "expected temp %d, found temp %lld", idx, (long long)v);
   if (want_kw(ps, tk, nt, 2, "bytes"))
     return -1;
-  if (want_int(ps, tk[3], "temp bytes", 0, INT64_MAX / 4, &t->bytes))
+  if (want_formula(ps, g, tk[3], "temp bytes", 0, PLAN_MAX_TEMP_BYTES, &t->bytes))
     return -1;
+  g->symbolic_temps |= !plan_expr_const(&t->bytes);
   if (want_kw(ps, tk, nt, 4, "align"))
     return -1;
   if (want_int(ps, tk[5], "temp align", 16, MAX_TEMP_ALIGN, &t->align))
@@ -507,6 +764,10 @@ static int check_arg(parser *ps, plan_graph *g, plan_ref a, int kidx) {
       return fail(ps, "kernel %d: argument t%d: no such temp (%d temps)", kidx, a.index,
                   g->n_temps);
     return 0;
+  case 'z':
+    if (a.index >= g->n_syms)
+      return fail(ps, "kernel %d: argument z%d: no such sym (%d syms)", kidx, a.index, g->n_syms);
+    return 0;
   }
   return fail(ps, "kernel %d: bad argument", kidx);
 }
@@ -532,9 +793,9 @@ static int parse_kernel(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
                     *bname[3] = {"block x", "block y", "block z"};
   for (int d = 0; d < 3; d++) {
     /* grid x 0: a kernel over an empty domain, never launched */
-    if (want_int(ps, tk[4 + d], gname[d], d == 0 ? 0 : 1, gmax[d], &v))
+    if (want_formula(ps, g, tk[4 + d], gname[d], d == 0 ? 0 : 1, gmax[d], &k->grid[d]))
       return -1;
-    k->grid[d] = (unsigned)v;
+    k->grid_symbolic |= !plan_expr_const(&k->grid[d]);
   }
   if (want_kw(ps, tk, nt, 7, "block"))
     return -1;
@@ -553,7 +814,7 @@ static int parse_kernel(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   k->smem = (unsigned)v;
   if (want_kw(ps, tk, nt, 13, "args"))
     return -1;
-  if (want_refs(ps, tk[14], "psrt", &k->args, &k->n_args))
+  if (want_refs(ps, tk[14], "psrtz", &k->args, &k->n_args))
     return -1;
   for (int i = 0; i < k->n_args; i++)
     if (check_arg(ps, g, k->args[i], idx))
@@ -630,9 +891,11 @@ static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int
   int64_t c;
   if (want_int(ps, tk[3], "kernel-resident cluster", 1, 16, &c))
     return -1;
-  if (k->grid[0] % (unsigned)c || k->grid[1] != 1 || k->grid[2] != 1)
-    return fail(ps, "kernel-resident %lld: grid %ux%ux%u is not made of clusters of %lld", v,
-                k->grid[0], k->grid[1], k->grid[2], (long long)c);
+  /* a symbolic grid is checked at run (and its CTAs counted there) */
+  if (!k->grid_symbolic && (k->grid[0].value % c || k->grid[1].value != 1 || k->grid[2].value != 1))
+    return fail(ps, "kernel-resident %lld: grid %lldx%lldx%lld is not made of clusters of %lld", v,
+                (long long)k->grid[0].value, (long long)k->grid[1].value,
+                (long long)k->grid[2].value, (long long)c);
   k->resident = true;
   k->cluster = (int)c;
   return 0;
@@ -652,9 +915,76 @@ static int count_arg(parser *ps, tok *tk, int nt, int i, const char *kw, int *ou
   return 0;
 }
 
+static int parse_sym(parser *ps, tok *tk, int nt, plan_graph *g, int idx, int *lines) {
+  char b[64];
+  int64_t v;
+  plan_sym *y = &g->syms[idx];
+  if (want_count(ps, tk, nt, 9))
+    return -1;
+  if (want_int(ps, tk[1], "sym index", 0, PLAN_MAX_SYMS, &v))
+    return -1;
+  if (v != idx)
+    return fail(ps, "expected sym %d, found sym %lld", idx, (long long)v);
+  if (!is_name(tk[2]))
+    return fail(ps, "bad sym name '%s'", show(tk[2], b, sizeof b));
+  for (int j = 0; j < idx; j++)
+    if (tok_is(tk[2], g->syms[j].name))
+      return fail(ps, "duplicate sym name '%s'", g->syms[j].name);
+  if (!(y->name = dup_tok(tk[2])))
+    return fail(ps, "out of memory");
+  const int64_t top = INT64_C(1) << 62;
+  if (want_kw(ps, tk, nt, 3, "min") || want_int(ps, tk[4], "sym min", 0, top, &y->min) ||
+      want_kw(ps, tk, nt, 5, "max") || want_int(ps, tk[6], "sym max", 0, top, &y->max) ||
+      want_kw(ps, tk, nt, 7, "div") || want_int(ps, tk[8], "sym div", 1, top, &y->div))
+    return -1;
+  if (y->max < y->min)
+    return fail(ps, "sym %s: max %lld is below min %lld", y->name, (long long)y->max,
+                (long long)y->min);
+  y->first_param = y->first_dim = -1;
+  lines[idx] = ps->line;
+  return 0;
+}
+
+/* After the params: where each sym is bound, and that every sym is (the
+ * message names the sym's own line). */
+static int bind_syms(parser *ps, plan_graph *g, const int *lines) {
+  int n = 0;
+  for (int i = 0; i < g->n_params; i++)
+    for (int d = 0; d < g->params[i].shape.rank; d++)
+      n += g->params[i].sym[d] >= 0;
+  g->binds = calloc((size_t)n + 1, sizeof *g->binds);
+  if (!g->binds)
+    return fail(ps, "out of memory");
+  for (int i = 0; i < g->n_params; i++)
+    for (int d = 0; d < g->params[i].shape.rank; d++) {
+      int s = g->params[i].sym[d];
+      if (s < 0)
+        continue;
+      plan_sym *y = &g->syms[s];
+      bool first = y->first_param < 0;
+      if (first) {
+        y->first_param = i;
+        y->first_dim = d;
+      }
+      g->binds[g->n_binds++] = (plan_bind){i, d, s, first};
+    }
+  for (int s = 0; s < g->n_syms; s++)
+    if (g->syms[s].first_param < 0) {
+      int line = ps->line;
+      ps->line = lines[s];
+      fail(ps,
+           "sym %d '%s' is the size of no parameter's dim (a sym is bound from the sizes of "
+           "the tensors passed)",
+           s, g->syms[s].name);
+      ps->line = line;
+      return -1;
+    }
+  return 0;
+}
+
 static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
   char b[64];
-  if (want_count(ps, tk, nt, 10))
+  if (want_count(ps, tk, nt, 12))
     return -1;
   if (!is_name(tk[1]))
     return fail(ps, "bad graph name '%s'", show(tk[1], b, sizeof b));
@@ -669,23 +999,30 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
   memset(g, 0, sizeof *g);
   if (!(g->name = dup_tok(tk[1])))
     return fail(ps, "out of memory");
-  int np, nr, ntm, nk;
+  int np, nr, ntm, nk, ns;
   if (count_arg(ps, tk, nt, 2, "params", &np) || count_arg(ps, tk, nt, 4, "results", &nr) ||
-      count_arg(ps, tk, nt, 6, "temps", &ntm) || count_arg(ps, tk, nt, 8, "kernels", &nk))
+      count_arg(ps, tk, nt, 6, "temps", &ntm) || count_arg(ps, tk, nt, 8, "kernels", &nk) ||
+      count_arg(ps, tk, nt, 10, "syms", &ns))
     return -1;
+  if (ns > PLAN_MAX_SYMS)
+    return fail(ps, "syms count %d is out of range [0, %d]", ns, PLAN_MAX_SYMS);
   g->params = calloc((size_t)np + 1, sizeof *g->params);
   g->results = calloc((size_t)nr + 1, sizeof *g->results);
   g->temps = calloc((size_t)ntm + 1, sizeof *g->temps);
   g->kernels = calloc((size_t)nk + 1, sizeof *g->kernels);
-  if (!g->params || !g->results || !g->temps || !g->kernels)
+  g->syms = calloc((size_t)ns + 1, sizeof *g->syms);
+  if (!g->params || !g->results || !g->temps || !g->kernels || !g->syms)
     return fail(ps, "out of memory");
   g->n_params = np;
   g->n_results = nr;
   g->n_temps = ntm;
   g->n_kernels = nk;
+  g->n_syms = ns;
   int graph_line = ps->line;
+  int sym_lines[PLAN_MAX_SYMS + 1];
 
-  int ip = 0, ir = 0, it = 0, ik = 0;
+  int is = 0, ip = 0, ir = 0, it = 0, ik = 0;
+  bool bound = false;
   tok t2[MAX_TOKENS];
   for (;;) {
     int n = next_line(ps, t2, false);
@@ -696,27 +1033,33 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
       return fail(ps, "the plan ends inside graph '%s' (opened at line %d) without 'end'", g->name,
                   graph_line);
     }
+    if (!bound && is == ns && ip == np) {
+      if (bind_syms(ps, g, sym_lines))
+        return -1;
+      bound = true;
+    }
     tok kw = t2[0];
     /* what comes next, in order */
-    const char *expect = ip < np    ? "param"
+    const char *expect = is < ns    ? "sym"
+                         : ip < np  ? "param"
                          : ir < nr  ? "result"
                          : it < ntm ? "temp"
                          : ik < nk  ? "kernel"
                                     : "end";
-    if (tok_is(kw, "kernel-vec") && ip == np && ir == nr && it == ntm) {
+    if (tok_is(kw, "kernel-vec") && is == ns && ip == np && ir == nr && it == ntm) {
       if (parse_kernel_vec(ps, t2, n, g, ik))
         return -1;
       continue;
     }
-    if (tok_is(kw, "kernel-resident") && ip == np && ir == nr && it == ntm) {
+    if (tok_is(kw, "kernel-resident") && is == ns && ip == np && ir == nr && it == ntm) {
       if (parse_kernel_resident(ps, t2, n, g, ik))
         return -1;
       continue;
     }
     if (!tok_is(kw, expect)) {
-      static const char *known[] = {"fusec-plan",      "target", "graph",  "param",
-                                    "result",          "temp",   "kernel", "kernel-vec",
-                                    "kernel-resident", "end"};
+      static const char *known[] = {"fusec-plan", "target",          "graph", "sym",
+                                    "param",      "result",          "temp",  "kernel",
+                                    "kernel-vec", "kernel-resident", "end"};
       bool is_known = false;
       for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         is_known |= tok_is(kw, known[i]);
@@ -725,14 +1068,17 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
       if (!strcmp(expect, "end"))
         return fail(ps,
                     "expected 'end' of graph '%s' (it declares %d params, %d results, %d temps, %d "
-                    "kernels), found '%s'",
-                    g->name, np, nr, ntm, nk, show(kw, b, sizeof b));
+                    "kernels, %d syms), found '%s'",
+                    g->name, np, nr, ntm, nk, ns, show(kw, b, sizeof b));
       return fail(ps,
                   "expected '%s' line (graph '%s' declares params %d results %d temps %d kernels "
-                  "%d), found '%s'",
-                  expect, g->name, np, nr, ntm, nk, show(kw, b, sizeof b));
+                  "%d syms %d), found '%s'",
+                  expect, g->name, np, nr, ntm, nk, ns, show(kw, b, sizeof b));
     }
-    if (!strcmp(expect, "param")) {
+    if (!strcmp(expect, "sym")) {
+      if (parse_sym(ps, t2, n, g, is++, sym_lines))
+        return -1;
+    } else if (!strcmp(expect, "param")) {
       if (parse_param(ps, t2, n, g, ip++))
         return -1;
     } else if (!strcmp(expect, "result")) {
@@ -835,8 +1181,9 @@ int plan_parse(const char *text, size_t len, plan *out, char *err, size_t errlen
     goto done;
   }
   if (v != PLAN_VERSION) {
-    fail(&ps, "plan version %lld is not supported: this loader reads plan version %d", (long long)v,
-         PLAN_VERSION);
+    fail(&ps,
+         "plan version %lld, this loader reads version %d: recompile the model with this fusec",
+         (long long)v, PLAN_VERSION);
     goto done;
   }
   if (want_count(&ps, tk, nt, 2))
@@ -911,10 +1258,16 @@ void plan_free(plan *p) {
       free(g->kernels[j].vec_entry);
       free(g->kernels[j].vec_ptrs);
     }
+    for (int j = 0; g->syms && j < g->n_syms; j++)
+      free(g->syms[j].name);
     free(g->params);
     free(g->results);
     free(g->temps);
     free(g->kernels);
+    free(g->syms);
+    free(g->binds);
+    free(g->code);
+    free(g->text);
   }
   free(p->graphs);
   memset(p, 0, sizeof *p);
@@ -925,4 +1278,78 @@ const plan_graph *plan_find(const plan *p, const char *name) {
     if (!strcmp(p->graphs[i].name, name))
       return &p->graphs[i];
   return NULL;
+}
+
+/* ---- evaluation ---- */
+
+plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, int64_t *out) {
+  int64_t st[PLAN_MAX_DEPTH + 1];
+  int sp = 0;
+  for (int i = 0; i < n; i++) {
+    const plan_op *o = &ops[i];
+    int64_t a, b, r;
+    switch ((plan_opcode)o->code) {
+    case PLAN_OP_CONST:
+      st[sp++] = o->imm;
+      continue;
+    case PLAN_OP_SYM:
+      st[sp++] = syms[o->sym];
+      continue;
+    default:
+      break;
+    }
+    b = st[--sp];
+    a = st[sp - 1];
+    switch ((plan_opcode)o->code) {
+    case PLAN_OP_ADD:
+      if (__builtin_add_overflow(a, b, &r))
+        return PLAN_EVAL_OVERFLOW;
+      break;
+    case PLAN_OP_SUB:
+      r = a - b; /* both >= 0: no overflow */
+      if (r < 0)
+        return PLAN_EVAL_NEGATIVE;
+      break;
+    case PLAN_OP_MUL:
+      if (__builtin_mul_overflow(a, b, &r))
+        return PLAN_EVAL_OVERFLOW;
+      break;
+    case PLAN_OP_DIV:
+      if (b == 0)
+        return PLAN_EVAL_DIV_ZERO;
+      r = a / b; /* non-negative operands: truncation is floor */
+      break;
+    case PLAN_OP_MOD:
+      if (b == 0)
+        return PLAN_EVAL_DIV_ZERO;
+      r = a % b;
+      break;
+    default:
+      return PLAN_EVAL_OVERFLOW; /* not reached: the parser emits no other code */
+    }
+    st[sp - 1] = r;
+  }
+  *out = st[0];
+  return PLAN_EVAL_OK;
+}
+
+const char *plan_eval_status_text(plan_eval_status s) {
+  switch (s) {
+  case PLAN_EVAL_OK:
+    return "is fine";
+  case PLAN_EVAL_OVERFLOW:
+    return "overflows int64";
+  case PLAN_EVAL_NEGATIVE:
+    return "goes below zero";
+  case PLAN_EVAL_DIV_ZERO:
+    return "divides by zero";
+  }
+  return "fails";
+}
+
+const char *plan_expr_text(const plan_graph *g, const plan_expr *e, char *buf, size_t n) {
+  if (!plan_expr_const(e))
+    return g->text + e->text_off;
+  snprintf(buf, n, "%lld", (long long)e->value);
+  return buf;
 }

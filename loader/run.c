@@ -1,35 +1,10 @@
-/* fgl_run: validation against the plan, views, and the launches. Allocates
- * nothing and never synchronizes (capture-safe). */
+/* fgl_run: binding the syms (bind.c), validation against the plan, views,
+ * and the launches. Never synchronizes; allocates nothing but the growth
+ * of a symbolic temp (capture-safe once fgl_graph_reserve has run). */
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
-
-/* "bf16[4096,64] strides [64,1]" */
-static void fmt_shape(char *b, size_t n, fgl_dtype dt, int rank, const int64_t *sizes,
-                      const int64_t *strides) {
-  if (rank < 0 || rank > FGL_MAX_RANK) {
-    snprintf(b, n, "%s with rank %d", fgl_dtype_name(dt), rank);
-    return;
-  }
-  size_t k = 0;
-#define PUT(...)                                                                                   \
-  do {                                                                                             \
-    if (k < n) {                                                                                   \
-      int w_ = snprintf(b + k, n - k, __VA_ARGS__);                                                \
-      if (w_ > 0)                                                                                  \
-        k += (size_t)w_;                                                                           \
-    }                                                                                              \
-  } while (0)
-  PUT("%s[", fgl_dtype_name(dt));
-  for (int i = 0; i < rank; i++)
-    PUT("%s%lld", i ? "," : "", (long long)sizes[i]);
-  PUT("] strides [");
-  for (int i = 0; i < rank; i++)
-    PUT("%s%lld", i ? "," : "", (long long)strides[i]);
-  PUT("]");
-#undef PUT
-}
 
 /* Checks a caller tensor against the plan's description. Returns NULL or a
  * short reason; the caller formats the full message. */
@@ -55,13 +30,13 @@ static const char *check_tensor(const fgl_tensor *t, fgl_dtype dt, int rank, con
 static fgl_status mismatch(fgl_error *err, const char *who, const char *why, const fgl_tensor *t,
                            fgl_dtype dt, int rank, const int64_t *sizes, const int64_t *strides) {
   char want[200], got[200];
-  fmt_shape(want, sizeof want, dt, rank, sizes, strides);
+  fgl_fmt_dims(want, sizeof want, dt, rank, sizes, strides);
   if (!strcmp(why, "null pointer"))
     return fgl_fail(err, FGL_ERR_MISMATCH, "%s: NULL device pointer for %s", who, want);
   if (!strcmp(why, "misaligned"))
     return fgl_fail(err, FGL_ERR_MISMATCH, "%s: pointer 0x%llx is not aligned to %d bytes (%s)",
                     who, t->ptr, fgl_dtype_size(dt), fgl_dtype_name(dt));
-  fmt_shape(got, sizeof got, t->dtype, t->rank, t->sizes, t->strides);
+  fgl_fmt_dims(got, sizeof got, t->dtype, t->rank, t->sizes, t->strides);
   return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got %s", who, want, got);
 }
 
@@ -94,14 +69,17 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
     if (r->is_view)
       continue;
     unsigned long long lo, hi, olo, ohi;
-    span(outputs[j].ptr, r->dtype, r->rank, r->sizes, r->strides, r->numel, &lo, &hi);
+    const fgl_dims *rd = &g->rdims[j];
+    span(outputs[j].ptr, r->dtype, r->shape.rank, rd->sizes, rd->strides, rd->numel, &lo, &hi);
     if (lo == hi)
       continue;
     for (int i = 0; i < pg->n_params; i++) {
       const plan_param *p = &pg->params[i];
       if (p->is_scalar)
         continue;
-      span(inputs[i].tensor.ptr, p->dtype, p->rank, p->sizes, p->strides, p->numel, &olo, &ohi);
+      const fgl_dims *pd = &g->pdims[i];
+      span(inputs[i].tensor.ptr, p->dtype, p->shape.rank, pd->sizes, pd->strides, pd->numel, &olo,
+           &ohi);
       if (overlap(lo, hi, olo, ohi))
         return fgl_fail(err, FGL_ERR_MISMATCH,
                         "output %d [0x%llx, 0x%llx) overlaps input %d ('%s') [0x%llx, 0x%llx): the "
@@ -113,7 +91,8 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
       const plan_result *q = &pg->results[k];
       if (q->is_view)
         continue;
-      span(outputs[k].ptr, q->dtype, q->rank, q->sizes, q->strides, q->numel, &olo, &ohi);
+      const fgl_dims *qd = &g->rdims[k];
+      span(outputs[k].ptr, q->dtype, q->shape.rank, qd->sizes, qd->strides, qd->numel, &olo, &ohi);
       if (overlap(lo, hi, olo, ohi))
         return fgl_fail(err, FGL_ERR_MISMATCH,
                         "output %d [0x%llx, 0x%llx) overlaps output %d [0x%llx, 0x%llx)", j, lo, hi,
@@ -167,6 +146,12 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     return fgl_fail(err, FGL_ERR_MISMATCH, "graph '%s' has %d results, got %d outputs%s", pg->name,
                     pg->n_results, n_outputs,
                     n_outputs > 0 && !outputs ? " (outputs is NULL)" : "");
+  fgl_status st;
+  /* Symbolic sizes: bind the syms, then evaluate the plan's formulas for
+   * them (skipped when they are the last run's values). */
+  if (pg->n_syms > 0 && ((st = fgl_bind(pg, inputs, n_inputs, g->slot_z, err)) != FGL_OK ||
+                         (st = fgl_graph_evaluate(g, err)) != FGL_OK))
+    return st;
   char who[160];
   for (int i = 0; i < pg->n_params; i++) {
     const plan_param *p = &pg->params[i];
@@ -177,28 +162,29 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
         if (a->is_scalar)
           snprintf(got, sizeof got, "a scalar %s", fgl_dtype_name(a->scalar_dtype));
         else
-          fmt_shape(got, sizeof got, a->tensor.dtype, a->tensor.rank, a->tensor.sizes,
-                    a->tensor.strides);
+          fgl_fmt_dims(got, sizeof got, a->tensor.dtype, a->tensor.rank, a->tensor.sizes,
+                       a->tensor.strides);
         return fgl_fail(err, FGL_ERR_MISMATCH, "input %d ('%s'): expected a scalar %s, got %s", i,
                         p->name, fgl_dtype_name(p->dtype), got);
       }
-      fgl_status st = scalar_slot(a, p, i, &g->slot_p[i], err);
+      st = scalar_slot(a, p, i, &g->slot_p[i], err);
       if (st != FGL_OK)
         return st;
       continue;
     }
-    const char *why =
-        a->is_scalar ? "scalar"
-                     : check_tensor(&a->tensor, p->dtype, p->rank, p->sizes, p->strides, p->numel);
+    const fgl_dims *pd = &g->pdims[i];
+    const char *why = a->is_scalar ? "scalar"
+                                   : check_tensor(&a->tensor, p->dtype, p->shape.rank, pd->sizes,
+                                                  pd->strides, pd->numel);
     if (why) {
       snprintf(who, sizeof who, "input %d ('%s')", i, p->name);
       if (a->is_scalar) {
         char want[200];
-        fmt_shape(want, sizeof want, p->dtype, p->rank, p->sizes, p->strides);
+        fgl_fmt_dims(want, sizeof want, p->dtype, p->shape.rank, pd->sizes, pd->strides);
         return fgl_fail(err, FGL_ERR_MISMATCH, "%s: expected %s, got a scalar %s", who, want,
                         fgl_dtype_name(a->scalar_dtype));
       }
-      return mismatch(err, who, why, &a->tensor, p->dtype, p->rank, p->sizes, p->strides);
+      return mismatch(err, who, why, &a->tensor, p->dtype, p->shape.rank, pd->sizes, pd->strides);
     }
     g->slot_p[i] = a->tensor.ptr;
   }
@@ -206,38 +192,51 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     const plan_result *r = &pg->results[j];
     if (r->is_view)
       continue;
-    const char *why = check_tensor(&outputs[j], r->dtype, r->rank, r->sizes, r->strides, r->numel);
+    const fgl_dims *rd = &g->rdims[j];
+    const char *why =
+        check_tensor(&outputs[j], r->dtype, r->shape.rank, rd->sizes, rd->strides, rd->numel);
     if (why) {
       snprintf(who, sizeof who, "output %d", j);
-      return mismatch(err, who, why, &outputs[j], r->dtype, r->rank, r->sizes, r->strides);
+      return mismatch(err, who, why, &outputs[j], r->dtype, r->shape.rank, rd->sizes, rd->strides);
     }
     g->slot_r[j] = outputs[j].ptr;
   }
-  fgl_status ov = check_no_overlap(g, inputs, outputs, err);
-  if (ov != FGL_OK)
-    return ov;
-  /* Everything checked: fill the views, then launch. */
+  if ((st = check_no_overlap(g, inputs, outputs, err)) != FGL_OK)
+    return st;
+  bool grow = false;
+  if (pg->symbolic_temps && (st = fgl_check_temps(g, &grow, err)) != FGL_OK)
+    return st;
+  /* Everything checked: grow the temps that need it (before anything is
+   * filled, so a failed allocation leaves the outputs as they were), fill
+   * the views, then launch. */
+  fgl_module *m = g->m;
+  const fgl_cuda_api *cu = m->cu;
+  int pushed = 0;
+  if (pg->n_kernels > 0) {
+    if ((st = fgl_ctx_enter(m, &pushed, err)) != FGL_OK)
+      return st;
+    if (grow && (st = fgl_grow_temps(g, (CUstream)stream, err)) != FGL_OK) {
+      fgl_ctx_leave(m, pushed);
+      return st;
+    }
+  }
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
     if (!r->is_view)
       continue;
+    const fgl_dims *rd = &g->rdims[j];
     unsigned long long base =
         r->base.kind == 'p' ? g->slot_p[r->base.index] : g->slot_r[r->base.index];
     fgl_tensor *o = &outputs[j];
-    o->ptr = base + (unsigned long long)r->offset * (unsigned long long)fgl_dtype_size(r->dtype);
+    o->ptr =
+        base + (unsigned long long)g->roffset[j] * (unsigned long long)fgl_dtype_size(r->dtype);
     o->dtype = r->dtype;
-    o->rank = r->rank;
-    memcpy(o->sizes, r->sizes, sizeof o->sizes);
-    memcpy(o->strides, r->strides, sizeof o->strides);
+    o->rank = r->shape.rank;
+    memcpy(o->sizes, rd->sizes, sizeof o->sizes);
+    memcpy(o->strides, rd->strides, sizeof o->strides);
   }
   if (pg->n_kernels == 0)
     return FGL_OK;
-  fgl_module *m = g->m;
-  const fgl_cuda_api *cu = m->cu;
-  int pushed = 0;
-  fgl_status st = fgl_ctx_enter(m, &pushed, err);
-  if (st != FGL_OK)
-    return st;
   for (int k = 0; k < pg->n_kernels; k++) {
     const fgl_launch *l = &g->launches[k];
     if (l->grid[0] == 0)

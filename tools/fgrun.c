@@ -5,7 +5,7 @@
  *   fgrun MODEL.fg  --graph NAME [--inputs a.npy,...] [--out DIR] [--seed N]
  *                   [--dim NAME=VALUE]...
  *   fgrun MODEL.ptx --graph NAME [...] [--check MODEL.fg] [--bench N]
- *                   [--misalign]
+ *                   [--misalign] [--dim NAME=VALUE]...
  *
  * Exit status: 0 ok, 1 an error in the inputs (model, .npy files, shapes),
  * 2 bad usage. Inputs are prepared (read or generated, symbolic dims bound)
@@ -49,7 +49,7 @@ static void usage(FILE *f) {
   fputs("usage: fgrun MODEL.fg --graph NAME [--inputs a.npy,b.npy,...] [--out DIR] [--seed N]\n"
         "             [--dim NAME=VALUE]...\n"
         "       fgrun MODEL.ptx --graph NAME [--inputs ...] [--out DIR] [--seed N]\n"
-        "             [--check MODEL.fg] [--bench N] [--misalign]\n"
+        "             [--check MODEL.fg] [--bench N] [--misalign] [--dim NAME=VALUE]...\n"
         "  --misalign: place every tensor one element past a 16-byte boundary, so the\n"
         "              kernels for misaligned pointers run (with --check: tests them)\n",
         f);
@@ -483,8 +483,8 @@ static int run_interp(const opts *o) {
 /* ---- the GPU path (compiled artifacts through loader/fgload.h) ---- */
 
 static int run_artifact(const opts *o) {
-  fgrun_gpu_opts g = {o->model, o->graph, o->inputs, o->out_dir,
-                      o->check, o->seed,  o->bench,  o->misalign};
+  fgrun_gpu_opts g = {o->model, o->graph,    o->inputs, o->out_dir,   o->check,     o->seed,
+                      o->bench, o->misalign, o->ndims,  o->dim_names, o->dim_values};
   return fgrun_run_artifact(&g);
 }
 

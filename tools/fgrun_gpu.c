@@ -5,7 +5,10 @@
  *
  * What it does (shared/spec/tools.md): load the artifact; read --inputs
  * (.npy, one per parameter, checked against the plan) or generate them with
- * tools/common's seeded generator from the plan's signature; upload; fill
+ * tools/common's seeded generator from the plan's signature (a graph with
+ * symbolic sizes takes its syms' values from --dim NAME=VALUE or from the
+ * --inputs' shapes, and the loader gives every parameter's and result's
+ * shape for them: fgl_graph_param_shape, fgl_graph_result_shape); upload; fill
  * the written results' storage with 0xFF bytes; run; check every view
  * result's pointer is exactly base + offset * elemsize; download; write
  * --out DIR/J.npy (or print a summary per result); --check MODEL.fg runs the
@@ -95,6 +98,7 @@ typedef struct state {
   fg_module *model;
   char *model_src;
   fg_graph *spec;
+  int inputs_read; /* s->in holds the --inputs files */
 } state;
 
 #define FAIL(...)                                                                                  \
@@ -166,21 +170,119 @@ static int load_check_model(const fgrun_gpu_opts *o, state *s, const fg_graph **
   return FG_EXIT_OK;
 }
 
-static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
+/* Reads --inputs (one .npy per parameter, of its dtype) into s->in. */
+static int read_inputs(const fgrun_gpu_opts *o, state *s) {
   int n = s->gi.n_params;
-  if (o->inputs) {
-    char *list = strdup(o->inputs), *save = NULL;
-    int count = 0, rc = FG_EXIT_OK;
-    for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
-      if (count >= n)
-        continue;
-      const fgl_param_info *pi = &s->pi[count];
-      char err[512];
-      if (!fg_npy_read(p, (fg_dtype)pi->dtype, &s->in[count], err, sizeof err)) {
-        fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, pi->name, err);
+  char *list = strdup(o->inputs), *save = NULL;
+  int count = 0, rc = FG_EXIT_OK;
+  if (!list)
+    FAIL("out of memory");
+  for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save), count++) {
+    if (count >= n)
+      continue;
+    const fgl_param_info *pi = &s->pi[count];
+    char err[512];
+    if (!fg_npy_read(p, (fg_dtype)pi->dtype, &s->in[count], err, sizeof err)) {
+      fprintf(stderr, "fgrun: error: input %d for parameter '%s': %s\n", count, pi->name, err);
+      rc = FG_EXIT_INPUT;
+      break;
+    }
+  }
+  free(list);
+  if (rc == FG_EXIT_OK && count != n)
+    FAIL("graph '%s' has %d parameters but --inputs lists %d files", s->gi.name, n, count);
+  s->inputs_read = rc == FG_EXIT_OK;
+  return rc;
+}
+
+/* A graph with syms: their values from --dim, else from the --inputs'
+ * shapes (a sym's first dim), and every parameter's and result's concrete
+ * shape from the loader, into s->pi and s->ri. Nothing for other graphs. */
+static int bind_syms(const fgrun_gpu_opts *o, state *s) {
+  int nsyms = 0;
+  FGL(fgl_graph_num_syms(s->g, &nsyms, &e_));
+  if (nsyms == 0)
+    return FG_EXIT_OK;
+  int64_t *vals = calloc((size_t)nsyms, sizeof *vals);
+  char *have = calloc((size_t)nsyms, 1);
+  int np = s->gi.n_params, rc = FG_EXIT_OK;
+  if (!vals || !have) {
+    free(vals);
+    free(have);
+    FAIL("out of memory");
+  }
+  for (int y = 0; y < nsyms; y++) {
+    fgl_sym_info si;
+    FGL(fgl_graph_sym(s->g, y, &si, &e_));
+    for (int k = 0; k < o->ndims && !have[y]; k++)
+      if (!strcmp(o->dim_names[k], si.name)) {
+        vals[y] = o->dim_values[k];
+        have[y] = 1;
+      }
+  }
+  for (int i = 0; i < np && s->inputs_read; i++) {
+    const fgl_param_info *p = &s->pi[i];
+    if (p->is_scalar || s->in[i].rank != p->rank)
+      continue; /* reported with the shapes below */
+    for (int d = 0; d < p->rank; d++)
+      if (p->sym[d] >= 0 && !have[p->sym[d]]) {
+        vals[p->sym[d]] = s->in[i].sizes[d];
+        have[p->sym[d]] = 1;
+      }
+  }
+  fgl_arg *args = calloc((size_t)np + 1, sizeof *args);
+  for (int i = 0; args && i < np && rc == FG_EXIT_OK; i++) {
+    const fgl_param_info *p = &s->pi[i];
+    fgl_arg *a = &args[i];
+    a->is_scalar = p->is_scalar;
+    a->scalar_dtype = p->dtype;
+    a->tensor.dtype = p->dtype;
+    a->tensor.rank = p->rank;
+    for (int d = 0; d < p->rank; d++) {
+      int y = p->sym[d];
+      if (y >= 0 && !have[y]) {
+        fgl_sym_info si;
+        fgl_graph_sym(s->g, y, &si, NULL);
+        fprintf(stderr,
+                "fgrun: error: symbolic dim %s of parameter '%s' needs --dim %s=VALUE (or "
+                "--inputs)\n",
+                si.name, p->name, si.name);
         rc = FG_EXIT_INPUT;
         break;
       }
+      a->tensor.sizes[d] = y >= 0 ? vals[y] : p->sizes[d];
+    }
+  }
+  if (!args) {
+    fprintf(stderr, "fgrun: error: out of memory\n");
+    rc = FG_EXIT_INPUT;
+  }
+  fgl_error e = {0};
+  fgl_status st = FGL_OK;
+  for (int i = 0; rc == FG_EXIT_OK && st == FGL_OK && i < np; i++)
+    st = fgl_graph_param_shape(s->g, args, np, i, &s->pi[i], &e);
+  for (int j = 0; rc == FG_EXIT_OK && st == FGL_OK && j < s->gi.n_results; j++)
+    st = fgl_graph_result_shape(s->g, args, np, j, &s->ri[j], &e);
+  if (st != FGL_OK) {
+    fprintf(stderr, "fgrun: error: %s\n", e.msg);
+    rc = FG_EXIT_INPUT;
+  }
+  free(args);
+  free(vals);
+  free(have);
+  return rc;
+}
+
+/* Checks the --inputs against the parameters' (concrete) shapes, or
+ * generates the inputs. */
+static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
+  int n = s->gi.n_params;
+  if (o->inputs) {
+    const char *p = o->inputs;
+    for (int count = 0; count < n; count++) {
+      const char *c = strchr(p, ',');
+      int len = c ? (int)(c - p) : (int)strlen(p);
+      const fgl_param_info *pi = &s->pi[count];
       const fg_tensor *t = &s->in[count];
       int ok = (int)t->dtype == (int)pi->dtype && t->rank == pi->rank;
       for (int d = 0; ok && d < t->rank; d++)
@@ -191,16 +293,13 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
                                    : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
         fg_type_str(&ty, want, sizeof want);
         fprintf(stderr,
-                "fgrun: error: input %d (%s) for parameter '%s' does not match its type %s\n",
-                count, p, pi->name, want);
-        rc = FG_EXIT_INPUT;
-        break;
+                "fgrun: error: input %d (%.*s) for parameter '%s' does not match its type %s\n",
+                count, len, p, pi->name, want);
+        return FG_EXIT_INPUT;
       }
+      p = c ? c + 1 : p + len;
     }
-    free(list);
-    if (rc == FG_EXIT_OK && count != n)
-      FAIL("graph '%s' has %d parameters but --inputs lists %d files", s->gi.name, n, count);
-    return rc;
+    return FG_EXIT_OK;
   }
   for (int i = 0; i < n; i++) {
     const fgl_param_info *pi = &s->pi[i];
@@ -448,6 +547,8 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     for (int t = 0; t < s->gi.n_temps; t++) {
       fgl_temp_info ti;
       FGL(fgl_module_temp_info(s->m, s->gi.name, t, &ti, &e_));
+      if (ti.symbolic && !t)
+        FAIL("FG_TRACE_OUT: graph '%s' has a temp 0 whose size depends on its syms", s->gi.name);
       FGL(fgl_malloc(s->m, ti.bytes, &s->trace_temps[t], &e_));
       if (!t)
         trace_bytes = ti.bytes;
@@ -476,6 +577,10 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     FGL(fgl_graph_result(s->g, j, &s->ri[j], &e_));
   const fg_graph *ref = NULL;
   int rc;
+  if (o->inputs && (rc = read_inputs(o, s)) != FG_EXIT_OK)
+    return rc;
+  if ((rc = bind_syms(o, s)) != FG_EXIT_OK)
+    return rc;
   if (o->check && (rc = load_check_model(o, s, &ref)) != FG_EXIT_OK)
     return rc;
   if ((rc = prepare_inputs(o, s)) != FG_EXIT_OK)

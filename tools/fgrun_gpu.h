@@ -13,6 +13,9 @@ typedef struct fgrun_gpu_opts {
   uint64_t seed;
   long bench;   /* 0: off */
   int misalign; /* tensors one element past a 16-byte boundary */
+  int ndims;    /* --dim NAME=VALUE: values of the artifact's syms */
+  const char *const *dim_names;
+  const int64_t *dim_values;
 } fgrun_gpu_opts;
 
 /* Returns fgrun's exit status: 0 ok, 1 input error or mismatch, 2 usage. */

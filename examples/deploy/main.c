@@ -1,8 +1,12 @@
 /* A complete deployment program against the installed libfgload:
- *   deploy ARTIFACT.ptx [GRAPH]
+ *   deploy ARTIFACT.ptx [GRAPH [NAME=VALUE]...]
  * Loads the artifact, creates a graph instance, fills every tensor input with
  * seeded random values, runs the graph once on the default stream and prints
- * a summary of every result. Build: see Makefile (pkg-config fgload). */
+ * a summary of every result. A graph with symbolic sizes takes each sym's
+ * value from NAME=VALUE (default: the smallest value its facts allow, at
+ * least 1), and the loader gives every shape for them
+ * (fgl_graph_param_shape, fgl_graph_result_shape). Build: see Makefile
+ * (pkg-config fgload). */
 #include <fgload.h>
 #include <math.h>
 #include <stdio.h>
@@ -152,7 +156,7 @@ static size_t span_bytes(fgl_dtype t, int rank, const int64_t *sizes, const int6
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s ARTIFACT.ptx [GRAPH]\n", argv[0]);
+    fprintf(stderr, "usage: %s ARTIFACT.ptx [GRAPH [NAME=VALUE]...]\n", argv[0]);
     return 2;
   }
   fgl_error err = {0};
@@ -182,9 +186,37 @@ int main(int argc, char **argv) {
   fgl_tensor *out = calloc((size_t)gi.n_results + 1, sizeof *out);
   fgl_devptr *owned = calloc((size_t)(gi.n_params + gi.n_results) + 1, sizeof *owned);
   int n_owned = 0;
+  /* The syms' values (NAME=VALUE after the graph's name), then the
+   * inputs' sizes from them: the binding fgl_run will make. */
+  int n_syms = 0;
+  TRY(fgl_graph_num_syms(g, &n_syms, &err));
+  int64_t *sym_val = calloc((size_t)n_syms + 1, sizeof *sym_val);
+  for (int s = 0; s < n_syms; s++) {
+    fgl_sym_info si;
+    TRY(fgl_graph_sym(g, s, &si, &err));
+    int64_t v = si.min > 0 ? si.min : 1;
+    v = (v + si.div - 1) / si.div * si.div;
+    for (int a = 3; a < argc; a++) {
+      size_t n = strlen(si.name);
+      if (!strncmp(argv[a], si.name, n) && argv[a][n] == '=')
+        v = strtoll(argv[a] + n + 1, NULL, 10);
+    }
+    sym_val[s] = v;
+    printf("sym %s = %lld\n", si.name, (long long)v);
+  }
   for (int i = 0; i < gi.n_params; i++) {
     fgl_param_info p;
     TRY(fgl_graph_param(g, i, &p, &err));
+    in[i].is_scalar = p.is_scalar;
+    in[i].tensor.dtype = p.dtype;
+    in[i].tensor.rank = p.rank;
+    for (int d = 0; d < p.rank; d++)
+      in[i].tensor.sizes[d] = p.sym[d] >= 0 ? sym_val[p.sym[d]] : p.sizes[d];
+  }
+  free(sym_val);
+  for (int i = 0; i < gi.n_params; i++) {
+    fgl_param_info p;
+    TRY(fgl_graph_param_shape(g, in, gi.n_params, i, &p, &err));
     if (p.is_scalar) {
       in[i] = fgl_dtype_is_float(p.dtype) ? fgl_arg_float(p.dtype, 0.5) : fgl_arg_int(p.dtype, 1);
       continue;
@@ -207,7 +239,7 @@ int main(int argc, char **argv) {
   }
   for (int j = 0; j < gi.n_results; j++) {
     fgl_result_info r;
-    TRY(fgl_graph_result(g, j, &r, &err));
+    TRY(fgl_graph_result_shape(g, in, gi.n_params, j, &r, &err));
     if (r.is_view)
       continue; /* the loader fills it */
     size_t bytes = span_bytes(r.dtype, r.rank, r.sizes, r.strides);
@@ -225,7 +257,7 @@ int main(int argc, char **argv) {
 
   for (int j = 0; j < gi.n_results; j++) {
     fgl_result_info r;
-    TRY(fgl_graph_result(g, j, &r, &err));
+    TRY(fgl_graph_result_shape(g, in, gi.n_params, j, &r, &err));
     const fgl_tensor *t = &out[j];
     size_t bytes = span_bytes(t->dtype, t->rank, t->sizes, t->strides);
     unsigned char *h = malloc(bytes + 1);

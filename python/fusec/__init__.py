@@ -16,6 +16,13 @@ views (of an input or of another result) as torch views sharing that storage.
 One result is returned as a tensor, several as a tuple. Scalar parameters
 are Python numbers. Any error raises FusecError with the loader's message.
 
+Graphs with symbolic sizes (plan version 2: one artifact for every batch
+and sequence length) are called the same way: the sizes come from the
+tensors passed, and the results are allocated with the shapes the loader
+computes for them (fgl_graph_result_shape, cached per input shapes). In
+ParamInfo/ResultInfo such a dim reads as the sym's name ('T'), a size or
+stride that is a formula as None; Graph.syms lists the syms.
+
 The library is found, in order: load(..., lib=PATH), $FGLOAD_LIBRARY, a
 libfgload.so next to this package, the system's library path.
 """
@@ -31,7 +38,7 @@ from collections import namedtuple
 from . import _capi
 
 __all__ = [
-    "load", "library", "Module", "Graph", "FusecError", "ParamInfo", "ResultInfo", "GraphInfo",
+    "load", "library", "Module", "Graph", "FusecError", "ParamInfo", "ResultInfo", "GraphInfo", "SymInfo",
     "DTYPE_NAMES", "dtype_size", "torch_dtype",
 ]
 __version__ = "0.1.0"
@@ -59,6 +66,8 @@ ResultInfo = namedtuple("ResultInfo", "index dtype shape strides is_view base of
 ResultInfo.__doc__ = ("A graph result. For views (is_view), base is ('param', J) or ('result', J) and "
                       "offset is in elements from the base's address; otherwise base is None.")
 GraphInfo = namedtuple("GraphInfo", "name n_params n_results n_temps n_kernels")
+SymInfo = namedtuple("SymInfo", "index name min max div")
+SymInfo.__doc__ = "A sym of a graph: a size bound at each call, min <= value <= max, a multiple of div."
 
 # ---- the library -----------------------------------------------------------
 
@@ -294,6 +303,21 @@ def _tuple(arr, rank):
     return tuple(int(arr[k]) for k in range(rank))
 
 
+def _dims(arr, syms, rank, names):
+    """Sizes (or strides) as the plan gives them: an int, the sym's name
+    where the size is a sym, None where it is a formula."""
+    out = []
+    for k in range(rank):
+        v = int(arr[k])
+        if v >= 0:
+            out.append(v)
+        elif syms is not None and syms[k] >= 0:
+            out.append(names[syms[k]])
+        else:
+            out.append(None)
+    return tuple(out)
+
+
 class Graph:
     """A runnable instance of one graph of a Module (see Module.graph)."""
 
@@ -314,23 +338,38 @@ class Graph:
         self._call("fgl_graph_get_info", ctypes.byref(gi))
         self.name = gi.name.decode()
         self.n_kernels, self.n_temps = gi.n_kernels, gi.n_temps
+        n_syms = ctypes.c_int()
+        self._call("fgl_graph_num_syms", ctypes.byref(n_syms))
+        syms = []
+        for s in range(n_syms.value):
+            si = _capi.fgl_sym_info()
+            self._call("fgl_graph_sym", s, ctypes.byref(si))
+            syms.append(SymInfo(s, si.name.decode(), int(si.min), int(si.max), int(si.div)))
+        self.syms = tuple(syms)
+        names = [s.name for s in syms]
         params, results = [], []
         for i in range(gi.n_params):
             p = _capi.fgl_param_info()
             self._call("fgl_graph_param", i, ctypes.byref(p))
             params.append(ParamInfo(i, p.name.decode(), _capi.DTYPE_NAMES[p.dtype], bool(p.is_scalar),
-                                    _tuple(p.sizes, p.rank), _tuple(p.strides, p.rank)))
+                                    _dims(p.sizes, p.sym, p.rank, names), _dims(p.strides, None, p.rank, names)))
         for j in range(gi.n_results):
             r = _capi.fgl_result_info()
             self._call("fgl_graph_result", j, ctypes.byref(r))
             base = None
             if r.is_view:
                 base = ("param" if r.base_is_param else "result", r.base_index)
-            results.append(ResultInfo(j, _capi.DTYPE_NAMES[r.dtype], _tuple(r.sizes, r.rank),
-                                      _tuple(r.strides, r.rank), bool(r.is_view), base,
-                                      int(r.offset) if r.is_view else 0))
+            offset = 0
+            if r.is_view:
+                offset = int(r.offset) if r.offset >= 0 else None
+            results.append(ResultInfo(j, _capi.DTYPE_NAMES[r.dtype], _dims(r.sizes, r.sym, r.rank, names),
+                                      _dims(r.strides, None, r.rank, names), bool(r.is_view), base, offset))
         self.params = tuple(params)
         self.results = tuple(results)
+        # Symbolic graphs: the results' shapes per input shapes (written
+        # results, views), from fgl_graph_result_shape.
+        self.symbolic = bool(syms)
+        self._shape_cache = {}
         self._lock = threading.Lock()
         self._err = _capi.fgl_error()
         self._err_ref = ctypes.byref(self._err)
@@ -341,7 +380,7 @@ class Graph:
         self._outs = (_capi.fgl_tensor * max(1, len(results)))()
         self._written = []  # (index, shape, strides, fgl dtype) of the results the caller allocates
         self._views = []  # (index, base is param, base index, shape, strides, offset)
-        for r in results:
+        for r in ([] if self.symbolic else results):
             t = self._outs[r.index]
             if r.is_view:
                 self._views.append((r.index, r.base[0] == "param", r.base[1], r.shape, r.strides, r.offset))
@@ -359,7 +398,9 @@ class Graph:
         _check(getattr(self._dll, fn)(self._h, *args, ctypes.byref(err)), err)
 
     def __repr__(self):
-        sig = ", ".join("%s: %s%s" % (p.name, p.dtype, "" if p.is_scalar else list(p.shape)) for p in self.params)
+        sig = ", ".join("%s: %s%s" % (p.name, p.dtype, "" if p.is_scalar else
+                                      "[%s]" % ", ".join("?" if s is None else str(s) for s in p.shape))
+                        for p in self.params)
         return "<fusec.Graph %s(%s) -> %d results, %d kernels>" % (self.name, sig, len(self.results), self.n_kernels)
 
     def close(self):
@@ -374,6 +415,22 @@ class Graph:
             pass
 
     # -- arguments --
+
+    def _shapes(self, ins, n_in):
+        """(written, views) of a symbolic graph for the inputs in `ins`: the
+        results' shapes the loader computes (the binding's errors raise)."""
+        written, views = [], []
+        for r in self.results:
+            ri = _capi.fgl_result_info()
+            st = self._dll.fgl_graph_result_shape(self._h, ins, n_in, r.index, ctypes.byref(ri), self._err_ref)
+            if st != _capi.FGL_OK:
+                _check(st, self._err)
+            shape, strides = _tuple(ri.sizes, ri.rank), _tuple(ri.strides, ri.rank)
+            if r.is_view:
+                views.append((r.index, r.base[0] == "param", r.base[1], shape, strides, int(ri.offset)))
+            else:
+                written.append((r.index, shape, strides, _capi.DTYPE_INDEX[r.dtype]))
+        return written, views
 
     def _set_scalar(self, a, i, v):
         p = self.params[i] if i < len(self.params) else None
@@ -458,7 +515,22 @@ class Graph:
             outs = self._outs
             res = [None] * len(self.results)
             tdt = _torch_of_fgl
-            for j, shape, strides, dt in self._written:
+            written, views = self._written, self._views
+            if self.symbolic:
+                key = tuple(tuple(a.shape) if isinstance(a, Tensor) else None for a in args)
+                shapes = self._shape_cache.get(key)
+                if shapes is None:
+                    shapes = self._shapes(ins, n_in)
+                    if len(self._shape_cache) >= 64:
+                        self._shape_cache.clear()
+                    self._shape_cache[key] = shapes
+                written, views = shapes
+                for j, shape, strides, dt in written:
+                    t = outs[j]
+                    t.dtype, t.rank = dt, len(shape)
+                    for k, (s, st) in enumerate(zip(shape, strides)):
+                        t.sizes[k], t.strides[k] = s, st
+            for j, shape, strides, dt in written:
                 t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
                 res[j] = t
                 outs[j].ptr = t.data_ptr()
@@ -467,7 +539,7 @@ class Graph:
             st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, self._err_ref)
             if st != _capi.FGL_OK:
                 _check(st, self._err)
-            for j, from_param, bi, shape, strides, off in self._views:
+            for j, from_param, bi, shape, strides, off in views:
                 base = args[bi] if from_param else res[bi]
                 v = base.as_strided(shape, strides, base.storage_offset() + off)
                 if v.numel() and v.data_ptr() != outs[j].ptr:  # torch gives an empty tensor address 0

@@ -1,4 +1,4 @@
-"""ctypes declarations of libfgload's public API (loader/fgload.h, ABI 1).
+"""ctypes declarations of libfgload's public API (loader/fgload.h, ABI 3).
 
 Everything here mirrors fgload.h exactly: enum values in the header's order,
 structures with the same fields in the same order and with the same C types
@@ -10,7 +10,7 @@ import ctypes
 import ctypes.util
 import os
 
-ABI_VERSION = 2  # FGL_ABI_VERSION
+ABI_VERSION = 3  # FGL_ABI_VERSION
 MAX_RANK = 8  # FGL_MAX_RANK
 
 # enum fgl_status, in the header's order (FGL_OK = 0).
@@ -58,6 +58,7 @@ c_enum = ctypes.c_int
 fgl_devptr = ctypes.c_ulonglong  # typedef unsigned long long fgl_devptr
 fgl_stream = ctypes.c_void_p  # typedef void *fgl_stream
 Sizes = ctypes.c_int64 * MAX_RANK
+Syms = ctypes.c_int * MAX_RANK
 
 
 class fgl_error(ctypes.Structure):
@@ -102,7 +103,8 @@ class fgl_graph_info(ctypes.Structure):
 
 
 class fgl_temp_info(ctypes.Structure):
-    _fields_ = [("bytes", ctypes.c_size_t), ("align", ctypes.c_size_t), ("zero", ctypes.c_int)]
+    _fields_ = [("bytes", ctypes.c_size_t), ("align", ctypes.c_size_t), ("zero", ctypes.c_int),
+                ("symbolic", ctypes.c_int)]
 
 
 class fgl_param_info(ctypes.Structure):
@@ -113,6 +115,7 @@ class fgl_param_info(ctypes.Structure):
         ("rank", ctypes.c_int),
         ("sizes", Sizes),
         ("strides", Sizes),
+        ("sym", Syms),
     ]
 
 
@@ -126,6 +129,17 @@ class fgl_result_info(ctypes.Structure):
         ("base_is_param", ctypes.c_int),
         ("base_index", ctypes.c_int),
         ("offset", ctypes.c_int64),
+        ("sym", Syms),
+        ("symbolic", ctypes.c_int),
+    ]
+
+
+class fgl_sym_info(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("min", ctypes.c_int64),
+        ("max", ctypes.c_int64),
+        ("div", ctypes.c_int64),
     ]
 
 
@@ -160,6 +174,7 @@ STRUCTS = {
     "fgl_temp_info": fgl_temp_info,
     "fgl_param_info": fgl_param_info,
     "fgl_result_info": fgl_result_info,
+    "fgl_sym_info": fgl_sym_info,
     "fgl_tensor": fgl_tensor,
     "fgl_arg": fgl_arg,
 }
@@ -193,6 +208,13 @@ PROTOTYPES = {
     "fgl_graph_get_info": (_st, [_vp, _P(fgl_graph_info), _E]),
     "fgl_graph_param": (_st, [_vp, ctypes.c_int, _P(fgl_param_info), _E]),
     "fgl_graph_result": (_st, [_vp, ctypes.c_int, _P(fgl_result_info), _E]),
+    "fgl_graph_num_syms": (_st, [_vp, _P(ctypes.c_int), _E]),
+    "fgl_graph_sym": (_st, [_vp, ctypes.c_int, _P(fgl_sym_info), _E]),
+    "fgl_graph_param_shape": (_st, [_vp, _P(fgl_arg), ctypes.c_int, ctypes.c_int, _P(fgl_param_info), _E]),
+    "fgl_graph_result_shape": (_st, [_vp, _P(fgl_arg), ctypes.c_int, ctypes.c_int, _P(fgl_result_info), _E]),
+    "fgl_graph_reserve": (_st, [_vp, _P(fgl_arg), ctypes.c_int, fgl_stream, _E]),
+    "fgl_graph_create_with_temp_sizes": (_st, [_vp, ctypes.c_char_p, _P(fgl_devptr), _P(ctypes.c_size_t),
+                                               ctypes.c_int, _P(_vp), _E]),
     "fgl_tensor_contiguous": (None, [_P(fgl_tensor), fgl_devptr, c_enum, ctypes.c_int, _P(ctypes.c_int64)]),
     "fgl_run": (_st, [_vp, _P(fgl_arg), ctypes.c_int, _P(fgl_tensor), ctypes.c_int, fgl_stream, _E]),
     "fgl_malloc": (_st, [_vp, ctypes.c_size_t, _P(fgl_devptr), _E]),

@@ -40,6 +40,7 @@ from fusec import _capi  # noqa: E402
 CC = os.environ.get("CC") or "cc"
 HEADER = os.path.join(ROOT, "loader", "fgload.h")
 ADD_PTX = os.path.join(ROOT, "tests", "loader", "add.ptx")
+SYM_PTX = os.path.join(ROOT, "tests", "loader", "sym.ptx")
 
 
 def find_lib():
@@ -275,6 +276,31 @@ class FakeDriver(unittest.TestCase):
         g.close()
         g.close()
 
+    def test_symbolic_info(self):
+        m = fusec.load(SYM_PTX, LIB)
+        g = m.graph("axpy_n")
+        self.assertTrue(g.symbolic)
+        self.assertEqual(g.syms, (fusec.SymInfo(0, "N", 0, 1073741824, 4),))
+        self.assertEqual(g.params, (
+            fusec.ParamInfo(0, "x", "f32", False, ("N",), (1,)),
+            fusec.ParamInfo(1, "y", "f32", False, ("N",), (1,)),
+            fusec.ParamInfo(2, "alpha", "f32", True, (), ()),
+        ))
+        self.assertEqual(g.results, (
+            fusec.ResultInfo(0, "f32", ("N",), (1,), False, None, 0),
+            fusec.ResultInfo(1, "f32", (None,), (1,), True, ("result", 0), None),
+        ))
+        self.assertIn("axpy_n(x: f32[N], y: f32[N], alpha: f32)", repr(g))
+        t = m.graph("tview")
+        self.assertEqual([s.name for s in t.syms], ["B", "T"])
+        self.assertEqual(t.params[0].shape, ("B", "T"))
+        self.assertEqual(t.params[0].strides, (None, 1))
+        self.assertEqual(t.results[0].shape, ("T", "B"))
+        s = self.m.graph("axpy")
+        self.assertFalse(s.symbolic)
+        self.assertEqual(s.syms, ())
+        m.close()
+
     def test_io_and_plan_errors(self):
         with self.assertRaises(fusec.FusecError) as cm:
             fusec.load("/nonexistent/model.ptx", LIB)
@@ -283,12 +309,20 @@ class FakeDriver(unittest.TestCase):
         try:
             bad = os.path.join(d, "bad.ptx")
             with open(bad, "w") as f:
-                f.write("// fusec-plan 1\n// target sm_80\n// graph g params 1 results 0 temps 0 kernels 0\n"
+                f.write("// fusec-plan 2\n// target sm_80\n// graph g params 1 results 0 temps 0 kernels 0 syms 0\n"
                         "// param 0 x f99 [4] strides [1]\n// end\n")
             with self.assertRaises(fusec.FusecError) as cm:
                 fusec.load(bad, LIB)
             self.assertEqual(cm.exception.status, "FGL_ERR_PLAN")
             self.assertIn("line 4", cm.exception.msg)
+            # an artifact of plan version 1 (before symbolic sizes)
+            with open(bad, "w") as f:
+                f.write("// fusec-plan 1\n// target sm_80\n// graph g params 0 results 0 temps 0 kernels 0\n// end\n")
+            with self.assertRaises(fusec.FusecError) as cm:
+                fusec.load(bad, LIB)
+            self.assertEqual(cm.exception.status, "FGL_ERR_PLAN")
+            self.assertIn("plan version 1, this loader reads version 2: recompile the model with this fusec",
+                          cm.exception.msg)
         finally:
             shutil.rmtree(d)
 
@@ -416,6 +450,39 @@ class FakeDriver(unittest.TestCase):
         self.mismatch(g, strided, y, 1.0, want="strides [2]")
         out = g(x, y, 0.5)[0]
         self.assertTrue(torch.equal(out, x + 0.5 * y))
+
+    def test_call_symbolic(self):
+        self.need_torch()
+        import torch
+
+        m = fusec.load(SYM_PTX, LIB)
+        g = m.graph("axpy_n")
+        for n in (4096, 1024, 4096, 0, 12, 1 << 16):
+            x, y = torch.randn(n), torch.randn(n)
+            out, half = g(x, y, 2.0)
+            self.assertEqual(out.shape, (n,))
+            self.assertTrue(torch.equal(out, x + 2.0 * y), n)
+            self.assertEqual(half.shape, (n // 2,))
+            self.assertTrue(torch.equal(half, out[n // 2:]))
+            if n:
+                self.assertEqual(half.data_ptr(), out.data_ptr() + (n // 2) * 4)
+        self.mismatch(g, torch.randn(8), torch.randn(12), 1.0,
+                      want="size N: parameter 'y' dim 0 is 12, but parameter 'x' dim 0 bound N to 8")
+        self.mismatch(g, torch.randn(6), torch.randn(6), 1.0,
+                      want="size N = 6 (parameter 'x' dim 0) is not a multiple of 4")
+        self.mismatch(g, torch.randn(8), torch.randn(8), want="graph 'axpy_n' takes 3 inputs, got 2")
+        self.mismatch(g, torch.randn(8).double(), torch.randn(8), 1.0,
+                      want="input 0 ('x'): expected f32[N] strides [1], got f64[8] strides [1]")
+        t = m.graph("tview")
+        for b, n in ((3, 8), (1, 2), (3, 8)):
+            x, y = torch.randn(b, n), torch.randn(n)
+            xt, y1 = t(x, y)
+            self.assertTrue(torch.equal(xt, x.t()))
+            self.assertEqual(xt.data_ptr(), x.data_ptr())
+            self.assertTrue(torch.equal(y1, y[1:]))
+        self.mismatch(t, torch.randn(3, 8), torch.randn(6),
+                      want="size T: parameter 'y' dim 0 is 6, but parameter 'x' dim 1 bound T to 8")
+        m.close()
 
     def test_size_one_dims_ignore_strides(self):
         self.need_torch()

@@ -1,10 +1,12 @@
 /* A stand-in for libcuda.so.1 for the CPU tests (loaded through
  * FGL_LIBCUDA). Device memory is host memory, the "JIT" wraps the PTX text,
- * and the entries of add.ptx (fg_axpy_k0, fg_axpy_k0_v4) run on the host, so
- * the whole public API can be tested without a GPU. It counts every call so
- * tests can assert what fgl_run does (launches only; no allocation, copy or
- * synchronization). FAKE_CUDA_DEVICES=0 simulates a machine without a GPU;
- * PTX containing FAKE_JIT_FAIL fails to JIT. */
+ * and the entries of add.ptx (fg_axpy_k0, fg_axpy_k0_v4) and sym.ptx
+ * (fg_axpy_n, fg_axpy_n_v4) run on the host, so the whole public API can be
+ * tested without a GPU. It counts every call so tests can assert what
+ * fgl_run does (launches only; no allocation, copy or synchronization), and
+ * logs each launch (entry, grid, block, the 8-byte argument values: as many
+ * as the entry declares .params in the PTX). FAKE_CUDA_DEVICES=0 simulates
+ * a machine without a GPU; PTX containing FAKE_JIT_FAIL fails to JIT. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,14 +45,27 @@ enum {
   C_PUSH,
   C_CAPTURED,
   C_SMEM_ATTR,
+  C_ALLOC_ASYNC,
+  C_FREE_ASYNC,
+  C_MEMSET_ASYNC,
   C_N
 };
-static const char *const cnames[C_N] = {"alloc",   "free", "htod",     "dtoh",
-                                        "memset",  "sync", "launch",   "jit",
-                                        "modload", "push", "captured", "smem_attr"};
+static const char *const cnames[C_N] = {
+    "alloc",   "free", "htod",     "dtoh",      "memset",      "sync",       "launch",      "jit",
+    "modload", "push", "captured", "smem_attr", "alloc_async", "free_async", "memset_async"};
 static long counters[C_N];
 static char last_entry[128];
 static int capturing;
+
+/* The launch log (fake_cuda_launch), since the last reset. */
+typedef struct fake_launch {
+  char entry[128];
+  unsigned grid[3], block[3], smem;
+  int nargs;
+  unsigned long long args[16];
+} fake_launch;
+static fake_launch launch_log[64];
+static int n_launch_log;
 
 EXPORT long fake_cuda_count(const char *name) {
   for (int i = 0; i < C_N; i++)
@@ -61,6 +76,13 @@ EXPORT long fake_cuda_count(const char *name) {
 EXPORT void fake_cuda_reset(void) {
   memset(counters, 0, sizeof counters);
   last_entry[0] = 0;
+  n_launch_log = 0;
+}
+/* The number of launches logged since the reset; *out gets launch i. */
+EXPORT int fake_cuda_launch(int i, fake_launch *out) {
+  if (out && i >= 0 && i < n_launch_log)
+    *out = launch_log[i];
+  return n_launch_log;
 }
 EXPORT const char *fake_cuda_last_entry(void) { return last_entry; }
 
@@ -76,6 +98,7 @@ struct CUmod_st {
 };
 struct CUfunc_st {
   char name[128];
+  int nparams; /* the .params its PTX declares */
 };
 struct CUlinkState_st {
   char *img;
@@ -208,6 +231,11 @@ EXPORT CUresult cuModuleGetFunction(struct CUfunc_st **f, struct CUmod_st *m, co
   if (n_funcs == 256)
     return 2;
   snprintf(funcs[n_funcs].name, sizeof funcs[n_funcs].name, "%s", name);
+  const char *s = strstr(m->text, pat) + strlen(pat), *e = strchr(s, ')');
+  int np = 0;
+  for (const char *q = s; e && (q = strstr(q, ".param")) && q < e; q += 6)
+    np++;
+  funcs[n_funcs].nparams = np;
   *f = &funcs[n_funcs++];
   return 0;
 }
@@ -271,26 +299,55 @@ static void axpy(void **params, int vec) {
     out[i] = x[i] + (float)alpha * y[i];
 }
 
+/* sym.ptx: out[i] = x[i] + alpha * y[i] for i < n (its last argument);
+ * the temp (one float per 1024 elements) must be zero, as the loader
+ * promises for a temp marked zero. */
+static void axpy_n(void **params, int vec) {
+  float *x = (float *)(uintptr_t)*(CUdeviceptr *)params[0];
+  float *y = (float *)(uintptr_t)*(CUdeviceptr *)params[1];
+  double alpha = *(double *)params[2];
+  float *out = (float *)(uintptr_t)*(CUdeviceptr *)params[3];
+  const unsigned char *tmp = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[4];
+  int64_t n = *(int64_t *)params[5];
+  if (vec && (((uintptr_t)x | (uintptr_t)y | (uintptr_t)out) & 15))
+    abort(); /* would fault on a GPU */
+  if (n > 0 && !tmp)
+    abort();
+  for (int64_t i = 0; i < (n + 1023) / 1024 * 4; i++)
+    if (tmp[i])
+      abort(); /* a temp marked zero that is not */
+  for (int64_t i = 0; i < n; i++)
+    out[i] = x[i] + (float)alpha * y[i];
+}
+
 EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                CUstream stream, void **params, void **extra) {
-  (void)gx;
-  (void)gy;
-  (void)gz;
-  (void)bx;
-  (void)by;
-  (void)bz;
-  (void)smem;
   (void)stream;
   (void)extra;
   counters[capturing ? C_CAPTURED : C_LAUNCH]++;
   snprintf(last_entry, sizeof last_entry, "%s", f->name);
+  if (n_launch_log < 64) {
+    fake_launch *l = &launch_log[n_launch_log++];
+    snprintf(l->entry, sizeof l->entry, "%s", f->name);
+    unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+    memcpy(l->grid, g, sizeof g);
+    memcpy(l->block, b, sizeof b);
+    l->smem = smem;
+    l->nargs = f->nparams < 16 ? f->nparams : 16;
+    for (int i = 0; i < l->nargs; i++)
+      memcpy(&l->args[i], params[i], 8);
+  }
   if (capturing)
     return 0;
   if (!strcmp(f->name, "fg_axpy_k0"))
     axpy(params, 0);
   else if (!strcmp(f->name, "fg_axpy_k0_v4"))
     axpy(params, 1);
+  else if (!strcmp(f->name, "fg_axpy_n"))
+    axpy_n(params, 0);
+  else if (!strcmp(f->name, "fg_axpy_n_v4"))
+    axpy_n(params, 1);
   return 0;
 }
 
@@ -338,7 +395,29 @@ EXPORT CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
 }
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
   (void)st;
-  return cuMemsetD8_v2(d, v, n);
+  counters[C_MEMSET_ASYNC]++;
+  memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
+/* Stream-ordered allocation: FAKE_CUDA_ASYNC_FAIL=1 makes it fail. */
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream st) {
+  (void)st;
+  const char *e = getenv("FAKE_CUDA_ASYNC_FAIL");
+  if (e && !strcmp(e, "1"))
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  counters[C_ALLOC_ASYNC]++;
+  void *m = aligned_alloc(256, (n + 255) / 256 * 256);
+  if (!m)
+    return 2;
+  memset(m, 0xAB, n);
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return 0;
+}
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream st) {
+  (void)st;
+  counters[C_FREE_ASYNC]++;
+  free((void *)(uintptr_t)p);
+  return 0;
 }
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) {
   (void)f;

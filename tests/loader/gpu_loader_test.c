@@ -1,6 +1,7 @@
 /* GPU test of libfgload (ctest label "gpu"; exit 77 = skipped when there is
- * no CUDA driver or GPU). Usage: gpu_loader_test [ARTIFACT]  (default: the
- * add.ptx fixture next to this file, graph "axpy").
+ * no CUDA driver or GPU). Usage: gpu_loader_test [ARTIFACT [SYM_ARTIFACT]]
+ * (default: the add.ptx fixture, graph "axpy"; SYM_ARTIFACT: the sym.ptx
+ * fixture, graph "axpy_n" over N symbolic elements).
  *
  * Measures and checks:
  *  1. cold load (JIT; CUDA_CACHE_DISABLE=1 and an empty FUSEC_CACHE_DIR) vs
@@ -11,7 +12,12 @@
  *  4. bad inputs (dtype, shape, stride, NULL, misaligned) rejected with
  *     nothing launched: the poisoned output stays 0xFF;
  *  5. a run captured into a CUDA graph (global capture mode) and replayed
- *     100 times gives bit-identical results to a direct run.
+ *     100 times gives bit-identical results to a direct run;
+ *  6. with SYM_ARTIFACT: results of the symbolic graph at two sizes, the
+ *     host time of its fgl_run against a bare launch of its kernel, as in 3,
+ *     with the same sizes at every call (the evaluated formulas reused) and
+ *     with two sizes in turn (evaluated at every call): the binding's cost is
+ *     its overhead minus 3's; and a captured run after fgl_graph_reserve.
  * Prints a table; exit 0 when everything passes, 1 otherwise. */
 #include <math.h>
 #include <stdio.h>
@@ -65,6 +71,92 @@ static const fgl_cuda_api *cu;
 static fgl_module *mod;
 static char artifact[1024];
 
+/* Host time of many calls of `bare` and of `run` (a launch each), medians:
+ * CALLS calls each, the stream synchronized every BATCH calls, both timed
+ * twice in turn and the first round discarded (warm-up). */
+enum { CALLS = 10000, BATCH = 200 };
+typedef int (*call_fn)(void *ctx, int i, CUstream s);
+static void time_pair(call_fn bare, call_fn run, void *ctx, CUstream s, double *bare_us,
+                      double *run_us) {
+  double *tb = malloc(CALLS * sizeof *tb), *tr = malloc(CALLS * sizeof *tr);
+  for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
+    for (int i = 0; i < CALLS; i++) {
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
+      double a = now_us();
+      int r = bare(ctx, i, s);
+      tb[i] = now_us() - a;
+      if (r) {
+        printf("FAIL: bare launch %d\n", r);
+        exit(1);
+      }
+    }
+    for (int i = 0; i < CALLS; i++) {
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
+      double a = now_us();
+      int r = run(ctx, i, s);
+      tr[i] = now_us() - a;
+      if (r) {
+        printf("FAIL: fgl_run %d\n", r);
+        exit(1);
+      }
+    }
+  }
+  CU(cu->cuStreamSynchronize(s));
+  *bare_us = median(tb, CALLS);
+  *run_us = median(tr, CALLS);
+  free(tb);
+  free(tr);
+}
+
+/* An artifact's PTX loaded directly (for the bare launches). */
+static CUmodule load_bare(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    printf("FAIL: cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 11);
+  memcpy(text, "FAKECUBIN\n", 10); /* what the fake driver (tests) takes for a cubin */
+  if (fread(text + 10, 1, (size_t)n, f) != (size_t)n) {
+    printf("FAIL: read\n");
+    exit(1);
+  }
+  text[n + 10] = 0;
+  fclose(f);
+  CUmodule m;
+  if (cu->cuModuleLoadData(&m, text + 10) != CUDA_SUCCESS)
+    CU(cu->cuModuleLoadData(&m, text));
+  free(text);
+  return m;
+}
+
+/* What the timed calls launch. */
+typedef struct timed {
+  CUfunction fn;
+  void **params;
+  unsigned grid;
+  fgl_graph *g;
+  fgl_arg *in, *in_alt; /* in_alt, out_alt: other sizes, every other call (NULL: none) */
+  int n_in, n_out;
+  fgl_tensor *out, *out_alt;
+} timed;
+static int bare_call(void *ctx, int i, CUstream s) {
+  timed *t = ctx;
+  (void)i;
+  return cu->cuLaunchKernel(t->fn, t->grid, 1, 1, 256, 1, 1, 0, s, t->params, NULL);
+}
+static int run_call(void *ctx, int i, CUstream s) {
+  timed *t = ctx;
+  int odd = t->in_alt && (i & 1);
+  return (int)fgl_run(t->g, odd ? t->in_alt : t->in, t->n_in, odd ? t->out_alt : t->out, t->n_out,
+                      s, NULL);
+}
+
 static void fresh_cache_dir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/fgl-gpu-test-XXXXXX");
   if (!mkdtemp(buf)) {
@@ -100,6 +192,141 @@ static void set_args(fgl_arg in[3], fgl_tensor out[3], CUdeviceptr x, CUdevicept
   fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &n);
 }
 
+static char sym_artifact[1024];
+
+typedef struct sym_result {
+  double bare_us, run_us, run_alt_us;
+  int ok, graph_same;
+} sym_result;
+
+/* Checks out[i] == x[i] + alpha y[i] for i < n, and the elements after
+ * untouched (0xFF), in a buffer of N floats. */
+static int axpy_ok(CUdeviceptr o, const float *hx, const float *hy, float alpha, long n,
+                   float *ho) {
+  FG(fgl_memcpy_dtoh(mod, ho, o, (size_t)N * 4, &e_));
+  for (long i = 0; i < n; i++)
+    if (fabsf(ho[i] - (hx[i] + alpha * hy[i])) > 1e-6f)
+      return 0;
+  for (long i = n; i < N; i++) {
+    uint32_t b;
+    memcpy(&b, &ho[i], 4);
+    if (b != 0xFFFFFFFFu)
+      return 0;
+  }
+  return 1;
+}
+
+/* 6. The symbolic graph axpy_n of SYM_ARTIFACT (N from the tensors). */
+static void sym_section(const char *path, CUstream s, CUdeviceptr x, CUdeviceptr y, CUdeviceptr o,
+                        CUdeviceptr o2, const float *hx, const float *hy, sym_result *res) {
+  fgl_load_options lo;
+  fgl_load_options_init(&lo);
+  char dir[64];
+  fresh_cache_dir(dir, sizeof dir);
+  lo.cache_dir = dir;
+  fgl_module *m;
+  fgl_error e = {0};
+  if (fgl_module_load_file(path, &lo, &m, &e) != FGL_OK) {
+    printf("FAIL: loading %s: %s\n", path, e.msg);
+    failures++;
+    return;
+  }
+  fgl_graph *g;
+  if (fgl_graph_create(m, "axpy_n", &g, &e) != FGL_OK) {
+    printf("FAIL: %s\n", e.msg);
+    failures++;
+    return;
+  }
+  float *ho = malloc((N + 1) * 4);
+  int64_t big = N, alt = N - 4, half = N / 2;
+  FG(fgl_memcpy_htod(mod, x, hx, N * 4, &e_)); /* x as the host has it (2. shifted it) */
+  FG(fgl_memcpy_htod(mod, y, hy, N * 4, &e_));
+  fgl_arg in[3], in_alt[3], in_half[3];
+  fgl_tensor out[2];
+  fgl_tensor t;
+  fgl_tensor_contiguous(&t, x, FGL_F32, 1, &big);
+  in[0] = fgl_arg_tensor(t);
+  fgl_tensor_contiguous(&t, y, FGL_F32, 1, &big);
+  in[1] = fgl_arg_tensor(t);
+  in[2] = fgl_arg_float(FGL_F32, 0.75);
+  memcpy(in_alt, in, sizeof in);
+  in_alt[0].tensor.sizes[0] = in_alt[1].tensor.sizes[0] = alt;
+  memcpy(in_half, in, sizeof in);
+  in_half[0].tensor.sizes[0] = in_half[1].tensor.sizes[0] = half;
+  /* results at three sizes (the temp grows at the first run) */
+  res->ok = 1;
+  const fgl_arg *ins[3] = {in, in_alt, in_half};
+  const long ns[3] = {N, N - 4, N / 2};
+  for (int k = 0; k < 3; k++) {
+    FG(fgl_memset(mod, o, 0xFF, N * 4, &e_));
+    memset(out, 0, sizeof out);
+    int64_t n = ns[k];
+    fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &n);
+    FG(fgl_run(g, ins[k], 3, out, 2, s, &e_));
+    CU(cu->cuStreamSynchronize(s));
+    int ok = axpy_ok(o, hx, hy, 0.75f, ns[k], ho) && out[1].ptr == o + (CUdeviceptr)(n / 2) * 4 &&
+             out[1].sizes[0] == n / 2;
+    EXPECT(ok, "symbolic graph, N=%ld: wrong results", ns[k]);
+    res->ok &= ok;
+  }
+  /* host time: the same sizes at every call, then two sizes in turn */
+  CUmodule bm = load_bare(path);
+  CUfunction fn;
+  CU(cu->cuModuleGetFunction(&fn, bm, "fg_axpy_n_v4"));
+  CUdeviceptr tmp;
+  FG(fgl_malloc(mod, 4096, &tmp, &e_));
+  FG(fgl_memset(mod, tmp, 0, 4096, &e_));
+  double alpha = 0.75;
+  long long nn = N;
+  void *params[6] = {&x, &y, &alpha, &o, &tmp, &nn};
+  memset(out, 0, sizeof out);
+  fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &big);
+  timed tc = {fn, params, 1024, g, in, NULL, 3, 2, out, NULL};
+  time_pair(bare_call, run_call, &tc, s, &res->bare_us, &res->run_us);
+  /* every other call N - 4 (inputs and output alike): the formulas are
+   * evaluated again at every call */
+  fgl_tensor out_alt[2];
+  memset(out_alt, 0, sizeof out_alt);
+  fgl_tensor_contiguous(&out_alt[0], o, FGL_F32, 1, &alt);
+  timed ta = {fn, params, 1024, g, in, in_alt, 3, 2, out, out_alt};
+  double bare2;
+  time_pair(bare_call, run_call, &ta, s, &bare2, &res->run_alt_us);
+  /* capture: reserve the largest size, then a captured run at N/2 */
+  FG(fgl_graph_reserve(g, in, 3, s, &e_));
+  CU(cu->cuStreamSynchronize(s));
+  FG(fgl_memset(mod, o, 0xFF, N * 4, &e_));
+  FG(fgl_memset(mod, o2, 0xFF, N * 4, &e_));
+  fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &half);
+  FG(fgl_run(g, in_half, 3, out, 2, s, &e_));
+  CU(cu->cuStreamSynchronize(s));
+  float *direct = malloc((N + 1) * 4), *replay = malloc((N + 1) * 4);
+  FG(fgl_memcpy_dtoh(mod, direct, o, N * 4, &e_));
+  fgl_tensor_contiguous(&out[0], o2, FGL_F32, 1, &half);
+  CUgraph cg;
+  CUgraphExec ge;
+  CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fgl_error ce = {0};
+  fgl_status cr = fgl_run(g, in_half, 3, out, 2, s, &ce);
+  CU(cu->cuStreamEndCapture(s, &cg));
+  EXPECT(cr == FGL_OK, "symbolic fgl_run under capture: %s", ce.msg);
+  CU(cu->cuGraphInstantiateWithFlags(&ge, cg, 0));
+  for (int i = 0; i < 100; i++)
+    CU(cu->cuGraphLaunch(ge, s));
+  CU(cu->cuStreamSynchronize(s));
+  FG(fgl_memcpy_dtoh(mod, replay, o2, N * 4, &e_));
+  res->graph_same = cr == FGL_OK && !memcmp(direct, replay, N * 4);
+  EXPECT(res->graph_same, "symbolic graph: replays differ from the direct run");
+  CU(cu->cuGraphExecDestroy(ge));
+  CU(cu->cuGraphDestroy(cg));
+  CU(cu->cuModuleUnload(bm));
+  fgl_free(mod, tmp, NULL);
+  free(direct);
+  free(replay);
+  free(ho);
+  fgl_graph_free(g, NULL);
+  fgl_module_free(m, NULL);
+}
+
 int main(int argc, char **argv) {
   /* --load-only ARTIFACT: only the cold/warm load times of any artifact
    * (e.g. every example compiled together). */
@@ -107,6 +334,7 @@ int main(int argc, char **argv) {
   if (load_only)
     argv++, argc--;
   snprintf(artifact, sizeof artifact, "%s", argc > 1 ? argv[1] : "add.ptx");
+  snprintf(sym_artifact, sizeof sym_artifact, "%s", argc > 2 ? argv[2] : "");
   setenv("CUDA_CACHE_DISABLE", "1", 1); /* before the driver starts: no driver-side JIT cache */
   cu = gpu_test_driver();
   /* Create the context up front so loads measure the loader, not context creation. */
@@ -199,60 +427,24 @@ int main(int argc, char **argv) {
   /* 3. host time: fgl_run vs bare cuLaunchKernel */
   CUstream s;
   CU(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CUmodule bare_mod;
-  {
-    FILE *f = fopen(artifact, "rb");
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
-      printf("FAIL: read\n");
-      return 1;
-    }
-    text[n] = 0;
-    fclose(f);
-    CU(cu->cuModuleLoadData(&bare_mod, text));
-    free(text);
-  }
+  CUmodule bare_mod = load_bare(artifact);
   CUfunction bare_fn;
   CU(cu->cuModuleGetFunction(&bare_fn, bare_mod, "fg_axpy_k0_v4"));
-  enum { CALLS = 10000, BATCH = 200 };
-  double *tb = malloc(CALLS * sizeof *tb), *tr = malloc(CALLS * sizeof *tr);
   CUdeviceptr tmp = 0;
   double alpha = 0.75;
   void *params[5] = {&xr, &y, &alpha, &o, &tmp};
   fgl_arg in[3];
   fgl_tensor out[3];
   set_args(in, out, xr, y, o, 0.75);
-  for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
-    for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      double a = now_us();
-      CUresult r = cu->cuLaunchKernel(bare_fn, 1024, 1, 1, 256, 1, 1, 0, s, params, NULL);
-      tb[i] = now_us() - a;
-      if (r != CUDA_SUCCESS) {
-        printf("FAIL: bare launch %d\n", r);
-        return 1;
-      }
-    }
-    for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      double a = now_us();
-      fgl_status r = fgl_run(g, in, 3, out, 3, s, NULL);
-      tr[i] = now_us() - a;
-      if (r != FGL_OK) {
-        printf("FAIL: fgl_run\n");
-        return 1;
-      }
-    }
-  }
-  CU(cu->cuStreamSynchronize(s));
-  double bare_us = median(tb, CALLS), run_us = median(tr, CALLS);
+  timed tc = {bare_fn, params, 1024, g, in, NULL, 3, 3, out, NULL};
+  double bare_us, run_us;
+  time_pair(bare_call, run_call, &tc, s, &bare_us, &run_us);
   EXPECT(run_us - bare_us <= 5.0, "fgl_run costs %.2f us more than cuLaunchKernel (target <= 5)",
          run_us - bare_us);
+
+  sym_result sr = {0};
+  if (sym_artifact[0])
+    sym_section(sym_artifact, s, xr, y, o, o2, hx, hy, &sr);
 
   /* 4. bad inputs rejected, nothing launched */
   const char *bad_names[] = {"wrong dtype",  "wrong shape",        "wrong stride",
@@ -338,6 +530,18 @@ int main(int argc, char **argv) {
   printf("| bare cuLaunchKernel host time (median)    | %9.2f us |\n", bare_us);
   printf("| fgl_run host time, 1 kernel (median)      | %9.2f us |\n", run_us);
   printf("| fgl_run overhead over cuLaunchKernel      | %9.2f us |\n", run_us - bare_us);
+  if (sym_artifact[0]) {
+    printf("| symbolic graph: bare cuLaunchKernel       | %9.2f us |\n", sr.bare_us);
+    printf("| symbolic graph: fgl_run, same N each call | %9.2f us |\n", sr.run_us);
+    printf("| symbolic graph: fgl_run, N alternating    | %9.2f us |\n", sr.run_alt_us);
+    printf("| binding cost, same N (overhead - above's) | %9.2f us |\n",
+           (sr.run_us - sr.bare_us) - (run_us - bare_us));
+    printf("| binding cost, N alternating               | %9.2f us |\n",
+           (sr.run_alt_us - sr.bare_us) - (run_us - bare_us));
+    printf("| symbolic results N=2^20, 2^20-4, 2^19     | %s          |\n", sr.ok ? "ok " : "BAD");
+    printf("| symbolic: reserve, capture x100 == direct | %s          |\n",
+           sr.graph_same ? "yes" : "NO ");
+  }
   printf("| results vectorized / plain kernel         | %s / %s  |\n", ok_vec ? "ok  " : "FAIL",
          ok_plain ? "ok  " : "FAIL");
   printf("| bad inputs rejected, output untouched     | %d/%d, %s     |\n", bad_ok, n_bad,
@@ -359,8 +563,6 @@ int main(int argc, char **argv) {
   free(hy);
   free(ho);
   free(ho2);
-  free(tb);
-  free(tr);
   printf("%s\n", failures ? "FAILED" : "PASSED");
   return failures ? 1 : 0;
 }

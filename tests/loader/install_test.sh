@@ -19,6 +19,10 @@ if ldd "$scratch/out/deploy" | grep -q libcuda; then echo "deploy links libcuda"
 FGL_LIBCUDA=$libcuda FUSEC_CACHE_DIR=$scratch/cache "$scratch/out/deploy" "$artifact" | tee "$scratch/run.log"
 grep -q "result 0: f32\[1048576\] written" "$scratch/run.log"
 grep -q "result 1: f32\[1024,1024\] view of p0+0" "$scratch/run.log"
+# a graph with symbolic sizes: N from the command line, shapes from the loader
+FGL_LIBCUDA=$libcuda FUSEC_CACHE_DIR=$scratch/cache "$scratch/out/deploy" "$(dirname "$artifact")/sym.ptx" axpy_n N=64 | tee "$scratch/run_sym.log"
+grep -q "result 0: f32\[64\] written" "$scratch/run_sym.log"
+grep -q "result 1: f32\[32\] view of r0+32" "$scratch/run_sym.log"
 # static link through pkg-config --static
 cc -std=c11 -O2 $(pkg-config --cflags fgload) "$src/main.c" -o "$scratch/out/deploy_static" \
    -Wl,-Bstatic $(pkg-config --libs-only-L fgload) -lfgload -Wl,-Bdynamic $(pkg-config --static --libs-only-l fgload | sed 's/-lfgload//') -lm

@@ -70,7 +70,7 @@ static fgl_cache_cfg cfg_for(const char *dir) {
   return c;
 }
 
-static const char *PTX = "// fusec-plan 1\n.version 7.8\n.target sm_90\n";
+static const char *PTX = "// fusec-plan 2\n.version 7.8\n.target sm_90\n";
 
 /* One cache_get; returns hit (0/1) or -1 on failure; checks the cubin. */
 static int get(const fgl_cache_cfg *c) {
@@ -132,8 +132,8 @@ static void test_key(void) {
   fgl_cache_key_compute(&c, PTX, strlen(PTX), &k);
   CHECK(!memcmp(k.bytes, k0.bytes, 16));
   /* Golden value: the key format is part of the cache's contract (docs/loader.md); it
-   * changes with FGL_ABI_VERSION (2 since fgl_arg gained value_kind). */
-  CHECK_MSG(!strcmp(k0.hex, "7f59b24ced54b6c366a759c237b387d6") || getenv("FGL_PRINT_KEY"),
+   * changes with FGL_ABI_VERSION (3 since plan version 2's symbolic sizes). */
+  CHECK_MSG(!strcmp(k0.hex, "f2e9b283f7e8ae59cb9c9d5313962ef2") || getenv("FGL_PRINT_KEY"),
             "key %s", k0.hex);
   if (getenv("FGL_PRINT_KEY"))
     printf("key %s\n", k0.hex);

@@ -1,0 +1,218 @@
+/* Host time of fgl_run over a bare cuLaunchKernel of the same kernel, for a
+ * graph without syms (add.ptx's axpy) and one with (sym.ptx's axpy_n, with
+ * the same N at every call, then two N in turn): the method of
+ * gpu_loader_test's section 3 (medians of CALLS calls, the stream
+ * synchronized every 200, a first round discarded as warm-up), on any
+ * driver. On the fake driver (device "Fake GPU") the calls are made inside
+ * a stream capture, where it records launches without running them, so the
+ * figures are the loader's own host time on this CPU. The binding's cost is
+ * the symbolic graph's overhead minus the constant graph's.
+ *   host_overhead ADD.ptx SYM.ptx [CALLS]   (default 10000) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_api.h"
+#include "fgload.h"
+#include "gpu_test.h"
+
+#define N 1048576
+enum { BATCH = 200 };
+static const fgl_cuda_api *cu;
+static int calls = 10000;
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define FG(call)                                                                                   \
+  do {                                                                                             \
+    fgl_error e_ = {0};                                                                            \
+    if ((call) != FGL_OK) {                                                                        \
+      printf("FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call, e_.msg);                           \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+/* A kernel of the artifact at path, loaded directly (PTX for a driver, the
+ * fake's "cubin" for the fake). */
+static CUfunction bare_function(const char *path, const char *entry, CUmodule *mod) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    printf("FAIL: cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 11);
+  memcpy(text, "FAKECUBIN\n", 10);
+  if (fread(text + 10, 1, (size_t)n, f) != (size_t)n) {
+    printf("FAIL: read %s\n", path);
+    exit(1);
+  }
+  text[n + 10] = 0;
+  fclose(f);
+  if (cu->cuModuleLoadData(mod, text + 10) != CUDA_SUCCESS)
+    CU(cu->cuModuleLoadData(mod, text));
+  free(text);
+  CUfunction fn;
+  CU(cu->cuModuleGetFunction(&fn, *mod, entry));
+  return fn;
+}
+
+typedef struct timed {
+  CUfunction fn;
+  void **params;
+  fgl_graph *g;
+  const fgl_arg *in, *in_alt; /* in_alt/out_alt: every other call (NULL: never) */
+  int n_in, n_out;
+  fgl_tensor *out, *out_alt;
+} timed;
+
+/* Medians of the bare launches and of the runs (as gpu_loader_test). */
+static void time_pair(const timed *t, CUstream s, double *bare_us, double *run_us) {
+  double *tb = malloc((size_t)calls * sizeof *tb), *tr = malloc((size_t)calls * sizeof *tr);
+  for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
+    for (int i = 0; i < calls; i++) {
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
+      double a = now_us();
+      CUresult r = cu->cuLaunchKernel(t->fn, 1024, 1, 1, 256, 1, 1, 0, s, t->params, NULL);
+      tb[i] = now_us() - a;
+      if (r != CUDA_SUCCESS) {
+        printf("FAIL: bare launch %d\n", r);
+        exit(1);
+      }
+    }
+    for (int i = 0; i < calls; i++) {
+      if (i % BATCH == 0)
+        CU(cu->cuStreamSynchronize(s));
+      int odd = t->in_alt && (i & 1);
+      double a = now_us();
+      fgl_status r = fgl_run(t->g, odd ? t->in_alt : t->in, t->n_in, odd ? t->out_alt : t->out,
+                             t->n_out, s, NULL);
+      tr[i] = now_us() - a;
+      if (r != FGL_OK) {
+        printf("FAIL: fgl_run %d\n", r);
+        exit(1);
+      }
+    }
+  }
+  CU(cu->cuStreamSynchronize(s));
+  *bare_us = median(tb, calls);
+  *run_us = median(tr, calls);
+  free(tb);
+  free(tr);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s ADD.ptx SYM.ptx [CALLS]\n", argv[0]);
+    return 2;
+  }
+  if (argc > 3)
+    calls = atoi(argv[3]);
+  if (calls < 2) {
+    fprintf(stderr, "CALLS must be at least 2\n");
+    return 2;
+  }
+  cu = gpu_test_driver();
+  CUdevice dev;
+  CUcontext ctx;
+  CU(cu->cuDeviceGet(&dev, 0));
+  CU(cu->cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cu->cuCtxSetCurrent(ctx));
+  fgl_module *ma, *ms;
+  FG(fgl_module_load_file(argv[1], NULL, &ma, &e_));
+  FG(fgl_module_load_file(argv[2], NULL, &ms, &e_));
+  fgl_device_info di;
+  FG(fgl_module_device_info(ma, &di, &e_));
+  int fake = !strcmp(di.name, "Fake GPU");
+  fgl_graph *ga, *gs;
+  FG(fgl_graph_create(ma, "axpy", &ga, &e_));
+  FG(fgl_graph_create(ms, "axpy_n", &gs, &e_));
+  CUdeviceptr x, y, o, tmp;
+  FG(fgl_malloc(ma, N * 4, &x, &e_));
+  FG(fgl_malloc(ma, N * 4, &y, &e_));
+  FG(fgl_malloc(ma, N * 4, &o, &e_));
+  FG(fgl_malloc(ma, 4096, &tmp, &e_));
+  FG(fgl_memset(ma, x, 0, N * 4, &e_));
+  FG(fgl_memset(ma, y, 0, N * 4, &e_));
+  FG(fgl_memset(ma, tmp, 0, 4096, &e_));
+  int64_t big = N, alt = N - 4;
+  fgl_tensor t;
+  fgl_arg in[3], in_alt[3];
+  fgl_tensor_contiguous(&t, x, FGL_F32, 1, &big);
+  in[0] = fgl_arg_tensor(t);
+  fgl_tensor_contiguous(&t, y, FGL_F32, 1, &big);
+  in[1] = fgl_arg_tensor(t);
+  in[2] = fgl_arg_float(FGL_F32, 0.75);
+  memcpy(in_alt, in, sizeof in);
+  in_alt[0].tensor.sizes[0] = in_alt[1].tensor.sizes[0] = alt;
+  fgl_tensor out[3], out_alt[3];
+  memset(out, 0, sizeof out);
+  memset(out_alt, 0, sizeof out_alt);
+  fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &big);
+  fgl_tensor_contiguous(&out_alt[0], o, FGL_F32, 1, &alt);
+  FG(fgl_graph_reserve(gs, in, 3, NULL, &e_));
+
+  CUstream s;
+  CU(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  if (fake)
+    CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUmodule bma, bms;
+  CUfunction fa = bare_function(argv[1], "fg_axpy_k0_v4", &bma),
+             fs = bare_function(argv[2], "fg_axpy_n_v4", &bms);
+  double alpha = 0.75;
+  long long n = N;
+  void *pa[5] = {&x, &y, &alpha, &o, &tmp}, *ps[6] = {&x, &y, &alpha, &o, &tmp, &n};
+  timed ta = {fa, pa, ga, in, NULL, 3, 3, out, NULL};
+  timed ts = {fs, ps, gs, in, NULL, 3, 2, out, NULL};
+  timed tt = {fs, ps, gs, in, in_alt, 3, 2, out, out_alt};
+  double a_bare, a_run, s_bare, s_run, t_bare, t_run;
+  time_pair(&ta, s, &a_bare, &a_run);
+  time_pair(&ts, s, &s_bare, &s_run);
+  time_pair(&tt, s, &t_bare, &t_run);
+  if (fake) {
+    CUgraph cg;
+    CU(cu->cuStreamEndCapture(s, &cg));
+    CU(cu->cuGraphDestroy(cg));
+  }
+  printf("host time per call on %s (median of %d, after a warm-up round)%s\n", di.name, calls,
+         fake ? ", launches recorded by the fake driver, not run" : "");
+  printf("| graph                                | bare launch | fgl_run  | overhead |\n");
+  printf("|--------------------------------------|-------------|----------|----------|\n");
+  printf("| axpy, no syms                        | %8.3f us | %6.3f us | %6.3f us |\n", a_bare,
+         a_run, a_run - a_bare);
+  printf("| axpy_n, syms: same N each call       | %8.3f us | %6.3f us | %6.3f us |\n", s_bare,
+         s_run, s_run - s_bare);
+  printf("| axpy_n, syms: N alternating          | %8.3f us | %6.3f us | %6.3f us |\n", t_bare,
+         t_run, t_run - t_bare);
+  printf("binding cost (overhead minus axpy's): same N %.3f us, N alternating %.3f us (target "
+         "<= 0.3 us)\n",
+         (s_run - s_bare) - (a_run - a_bare), (t_run - t_bare) - (a_run - a_bare));
+  CU(cu->cuModuleUnload(bma));
+  CU(cu->cuModuleUnload(bms));
+  CU(cu->cuStreamDestroy(s));
+  fgl_free(ma, x, NULL);
+  fgl_free(ma, y, NULL);
+  fgl_free(ma, o, NULL);
+  fgl_free(ma, tmp, NULL);
+  fgl_graph_free(ga, NULL);
+  fgl_graph_free(gs, NULL);
+  fgl_module_free(ma, NULL);
+  fgl_module_free(ms, NULL);
+  return 0;
+}
