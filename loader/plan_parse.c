@@ -1288,6 +1288,10 @@ plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, i
   for (int i = 0; i < n; i++) {
     const plan_op *o = &ops[i];
     int64_t a, b, r;
+    /* not reached: the parser checks each program's depth (the checks here
+     * are for the compiler, which cannot prove it) */
+    if (sp < 0 || sp > PLAN_MAX_DEPTH)
+      return PLAN_EVAL_OVERFLOW;
     switch ((plan_opcode)o->code) {
     case PLAN_OP_CONST:
       st[sp++] = o->imm;
@@ -1298,8 +1302,11 @@ plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, i
     default:
       break;
     }
-    b = st[--sp];
-    a = st[sp - 1];
+    if (sp < 2)
+      return PLAN_EVAL_OVERFLOW; /* not reached, as above */
+    b = st[sp - 1];
+    a = st[sp - 2];
+    sp--;
     switch ((plan_opcode)o->code) {
     case PLAN_OP_ADD:
       if (__builtin_add_overflow(a, b, &r))
@@ -1329,6 +1336,8 @@ plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, i
     }
     st[sp - 1] = r;
   }
+  if (sp < 1)
+    return PLAN_EVAL_OVERFLOW; /* not reached, as above */
   *out = st[0];
   return PLAN_EVAL_OK;
 }
