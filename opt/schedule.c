@@ -696,9 +696,19 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->red = r;
   k->inner = inner;
   k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  /* A thread owns vec adjacent outputs: where that leaves too few threads
+   * (with the reduced extent split as far as below) for a quarter of the
+   * GPU's thread slots, narrower vectors, down to 8 bytes a load (bias-GELU
+   * backward's column kernel: docs/benchmarks.md, S20). */
+  int widest = k->vec;
+  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
+  int wsz = max_elem_size(p, k);
+  while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
+    k->vec /= 2;
   int64_t cv;
-  if (knob(o, FG_KNOB_COL_VEC, &cv) && cv < k->vec)
-    k->vec = (int)cv;
+  if (knob(o, FG_KNOB_COL_VEC, &cv))
+    k->vec = cv < widest ? (int)cv : widest;
   int64_t threads = ceil_div(kept, k->vec);
   k->block = COL_THREADS;
   if (threads < k->block)
