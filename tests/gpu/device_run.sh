@@ -104,9 +104,9 @@ difftest() {
     [ -f "$ptx" ] || continue
     g=$(basename "$ptx" .ptx)
     dims=$(sym_dims "$ptx" "$g" ${FG_DIFFTEST_SYM_SIZES:-0 1 37 200})
-    while read -r dim; do # one empty line for a static graph
-      echo "$ptx ${ptx%.ptx}.fg $g $dim" >>"$jobs"
-      echo "$ptx ${ptx%.ptx}.fg $g $dim --misalign" >>"$jobs"
+    while read -r dim; do # one empty line for a static graph (no trailing blank: xargs -L joins)
+      echo "$ptx ${ptx%.ptx}.fg $g${dim:+ $dim}" >>"$jobs"
+      echo "$ptx ${ptx%.ptx}.fg $g${dim:+ $dim} --misalign" >>"$jobs"
     done <<<"$dims"
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/difftest_summary.txt" |
