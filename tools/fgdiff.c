@@ -35,7 +35,9 @@
  * ones with T for b0); the graph is written over T, after a comment line
  * that gives b0. The passes run on the graph as written (as fusec --emit
  * opt), the interpreter on it bound (fg_graph_specialize) to b0, to the
- * smallest size the facts admit and to an odd multiple of the divisor. */
+ * smallest size the facts admit and to an odd multiple of the divisor.
+ * The artifact of a symbolic graph must not hold a multiple of the
+ * stand-in its size was compiled with (opt/symbolic.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -58,6 +60,7 @@
 #include "parse.h"
 #include "passes.h"
 #include "plan.h"
+#include "symbolic.h"
 
 /* ---- a portable PRNG (splitmix64) ---- */
 
@@ -763,12 +766,13 @@ typedef enum finding {
   FD_PASS_ERROR,    /* a pass failed or left the graph unverifiable */
   FD_PASS_MISMATCH, /* a pass changed a result */
   FD_INTERNAL,      /* exit 3 from segmentation, scheduling or the backend */
+  FD_STAND_IN,      /* the artifact of a symbolic graph holds a multiple of its stand-in */
   FD_CRASH,         /* the child died */
   FD_COUNT
 } finding;
 static const char *const finding_names[FD_COUNT] = {
-    "ok",         "refused",       "generator", "interp", "bind",
-    "pass-error", "pass-mismatch", "internal",  "crash"};
+    "ok",         "refused",       "generator", "interp",   "bind",
+    "pass-error", "pass-mismatch", "internal",  "stand-in", "crash"};
 
 static bool same_bits(const fg_tensor *a, const fg_tensor *b) {
   if (a->dtype != b->dtype || a->rank != b->rank)
@@ -987,6 +991,56 @@ static finding check_passes(fg_graph *g, int64_t hint, fg_diag *d, FILE *sink, c
   return f;
 }
 
+/* ---- the stand-in ---- */
+
+enum { MAX_STAND_INS = 16 };
+
+/* The stand-ins the code generator binds m's symbolic sizes to
+ * (opt/symbolic.h); how many. */
+static int stand_ins(fg_module *m, int64_t *q) {
+  int n = 0;
+  for (int gi = 0; gi < m->ngraphs && n < MAX_STAND_INS; gi++) {
+    fg_graph *g = m->graphs[gi];
+    if (g->nsyms == 0)
+      continue;
+    fg_diag d; /* a graph the code generator refuses: its error comes from fgc_compile */
+    fg_diag_init(&d, "g.fg", "", 0, NULL);
+    fg_sym_lowering s;
+    fg_graph *l = fg_sym_lower(g, &s, &d);
+    if (l && l != g)
+      fg_graph_free(l);
+    if (l && s.placeholder > 0)
+      q[n++] = s.placeholder;
+    fg_diag_free(&d);
+  }
+  return n;
+}
+
+/* Which stand-in q[i] the text in f holds a nonzero multiple of as a
+ * decimal number (a stand-in must never reach the code), the number to
+ * *hit; -1 when none. */
+static int holds_stand_in(FILE *f, const int64_t *q, int nq, int64_t *hit) {
+  rewind(f);
+  int64_t v = 0;
+  int digits = 0;
+  for (int c = getc(f);; c = getc(f)) {
+    if (c >= '0' && c <= '9') {
+      v = digits < 18 ? v * 10 + (c - '0') : v;
+      digits++;
+      continue;
+    }
+    for (int i = 0; digits > 0 && digits <= 18 && i < nq; i++)
+      if (v >= q[i] && v % q[i] == 0) {
+        *hit = v;
+        return i;
+      }
+    v = 0;
+    digits = 0;
+    if (c == EOF)
+      return -1;
+  }
+}
+
 /* Runs every check on text; the message of a finding goes to msg. Runs
  * in the calling process (check() forks). */
 static finding check_text(const char *text, const char *ptx_path, const options *o, char *msg,
@@ -1021,10 +1075,21 @@ static finding check_text(const char *text, const char *ptx_path, const options 
     co.libdevice = FUSEC_DEFAULT_LIBDEVICE;
     co.jobs = 1;
     co.passes.print_out = sink;
-    FILE *out = ptx_path ? fopen(ptx_path, "w") : sink;
+    /* the PTX of a symbolic graph is read back for its stand-in (the plan
+     * names it: "compiled with the stand-in") */
+    int64_t q[MAX_STAND_INS];
+    int nq = m && o->backend ? stand_ins(m, q) : 0;
+    FILE *out = ptx_path ? fopen(ptx_path, nq ? "w+" : "w") : nq ? tmpfile() : sink;
     int rc = m && out
                  ? fgc_compile(m, NULL, 0, o->backend ? FGC_EMIT_PTX : FGC_EMIT_PLAN, &co, &d, out)
                  : 3;
+    int64_t hit = 0;
+    int qi = rc == 0 && nq && fflush(out) == 0 ? holds_stand_in(out, q, nq, &hit) : -1;
+    if (qi >= 0) {
+      snprintf(msg, cap, "the artifact holds %" PRId64 ", %" PRId64 " times the stand-in %" PRId64,
+               hit, hit / q[qi], q[qi]);
+      f = FD_STAND_IN;
+    }
     if (out && out != sink)
       fclose(out);
     if (rc == FG_EXIT_INTERNAL)
