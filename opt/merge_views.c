@@ -59,17 +59,19 @@ bool fg_pass_merge_views(fg_graph *g, fg_diag *d) {
         replace(g, n, x);
         continue;
       }
-      if (p && (p->op->code == FG_OP_RESHAPE || p->op->code == FG_OP_VIEW)) {
+      const fg_type *t = &n->out[0]->type;
+      /* a symbolic shape has no literal sizes for the merged reshape: the
+       * chain stays (checked before the node is made: an unfinished node
+       * left in the graph fails the verifier) */
+      if (p && (p->op->code == FG_OP_RESHAPE || p->op->code == FG_OP_VIEW) &&
+          fg_type_is_static(t)) {
         g->insert_point = n;
         fg_node *m = fgo_node(g, FG_OP_RESHAPE, 1, &p->in[0], n->loc);
         int64_t shape[FG_MAX_RANK];
-        const fg_type *t = &n->out[0]->type;
         for (int i = 0; i < t->rank; i++)
           shape[i] = t->dims[i].size;
         fgo_set_ints(g, m, "shape", shape, t->rank);
         g->insert_point = NULL;
-        if (!fg_type_is_static(t))
-          continue;
         replace(g, n, fgo_finish(m, d));
       }
     } else if (is_permute(n)) {

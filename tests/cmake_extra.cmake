@@ -22,6 +22,13 @@ if(TARGET fusec)
   endforeach()
   add_test(NAME difftest/fgdiff_sanitized COMMAND $<TARGET_FILE:fgdiff> --seed 100001 --count 150)
   set_tests_properties(difftest/fgdiff_sanitized PROPERTIES TIMEOUT 900 LABELS difftest)
+  # Over a symbolic leading size T (fgdiff --symbolic): the passes on the
+  # symbolic graph, the interpreter at several sizes the facts admit.
+  add_test(NAME fuzz/fgdiff_symbolic COMMAND $<TARGET_FILE:fgdiff> --symbolic --seed 1 --count 500)
+  set_tests_properties(fuzz/fgdiff_symbolic PROPERTIES TIMEOUT 900 LABELS difftest)
+  add_test(NAME difftest/fgdiff_symbolic_sanitized
+           COMMAND $<TARGET_FILE:fgdiff> --symbolic --seed 100001 --count 60)
+  set_tests_properties(difftest/fgdiff_symbolic_sanitized PROPERTIES TIMEOUT 900 LABELS difftest)
   # The generated plan blocks are what tests/update_golden.sh writes today.
   add_test(NAME golden/update_golden
            COMMAND bash -c "t=$(mktemp -d) && cp ${CMAKE_CURRENT_SOURCE_DIR}/golden/opt/zero_size.fg $t/ && \

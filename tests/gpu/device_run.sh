@@ -42,6 +42,24 @@ check_one() {
 export -f check_one
 export FGRUN LOG
 
+# The sizes graph G of artifact PTX is checked at when it has a symbolic
+# size (plan v2: `// sym 0 NAME min LO max HI div D`): each of SIZES...
+# rounded up to the divisor and into the range, once each, as "--dim
+# NAME=V" lines; nothing for a static graph.
+sym_dims() {
+  local ptx=$1 g=$2 sym name lo hi div v seen=" "
+  shift 2
+  sym=$(awk -v g="$g" '$2 == "graph" { on = ($3 == g) } on && $2 == "sym" { print $4, $6, $8, $10; exit }' "$ptx")
+  [ -n "$sym" ] || return 0
+  read -r name lo hi div <<<"$sym"
+  for v in "$@"; do
+    v=$(( (v + div - 1) / div * div )); [ "$v" -lt "$lo" ] && v=$(( (lo + div - 1) / div * div )); [ "$v" -gt "$hi" ] && v=$(( hi / div * div ))
+    case $seen in *" $v "*) continue ;; esac
+    seen="$seen$v "
+    echo "--dim $name=$v"
+  done
+}
+
 check() {
   local jobs=$LOG/jobs.txt
   : >"$jobs"
@@ -56,15 +74,12 @@ check() {
       echo "$ptx $g" | grep -Eq "${FG_CHECK_FILTER:-.}" || continue
       # A graph with a symbolic size (plan v2 `sym` lines): one artifact
       # checked at several sizes, odd ones and 1 among them.
-      # (Each size rounded up to the declared divisor and clamped to the range.)
-      sym=$(awk -v g="$g" '$2 == "graph" { on = ($3 == g) } on && $2 == "sym" { print $4, $6, $8, $10; exit }' "$ptx")
-      if [ -n "$sym" ]; then
-        read -r name lo hi div <<<"$sym"
-        for v in ${FG_SYM_SIZES:-1 2 37 1000 4097}; do
-          v=$(( (v + div - 1) / div * div )); [ "$v" -lt "$lo" ] && v=$(( (lo + div - 1) / div * div )); [ "$v" -gt "$hi" ] && v=$(( hi / div * div ))
-          echo "$ptx $src $g --dim $name=$v" >>"$jobs"
-          [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --dim $name=$v --misalign" >>"$jobs"
-        done
+      dims=$(sym_dims "$ptx" "$g" ${FG_SYM_SIZES:-1 2 37 1000 4097})
+      if [ -n "$dims" ]; then
+        while read -r dim; do
+          echo "$ptx $src $g $dim" >>"$jobs"
+          [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g $dim --misalign" >>"$jobs"
+        done <<<"$dims"
         continue
       fi
       echo "$ptx $src $g" >>"$jobs"
@@ -78,20 +93,27 @@ check() {
 }
 
 # The differential tester's random graphs (.gpu/difftest/gN.fg + gN.ptx,
-# written by tests/gpu/prepare.sh): every artifact against the interpreter,
-# aligned and misaligned.
+# and those over a symbolic size in .gpu/difftest-sym, written by
+# tests/gpu/prepare.sh): every artifact against the interpreter, aligned
+# and misaligned; one over a symbolic size at each size of
+# FG_DIFFTEST_SYM_SIZES its facts admit (0: the smallest).
 difftest() {
-  local jobs=$LOG/difftest_jobs.txt
+  local jobs=$LOG/difftest_jobs.txt ptx g dims dim
   : >"$jobs"
-  for ptx in .gpu/difftest/*.ptx; do
+  for ptx in .gpu/difftest/*.ptx .gpu/difftest-sym/*.ptx; do
     [ -f "$ptx" ] || continue
-    echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx)" >>"$jobs"
-    echo "$ptx ${ptx%.ptx}.fg $(basename "$ptx" .ptx) --misalign" >>"$jobs"
+    g=$(basename "$ptx" .ptx)
+    dims=$(sym_dims "$ptx" "$g" ${FG_DIFFTEST_SYM_SIZES:-0 1 37 200})
+    while read -r dim; do # one empty line for a static graph (no trailing blank: xargs -L joins)
+      echo "$ptx ${ptx%.ptx}.fg $g${dim:+ $dim}" >>"$jobs"
+      echo "$ptx ${ptx%.ptx}.fg $g${dim:+ $dim} --misalign" >>"$jobs"
+    done <<<"$dims"
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/difftest_summary.txt" |
     grep -v '^PASS' || true
   echo "difftest: $(grep -c '^PASS' "$LOG/difftest_summary.txt") passed, $(grep -c '^FAIL' "$LOG/difftest_summary.txt") failed" \
-    "($(ls .gpu/difftest/*.ptx 2>/dev/null | wc -l) graphs, aligned and misaligned)"
+    "($(ls .gpu/difftest/*.ptx 2>/dev/null | wc -l) graphs and $(ls .gpu/difftest-sym/*.ptx 2>/dev/null | wc -l)" \
+    "over a symbolic size, aligned and misaligned)"
 }
 
 # Benchmarks: fgrun --bench (device events, median) with the copy bandwidth

@@ -31,10 +31,14 @@ for g in rmsnorm_bwd_4k layernorm_bwd_4k; do
   "$FUSEC" bench/norm_bwd.fg --graph "$g" --knob TRACE=1 -o ".gpu/trace/$g.ptx"
 done
 # Random graphs of the differential tester (tools/fgdiff.c), each with its
-# artifact, for tests/gpu/device_run.sh difftest (FG_DIFFTEST_COUNT graphs).
+# artifact, for tests/gpu/device_run.sh difftest (FG_DIFFTEST_COUNT graphs),
+# then FG_DIFFTEST_SYM_COUNT over a symbolic leading size (fgdiff
+# --symbolic; a finding there is in its summary and does not stop this).
 FGDIFF=${FGDIFF:-$(dirname "$FUSEC")/fgdiff}
 if [ -x "$FGDIFF" ]; then
   "$FGDIFF" --seed "${FG_DIFFTEST_SEED:-200001}" --count "${FG_DIFFTEST_COUNT:-600}" --out .gpu/difftest | tail -2
+  "$FGDIFF" --symbolic --seed "${FG_DIFFTEST_SYM_SEED:-200001}" --count "${FG_DIFFTEST_SYM_COUNT:-300}" \
+    --out .gpu/difftest-sym | tail -3 || true
 fi
 cat examples/*.fg >.gpu/all_examples.fg
 "$FUSEC" .gpu/all_examples.fg -o .gpu/all_examples.ptx
