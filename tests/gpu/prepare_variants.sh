@@ -18,26 +18,19 @@ while read -r file graph knobs; do
   "$FUSEC" "$file" --graph "$graph" "${args[@]}" -o ".gpu/var/$graph@$tag.ptx"
 done <<'LIST'
 bench/suite/bias_gelu_bwd.fg bias_gelu_bwd -
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_SPLIT=64
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_SPLIT=128
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_VEC=4
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_VEC=4,COL_SPLIT=64
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_VEC=2
+bench/suite/bias_gelu_bwd.fg bias_gelu_bwd COL_VEC=8
 bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small -
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small COL_VEC=4
+bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small COL_VEC=8
 bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small COL_VEC=2
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small COL_SPLIT=16
-bench/suite/bias_gelu_bwd.fg bias_gelu_bwd_small COL_VEC=4,COL_SPLIT=16
-examples/qkv_rope.fg qkv_rope -
-examples/qkv_rope.fg qkv_rope PW_BLOCK=256
-examples/qkv_rope.fg qkv_rope PW_BLOCK=512
-examples/qkv_rope.fg qkv_rope PW_CHUNKS=1
-examples/qkv_rope.fg qkv_rope PW_CHUNKS=4
-examples/qkv_rope.fg qkv_rope PW_BLOCK=256,PW_CHUNKS=4
-examples/bias_gelu.fg bias_gelu -
-examples/bias_gelu.fg bias_gelu PW_BLOCK=256
-examples/bias_gelu.fg bias_gelu PW_BLOCK=512
-examples/bias_gelu.fg bias_gelu PW_CHUNKS=4
-examples/bias_gelu.fg bias_gelu PW_CHUNKS=1
+examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed -
+examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed COL_VEC=8
+examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed_small -
+examples/sdpa_bwd_epilogue_packed.fg sdpa_bwd_epilogue_packed_small COL_VEC=8
+examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate -
+examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate COL_VEC=8
+examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate_small -
+examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate_small COL_VEC=8
+examples/sum_rows.fg sum_cols -
+examples/sum_rows.fg sum_cols COL_VEC=4
 LIST
 ls .gpu/var | wc -l
