@@ -33,8 +33,21 @@ static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   rk->row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
   rk->slice = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
   fgb_delinearize(e, rk->row, rc->kept_sizes, rc->nkept, rc->kc);
-  rc->rstart = LLVMBuildMul(e->b, rk->slice, fgb_const(e, slice), "");
-  rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, fgb_const(e, slice), ""), fgb_const(e, R));
+  /* Over the symbolic size (opt/symbolic.h), R = T x the rest: the slices'
+   * length, like the row's, is a run-time value (the schedule loops). */
+  LLVMValueRef Rv = fgb_extent(e, R), slicev = fgb_const(e, slice);
+  if (fg_sym_involves(&e->p->sym, R)) {
+    slicev = Rv;
+    if (S > 1) {
+      LLVMValueRef per =
+          LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, Rv, fgb_const(e, S - 1), ""), fgb_const(e, S), "");
+      per = LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, per, fgb_const(e, V - 1), ""), fgb_const(e, V),
+                          "");
+      slicev = LLVMBuildMul(e->b, per, fgb_const(e, V), "");
+    }
+  }
+  rc->rstart = LLVMBuildMul(e->b, rk->slice, slicev, "");
+  rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, slicev, ""), Rv);
   rk->tid = fgb_thread_index(e, 0);
   rk->tv = LLVMBuildMul(e->b, rk->tid, fgb_const(e, V), "");
 }

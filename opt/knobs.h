@@ -40,7 +40,7 @@
     "CTAs a column reduction's reduced extent is split over (at most the schedule's limit)")       \
   X(COL_ROWS, 1, 8, FG_KNOB_ANY, "auto", "rows a column-reduction thread loads an iteration")      \
   X(COL_VEC, 1, 16, FG_KNOB_POW2, "auto",                                                          \
-    "outputs a column-reduction thread owns (at most 16 bytes of them)")                                  \
+    "outputs a column-reduction thread owns (at most 16 bytes of them)")                           \
   X(COL_COMBINE, 1, 16, FG_KNOB_ANY, "auto", "partials a column combiner loads before summing")    \
   X(TRACE, 0, 1, FG_KNOB_ANY, "0", "1: a %globaltimer timeline of every row + column CTA")
 

@@ -263,6 +263,15 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     t = 32;
   k->block = (int)t;
   k->chunks = (int)e;
+  if (fg_sym_involves(&p->sym, r)) {
+    /* The reduced extent involves the symbolic size (opt/symbolic.h): a
+     * slice's length is known only at run time, so the threads loop over it
+     * (never kept in registers), in as many slices as fill the GPU. */
+    k->persistent = false;
+    k->chunks = MAX_PERSIST_CHUNKS;
+    k->split =
+        dependent_phases(p, k) || k->ncols || k->ntails ? 1 : (int)ceil_div(8 * (int64_t)sm, b);
+  }
   k->grid[0] = b * k->split;
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
@@ -809,8 +818,9 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
       snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%d)/%d", s->name,
                (long long)kr, k->vec - 1, k->vec, k->block - 1, k->block);
     }
-  } else if (k->ncols || k->ntails) {
-    /* the row + column form: as many CTAs as are resident, whatever T */
+  } else if (k->ncols || k->ntails || k->mask[0]) {
+    /* the row + column form: as many CTAs as are resident, whatever T;
+     * rows reduced over T: b rows of a fixed number of slices */
   } else {
     int64_t rows = 1;
     for (int i = 1; i < k->rank; i++)

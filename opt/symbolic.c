@@ -191,17 +191,17 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     /* Column kernels loop over T (reduced: a run-time bound of each
      * slice) or own its outputs (kept: a run-time bound, and no partials,
      * which are laid out by the kept extent); row kernels take a row a
-     * CTA; row + column kernels loop over T's rows (a run-time bound) and
-     * every CTA arrives after its loop, rows or none. */
+     * CTA, or reduce over T in slices they loop over; row + column kernels loop over T's rows (a
+     * run-time bound) and every CTA arrives after its loop, rows or none. */
     const char *what = NULL;
-    if (k->mask[0] && k->kind != FG_KERNEL_COLUMN)
-      what = "a reduction over it and the dims after it";
+    if (k->mask[0] && k->kind == FG_KERNEL_ROW && (k->persistent || k->ncols || k->ntails))
+      what = "a row kept in registers or with column reductions, reducing over it";
     else if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
       what = "a column reduction split over CTAs";
     else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails) &&
              (k->early_arrive || k->defer_groups))
       what = "a row + column kernel whose CTAs arrive from inside their last rows";
-    else if (k->kind == FG_KERNEL_ROW && k->split != 1)
+    else if (k->kind == FG_KERNEL_ROW && k->split != 1 && !k->mask[0])
       what = "a row kernel whose CTAs share rows";
     if (what) {
       const fg_node *n = k->nreds ? k->reds[0] : NULL;
