@@ -151,12 +151,11 @@ typedef enum plan_eval_status {
 plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, int64_t *out);
 static inline plan_eval_status plan_eval(const plan_graph *g, const plan_expr *e,
                                          const int64_t *syms, int64_t *out) {
-  const plan_op *ops = g->code + e->first;
   if (e->n_ops <= 1) { /* a constant, or a bare sym (a constant program is folded) */
-    *out = e->n_ops ? syms[ops->sym] : e->value;
+    *out = e->n_ops ? syms[g->code[e->first].sym] : e->value;
     return PLAN_EVAL_OK;
   }
-  return plan_eval_ops(ops, e->n_ops, syms, out);
+  return plan_eval_ops(g->code + e->first, e->n_ops, syms, out);
 }
 const char *plan_eval_status_text(plan_eval_status s); /* "overflows int64", ... */
 /* The sym a formula is exactly (a bare NAME), or -1. */

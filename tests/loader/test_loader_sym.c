@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "cuda_api.h"
 #include "fgload.h"
 #include "tl.h"
 
@@ -297,19 +298,22 @@ static void test_axpy_runs(fgl_module *m) {
   CHECK(fgl_graph_reserve(g2, in, 3, st, &e) == FGL_ERR_MISMATCH &&
         strstr(e.msg, "size N: parameter 'y'"));
   void *h = dlopen(getenv("FGL_LIBCUDA"), RTLD_NOW);
-  int (*begin)(void *, int) = h ? (int (*)(void *, int))dlsym(h, "cuStreamBeginCapture_v2") : NULL;
-  int (*end)(void *, void **) = h ? (int (*)(void *, void **))dlsym(h, "cuStreamEndCapture") : NULL;
-  int (*gfree)(void *) = h ? (int (*)(void *))dlsym(h, "cuGraphDestroy") : NULL;
+  /* the fake's own signatures (a call through another type is undefined) */
+  CUresult (*begin)(CUstream, int) =
+      h ? (CUresult(*)(CUstream, int))dlsym(h, "cuStreamBeginCapture_v2") : NULL;
+  CUresult (*end)(CUstream, CUgraph *) =
+      h ? (CUresult(*)(CUstream, CUgraph *))dlsym(h, "cuStreamEndCapture") : NULL;
+  CUresult (*gfree)(CUgraph) = h ? (CUresult(*)(CUgraph))dlsym(h, "cuGraphDestroy") : NULL;
   CHECK(begin && end && gfree);
   if (begin && end && gfree) {
     fake_reset();
-    void *cg = NULL;
-    begin(st, 0);
+    CUgraph cg = NULL;
+    begin((CUstream)st, 0);
     for (int64_t nn = 4096; nn <= cap; nn *= 4) {
       axpy_args(&b, nn, nn, 1.0f, in, out);
       CHECK_MSG(fgl_run(g2, in, 3, out, 2, st, &e) == FGL_OK, "%s", e.msg);
     }
-    end(st, &cg);
+    end((CUstream)st, &cg);
     gfree(cg);
     CHECK(fake_count("captured") == 3 && fake_count("alloc_async") == 0 &&
           fake_count("free_async") == 0 && fake_count("memset_async") == 0);
