@@ -243,7 +243,7 @@ fgl_status fgl_eval_temp(const plan_graph *pg, const int64_t *vals, int t, int64
   return FGL_OK;
 }
 
-fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, long long fit,
+fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, const long long *fit2,
                          unsigned grid[3], fgl_error *err) {
   const plan_kernel *pk = &pg->kernels[k];
   static const char axis[3] = {'x', 'y', 'z'};
@@ -266,6 +266,10 @@ fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, long 
                       (long long)hi, for_syms(pg, vals, f, sizeof f));
   }
   if (pk->resident && v[0] > 0) {
+    /* the entries fgl_run launches for these syms: the narrow ones while
+     * sym 0 is at most the kernel-narrow line's max */
+    bool narrow = pk->narrow_entry && vals[0] <= pk->narrow_max;
+    long long fit = fit2[narrow];
     if (v[0] % pk->cluster || v[1] != 1 || v[2] != 1)
       return fgl_fail(err, FGL_ERR_MISMATCH,
                       "graph '%s': kernel %d (%s): grid %lldx%lldx%lld is not made of clusters of "
@@ -276,8 +280,8 @@ fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, long 
       return fgl_fail(err, FGL_ERR_UNSUPPORTED,
                       "graph '%s': kernel %d (%s): its %lld CTAs wait for one another, so all must "
                       "be resident at once, but this GPU holds %lld%s",
-                      pg->name, k, pk->entry, (long long)v[0], fit < 0 ? 0 : fit,
-                      for_syms(pg, vals, f, sizeof f));
+                      pg->name, k, narrow ? pk->narrow_entry : pk->entry, (long long)v[0],
+                      fit < 0 ? 0 : fit, for_syms(pg, vals, f, sizeof f));
   }
   for (int d = 0; d < 3; d++)
     grid[d] = (unsigned)v[d];
@@ -310,7 +314,7 @@ fgl_status fgl_graph_evaluate(fgl_graph *g, fgl_error *err) {
       st = fgl_eval_temp(pg, vals, t, &g->temp_need[t], err);
   for (int k = 0; st == FGL_OK && k < pg->n_kernels; k++)
     if (pg->kernels[k].grid_symbolic)
-      st = fgl_eval_grid(pg, vals, k, g->m->resident_fit[g->gi][k], g->launches[k].grid, err);
+      st = fgl_eval_grid(pg, vals, k, &g->m->resident_fit[g->gi][2 * k], g->launches[k].grid, err);
   if (st != FGL_OK)
     return st;
   memcpy(g->bound, vals, nb);

@@ -24,15 +24,17 @@ struct fgl_module {
   CUdevice device;
   CUmodule mod;
   plan plan;
-  CUfunction **funcs;     /* [graph][kernel] */
-  CUfunction **vec_funcs; /* [graph][kernel], NULL when no kernel-vec */
+  /* [graph][kernel * PLAN_N_ENTRIES + variant (plan_variant)]: NULL where
+   * the plan has no such entry */
+  CUfunction **funcs;
   /* Kernels are looked up when the first instance of their graph is made:
    * with the driver's lazy loading that is when a kernel is really loaded,
    * so loading a many-graph artifact costs only what is used. */
   unsigned char *resolved; /* [graph] */
-  /* [graph][kernel]: resident kernels with a symbolic grid, the CTAs that
-   * fit on the GPU at once (-1: none; 0: not such a kernel); checked at
-   * each run */
+  /* [graph][kernel * 2 + narrow]: resident kernels with a symbolic grid,
+   * the CTAs that fit on the GPU at once (-1: none; 0: not such a kernel),
+   * of the fewer of the plain and vec entries (narrow 0) or of their
+   * kernel-narrow variants (narrow 1); checked at each run */
   long long **resident_fit;
   pthread_mutex_t resolve_lock;
   fgl_device_info dev;
@@ -42,7 +44,8 @@ struct fgl_module {
 };
 
 typedef struct fgl_launch {
-  CUfunction fn, vec_fn;
+  CUfunction fn[PLAN_N_ENTRIES];    /* by plan_variant; NULL where the plan has none */
+  int64_t narrow_max;               /* fn[PLAN_ENTRY_NARROW*] when sym 0 <= this */
   unsigned grid[3], block[3], smem; /* grid: evaluated for the bound syms */
   unsigned vec_align;
   int n_vec_ptrs;
@@ -114,7 +117,8 @@ fgl_status fgl_check_view(const plan_graph *pg, const int64_t *vals, int j, cons
                           int64_t offset, const fgl_dims *base, fgl_error *err);
 fgl_status fgl_eval_temp(const plan_graph *pg, const int64_t *vals, int t, int64_t *bytes,
                          fgl_error *err);
-fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, long long fit,
+/* fit: the module's resident_fit pair of kernel k. */
+fgl_status fgl_eval_grid(const plan_graph *pg, const int64_t *vals, int k, const long long *fit,
                          unsigned grid[3], fgl_error *err);
 /* Evaluates every formula of g's graph for g->slot_z into g's arrays
  * (params, results, temps' needs, grids), or does nothing when those are

@@ -97,13 +97,10 @@ static void module_destroy(fgl_module *m) {
   for (int i = 0; i < m->plan.n_graphs; i++) {
     if (m->funcs)
       free(m->funcs[i]);
-    if (m->vec_funcs)
-      free(m->vec_funcs[i]);
     if (m->resident_fit)
       free(m->resident_fit[i]);
   }
   free(m->funcs);
-  free(m->vec_funcs);
   free(m->resident_fit);
   free(m->resolved);
   pthread_mutex_destroy(&m->resolve_lock);
@@ -116,8 +113,8 @@ static void module_destroy(fgl_module *m) {
  * would hang, so it is refused (an artifact compiled for more SMs than
  * this GPU has). A symbolic grid is checked at each run against the count
  * kept in *fit. */
-static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfunction f,
-                                 long long *fit_out, fgl_error *err) {
+static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, const char *name,
+                                 CUfunction f, long long *fit_out, fgl_error *err) {
   const fgl_cuda_api *cu = m->cu;
   const plan_kernel *pk = &g->kernels[k];
   int sms = 0, per_sm = 0;
@@ -148,15 +145,26 @@ static fgl_status check_resident(fgl_module *m, const plan_graph *g, int k, CUfu
   }
   if (fit < (long long)grid[0] * grid[1] * grid[2])
     return fgl_fail(err, FGL_ERR_UNSUPPORTED,
-                    "graph '%s' kernel %d: its %u CTAs wait for one another, so all must be "
-                    "resident at once, but this "
-                    "GPU holds %lld (%d SMs x %d%s); recompile for this GPU",
-                    g->name, k, grid[0] * grid[1] * grid[2], fit, sms, per_sm,
+                    "graph '%s' kernel %d (%s): its %u CTAs wait for one another, so all must "
+                    "be resident at once, but this GPU holds %lld (%d SMs x %d%s); recompile for "
+                    "this GPU",
+                    g->name, k, name, grid[0] * grid[1] * grid[2], fit, sms, per_sm,
                     pk->cluster > 1 ? ", in clusters" : "");
   return FGL_OK;
 }
 
-/* Looks up graph gi's kernels (both variants) once; the module's context
+/* A resident kernel's CTAs that fit (check_resident's *fit) for the
+ * variant just checked, merged into what the other of its pair allows
+ * (plain and vec, or their narrow variants): either may be launched, so
+ * the fewer count. */
+static void merge_fit(long long *acc, long long fit) {
+  if (fit == 0)
+    return;
+  if (*acc == 0 || fit < 0 || (*acc > 0 && fit < *acc))
+    *acc = fit;
+}
+
+/* Looks up graph gi's kernels (every variant) once; the module's context
  * must be current. */
 static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
   const fgl_cuda_api *cu = m->cu;
@@ -168,9 +176,9 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
   int smem_optin = -1;
   for (int k = 0; k < g->n_kernels && st == FGL_OK; k++) {
     const plan_kernel *pk = &g->kernels[k];
-    for (int v = 0; v < 2; v++) {
-      const char *name = v ? pk->vec_entry : pk->entry;
-      CUfunction *slot = v ? &m->vec_funcs[gi][k] : &m->funcs[gi][k];
+    for (int v = 0; v < PLAN_N_ENTRIES; v++) {
+      const char *name = plan_kernel_entry(pk, v);
+      CUfunction *slot = &m->funcs[gi][k * PLAN_N_ENTRIES + v];
       CUresult r;
       if (!name)
         continue;
@@ -201,9 +209,10 @@ static fgl_status resolve_graph(fgl_module *m, int gi, fgl_error *err) {
           goto out;
         }
       }
-      if (pk->resident &&
-          (st = check_resident(m, g, k, *slot, &m->resident_fit[gi][k], err)) != FGL_OK)
+      long long fit = 0;
+      if (pk->resident && (st = check_resident(m, g, k, name, *slot, &fit, err)) != FGL_OK)
         goto out;
+      merge_fit(&m->resident_fit[gi][2 * k + (v >= PLAN_ENTRY_NARROW)], fit);
     }
   }
   m->resolved[gi] = 1;
@@ -336,9 +345,8 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
     goto fail;
   }
   m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
-  m->vec_funcs = calloc((size_t)pl.n_graphs, sizeof *m->vec_funcs);
   m->resident_fit = calloc((size_t)pl.n_graphs, sizeof *m->resident_fit);
-  if (!m->funcs || !m->vec_funcs || !m->resident_fit) {
+  if (!m->funcs || !m->resident_fit) {
     st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
     goto fail;
   }
@@ -349,10 +357,9 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
   }
   for (int gi = 0; gi < pl.n_graphs; gi++) {
     const plan_graph *g = &pl.graphs[gi];
-    m->funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->funcs);
-    m->vec_funcs[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->vec_funcs);
-    m->resident_fit[gi] = calloc((size_t)g->n_kernels + 1, sizeof **m->resident_fit);
-    if (!m->funcs[gi] || !m->vec_funcs[gi] || !m->resident_fit[gi]) {
+    m->funcs[gi] = calloc(((size_t)g->n_kernels + 1) * PLAN_N_ENTRIES, sizeof **m->funcs);
+    m->resident_fit[gi] = calloc(((size_t)g->n_kernels + 1) * 2, sizeof **m->resident_fit);
+    if (!m->funcs[gi] || !m->resident_fit[gi]) {
       st = fgl_fail(err, FGL_ERR_NO_MEMORY, "out of memory");
       goto fail;
     }
@@ -828,8 +835,8 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
   for (int k = 0; k < pg->n_kernels; k++) {
     const plan_kernel *pk = &pg->kernels[k];
     fgl_launch *l = &g->launches[k];
-    l->fn = m->funcs[gi][k];
-    l->vec_fn = m->vec_funcs[gi][k];
+    memcpy(l->fn, &m->funcs[gi][k * PLAN_N_ENTRIES], sizeof l->fn);
+    l->narrow_max = pk->narrow_max;
     memcpy(l->block, pk->block, sizeof l->block);
     l->smem = pk->smem;
     l->vec_align = (unsigned)pk->vec_align;

@@ -879,6 +879,64 @@ static int parse_kernel_vec(parser *ps, tok *tk, int nt, plan_graph *g, int n_se
   return 0;
 }
 
+/* kernel-narrow I ENTRY VEC_ENTRY max M: whether VEC_ENTRY ('-' or a name)
+ * matches the kernel's kernel-vec line is checked at 'end' (check_narrow),
+ * as that line may come later. */
+static int parse_kernel_narrow(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
+  char b[64];
+  plan_kernel *k = kernel_of_line(ps, tk, nt, 6, "kernel-narrow", g, n_seen);
+  if (!k)
+    return -1;
+  int kidx = (int)(k - g->kernels);
+  if (g->n_syms == 0)
+    return fail(ps,
+                "kernel-narrow %d: graph '%s' has no syms (the narrow entries are chosen by the "
+                "value of sym 0)",
+                kidx, g->name);
+  if (k->narrow_entry)
+    return fail(ps, "kernel %d has two kernel-narrow lines", kidx);
+  if (!is_name(tk[2]))
+    return fail(ps, "bad kernel-narrow entry name '%s'", show(tk[2], b, sizeof b));
+  bool dash = tok_is(tk[3], "-");
+  if (!dash && !is_name(tk[3]))
+    return fail(ps, "bad kernel-narrow vec entry name '%s' (a name, or '-' for none)",
+                show(tk[3], b, sizeof b));
+  if (!(k->narrow_entry = dup_tok(tk[2])) || (!dash && !(k->narrow_vec_entry = dup_tok(tk[3]))))
+    return fail(ps, "out of memory");
+  if (want_kw(ps, tk, nt, 4, "max") ||
+      want_int(ps, tk[5], "kernel-narrow max", 0, INT64_C(1) << 62, &k->narrow_max))
+    return -1;
+  if (!has_entry(ps, k->narrow_entry))
+    return fail(ps, "kernel-narrow %d: entry '%s' is not defined in the PTX", kidx,
+                k->narrow_entry);
+  if (k->narrow_vec_entry && !has_entry(ps, k->narrow_vec_entry))
+    return fail(ps, "kernel-narrow %d: vec entry '%s' is not defined in the PTX", kidx,
+                k->narrow_vec_entry);
+  k->narrow_line = ps->line;
+  return 0;
+}
+
+/* At 'end': a narrow vec entry exactly where there is a kernel-vec line
+ * (the message names the kernel-narrow line). */
+static int check_narrow(parser *ps, const plan_graph *g) {
+  for (int i = 0; i < g->n_kernels; i++) {
+    const plan_kernel *k = &g->kernels[i];
+    if (!k->narrow_entry || (k->narrow_vec_entry != NULL) == (k->vec_entry != NULL))
+      continue;
+    ps->line = k->narrow_line;
+    if (k->narrow_vec_entry)
+      return fail(ps,
+                  "kernel-narrow %d: vec entry '%s', but kernel %d has no kernel-vec line (write "
+                  "'-')",
+                  i, k->narrow_vec_entry, i);
+    return fail(ps,
+                "kernel-narrow %d: vec entry '-', but kernel %d has a kernel-vec line ('%s'): "
+                "name its narrow variant",
+                i, i, k->vec_entry);
+  }
+  return 0;
+}
+
 static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
   plan_kernel *k = kernel_of_line(ps, tk, nt, 4, "kernel-resident", g, n_seen);
   if (!k)
@@ -1056,10 +1114,15 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
         return -1;
       continue;
     }
+    if (tok_is(kw, "kernel-narrow") && is == ns && ip == np && ir == nr && it == ntm) {
+      if (parse_kernel_narrow(ps, t2, n, g, ik))
+        return -1;
+      continue;
+    }
     if (!tok_is(kw, expect)) {
-      static const char *known[] = {"fusec-plan", "target",          "graph", "sym",
-                                    "param",      "result",          "temp",  "kernel",
-                                    "kernel-vec", "kernel-resident", "end"};
+      static const char *known[] = {"fusec-plan", "target",          "graph",         "sym",
+                                    "param",      "result",          "temp",          "kernel",
+                                    "kernel-vec", "kernel-resident", "kernel-narrow", "end"};
       bool is_known = false;
       for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         is_known |= tok_is(kw, known[i]);
@@ -1095,7 +1158,7 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
       if (parse_kernel(ps, t2, n, g, ik++))
         return -1;
     } else {
-      if (want_count(ps, t2, n, 1))
+      if (want_count(ps, t2, n, 1) || check_narrow(ps, g))
         return -1;
       return 0;
     }
@@ -1257,6 +1320,8 @@ void plan_free(plan *p) {
       free(g->kernels[j].args);
       free(g->kernels[j].vec_entry);
       free(g->kernels[j].vec_ptrs);
+      free(g->kernels[j].narrow_entry);
+      free(g->kernels[j].narrow_vec_entry);
     }
     for (int j = 0; g->syms && j < g->n_syms; j++)
       free(g->syms[j].name);

@@ -91,7 +91,39 @@ typedef struct plan_kernel {
   bool resident;      /* kernel-resident: its CTAs wait for one another */
   int cluster;        /* ... launched in clusters of this many CTAs (1: none) */
   bool grid_symbolic; /* some grid extent is not constant */
+  /* kernel-narrow: the variants of entry and vec_entry for sym 0 <= narrow_max */
+  char *narrow_entry;     /* NULL when no kernel-narrow line */
+  char *narrow_vec_entry; /* NULL when '-' (then vec_entry is NULL too) */
+  int64_t narrow_max;
+  int narrow_line; /* the kernel-narrow line, for messages */
 } plan_kernel;
+
+/* A kernel's entries, indexed by variant: the plain entry, its kernel-vec
+ * variant, and their kernel-narrow variants (a variant's index + 1 is its
+ * vectorized form). */
+typedef enum plan_variant {
+  PLAN_ENTRY_PLAIN,
+  PLAN_ENTRY_VEC,
+  PLAN_ENTRY_NARROW,
+  PLAN_ENTRY_NARROW_VEC,
+  PLAN_N_ENTRIES,
+} plan_variant;
+
+/* Variant v's entry name, or NULL when the plan has none. */
+static inline const char *plan_kernel_entry(const plan_kernel *k, int v) {
+  switch (v) {
+  case PLAN_ENTRY_PLAIN:
+    return k->entry;
+  case PLAN_ENTRY_VEC:
+    return k->vec_entry;
+  case PLAN_ENTRY_NARROW:
+    return k->narrow_entry;
+  case PLAN_ENTRY_NARROW_VEC:
+    return k->narrow_vec_entry;
+  default:
+    return NULL;
+  }
+}
 
 typedef struct plan_sym {
   char *name;

@@ -241,14 +241,19 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     const fgl_launch *l = &g->launches[k];
     if (l->grid[0] == 0)
       continue; /* an empty domain: nothing to compute */
-    CUfunction fn = l->fn;
-    if (l->vec_fn) {
+    /* the narrow pair (32-bit indices) while sym 0 is small enough, and
+     * of a pair the vectorized entry when its pointers are aligned (the
+     * plan has a narrow vec entry exactly when it has a vec entry) */
+    int v = l->fn[PLAN_ENTRY_NARROW] && g->slot_z[0] <= l->narrow_max ? PLAN_ENTRY_NARROW
+                                                                      : PLAN_ENTRY_PLAIN;
+    if (l->fn[PLAN_ENTRY_VEC]) {
       unsigned long long mask = l->vec_align - 1, bad = 0;
-      for (int v = 0; v < l->n_vec_ptrs; v++)
-        bad |= *l->vec_ptrs[v] & mask;
+      for (int p = 0; p < l->n_vec_ptrs; p++)
+        bad |= *l->vec_ptrs[p] & mask;
       if (!bad)
-        fn = l->vec_fn;
+        v++;
     }
+    CUfunction fn = l->fn[v];
     CUresult r =
         cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
                            l->block[2], l->smem, (CUstream)stream, l->params, NULL);
@@ -256,8 +261,7 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
       fgl_ctx_leave(m, pushed);
       char t[200];
       return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s",
-                      pg->name, k,
-                      fn == l->vec_fn ? pg->kernels[k].vec_entry : pg->kernels[k].entry,
+                      pg->name, k, plan_kernel_entry(&pg->kernels[k], v),
                       fgl_cuda_error_text(r, t, sizeof t));
     }
   }

@@ -1,7 +1,9 @@
 /* A stand-in for libcuda.so.1 for the CPU tests (loaded through
  * FGL_LIBCUDA). Device memory is host memory, the "JIT" wraps the PTX text,
- * and the entries of add.ptx (fg_axpy_k0, fg_axpy_k0_v4) and sym.ptx
- * (fg_axpy_n, fg_axpy_n_v4) run on the host, so the whole public API can be
+ * and the entries of add.ptx (fg_axpy_k0, fg_axpy_k0_v4), sym.ptx
+ * (fg_axpy_n, fg_axpy_n_v4) and narrow.ptx (those two and their 32-bit
+ * index variants fg_axpy_n_i32, fg_axpy_n_v4_i32, which check that n fits
+ * in an int32) run on the host, so the whole public API can be
  * tested without a GPU. It counts every call so tests can assert what
  * fgl_run does (launches only; no allocation, copy or synchronization), and
  * logs each launch (entry, grid, block, the 8-byte argument values: as many
@@ -129,26 +131,28 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : a == 16 ? 132 : 0;
   return 0;
 }
-/* FAKE_CUDA_CTAS_PER_SM: what the occupancy calls report (default 16). */
-static int fake_per_sm(void) {
+/* FAKE_CUDA_CTAS_PER_SM: what the occupancy calls report (default 16);
+ * FAKE_CUDA_CTAS_PER_SM_ENTRY=NAME:N: N for entry NAME only. */
+static int fake_per_sm(const char *entry) {
+  const char *o = getenv("FAKE_CUDA_CTAS_PER_SM_ENTRY"), *c = o ? strrchr(o, ':') : NULL;
+  if (c && entry && strlen(entry) == (size_t)(c - o) && !strncmp(o, entry, (size_t)(c - o)))
+    return atoi(c + 1);
   const char *e = getenv("FAKE_CUDA_CTAS_PER_SM");
   return e ? atoi(e) : 16;
 }
 EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, struct CUfunc_st *f, int block,
                                                             size_t smem) {
-  (void)f;
   (void)block;
   (void)smem;
-  *n = fake_per_sm();
+  *n = fake_per_sm(f ? f->name : NULL);
   return 0;
 }
 /* Clusters of 2: one pair fewer than the SMs would hold (as when a GPC's
  * slots do not divide evenly), so that the cluster limit is the one that
  * binds. */
 EXPORT CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg) {
-  (void)f;
   (void)cfg;
-  *n = fake_per_sm() * 132 / 2 - 1;
+  *n = fake_per_sm(f ? f->name : NULL) * 132 / 2 - 1;
   return 0;
 }
 EXPORT CUresult cuDeviceGetName(char *n, int len, int d) {
@@ -302,7 +306,7 @@ static void axpy(void **params, int vec) {
 /* sym.ptx: out[i] = x[i] + alpha * y[i] for i < n (its last argument);
  * the temp (one float per 1024 elements) must be zero, as the loader
  * promises for a temp marked zero. */
-static void axpy_n(void **params, int vec) {
+static void axpy_n(void **params, int vec, int narrow) {
   float *x = (float *)(uintptr_t)*(CUdeviceptr *)params[0];
   float *y = (float *)(uintptr_t)*(CUdeviceptr *)params[1];
   double alpha = *(double *)params[2];
@@ -313,6 +317,8 @@ static void axpy_n(void **params, int vec) {
     abort(); /* would fault on a GPU */
   if (n > 0 && !tmp)
     abort();
+  if (narrow && n > INT32_MAX)
+    abort(); /* 32-bit indices would wrap */
   for (int64_t i = 0; i < (n + 1023) / 1024 * 4; i++)
     if (tmp[i])
       abort(); /* a temp marked zero that is not */
@@ -345,9 +351,13 @@ EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, un
   else if (!strcmp(f->name, "fg_axpy_k0_v4"))
     axpy(params, 1);
   else if (!strcmp(f->name, "fg_axpy_n"))
-    axpy_n(params, 0);
+    axpy_n(params, 0, 0);
   else if (!strcmp(f->name, "fg_axpy_n_v4"))
-    axpy_n(params, 1);
+    axpy_n(params, 1, 0);
+  else if (!strcmp(f->name, "fg_axpy_n_i32"))
+    axpy_n(params, 0, 1);
+  else if (!strcmp(f->name, "fg_axpy_n_v4_i32"))
+    axpy_n(params, 1, 1);
   return 0;
 }
 

@@ -179,9 +179,10 @@ static void test_load(void) {
   setenv("FAKE_CUDA_CTAS_PER_SM", "4", 1);
   CHECK(fgl_module_load_data(res, strlen(res), &o, &m, &e) == FGL_OK);
   CHECK(fgl_graph_create(m, "axpy", &gr, &e) == FGL_ERR_UNSUPPORTED);
-  CHECK_MSG(strstr(e.msg, "graph 'axpy' kernel 0: its 1024 CTAs wait for one another") &&
-                strstr(e.msg, "this GPU holds 526 (132 SMs x 4, in clusters)"),
-            "%s", e.msg);
+  CHECK_MSG(
+      strstr(e.msg, "graph 'axpy' kernel 0 (fg_axpy_k0): its 1024 CTAs wait for one another") &&
+          strstr(e.msg, "this GPU holds 526 (132 SMs x 4, in clusters)"),
+      "%s", e.msg);
   unsetenv("FAKE_CUDA_CTAS_PER_SM");
   fgl_module_free(m, &e);
   free(res);

@@ -8,7 +8,9 @@
   "/* .entry commented_out( */\n"                                                                  \
   ".visible .entry k0(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                        \
   ".visible .entry k0_v(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                      \
-  ".visible .entry k1(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"
+  ".visible .entry k1(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                        \
+  ".visible .entry k0_n(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"                                      \
+  ".visible .entry k0_vn(\n\t.param .u64 a\n)\n{\n\tret;\n}\n"
 
 static const char *BASE =
     "// fusec-plan 2\n"                                                    /* 1 */
@@ -129,6 +131,9 @@ static const bad_case BAD[] = {
      "expected 'cluster', found 'clusters'"},
     {"// end\n", "// kernel-resident 1 cluster 1\n// end\n", 12,
      "kernel-resident 1 does not follow its kernel line"},
+    {"// end\n", "// kernel-narrow 0 k0_n k0_vn max 4096\n// end\n", 12,
+     "kernel-narrow 0: graph 'g' has no syms (the narrow entries are chosen by the value of sym "
+     "0)"},
 };
 
 /* A plan with syms (plan version 2). */
@@ -188,6 +193,69 @@ static const bad_case SYMBAD[] = {
     {"bytes (B*T+15)/16*16*4",
      "bytes ((((((((((((((((((((((((((((((((((T)))))))))))))))))))))))))))))))))", 11,
      "parentheses nested more than 32 deep"},
+};
+
+/* SYMBASE with a kernel-narrow line (between the kernel and its kernel-vec). */
+static const char *NARROWBASE =
+    "// fusec-plan 2\n"                                        /* 1 */
+    "// target sm_90\n"                                        /* 2 */
+    "// graph g params 3 results 2 temps 1 kernels 1 syms 2\n" /* 3 */
+    "// sym 0 T min 1 max 65536 div 8\n"                       /* 4 */
+    "// sym 1 B min 0 max 64 div 1\n"                          /* 5 */
+    "// param 0 x bf16 [B,T,64] strides [T*64,64,1]\n"         /* 6 */
+    "// param 1 s f32 scalar\n"                                /* 7 */
+    "// param 2 b bf16 [T] strides [1]\n"                      /* 8 */
+    "// result 0 bf16 [B,T,64] strides [T*64,64,1] written\n"  /* 9 */
+    "// result 1 bf16 [B*T*64] strides [1] view p0 offset 0\n" /* 10 */
+    "// temp 0 bytes (B*T+15)/16*16*4 align 16 zero\n"         /* 11 */
+    "// kernel 0 k0 grid (B*T+127)/128 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0,z0,z1\n"
+    /* 12 */
+    "// kernel-narrow 0 k0_n k0_vn max 4096\n"   /* 13 */
+    "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n" /* 14 */
+    "// end\n"                                   /* 15 */
+    PTX;
+
+static const bad_case NARROWBAD[] = {
+    {"// end\n", "// kernel-narrow 0 k0_n k0_vn max 4096\n// end\n", 15,
+     "kernel 0 has two kernel-narrow lines"},
+    {"kernel-narrow 0 k0_n", "kernel-narrow 1 k0_n", 13,
+     "kernel-narrow 1 does not follow its kernel line"},
+    {"kernel-narrow 0 k0_n", "kernel-narrow x k0_n", 13,
+     "kernel-narrow index: expected an integer, found 'x'"},
+    {"kernel-narrow 0 k0_n", "kernel-narrow -1 k0_n", 13, "kernel-narrow index -1 is out of range"},
+    {"k0_n k0_vn", "9k k0_vn", 13, "bad kernel-narrow entry name '9k'"},
+    {"k0_n k0_vn", "k0_n 9k", 13,
+     "bad kernel-narrow vec entry name '9k' (a name, or '-' for none)"},
+    {"k0_n k0_vn", "k9 k0_vn", 13, "kernel-narrow 0: entry 'k9' is not defined in the PTX"},
+    {"k0_n k0_vn", "k0_n k9", 13, "kernel-narrow 0: vec entry 'k9' is not defined in the PTX"},
+    {"k0_n k0_vn", "commented_out k0_vn", 13,
+     "kernel-narrow 0: entry 'commented_out' is not defined in the PTX"},
+    {"k0_n k0_vn max", "k0_n max", 13, "line is incomplete (5 tokens, expected 6)"},
+    {"k0_n k0_vn max 4096", "k0_n k0_vn max 4096 4096", 13, "unexpected token '4096'"},
+    {"k0_n k0_vn", "k0_n -", 13,
+     "kernel-narrow 0: vec entry '-', but kernel 0 has a kernel-vec line ('k0_v'): name its "
+     "narrow variant"},
+    /* the kernel-vec line after all the kernel lines: checked at 'end', the
+     * message names the kernel-narrow line */
+    {"// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// end\n", "// end\n", 13,
+     "kernel-narrow 0: vec entry 'k0_vn', but kernel 0 has no kernel-vec line (write '-')"},
+    {"// kernel-narrow 0 k0_n k0_vn max 4096\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n",
+     "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel-narrow 0 k0_n - max 4096\n", 14,
+     "kernel-narrow 0: vec entry '-', but kernel 0 has a kernel-vec line ('k0_v')"},
+    {"max 4096", "max -1", 13, "kernel-narrow max -1 is out of range [0, 4611686018427387904]"},
+    {"max 4096", "max 4611686018427387905", 13,
+     "kernel-narrow max 4611686018427387905 is out of range"},
+    {"max 4096", "max 1e3", 13, "kernel-narrow max: expected an integer, found '1e3'"},
+    {"max 4096", "max T", 13, "kernel-narrow max: expected an integer, found 'T'"},
+    {"max 4096", "maximum 4096", 13, "expected 'max', found 'maximum'"},
+    {"// kernel 0 k0 grid (B*T+127)/128 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0,z0,z1\n"
+     "// kernel-narrow 0 k0_n k0_vn max 4096\n",
+     "// kernel-narrow 0 k0_n k0_vn max 4096\n"
+     "// kernel 0 k0 grid (B*T+127)/128 1 1 block 256 1 1 smem 0 args p0,s1,p2,r0,t0,z0,z1\n",
+     12, "kernel-narrow 0 does not follow its kernel line"},
+    {"// param 0 x", "// kernel-narrow 0 k0_n k0_vn max 4096\n// param 0 x", 6,
+     "expected 'param' line"},
+    {"// temp 0", "// kernel-narrow 0 k0_n k0_vn max 4096\n// temp 0", 11, "expected 'temp' line"},
 };
 
 static void valid_symbolic(void) {
@@ -257,6 +325,59 @@ static void valid_symbolic(void) {
     plan_free(&p);
   }
   free(res);
+}
+
+static void valid_narrow(void) {
+  plan p;
+  char err[512] = "";
+  int rc = plan_parse(NARROWBASE, strlen(NARROWBASE), &p, err, sizeof err);
+  CHECK_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    const plan_kernel *k = &p.graphs[0].kernels[0];
+    CHECK(k->narrow_entry && !strcmp(k->narrow_entry, "k0_n") && k->narrow_vec_entry &&
+          !strcmp(k->narrow_vec_entry, "k0_vn") && k->narrow_max == 4096 && k->vec_entry);
+    CHECK(!strcmp(plan_kernel_entry(k, PLAN_ENTRY_PLAIN), "k0") &&
+          !strcmp(plan_kernel_entry(k, PLAN_ENTRY_VEC), "k0_v") &&
+          !strcmp(plan_kernel_entry(k, PLAN_ENTRY_NARROW), "k0_n") &&
+          !strcmp(plan_kernel_entry(k, PLAN_ENTRY_NARROW_VEC), "k0_vn"));
+    plan_free(&p);
+  }
+  /* no kernel-vec: '-'; the line after all the kernel lines and after
+   * kernel-resident; max at both ends of its range */
+  static const struct {
+    const char *find, *repl;
+    int64_t max;
+  } ok[] = {
+      {"// kernel-narrow 0 k0_n k0_vn max 4096\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n",
+       "// kernel-narrow 0 k0_n - max 4096\n", 4096},
+      {"// kernel-narrow 0 k0_n k0_vn max 4096\n// kernel-vec 0 k0_v align 16 ptrs p0,r0\n",
+       "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// kernel-resident 0 cluster 1\n"
+       "// kernel-narrow 0 k0_n k0_vn max 0\n",
+       0},
+      {"max 4096", "max 4611686018427387904", INT64_C(1) << 62},
+  };
+  for (int i = 0; i < (int)(sizeof ok / sizeof ok[0]); i++) {
+    char *text = tl_replace(NARROWBASE, ok[i].find, ok[i].repl);
+    rc = plan_parse(text, strlen(text), &p, err, sizeof err);
+    CHECK_MSG(rc == 0, "case %d: %s", i, err);
+    if (rc == 0) {
+      const plan_kernel *k = &p.graphs[0].kernels[0];
+      CHECK(k->narrow_entry && !strcmp(k->narrow_entry, "k0_n") && k->narrow_max == ok[i].max);
+      CHECK((k->narrow_vec_entry == NULL) == (k->vec_entry == NULL));
+      CHECK(i != 1 || k->resident);
+      plan_free(&p);
+    }
+    free(text);
+  }
+  /* a kernel without the line has no narrow entries */
+  rc = plan_parse(SYMBASE, strlen(SYMBASE), &p, err, sizeof err);
+  CHECK_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    const plan_kernel *k = &p.graphs[0].kernels[0];
+    CHECK(!k->narrow_entry && !k->narrow_vec_entry && !plan_kernel_entry(k, PLAN_ENTRY_NARROW) &&
+          !plan_kernel_entry(k, PLAN_N_ENTRIES));
+    plan_free(&p);
+  }
 }
 
 static int run_bad(const char *base, const bad_case *cases, int n) {
@@ -384,13 +505,15 @@ int main(void) {
   valid_base();
   valid_variants();
   valid_symbolic();
+  valid_narrow();
   int n = run_bad(BASE, BAD, (int)(sizeof BAD / sizeof BAD[0]));
   n += run_bad(SYMBASE, SYMBAD, (int)(sizeof SYMBAD / sizeof SYMBAD[0]));
+  n += run_bad(NARROWBASE, NARROWBAD, (int)(sizeof NARROWBAD / sizeof NARROWBAD[0]));
   printf("%d malformed plans rejected\n", n);
   /* truncation at every byte of the plan never crashes and never accepts a
    * prefix that cuts a line short (all prefixes end inside the plan) */
-  const char *bases[2] = {BASE, SYMBASE};
-  for (int b = 0; b < 2; b++) {
+  const char *bases[3] = {BASE, SYMBASE, NARROWBASE};
+  for (int b = 0; b < 3; b++) {
     size_t plan_len = strstr(bases[b], "// end\n") - bases[b];
     for (size_t k = 0; k < plan_len; k++) {
       plan p;

@@ -6,7 +6,9 @@
  * division by zero, grid limits, zero strides, views leaving their base,
  * resident grids), temps growing stream-ordered and never during a captured
  * run after fgl_graph_reserve, caller-supplied temps, and the shape
- * queries. */
+ * queries; kernel-narrow (narrow.ptx): the 32-bit index entries launched
+ * while sym 0 is at most the line's max, the wide ones above, and the
+ * resident kernels' occupancy checked for the pair launched. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -613,6 +615,194 @@ static void test_supplied_temps(void) {
   fgl_module_free(m, &e);
 }
 
+/* ---- narrow.ptx: kernel-narrow, the 32-bit index variants ---- */
+
+static fgl_module *load_narrow(void) {
+  fgl_module *m = NULL;
+  fgl_error e = {0};
+  fgl_load_options o = opts();
+  CHECK_MSG(fgl_module_load_file(FGL_FIXTURES "/narrow.ptx", &o, &m, &e) == FGL_OK, "%s", e.msg);
+  return m;
+}
+
+/* Runs g and checks the entries launched, in order (NULL-terminated). */
+static void expect_launches(fgl_graph *g, const fgl_arg *in, int n_in, fgl_tensor *out, int n_out,
+                            const char *const *want, const char *what) {
+  fgl_error e = {0};
+  fake_reset();
+  CHECK_MSG(fgl_run(g, in, n_in, out, n_out, NULL, &e) == FGL_OK, "%s: %s", what, e.msg);
+  int n = 0;
+  while (want[n])
+    n++;
+  fake_launch l;
+  CHECK_MSG(fake_launch_at(0, NULL) == n, "%s: %d launches, expected %d", what,
+            fake_launch_at(0, NULL), n);
+  for (int i = 0; i < n && i < fake_launch_at(0, NULL); i++) {
+    fake_launch_at(i, &l);
+    CHECK_MSG(!strcmp(l.entry, want[i]), "%s: launch %d is %s, expected %s", what, i, l.entry,
+              want[i]);
+  }
+}
+
+static void test_narrow_axpy(fgl_module *m) {
+  fgl_graph *g = create(m, "axpy_n");
+  if (!g)
+    return;
+  fgl_error e = {0};
+  axpy_bufs b;
+  const int64_t cap = 1 << 15;
+  CHECK(fgl_malloc(m, cap * 4 + 64, &b.x, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, cap * 4 + 64, &b.y, &e) == FGL_OK);
+  CHECK(fgl_malloc(m, cap * 4 + 64, &b.out, &e) == FGL_OK);
+  fgl_arg in[3];
+  fgl_tensor out[2];
+  /* max 8192: N <= 8192 launches the narrow pair, N > 8192 the wide one;
+   * of a pair the vec entry with aligned pointers, else the plain one;
+   * the same instance switches back and forth (the evaluation of the last
+   * binding is reused, the choice is made at each run) */
+  static const struct {
+    int64_t n;
+    int misalign;
+    const char *entry;
+  } steps[] = {
+      {4096, 0, "fg_axpy_n_v4_i32"},
+      {8192, 0, "fg_axpy_n_v4_i32"},
+      {8196, 0, "fg_axpy_n_v4"},
+      {8196, 0, "fg_axpy_n_v4"},
+      {0, 0, NULL},
+      {4, 0, "fg_axpy_n_v4_i32"},
+      {cap, 0, "fg_axpy_n_v4"},
+      {1024, 1, "fg_axpy_n_i32"},
+      {8192, 1, "fg_axpy_n_i32"},
+      {8196, 1, "fg_axpy_n"},
+      {4096, 0, "fg_axpy_n_v4_i32"},
+  };
+  for (int s = 0; s < (int)(sizeof steps / sizeof steps[0]); s++) {
+    int64_t n = steps[s].n;
+    float alpha = 0.5f * (float)(s + 1);
+    fgl_memset(m, b.out, 0xFF, cap * 4 + 64, &e);
+    axpy_args(&b, n, n, alpha, in, out);
+    fill(m, &b, cap);
+    if (steps[s].misalign) { /* y moved up 4 bytes */
+      in[1].tensor.ptr = b.y + 4;
+      fgl_memcpy_dtod_async(m, b.y + 4, b.y, (size_t)n * 4, NULL, &e);
+    }
+    const char *want[2] = {steps[s].entry, NULL};
+    char what[64];
+    snprintf(what, sizeof what, "N=%lld%s", (long long)n, steps[s].misalign ? " (misaligned)" : "");
+    expect_launches(g, in, 3, out, 2, want, what);
+    fake_launch l;
+    if (n > 0 && fake_launch_at(0, &l) == 1) {
+      CHECK_MSG(l.grid[0] == (unsigned)((n + 1023) / 1024) && l.block[0] == 256 && l.nargs == 6 &&
+                    l.args[5] == (unsigned long long)n && l.args[3] == b.out,
+                "%s: grid %u args[5] %llu", what, l.grid[0], l.args[5]);
+      CHECK_MSG(out_ok(m, &b, n, alpha), "%s: wrong output", what);
+    }
+  }
+  fgl_graph_free(g, &e);
+  fgl_free(m, b.x, &e);
+  fgl_free(m, b.y, &e);
+  fgl_free(m, b.out, &e);
+}
+
+static void test_narrow_rows(fgl_module *m) {
+  fgl_graph *g = create(m, "rows");
+  if (!g)
+    return;
+  /* sym 0 (T) decides, whatever sym 1 (B) is; kernel 0 has a narrow entry
+   * and no kernel-vec ('-'), kernel 1 no narrow entry */
+  static const struct {
+    int64_t b, t;
+    const char *k0;
+  } steps[] = {
+      {3, 4096, "fg_rows_i32"}, {3, 4097, "fg_rows"},    {65536, 16, "fg_rows_i32"},
+      {1, 1, "fg_rows_i32"},    {2, 1048576, "fg_rows"}, {3, 4096, "fg_rows_i32"},
+  };
+  for (int s = 0; s < (int)(sizeof steps / sizeof steps[0]); s++) {
+    int64_t xs[2] = {steps[s].b, steps[s].t};
+    fgl_arg in = tensor(0x100000, FGL_F32, 2, xs);
+    fgl_tensor out;
+    fgl_tensor_contiguous(&out, 0x100000000ull, FGL_F32, 2, xs);
+    const char *want[3] = {steps[s].k0, "fg_cols", NULL};
+    char what[64];
+    snprintf(what, sizeof what, "B=%lld T=%lld", (long long)xs[0], (long long)xs[1]);
+    expect_launches(g, &in, 1, &out, 1, want, what);
+    fake_launch l;
+    CHECK(fake_launch_at(0, &l) == 2 && l.grid[0] == (unsigned)xs[0] && l.nargs == 4 &&
+          l.args[2] == (unsigned long long)xs[1] && l.args[3] == (unsigned long long)xs[0]);
+  }
+  fgl_graph_free(g, NULL);
+}
+
+/* Resident kernels: the narrow entries' occupancy is asked too. The fake
+ * GPU holds 16 CTAs x 132 SMs = 2112, or 4 x 132 = 528 for the entry named
+ * by FAKE_CUDA_CTAS_PER_SM_ENTRY. */
+static void test_narrow_resident(void) {
+  /* a constant grid of 1024 CTAs: refused at creation when either pair's
+   * entry cannot hold it */
+  static const struct {
+    const char *limit, *msg;
+  } cons[] = {
+      {NULL, NULL},
+      {"fg_res_i32:4",
+       "graph 'res' kernel 0 (fg_res_i32): its 1024 CTAs wait for one another, so all must be "
+       "resident at once, but this GPU holds 528 (132 SMs x 4)"},
+      {"fg_res:4", "graph 'res' kernel 0 (fg_res): its 1024 CTAs wait for one another"},
+  };
+  for (int c = 0; c < (int)(sizeof cons / sizeof cons[0]); c++) {
+    if (cons[c].limit)
+      setenv("FAKE_CUDA_CTAS_PER_SM_ENTRY", cons[c].limit, 1);
+    fgl_module *m = load_narrow();
+    fgl_graph *g = NULL;
+    fgl_error e = {0};
+    fgl_status st = m ? fgl_graph_create(m, "res", &g, &e) : FGL_ERR_PLAN;
+    if (!cons[c].msg) {
+      CHECK_MSG(st == FGL_OK, "%s", e.msg);
+    } else {
+      CHECK_MSG(st == FGL_ERR_UNSUPPORTED && strstr(e.msg, cons[c].msg) == e.msg, "%s", e.msg);
+    }
+    unsetenv("FAKE_CUDA_CTAS_PER_SM_ENTRY");
+    fgl_graph_free(g, NULL);
+    fgl_module_free(m, NULL);
+  }
+  /* a symbolic grid of T CTAs (max 65536): checked at each run against
+   * what the pair launched for this T holds */
+  static const struct {
+    const char *limit;
+    int64_t t;
+    const char *entry, *msg; /* msg NULL: launched */
+  } sym[] = {
+      {NULL, 2000, "fg_res_i32", NULL},
+      {"fg_res_i32:4", 500, "fg_res_i32", NULL},
+      {"fg_res_i32:4", 600, NULL,
+       "graph 'ress': kernel 0 (fg_res_i32): its 600 CTAs wait for one another, so all must be "
+       "resident at once, but this GPU holds 528 for T=600"},
+      {"fg_res:4", 2000, "fg_res_i32", NULL},
+      {"fg_res:4", 65537, NULL,
+       "graph 'ress': kernel 0 (fg_res): its 65537 CTAs wait for one another, so all must be "
+       "resident at once, but this GPU holds 528 for T=65537"},
+  };
+  for (int c = 0; c < (int)(sizeof sym / sizeof sym[0]); c++) {
+    if (sym[c].limit)
+      setenv("FAKE_CUDA_CTAS_PER_SM_ENTRY", sym[c].limit, 1);
+    fgl_module *m = load_narrow();
+    fgl_graph *g = m ? create(m, "ress") : NULL;
+    unsetenv("FAKE_CUDA_CTAS_PER_SM_ENTRY");
+    if (g) {
+      int64_t t = sym[c].t;
+      fgl_arg in = tensor(0x100000, FGL_F32, 1, &t);
+      if (sym[c].msg) {
+        expect_refused(g, &in, 1, NULL, 0, FGL_ERR_UNSUPPORTED, sym[c].msg, 0);
+      } else {
+        const char *want[2] = {sym[c].entry, NULL};
+        expect_launches(g, &in, 1, NULL, 0, want, sym[c].limit ? sym[c].limit : "default");
+      }
+    }
+    fgl_graph_free(g, NULL);
+    fgl_module_free(m, NULL);
+  }
+}
+
 /* A graph without syms: the v1 behaviour, and the new queries say so. */
 static void test_constant_graph(void) {
   fgl_module *m = NULL;
@@ -669,6 +859,13 @@ int main(void) {
     test_views_only(m);
     fgl_module_free(m, &e);
   }
+  m = load_narrow();
+  if (m) {
+    test_narrow_axpy(m);
+    test_narrow_rows(m);
+    fgl_module_free(m, &e);
+  }
+  test_narrow_resident();
   test_formulas();
   test_run_refusals();
   test_supplied_temps();
