@@ -29,8 +29,10 @@ static bool selected(const fg_graph *g, const char *const *names, int n) {
 }
 
 /* PTX identifiers: letters, digits, _ and $; graph names may hold '.'. */
-static const char *entry_name(fg_graph *g, int gi, int ki, bool aligned) {
-  char *s = fg_arena_printf(&g->arena, "fg%d_%s_k%d%s", gi, g->name, ki, aligned ? "_v" : "");
+/* suffix: "" the plain entry, "_v" the aligned one, "_n" and "_nv" their
+ * narrow variants (32-bit indices for small symbolic sizes). */
+static const char *entry_name(fg_graph *g, int gi, int ki, const char *suffix) {
+  char *s = fg_arena_printf(&g->arena, "fg%d_%s_k%d%s", gi, g->name, ki, suffix);
   for (char *c = s; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
           *c == '_'))
@@ -39,7 +41,7 @@ static const char *entry_name(fg_graph *g, int gi, int ki, bool aligned) {
 }
 
 static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const char *name,
-                         bool aligned, char *err, size_t cap) {
+                         bool aligned, bool narrow, char *err, size_t cap) {
   fgb_param_kind kinds[FGB_MAX_KERNEL_PARAMS];
   if (k->nargs > FGB_MAX_KERNEL_PARAMS) {
     snprintf(err, cap, "kernel %s has %d arguments; at most %d are supported", name, k->nargs,
@@ -71,6 +73,8 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     return false;
   }
   e.fn = fn;
+  if (narrow) /* the symbolic size at most k->narrow_max: every index fits 32 bits */
+    e.ity = LLVMInt32TypeInContext(fgb_ctx(mod));
   e.args = malloc(sizeof(LLVMValueRef) * (size_t)(k->nargs + 1));
   if (!e.args) {
     snprintf(err, cap, "out of memory");
@@ -163,9 +167,13 @@ static void *run_unit(void *arg) {
       if (u->owner[gk] != u->index)
         continue;
       fg_kernel *k = &p->kernels[ki];
-      if (!lower_kernel(mod, p, k, k->entry, false, u->err, sizeof u->err) ||
+      if (!lower_kernel(mod, p, k, k->entry, false, false, u->err, sizeof u->err) ||
           (u->vec_entries[gi][ki] &&
-           !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, u->err, sizeof u->err))) {
+           !lower_kernel(mod, p, k, u->vec_entries[gi][ki], true, false, u->err, sizeof u->err)) ||
+          (k->narrow_entry &&
+           !lower_kernel(mod, p, k, k->narrow_entry, false, true, u->err, sizeof u->err)) ||
+          (k->narrow_vec_entry &&
+           !lower_kernel(mod, p, k, k->narrow_vec_entry, true, true, u->err, sizeof u->err))) {
         u->rc = FG_EXIT_INTERNAL;
         fgb_module_free(mod);
         return NULL;
@@ -185,6 +193,10 @@ static void *run_unit(void *arg) {
       u->text = add_cluster_dims(u->text, k->entry, k->cluster);
       if (u->text && u->vec_entries[gi][ki])
         u->text = add_cluster_dims(u->text, u->vec_entries[gi][ki], k->cluster);
+      if (u->text && k->narrow_entry)
+        u->text = add_cluster_dims(u->text, k->narrow_entry, k->cluster);
+      if (u->text && k->narrow_vec_entry)
+        u->text = add_cluster_dims(u->text, k->narrow_vec_entry, k->cluster);
       if (!u->text) {
         snprintf(u->err, sizeof u->err,
                  "kernel %s: no .maxntid line to add its cluster shape after", k->entry);
@@ -316,9 +328,14 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     vec_entries[gi] = fg_arena_alloc(&p->g->arena, sizeof(char *) * (size_t)(p->nkernels + 1));
     for (int ki = 0; ki < p->nkernels; ki++) {
       fg_kernel *k = &p->kernels[ki];
-      k->entry = entry_name(p->g, gi, ki, false);
+      k->entry = entry_name(p->g, gi, ki, "");
       if (k->vec > 1)
-        vec_entries[gi][ki] = entry_name(p->g, gi, ki, true);
+        vec_entries[gi][ki] = entry_name(p->g, gi, ki, "_v");
+      if (k->narrow_max > 0) {
+        k->narrow_entry = entry_name(p->g, gi, ki, "_n");
+        if (k->vec > 1)
+          k->narrow_vec_entry = entry_name(p->g, gi, ki, "_nv");
+      }
       total++;
     }
   }

@@ -80,14 +80,17 @@ typedef struct fg_kernel {
   int chunks;            /* per-thread vector chunks of a row kept in registers (ROW) */
   bool persistent;       /* ROW: the row stays in registers across phases */
   bool idx64;            /* 64-bit index arithmetic */
-  int partial_temp;      /* grid reduction partials (split > 1), else -1 */
-  int counter_temp;      /* arrival counters (split > 1), else -1 */
-  int smem;              /* dynamic shared memory bytes */
-  int combiners;         /* row + column form: CTAs that combine the partials */
-  int combine_cols;      /* ... columns each combines at a time (8, 16 or 32) */
-  int min_ctas_per_sm;   /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
-  int rows_per_iter; /* row + column form, column kernels: rows whose loads are issued together */
-  bool reload;       /* ... outputs re-read the row (L1) instead of keeping it in registers */
+  int64_t narrow_max;    /* > 0: 64-bit only for the symbolic size's larger values: entries
+                          * with 32-bit indices serve it up to this (kernel-narrow, the plan) */
+  const char *narrow_entry, *narrow_vec_entry; /* ... their names (compile.c) */
+  int partial_temp;                            /* grid reduction partials (split > 1), else -1 */
+  int counter_temp;                            /* arrival counters (split > 1), else -1 */
+  int smem;                                    /* dynamic shared memory bytes */
+  int combiners;       /* row + column form: CTAs that combine the partials */
+  int combine_cols;    /* ... columns each combines at a time (8, 16 or 32) */
+  int min_ctas_per_sm; /* > 0: the code must fit this many CTAs per SM (.minnctapersm) */
+  int rows_per_iter;   /* row + column form, column kernels: rows whose loads are issued together */
+  bool reload;         /* ... outputs re-read the row (L1) instead of keeping it in registers */
   bool pipeline; /* ... the next row group is copied into shared memory while this one is reduced */
   int pipe_bytes; /* ... pipelined: shared memory for the copies (two buffers of a row group) */
   int cluster;    /* ... CTAs per thread-block cluster (sm_90; > 1: a cluster sums its CTAs' column

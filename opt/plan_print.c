@@ -142,7 +142,7 @@ static void print_temps(FILE *f, const fg_plan *p) {
 }
 
 /* "schedule: ..." and the lines after it: why, warnings. */
-static void print_schedule(FILE *f, const fg_kernel *k) {
+static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (k->grid_formula[0])
     fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
             k->block, k->grid_formula, k->grid[1], k->grid[2]);
@@ -173,7 +173,10 @@ static void print_schedule(FILE *f, const fg_kernel *k) {
     if (k->combine_loads)
       fprintf(f, " combiner-loads %d", k->combine_loads);
   }
-  fprintf(f, " index %s\n    why: %s\n", k->idx64 ? "i64" : "i32", k->why);
+  fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
+  if (k->narrow_max > 0)
+    fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);
+  fprintf(f, "\n    why: %s\n", k->why);
   if (k->not_with >= 0)
     fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
   if (k->warn)
@@ -203,7 +206,7 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
         md[nm++] = d;
     ints(f, md, nm);
   }
-  print_schedule(f, k);
+  print_schedule(f, p, k);
   fputs("    writes", f);
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
@@ -295,6 +298,9 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       }
       fputc('\n', f);
     }
+    if (k->narrow_entry)
+      fprintf(f, "// kernel-narrow %d %s %s max %" PRId64 "\n", i, k->narrow_entry,
+              k->narrow_vec_entry ? k->narrow_vec_entry : "-", k->narrow_max);
     /* The row + column form's combiners wait for every CTA. */
     if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
       fprintf(f, "// kernel-resident %d cluster %d\n", i, k->cluster > 1 ? k->cluster : 1);

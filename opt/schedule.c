@@ -58,32 +58,68 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   return m;
 }
 
-/* The largest extent a kernel indexes (elements of its domain or of a
- * buffer, or a temp's bytes), with the symbolic size at its largest. */
-static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
+/* The extents a kernel indexes: elements of its domain and of each buffer,
+ * a temp's bytes (the symbolic size at its stand-in). Returns how many. */
+static int kernel_extents(const fg_plan *p, const fg_kernel *k, int64_t *out) {
+  int n = 0;
   int64_t m = 1;
   for (int i = 0; i < k->rank; i++)
     m *= k->dims[i] > 0 ? k->dims[i] : 1;
-  m = fg_sym_at_max(&p->sym, m);
+  out[n++] = m;
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
     const fg_type *t = NULL;
-    int64_t x = 0;
     if (b.kind == FG_BUF_PARAM)
       t = &p->g->params[b.index]->type;
     else if (b.kind == FG_BUF_RESULT)
       t = &p->g->results[b.index]->type;
     else if (b.kind == FG_BUF_TEMP) {
-      x = fg_sym_at_max(&p->sym, p->temps[b.index].bytes);
+      out[n++] = p->temps[b.index].bytes;
       if (p->temps[b.index].value)
         t = &p->temps[b.index].value->type;
     }
-    if (t && !t->scalar && fg_sym_at_max(&p->sym, fg_type_numel(t)) > x)
-      x = fg_sym_at_max(&p->sym, fg_type_numel(t));
-    if (x > m)
-      m = x;
+    if (t && !t->scalar)
+      out[n++] = fg_type_numel(t);
   }
+  return n;
+}
+
+/* The largest extent a kernel indexes, with the symbolic size at its
+ * largest. */
+static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
+  int64_t *x = malloc(sizeof *x * (size_t)(2 * k->nargs + 1)), m = x ? 1 : INT64_MAX;
+  int n = x ? kernel_extents(p, k, x) : 0;
+  for (int i = 0; i < n; i++)
+    if (fg_sym_at_max(&p->sym, x[i]) > m)
+      m = fg_sym_at_max(&p->sym, x[i]);
+  free(x);
   return m;
+}
+
+/* A kernel with 64-bit indices only because of the symbolic size's largest
+ * values: the largest T for which every extent stays below 2^31 - 2^24 (a second
+ * pair of entries with 32-bit indices serves T up to it: kernel-narrow in
+ * the plan), or 0. */
+static int64_t narrow_limit(const fg_plan *p, const fg_kernel *k) {
+  const fg_sym_lowering *s = &p->sym;
+  int64_t *x = malloc(sizeof *x * (size_t)(2 * k->nargs + 1)), lim = s->max;
+  int n = x ? kernel_extents(p, k, x) : 0;
+  bool any = false; /* (out of memory: none, so no narrow entries) */
+  for (int i = 0; i < n; i++) {
+    if (!fg_sym_involves(s, x[i])) {
+      if (x[i] >= ((int64_t)1 << 31))
+        lim = 0;
+      continue;
+    }
+    /* a margin for the indices a CTA forms past the extent before its
+     * bounds check (a pointwise CTA's last chunks: at most 2^17 elements) */
+    int64_t l = (((int64_t)1 << 31) - ((int64_t)1 << 24)) / (x[i] / s->placeholder);
+    if (l < lim)
+      lim = l;
+    any = true;
+  }
+  free(x);
+  return any && lim >= s->min && lim < s->max ? lim : 0;
 }
 
 static int pick_vec(const fg_plan *p, const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
@@ -981,9 +1017,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       add_workspace_args(p, k);
     }
     /* 64-bit indices when any extent or workspace offset reaches 2^31 */
-    k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) ||
-               (k->split > 1 &&
-                8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31));
+    bool wide_partials = k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >=
+                                             ((int64_t)1 << 31);
+    k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) || wide_partials;
+    k->narrow_max = k->idx64 && !wide_partials ? narrow_limit(p, k) : 0;
     lint_kernel(p, k);
   }
   lint_reads(p);
