@@ -24,6 +24,9 @@
  * cheap 4-warp reductions; longer rows get more threads (up to 1024), then
  * the multi-pass form. */
 enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS = 256 };
+/* Extents below this take 32-bit index arithmetic: 2^31 less a margin for
+ * the indices a CTA forms past an extent before its bounds check. */
+#define INDEX32_LIMIT (((int64_t)1 << 31) - ((int64_t)1 << 20))
 
 /* Whether knob id was given (fusec --knob; knobs.h); *v then holds it. */
 static bool knob(const fg_plan_options *o, fg_knob id, int64_t *v) {
@@ -97,7 +100,7 @@ static int64_t max_extent(const fg_plan *p, const fg_kernel *k) {
 }
 
 /* A kernel with 64-bit indices only because of the symbolic size's largest
- * values: the largest T for which every extent stays below 2^31 - 2^24 (a second
+ * values: the largest T for which every extent stays below INDEX32_LIMIT (a second
  * pair of entries with 32-bit indices serves T up to it: kernel-narrow in
  * the plan), or 0. */
 static int64_t narrow_limit(const fg_plan *p, const fg_kernel *k) {
@@ -107,13 +110,11 @@ static int64_t narrow_limit(const fg_plan *p, const fg_kernel *k) {
   bool any = false; /* (out of memory: none, so no narrow entries) */
   for (int i = 0; i < n; i++) {
     if (!fg_sym_involves(s, x[i])) {
-      if (x[i] >= ((int64_t)1 << 31))
+      if (x[i] >= INDEX32_LIMIT)
         lim = 0;
       continue;
     }
-    /* a margin for the indices a CTA forms past the extent before its
-     * bounds check (a pointwise CTA's last chunks: at most 2^17 elements) */
-    int64_t l = (((int64_t)1 << 31) - ((int64_t)1 << 24)) / (x[i] / s->placeholder);
+    int64_t l = (INDEX32_LIMIT - 1) / (x[i] / s->placeholder);
     if (l < lim)
       lim = l;
     any = true;
@@ -1019,7 +1020,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     /* 64-bit indices when any extent or workspace offset reaches 2^31 */
     bool wide_partials = k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >=
                                              ((int64_t)1 << 31);
-    k->idx64 = max_extent(p, k) >= ((int64_t)1 << 31) || wide_partials;
+    /* 64-bit indices unless every extent stays below 2^31 with a margin:
+     * a CTA forms indices up to a chunk span past the extent before its
+     * bounds check (a pointwise CTA: block x chunks x vec, at most 2^17) */
+    k->idx64 = max_extent(p, k) >= INDEX32_LIMIT || wide_partials;
     k->narrow_max = k->idx64 && !wide_partials ? narrow_limit(p, k) : 0;
     lint_kernel(p, k);
   }
