@@ -318,14 +318,47 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
 
 /* ---- views ---- */
 
+/* The reshape's shape attribute read: at most one -1 (its index in
+ * *infer_at, else -1), the product of the other sizes in *known, and the
+ * result type with the sizes as written (-1 where it is). */
+static bool reshape_shape(fg_node *n, const fg_attr *s, int64_t *known, int *infer_at, fg_type *t,
+                          fg_diag *d) {
+  *known = 1;
+  *infer_at = -1;
+  for (int i = 0; i < s->n; i++) {
+    if (s->ints[i] == -1) {
+      if (*infer_at >= 0) {
+        fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
+        return false;
+      }
+      *infer_at = i;
+    } else if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    } else {
+      if (s->ints[i] != 0 && *known > INT64_MAX / s->ints[i]) {
+        fg_error(d, attr_loc(n, "shape"), "shape is too large");
+        return false;
+      }
+      *known *= s->ints[i];
+    }
+  }
+  memset(t, 0, sizeof *t);
+  t->dtype = n->in[0]->type.dtype;
+  t->rank = s->n;
+  for (int i = 0; i < s->n; i++)
+    t->dims[i].size = s->ints[i];
+  return true;
+}
+
 /* A reshape of a tensor with one symbolic dim: the shape's -1 stands for
  * exactly that size (the static dims of the shape hold the input's static
  * elements): [T,4,64] -> [-1,256] is [T,256]. */
 static bool infer_reshape_symbolic(fg_node *n, const fg_attr *s, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const char *sym = NULL;
-  int64_t fixed = 1, known = 1;
-  int infer_at = -1;
+  int64_t fixed = 1, known;
+  int infer_at;
   for (int i = 0; i < in->rank; i++) {
     if (!in->dims[i].sym) {
       fixed *= in->dims[i].size;
@@ -337,21 +370,9 @@ static bool infer_reshape_symbolic(fg_node *n, const fg_attr *s, fg_diag *d) {
     }
     sym = in->dims[i].sym;
   }
-  for (int i = 0; i < s->n; i++) {
-    if (s->ints[i] == -1 && infer_at >= 0) {
-      fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
-      return false;
-    } else if (s->ints[i] == -1)
-      infer_at = i;
-    else if (s->ints[i] < 0) {
-      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
-      return false;
-    } else if (s->ints[i] != 0 && known > INT64_MAX / s->ints[i]) {
-      fg_error(d, attr_loc(n, "shape"), "shape is too large");
-      return false;
-    } else
-      known *= s->ints[i];
-  }
+  fg_type t;
+  if (!reshape_shape(n, s, &known, &infer_at, &t, d))
+    return false;
   if (infer_at < 0 || known != fixed) {
     fg_error(d, attr_loc(n, "shape"),
              "a reshape of a tensor with symbolic dim %s needs one -1 that stands for %s (the "
@@ -359,12 +380,6 @@ static bool infer_reshape_symbolic(fg_node *n, const fg_attr *s, fg_diag *d) {
              sym, sym, fixed);
     return false;
   }
-  fg_type t;
-  memset(&t, 0, sizeof t);
-  t.dtype = in->dtype;
-  t.rank = s->n;
-  for (int i = 0; i < s->n; i++)
-    t.dims[i].size = s->ints[i];
   t.dims[infer_at].size = -1;
   t.dims[infer_at].sym = sym;
   n->out[0]->type = t;
@@ -381,32 +396,11 @@ static bool infer_reshape(fg_node *n, fg_diag *d) {
   }
   if (!fg_type_is_static(in))
     return infer_reshape_symbolic(n, s, d);
-  int64_t numel = fg_type_numel(in), known = 1;
-  int infer_at = -1;
-  for (int i = 0; i < s->n; i++) {
-    if (s->ints[i] == -1) {
-      if (infer_at >= 0) {
-        fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
-        return false;
-      }
-      infer_at = i;
-    } else if (s->ints[i] < 0) {
-      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
-      return false;
-    } else {
-      if (s->ints[i] != 0 && known > INT64_MAX / s->ints[i]) {
-        fg_error(d, attr_loc(n, "shape"), "shape is too large");
-        return false;
-      }
-      known *= s->ints[i];
-    }
-  }
+  int64_t numel = fg_type_numel(in), known;
+  int infer_at;
   fg_type t;
-  memset(&t, 0, sizeof t);
-  t.dtype = in->dtype;
-  t.rank = s->n;
-  for (int i = 0; i < s->n; i++)
-    t.dims[i].size = s->ints[i];
+  if (!reshape_shape(n, s, &known, &infer_at, &t, d))
+    return false;
   if (infer_at >= 0) {
     if (known == 0 || numel % known) {
       fg_error(d, attr_loc(n, "shape"), "cannot reshape %" PRId64 " elements into a shape with -1",
