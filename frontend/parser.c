@@ -552,10 +552,17 @@ static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
     break;
   case FG_AT_INTS:
     if (a->kind == AV_LIST) {
-      for (int i = 0; i < a->n; i++)
-        if (a->items[i].kind != AV_INT)
-          return fail(ps, a->items[i].loc, "attribute '%s' of '%s' expects a list of integers",
-                      sp->name, op->name);
+      for (int i = 0; i < a->n; i++) {
+        const aval *it = &a->items[i];
+        if (it->kind == AV_IDENT) /* a size's name (docs/format.md 3.2) */
+          return fail(ps, it->loc,
+                      "attribute '%s' of '%s' expects a list of integers: '%.*s' is not one "
+                      "(an attribute cannot name a symbolic size; a reshape writes it as -1)",
+                      sp->name, op->name, (int)(it->len > QUOTE_MAX ? QUOTE_MAX : it->len), it->s);
+        if (it->kind != AV_INT)
+          return fail(ps, it->loc, "attribute '%s' of '%s' expects a list of integers", sp->name,
+                      op->name);
+      }
       int64_t *v = fg_arena_alloc(&ps->g->arena, (size_t)(a->n ? a->n : 1) * sizeof *v);
       for (int i = 0; i < a->n; i++)
         v[i] = a->items[i].i;
