@@ -42,7 +42,9 @@
   X(COL_VEC, 1, 16, FG_KNOB_POW2, "auto",                                                          \
     "outputs a column-reduction thread owns (at most 16 bytes of them)")                           \
   X(COL_COMBINE, 1, 16, FG_KNOB_ANY, "auto", "partials a column combiner loads before summing")    \
-  X(TRACE, 0, 1, FG_KNOB_ANY, "0", "1: a %globaltimer timeline of every row + column CTA")
+  X(TRACE, 0, 1, FG_KNOB_ANY, "0", "1: a %globaltimer timeline of every row + column CTA")         \
+  X(COST_GBS, 100, 100000, FG_KNOB_ANY, "target's",                                                \
+    "copy bandwidth (GB/s) the cost model in --emit plan assumes")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cost.h"
 #include "plan.h"
 
 static void ints(FILE *f, const int64_t *v, int n) {
@@ -192,6 +193,18 @@ static void print_reductions(FILE *f, const char *what, fg_node *const *l, int n
     fprintf(f, " %s(%s)", l[j]->op->name, value_name(l[j]->out[0], b1, sizeof b1));
 }
 
+/* "cost: ..." (cost.c), at the symbolic size's stand-in when there is one */
+static void print_cost(FILE *f, const fg_plan *p, const fg_kernel *k) {
+  int64_t gbs = p->target.copy_gbs;
+  if (p->opts.knobs.set[FG_KNOB_COST_GBS])
+    gbs = p->opts.knobs.val[FG_KNOB_COST_GBS];
+  if (k->grid[0] == 0 || (p->sym.n && fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0)))
+    return; /* never launched; or sizes that are the stand-in's: no figure to show */
+  fg_cost c = fg_kernel_cost(p, k, (double)gbs);
+  fprintf(f, "    cost: %.1f us at %" PRId64 " GB/s (%.1f MB, %.0f KB in flight, %.2f waves)\n",
+          c.us, gbs, c.bytes / 1e6, c.in_flight / 1024, c.waves);
+}
+
 static void print_kernel(FILE *f, const fg_plan *p, int i) {
   const fg_kernel *k = &p->kernels[i];
   char b1[64], b2[64];
@@ -220,6 +233,7 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
     fprintf(f, " %s", b1);
   }
   fputc('\n', f);
+  print_cost(f, p, k);
 }
 
 void fg_plan_print(FILE *f, const fg_plan *p) {

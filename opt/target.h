@@ -14,7 +14,12 @@ typedef struct fg_target {
   int static_smem_per_block; /* bytes of static shared memory a kernel may declare */
   int dyn_smem_per_block;    /* bytes of shared memory a kernel may opt in to */
   bool clusters;             /* thread-block clusters and distributed shared memory */
-  bool bf16x2_minmax;        /* max/min.NaN.bf16x2 */
+  /* What the cost model (cost.c) assumes of the memory and the launch; a
+   * GPU of the same architecture may differ (--knob COST_GBS). */
+  int copy_gbs;       /* device-to-device copy bandwidth, read + write, GB/s */
+  int mem_latency_ns; /* a load's latency under load */
+  double launch_us;   /* an empty kernel's device time, queued back to back */
+  bool bf16x2_minmax; /* max/min.NaN.bf16x2 */
 } fg_target;
 
 /* The SM count fusec sizes grids for when --sm-count is not given: the

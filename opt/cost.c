@@ -1,0 +1,87 @@
+/* The cost model (issue 17): an estimate of each kernel's device time from
+ * the bytes it moves, the loads its resident threads keep in flight and the
+ * target description, so that schedules can be compared before they run.
+ *
+ * A kernel moves `bytes` (each buffer argument once; a row kernel that is
+ * not kept in registers reads its inputs once a phase). Memory gives its
+ * copy bandwidth only with enough bytes in flight (Little's law: bandwidth
+ * x latency); a kernel keeps min(its CTAs, what fits) x threads x the
+ * bytes each thread has issued before it waits. So
+ *
+ *   time = launch + bytes / (copy bandwidth x min(1, in flight / (bw x latency)))
+ *
+ * with the last wave of CTAs counted whole. Today it is printed in
+ * `--emit plan` ("cost:") and checked against measured runs
+ * (docs/benchmarks.md, "The cost model against run T1"); no schedule
+ * decision uses it yet. */
+#include "cost.h"
+
+#include <math.h>
+
+/* Bytes a buffer argument moves. */
+static double arg_bytes(const fg_plan *p, fg_buf_ref b) {
+  const fg_type *t = NULL;
+  if (b.kind == FG_BUF_PARAM)
+    t = &p->g->params[b.index]->type;
+  else if (b.kind == FG_BUF_RESULT)
+    t = &p->g->results[b.index]->type;
+  else if (b.kind == FG_BUF_TEMP)
+    return (double)p->temps[b.index].bytes;
+  if (!t || t->scalar)
+    return 0;
+  return (double)fg_type_numel(t) * fg_dtype_size(t->dtype);
+}
+
+static int max_input_size(const fg_plan *p, const fg_kernel *k) {
+  int m = 1;
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind == FG_BUF_PARAM && !p->g->params[k->args[i].index]->type.scalar &&
+        fg_dtype_size(p->g->params[k->args[i].index]->type.dtype) > m)
+      m = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
+  return m;
+}
+
+/* Loads a thread issues before it uses the first: its chunks (pointwise,
+ * rows kept in registers) or the rows it loads together (column kernels). */
+static int loads_in_flight(const fg_kernel *k) {
+  if (k->kind == FG_KERNEL_COLUMN)
+    return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  if (k->kind == FG_KERNEL_ROW && !k->persistent)
+    return 1;
+  return k->chunks > 1 ? k->chunks : 1;
+}
+
+fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
+  const fg_target *t = &p->target;
+  fg_cost c = {0};
+  double bytes = 0;
+  for (int i = 0; i < k->nargs; i++) {
+    double b = arg_bytes(p, k->args[i]);
+    /* a row kernel not kept in registers reads its inputs once a phase */
+    if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent)
+      b *= k->nreds + 1;
+    bytes += b;
+  }
+  c.bytes = bytes;
+  int64_t grid = k->grid[0] * k->grid[1] * k->grid[2];
+  int per_sm = k->block > 0 ? t->threads_per_sm / k->block : 1;
+  if (k->smem > 0 && t->dyn_smem_per_block > 0 && t->dyn_smem_per_block / k->smem < per_sm)
+    per_sm = t->dyn_smem_per_block / k->smem;
+  if (per_sm > 32)
+    per_sm = 32;
+  if (per_sm < 1)
+    per_sm = 1;
+  double slots = (double)per_sm * t->sm_count;
+  c.waves = grid > 0 ? (double)grid / slots : 0;
+  double resident = grid < slots ? (double)grid : slots;
+  c.in_flight = resident * k->block * (double)k->vec * max_input_size(p, k) * loads_in_flight(k);
+  double bw = copy_gbs * 1e3; /* bytes a microsecond */
+  double needed = bw * t->mem_latency_ns * 1e-3;
+  double eff = c.in_flight >= needed ? 1.0 : c.in_flight / needed;
+  double mem = eff > 0 ? bytes / (bw * eff) : 0;
+  /* the last wave counts whole */
+  if (c.waves > 1)
+    mem *= ceil(c.waves) / c.waves;
+  c.us = (grid > 0 ? t->launch_us : 0) + mem;
+  return c;
+}
