@@ -32,6 +32,9 @@ def main():
     ap.add_argument("--results", required=True, nargs="+",
                     help="bench.json files of one GPU; a later file's workloads replace an earlier one's "
                          "(a rerun with the current schedule), the first gives the copy bandwidth")
+    ap.add_argument("--expect", nargs=2, type=float, metavar=("LO", "HI"),
+                    help="exit 1 unless the geometric mean of measured / estimate is within [LO, HI] "
+                         "(the test suite's guard against a model change that no run backs)")
     a = ap.parse_args()
     st = json.load(open(a.results[0]))
     for more in a.results[1:]:
@@ -65,7 +68,11 @@ def main():
           "within 25%%: %d" % (n, gbs, g, ratios[n // 2][0], ratios[n // 10][0], ratios[9 * n // 10][0],
                                sum(1 for x, _ in ratios if 0.8 <= x <= 1.25)))
     print("furthest: " + ", ".join("%s %.2f" % (w, x) for x, w in ratios[:3] + ratios[-5:]))
+    if a.expect and not a.expect[0] <= g <= a.expect[1]:
+        print("cost_check: geomean %.2f outside [%g, %g]" % (g, a.expect[0], a.expect[1]))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
