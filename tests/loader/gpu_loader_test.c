@@ -29,6 +29,7 @@
 
 #include "cuda_api.h"
 #include "gpu_test.h"
+#include "host_timing.h"
 #include "fgload.h"
 
 #define N 1048576
@@ -53,109 +54,11 @@ static int failures;
     }                                                                                              \
   } while (0)
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static const fgl_cuda_api *cu;
 static fgl_module *mod;
 static char artifact[1024];
 
-/* Host time of many calls of `bare` and of `run` (a launch each), medians:
- * CALLS calls each, the stream synchronized every BATCH calls, both timed
- * twice in turn and the first round discarded (warm-up). */
-enum { CALLS = 10000, BATCH = 200 };
-typedef int (*call_fn)(void *ctx, int i, CUstream s);
-static void time_pair(call_fn bare, call_fn run, void *ctx, CUstream s, double *bare_us,
-                      double *run_us) {
-  double *tb = malloc(CALLS * sizeof *tb), *tr = malloc(CALLS * sizeof *tr);
-  for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
-    for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      double a = now_us();
-      int r = bare(ctx, i, s);
-      tb[i] = now_us() - a;
-      if (r) {
-        printf("FAIL: bare launch %d\n", r);
-        exit(1);
-      }
-    }
-    for (int i = 0; i < CALLS; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      double a = now_us();
-      int r = run(ctx, i, s);
-      tr[i] = now_us() - a;
-      if (r) {
-        printf("FAIL: fgl_run %d\n", r);
-        exit(1);
-      }
-    }
-  }
-  CU(cu->cuStreamSynchronize(s));
-  *bare_us = median(tb, CALLS);
-  *run_us = median(tr, CALLS);
-  free(tb);
-  free(tr);
-}
-
-/* An artifact's PTX loaded directly (for the bare launches). */
-static CUmodule load_bare(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    printf("FAIL: cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 11);
-  memcpy(text, "FAKECUBIN\n", 10); /* what the fake driver (tests) takes for a cubin */
-  if (fread(text + 10, 1, (size_t)n, f) != (size_t)n) {
-    printf("FAIL: read\n");
-    exit(1);
-  }
-  text[n + 10] = 0;
-  fclose(f);
-  CUmodule m;
-  if (cu->cuModuleLoadData(&m, text + 10) != CUDA_SUCCESS)
-    CU(cu->cuModuleLoadData(&m, text));
-  free(text);
-  return m;
-}
-
-/* What the timed calls launch. */
-typedef struct timed {
-  CUfunction fn;
-  void **params;
-  unsigned grid;
-  fgl_graph *g;
-  fgl_arg *in, *in_alt; /* in_alt, out_alt: other sizes, every other call (NULL: none) */
-  int n_in, n_out;
-  fgl_tensor *out, *out_alt;
-} timed;
-static int bare_call(void *ctx, int i, CUstream s) {
-  timed *t = ctx;
-  (void)i;
-  return cu->cuLaunchKernel(t->fn, t->grid, 1, 1, 256, 1, 1, 0, s, t->params, NULL);
-}
-static int run_call(void *ctx, int i, CUstream s) {
-  timed *t = ctx;
-  int odd = t->in_alt && (i & 1);
-  return (int)fgl_run(t->g, odd ? t->in_alt : t->in, t->n_in, odd ? t->out_alt : t->out, t->n_out,
-                      s, NULL);
-}
+enum { CALLS = 10000 };
 
 static void fresh_cache_dir(char *buf, size_t n) {
   snprintf(buf, n, "/tmp/fgl-gpu-test-XXXXXX");
@@ -270,7 +173,7 @@ static void sym_section(const char *path, CUstream s, CUdeviceptr x, CUdeviceptr
     res->ok &= ok;
   }
   /* host time: the same sizes at every call, then two sizes in turn */
-  CUmodule bm = load_bare(path);
+  CUmodule bm = load_bare(cu, path);
   CUfunction fn;
   CU(cu->cuModuleGetFunction(&fn, bm, "fg_axpy_n_v4"));
   CUdeviceptr tmp;
@@ -282,7 +185,7 @@ static void sym_section(const char *path, CUstream s, CUdeviceptr x, CUdeviceptr
   memset(out, 0, sizeof out);
   fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &big);
   timed tc = {fn, params, 1024, g, in, NULL, 3, 2, out, NULL};
-  time_pair(bare_call, run_call, &tc, s, &res->bare_us, &res->run_us);
+  time_pair(cu, &tc, s, CALLS, &res->bare_us, &res->run_us);
   /* every other call N - 4 (inputs and output alike): the formulas are
    * evaluated again at every call */
   fgl_tensor out_alt[2];
@@ -290,7 +193,7 @@ static void sym_section(const char *path, CUstream s, CUdeviceptr x, CUdeviceptr
   fgl_tensor_contiguous(&out_alt[0], o, FGL_F32, 1, &alt);
   timed ta = {fn, params, 1024, g, in, in_alt, 3, 2, out, out_alt};
   double bare2;
-  time_pair(bare_call, run_call, &ta, s, &bare2, &res->run_alt_us);
+  time_pair(cu, &ta, s, CALLS, &bare2, &res->run_alt_us);
   /* capture: reserve the largest size, then a captured run at N/2 */
   FG(fgl_graph_reserve(g, in, 3, s, &e_));
   CU(cu->cuStreamSynchronize(s));
@@ -427,7 +330,7 @@ int main(int argc, char **argv) {
   /* 3. host time: fgl_run vs bare cuLaunchKernel */
   CUstream s;
   CU(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CUmodule bare_mod = load_bare(artifact);
+  CUmodule bare_mod = load_bare(cu, artifact);
   CUfunction bare_fn;
   CU(cu->cuModuleGetFunction(&bare_fn, bare_mod, "fg_axpy_k0_v4"));
   CUdeviceptr tmp = 0;
@@ -438,7 +341,7 @@ int main(int argc, char **argv) {
   set_args(in, out, xr, y, o, 0.75);
   timed tc = {bare_fn, params, 1024, g, in, NULL, 3, 3, out, NULL};
   double bare_us, run_us;
-  time_pair(bare_call, run_call, &tc, s, &bare_us, &run_us);
+  time_pair(cu, &tc, s, CALLS, &bare_us, &run_us);
   EXPECT(run_us - bare_us <= 5.0, "fgl_run costs %.2f us more than cuLaunchKernel (target <= 5)",
          run_us - bare_us);
 

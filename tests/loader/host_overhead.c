@@ -16,25 +16,11 @@
 #include "cuda_api.h"
 #include "fgload.h"
 #include "gpu_test.h"
+#include "host_timing.h"
 
 #define N 1048576
-enum { BATCH = 200 };
 static const fgl_cuda_api *cu;
 static int calls = 10000;
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 #define FG(call)                                                                                   \
   do {                                                                                             \
@@ -45,76 +31,12 @@ static double median(double *v, int n) {
     }                                                                                              \
   } while (0)
 
-/* A kernel of the artifact at path, loaded directly (PTX for a driver, the
- * fake's "cubin" for the fake). */
+/* A kernel of the artifact at path, loaded directly. */
 static CUfunction bare_function(const char *path, const char *entry, CUmodule *mod) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    printf("FAIL: cannot open %s\n", path);
-    exit(1);
-  }
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 11);
-  memcpy(text, "FAKECUBIN\n", 10);
-  if (fread(text + 10, 1, (size_t)n, f) != (size_t)n) {
-    printf("FAIL: read %s\n", path);
-    exit(1);
-  }
-  text[n + 10] = 0;
-  fclose(f);
-  if (cu->cuModuleLoadData(mod, text + 10) != CUDA_SUCCESS)
-    CU(cu->cuModuleLoadData(mod, text));
-  free(text);
+  *mod = load_bare(cu, path);
   CUfunction fn;
   CU(cu->cuModuleGetFunction(&fn, *mod, entry));
   return fn;
-}
-
-typedef struct timed {
-  CUfunction fn;
-  void **params;
-  fgl_graph *g;
-  const fgl_arg *in, *in_alt; /* in_alt/out_alt: every other call (NULL: never) */
-  int n_in, n_out;
-  fgl_tensor *out, *out_alt;
-} timed;
-
-/* Medians of the bare launches and of the runs (as gpu_loader_test). */
-static void time_pair(const timed *t, CUstream s, double *bare_us, double *run_us) {
-  double *tb = malloc((size_t)calls * sizeof *tb), *tr = malloc((size_t)calls * sizeof *tr);
-  for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
-    for (int i = 0; i < calls; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      double a = now_us();
-      CUresult r = cu->cuLaunchKernel(t->fn, 1024, 1, 1, 256, 1, 1, 0, s, t->params, NULL);
-      tb[i] = now_us() - a;
-      if (r != CUDA_SUCCESS) {
-        printf("FAIL: bare launch %d\n", r);
-        exit(1);
-      }
-    }
-    for (int i = 0; i < calls; i++) {
-      if (i % BATCH == 0)
-        CU(cu->cuStreamSynchronize(s));
-      int odd = t->in_alt && (i & 1);
-      double a = now_us();
-      fgl_status r = fgl_run(t->g, odd ? t->in_alt : t->in, t->n_in, odd ? t->out_alt : t->out,
-                             t->n_out, s, NULL);
-      tr[i] = now_us() - a;
-      if (r != FGL_OK) {
-        printf("FAIL: fgl_run %d\n", r);
-        exit(1);
-      }
-    }
-  }
-  CU(cu->cuStreamSynchronize(s));
-  *bare_us = median(tb, calls);
-  *run_us = median(tr, calls);
-  free(tb);
-  free(tr);
 }
 
 int main(int argc, char **argv) {
@@ -178,13 +100,13 @@ int main(int argc, char **argv) {
   double alpha = 0.75;
   long long n = N;
   void *pa[5] = {&x, &y, &alpha, &o, &tmp}, *ps[6] = {&x, &y, &alpha, &o, &tmp, &n};
-  timed ta = {fa, pa, ga, in, NULL, 3, 3, out, NULL};
-  timed ts = {fs, ps, gs, in, NULL, 3, 2, out, NULL};
-  timed tt = {fs, ps, gs, in, in_alt, 3, 2, out, out_alt};
+  timed ta = {fa, pa, 1024, ga, in, NULL, 3, 3, out, NULL};
+  timed ts = {fs, ps, 1024, gs, in, NULL, 3, 2, out, NULL};
+  timed tt = {fs, ps, 1024, gs, in, in_alt, 3, 2, out, out_alt};
   double a_bare, a_run, s_bare, s_run, t_bare, t_run;
-  time_pair(&ta, s, &a_bare, &a_run);
-  time_pair(&ts, s, &s_bare, &s_run);
-  time_pair(&tt, s, &t_bare, &t_run);
+  time_pair(cu, &ta, s, calls, &a_bare, &a_run);
+  time_pair(cu, &ts, s, calls, &s_bare, &s_run);
+  time_pair(cu, &tt, s, calls, &t_bare, &t_run);
   if (fake) {
     CUgraph cg;
     CU(cu->cuStreamEndCapture(s, &cg));
