@@ -121,13 +121,15 @@ LLVMBasicBlockRef fgb_begin_if(fgb_emitter *e, LLVMValueRef cond);
 void fgb_end_if(fgb_emitter *e, LLVMBasicBlockRef merge);
 /* Whether a value's shape is the kernel's full domain. */
 bool fgb_is_full(const fgb_emitter *e, const fg_value *v);
-/* The buffer argument that holds stored value or parameter v. */
 /* The value of the graph's symbolic size (opt/symbolic.h) in the index
  * type: the kernel's `z0` argument. */
 LLVMValueRef fgb_sym_value(fgb_emitter *e);
 /* An extent of the domain as a value: a constant, or the symbolic size
  * times the rest when it involves it. */
 LLVMValueRef fgb_extent(fgb_emitter *e, int64_t extent);
+/* ceil(v / c) for a non-negative index value (a constant stays one). */
+LLVMValueRef fgb_ceil_div(fgb_emitter *e, LLVMValueRef v, int64_t c);
+/* The buffer argument that holds stored value or parameter v. */
 LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b);
 
 /* Deterministic block-wide reduction of one accumulator per thread; every

@@ -9,8 +9,6 @@
 #include "emit_skel.h"
 #include "infer.h"
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* Values a thread of a column kernel's last CTA has in flight while it
  * combines the partials (one CTA per column tile does all of it: with
  * few in flight this tail was a fifth of the packed dQKV epilogue). */
@@ -167,9 +165,8 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
     if (ck->lane_dim)
       ck->kc_lane[j][nk - 1] = ck->lanes[j];
   }
-  LLVMValueRef Rv = fgb_extent(e, R), rs = fgb_const(e, ceil_div(R, S));
-  if (fg_sym_involves(&e->p->sym, R))
-    rs = LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, Rv, fgb_const(e, S - 1), ""), fgb_const(e, S), "");
+  /* slices of ceil(R / S) rows; R is T x the rest over the symbolic size */
+  LLVMValueRef Rv = fgb_extent(e, R), rs = fgb_ceil_div(e, Rv, S);
   ck->s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
   ck->rstart = LLVMBuildMul(e->b, ck->s, rs, "");
   ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);

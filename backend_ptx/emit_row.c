@@ -9,8 +9,6 @@
 #include "emit_skel.h"
 #include "infer.h"
 
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* What the steps of a row kernel share: the row's coordinates, this CTA's
  * slice of it (split > 1), the thread's first lane and each reduction's
  * total over the CTA. */
@@ -28,24 +26,15 @@ static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   fgk_row_ctx_sizes(k, rc);
   int64_t R = k->red, S = k->split, V = e->vec;
   rk->split = S;
-  int64_t slice = S > 1 ? ceil_div(ceil_div(R, S), V) * V : R;
   LLVMValueRef cta = fgb_block_index(e, 0);
   rk->row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
   rk->slice = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
   fgb_delinearize(e, rk->row, rc->kept_sizes, rc->nkept, rc->kc);
-  /* Over the symbolic size (opt/symbolic.h), R = T x the rest: the slices'
-   * length, like the row's, is a run-time value (the schedule loops). */
-  LLVMValueRef Rv = fgb_extent(e, R), slicev = fgb_const(e, slice);
-  if (fg_sym_involves(&e->p->sym, R)) {
-    slicev = Rv;
-    if (S > 1) {
-      LLVMValueRef per =
-          LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, Rv, fgb_const(e, S - 1), ""), fgb_const(e, S), "");
-      per = LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, per, fgb_const(e, V - 1), ""), fgb_const(e, V),
-                          "");
-      slicev = LLVMBuildMul(e->b, per, fgb_const(e, V), "");
-    }
-  }
+  /* A slice: ceil(ceil(R / S) / V) x V elements; R is T x the rest over
+   * the symbolic size (opt/symbolic.h), a run-time value (constants fold). */
+  LLVMValueRef Rv = fgb_extent(e, R), slicev = Rv;
+  if (S > 1)
+    slicev = LLVMBuildMul(e->b, fgb_ceil_div(e, fgb_ceil_div(e, Rv, S), V), fgb_const(e, V), "");
   rc->rstart = LLVMBuildMul(e->b, rk->slice, slicev, "");
   rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, slicev, ""), Rv);
   rk->tid = fgb_thread_index(e, 0);

@@ -230,6 +230,10 @@ LLVMValueRef fgb_extent(fgb_emitter *e, int64_t extent) {
   return LLVMBuildMul(e->b, fgb_sym_value(e), fgb_const(e, extent / s->placeholder), "");
 }
 
+LLVMValueRef fgb_ceil_div(fgb_emitter *e, LLVMValueRef v, int64_t c) {
+  return LLVMBuildUDiv(e->b, LLVMBuildAdd(e->b, v, fgb_const(e, c - 1), ""), fgb_const(e, c), "");
+}
+
 LLVMValueRef fgb_buffer_of(fgb_emitter *e, fg_buf_ref b) {
   for (int i = 0; i < e->k->nargs; i++)
     if (e->k->args[i].kind == b.kind && e->k->args[i].index == b.index)

@@ -75,13 +75,13 @@ typedef struct fg_kernel {
   int vec;                   /* elements per vector access (1: scalar) */
   int block;                 /* threads per CTA */
   int64_t grid[3];
-  char grid_formula[96]; /* grid x as a formula of the symbolic size (plan v2), "" when static */
-  int split;             /* CTAs cooperating on one row/column tile (>1: grid reduction) */
-  int chunks;            /* per-thread vector chunks of a row kept in registers (ROW) */
-  bool persistent;       /* ROW: the row stays in registers across phases */
-  bool idx64;            /* 64-bit index arithmetic */
-  int64_t narrow_max;    /* > 0: 64-bit only for the symbolic size's larger values: entries
-                          * with 32-bit indices serve it up to this (kernel-narrow, the plan) */
+  const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
+  int split;                /* CTAs cooperating on one row/column tile (>1: grid reduction) */
+  int chunks;               /* per-thread vector chunks of a row kept in registers (ROW) */
+  bool persistent;          /* ROW: the row stays in registers across phases */
+  bool idx64;               /* 64-bit index arithmetic */
+  int64_t narrow_max;       /* > 0: 64-bit only for the symbolic size's larger values: entries
+                             * with 32-bit indices serve it up to this (kernel-narrow, the plan) */
   const char *narrow_entry, *narrow_vec_entry; /* ... their names (compile.c) */
   int partial_temp;                            /* grid reduction partials (split > 1), else -1 */
   int counter_temp;                            /* arrival counters (split > 1), else -1 */

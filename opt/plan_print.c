@@ -16,12 +16,9 @@ static void ints(FILE *f, const int64_t *v, int n) {
 /* Extents as the plan writes them: formulas of the symbolic size where they
  * involve it (opt/symbolic.h), integers otherwise. */
 static void extents(FILE *f, const fg_plan *p, const int64_t *v, int n) {
-  char b[64];
   fputc('[', f);
-  for (int i = 0; i < n; i++) {
-    fg_sym_formula(&p->sym, v[i], b, sizeof b);
-    fprintf(f, "%s%s", i ? "," : "", b);
-  }
+  for (int i = 0; i < n; i++)
+    fprintf(f, "%s%s", i ? "," : "", fg_sym_formula(&p->sym, v[i], &p->g->arena));
   fputc(']', f);
 }
 
@@ -129,11 +126,11 @@ static void print_results(FILE *f, const fg_plan *p) {
 }
 
 static void print_temps(FILE *f, const fg_plan *p) {
-  char b1[64], b2[64];
+  char b1[64];
   for (int i = 0; i < p->ntemps; i++) {
     const fg_temp *t = &p->temps[i];
-    fg_sym_formula(&p->sym, t->bytes, b2, sizeof b2);
-    fprintf(f, "  temp t%d %s bytes%s", i, b2, t->zero ? " zeroed" : "");
+    fprintf(f, "  temp t%d %s bytes%s", i, fg_sym_formula(&p->sym, t->bytes, &p->g->arena),
+            t->zero ? " zeroed" : "");
     if (t->value)
       fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
     else
@@ -144,7 +141,7 @@ static void print_temps(FILE *f, const fg_plan *p) {
 
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
-  if (k->grid_formula[0])
+  if (k->grid_formula)
     fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
             k->block, k->grid_formula, k->grid[1], k->grid[2]);
   else
@@ -282,12 +279,13 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
   }
   for (int i = 0; i < p->ntemps; i++) {
     int64_t bytes = p->temps[i].bytes;
-    fg_sym_formula(&p->sym, bytes > 0 ? bytes : 1, b, sizeof b);
-    fprintf(f, "// temp %d bytes %s align 256 %s\n", i, b, p->temps[i].zero ? "zero" : "nozero");
+    fprintf(f, "// temp %d bytes %s align 256 %s\n", i,
+            fg_sym_formula(&p->sym, bytes > 0 ? bytes : 1, &p->g->arena),
+            p->temps[i].zero ? "zero" : "nozero");
   }
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    if (k->grid_formula[0])
+    if (k->grid_formula)
       fprintf(f, "// kernel %d %s grid %s %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ", i,
               k->entry, k->grid_formula, k->grid[1], k->grid[2], k->block, k->smem);
     else

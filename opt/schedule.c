@@ -818,60 +818,39 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
   return true;
 }
 
-/* The launch must be one the GPU (and so the loader) accepts: grid x at
- * most 2^31-1, y and z at most 65535. A larger one is the input's limit. */
-/* A kernel over the symbolic size T (symbolic.h): its grid as a formula of
- * T, which the loader evaluates and checks at each run, and T as an
- * argument (the pointwise kernel's bound). Only the forms fg_sym_check
- * admits: pointwise (ceil(ceil(n / vec) / (block x chunks)) CTAs, as
- * schedule_pointwise) and rows a CTA each (b rows, split 1). */
+/* A kernel over the symbolic size T (symbolic.h) takes T as an argument
+ * (`z0`: the bounds). Where its grid depends on T, the grid is a formula
+ * of T, which the loader evaluates and checks at each run: pointwise,
+ * ceil(ceil(T x rest / vec) / (block x chunks)) CTAs (schedule_pointwise);
+ * column kernels keeping T, ceil(ceil(T x kept / vec) / block)
+ * (schedule_column); row kernels, a CTA a row. The others' grids are
+ * static: column kernels reducing T, the row + column form (as many CTAs
+ * as are resident), rows reduced over T (a fixed number of slices). */
 static void symbolic_grid(fg_plan *p, fg_kernel *k) {
   const fg_sym_lowering *s = &p->sym;
-  int64_t rest = 1;
-  for (int i = 1; i < k->rank; i++)
+  fg_arena *a = &p->g->arena;
+  int64_t rest = 1, kept = 1; /* the dims after T: all of them, the kept ones */
+  for (int i = 1; i < k->rank; i++) {
     rest *= k->dims[i] > 0 ? k->dims[i] : 1;
-  if (k->kind == FG_KERNEL_POINTWISE) {
-    int64_t per = (int64_t)k->block * k->chunks;
-    if (rest % k->vec == 0 && rest == k->vec)
-      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s+%lld)/%lld", s->name,
-               (long long)(per - 1), (long long)per);
-    else if (rest % k->vec == 0)
-      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s*%lld+%lld)/%lld", s->name,
-               (long long)(rest / k->vec), (long long)(per - 1), (long long)per);
-    else if (s->div * rest % k->vec == 0) /* T x rest / vec is whole: T's divisor */
-      snprintf(k->grid_formula, sizeof k->grid_formula, "(%s*%lld/%d+%lld)/%lld", s->name,
-               (long long)rest, k->vec, (long long)(per - 1), (long long)per);
-    else
-      snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%lld)/%lld", s->name,
-               (long long)rest, k->vec - 1, k->vec, (long long)(per - 1), (long long)per);
-  } else if (k->kind == FG_KERNEL_COLUMN) {
-    /* T kept: threads own the outputs (ceil(ceil(kept / vec) / block)
-     * CTAs, as schedule_column); T reduced: the grid is static */
-    if (!k->mask[0]) {
-      int64_t kr = 1;
-      for (int i = 1; i < k->rank; i++)
-        if (!k->mask[i])
-          kr *= k->dims[i];
-      snprintf(k->grid_formula, sizeof k->grid_formula, "((%s*%lld+%d)/%d+%d)/%d", s->name,
-               (long long)kr, k->vec - 1, k->vec, k->block - 1, k->block);
-    }
-  } else if (k->ncols || k->ntails || k->mask[0]) {
-    /* the row + column form: as many CTAs as are resident, whatever T;
-     * rows reduced over T: b rows of a fixed number of slices */
-  } else {
-    int64_t rows = 1;
-    for (int i = 1; i < k->rank; i++)
-      if (!k->mask[i])
-        rows *= k->dims[i];
-    if (rows == 1)
-      snprintf(k->grid_formula, sizeof k->grid_formula, "%s", s->name);
-    else
-      snprintf(k->grid_formula, sizeof k->grid_formula, "%s*%lld", s->name, (long long)rows);
+    kept *= k->mask[i] ? 1 : k->dims[i];
   }
-  fg_buf_ref t = {FG_BUF_SYM, 0};
-  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &t, sizeof t);
+  bool pw = k->kind == FG_KERNEL_POINTWISE;
+  int64_t n = pw ? rest : kept, per = pw ? (int64_t)k->block * k->chunks : k->block;
+  if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
+    /* ceil(T x n / vec): T x (n / vec) when whole */
+    const char *lanes = n % k->vec == 0 ? fg_sym_formula(s, s->placeholder * (n / k->vec), a)
+                                        : fg_arena_printf(a, "(%s*%lld+%d)/%d", s->name,
+                                                          (long long)n, k->vec - 1, k->vec);
+    k->grid_formula =
+        fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
+  } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
+    k->grid_formula = fg_sym_formula(s, s->placeholder * kept, a);
+  fg_buf_ref z = {FG_BUF_SYM, 0};
+  k->args = fg_arena_append(a, k->args, &k->nargs, &z, sizeof z);
 }
 
+/* The launch must be one the GPU (and so the loader) accepts: grid x at
+ * most 2^31-1, y and z at most 65535. A larger one is the input's limit. */
 static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
   static const int64_t max[3] = {2147483647, 65535, 65535};
   for (int i = 0; i < 3; i++)
@@ -1006,7 +985,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
       symbolic_grid(p, k);
-    if (!k->grid_formula[0] && !grid_in_limits(p, k, d))
+    if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
     if (k->split > 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element
@@ -1017,12 +996,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       k->counter_temp = add_temp(p, 4 * counters, true);
       add_workspace_args(p, k);
     }
-    /* 64-bit indices when any extent or workspace offset reaches 2^31 */
     bool wide_partials = k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >=
                                              ((int64_t)1 << 31);
-    /* 64-bit indices unless every extent stays below 2^31 with a margin:
-     * a CTA forms indices up to a chunk span past the extent before its
-     * bounds check (a pointwise CTA: block x chunks x vec, at most 2^17) */
+    /* 64-bit indices when an extent reaches INDEX32_LIMIT or a workspace
+     * offset 2^31 */
     k->idx64 = max_extent(p, k) >= INDEX32_LIMIT || wide_partials;
     k->narrow_max = k->idx64 && !wide_partials ? narrow_limit(p, k) : 0;
     lint_kernel(p, k);

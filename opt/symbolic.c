@@ -113,13 +113,12 @@ int64_t fg_sym_at_max(const fg_sym_lowering *s, int64_t extent) {
   return q > INT64_MAX / s->max ? INT64_MAX : q * s->max;
 }
 
-void fg_sym_formula(const fg_sym_lowering *s, int64_t extent, char *buf, int cap) {
+const char *fg_sym_formula(const fg_sym_lowering *s, int64_t extent, fg_arena *a) {
   if (!fg_sym_involves(s, extent))
-    snprintf(buf, (size_t)cap, "%lld", (long long)extent);
-  else if (extent == s->placeholder)
-    snprintf(buf, (size_t)cap, "%s", s->name);
-  else
-    snprintf(buf, (size_t)cap, "%s*%lld", s->name, (long long)(extent / s->placeholder));
+    return fg_arena_printf(a, "%lld", (long long)extent);
+  if (extent == s->placeholder)
+    return s->name;
+  return fg_arena_printf(a, "%s*%lld", s->name, (long long)(extent / s->placeholder));
 }
 
 /* ---- the proof ---- */

@@ -39,8 +39,8 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d);
 int64_t fg_sym_at_max(const fg_sym_lowering *s, int64_t extent);
 /* Whether the extent involves T (is a nonzero multiple of the placeholder). */
 bool fg_sym_involves(const fg_sym_lowering *s, int64_t extent);
-/* The extent as a plan formula: "T", "T*4096" or "4096". */
-void fg_sym_formula(const fg_sym_lowering *s, int64_t extent, char *buf, int cap);
+/* The extent as a plan formula: "T", "T*4096" or "4096" (in a). */
+const char *fg_sym_formula(const fg_sym_lowering *s, int64_t extent, fg_arena *a);
 
 /* After segmentation and scheduling: refuses (an error in d at the node) what
  * the placeholder cannot stand for, so that it never reaches the code. */
