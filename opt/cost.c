@@ -32,7 +32,7 @@ static double arg_bytes(const fg_plan *p, fg_buf_ref b) {
   return (double)fg_type_numel(t) * fg_dtype_size(t->dtype);
 }
 
-static int max_input_size(const fg_plan *p, const fg_kernel *k) {
+int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k) {
   int m = 1;
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind == FG_BUF_PARAM && !p->g->params[k->args[i].index]->type.scalar &&
@@ -74,7 +74,8 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   double slots = (double)per_sm * t->sm_count;
   c.waves = grid > 0 ? (double)grid / slots : 0;
   double resident = grid < slots ? (double)grid : slots;
-  c.in_flight = resident * k->block * (double)k->vec * max_input_size(p, k) * loads_in_flight(k);
+  c.in_flight =
+      resident * k->block * (double)k->vec * fg_kernel_input_size(p, k) * loads_in_flight(k);
   double bw = copy_gbs * 1e3; /* bytes a microsecond */
   double needed = bw * t->mem_latency_ns * 1e-3;
   double eff = c.in_flight >= needed ? 1.0 : c.in_flight / needed;

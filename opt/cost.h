@@ -10,6 +10,8 @@ typedef struct fg_cost {
   double waves;     /* CTAs / the CTAs the GPU holds at once */
 } fg_cost;
 
+/* The widest element of k's tensor parameters, bytes (1 when none). */
+int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k);
 /* k's estimate at copy_gbs of copy bandwidth (the target's, or a knob's). */
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs);
 

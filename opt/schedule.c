@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "cost.h"
 #include "plan.h"
 
 /* Row kernels: 128 threads a row with up to 8 vector chunks each in
@@ -779,12 +780,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
    * flight: 8 rows for 2-byte inputs, 4 for wider ones (the same 16 bytes
    * a row, but twice the registers once widened to f32 for bf16;
    * docs/benchmarks.md, S14). */
-  int esz = 1;
-  for (int i = 0; i < k->nargs; i++)
-    if (k->args[i].kind == FG_BUF_PARAM && !p->g->params[k->args[i].index]->type.scalar &&
-        fg_dtype_size(p->g->params[k->args[i].index]->type.dtype) > esz)
-      esz = fg_dtype_size(p->g->params[k->args[i].index]->type.dtype);
-  k->rows_per_iter = esz <= 2 ? 8 : 4;
+  k->rows_per_iter = fg_kernel_input_size(p, k) <= 2 ? 8 : 4;
   if (knob(o, FG_KNOB_COL_ROWS, &v))
     k->rows_per_iter = (int)v;
   if (knob(o, FG_KNOB_COL_COMBINE, &v))

@@ -13,15 +13,18 @@
  * stays far from int64's limit. */
 static const int64_t PLACEHOLDERS[] = {1000003, 1000033, 1000037, 1000039};
 
-/* Whether a static dim of g's parameters is a multiple of q (or q of it:
- * then products of static dims could still be). */
+/* Whether a static dim of g (a parameter's or a value's) reaches q: a
+ * product of static dims can be a multiple of the prime q only then. */
 static bool collides(const fg_graph *g, int64_t q) {
-  for (int i = 0; i < g->nparams; i++) {
-    const fg_type *t = &g->params[i]->type;
-    for (int d = 0; d < t->rank; d++)
-      if (!t->dims[d].sym && t->dims[d].size >= q)
+  for (int i = 0; i < g->nparams; i++)
+    for (int d = 0; d < g->params[i]->type.rank; d++)
+      if (!g->params[i]->type.dims[d].sym && g->params[i]->type.dims[d].size >= q)
         return true;
-  }
+  for (const fg_node *n = g->first; n; n = n->next)
+    for (int o = 0; o < n->nout; o++)
+      for (int d = 0; d < n->out[o]->type.rank; d++)
+        if (!n->out[o]->type.dims[d].sym && n->out[o]->type.dims[d].size >= q)
+          return true;
   return false;
 }
 
@@ -33,19 +36,16 @@ static bool counts_static(const fg_graph *g, const char *name, fg_diag *d) {
     if (c != FG_OP_MEAN && c != FG_OP_VAR && c != FG_OP_VAR_MEAN)
       continue;
     const fg_type *t = &n->in[0]->type;
-    const fg_attr *a = fg_node_attr(n, "dims");
-    for (int k = 0; k < t->rank; k++) {
-      bool reduced = !a || a->kind == FG_ATTR_NONE;
-      for (int j = 0; a && a->kind == FG_ATTR_INTS && j < a->n; j++)
-        reduced |= a->ints[j] == k || a->ints[j] + t->rank == k;
-      if (reduced && t->dims[k].sym && strcmp(t->dims[k].sym, name) == 0) {
+    bool mask[FG_MAX_RANK];
+    fg_reduce_mask(n, mask);
+    for (int k = 0; k < t->rank; k++)
+      if (mask[k] && t->dims[k].sym && strcmp(t->dims[k].sym, name) == 0) {
         fg_error(d, n->loc,
-                 "'%s' over the symbolic size '%s' is not supported by the code generator yet "
-                 "(its count is a run-time value the code generator cannot take yet)",
+                 "'%s' over the symbolic size '%s' is not supported by the code generator yet: "
+                 "its count is a run-time value",
                  n->op->name, name);
         return false;
       }
-    }
   }
   return true;
 }
@@ -187,17 +187,15 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     const fg_kernel *k = &p->kernels[i];
     if (k->rank == 0 || k->dims[0] != s->placeholder)
       continue;
-    /* Column kernels loop over T (reduced: a run-time bound of each
-     * slice) or own its outputs (kept: a run-time bound, and no partials,
-     * which are laid out by the kept extent); row kernels take a row a
-     * CTA; row + column kernels loop over T's rows (a
-     * run-time bound) and every CTA arrives after its loop, rows or none. */
-    const char *what = NULL;
-    /* Row kernels that reduce over T (slices of a run-time length:
+    /* What the emitters take with T an argument: column kernels loop over
+     * T (reduced: each slice bounded at run time) or own its outputs (kept:
+     * a run-time bound, and no partials, which are laid out by the kept
+     * extent); row kernels take a row a CTA; row + column kernels loop over
+     * T's rows and every CTA arrives after its loop, rows or none. Row
+     * kernels that reduce over T (slices of a run-time length:
      * schedule_row, emit_row.c's row_coordinates) compile, but are refused
-     * until the GPU has checked them against the interpreter
-     * (tests/graphs/symbolic_rows.fg; the 2026-11-26 session ran out of
-     * device time before it could). */
+     * until the GPU has checked them (tests/graphs/symbolic_rows.fg). */
+    const char *what = NULL;
     if (k->mask[0] && k->kind == FG_KERNEL_ROW)
       what = "a reduction over it and the dims after it";
     else if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
