@@ -65,6 +65,40 @@ static bool pw_outputs(fgb_emitter *e, const pw_chunk *ch, bool prefetch) {
   return !e->failed;
 }
 
+/* Every chunk in range: all loads of all chunks first, so a thread has U
+ * vector loads in flight before it computes. */
+static bool pw_unguarded(fgb_emitter *e, const LLVMValueRef *bases, int U, pw_chunk *ch) {
+  for (int u = 0; u < U; u++) {
+    pw_chunk_at(e, bases[u], &ch[u]);
+    pw_enter(e, &ch[u]);
+    if (U > 1 && !pw_outputs(e, &ch[u], true))
+      return false;
+  }
+  for (int u = 0; u < U; u++) {
+    pw_enter(e, &ch[u]);
+    if (!pw_outputs(e, &ch[u], false))
+      return false;
+  }
+  return !e->failed;
+}
+
+/* Each chunk under its own bound check. */
+static bool pw_guarded(fgb_emitter *e, const LLVMValueRef *bases, int U, pw_chunk *ch,
+                       LLVMValueRef nv) {
+  for (int u = 0; u < U; u++) {
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], nv, ""));
+    int mark = fgb_memo_mark(e);
+    pw_chunk_at(e, bases[u], &ch[u]);
+    pw_enter(e, &ch[u]);
+    if (!pw_outputs(e, &ch[u], false))
+      return false;
+    /* values of a guarded chunk do not dominate the next chunk */
+    fgb_memo_release(e, mark);
+    fgb_end_if(e, merge);
+  }
+  return !e->failed;
+}
+
 bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int64_t n = 1;
@@ -92,20 +126,28 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
         e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)u * k->block), ""), tid, "");
     bases[u] = e->vec > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, e->vec), "") : gid;
   }
-  if (exact && (e->aligned || e->vec == 1)) {
-    /* Every chunk is in range: issue all loads of all chunks first, so a
-     * thread has U vector loads in flight before it computes. */
-    for (int u = 0; u < U; u++) {
-      pw_chunk_at(e, bases[u], &ch[u]);
-      pw_enter(e, &ch[u]);
-      if (U > 1 && !pw_outputs(e, &ch[u], true))
-        return false;
-    }
-    for (int u = 0; u < U; u++) {
-      pw_enter(e, &ch[u]);
-      if (!pw_outputs(e, &ch[u], false))
-        return false;
-    }
+  if (exact && (e->aligned || e->vec == 1))
+    return pw_unguarded(e, bases, U, ch);
+  if (U > 1 && (e->aligned || e->vec == 1)) {
+    /* Not every CTA is whole, but all except the last are: those take the
+     * unguarded form (its loads all in flight), the last the guarded one
+     * below. Without it a graph whose size is not known to fill whole
+     * CTAs (a symbolic size without a divisor) runs 5% slower (H100,
+     * 2026-11-26, docs/benchmarks.md "symbench"). */
+    LLVMValueRef end =
+        LLVMBuildMul(e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)k->block * U), ""),
+                     fgb_const(e, e->vec), "");
+    LLVMValueRef whole = LLVMBuildICmp(e->b, LLVMIntSLE, end, nv, "");
+    LLVMBasicBlockRef merge = fgb_begin_if(e, whole);
+    int mark = fgb_memo_mark(e);
+    if (!pw_unguarded(e, bases, U, ch))
+      return false;
+    fgb_memo_release(e, mark);
+    fgb_end_if(e, merge);
+    merge = fgb_begin_if(e, LLVMBuildNot(e->b, whole, ""));
+    if (!pw_guarded(e, bases, U, ch, nv))
+      return false;
+    fgb_end_if(e, merge);
     return !e->failed;
   }
   if (!e->aligned && e->vec > 1 && U > 1) {
@@ -128,16 +170,5 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
     fgk_loop_end(e, &l, u);
     return !e->failed;
   }
-  for (int u = 0; u < U; u++) {
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, bases[u], nv, ""));
-    int mark = fgb_memo_mark(e);
-    pw_chunk_at(e, bases[u], &ch[u]);
-    pw_enter(e, &ch[u]);
-    if (!pw_outputs(e, &ch[u], false))
-      return false;
-    /* values of a guarded chunk do not dominate the next chunk */
-    fgb_memo_release(e, mark);
-    fgb_end_if(e, merge);
-  }
-  return !e->failed;
+  return pw_guarded(e, bases, U, ch, nv);
 }

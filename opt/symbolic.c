@@ -191,14 +191,12 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
      * T (reduced: each slice bounded at run time) or own its outputs (kept:
      * a run-time bound, and no partials, which are laid out by the kept
      * extent); row kernels take a row a CTA; row + column kernels loop over
-     * T's rows and every CTA arrives after its loop, rows or none. Row
-     * kernels that reduce over T (slices of a run-time length:
-     * schedule_row, emit_row.c's row_coordinates) compile, but are refused
-     * until the GPU has checked them (tests/graphs/symbolic_rows.fg). */
+     * T's rows and every CTA arrives after its loop, rows or none; row
+     * kernels that reduce over T take slices of a run-time length
+     * (schedule_row, emit_row.c's row_coordinates; GPU-checked with
+     * tests/graphs/symbolic_rows.fg). */
     const char *what = NULL;
-    if (k->mask[0] && k->kind == FG_KERNEL_ROW)
-      what = "a reduction over it and the dims after it";
-    else if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
+    if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
       what = "a column reduction split over CTAs";
     else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails) &&
              (k->early_arrive || k->defer_groups))

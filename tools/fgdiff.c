@@ -969,7 +969,8 @@ static finding check_passes(fg_graph *g, int64_t hint, fg_diag *d, FILE *sink, c
       /* each pass against the one before it: a reassociating pass may
        * change the bits, and those after it must keep its results */
       for (int j = 0; ok && j < nr; j++) {
-        bool same = reassociates(p->name) ? fg_compare(sink, j, &got[j], &at[k].ref[j])
+        bool same = reassociates(p->name) ? fg_compare_tol_at(sink, j, &got[j], &at[k].ref[j],
+                                                              fg_compare_tol_of(g, j))
                                           : same_bits(&at[k].ref[j], &got[j]);
         if (f == FD_OK && !same) {
           snprintf(msg, cap, "pass %s changed result %d%s", p->name, j,

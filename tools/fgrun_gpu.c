@@ -598,7 +598,7 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     if (!fg_interp_run(ref, s->in, s->want, err, sizeof err))
       FAIL("%s", err);
     for (int j = 0; j < nr; j++)
-      if (!fg_compare(stdout, j, &s->got[j], &s->want[j]))
+      if (!fg_compare_tol_at(stdout, j, &s->got[j], &s->want[j], fg_compare_tol_of(ref, j)))
         rc = FG_EXIT_INPUT;
   }
   if (o->out_dir) {

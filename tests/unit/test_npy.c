@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "diag.h"
+#include "parse.h"
 #include "npy.h"
 
 #include "check.h"
@@ -196,6 +198,24 @@ static void test_compare(void) {
   fclose(f);
   CHECK(fg_compare_tol(FG_BF16) == 1e-2 && fg_compare_tol(FG_F8E5M2) == 1.2e-1 &&
         fg_compare_tol(FG_I8) == 0);
+  /* A result's tolerance is the loosest over what computes it: an f32 sum
+   * cast to f64 is as exact as f32 (a difftest graph failed at f64's 1e-9
+   * on an H100, 2026-11-26); a parameter passed through stays exact. */
+  const char *src = "graph g(x: f32[8], y: f64[8], z: bf16[8]) {\n"
+                    "  return cast(sum(x), dtype=f64), y, add(y, cast(z, dtype=f64)), "
+                    "cast(sum(x), dtype=i32)\n}\n";
+  fg_diag dg;
+  fg_diag_init(&dg, "t.fg", src, strlen(src), NULL);
+  fg_module *m = fg_parse("t.fg", src, strlen(src), &dg);
+  fg_diag_free(&dg);
+  CHECK(m && m->ngraphs == 1);
+  if (m) {
+    CHECK(fg_compare_tol_of(m->graphs[0], 0) == 1e-4);
+    CHECK(fg_compare_tol_of(m->graphs[0], 1) == 1e-9);
+    CHECK(fg_compare_tol_of(m->graphs[0], 2) == 1e-9); /* z is exact in f64 */
+    CHECK(fg_compare_tol_of(m->graphs[0], 3) == 0);
+    fg_module_free(m);
+  }
   fg_tensor_free(&a);
   fg_tensor_free(&b);
   fg_tensor_free(&c);
