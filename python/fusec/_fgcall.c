@@ -514,8 +514,8 @@ static PyObject *make_view(GraphBase *self, int j, PyObject *base, fgl_devptr wa
     return NULL;
   PyObject *argv[4] = {base, PyTuple_GET_ITEM(r->shape_args, 0), PyTuple_GET_ITEM(r->shape_args, 1),
                        o};
-  PyObject *v = PyObject_VectorcallMethod(s_as_strided, argv, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                          NULL);
+  PyObject *v =
+      PyObject_VectorcallMethod(s_as_strided, argv, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
   Py_DECREF(o);
   if (!v)
     return NULL;
@@ -668,8 +668,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
     ResultSpec *r = &self->res[j];
     if (!r->is_view)
       continue;
-    PyObject *base =
-        r->base_is_param ? PyTuple_GET_ITEM(args, r->base_index) : res[r->base_index];
+    PyObject *base = r->base_is_param ? PyTuple_GET_ITEM(args, r->base_index) : res[r->base_index];
     res[j] = make_view(self, j, base, outs[j].ptr);
     if (!res[j])
       goto done;
@@ -747,9 +746,15 @@ static PyMethodDef mod_methods[] = {
 };
 
 static struct PyModuleDef fgcall_module = {
-    PyModuleDef_HEAD_INIT, "_fgcall", "The fast call path of fusec.Graph (see _fgcall.c).", -1,
-    mod_methods,           NULL,      NULL,
-    NULL,                  NULL,
+    PyModuleDef_HEAD_INIT,
+    "_fgcall",
+    "The fast call path of fusec.Graph (see _fgcall.c).",
+    -1,
+    mod_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__fgcall(void) {
