@@ -2,7 +2,7 @@
 
 A binding of libfgload (loader/fgload.h): ctypes for loading and
 introspection; calls go through the C extension fusec._fgcall (the fast
-path, a few microseconds a call; see docs/python.md) when it is built, and
+path, a few microseconds a call; docs/python.md) when it is built, and
 through ctypes otherwise, with the same results and errors.
 
     import fusec, torch
