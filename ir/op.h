@@ -12,7 +12,8 @@ typedef enum fg_op_kind {
   FG_KIND_CREATION,
   FG_KIND_CONTROL,
   FG_KIND_ATTENTION,
-  FG_KIND_LITERAL, /* internal: defines a literal scalar; never written by users */
+  FG_KIND_LITERAL,  /* internal: defines a literal scalar; never written by users */
+  FG_KIND_INDEXING, /* gather and scatter by an integer index tensor */
 } fg_op_kind;
 
 typedef enum fg_opcode {
@@ -97,6 +98,12 @@ typedef enum fg_opcode {
   /* internal */
   FG_OP_EXTENT,
   FG_OP_LITERAL,
+  /* indexing (operands x, index[, src]; dim=) */
+  FG_OP_GATHER,
+  FG_OP_INDEX_SELECT,
+  FG_OP_TAKE_ALONG_DIM,
+  FG_OP_SCATTER_ADD,
+  FG_OP_INDEX_ADD,
   FG_OP_COUNT
 } fg_opcode;
 

@@ -270,6 +270,18 @@ const fg_op fg_ops[FG_OP_COUNT] = {
 
     OTHER(FG_OP_LITERAL, "literal", FG_KIND_LITERAL, 0, 0, 1, ATTRS(A_REQ("value", FG_AT_SCALAR)),
           fg_interp_literal),
+
+    /* indexing: an index outside [0, size) is clamped into it (docs/format.md 5.10) */
+    OTHER(FG_OP_GATHER, "gather", FG_KIND_INDEXING, 2, 2, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_gather),
+    OTHER(FG_OP_INDEX_SELECT, "index_select", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_TAKE_ALONG_DIM, "take_along_dim", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_SCATTER_ADD, "scatter_add", FG_KIND_INDEXING, 3, 3, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_scatter_add),
+    OTHER(FG_OP_INDEX_ADD, "index_add", FG_KIND_INDEXING, 3, 3, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_scatter_add),
 };
 
 const fg_op *fg_op_lookup(const char *name, int len) {
