@@ -68,7 +68,8 @@ def source_line(node):
     if not frames:
         return ""
     torch_dir = os.sep + "torch" + os.sep
-    user = [f for f in frames if torch_dir not in f[0]]
+    here = os.path.dirname(os.path.abspath(__file__))
+    user = [f for f in frames if torch_dir not in f[0] and not f[0].startswith(here)]
     f, ln = (user or frames)[-1]
     return "%s:%s" % (f, ln)
 
@@ -548,10 +549,9 @@ class Exported:
     `partitioned` (the FX graph with its regions), report(), write(DIR),
     check_compile(fusec), run_interpreted(*inputs)."""
 
-    def __init__(self, name, ep, partitioned, user_inputs):
+    def __init__(self, name, ep, partitioned):
         self.name, self.ep, self.partitioned = name, ep, partitioned
         self.fg = partitioned.fg_text()
-        self._user_inputs = user_inputs
         self.manifest = _manifest(name, ep, partitioned)
 
     def report(self):
@@ -582,8 +582,10 @@ class Exported:
         the user inputs flattened."""
         import torch.utils._pytree as pytree
 
-        sig = self.ep.graph_signature
         flat = list(pytree.tree_leaves(user_inputs))
+        if self.ep is None:
+            return flat
+        sig = self.ep.graph_signature
         out, k = [], 0
         for spec in sig.input_specs:
             kind = spec.kind.name
@@ -719,7 +721,8 @@ def _manifest(name, ep, pt):
             e.update(desc(n))
             m["inputs"].append(e)
         elif n.op == "output":
-            m["outputs"] = [a.name if hasattr(a, "name") else repr(a) for a in n.args[0]]
+            outs = n.args[0] if isinstance(n.args[0], (tuple, list)) else [n.args[0]]
+            m["outputs"] = [a.name if hasattr(a, "name") else repr(a) for a in outs]
         elif n.op == "call_module" and n.target in pt.regions:
             r = pt.regions[n.target]
             e = {"kind": "region", "name": n.name, "graph": r.gname,
@@ -756,18 +759,32 @@ def _out_meta(pt):
             r.out_dtypes = [o.meta["val"].dtype for o in outs]
 
 
-def export(fn, example_inputs, dynamic_shapes=None, *, name="model", strict=False, verbose=False,
+def export(fn, example_inputs, dynamic_shapes=None, *, name="model", strict=None, verbose=False,
            compiled_only=True):
     """Exports `fn` (an nn.Module or a function) at `example_inputs` (a tuple)
     with torch.export and cuts it into fusec regions. Returns an Exported.
     `dynamic_shapes` is torch.export's; a dynamic dim becomes a symbolic size
     named after its Dim where fusec's code generator takes it (see the module
-    doc)."""
+    doc). strict: torch.export's mode; None tries strict (Dynamo, which keeps
+    the model's stack traces) and falls back to non-strict."""
     import torch
 
-    mod = fn if isinstance(fn, torch.nn.Module) else _fn_module(fn)
     example_inputs = tuple(example_inputs)
-    ep = torch.export.export(mod, example_inputs, dynamic_shapes=dynamic_shapes, strict=strict)
+    if isinstance(fn, torch.nn.Module):
+        mod = fn
+    else:  # forward(*args): one entry, the tuple of the arguments' specs
+        mod = _fn_module(fn)
+        if isinstance(dynamic_shapes, (tuple, list)):
+            dynamic_shapes = (tuple(dynamic_shapes),)
+    ep = None
+    if strict is not False:  # strict (Dynamo) records the model's stack traces: the source lines in reports
+        try:
+            ep = torch.export.export(mod, example_inputs, dynamic_shapes=dynamic_shapes, strict=True)
+        except Exception:
+            if strict:
+                raise
+    if ep is None:
+        ep = torch.export.export(mod, example_inputs, dynamic_shapes=dynamic_shapes, strict=False)
     ep = ep.run_decompositions(decomposition_table())
     gm = ep.graph_module
     sym_names = _dim_names(ep, example_inputs, dynamic_shapes)
@@ -775,10 +792,27 @@ def export(fn, example_inputs, dynamic_shapes=None, *, name="model", strict=Fals
     pt = partition(gm, prefix=re.sub(r"[^A-Za-z0-9_]", "_", name) + "_r", sym_names=sym_names, sym_ranges=ranges,
                    compiled_only=compiled_only)
     _out_meta(pt)
-    ex = Exported(name, ep, pt, example_inputs)
+    ex = Exported(name, ep, pt)
     if verbose:
         print(ex.report(), file=sys.stderr)
     return ex
+
+
+def export_graph(gm, name="model", compiled_only=True):
+    """Partitions an ATen FX GraphModule whose placeholders are the flat
+    inputs and whose nodes carry meta['val'] (make_fx's, AOTAutograd's);
+    returns an Exported."""
+    pt = partition(gm, prefix=re.sub(r"[^A-Za-z0-9_]", "_", name) + "_r", compiled_only=compiled_only)
+    _out_meta(pt)
+    return Exported(name, None, pt)
+
+
+def trace_aten(fn, example_inputs, name="model", compiled_only=True):
+    """export_graph of make_fx's ATen graph of `fn` (no decompositions: the
+    ops as the dispatcher sees them, as a graph of AOTAutograd holds them)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return export_graph(make_fx(fn, tracing_mode="fake")(*example_inputs), name, compiled_only)
 
 
 def _fn_module(fn):
