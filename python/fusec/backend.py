@@ -57,7 +57,10 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
         if stats:
             stats.cache_hits += 1
         return ptx, None
-    fusec = fusec or _export.find_tool("fusec")
+    try:
+        fusec = fusec or _export.find_tool("fusec")
+    except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
+        return None, "%s (and the region is not in the cache %s)" % (err, d)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         fg = os.path.join(tmp, "region.fg")
         with open(fg, "w") as f:
@@ -102,6 +105,7 @@ def _loader_call(ptx, r):
                 raise RuntimeError("fusec.backend: region %s returns %s where torch expects %s (a bug in the "
                                    "mapping: please report it with the region's .fg)" % (r.name, got, r.out_dtypes))
             state["checked"] = True
+        outs = _export.restride(outs, r.out_orders)
         return tuple(outs) if r.tuple_out else outs[0]
 
     return call

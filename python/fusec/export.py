@@ -539,8 +539,16 @@ def decomposition_table():
         aten.native_layer_norm_backward, aten._softmax_backward_data, aten._log_softmax_backward_data,
         aten.silu_backward, aten.sigmoid_backward, aten.tanh_backward, aten.threshold_backward,
     ]))
-    for op in (aten.scaled_dot_product_attention.default,):
-        t.pop(op, None)
+    # sdpa whole; its fused kernels stay whole too: core ATen's decomposition of
+    # the CPU flash kernel gives a forward whose saved results the kernel's
+    # backward misreads (aot_autograd with core_aten_decompositions() alone
+    # gets nanoGPT's attention gradients wrong, relative error 4 at torch 2.15)
+    for name in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                 "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_fused_attention_overrideable"):
+        op = getattr(aten, name, None)
+        for ov in ([] if op is None else [getattr(op, o) for o in op.overloads()]):
+            t.pop(ov, None)
     return t
 
 
@@ -678,6 +686,38 @@ def _fgrun_call(fgrun, fg, gname, tensors, out_dtypes, work):
     return [from_npy(os.path.join(d, "%d.npy" % j), dt) for j, dt in enumerate(out_dtypes)]
 
 
+def _dim_order(t):
+    """The dims of a tensor from the outermost to the innermost (its strides'
+    order; size-1 dims and ties keep their place), or None where a stride is
+    symbolic."""
+    try:
+        st = [int(s) for s in t.stride()]
+    except Exception:
+        return None
+    sz = list(t.shape)
+    keyed = [(-st[i] if not isinstance(sz[i], int) or sz[i] != 1 else None, i) for i in range(len(st))]
+    order = [i for k, i in sorted((k, i) for k, i in keyed if k is not None)]
+    ones = [i for k, i in keyed if k is None]
+    return tuple(sorted(order + ones, key=lambda i: (order.index(i) if i in order else i)))
+
+
+def restride(outs, orders):
+    """Region results laid out as the traced graph had them: the ops left to
+    PyTorch after a region (an attention backward kernel, an as_strided) may
+    rely on the strides the graph was traced with, where fusec returns its
+    own (row-major, or views). A copy only where the order of dims differs."""
+    fixed = []
+    for o, order in zip(outs, orders):
+        if order is None or o.dim() < 2 or _dim_order(o) == order or o.numel() <= 1:
+            fixed.append(o)
+            continue
+        inv = [order.index(i) for i in range(o.dim())]
+        t = o.new_empty([o.shape[i] for i in order]).permute(inv)
+        t.copy_(o)
+        fixed.append(t)
+    return fixed
+
+
 def _region_module(call):
     """An nn.Module whose forward is `call` (a region's stand-in in the graph module)."""
     import torch
@@ -691,7 +731,7 @@ def _region_module(call):
 
 def _fgrun_region(fgrun, fg, r, work, args):
     ins = [a for a, t in zip(args, r.tensor_in) if t]
-    outs = _fgrun_call(fgrun, fg, r.gname, ins, r.out_dtypes, work)
+    outs = restride(_fgrun_call(fgrun, fg, r.gname, ins, r.out_dtypes, work), r.out_orders)
     return tuple(outs) if r.tuple_out else outs[0]
 
 
@@ -757,6 +797,7 @@ def _out_meta(pt):
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
             r = pt.regions[n.target]
             r.out_dtypes = [o.meta["val"].dtype for o in outs]
+            r.out_orders = [_dim_order(o.meta["val"]) for o in outs]
 
 
 def export(fn, example_inputs, dynamic_shapes=None, *, name="model", strict=None, verbose=False,

@@ -83,6 +83,26 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(be2.stats.compiled, 0, be2.stats)
         self.assertEqual(be2.stats.cache_hits, be.stats.regions)
 
+    def test_attention_block_training(self):
+        """nanoGPT's block: the attention kernels stay whole in PyTorch (their
+        core-ATen decomposition breaks the backward), the rest fuses."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
+        from python_backend import Block
+
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        m = Block(d=64, heads=2)
+        be = fb.make_backend("fgrun")
+        x = torch.randn(2, 16, 64, requires_grad=True)
+        torch.compile(m, backend=be)(x).square().mean().backward()
+        got = [x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+        x.grad = None
+        m.zero_grad()
+        m(x).square().mean().backward()
+        for i, (g, r) in enumerate(zip(got, [x.grad] + [p.grad for p in m.parameters()])):
+            self.assertLess(((g - r).norm() / r.norm()).item(), 1e-5, "gradient %d" % i)
+        self.assertGreaterEqual(be.stats.regions, 8)
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")

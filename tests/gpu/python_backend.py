@@ -12,6 +12,15 @@ Prints one line a check and a summary; exit 1 on a failure.
 
   FGLOAD_LIBRARY=build/loader/libfgload.so FUSEC_BIN_DIR=build/tools \\
       python3 tests/gpu/python_backend.py
+
+A GPU machine without LLVM (no fusec binary there) runs on a cache filled
+beforehand on the build machine, where --prepare runs the same models on the
+CPU (regions through fusec's interpreter, checked against eager as well)
+and compiles every region:
+
+  here:  FUSEC_BACKEND_CACHE=.gpu/backend python3 tests/gpu/python_backend.py --prepare
+  there: FUSEC_BACKEND_CACHE=.gpu/backend FGLOAD_LIBRARY=... python3 tests/gpu/python_backend.py
+         (a region missing from the cache is reported as refused: a failure)
 """
 import sys
 
@@ -57,14 +66,14 @@ def rel(a, b):
     return ((a - b).norm() / (b.norm() + 1e-12)).item()
 
 
-def run(name, make_model, make_x, dtype, train, tol):
+def run(name, make_model, make_x, dtype, train, tol, backend, dev):
     torch.manual_seed(0)
-    ref_m = make_model().to("cuda", dtype)
-    m = make_model().to("cuda", dtype)
+    ref_m = make_model().to(dev, dtype)
+    m = make_model().to(dev, dtype)
     m.load_state_dict(ref_m.state_dict())
     torch._dynamo.reset()
-    cm = torch.compile(m, backend="fusec")
-    x = make_x().to("cuda", dtype)
+    cm = torch.compile(m, backend=backend)
+    x = make_x().to(dev, dtype)
     fails = 0
     xs = [x.clone().requires_grad_(train), x.clone().requires_grad_(train)]
     outs = [cm(xs[0]), ref_m(xs[1])]
@@ -84,20 +93,28 @@ def run(name, make_model, make_x, dtype, train, tol):
 
 
 def main():
-    if not torch.cuda.is_available():
+    prepare = "--prepare" in sys.argv[1:]
+    if prepare:
+        backend, dev = fusec.backend.make_backend("fgrun", fusec.backend.STATS), "cpu"
+    elif not torch.cuda.is_available():
         print("python_backend: no CUDA device; skipped")
         return 0
+    else:
+        backend, dev = "fusec", "cuda"
     fails = 0
     mlp_x = lambda: torch.randn(512, 256)  # noqa: E731
     blk_x = lambda: torch.randn(4, 128, 256)  # noqa: E731
-    fails += run("mlp f32 inference", MLP, mlp_x, torch.float32, False, 1e-5)
-    fails += run("mlp f32 training", MLP, mlp_x, torch.float32, True, 1e-4)
-    fails += run("mlp bf16 training", MLP, mlp_x, torch.bfloat16, True, 2e-2)
-    fails += run("nanogpt block f32 training", Block, blk_x, torch.float32, True, 1e-4)
-    fails += run("nanogpt block bf16 inference", Block, blk_x, torch.bfloat16, False, 2e-2)
+    fails += run("mlp f32 inference", MLP, mlp_x, torch.float32, False, 1e-5, backend, dev)
+    fails += run("mlp f32 training", MLP, mlp_x, torch.float32, True, 1e-4, backend, dev)
+    fails += run("mlp bf16 training", MLP, mlp_x, torch.bfloat16, True, 2e-2, backend, dev)
+    fails += run("nanogpt block f32 training", Block, blk_x, torch.float32, True, 1e-4, backend, dev)
+    fails += run("nanogpt block bf16 inference", Block, blk_x, torch.bfloat16, False, 2e-2, backend, dev)
     s = fusec.backend.STATS
     print("backend: %d graphs, %d regions run by fusec, %d compiled now, %d from the cache, %d refused by fusec"
           % (s.graphs, s.regions, s.compiled, s.cache_hits, s.refused))
+    if s.refused:
+        print("FAIL %d region(s) refused (see the warnings above)" % s.refused)
+        fails += 1
     if s.regions == 0:
         print("FAIL no region ran through fusec")
         fails += 1
