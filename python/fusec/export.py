@@ -856,6 +856,57 @@ def trace_aten(fn, example_inputs, name="model", compiled_only=True):
     return export_graph(make_fx(fn, tracing_mode="fake")(*example_inputs), name, compiled_only)
 
 
+class TrainingExport:
+    """What export_training() returns: the forward and backward graphs
+    (AOTAutograd's) each cut into regions, in one .fg file (graphs
+    NAME_fw_rK, NAME_bw_rK) and one manifest with a section per graph."""
+
+    def __init__(self, name, fw, bw):
+        self.name, self.forward, self.backward = name, fw, bw
+        self.fg = fw.fg + bw.fg
+        self.manifest = {"version": 1, "name": name, "fg": name + ".fg", "training": True,
+                         "forward": fw.manifest, "backward": bw.manifest}
+        for part in ("forward", "backward"):
+            self.manifest[part].pop("fg", None)
+
+    def report(self):
+        return "forward: %s\nbackward: %s" % (self.forward.report(), self.backward.report())
+
+    write = Exported.write
+    check_compile = Exported.check_compile
+
+
+def export_training(module, example_inputs, *, name="model", compiled_only=True):
+    """AOTAutograd's forward and backward graphs of `module` (an nn.Module)
+    at `example_inputs`, with export's decompositions, each cut into fusec
+    regions. The backward is traced from the sum of the float outputs; the
+    forward's placeholders are the parameters and buffers, then the inputs;
+    the backward's are the saved values, then the output gradients (the
+    manifest names them as the graphs do). Returns a TrainingExport."""
+    import torch
+    from functorch.compile import aot_module, make_boxed_func
+
+    graphs = {}
+
+    def capture(kind):
+        def compiler(gm, example):
+            graphs[kind] = gm
+            return make_boxed_func(gm.forward)
+        return compiler
+
+    f = aot_module(module, fw_compiler=capture("fw"), bw_compiler=capture("bw"),
+                   decompositions=decomposition_table())
+    out = f(*example_inputs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+            if isinstance(o, torch.Tensor) and o.requires_grad]
+    if not outs:
+        raise ValueError("fusec.export_training: no output of the module requires a gradient")
+    sum(o.float().sum() for o in outs).backward()
+    fw = export_graph(graphs["fw"], name + "_fw", compiled_only)
+    bw = export_graph(graphs["bw"], name + "_bw", compiled_only)
+    return TrainingExport(name, fw, bw)
+
+
 def _fn_module(fn):
     import torch
 
@@ -907,6 +958,8 @@ def main(argv=None):
     ap.add_argument("--name", help="name of the .fg/.json files (default: ENTRY)")
     ap.add_argument("--check-compile", action="store_true", help="compile the .fg with fusec (exit 1 if it fails)")
     ap.add_argument("--fusec", help="the fusec binary for --check-compile")
+    ap.add_argument("--training", action="store_true",
+                    help="export AOTAutograd's forward and backward graphs (the module must be an nn.Module)")
     a = ap.parse_args(argv)
     if ":" not in a.target:
         ap.error("expected SCRIPT:ENTRY, got '%s'" % a.target)
@@ -926,7 +979,14 @@ def main(argv=None):
         return 1
     fn, inputs = got[0], got[1]
     dyn = got[2] if len(got) == 3 else None
-    ex = export(fn, inputs, dyn, name=a.name or entry)
+    if a.training:
+        if dyn is not None:
+            print("fusec.export: error: --training takes static shapes (ENTRY returned dynamic_shapes)",
+                  file=sys.stderr)
+            return 1
+        ex = export_training(fn, inputs, name=a.name or entry)
+    else:
+        ex = export(fn, inputs, dyn, name=a.name or entry)
     path = ex.write(a.out)
     print(ex.report())
     print("wrote %s and %s" % (path, os.path.join(a.out, ex.name + ".json")))

@@ -200,6 +200,27 @@ class ModelTest(unittest.TestCase):
         ex.check_compile(FUSEC)
 
 
+class TrainingTest(unittest.TestCase):
+    def test_forward_and_backward_graphs(self):
+        torch.manual_seed(4)
+        m = MLP()
+        x = torch.randn(6, 32, requires_grad=True)
+        ex = fe.export_training(m, (x,), name="mlp")
+        fw, bw = ex.forward, ex.backward
+        self.assertEqual(fw.manifest["left_to_torch"], {"aten.addmm.default": 2})
+        self.assertIn("aten.mm.default", bw.manifest["left_to_torch"])
+        self.assertEqual(fw.manifest["unsupported"], {})
+        self.assertEqual(bw.manifest["unsupported"], {})
+        self.assertGreaterEqual(len(bw.partitioned.regions), 2)
+        self.assertIn("graph mlp_fw_r0(", ex.fg)
+        self.assertIn("graph mlp_bw_r0(", ex.fg)
+        ex.check_compile(FUSEC)
+        # the forward graph (parameters, then the input) through fgrun: its first result is the output
+        got = fw.run_interpreted(*(list(m.parameters()) + [x.detach()]), fgrun=FGRUN)
+        with torch.no_grad():
+            assert_close(self, got[0], m(x), fw.report())
+
+
 class BadInputTest(unittest.TestCase):
     def test_unmapped_op_reported(self):
         def f(x):
