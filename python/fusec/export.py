@@ -520,7 +520,9 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
         regions[n.target].tensor_in = [bool(_tensors(p.meta.get("val"))) for p in ph]
-    return Partitioned(fused, regions, support, prefix)
+    pt = Partitioned(fused, regions, support, prefix)
+    pt.syms = syms
+    return pt
 
 
 # ---- torch.export front end --------------------------------------------------------
@@ -747,8 +749,9 @@ def _manifest(name, ep, pt):
         ts = _tensors(n.meta.get("val"))
         if len(ts) == 1 and not isinstance(n.meta.get("val"), (tuple, list)):
             t = ts[0]
-            return {"dtype": _val_dtype(t) or str(t.dtype), "shape": [s if isinstance(s, int) else str(s)
-                                                                      for s in t.shape]}
+            syms = getattr(pt, "syms", {})
+            return {"dtype": _val_dtype(t) or str(t.dtype),
+                    "shape": [s if isinstance(s, int) else syms.get(str(s), (str(s),))[0] for s in t.shape]}
         return {}
 
     m = {"version": 1, "name": name, "fg": name + ".fg", "inputs": [], "nodes": [], "outputs": []}

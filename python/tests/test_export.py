@@ -185,6 +185,7 @@ class ModelTest(unittest.TestCase):
         ex = fe.export(m, (torch.randn(8, 32),), dynamic_shapes=({0: T},))
         self.assertIn("<T: 2..4096>", ex.fg)
         self.assertIn("f32[T, 32]", ex.fg)
+        self.assertEqual([i["shape"] for i in ex.manifest["inputs"] if i["kind"] == "user_input"], [["T", 32]])
         ex.check_compile(FUSEC)
         for n in (3, 17):
             x = torch.randn(n, 32)
