@@ -441,6 +441,16 @@ class Partitioned:
         return "\n".join(lines)
 
 
+def _bound(v, default):
+    """An int of a sympy range bound; `default` for an infinite one (int_oo)."""
+    try:
+        if getattr(v, "is_finite", True) is False or getattr(v, "is_integer", True) is False:
+            return default
+        return int(v)
+    except Exception:
+        return default
+
+
 def _sym_table(gm, names=None, ranges=None):
     """{sympy symbol name: (.fg size name, lo, hi)} for the symbols of the graph."""
     names = names or {}
@@ -458,14 +468,8 @@ def _sym_table(gm, names=None, ranges=None):
                 if vr is None:
                     vr = s.node.shape_env.var_to_range.get(s.node.expr)
                 if vr is not None:
-                    try:
-                        lo = max(0, int(vr.lower))
-                    except (TypeError, ValueError):
-                        pass
-                    try:
-                        hi = min(2**62, int(vr.upper))
-                    except (TypeError, ValueError, OverflowError):
-                        pass
+                    lo = max(0, _bound(vr.lower, lo))
+                    hi = min(2**62, _bound(vr.upper, hi))
                 nm = names.get(key) or key
                 out[key] = (re.sub(r"[^A-Za-z0-9_]", "_", nm), lo, hi)
     return out

@@ -103,6 +103,21 @@ class BackendTest(unittest.TestCase):
             self.assertLess(((g - r).norm() / r.norm()).item(), 1e-5, "gradient %d" % i)
         self.assertGreaterEqual(be.stats.regions, 8)
 
+    def test_dynamic_batch(self):
+        """A second batch size makes Dynamo recompile with a symbolic size:
+        regions over it are written with a size clause, and run at any size."""
+        torch._dynamo.reset()
+        torch.manual_seed(5)
+        m = MLP()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be)
+        with torch.no_grad():
+            for n in (8, 16, 40):
+                x = torch.randn(n, 32)
+                self.assertTrue(close(cm(x), m(x)), "batch %d" % n)
+        texts = [open(os.path.join(fb.cache_dir(), f)).read() for f in os.listdir(fb.cache_dir()) if f.endswith(".fg")]
+        self.assertTrue(any(t.startswith("graph g<s") and ", 32]" in t for t in texts), texts)
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")
