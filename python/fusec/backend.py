@@ -134,13 +134,17 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     module (a callable)."""
     stats = stats or Stats()
     stats.graphs += 1
-    pt = _export.partition(gm, prefix="r")
+    pt = _export.partition(gm, prefix="r", static_fallback=False)
     _export._out_meta(pt)
     if pt.support.left:
         _log.info("fusec.backend: %s", pt.report())
     work = tempfile.mkdtemp(prefix="fusec-backend-") if runner == "fgrun" else None
     fgrun = _export.find_tool("fgrun") if runner == "fgrun" else None
     for r in pt.regions.values():
+        if r.note:  # symbolic sizes fusec can't take, in a graph that runs at every size: PyTorch runs it
+            stats.refused += 1
+            _log.warning("fusec.backend: region %s stays in PyTorch: %s", r.name, r.note)
+            continue
         ptx, why = compile_region(_region_text(r), fusec, stats)
         if ptx is None:
             stats.refused += 1

@@ -338,22 +338,54 @@ class Emitter(_Probe):
         return "\n".join([head] + self.lines + [ret, "}"]) + "\n"
 
 
-def _region_fits_codegen(params):
-    """None when every parameter's only symbolic size is one sym, as the
-    leading dim; else why not (the region is then written static)."""
-    seen = set()
-    for p in params:
-        for i, s in enumerate(p.meta["val"].shape):
+def _codegen_misfit(node):
+    """Why a value's sizes don't fit fusec's code generator (a symbolic size
+    only as the leading dim, a size name rather than an expression), or None."""
+    for t in _tensors(node.meta.get("val")):
+        for i, s in enumerate(t.shape):
             if isinstance(s, int):
                 continue
             if not _is_sym_name(s):
-                return "parameter %s has the size expression %s" % (p.name, s)
+                return "%s has the size expression %s" % (node.name, s)
             if i != 0:
-                return "parameter %s has the symbolic size %s as dim %d (fusec takes it as the leading dim)" % (
-                    p.name, s, i)
-            seen.add(str(s))
+                return "%s has the symbolic size %s as dim %d (fusec's code generator takes it as the leading dim)" % (
+                    node.name, s, i)
+    return None
+
+
+def _syms_of(node):
+    return {str(s) for t in _tensors(node.meta.get("val")) for s in t.shape if not isinstance(s, int)}
+
+
+def _region_fits_codegen(params, nodes=()):
+    """None when the region's only symbolic size is one sym, the leading dim
+    of every parameter and value that has it; else why not."""
+    for p in list(params) + list(nodes):
+        why = _codegen_misfit(p)
+        if why:
+            return why
+    seen = set().union(*[_syms_of(p) for p in list(params) + list(nodes)]) if params or nodes else set()
     if len(seen) > 1:
         return "more than one symbolic size (%s); fusec's code generator takes one" % ", ".join(sorted(seen))
+    return None
+
+
+def _codegen_refusal(params, nodes):
+    """(node, why) of the first node of a region that breaks the code
+    generator's rule for symbolic sizes (its value, or a parameter it reads),
+    or None."""
+    first = None
+    for n in nodes:
+        for v in [n] + [a for a in n.all_input_nodes if a in params]:
+            why = _codegen_misfit(v)
+            if why:
+                return n, why
+            syms = _syms_of(v)
+            if syms:
+                first = first or sorted(syms)[0]
+                if syms != {first}:
+                    return n, "a second symbolic size (%s besides %s); fusec's code generator takes one" % (
+                        ", ".join(sorted(syms - {first})), first)
     return None
 
 
@@ -364,7 +396,7 @@ def emit_region(gname, params, nodes, outputs, syms):
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
     note = None
     if has_sym:
-        note = _region_fits_codegen(params)
+        note = _region_fits_codegen(params, nodes)
         if note is None:
             try:
                 return Emitter(gname, params, nodes, outputs, syms, True).emit(), None
@@ -475,10 +507,15 @@ def _sym_table(gm, names=None, ranges=None):
     return out
 
 
-def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, max_rounds=20):
+def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
+              max_rounds=50):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
     regions in place; returns a Partitioned. compiled_only=False also takes
-    the rows only the interpreter runs (aten_map.NOT_COMPILED)."""
+    the rows only the interpreter runs (aten_map.NOT_COMPILED).
+    static_fallback: a region whose symbolic sizes fusec's code generator
+    doesn't take is written with the example's sizes (the exporter); False
+    leaves the nodes that break the rule to PyTorch instead (the backend,
+    whose graphs run at every size)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -493,6 +530,10 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
             nodes = sorted(p.nodes, key=order.get)
             params, outs = _partition_io(nodes)
             try:
+                if not static_fallback:
+                    bad = _codegen_refusal(params, nodes)
+                    if bad:
+                        raise Refuse(*bad)
                 for sym in (True, False):
                     Emitter("probe", [q for q in params if _tensors(q.meta.get("val"))], nodes, outs, syms,
                             sym).emit()
