@@ -103,6 +103,30 @@ class BackendTest(unittest.TestCase):
             self.assertLess(((g - r).norm() / r.norm()).item(), 1e-5, "gradient %d" % i)
         self.assertGreaterEqual(be.stats.regions, 8)
 
+    def test_autocast_bf16_training(self):
+        """bf16 autocast: the casts AOTAutograd hands over fuse with the rest."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
+        from python_backend import Block
+
+        torch._dynamo.reset()
+        torch.manual_seed(6)
+        m = Block(d=64, heads=2)
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(2, 16, 64, requires_grad=True)
+        res = []
+        for f in (cm, m):
+            x.grad = None
+            m.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = f(x)
+            y.float().square().mean().backward()
+            res.append([y.detach().float(), x.grad.clone()] + [p.grad.clone() for p in m.parameters()])
+        for i, (g, r) in enumerate(zip(*res)):
+            self.assertLess(((g - r).norm() / r.norm()).item(), 1e-2, "tensor %d" % i)
+        self.assertEqual(be.stats.refused, 0)
+        self.assertGreaterEqual(be.stats.regions, 8)
+
     def test_dynamic_batch(self):
         """A second batch size makes Dynamo recompile with a symbolic size:
         regions over it are written with a size clause, and run at any size."""
