@@ -281,6 +281,41 @@ def _full_check(e, n):
     return None
 
 
+def _arange(e, n):
+    start, end = (0, n.args[0]) if n.target.__name__.endswith(".default") else (n.args[0], n.args[1])
+    step = n.args[2] if len(n.args) > 2 else n.kwargs.get("step", 1)
+    count = n.meta["val"].shape[0]
+    out = e.dtype(n)
+    if start == 0 and step == 1:
+        return "iota(%d, dtype=%s)" % (count, out) if out == "i64" else "cast(iota(%d), dtype=%s)" % (count, out)
+    if all(isinstance(v, int) for v in (start, step)):  # integers: exact in i64
+        return "cast(add(mul(iota(%d), %d), %d), dtype=%s)" % (count, step, start, out)
+    # floats: start + i * step in f64, then rounded once, as torch computes it
+    return "cast(add(mul(cast(iota(%d), dtype=f64), %s), %s), dtype=%s)" % (
+        count, e.lit(float(step)), e.lit(float(start)), out)
+
+
+def _arange_check(e, n):
+    if any(not isinstance(a, (int, float)) for a in n.args[:3]):
+        return "a symbolic or tensor bound"
+    if not isinstance(n.meta["val"].shape[0], int):
+        return "a symbolic length"
+    return None
+
+
+def _full_like(e, n):
+    shape = list(n.meta["val"].shape)
+    return "full(shape=%s, value=%s, dtype=%s)" % (e.lit(shape), e.lit(n.args[1]), e.dtype(n))
+
+
+def _full_like_check(e, n):
+    if any(not isinstance(s, int) for s in n.meta["val"].shape):
+        return "a symbolic shape"
+    if not isinstance(n.args[1], (int, float, bool)):
+        return "a tensor fill value"
+    return None
+
+
 def _scalar_tensor(e, n):
     return "full(shape=[], value=%s, dtype=%s)" % (e.lit(n.args[0]), e.dtype(n))
 
@@ -429,6 +464,10 @@ TABLE["aten.clone.default"] = Entry(_identity, _ok)
 TABLE["aten.alias.default"] = Entry(_identity, _ok)
 TABLE["aten.full.default"] = Entry(_full, _full_check)
 TABLE["aten.scalar_tensor.default"] = Entry(_scalar_tensor, _ok)
+TABLE["aten.full_like.default"] = Entry(_full_like, _full_like_check)
+TABLE["aten.arange.default"] = Entry(_arange, _arange_check)
+TABLE["aten.arange.start"] = Entry(_arange, _arange_check)
+TABLE["aten.arange.start_step"] = Entry(_arange, _arange_check)
 TABLE["aten.scaled_dot_product_attention.default"] = Entry(_sdpa, _sdpa_check)
 TABLE["<built-in function getitem>"] = Entry(_getitem, _getitem_check)
 
@@ -565,6 +604,15 @@ def _tests():
     add("aten.constant_pad_nd.default", lambda x: F.pad(x + 1, (1, 2, 0, 1), value=0.5), r(3, 4))
     add("aten.clone.default", lambda x: torch.clone(x + 1) * 2, r(3, 4))
     add("aten.full.default", lambda x: x + torch.full((3, 4), 2.5), r(3, 4))
+    add("aten.full_like.default", lambda x: x * torch.full_like(x, 2.5), r(3, 4))
+    add("aten.full_like.default", lambda x: x + torch.ones_like(x, dtype=torch.int32), r(3, 4))
+    add("aten.arange.start_step", lambda x: x + torch.arange(3, 11, 2, dtype=torch.float32), r(2, 4))
+    add("aten.arange.start_step", lambda x: x + torch.arange(5), ints(2, 5))
+    add("aten.arange.start_step", lambda x: x * torch.arange(0.5, 2.0, 0.25), r(3, 6))
+    add("aten.arange.start_step", lambda x: x.masked_fill(torch.arange(4)[:, None] < torch.arange(4), -1.0),
+        r(4, 4))
+    add("aten.arange.default", lambda x: x + torch.ops.aten.arange.default(6), r(6))
+    add("aten.arange.start", lambda x: x + torch.ops.aten.arange.start(2, 8), ints(6))
     add("aten.scalar_tensor.default", lambda x: torch.where(x > 0, x, torch.ops.aten.scalar_tensor(0.5)), r(3, 4))
     add("aten.scaled_dot_product_attention.default",
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), r(1, 2, 9, 8), r(1, 2, 9, 8),

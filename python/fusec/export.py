@@ -42,7 +42,8 @@ from . import aten_map
 from .aten_map import FG_DTYPE, TABLE, VIEW_OPS, Multi, left_to_torch
 
 FG_WORDS = set(FG_DTYPE.values()) | {"graph", "return", "true", "false", "inf", "nan", "layout"}
-NON_COMPUTE = VIEW_OPS | {"aten.full.default", "aten.scalar_tensor.default"}
+NON_COMPUTE = VIEW_OPS | {"aten.full.default", "aten.scalar_tensor.default", "aten.full_like.default",
+                          "aten.arange.default", "aten.arange.start", "aten.arange.start_step"}
 
 
 class Refuse(Exception):
