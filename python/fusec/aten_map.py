@@ -204,11 +204,11 @@ def _select_check(e, n):
 
 
 def _cat(e, n):
-    ts = [t for t in n.args[0] if len(t.meta["val"].shape) or True]
     rank = _rank(n)
     d = _kw(n, "dim", 1, 0) % rank
     # torch.cat skips 1-D empty tensors (a legacy rule); .fg does not
-    ts = [t for t in ts if not (len(t.meta["val"].shape) == 1 and t.meta["val"].shape[0] == 0 and rank != 1)]
+    ts = [t for t in n.args[0]
+          if not (len(t.meta["val"].shape) == 1 and t.meta["val"].shape[0] == 0 and rank != 1)]
     return "cat(%s, dim=%d)" % (", ".join(e.v(t) for t in ts), d)
 
 

@@ -125,6 +125,8 @@ class Support:
         name = op_name(node)
         if node.name in self.refused:
             return False, self.refused[node.name], False
+        if name != "<built-in function getitem>" and not _tensors(node.meta.get("val")):
+            return False, "no tensor result (size arithmetic, an assertion)", True
         entry = TABLE.get(name)
         if entry is None:
             design = left_to_torch(name)
@@ -132,8 +134,6 @@ class Support:
         if self.compiled_only and name in aten_map.NOT_COMPILED:
             return False, aten_map.NOT_COMPILED[name], False
         vals = _tensors(node.meta.get("val"))
-        if name != "<built-in function getitem>" and not vals:
-            return False, "no tensor result", False
         for a in node.all_input_nodes:
             vals += _tensors(a.meta.get("val"))
         for v in vals:
@@ -141,9 +141,8 @@ class Support:
                 return False, "dtype %s (fusec has no such dtype)" % str(v.dtype).replace("torch.", ""), False
             if len(v.shape) > 8:
                 return False, "rank %d (fusec takes up to 8)" % len(v.shape), False
-            if hasattr(v, "is_contiguous") and getattr(v, "layout", None) is not None and \
-                    "strided" not in str(v.layout):
-                return False, "layout %s" % v.layout, False
+            if "strided" not in str(getattr(v, "layout", "torch.strided")):
+                return False, "layout %s (fusec takes dense tensors)" % v.layout, False
         try:
             why = entry.check(_Probe(), node)
         except Exception as ex:  # a row that can't judge the node leaves it to torch
