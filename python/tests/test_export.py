@@ -103,7 +103,8 @@ class TableTest(unittest.TestCase):
     def run_case(self, name, k, case):
         inputs = tuple(f() for f in case.inputs)
         ref = case.fn(*inputs)
-        ex = fe.export(case.fn, inputs, name="case", compiled_only=False)
+        # non-strict: twice as fast as Dynamo, and the rows need no stack traces
+        ex = fe.export(case.fn, inputs, name="case", compiled_only=False, strict=False)
         ops = [op for r in ex.partitioned.regions.values() for op in r.ops]
         if name not in ops:  # an op torch.export's decompositions take apart: as make_fx traces it
             ex = fe.trace_aten(case.fn, inputs, name="case", compiled_only=False)
