@@ -40,16 +40,17 @@ def cache_dir():
 
 class Stats:
     def __init__(self):
-        self.compiled = self.cache_hits = self.refused = self.regions = self.graphs = 0
+        self.compiled = self.cache_hits = self.refused = self.missing = self.regions = self.graphs = 0
 
     def __repr__(self):
-        return "<fusec.backend.Stats graphs=%d regions=%d compiled=%d cache_hits=%d refused=%d>" % (
-            self.graphs, self.regions, self.compiled, self.cache_hits, self.refused)
+        return "<fusec.backend.Stats graphs=%d regions=%d compiled=%d cache_hits=%d refused=%d missing=%d>" % (
+            self.graphs, self.regions, self.compiled, self.cache_hits, self.refused, self.missing)
 
 
 def compile_region(fg_text, fusec=None, stats=None, directory=None):
     """(path of the artifact, None) for one region's .fg text (graph `g`),
-    compiled once into the cache; (None, fusec's message) when fusec refuses."""
+    compiled once into the cache; (None, fusec's message) when fusec refuses
+    or there is no fusec binary (stats.missing) and the cache lacks it."""
     h = hashlib.sha256(fg_text.encode()).hexdigest()[:32]
     d = directory or cache_dir()
     ptx = os.path.join(d, h + ".ptx")
@@ -60,6 +61,8 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
     try:
         fusec = fusec or _export.find_tool("fusec")
     except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
+        if stats:
+            stats.missing += 1
         return None, "%s (and the region is not in the cache %s)" % (err, d)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         fg = os.path.join(tmp, "region.fg")
@@ -145,9 +148,10 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
             stats.refused += 1
             _log.warning("fusec.backend: region %s stays in PyTorch: %s", r.name, r.note)
             continue
+        missing = stats.missing
         ptx, why = compile_region(_region_text(r), fusec, stats)
         if ptx is None:
-            stats.refused += 1
+            stats.refused += stats.missing == missing
             _log.warning("fusec.backend: region %s stays in PyTorch; fusec refused it:\n%s", r.name, why)
             continue
         stats.regions += 1
