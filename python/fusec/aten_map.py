@@ -121,15 +121,16 @@ def _sum_default(e, n):
 def _var_common(e, n, op):
     rank = len(n.args[0].meta["val"].shape)
     dims = _dims(_kw(n, "dim", 1), rank, True)
-    corr = n.kwargs.get("correction", 1)
+    corr = n.kwargs.get("correction")
+    corr = 1 if corr is None else int(corr)  # ATen: None is Bessel's 1; an integral float as the int
     keep = n.kwargs.get("keepdim", False)
     return "%s(%s, dims=%s, correction=%s, keepdim=%s)" % (op, e.v(n.args[0]), e.lit(dims), e.lit(corr),
                                                            e.lit(bool(keep)))
 
 
 def _var_check(e, n):
-    c = n.kwargs.get("correction", 1)
-    if not isinstance(c, int) and not (isinstance(c, float) and c.is_integer()):
+    c = n.kwargs.get("correction")
+    if c is not None and not isinstance(c, int) and not (isinstance(c, float) and c.is_integer()):
         return "a fractional correction (%r)" % (c,)
     return None
 
@@ -577,14 +578,19 @@ def _tests():
     add("aten.sum.dim_IntList", lambda x: x.sum(-1), r(6, 33))
     add("aten.sum.dim_IntList", lambda x: x.sum((0, 2), keepdim=True), r(3, 4, 5))
     add("aten.sum.dim_IntList", lambda x: x.sum(0), ints(5, 4))
+    add("aten.sum.dim_IntList", lambda x: (x > 0).sum(-1), r(5, 9))
+    add("aten.sum.dim_IntList", lambda x: x.sum(-1, dtype=torch.float32), r(5, 9, dtype=torch.bfloat16))
     add("aten.sum.default", torch.sum, r(7, 9))
     add("aten.amax.default", lambda x: x.amax(1), r(5, 17))
     add("aten.amin.default", lambda x: x.amin(0, keepdim=True), r(5, 17))
+    add("aten.amax.default", lambda x: x.amax(-1), ints(4, 6))
     add("aten.mean.dim", lambda x: x.mean(-1, keepdim=True), r(5, 17))
     add("aten.mean.dim", lambda x: x.mean(-1), r(5, 16, dtype=torch.bfloat16))
     add("aten.prod.dim_int", lambda x: x.prod(1), lambda: r(4, 5)() * 0.5 + 1)
     add("aten.var.correction", lambda x: x.var(-1), r(5, 17))
     add("aten.var.correction", lambda x: x.var(0, correction=0), r(5, 17))
+    add("aten.var.correction", lambda x: torch.ops.aten.var.correction(x, [1], correction=2.0), r(5, 17))
+    add("aten.var.correction", lambda x: torch.ops.aten.var.correction(x, [1], correction=None), r(5, 17))
     add("aten.var_mean.correction", lambda x: torch.var_mean(x, -1, correction=0, keepdim=True), r(5, 17))
     add("aten.view.default", lambda x: (x + 1).view(4, 3, 2), r(4, 6))
     add("aten.view.default", lambda x: (x * 2).view(-1), r(3, 5))
