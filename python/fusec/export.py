@@ -207,9 +207,6 @@ class Emitter(_Probe):
         return self.names[node]
 
     # -- what the rows call --
-    def refuse(self, why):
-        raise Refuse(self.node, why)
-
     def v(self, a):
         if hasattr(a, "op"):
             if a not in self.names:
