@@ -127,6 +127,35 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(be.stats.refused, 0)
         self.assertGreaterEqual(be.stats.regions, 8)
 
+    def test_in_place_ops_and_buffers(self):
+        """In-place ops and a buffer updated in forward, as AOTAutograd
+        functionalizes them: same outputs and the same buffer as eager."""
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("count", torch.zeros(8))
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.fc(x)
+                y.mul_(2).add_(1)
+                self.count.add_(y.detach().sum(0))
+                y = torch.relu_(y)
+                return y * y.sigmoid()
+
+        torch._dynamo.reset()
+        torch.manual_seed(7)
+        m, ref = M(), M()
+        ref.load_state_dict(m.state_dict())
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(4, 8, requires_grad=True)
+        for _ in range(2):
+            self.assertTrue(close(cm(x), ref(x)))
+            self.assertTrue(close(m.count, ref.count))
+        self.assertGreaterEqual(be.stats.regions, 2)
+
     def test_dynamic_batch(self):
         """A second batch size makes Dynamo recompile with a symbolic size:
         regions over it are written with a size clause, and run at any size."""
