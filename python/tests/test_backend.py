@@ -154,7 +154,7 @@ class BackendTest(unittest.TestCase):
         for _ in range(2):
             self.assertTrue(close(cm(x), ref(x)))
             self.assertTrue(close(m.count, ref.count))
-        self.assertGreaterEqual(be.stats.regions, 2)
+        self.assertGreaterEqual(be.stats.regions, 1)
 
     def test_dynamic_batch(self):
         """A second batch size makes Dynamo recompile with a symbolic size:
