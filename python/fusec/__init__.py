@@ -699,3 +699,12 @@ def _raw_stream(torch, idx):
     if f is not None:
         return f(idx)
     return torch.cuda.current_stream(idx).cuda_stream
+
+
+def __getattr__(name):
+    """fusec.export and fusec.backend load on first use (they import torch)."""
+    if name in ("export", "backend"):
+        import importlib
+
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module 'fusec' has no attribute {name!r}")
