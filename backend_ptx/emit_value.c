@@ -806,6 +806,13 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
     case FG_KIND_CREATION:
       if (n->op->code == FG_OP_FULL) {
         r = const_reg(e, v->type.dtype, fg_node_attr(n, "value"));
+      } else if (n->op->code == FG_OP_EXTENT) {
+        /* T x the rest: the count of a mean or var over T */
+        LLVMTypeRef i64t = LLVMInt64TypeInContext(e->ctx);
+        LLVMValueRef c = fgb_extent(e, fg_node_attr(n, "value")->i);
+        if (LLVMTypeOf(c) != i64t)
+          c = LLVMBuildZExt(e->b, c, i64t, "");
+        r = fgb_convert(e->m, c, FG_I64, v->type.dtype);
       } else {
         LLVMValueRef i64 = LLVMBuildSExt(e->b, idx[0], LLVMInt64TypeInContext(e->ctx), "");
         if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx))

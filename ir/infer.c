@@ -962,6 +962,11 @@ static bool infer_node(fg_node *n, fg_diag *d) {
   case FG_KIND_REDUCTION:
     return infer_reduction(n, d);
   case FG_KIND_CREATION:
+    if (op->code == FG_OP_EXTENT) {
+      memset(&n->out[0]->type, 0, sizeof n->out[0]->type);
+      n->out[0]->type.dtype = fg_node_attr(n, "dtype")->dtype;
+      return true;
+    }
     return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
   case FG_KIND_CONTROL:
     n->out[0]->type = n->in[0]->type;

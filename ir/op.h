@@ -95,6 +95,7 @@ typedef enum fg_opcode {
   FG_OP_SDPA,
   FG_OP_SDPA_BWD,
   /* internal */
+  FG_OP_EXTENT,
   FG_OP_LITERAL,
   /* MX formats */
   FG_OP_MX_SCALE,

@@ -277,6 +277,13 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     OTHER(FG_OP_SDPA, "sdpa", FG_KIND_ATTENTION, 3, 3, 2, ATTN_ATTRS, fg_interp_sdpa),
     OTHER(FG_OP_SDPA_BWD, "sdpa_bwd", FG_KIND_ATTENTION, 6, 6, 3, ATTN_ATTRS, fg_interp_sdpa),
 
+    /* The element count `value` of extents that hold the symbolic size, as
+     * a scalar of `dtype`: decompose writes it for mean and var over T
+     * (opt/symbolic.h), and the code generator reads it as the run-time
+     * count. Not in the language: a user's number is a literal. */
+    OTHER(FG_OP_EXTENT, "extent", FG_KIND_CREATION, 0, 0, 1,
+          ATTRS(A_REQ("value", FG_AT_SCALAR), A_REQ("dtype", FG_AT_DTYPE)), fg_interp_full),
+
     OTHER(FG_OP_LITERAL, "literal", FG_KIND_LITERAL, 0, 0, 1, ATTRS(A_REQ("value", FG_AT_SCALAR)),
           fg_interp_literal),
 
@@ -303,7 +310,7 @@ int fg_mx_elem_emax(fg_dtype elem) {
 
 const fg_op *fg_op_lookup(const char *name, int len) {
   for (int i = 0; i < FG_OP_COUNT; i++) {
-    if (i == FG_OP_LITERAL)
+    if (i == FG_OP_LITERAL || i == FG_OP_EXTENT)
       continue;
     if ((int)strlen(fg_ops[i].name) == len && memcmp(fg_ops[i].name, name, (size_t)len) == 0)
       return &fg_ops[i];
