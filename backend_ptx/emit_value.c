@@ -306,7 +306,7 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   fg_dtype dt = v->type.dtype;
   unsigned flags = buf.kind == FG_BUF_PARAM && !e->reload_zero ? FGB_LD_INVARIANT : 0;
   int lane_dim = -1, lane = 0;
-  bool vec_ok = e->aligned && e->vec > 1;
+  bool vec_ok = e->aligned && e->vec > 1 && !fg_dtype_is_packed(dt);
   for (int d = 0; d < s->rank && vec_ok; d++) {
     int j;
     if (is_lane(e, idx[d], &j)) {
@@ -333,6 +333,8 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
         s->strides[d] == 1 ? lidx[d] : LLVMBuildMul(e->b, lidx[d], fgb_const(e, s->strides[d]), "");
     off = LLVMBuildAdd(e->b, off, t, "");
   }
+  if (fg_dtype_is_packed(dt))
+    return fgb_load_packed(e->m, ptr, off, flags);
   LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), off);
   if (!vec_ok)
     return fgb_load(e->m, addr, dt, flags);
@@ -916,6 +918,10 @@ void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, 
   LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
   if (!ptr || !val)
     return;
+  if (fg_dtype_is_packed(v->type.dtype)) {
+    fgb_store_nibble(e->m, ptr, dense_offset(e, v, idx), val);
+    return;
+  }
   LLVMValueRef addr =
       fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, v->type.dtype), dense_offset(e, v, idx));
   fgb_store(e->m, addr, v->type.dtype, val);
@@ -925,7 +931,17 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
                           LLVMValueRef *vals) {
   int r = v->type.rank;
   fg_dtype dt = v->type.dtype;
-  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0) {
+  if (fg_dtype_is_packed(dt) && e->vec % 2 == 0 && e->vec <= 16 && r > 0 &&
+      v->type.dims[r - 1].size % e->vec == 0 && e->lanes[0]) {
+    /* lanes[0] is a multiple of vec: whole bytes */
+    LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
+    if (!ptr)
+      return;
+    fgb_store_packed_pairs(e->m, ptr, dense_offset(e, v, idx), e->vec, e->aligned, vals);
+    return;
+  }
+  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0 &&
+      !fg_dtype_is_packed(dt)) {
     LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
     if (!ptr)
       return;

@@ -133,6 +133,8 @@ static fg_dtype pw_result_dtype(const fg_node *n, fg_dtype operand) {
     return FG_BOOL;
   case FG_PW_CAST:
     return fg_node_attr(n, "dtype")->dtype;
+  case FG_PW_E8M0:
+    return FG_F8E8M0;
   }
   return operand;
 }
@@ -213,6 +215,11 @@ static bool infer_pointwise(fg_node *n, fg_diag *d) {
              "'%s' cannot promote operand dtypes (%s): float8 types only combine with themselves; "
              "insert a cast",
              n->op->name, buf);
+    return false;
+  }
+  if (n->op->code == FG_OP_MX_SCALE && fg_mx_elem_emax(fg_node_attr(n, "elem")->dtype) < 0) {
+    fg_error(d, n->loc, "'mx_scale' needs elem= f8e4m3, f8e5m2 or f4e2m1, not %s",
+             fg_dtype_name(fg_node_attr(n, "elem")->dtype));
     return false;
   }
   if (n->op->code == FG_OP_CLAMP && !fg_node_attr(n, "min") && !fg_node_attr(n, "max")) {
@@ -1028,9 +1035,36 @@ static bool shapes_in_limits(fg_node *n, fg_diag *d) {
   return true;
 }
 
+const char *fg_packed_type_problem(const fg_type *t) {
+  if (!fg_dtype_is_packed(t->dtype))
+    return NULL;
+  if (t->rank == 0)
+    return "an f4e2m1 tensor needs at least one dimension (two elements share a byte)";
+  const fg_dim *in = &t->dims[t->rank - 1];
+  if (in->sym || in->size % 2)
+    return "the innermost dimension of an f4e2m1 tensor must be a static even size (two "
+           "elements share a byte)";
+  if (t->has_layout)
+    return "an f4e2m1 parameter cannot have a layout (its storage is packed row-major)";
+  return NULL;
+}
+
+static bool packed_results_ok(fg_node *n, fg_diag *d) {
+  for (int r = 0; r < n->nout; r++) {
+    const char *why = fg_packed_type_problem(&n->out[r]->type);
+    if (why) {
+      fg_error(d, n->loc, "'%s': %s", n->op->name, why);
+      return false;
+    }
+  }
+  return true;
+}
+
 static bool infer_node(fg_node *n, fg_diag *d);
 
-bool fg_infer_node(fg_node *n, fg_diag *d) { return infer_node(n, d) && shapes_in_limits(n, d); }
+bool fg_infer_node(fg_node *n, fg_diag *d) {
+  return infer_node(n, d) && shapes_in_limits(n, d) && packed_results_ok(n, d);
+}
 
 static bool infer_node(fg_node *n, fg_diag *d) {
   const fg_op *op = n->op;

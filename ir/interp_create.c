@@ -22,10 +22,8 @@ bool fg_interp_full(fg_interp_ctx *cx, const fg_node *n) {
   int64_t total = fg_tensor_numel(out);
   if (total == 0)
     return true;
-  int es = fg_dtype_size(out->dtype);
   fg_ix_store_attr(out->data, out->dtype, 0, fg_node_attr(n, "value"));
-  for (int64_t i = 1; i < total; i++)
-    memcpy((char *)out->data + i * es, out->data, (size_t)es);
+  fg_ix_fill_from_first(out->data, out->dtype, total);
   return true;
 }
 

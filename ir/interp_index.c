@@ -1,7 +1,7 @@
 /* The indexing ops: gather, take_along_dim, index_select (a copy through
  * the map of index.h), scatter_add and index_add (contributions summed
  * into a copy of the operand). An index outside [0, size) is clamped into
- * it, as the backend does (docs/format.md 5.10). */
+ * it, as the backend does (docs/format.md 5.11). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -104,6 +104,8 @@ typedef enum fg_opcode {
   FG_OP_TAKE_ALONG_DIM,
   FG_OP_SCATTER_ADD,
   FG_OP_INDEX_ADD,
+  /* MX formats */
+  FG_OP_MX_SCALE,
   FG_OP_COUNT
 } fg_opcode;
 
@@ -116,6 +118,8 @@ typedef enum fg_pw_rule {
   FG_PW_LOGICAL,   /* operands as truth values, result bool */
   FG_PW_WHERE,     /* operand 0 bool, operands 1..2 promoted */
   FG_PW_CAST,      /* dtype= attribute */
+  /* MX formats */
+  FG_PW_E8M0, /* result f8e8m0 (mx_scale) */
 } fg_pw_rule;
 
 typedef enum fg_attr_type {
@@ -188,5 +192,8 @@ extern const fg_op fg_ops[FG_OP_COUNT];
 const fg_op *fg_op_lookup(const char *name, int len); /* NULL: unknown; never LITERAL */
 static inline const fg_op *fg_op_get(fg_opcode c) { return &fg_ops[c]; }
 int fg_op_attr_index(const fg_op *op, const char *name); /* -1: none */
+/* MX formats: emax of an MX element dtype (the exponent of its largest
+ * power of two: f8e4m3 8, f8e5m2 15, f4e2m1 2); -1 for other dtypes. */
+int fg_mx_elem_emax(fg_dtype elem);
 
 #endif

@@ -727,6 +727,19 @@ static const fg_value *dense_ancestor(const fg_value *v) {
   return best;
 }
 
+/* MX formats: a view of f4e2m1 storage must start on a byte and keep rows
+ * of whole bytes (a pointer cannot address a nibble); else the result is
+ * copied. NULL when the view is fine. */
+static const char *packed_view_problem(const fg_strided *s, fg_dtype dt) {
+  if (!fg_dtype_is_packed(dt))
+    return NULL;
+  bool ok = s->offset % 2 == 0 && s->rank > 0 && s->strides[s->rank - 1] == 1 &&
+            s->sizes[s->rank - 1] % 2 == 0;
+  for (int d = 0; ok && d + 1 < s->rank; d++)
+    ok = s->strides[d] % 2 == 0 || s->sizes[d] == 1;
+  return ok ? NULL : "an f4e2m1 view that does not start on a byte or keep whole bytes";
+}
+
 static bool plan_results(fg_plan *p, fg_diag *d) {
   fg_graph *g = p->g;
   bool *base_ok = calloc((size_t)g->next_value_id, 1);
@@ -789,7 +802,8 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     if (!g->bookend && v->param_index < 0) {
       /* a parameter returned as it is involves no view op: still aliased */
       why = "bookending disabled (--disable-pass=bookend)";
-    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
+    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why) &&
+               !(why = packed_view_problem(&s, v->type.dtype))) {
       r->is_view = true;
       r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
                                        : (fg_buf_ref){FG_BUF_RESULT, written_as[base->id]};

@@ -159,6 +159,10 @@ def _torch():
             "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
             "f64": torch.float64, "f8e4m3": getattr(torch, "float8_e4m3fn", None),
             "f8e5m2": getattr(torch, "float8_e5m2", None),
+            "f8e8m0": getattr(torch, "float8_e8m0fnu", None),
+            # torch.float4_e2m1fn_x2 has the packed shape (last dim halved), fusec the
+            # element shape: not mapped, so f4e2m1 tensors are refused here.
+            "f4e2m1": None,
         }
         _torch_of_fgl = tuple(names[n] for n in _capi.DTYPE_NAMES)
         _fgl_of_torch = {t: i for i, t in enumerate(_torch_of_fgl) if t is not None}
