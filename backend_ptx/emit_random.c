@@ -23,11 +23,12 @@ static LLVMValueRef stream_word(fgb_emitter *e, const fg_value *s) {
 static void split64(fgb_emitter *e, LLVMValueRef v, LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   *lo = LLVMBuildTrunc(e->b, v, i32, "");
-  *hi = LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, v, LLVMConstInt(LLVMTypeOf(v), 32, 0), ""), i32,
-                       "");
+  *hi =
+      LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, v, LLVMConstInt(LLVMTypeOf(v), 32, 0), ""), i32, "");
 }
 
-static void mulhilo(fgb_emitter *e, uint32_t m, LLVMValueRef c, LLVMValueRef *lo, LLVMValueRef *hi) {
+static void mulhilo(fgb_emitter *e, uint32_t m, LLVMValueRef c, LLVMValueRef *lo,
+                    LLVMValueRef *hi) {
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
   LLVMValueRef p =
       LLVMBuildNUWMul(e->b, LLVMBuildZExt(e->b, c, i64, ""), LLVMConstInt(i64, m, 0), "");
