@@ -7,8 +7,8 @@
 #include "emit.h"
 #include "random.h"
 
-static LLVMValueRef u32c(fgb_emitter *e, uint32_t c) {
-  return LLVMConstInt(LLVMInt32TypeInContext(e->ctx), c, false);
+static LLVMValueRef u32c(fgb_module *m, uint32_t c) {
+  return LLVMConstInt(LLVMInt32TypeInContext(fgb_ctx(m)), c, false);
 }
 
 /* A seed or offset operand as an i64 (signed dtypes sign-extend). */
@@ -20,32 +20,33 @@ static LLVMValueRef stream_word(fgb_emitter *e, const fg_value *s) {
   return fgb_convert(e->m, r, s->type.dtype, FG_I64);
 }
 
-static void split64(fgb_emitter *e, LLVMValueRef v, LLVMValueRef *lo, LLVMValueRef *hi) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  *lo = LLVMBuildTrunc(e->b, v, i32, "");
-  *hi =
-      LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, v, LLVMConstInt(LLVMTypeOf(v), 32, 0), ""), i32, "");
+static void split64(fgb_module *m, LLVMValueRef v, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMBuilderRef b = fgb_builder(m);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(fgb_ctx(m));
+  *lo = LLVMBuildTrunc(b, v, i32, "");
+  *hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, LLVMConstInt(LLVMTypeOf(v), 32, 0), ""), i32, "");
 }
 
-static void mulhilo(fgb_emitter *e, uint32_t m, LLVMValueRef c, LLVMValueRef *lo,
-                    LLVMValueRef *hi) {
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
-  LLVMValueRef p =
-      LLVMBuildNUWMul(e->b, LLVMBuildZExt(e->b, c, i64, ""), LLVMConstInt(i64, m, 0), "");
-  split64(e, p, lo, hi);
+/* The 64-bit product of two 32-bit words, as its halves (NVPTX selects
+ * mul.lo / mul.hi.u32). */
+static void mulhilo(fgb_module *m, uint32_t k, LLVMValueRef c, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMBuilderRef b = fgb_builder(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(fgb_ctx(m));
+  LLVMValueRef p = LLVMBuildNUWMul(b, LLVMBuildZExt(b, c, i64, ""), LLVMConstInt(i64, k, 0), "");
+  split64(m, p, lo, hi);
 }
 
 /* Philox-4x32-10 (ir/random.c's fg_philox4x32_10). */
-static void philox(fgb_emitter *e, LLVMValueRef c[4], LLVMValueRef k0, LLVMValueRef k1) {
-  LLVMBuilderRef b = e->b;
+static void philox(fgb_module *m, LLVMValueRef c[4], LLVMValueRef k0, LLVMValueRef k1) {
+  LLVMBuilderRef b = fgb_builder(m);
   for (int r = 0; r < 10; r++) {
     if (r > 0) {
-      k0 = LLVMBuildAdd(b, k0, u32c(e, FG_PHILOX_W0), "");
-      k1 = LLVMBuildAdd(b, k1, u32c(e, FG_PHILOX_W1), "");
+      k0 = LLVMBuildAdd(b, k0, u32c(m, FG_PHILOX_W0), "");
+      k1 = LLVMBuildAdd(b, k1, u32c(m, FG_PHILOX_W1), "");
     }
     LLVMValueRef lo0, hi0, lo1, hi1;
-    mulhilo(e, FG_PHILOX_M0, c[0], &lo0, &hi0);
-    mulhilo(e, FG_PHILOX_M1, c[2], &lo1, &hi1);
+    mulhilo(m, FG_PHILOX_M0, c[0], &lo0, &hi0);
+    mulhilo(m, FG_PHILOX_M1, c[2], &lo1, &hi1);
     LLVMValueRef n0 = LLVMBuildXor(b, LLVMBuildXor(b, hi1, c[1], ""), k0, "");
     LLVMValueRef n2 = LLVMBuildXor(b, LLVMBuildXor(b, hi0, c[3], ""), k1, "");
     c[0] = n0;
@@ -73,68 +74,74 @@ static LLVMValueRef linear_index(fgb_emitter *e, const fg_value *v, const LLVMVa
   return LLVMTypeOf(lin) == i64 ? lin : LLVMBuildZExt(e->b, lin, i64, "");
 }
 
-static LLVMValueRef pick(fgb_emitter *e, LLVMValueRef j, LLVMValueRef *w, int n) {
+static LLVMValueRef pick(fgb_module *m, LLVMValueRef j, LLVMValueRef *w, int n) {
+  LLVMBuilderRef b = fgb_builder(m);
   LLVMValueRef r = w[n - 1];
   for (int i = n - 2; i >= 0; i--) {
-    LLVMValueRef is = LLVMBuildICmp(e->b, LLVMIntEQ, j, LLVMConstInt(LLVMTypeOf(j), i, 0), "");
-    r = LLVMBuildSelect(e->b, is, w[i], r, "");
+    LLVMValueRef is = LLVMBuildICmp(b, LLVMIntEQ, j, LLVMConstInt(LLVMTypeOf(j), i, 0), "");
+    r = LLVMBuildSelect(b, is, w[i], r, "");
   }
   return r;
 }
 
 /* (w >> (32 - bits)) * 2^-bits in f32 or f64: exact in dt. `plus` adds 1
  * before scaling (randn's u1, in (0, 1]). */
-static LLVMValueRef uniform(fgb_emitter *e, LLVMValueRef w, int bits, bool f64, bool plus) {
-  LLVMBuilderRef b = e->b;
-  LLVMTypeRef ft = f64 ? LLVMDoubleTypeInContext(e->ctx) : LLVMFloatTypeInContext(e->ctx);
-  LLVMValueRef x = bits == 32 ? w : LLVMBuildLShr(b, w, u32c(e, (uint32_t)(32 - bits)), "");
-  LLVMValueRef f;
+static LLVMValueRef uniform(fgb_module *m, LLVMValueRef w, int bits, bool f64, bool plus) {
+  LLVMBuilderRef b = fgb_builder(m);
+  LLVMContextRef ctx = fgb_ctx(m);
+  LLVMTypeRef ft = f64 ? LLVMDoubleTypeInContext(ctx) : LLVMFloatTypeInContext(ctx);
+  LLVMValueRef x = bits == 32 ? w : LLVMBuildLShr(b, w, u32c(m, (uint32_t)(32 - bits)), "");
   if (plus) {
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
     x = LLVMBuildAdd(b, LLVMBuildZExt(b, x, i64, ""), LLVMConstInt(i64, 1, 0), "");
   }
-  f = LLVMBuildUIToFP(b, x, ft, "");
+  LLVMValueRef f = LLVMBuildUIToFP(b, x, ft, "");
   return LLVMBuildFMul(b, f, LLVMConstReal(ft, 1.0 / (double)(1ull << bits)), "");
 }
 
-LLVMValueRef fgb_emit_random(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
-  const fg_node *n = v->def;
-  LLVMBuilderRef b = e->b;
-  LLVMValueRef seed = stream_word(e, n->in[0]), offset = stream_word(e, n->in[1]);
-  if (!seed || !offset)
-    return NULL;
-  LLVMValueRef lin = linear_index(e, v, idx);
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+LLVMValueRef fgb_random_element(fgb_module *m, fg_opcode op, fg_dtype dt, LLVMValueRef seed,
+                                LLVMValueRef offset, LLVMValueRef lin) {
+  LLVMBuilderRef b = fgb_builder(m);
+  LLVMContextRef ctx = fgb_ctx(m);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
   LLVMValueRef blk = LLVMBuildLShr(b, lin, LLVMConstInt(i64, 2, 0), "");
   LLVMValueRef j = LLVMBuildAnd(b, lin, LLVMConstInt(i64, 3, 0), "");
   LLVMValueRef c[4], k0, k1;
-  split64(e, blk, &c[0], &c[1]);
-  split64(e, offset, &c[2], &c[3]);
-  split64(e, seed, &k0, &k1);
-  philox(e, c, k0, k1);
-  fg_dtype dt = v->type.dtype;
+  split64(m, blk, &c[0], &c[1]);
+  split64(m, offset, &c[2], &c[3]);
+  split64(m, seed, &k0, &k1);
+  philox(m, c, k0, k1);
   bool f64 = dt == FG_F64;
   fg_dtype cdt = f64 ? FG_F64 : FG_F32;
-  if (n->op->code == FG_OP_RAND)
-    return fgb_convert(e->m, uniform(e, pick(e, j, c, 4), fg_random_uniform_bits(dt), f64, false),
-                       cdt, dt);
+  if (op == FG_OP_RAND)
+    return fgb_convert(m, uniform(m, pick(m, j, c, 4), fg_random_uniform_bits(dt), f64, false), cdt,
+                       dt);
   /* randn: Box-Muller on the words (2p, 2p+1), p = j / 2; cos for even j,
    * sin for odd j. */
   LLVMValueRef p = LLVMBuildLShr(b, j, LLVMConstInt(i64, 1, 0), "");
   LLVMValueRef wa[2] = {c[0], c[2]}, wb[2] = {c[1], c[3]};
   int bits = f64 ? 32 : 24;
-  LLVMValueRef u1 = uniform(e, pick(e, p, wa, 2), bits, f64, true);
-  LLVMValueRef u2 = uniform(e, pick(e, p, wb, 2), bits, f64, false);
+  LLVMValueRef u1 = uniform(m, pick(m, p, wa, 2), bits, f64, true);
+  LLVMValueRef u2 = uniform(m, pick(m, p, wb, 2), bits, f64, false);
   LLVMTypeRef ft = LLVMTypeOf(u1);
-  LLVMValueRef lg = fgb_emit_op(e->m, FG_OP_LOG, cdt, NULL, &u1);
+  LLVMValueRef lg = fgb_emit_op(m, FG_OP_LOG, cdt, NULL, &u1);
   LLVMValueRef m2 = LLVMBuildFMul(b, lg, LLVMConstReal(ft, -2.0), "");
-  LLVMValueRef r = fgb_emit_op(e->m, FG_OP_SQRT, cdt, NULL, &m2);
+  LLVMValueRef r = fgb_emit_op(m, FG_OP_SQRT, cdt, NULL, &m2);
   /* 2*pi rounded to the compute dtype, as ir/random.c takes it */
   LLVMValueRef t =
       LLVMBuildFMul(b, u2, LLVMConstReal(ft, f64 ? 6.283185307179586 : (double)6.28318548f), "");
-  LLVMValueRef cs = fgb_emit_op(e->m, FG_OP_COS, cdt, NULL, &t);
-  LLVMValueRef sn = fgb_emit_op(e->m, FG_OP_SIN, cdt, NULL, &t);
-  LLVMValueRef odd = LLVMBuildTrunc(b, j, LLVMInt1TypeInContext(e->ctx), "");
+  LLVMValueRef cs = fgb_emit_op(m, FG_OP_COS, cdt, NULL, &t);
+  LLVMValueRef sn = fgb_emit_op(m, FG_OP_SIN, cdt, NULL, &t);
+  LLVMValueRef odd = LLVMBuildTrunc(b, j, LLVMInt1TypeInContext(ctx), "");
   LLVMValueRef z = LLVMBuildFMul(b, r, LLVMBuildSelect(b, odd, sn, cs, ""), "");
-  return fgb_convert(e->m, z, cdt, dt);
+  return fgb_convert(m, z, cdt, dt);
+}
+
+LLVMValueRef fgb_emit_random(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  const fg_node *n = v->def;
+  LLVMValueRef seed = stream_word(e, n->in[0]), offset = stream_word(e, n->in[1]);
+  if (!seed || !offset)
+    return NULL;
+  return fgb_random_element(e->m, n->op->code, v->type.dtype, seed, offset,
+                            linear_index(e, v, idx));
 }
