@@ -1,4 +1,4 @@
-/* rand and randn in kernels (docs/format.md 5.10, ir/random.h): each
+/* rand and randn in kernels (docs/format.md 5.11, ir/random.h): each
  * element computes its Philox-4x32-10 block from its linear index in the
  * value's logical row-major shape, so the bits do not depend on the
  * kernel's schedule, vector width or grid. Lanes whose indices share a

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "index.h"
 #include "infer.h"
 #include "view.h"
 
@@ -683,6 +684,49 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   return LLVMBuildSelect(e->b, valid, v, padv, "");
 }
 
+/* gather, take_along_dim, index_select (index.h): the index operand at
+ * its coordinates, clamped into [0, size) in 64 bits (an out-of-range
+ * index never reads outside the operand), then the operand there. An
+ * index read at lane-independent coordinates (index_select of an
+ * embedding row, the lanes along the row) is itself lane-independent, so
+ * the operand's row keeps its vector loads. */
+static LLVMValueRef emit_gather(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
+  if (fg_index_scatters(n)) {
+    fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);
+    return NULL;
+  }
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  const fg_value *iv = n->in[1];
+  LLVMValueRef iidx[FG_MAX_RANK], xidx[FG_MAX_RANK];
+  bool uniform = true;
+  for (int i = 0; i < m.idx_rank; i++) {
+    iidx[i] = m.idx_src[i] >= 0 ? idx[m.idx_src[i]] : fgb_const(e, 0);
+    uniform &= is_uniform(e, iidx[i]);
+  }
+  LLVMValueRef v = fgb_emit_value(e, iv, iidx);
+  if (!v)
+    return NULL;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+  v = fgb_convert(e->m, v, iv->type.dtype, FG_I64);
+  LLVMValueRef lo = LLVMConstInt(i64, 0, 0),
+               hi = LLVMConstInt(i64, (unsigned long long)(m.size - 1), 0);
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, lo, ""), lo, v, "");
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, hi, ""), hi, v, "");
+  if (e->ity != i64)
+    v = LLVMBuildTrunc(e->b, v, e->ity, "");
+  for (int i = 0; i < m.x_rank; i++)
+    xidx[i] = m.x_src[i] == FG_INDEX_VALUE ? v
+              : m.x_src[i] >= 0            ? idx[m.x_src[i]]
+                                           : fgb_const(e, 0);
+  int nuni = e->nuniform;
+  if (uniform && e->nuniform < 64)
+    e->uniform[e->nuniform++] = v;
+  LLVMValueRef r = fgb_emit_value(e, n->in[0], xidx);
+  e->nuniform = nuni;
+  return r;
+}
+
 /* A reshape whose last dim carries the lanes, where the input's last dim
  * is a whole number of vectors too: the V lanes (an aligned run of the
  * linear index) land in one input row, at consecutive positions. So the
@@ -804,6 +848,13 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
     case FG_KIND_CREATION:
       if (n->op->code == FG_OP_FULL) {
         r = const_reg(e, v->type.dtype, fg_node_attr(n, "value"));
+      } else if (n->op->code == FG_OP_EXTENT) {
+        /* T x the rest: the count of a mean or var over T */
+        LLVMTypeRef i64t = LLVMInt64TypeInContext(e->ctx);
+        LLVMValueRef c = fgb_extent(e, fg_node_attr(n, "value")->i);
+        if (LLVMTypeOf(c) != i64t)
+          c = LLVMBuildZExt(e->b, c, i64t, "");
+        r = fgb_convert(e->m, c, FG_I64, v->type.dtype);
       } else if (n->op->code == FG_OP_RAND || n->op->code == FG_OP_RANDN) {
         r = fgb_emit_random(e, v, idx);
       } else if (n->op->code == FG_OP_DROPOUT) {
@@ -837,6 +888,9 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
       break;
     case FG_KIND_ATTENTION:
       fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);
+      break;
+    case FG_KIND_INDEXING:
+      r = emit_gather(e, n, idx);
       break;
     }
   }

@@ -779,6 +779,138 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* ---- indexing ---- */
+
+/* Whether index extent a fits under data extent b (equal names when symbolic). */
+static bool dim_within(fg_dim a, fg_dim b) {
+  if (a.sym || b.sym)
+    return fg_dim_eq(a, b);
+  return a.size <= b.size;
+}
+
+static bool check_rank(const fg_node *n, const char *what, const fg_type *t, int rank, fg_diag *d) {
+  if (t->rank == rank)
+    return true;
+  fg_error(d, n->loc, "'%s': %s has rank %d, expected %d", n->op->name, what, t->rank, rank);
+  return false;
+}
+
+/* gather, take_along_dim: index of x's rank; take_along_dim broadcasts
+ * the two outside dim, gather needs index extents within x's. */
+static bool infer_gather(fg_node *n, int dim, fg_type *t, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type;
+  char a[256], b[256];
+  if (!check_rank(n, "the index", idx, x->rank, d))
+    return false;
+  *t = *idx;
+  for (int i = 0; i < x->rank; i++) {
+    if (i == dim)
+      continue;
+    fg_dim xd = x->dims[i], id = idx->dims[i];
+    if (n->op->code == FG_OP_GATHER) {
+      if (dim_within(id, xd))
+        continue;
+    } else if (fg_dim_eq(xd, id) || (!id.sym && id.size == 1)) {
+      t->dims[i] = xd;
+      continue;
+    } else if (!xd.sym && xd.size == 1) {
+      continue;
+    }
+    fg_error(d, n->loc,
+             n->op->code == FG_OP_GATHER
+                 ? "'gather': index shape %s exceeds the operand's shape %s at dim %d"
+                 : "'take_along_dim': index shape %s does not broadcast with %s at dim %d",
+             shape_str(idx, a, sizeof a), shape_str(x, b, sizeof b), i);
+    return false;
+  }
+  return true;
+}
+
+/* scatter_add: index, src and x of one rank, the index within src and,
+ * outside dim, within x. index_add: a 1-D index; src is x with dim's
+ * extent the index's. */
+static bool infer_scatter(fg_node *n, int dim, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type, *src = &n->in[2]->type;
+  char a[256], b[256];
+  if (src->dtype != x->dtype) {
+    fg_error(d, n->loc, "'%s': the source is %s, the operand %s (they must agree; insert a cast)",
+             n->op->name, fg_dtype_name(src->dtype), fg_dtype_name(x->dtype));
+    return false;
+  }
+  if (!check_rank(n, "the source", src, x->rank, d))
+    return false;
+  if (n->op->code == FG_OP_SCATTER_ADD) {
+    if (!check_rank(n, "the index", idx, x->rank, d))
+      return false;
+    for (int i = 0; i < x->rank; i++)
+      if (!dim_within(idx->dims[i], src->dims[i]) ||
+          (i != dim && !dim_within(idx->dims[i], x->dims[i]))) {
+        fg_error(d, n->loc,
+                 "'scatter_add': index shape %s exceeds the source's or the operand's at dim %d "
+                 "(source %s)",
+                 shape_str(idx, a, sizeof a), i, shape_str(src, b, sizeof b));
+        return false;
+      }
+    return true;
+  }
+  if (!check_rank(n, "the index", idx, 1, d))
+    return false;
+  for (int i = 0; i < x->rank; i++) {
+    fg_dim want = i == dim ? idx->dims[0] : x->dims[i];
+    if (!fg_dim_eq(src->dims[i], want)) {
+      fg_error(d, n->loc,
+               "'index_add': source shape %s should be the operand's %s with dim %d the index's "
+               "length",
+               shape_str(src, a, sizeof a), shape_str(x, b, sizeof b), dim);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_indexing(fg_node *n, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type;
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), x->rank, d);
+  if (dim < 0)
+    return false;
+  if (!fg_dtype_is_int(idx->dtype)) {
+    fg_error(d, n->loc, "'%s' needs an integer index (i8, u8, i16, i32 or i64), not %s",
+             n->op->name, fg_dtype_name(idx->dtype));
+    return false;
+  }
+  if (x->dims[dim].sym) {
+    fg_error(d, attr_loc(n, "dim"), "'%s' along symbolic dimension %d (%s) is not supported",
+             n->op->name, dim, x->dims[dim].sym);
+    return false;
+  }
+  if (x->dims[dim].size == 0 && fg_type_numel(idx) != 0) {
+    fg_error(d, n->loc, "'%s' indexes dimension %d of size 0", n->op->name, dim);
+    return false;
+  }
+  fg_type t = *x;
+  switch (n->op->code) {
+  case FG_OP_GATHER:
+  case FG_OP_TAKE_ALONG_DIM:
+    if (!infer_gather(n, dim, &t, d))
+      return false;
+    break;
+  case FG_OP_INDEX_SELECT:
+    if (!check_rank(n, "the index", idx, 1, d))
+      return false;
+    t.dims[dim] = idx->dims[0];
+    break;
+  default:
+    if (!infer_scatter(n, dim, d))
+      return false;
+    break;
+  }
+  t.dtype = x->dtype;
+  t.has_layout = false;
+  t.scalar = false;
+  n->out[0]->type = t;
+  return true;
+}
+
 /* ---- creation, control, attention ---- */
 
 static bool infer_full(fg_node *n, fg_diag *d) {
@@ -999,15 +1131,23 @@ static bool infer_node(fg_node *n, fg_diag *d) {
     return infer_reduction(n, d);
   case FG_KIND_CREATION:
     switch (op->code) {
+    case FG_OP_EXTENT:
+      memset(&n->out[0]->type, 0, sizeof n->out[0]->type);
+      n->out[0]->type.dtype = fg_node_attr(n, "dtype")->dtype;
+      return true;
     case FG_OP_FULL:
       return infer_full(n, d);
     case FG_OP_IOTA:
       return infer_iota(n, d);
     case FG_OP_DROPOUT:
       return infer_dropout(n, d);
-    default:
+    case FG_OP_RAND:
+    case FG_OP_RANDN:
       return infer_random(n, d);
+    default:
+      break;
     }
+    break;
   case FG_KIND_CONTROL:
     n->out[0]->type = n->in[0]->type;
     n->out[0]->type.has_layout = false;
@@ -1016,6 +1156,8 @@ static bool infer_node(fg_node *n, fg_diag *d) {
     return infer_sdpa(n, d);
   case FG_KIND_LITERAL:
     return true;
+  case FG_KIND_INDEXING:
+    return infer_indexing(n, d);
   case FG_KIND_VIEW:
     break;
   }

@@ -12,7 +12,8 @@ typedef enum fg_op_kind {
   FG_KIND_CREATION,
   FG_KIND_CONTROL,
   FG_KIND_ATTENTION,
-  FG_KIND_LITERAL, /* internal: defines a literal scalar; never written by users */
+  FG_KIND_LITERAL,  /* internal: defines a literal scalar; never written by users */
+  FG_KIND_INDEXING, /* gather and scatter by an integer index tensor */
 } fg_op_kind;
 
 typedef enum fg_opcode {
@@ -95,8 +96,15 @@ typedef enum fg_opcode {
   FG_OP_SDPA,
   FG_OP_SDPA_BWD,
   /* internal */
+  FG_OP_EXTENT,
   FG_OP_LITERAL,
-  /* random numbers (docs/format.md 5.10; ir/random.h): creation ops keyed
+  /* indexing (operands x, index[, src]; dim=) */
+  FG_OP_GATHER,
+  FG_OP_INDEX_SELECT,
+  FG_OP_TAKE_ALONG_DIM,
+  FG_OP_SCATTER_ADD,
+  FG_OP_INDEX_ADD,
+  /* random numbers (docs/format.md 5.11; ir/random.h): creation ops keyed
    * by seed and offset operands; dropout is a composite the decompose pass
    * rewrites into rand and pointwise ops */
   FG_OP_RAND,

@@ -264,8 +264,27 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     OTHER(FG_OP_SDPA, "sdpa", FG_KIND_ATTENTION, 3, 3, 2, ATTN_ATTRS, fg_interp_sdpa),
     OTHER(FG_OP_SDPA_BWD, "sdpa_bwd", FG_KIND_ATTENTION, 6, 6, 3, ATTN_ATTRS, fg_interp_sdpa),
 
+    /* The element count `value` of extents that hold the symbolic size, as
+     * a scalar of `dtype`: decompose writes it for mean and var over T
+     * (opt/symbolic.h), and the code generator reads it as the run-time
+     * count. Not in the language: a user's number is a literal. */
+    OTHER(FG_OP_EXTENT, "extent", FG_KIND_CREATION, 0, 0, 1,
+          ATTRS(A_REQ("value", FG_AT_SCALAR), A_REQ("dtype", FG_AT_DTYPE)), fg_interp_full),
+
     OTHER(FG_OP_LITERAL, "literal", FG_KIND_LITERAL, 0, 0, 1, ATTRS(A_REQ("value", FG_AT_SCALAR)),
           fg_interp_literal),
+
+    /* indexing: an index outside [0, size) is clamped into it (docs/format.md 5.10) */
+    OTHER(FG_OP_GATHER, "gather", FG_KIND_INDEXING, 2, 2, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_gather),
+    OTHER(FG_OP_INDEX_SELECT, "index_select", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_TAKE_ALONG_DIM, "take_along_dim", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_SCATTER_ADD, "scatter_add", FG_KIND_INDEXING, 3, 3, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_scatter_add),
+    OTHER(FG_OP_INDEX_ADD, "index_add", FG_KIND_INDEXING, 3, 3, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_scatter_add),
 
     /* random numbers */
     OTHER(FG_OP_RAND, "rand", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
@@ -276,7 +295,7 @@ const fg_op fg_ops[FG_OP_COUNT] = {
 
 const fg_op *fg_op_lookup(const char *name, int len) {
   for (int i = 0; i < FG_OP_COUNT; i++) {
-    if (i == FG_OP_LITERAL)
+    if (i == FG_OP_LITERAL || i == FG_OP_EXTENT)
       continue;
     if ((int)strlen(fg_ops[i].name) == len && memcmp(fg_ops[i].name, name, (size_t)len) == 0)
       return &fg_ops[i];

@@ -1,4 +1,4 @@
-/* The random-number stream of rand, randn and dropout (docs/format.md 5.10):
+/* The random-number stream of rand, randn and dropout (docs/format.md 5.11):
  * Philox-4x32-10 keyed by the seed, counted by the element's linear index in
  * the logical row-major result and the offset. The reference interpreter uses
  * these functions; the backend emits the same arithmetic

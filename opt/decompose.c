@@ -2,7 +2,7 @@
  * dtype, so kernels only know sum/prod/amax/amin. The variance is two-pass
  * (mean first, then the sum of squared deviations), as the reference
  * interpreter computes it: accurate where sum-of-squares would cancel.
- * dropout becomes rand and pointwise ops (docs/format.md 5.10), so it fuses
+ * dropout becomes rand and pointwise ops (docs/format.md 5.11), so it fuses
  * wherever they do. */
 #include <string.h>
 
@@ -21,6 +21,19 @@ static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool 
   return fgo_finish(n, d);
 }
 
+/* The count as a scalar of dtype acc: a literal, or over the symbolic size
+ * (a multiple of the stand-in) an `extent` the code generator reads as T x
+ * the rest at run time. */
+static fg_value *count_value(fg_graph *g, double count, fg_dtype acc, fg_loc loc, fg_diag *d) {
+  int64_t c = (int64_t)count;
+  if (!g->stand_in || c == 0 || c % g->stand_in != 0)
+    return fg_literal_float(g, count, loc);
+  fg_node *e = fgo_node(g, FG_OP_EXTENT, 0, NULL, loc);
+  fgo_set_int(e, "value", c);
+  fgo_set_dtype(e, "dtype", acc);
+  return fgo_finish(e, d);
+}
+
 static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *x = n->in[0];
   if (!fg_type_is_static(&x->type))
@@ -36,26 +49,32 @@ static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   bool keep = fg_attr_bool(n, "keepdim");
   g->insert_point = n;
   fg_value *xa = fgo_cast(g, x, acc, n->loc, d);
+  fg_value *cnt = count_value(g, (double)count, acc, n->loc, d);
+  if (!xa || !cnt) {
+    g->insert_point = NULL;
+    return false;
+  }
   fg_value *res[2] = {NULL, NULL};
   if (n->op->code == FG_OP_MEAN) {
     fg_value *s = reduce_sum(g, xa, n, keep, d);
-    res[0] = fgo_cast(
-        g, fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d), out,
-        n->loc, d);
+    res[0] = fgo_cast(g, fgo_binary(g, FG_OP_DIV, s, cnt, n->loc, d), out, n->loc, d);
   } else {
+    /* PyTorch's denominator: max(0, count - correction) */
     double corr = fg_attr_float(n, "correction");
-    double denom = (double)count - corr;
-    if (denom < 0)
-      denom = 0;
+    fg_value *denom;
+    if (fg_value_is_literal(cnt, NULL))
+      denom = fg_literal_float(g, (double)count - corr < 0 ? 0 : (double)count - corr, n->loc);
+    else
+      denom =
+          fgo_binary(g, FG_OP_MAXIMUM,
+                     fgo_binary(g, FG_OP_SUB, cnt, fg_literal_float(g, corr, n->loc), n->loc, d),
+                     fg_literal_float(g, 0, n->loc), n->loc, d);
     fg_value *s = reduce_sum(g, xa, n, true, d);
-    fg_value *m =
-        fgo_binary(g, FG_OP_DIV, s, fg_literal_float(g, (double)count, n->loc), n->loc, d);
+    fg_value *m = fgo_binary(g, FG_OP_DIV, s, cnt, n->loc, d);
     fg_value *dev = fgo_binary(g, FG_OP_SUB, xa, m, n->loc, d);
     fg_value *sq = fgo_binary(g, FG_OP_MUL, dev, dev, n->loc, d);
     fg_value *ss = reduce_sum(g, sq, n, keep, d);
-    res[0] =
-        fgo_cast(g, fgo_binary(g, FG_OP_DIV, ss, fg_literal_float(g, denom, n->loc), n->loc, d),
-                 out, n->loc, d);
+    res[0] = fgo_cast(g, fgo_binary(g, FG_OP_DIV, ss, denom, n->loc, d), out, n->loc, d);
     if (n->op->code == FG_OP_VAR_MEAN) {
       fg_value *mm = m;
       if (!keep && m) {

@@ -918,6 +918,13 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
       return false;
     }
+    if (c == FG_OP_SCATTER_ADD || c == FG_OP_INDEX_ADD) {
+      fg_error(d, n->loc,
+               "'%s' is not supported by the code generator yet (the reference interpreter "
+               "runs it; a deterministic GPU form is to come)",
+               n->op->name);
+      return false;
+    }
   }
   return true;
 }

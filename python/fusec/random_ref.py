@@ -1,6 +1,6 @@
 """The random-number stream of fusec's rand, randn and dropout, in numpy.
 
-A reference a user can run outside fusec (docs/format.md 5.10 states the
+A reference a user can run outside fusec (docs/format.md 5.11 states the
 stream; ir/random.c is the compiler's copy). Needs numpy only:
 
     from fusec.random_ref import rand, randn, dropout

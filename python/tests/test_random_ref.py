@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The interpreter's rand, randn and dropout against python/fusec/random_ref.py
-(numpy), bitwise: the stream docs/format.md 5.10 states, reproduced outside
+(numpy), bitwise: the stream docs/format.md 5.11 states, reproduced outside
 fusec. Runs fgrun on a graph of every random op and dtype with seeds and
 offsets at the edges of their words (0, -1, 2^63, 2^32 - 1, i32 and u8
 tensors), and compares each result's bits with the reference.
