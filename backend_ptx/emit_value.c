@@ -857,6 +857,10 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
         if (LLVMTypeOf(c) != i64t)
           c = LLVMBuildZExt(e->b, c, i64t, "");
         r = fgb_convert(e->m, c, FG_I64, v->type.dtype);
+      } else if (n->op->code == FG_OP_RAND || n->op->code == FG_OP_RANDN) {
+        r = fgb_emit_random(e, v, idx);
+      } else if (n->op->code == FG_OP_DROPOUT) {
+        fgb_fail(e, "'dropout' reached the code generator (the decompose pass rewrites it)");
       } else {
         LLVMValueRef i64 = LLVMBuildSExt(e->b, idx[0], LLVMInt64TypeInContext(e->ctx), "");
         if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx))

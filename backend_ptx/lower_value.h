@@ -124,6 +124,12 @@ LLVMValueRef fgb_emit_pointwise(fgb_module *m, const fg_node *n, LLVMValueRef *o
 LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_node *n,
                          LLVMValueRef *ops);
 
+/* Element `lin` (i64) of rand or randn (op) of dtype dt for the i64 seed
+ * and offset words, in dt's register form: ir/random.h's stream
+ * (backend_ptx/emit_random.c). */
+LLVMValueRef fgb_random_element(fgb_module *m, fg_opcode op, fg_dtype dt, LLVMValueRef seed,
+                                LLVMValueRef offset, LLVMValueRef lin);
+
 /* ---- reductions ---- */
 
 /* Identity and combine of sum / mean (add), prod (mul), amax / amin (the

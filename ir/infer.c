@@ -967,6 +967,75 @@ static bool infer_iota(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* ---- random numbers ---- */
+
+/* The seed and offset operands (the last two): an integer literal, scalar
+ * parameter, or 0-d or one-element tensor, so that a caller can keep them
+ * in device memory and advance them between replays. */
+static bool random_stream_operands(fg_node *n, fg_diag *d) {
+  static const char *const what[2] = {"seed", "offset"};
+  for (int k = 0; k < 2; k++) {
+    int i = n->nin - 2 + k;
+    const fg_type *t = &n->in[i]->type;
+    if (!fg_dtype_is_int(t->dtype)) {
+      fg_error(d, operand_loc(n, i), "the %s of '%s' must be an integer, not %s", what[k],
+               n->op->name, fg_dtype_name(t->dtype));
+      return false;
+    }
+    bool one = t->rank == 0 || (t->rank == 1 && !t->dims[0].sym && t->dims[0].size == 1);
+    if (!one) {
+      fg_error(d, operand_loc(n, i),
+               "the %s of '%s' must be a scalar or a 0-d or one-element tensor", what[k],
+               n->op->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_random(fg_node *n, fg_diag *d) {
+  if (!random_stream_operands(n, d))
+    return false;
+  fg_dtype dt = fg_node_attr(n, "dtype")->dtype;
+  if (!fg_dtype_is_float(dt)) {
+    fg_error(d, attr_loc(n, "dtype"), "'%s' needs a float dtype, not %s", n->op->name,
+             fg_dtype_name(dt));
+    return false;
+  }
+  const fg_attr *s = ints_attr(n, "shape");
+  if (s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
+             FG_MAX_RANK);
+    return false;
+  }
+  for (int i = 0; i < s->n; i++)
+    if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    }
+  n->out[0]->type = fg_type_tensor(dt, s->n, s->ints);
+  return true;
+}
+
+static bool infer_dropout(fg_node *n, fg_diag *d) {
+  if (!random_stream_operands(n, d))
+    return false;
+  fg_type t = n->in[0]->type;
+  if (!fg_dtype_is_float(t.dtype)) {
+    fg_error(d, operand_loc(n, 0), "'dropout' needs a float tensor, not %s",
+             fg_dtype_name(t.dtype));
+    return false;
+  }
+  double p = fg_node_attr(n, "p")->f;
+  if (!(p >= 0.0 && p <= 1.0)) {
+    fg_error(d, attr_loc(n, "p"), "the probability p of 'dropout' must be in [0, 1], not %g", p);
+    return false;
+  }
+  t.has_layout = false;
+  n->out[0]->type = t;
+  return true;
+}
+
 static bool infer_sdpa(fg_node *n, fg_diag *d) {
   for (int i = 0; i < n->nin; i++) {
     int want = (n->op->code == FG_OP_SDPA_BWD && i == 5) ? 3 : 4;
@@ -1083,7 +1152,8 @@ static bool infer_node(fg_node *n, fg_diag *d) {
       return false;
     }
   for (int i = 0; i < n->nin; i++)
-    if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA) {
+    if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA &&
+        !(fg_op_is_random(op) && i >= n->nin - 2)) {
       fg_error(d, operand_loc(n, i), "'%s' needs tensor operands; operand %d is a scalar", op->name,
                i);
       return false;
@@ -1094,12 +1164,24 @@ static bool infer_node(fg_node *n, fg_diag *d) {
   case FG_KIND_REDUCTION:
     return infer_reduction(n, d);
   case FG_KIND_CREATION:
-    if (op->code == FG_OP_EXTENT) {
+    switch (op->code) {
+    case FG_OP_EXTENT:
       memset(&n->out[0]->type, 0, sizeof n->out[0]->type);
       n->out[0]->type.dtype = fg_node_attr(n, "dtype")->dtype;
       return true;
+    case FG_OP_FULL:
+      return infer_full(n, d);
+    case FG_OP_IOTA:
+      return infer_iota(n, d);
+    case FG_OP_DROPOUT:
+      return infer_dropout(n, d);
+    case FG_OP_RAND:
+    case FG_OP_RANDN:
+      return infer_random(n, d);
+    default:
+      break;
     }
-    return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
+    break;
   case FG_KIND_CONTROL:
     n->out[0]->type = n->in[0]->type;
     n->out[0]->type.has_layout = false;

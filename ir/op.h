@@ -106,6 +106,12 @@ typedef enum fg_opcode {
   FG_OP_INDEX_ADD,
   /* MX formats */
   FG_OP_MX_SCALE,
+  /* random numbers (docs/format.md 5.12; ir/random.h): creation ops keyed
+   * by seed and offset operands; dropout is a composite the decompose pass
+   * rewrites into rand and pointwise ops */
+  FG_OP_RAND,
+  FG_OP_RANDN,
+  FG_OP_DROPOUT,
   FG_OP_COUNT
 } fg_opcode;
 
@@ -186,6 +192,11 @@ static inline bool fg_op_has(const fg_op *op, unsigned prop) { return (op->props
 static inline bool fg_op_returns_bool(const fg_op *op) {
   return op->kind == FG_KIND_POINTWISE &&
          (op->pw == FG_PW_COMPARE || op->pw == FG_PW_PREDICATE || op->pw == FG_PW_LOGICAL);
+}
+
+/* rand, randn, dropout: their last two operands are the seed and offset. */
+static inline bool fg_op_is_random(const fg_op *op) {
+  return op->code == FG_OP_RAND || op->code == FG_OP_RANDN || op->code == FG_OP_DROPOUT;
 }
 
 extern const fg_op fg_ops[FG_OP_COUNT];

@@ -148,6 +148,9 @@ static const char *const gelu_choices[] = {"none", "tanh", NULL};
   ATTRS(A_OPT("dims", FG_AT_INTS),                                                                 \
         {.name = "correction", .type = FG_AT_FLOAT, .def = {.kind = FG_ATTR_FLOAT, .f = 1.0}},     \
         A_BOOL("keepdim", 0))
+#define RAND_ATTRS                                                                                 \
+  ATTRS(A_REQ("shape", FG_AT_INTS),                                                                \
+        {.name = "dtype", .type = FG_AT_DTYPE, .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_F32}})
 #define ATTN_ATTRS ATTRS(A_BOOL("causal", 0), A_OPT("scale", FG_AT_FLOAT))
 
 /* ---- the table ---- */
@@ -304,6 +307,12 @@ const fg_op fg_ops[FG_OP_COUNT] = {
                                .type = FG_AT_DTYPE,
                                .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_F8E4M3}}),
                         FG_PW_E8M0, mx_scale_f, NULL, NULL, EXACT},
+
+    /* random numbers */
+    OTHER(FG_OP_RAND, "rand", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
+    OTHER(FG_OP_RANDN, "randn", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
+    OTHER(FG_OP_DROPOUT, "dropout", FG_KIND_CREATION, 3, 3, 1, ATTRS(A_REQ("p", FG_AT_FLOAT)),
+          fg_interp_dropout),
 };
 
 int fg_mx_elem_emax(fg_dtype elem) {

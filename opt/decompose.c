@@ -1,11 +1,14 @@
 /* mean, var and var_mean become sums and pointwise ops in the accumulation
  * dtype, so kernels only know sum/prod/amax/amin. The variance is two-pass
  * (mean first, then the sum of squared deviations), as the reference
- * interpreter computes it: accurate where sum-of-squares would cancel. */
+ * interpreter computes it: accurate where sum-of-squares would cancel.
+ * dropout becomes rand and pointwise ops (docs/format.md 5.11), so it fuses
+ * wherever they do. */
 #include <string.h>
 
 #include "build.h"
 #include "passes.h"
+#include "random.h"
 
 static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool keepdim,
                             fg_diag *d) {
@@ -99,11 +102,49 @@ static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* dropout(x, seed, offset, p=P) = where(ge(rand(seed, offset, shape=x's,
+ * dtype=f32), P), mul(x, 1/(1-P)), 0.0): the interpreter's
+ * fg_interp_dropout, op for op (the literals round to x's compute dtype as
+ * it rounds them). */
+static bool decompose_dropout(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_value *x = n->in[0];
+  if (!fg_type_is_static(&x->type))
+    return true; /* left for a later compiler */
+  double p = fg_attr_float(n, "p");
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < x->type.rank; i++)
+    shape[i] = x->type.dims[i].size;
+  g->insert_point = n;
+  fg_value *stream[2] = {n->in[1], n->in[2]};
+  fg_node *r = fgo_node(g, FG_OP_RAND, 2, stream, n->loc);
+  fgo_set_ints(g, r, "shape", shape, x->type.rank);
+  fgo_set_dtype(r, "dtype", FG_F32);
+  fg_value *u = fgo_finish(r, d);
+  fg_value *keep = u ? fgo_binary(g, FG_OP_GE, u, fg_literal_float(g, p, n->loc), n->loc, d) : NULL;
+  fg_value *scaled =
+      fgo_binary(g, FG_OP_MUL, x, fg_literal_float(g, fg_dropout_scale(p), n->loc), n->loc, d);
+  fg_value *res = NULL;
+  if (keep && scaled) {
+    fg_value *in[3] = {keep, scaled, fg_literal_float(g, 0.0, n->loc)};
+    res = fgo_finish(fgo_node(g, FG_OP_WHERE, 3, in, n->loc), d);
+  }
+  g->insert_point = NULL;
+  if (!res)
+    return false;
+  if (!res->name && n->out[0]->name)
+    res->name = n->out[0]->name;
+  fg_replace_uses(g, n->out[0], res);
+  fg_node_remove(g, n);
+  return true;
+}
+
 bool fg_pass_decompose(fg_graph *g, fg_diag *d) {
   for (fg_node *n = g->first, *next; n; n = next) {
     next = n->next;
     fg_opcode c = n->op->code;
     if ((c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) && !decompose(g, n, d))
+      return false;
+    if (c == FG_OP_DROPOUT && !decompose_dropout(g, n, d))
       return false;
   }
   return true;

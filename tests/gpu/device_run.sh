@@ -172,7 +172,8 @@ repeat() {
   : >"$LOG/repeat.txt"
   for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
-      bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k; do
+      bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k \
+      tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
 }
