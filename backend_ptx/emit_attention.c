@@ -60,10 +60,10 @@ typedef struct attn {
   int64_t Sq, Sk, D;
   int br, bc, pitch;
   attn_src q, k_, v;
-  LLVMValueRef smem;                     /* i8 array in shared memory */
-  LLVMValueRef tid, warp, g, t, tzero;   /* i32; tzero: t == 0 */
-  LLVMValueRef q0;                       /* the CTA's first query row (i32) */
-  LLVMValueRef row[2];                   /* this thread's rows: warp's first + g, + 8 */
+  LLVMValueRef smem;                   /* i8 array in shared memory */
+  LLVMValueRef tid, warp, g, t, tzero; /* i32; tzero: t == 0 */
+  LLVMValueRef q0;                     /* the CTA's first query row (i32) */
+  LLVMValueRef row[2];                 /* this thread's rows: warp's first + g, + 8 */
 } attn;
 
 static LLVMValueRef i32c(attn *a, int64_t v) {
@@ -143,8 +143,7 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
     }
     LLVMValueRef words[4];
     for (int j = 0; j < 8; j++) {
-      LLVMValueRef o =
-          LLVMBuildAdd(b, goff, fgb_const(e, (int64_t)j * src->s.strides[3]), "");
+      LLVMValueRef o = LLVMBuildAdd(b, goff, fgb_const(e, (int64_t)j * src->s.strides[3]), "");
       LLVMValueRef ld = LLVMBuildLoad2(b, m->i16, fgb_gep_global(m, src->ptr, m->i16, o), "");
       LLVMSetAlignment(ld, 2);
       LLVMSetMetadata(ld, m->md_invariant, LLVMMDNodeInContext(m->ctx, NULL, 0));
@@ -215,9 +214,9 @@ static void mma(attn *a, LLVMValueRef *A, LLVMValueRef b0, LLVMValueRef b1, LLVM
     args[6 + i] = c[i];
   LLVMTypeRef f4[4] = {m->f32, m->f32, m->f32, m->f32};
   LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, f4, 4, 0);
-  LLVMValueRef r = fgb_call(m, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-                                  : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                            ret, 10, args);
+  LLVMValueRef r = fgb_call(
+      m, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", ret,
+      10, args);
   for (int i = 0; i < 4; i++)
     c[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
 }
@@ -258,7 +257,8 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
     return false;
   }
   const fg_attr *sa = fg_node_attr(n, "scale");
-  double scale = sa ? (sa->kind == FG_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)a->D);
+  double scale =
+      sa ? (sa->kind == FG_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)a->D);
   LLVMValueRef scale2 = f32c(a, (double)(float)(scale * 1.4426950408889634));
 
   char name[256];
@@ -280,11 +280,10 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef bh = to_ity(a, fgb_ctaid(m, 1));
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, H), "");
   LLVMValueRef hi = LLVMBuildURem(b, bh, fgb_const(e, H), "");
-  if (!source(a, 0, &a->q, bi, hi) || !source(a, 1, &a->k_, bi, hi) ||
-      !source(a, 2, &a->v, bi, hi))
+  if (!source(a, 0, &a->q, bi, hi) || !source(a, 1, &a->k_, bi, hi) || !source(a, 2, &a->v, bi, hi))
     return false;
   LLVMValueRef wrow = LLVMBuildMul(b, a->warp, i32c(a, 16), ""); /* the warp's first row */
-  LLVMValueRef r0 = LLVMBuildAdd(b, wrow, a->g, "");              /* in the tile */
+  LLVMValueRef r0 = LLVMBuildAdd(b, wrow, a->g, "");             /* in the tile */
   a->row[0] = LLVMBuildAdd(b, a->q0, r0, "");
   a->row[1] = LLVMBuildAdd(b, a->row[0], i32c(a, 8), "");
 
@@ -348,8 +347,8 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++) {
       int r = i / 2;
-      LLVMValueRef key = LLVMBuildAdd(b, k0, LLVMBuildAdd(b, two_t, i32c(a, j * 8 + (i & 1)), ""),
-                                      "");
+      LLVMValueRef key =
+          LLVMBuildAdd(b, k0, LLVMBuildAdd(b, two_t, i32c(a, j * 8 + (i & 1)), ""), "");
       LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, key, i32c(a, a->Sk), "");
       if (a->causal)
         ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSLE, key, a->row[r], ""), "");
@@ -389,8 +388,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   for (int d = 0; d < nd; d++) {
     LLVMValueRef acc[4];
     for (int i = 0; i < 4; i++)
-      acc[i] =
-          LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, ovar[d][i], ""), alpha[i / 2], "");
+      acc[i] = LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, ovar[d][i], ""), alpha[i / 2], "");
     for (int j = 0; j < nn / 2; j++) {
       LLVMValueRef b0 = lds16x2(a, vbase, j * 16, d * 8);
       LLVMValueRef b1 = lds16x2(a, vbase, j * 16 + 8, d * 8);

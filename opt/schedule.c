@@ -795,9 +795,10 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 /* issue 19: the attention kernel (FlashAttention-2's forward). Each warp
  * owns 16 query rows (one m16n8k16 row block), so its S = Q K^T tile of
  * 16 x Bc and its O tile of 16 x D stay in registers: 4 warps (Br = 64
- * rows a CTA), Bc = 64 keys a block: at D = 128 a thread holds O (64
- * floats), S (32) and the Q fragments (32 registers), FlashAttention-2's
- * own choice for sm_80+ at these head dims. Q, K and V tiles live in
+ * rows a CTA); Bc = 64 keys a block at D = 64 (128 registers, ptxas -v),
+ * 32 at D = 128, where a thread holds O (64 floats) and the Q fragments
+ * (32 registers) and Bc = 64 spilled at 255 registers (165 with 32; no
+ * spills). Q, K and V tiles live in
  * dynamic shared memory, rows padded by 8 elements (16 bytes) so that the
  * 8 rows a fragment load touches fall in different banks. Vector width 8
  * (16-byte copies of the tiles) where every operand's head dim is
@@ -839,7 +840,7 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   int64_t B = q->dims[0].size, H = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
   k->attn_warps = ATTN_WARPS;
   k->attn_br = 16 * k->attn_warps;
-  k->attn_bc = ATTN_BC;
+  k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC; /* D 128: S of 16 x 64 spilled at 255 registers */
   k->attn_pitch = (int)D + ATTN_PAD;
   k->block = 32 * k->attn_warps;
   k->grid[0] = ceil_div(Sq, k->attn_br);
