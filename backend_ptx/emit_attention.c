@@ -280,7 +280,10 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef bh = to_ity(a, fgb_ctaid(m, 1));
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, H), "");
   LLVMValueRef hi = LLVMBuildURem(b, bh, fgb_const(e, H), "");
-  if (!source(a, 0, &a->q, bi, hi) || !source(a, 1, &a->k_, bi, hi) || !source(a, 2, &a->v, bi, hi))
+  /* GQA: query head h reads key and value head h / (Hq / Hk) */
+  int64_t group = H / n->in[1]->type.dims[1].size;
+  LLVMValueRef hk = group > 1 ? LLVMBuildUDiv(b, hi, fgb_const(e, group), "") : hi;
+  if (!source(a, 0, &a->q, bi, hi) || !source(a, 1, &a->k_, bi, hk) || !source(a, 2, &a->v, bi, hk))
     return false;
   LLVMValueRef wrow = LLVMBuildMul(b, a->warp, i32c(a, 16), ""); /* the warp's first row */
   LLVMValueRef r0 = LLVMBuildAdd(b, wrow, a->g, "");             /* in the tile */
