@@ -126,6 +126,9 @@ typedef struct fg_kernel {
    * warp), keys a block, and the shared memory row pitch in elements */
   const fg_node *attn;
   int attn_br, attn_bc, attn_warps, attn_pitch;
+  bool attn_ldmatrix; /* K and V fragments by ldmatrix (.trans for V), not plain shared loads */
+  int attn_stages;    /* 2: the next K, V tiles load (cp.async in the aligned variant) while
+                       * this block computes; 1: load, then compute */
 } fg_kernel;
 
 typedef struct fg_temp {

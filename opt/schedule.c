@@ -836,7 +836,6 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
       return false;
     }
   }
-  (void)o;
   int64_t B = q->dims[0].size, H = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
   k->attn_warps = ATTN_WARPS;
   k->attn_br = 16 * k->attn_warps;
@@ -846,11 +845,18 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->grid[0] = ceil_div(Sq, k->attn_br);
   k->grid[1] = B * H;
   k->grid[2] = 1;
-  k->smem = (k->attn_br + 2 * k->attn_bc) * k->attn_pitch * 2;
+  int64_t v;
+  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  k->smem = (k->attn_br + k->attn_stages * 2 * k->attn_bc) * k->attn_pitch * 2;
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k) ? 8 : 1;
   k->outer = B * H * Sq;
   k->red = kt->dims[2].size;
   k->inner = D;
+  /* .minnctapersm 3: without it ptxas held the D = 64 kernel's aligned
+   * variant to 128 registers (4 CTAs an SM) and spilled 24 bytes; with it,
+   * 154-168 registers and no spills (3 CTAs an SM) */
+  k->min_ctas_per_sm = 3;
   k->chunks = 1;
   k->split = 1;
   k->persistent = true;
