@@ -9,10 +9,12 @@
  *   Q tile -> shared -> A fragments in registers, once
  *   for each key block of bc keys (under a causal mask, only those some
  *   row of the CTA sees):
- *     K, V tiles -> shared (16-byte pieces in the aligned variant)
+ *     K, V tiles -> shared: two stages, the next block's copied while this
+ *     one computes (cp.async in the aligned variant; plan: stages)
  *     S = Q K^T                  (mma, f32 accumulators: 16 x bc a warp)
  *     scaled into log2 units (scale x log2 e folded), masked to -inf
- *     (keys past the end; causal: key j > query i, top-left aligned)
+ *     (keys past the end; causal: key j > query i, top-left aligned) in
+ *     the blocks where the warp's rows meet the end or the diagonal
  *     m_new = max(m, rowmax S); P = 2^(S - m_new); l = l 2^(m - m_new) + rowsum P
  *     O = O 2^(m - m_new) + P V  (P rounded to the input dtype: the A
  *                                 operand straight from S's registers)
@@ -26,12 +28,15 @@
  * So S's accumulators of two adjacent 8-key tiles are exactly P's A
  * fragment of 16 keys, and a row's values live in the 4 lanes of a quad
  * (max and sum: two butterfly shuffles). K stored [key][d] is B = K^T
- * column-major: b0b1 is one 32-bit word of a K row. V stored [key][d] is
- * B row-major: b0 and b1 are two rows, read as two 16-bit loads.
+ * column-major: b0b1 is one 32-bit word of a K row, so ldmatrix gives
+ * it. V stored [key][d] is B row-major: b0 and b1 are two rows, so
+ * ldmatrix .trans gives them (plan: ldmatrix; without, plain 32-bit and
+ * paired 16-bit shared loads).
  *
- * Shared memory (dynamic; the plan's smem): Q [br][pitch], K [bc][pitch],
- * V [bc][pitch] in elements, pitch = D + 8 so that the 8 rows a fragment
- * load touches fall in different banks. Rows past the sequence are
+ * Shared memory (dynamic; the plan's smem): Q [br][pitch], then per stage
+ * K [bc][pitch] and V [bc][pitch], in elements; pitch = D + 8 so that the
+ * 8 rows a fragment load or an ldmatrix phase touches fall in different
+ * banks. Rows past the sequence are
  * zero-filled (a zero V row times a zero probability is zero; garbage could
  * be NaN). Tiles are read through each operand's strides (view.h: a
  * parameter, a view of one, or a stored value), so transposed or packed
