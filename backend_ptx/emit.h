@@ -152,5 +152,7 @@ void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dt
 bool fgb_emit_pointwise_kernel(fgb_emitter *e);
 bool fgb_emit_row_kernel(fgb_emitter *e);
 bool fgb_emit_column_kernel(fgb_emitter *e);
+/* issue 19: the sdpa forward (emit_attention.c) */
+bool fgb_emit_attention_kernel(fgb_emitter *e);
 
 #endif

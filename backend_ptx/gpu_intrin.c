@@ -55,7 +55,7 @@ LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
 }
 
 static void asm_call(fgb_module *m, const char *text, const char *cons, int n, LLVMValueRef *args) {
-  LLVMTypeRef ts[2];
+  LLVMTypeRef ts[4];
   for (int i = 0; i < n; i++)
     ts[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef fty = LLVMFunctionType(m->v, ts, (unsigned)n, 0);
@@ -77,6 +77,20 @@ void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr) {
           m->i32, ""),
       LLVMBuildPtrToInt(m->b, gptr, LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod)), "")};
   asm_call(m, "cp.async.cg.shared.global [$0], [$1], 16;", "r,l,~{memory}", 2, a);
+}
+
+void fgb_cp_async16_zfill(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr,
+                          LLVMValueRef src_bytes) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(LLVMGetModuleContext(m->mod));
+  LLVMValueRef a[3] = {LLVMBuildTrunc(m->b, LLVMBuildPtrToInt(m->b, sptr, i64, ""), m->i32, ""),
+                       LLVMBuildPtrToInt(m->b, gptr, i64, ""), src_bytes};
+  asm_call(m, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", 3, a);
+}
+
+void fgb_cp_async_wait(fgb_module *m, int pending) {
+  char text[64];
+  snprintf(text, sizeof text, "cp.async.wait_group %d;", pending);
+  asm_call(m, text, "~{memory}", 0, NULL);
 }
 
 void fgb_cp_async_commit(fgb_module *m) {

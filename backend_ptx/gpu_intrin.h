@@ -34,6 +34,13 @@ void fgb_nanosleep(fgb_module *m, int ns);
  * thread, whose copies are then visible to it. */
 void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr);
 void fgb_cp_async_commit(fgb_module *m);
+/* The same copy reading only src_bytes (i32: 0 or 16) of gptr and filling
+ * the rest of the 16 bytes with zeros (a row past a tensor's end). */
+void fgb_cp_async16_zfill(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr,
+                          LLVMValueRef src_bytes);
+/* cp.async.wait_group pending: this thread's groups but the last
+ * `pending` are done. */
+void fgb_cp_async_wait(fgb_module *m, int pending);
 void fgb_cp_async_wait_all(fgb_module *m);
 
 /* Thread-block clusters (sm_90). barrier.cluster.arrive (release) then

@@ -12,7 +12,9 @@ torch.compile of the same function).
 Where PyTorch's op differs from the format, the difference is written out:
 `dims=[]` reduces no dim (torch reduces all), integer `div` truncates, `pad`
 lists dims first to last, `broadcast_in_dim` names the result dim of each
-operand dim. Ops with no PyTorch counterpart here (sdpa) raise.
+operand dim. `sdpa` is PyTorch's scaled_dot_product_attention (is_causal:
+the same top-left alignment); its lse has no PyTorch counterpart (SDPA does
+not return it), so a graph that uses lse raises. `sdpa_bwd` raises.
 """
 import math
 import re
@@ -253,11 +255,25 @@ KEEP_F8 = ("cast", "reshape", "view", "permute", "transpose", "broadcast_in_dim"
            "slice", "split", "segment_set", "full", "iota")
 
 
+class _NoLse:
+    """sdpa's lse: SDPA does not return it."""
+
+
+NO_LSE = _NoLse()
+
+
 def _call(name, args, kw, device):
     """The op on tensors of dtypes PyTorch computes with: f8 operands are
     computed in f32 and the result rounded back (the format's rule for
     narrow floats), integer operands of float-only functions in f32."""
     torch = _torch()
+    if any(a is NO_LSE for a in args):
+        raise ValueError("fg2torch: sdpa's lse has no PyTorch form (SDPA does not return it)")
+    if name == "sdpa":
+        q, k, v = args
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("causal", False)),
+                                                             scale=kw.get("scale"))
+        return o, NO_LSE
     f8 = (torch.float8_e4m3fn, torch.float8_e5m2)
     if name not in KEEP_F8 and any(_is_t(a) and a.dtype in f8 for a in args):
         back = None
@@ -400,7 +416,10 @@ def load(text, graph=None):
             else:
                 for n, x in zip(names, v):
                     env[n] = x
-        return tuple(ev(r, env, device) for r in results)
+        outs = tuple(ev(r, env, device) for r in results)
+        if any(x is NO_LSE for x in outs):
+            raise ValueError("fg2torch: sdpa's lse has no PyTorch form (SDPA does not return it)")
+        return outs
 
     sig = [(p[0], p[1], p[2]) for p in params]
     return fn, sig

@@ -399,6 +399,12 @@ s("softmax_bwd", "softmax_bwd.fg", "softmax bwd, bf16 [65536,1024]", "softmax bw
 s("rope_rotate_half", "rope.fg", "HF RoPE (rotate_half), bf16 [4,32,2048,128]", "RoPE rotate_half, bf16 [1,8,128,64]")
 s("rope_interleaved", "rope.fg", "Meta llama RoPE (interleaved pairs), bf16 [4,2048,32,128]",
   "RoPE interleaved, bf16 [1,128,8,64]")
+s("attn_fwd", "attention.fg", "attention fwd (SDPA), bf16 [4,32,4096,128]", "attention fwd, bf16 [1,8,512,128]")
+s("attn_fwd_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [4,32,4096,128]",
+  "attention fwd causal, bf16 [1,8,512,128]")
+s("attn_fwd_d64", "attention.fg", "attention fwd (SDPA), bf16 [8,16,2048,64]", "attention fwd, bf16 [1,8,512,64]")
+s("attn_fwd_long_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [1,32,16384,128]",
+  "attention fwd causal, bf16 [1,4,512,128]")
 
 BY_NAME = {x["name"]: x for x in W}
 

@@ -1036,7 +1036,17 @@ static bool infer_dropout(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* A dim as a message names it: its size or its symbol. */
+static const char *dim_str(fg_dim x, char *b, size_t cap) {
+  if (x.sym)
+    snprintf(b, cap, "%s", x.sym);
+  else
+    snprintf(b, cap, "%lld", (long long)x.size);
+  return b;
+}
+
 static bool infer_sdpa(fg_node *n, fg_diag *d) {
+  char b0[64], b1[64], b2[64];
   for (int i = 0; i < n->nin; i++) {
     int want = (n->op->code == FG_OP_SDPA_BWD && i == 5) ? 3 : 4;
     if (n->in[i]->type.rank != want) {
@@ -1046,10 +1056,20 @@ static bool infer_sdpa(fg_node *n, fg_diag *d) {
   }
   if (n->op->code == FG_OP_SDPA) {
     const fg_type *q = &n->in[0]->type, *k = &n->in[1]->type, *v = &n->in[2]->type;
-    if (!fg_dim_eq(q->dims[0], k->dims[0]) || !fg_dim_eq(q->dims[1], k->dims[1]) ||
-        !fg_dim_eq(q->dims[3], k->dims[3]) || !fg_dim_eq(k->dims[2], v->dims[2]) ||
-        !fg_dim_eq(k->dims[0], v->dims[0]) || !fg_dim_eq(k->dims[1], v->dims[1])) {
+    if (!fg_dim_eq(q->dims[0], k->dims[0]) || !fg_dim_eq(q->dims[3], k->dims[3]) ||
+        !fg_dim_eq(k->dims[2], v->dims[2]) || !fg_dim_eq(k->dims[0], v->dims[0]) ||
+        !fg_dim_eq(k->dims[1], v->dims[1])) {
       fg_error(d, n->loc, "'sdpa' operands have incompatible shapes");
+      return false;
+    }
+    /* GQA / MQA: k and v may have fewer heads, a divisor of q's */
+    if (!fg_dim_eq(q->dims[1], k->dims[1]) &&
+        (q->dims[1].sym || k->dims[1].sym || k->dims[1].size < 1 ||
+         q->dims[1].size % k->dims[1].size)) {
+      fg_error(d, n->loc,
+               "'sdpa' needs q's head count to be a multiple of k's and v's (grouped-query "
+               "attention): q has %s heads, k and v %s",
+               dim_str(q->dims[1], b0, sizeof b0), dim_str(k->dims[1], b1, sizeof b1));
       return false;
     }
     fg_type o = *q;
@@ -1064,6 +1084,18 @@ static bool infer_sdpa(fg_node *n, fg_diag *d) {
     n->out[0]->type = o;
     n->out[1]->type = lse;
   } else {
+    const fg_type *q = &n->in[1]->type, *k = &n->in[2]->type, *v = &n->in[3]->type;
+    if (!fg_dim_eq(k->dims[1], v->dims[1]) ||
+        (!fg_dim_eq(q->dims[1], k->dims[1]) &&
+         (q->dims[1].sym || k->dims[1].sym || k->dims[1].size < 1 ||
+          q->dims[1].size % k->dims[1].size))) {
+      fg_error(d, n->loc,
+               "'sdpa_bwd' needs q's head count to be a multiple of k's and v's (grouped-query "
+               "attention): q has %s heads, k %s, v %s",
+               dim_str(q->dims[1], b0, sizeof b0), dim_str(k->dims[1], b1, sizeof b1),
+               dim_str(v->dims[1], b2, sizeof b2));
+      return false;
+    }
     for (int i = 0; i < 3; i++) {
       fg_type t = n->in[1 + i]->type;
       t.has_layout = false;

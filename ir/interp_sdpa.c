@@ -3,7 +3,9 @@
  * dtypes at the end: the oracle a flash-attention kernel accumulating in f32
  * is compared against. q,k,v are [B,H,S,D]; causal masks key j > query i
  * (top-left aligned, as PyTorch's is_causal); lse is the natural-log
- * logsumexp of the scaled scores, f32 [B,H,Sq]. */
+ * logsumexp of the scaled scores, f32 [B,H,Sq]. k and v may have fewer
+ * heads than q (GQA, MQA): query head h reads key head h / (Hq / Hk), and
+ * the backward sums a key head's dk, dv over its query heads in order. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -91,11 +93,12 @@ static bool sdpa_fwd(fg_interp_ctx *cx, const fg_node *n) {
     free_bufs(&B);
     return fg_ix_fail(cx, n, "out of memory");
   }
+  int64_t group = dq.H / dk.H;
   for (int64_t b = 0; b < dq.B; b++)
     for (int64_t h = 0; h < dq.H; h++) {
       load_bh(q, b, h, B.q);
-      load_bh(k, b, h, B.k);
-      load_bh(v, b, h, B.v);
+      load_bh(k, b, h / group, B.k);
+      load_bh(v, b, h / group, B.v);
       for (int64_t i = 0; i < dq.S; i++) {
         int64_t nk = scores(B.q + i * dq.D, B.k, dk.S, dq.D, scale, causal, i, B.s);
         double m = -INFINITY, l = 0;
@@ -144,19 +147,22 @@ static bool sdpa_bwd(fg_interp_ctx *cx, const fg_node *n) {
     free_bufs(&B);
     return fg_ix_fail(cx, n, "out of memory");
   }
+  int64_t group = dq.H / dk.H;
   for (int64_t b = 0; b < dq.B; b++)
     for (int64_t h = 0; h < dq.H; h++) {
       load_bh(q, b, h, B.q);
-      load_bh(k, b, h, B.k);
-      load_bh(v, b, h, B.v);
+      load_bh(k, b, h / group, B.k);
+      load_bh(v, b, h / group, B.v);
       load_bh(o, b, h, B.o);
       load_bh(tdo, b, h, B.do_);
       for (int64_t i = 0; i < dq.S * dq.D; i++)
         B.dq[i] = 0;
-      for (int64_t i = 0; i < dk.S * dk.D; i++)
-        B.dk[i] = 0;
-      for (int64_t i = 0; i < dv.S * dv.D; i++)
-        B.dv[i] = 0;
+      if (h % group == 0) { /* the first query head of the key head's group */
+        for (int64_t i = 0; i < dk.S * dk.D; i++)
+          B.dk[i] = 0;
+        for (int64_t i = 0; i < dv.S * dv.D; i++)
+          B.dv[i] = 0;
+      }
       for (int64_t i = 0; i < dq.S; i++) {
         const double *qi = B.q + i * dq.D, *doi = B.do_ + i * dv.D;
         int64_t nk = scores(qi, B.k, dk.S, dq.D, scale, causal, i, B.s);
@@ -174,8 +180,10 @@ static bool sdpa_bwd(fg_interp_ctx *cx, const fg_node *n) {
         }
       }
       store_bh(gq, b, h, B.dq);
-      store_bh(gk, b, h, B.dk);
-      store_bh(gv, b, h, B.dv);
+      if (h % group == group - 1) {
+        store_bh(gk, b, h / group, B.dk);
+        store_bh(gv, b, h / group, B.dv);
+      }
     }
   free_bufs(&B);
   return true;

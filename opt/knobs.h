@@ -44,7 +44,10 @@
   X(COL_COMBINE, 1, 16, FG_KNOB_ANY, "auto", "partials a column combiner loads before summing")    \
   X(TRACE, 0, 1, FG_KNOB_ANY, "0", "1: a %globaltimer timeline of every row + column CTA")         \
   X(COST_GBS, 100, 100000, FG_KNOB_ANY, "target's",                                                \
-    "copy bandwidth (GB/s) the cost model in --emit plan assumes")
+    "copy bandwidth (GB/s) the cost model in --emit plan assumes")                                 \
+  X(ATTN_LDMATRIX, 0, 1, FG_KNOB_ANY, "1",                                                         \
+    "0: attention reads K, V fragments by plain shared loads")                                     \
+  X(ATTN_STAGES, 1, 2, FG_KNOB_ANY, "2", "1: attention loads each K, V block, then computes it")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

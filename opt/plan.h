@@ -41,6 +41,10 @@ typedef enum fg_kernel_kind {
   FG_KERNEL_POINTWISE, /* one thread per V consecutive output elements */
   FG_KERNEL_ROW,       /* reductions over trailing dims (inner), persistent normalization */
   FG_KERNEL_COLUMN,    /* reductions over leading/middle dims with a kept inner extent */
+  /* issue 19: one `sdpa` node (its o and lse), FlashAttention-2's loop: a
+   * CTA owns attn_br query rows of one (batch, head) and loops over key
+   * blocks of attn_bc (emit_attention.c) */
+  FG_KERNEL_ATTENTION,
 } fg_kernel_kind;
 
 typedef struct fg_kernel {
@@ -118,6 +122,13 @@ typedef struct fg_kernel {
    * column form did not take them (the two-kernel fallback). */
   int not_with; /* that row kernel, or -1 */
   const char *not_with_why;
+  /* ATTENTION kernels (issue 19): the sdpa node, query rows a CTA (16 a
+   * warp), keys a block, and the shared memory row pitch in elements */
+  const fg_node *attn;
+  int attn_br, attn_bc, attn_warps, attn_pitch;
+  bool attn_ldmatrix; /* K and V fragments by ldmatrix (.trans for V), not plain shared loads */
+  int attn_stages;    /* 2: the next K, V tiles load (cp.async in the aligned variant) while
+                       * this block computes; 1: load, then compute */
 } fg_kernel;
 
 typedef struct fg_temp {
@@ -182,6 +193,11 @@ bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v);
 /* Whether v is available in memory for kernel k (a parameter, or stored by
  * another kernel). Values in memory end the recomputation region. */
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k);
+/* issue 19: where an attention kernel reads operand v (q, k or v of its
+ * sdpa): the value in memory it is a strided view of and that view. False
+ * when there is none (segmentation stores such operands). */
+bool fg_plan_attn_source(const fg_plan *p, const fg_value *v, int k, const fg_value **base,
+                         fg_strided *s);
 /* Whether t is one value per row of k's domain (the kept dims, with or
  * without the reduced dims as size-1 dims). */
 bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t);

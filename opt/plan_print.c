@@ -41,7 +41,8 @@ static void dense_strides(FILE *f, const fg_plan *p, const fg_type *t, bool use_
 static const char *kind_name(fg_kernel_kind k) {
   return k == FG_KERNEL_POINTWISE ? "pointwise"
          : k == FG_KERNEL_ROW     ? "row-reduction"
-                                  : "column-reduction";
+         : k == FG_KERNEL_COLUMN  ? "column-reduction"
+                                  : "attention";
 }
 
 static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
@@ -153,6 +154,10 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " chunks %d", k->chunks);
   if (k->split > 1)
     fprintf(f, " split %d", k->split);
+  if (k->kind == FG_KERNEL_ATTENTION)
+    fprintf(f, " br %d bc %d warps %d pitch %d stages %d%s%s smem %d", k->attn_br, k->attn_bc,
+            k->attn_warps, k->attn_pitch, k->attn_stages, k->attn_ldmatrix ? " ldmatrix" : "",
+            fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem);
   if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
     fprintf(f, " rows %d", k->rows_per_iter);
   if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
@@ -207,7 +212,7 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   char b1[64], b2[64];
   fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
   extents(f, p, k->dims, k->rank);
-  if (k->kind != FG_KERNEL_POINTWISE) {
+  if (k->kind != FG_KERNEL_POINTWISE && k->kind != FG_KERNEL_ATTENTION) {
     fputs(" reduce", f);
     int64_t md[FG_MAX_RANK];
     int nm = 0;

@@ -792,6 +792,84 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
                         : "column reduction: threads own outputs and loop over the reduced extent";
 }
 
+/* issue 19: the attention kernel (FlashAttention-2's forward). Each warp
+ * owns 16 query rows (one m16n8k16 row block), so its S = Q K^T tile of
+ * 16 x Bc and its O tile of 16 x D stay in registers: 4 warps (Br = 64
+ * rows a CTA); Bc = 64 keys a block at D = 64 (128 registers, ptxas -v),
+ * 32 at D = 128, where a thread holds O (64 floats) and the Q fragments
+ * (32 registers) and Bc = 64 spilled at 255 registers (165 with 32; no
+ * spills). Q, K and V tiles live in
+ * dynamic shared memory, rows padded by 8 elements (16 bytes) so that the
+ * 8 rows a fragment load touches fall in different banks. Vector width 8
+ * (16-byte copies of the tiles) where every operand's head dim is
+ * contiguous and its other strides and offset are multiples of 8. */
+enum { ATTN_WARPS = 4, ATTN_BC = 64, ATTN_PAD = 8 };
+
+static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k) {
+  for (int i = 0; i < 3; i++) {
+    const fg_value *base;
+    fg_strided s;
+    if (!fg_plan_attn_source(p, k->attn->in[i], k->id, &base, &s) || s.rank != 4 ||
+        s.strides[3] != 1 || s.offset % 8)
+      return false;
+    for (int d = 0; d < 3; d++)
+      if (s.strides[d] % 8)
+        return false;
+  }
+  return true;
+}
+
+static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
+  const fg_node *n = k->attn;
+  const fg_type *q = &n->in[0]->type, *kt = &n->in[1]->type;
+  for (int i = 0; i < 4; i++)
+    if (fg_sym_involves(&p->sym, q->dims[i].size) || fg_sym_involves(&p->sym, kt->dims[i].size)) {
+      fg_error(d, n->loc, "'sdpa' over the symbolic size %s is not supported by the code generator",
+               p->sym.name);
+      return false;
+    }
+  for (int i = 0; i < 3; i++) {
+    const fg_value *base;
+    fg_strided s;
+    if (!fg_plan_attn_source(p, n->in[i], k->id, &base, &s)) {
+      fg_internal_error(d, n->loc, "operand %d of 'sdpa' is not in memory for kernel %d", i, k->id);
+      return false;
+    }
+  }
+  int64_t B = q->dims[0].size, H = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
+  k->attn_warps = ATTN_WARPS;
+  k->attn_br = 16 * k->attn_warps;
+  k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC; /* D 128: S of 16 x 64 spilled at 255 registers */
+  k->attn_pitch = (int)D + ATTN_PAD;
+  k->block = 32 * k->attn_warps;
+  k->grid[0] = ceil_div(Sq, k->attn_br);
+  k->grid[1] = B * H;
+  k->grid[2] = 1;
+  int64_t v;
+  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  k->smem = (k->attn_br + k->attn_stages * 2 * k->attn_bc) * k->attn_pitch * 2;
+  k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k) ? 8 : 1;
+  k->outer = B * H * Sq;
+  k->red = kt->dims[2].size;
+  k->inner = D;
+  /* .minnctapersm 3: without it ptxas held the D = 64 kernel's aligned
+   * variant to 128 registers (4 CTAs an SM) and spilled 24 bytes; with it,
+   * 154-168 registers and no spills (3 CTAs an SM) */
+  k->min_ctas_per_sm = 3;
+  k->chunks = 1;
+  k->split = 1;
+  k->persistent = true;
+  k->why = "attention: a CTA owns br query rows of one (batch, head) and loops over key blocks "
+           "of bc (FlashAttention-2's forward: mma.sync m16n8k16, online softmax in f32)";
+  if (k->smem > p->target.dyn_smem_per_block) {
+    fg_error(d, n->loc, "'sdpa' needs %d bytes of shared memory a CTA; the target allows %d",
+             k->smem, p->target.dyn_smem_per_block);
+    return false;
+  }
+  return true;
+}
+
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
@@ -986,6 +1064,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       break;
     case FG_KERNEL_COLUMN:
       schedule_column(p, k, o);
+      break;
+    case FG_KERNEL_ATTENTION:
+      if (!schedule_attention(p, k, o, d))
+        return false;
       break;
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))

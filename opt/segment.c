@@ -504,6 +504,8 @@ static void explain_fallbacks(fg_plan *p) {
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
+  if (k->kind == FG_KERNEL_ATTENTION)
+    return false; /* its own sdpa's results only (group_into_kernels) */
   walk_flags f = walk_value(p, k->id, v);
   if (f.crosses_segment)
     return false;
@@ -688,6 +690,14 @@ static void start_kernel(fg_plan *p, fg_value *v) {
 }
 
 /* ---- results: views of parameters or of other results ---- */
+
+static void start_attention_kernel(fg_plan *p, fg_node *n) {
+  fg_kernel *k = new_kernel(p);
+  k->kind = FG_KERNEL_ATTENTION;
+  k->attn = n;
+  set_domain(k, &n->out[0]->type, NULL);
+  add_to_kernel(p, k, n->out[0]);
+}
 
 static bool is_base(const fg_value *v, const void *ctx) { return ((const bool *)ctx)[v->id]; }
 
@@ -912,8 +922,35 @@ static bool store_deep_values(fg_plan *p) {
   return true;
 }
 
+/* issue 19: what the attention kernel (emit_attention.c) takes: q, k, v
+ * of one dtype, bf16 or f16, head dim 64 or 128 for q, k and v, at least
+ * one key. */
+static bool attention_supported(const fg_node *n, fg_diag *d) {
+  const fg_type *q = &n->in[0]->type, *k = &n->in[1]->type, *v = &n->in[2]->type;
+  fg_dtype dt = q->dtype;
+  if ((dt != FG_BF16 && dt != FG_F16) || k->dtype != dt || v->dtype != dt) {
+    fg_error(d, n->loc,
+             "'sdpa' in the code generator needs q, k and v all bf16 or all f16 (they are %s, %s, "
+             "%s)",
+             fg_dtype_name(dt), fg_dtype_name(k->dtype), fg_dtype_name(v->dtype));
+    return false;
+  }
+  int64_t hd = q->dims[3].size;
+  if ((hd != 64 && hd != 128) || v->dims[3].size != hd) {
+    fg_error(d, n->loc,
+             "'sdpa' in the code generator supports head dims 64 and 128 (q's is %lld, v's %lld)",
+             (long long)hd, (long long)v->dims[3].size);
+    return false;
+  }
+  if (k->dims[2].size < 1) {
+    fg_error(d, n->loc, "'sdpa' with no keys (k has sequence length 0)");
+    return false;
+  }
+  return true;
+}
+
 /* What the code generator cannot take: symbolic shapes, mean/var/dropout
- * left for a disabled decompose, attention. */
+ * left for a disabled decompose, the attention backward, the scatters. */
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -928,10 +965,12 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
       return false;
     }
-    if (n->op->kind == FG_KIND_ATTENTION) {
+    if (n->op->code == FG_OP_SDPA_BWD) {
       fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
       return false;
     }
+    if (n->op->code == FG_OP_SDPA && !attention_supported(n, d))
+      return false;
     if (c == FG_OP_SCATTER_ADD || c == FG_OP_INDEX_ADD) {
       fg_error(d, n->loc,
                "'%s' is not supported by the code generator yet (the reference interpreter "
@@ -963,9 +1002,59 @@ static fg_plan *new_plan(fg_graph *g, const fg_plan_options *o) {
   return p;
 }
 
-/* Reductions and segment_set operands are stored until proven local. */
+typedef struct mem_ctx {
+  const fg_plan *p;
+  int k;
+} mem_ctx;
+static bool in_memory_stop(const fg_value *v, const void *ctx) {
+  const mem_ctx *c = ctx;
+  return fg_plan_in_memory(c->p, v, c->k);
+}
+
+bool fg_plan_attn_source(const fg_plan *p, const fg_value *v, int k, const fg_value **base,
+                         fg_strided *s) {
+  if (fg_plan_in_memory(p, v, k)) {
+    fg_type t = v->type;
+    if (v->param_index < 0)
+      t.has_layout = false; /* stored values are row-major */
+    fg_strided_dense(&t, s);
+    *base = v;
+    return true;
+  }
+  const char *why;
+  mem_ctx c = {p, k};
+  return p->g->bookend && fg_strided_chain(v, in_memory_stop, &c, base, s, &why);
+}
+
+/* An operand of sdpa is read in place through strides: a parameter, or a
+ * chain of view ops from one (a transposed [B,S,H,D] layout, the slices of
+ * a packed QKV) or from a computed value, which is stored; anything else
+ * (no view chain, views that strides cannot express) is stored itself. */
+static void store_attn_operand(fg_plan *p, const fg_value *x) {
+  const fg_value *base;
+  fg_strided s;
+  const char *why;
+  if (x->param_index >= 0)
+    return;
+  if (p->g->bookend && fg_strided_chain(x, NULL, NULL, &base, &s, &why) && !base->type.scalar &&
+      (base->param_index >= 0 || (base->def && base->def->op->kind != FG_KIND_LITERAL))) {
+    if (base->param_index < 0)
+      p->store[base->id].stored = true;
+    return;
+  }
+  p->store[x->id].stored = true;
+}
+
+/* Reductions and segment_set operands are stored until proven local; so
+ * are both results of sdpa and the values its operands are views of. */
 static void mark_stored(fg_plan *p) {
   for (fg_node *n = p->g->first; n; n = n->next) {
+    if (n->op->code == FG_OP_SDPA) {
+      for (int i = 0; i < n->nout; i++)
+        p->store[n->out[i]->id].stored = true;
+      for (int i = 0; i < n->nin; i++)
+        store_attn_operand(p, n->in[i]);
+    }
     if (n->op->kind == FG_KIND_REDUCTION)
       for (int i = 0; i < n->nout; i++)
         p->store[n->out[i]->id].stored = true;
@@ -982,6 +1071,13 @@ static void group_into_kernels(fg_plan *p) {
       fg_value *v = n->out[i];
       if (!p->store[v->id].stored)
         continue;
+      if (n->op->code == FG_OP_SDPA) { /* o starts its kernel, lse joins it */
+        if (i == 0)
+          start_attention_kernel(p, n);
+        else
+          add_to_kernel(p, &p->kernels[p->store[n->out[0]->id].kernel], v);
+        continue;
+      }
       fg_kernel *k = pick_kernel(p, v);
       if (k)
         add_to_kernel(p, k, v);

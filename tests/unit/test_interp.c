@@ -537,6 +537,42 @@ static void test_sdpa(void) {
   run_free(&r);
 }
 
+/* GQA: 4 query heads over 2 key heads equal attention with k and v
+ * repeated per query head (the backward's dk, dv summed over the group). */
+static void test_sdpa_gqa(void) {
+  enum { NQ = 4 * 3 * 2, NK = 2 * 5 * 2 };
+  double q[NQ], g[NQ], k[NK], v[NK];
+  for (int i = 0; i < NQ; i++)
+    q[i] = rnd(), g[i] = rnd();
+  for (int i = 0; i < NK; i++)
+    k[i] = rnd(), v[i] = rnd();
+  int64_t sq[4] = {1, 4, 3, 2}, sk[4] = {1, 2, 5, 2};
+  fg_tensor in[4] = {mk(FG_F64, 4, sq, g), mk(FG_F64, 4, sq, q), mk(FG_F64, 4, sk, k),
+                     mk(FG_F64, 4, sk, v)};
+  run r;
+  if (!run_src(&r,
+               "graph g(g: f64[1,4,3,2], q: f64[1,4,3,2], k: f64[1,2,5,2], v: f64[1,2,5,2]) {\n"
+               "  o, lse = sdpa(q, k, v, causal=true)\n"
+               "  dq, dk, dv = sdpa_bwd(g, q, k, v, o, lse, causal=true)\n"
+               "  ke = reshape(expand(unsqueeze(k, dim=2), shape=[1,2,2,5,2]), shape=[1,4,5,2])\n"
+               "  ve = reshape(expand(unsqueeze(v, dim=2), shape=[1,2,2,5,2]), shape=[1,4,5,2])\n"
+               "  oe, lsee = sdpa(q, ke, ve, causal=true)\n"
+               "  dqe, dke, dve = sdpa_bwd(g, q, ke, ve, oe, lsee, causal=true)\n"
+               "  dks = sum(reshape(dke, shape=[1,2,2,5,2]), dims=[2])\n"
+               "  dvs = sum(reshape(dve, shape=[1,2,2,5,2]), dims=[2])\n"
+               "  return o, oe, dq, dqe, dk, dks, dv, dvs\n}\n",
+               in, 4))
+    return;
+  for (int pair = 0; pair < 4; pair++) {
+    const fg_tensor *a = &r.out[2 * pair], *b = &r.out[2 * pair + 1];
+    int64_t n = fg_tensor_numel(a);
+    CHECK(n == fg_tensor_numel(b));
+    for (int64_t i = 0; i < n; i++)
+      CHECK_NEAR(fg_tensor_get_f(a, i), fg_tensor_get_f(b, i), 1e-12);
+  }
+  run_free(&r);
+}
+
 static void test_errors(void) {
   /* a mismatched input is rejected with a message naming the parameter */
   const char *src = "graph e(x: f32[2]) {\n  return neg(x)\n}\n";
@@ -574,6 +610,7 @@ int main(void) {
   test_cat_promotes();
   test_results_alias();
   test_sdpa();
+  test_sdpa_gqa();
   test_errors();
   printf("test_interp: %d passed, %d failed\n", npass, nfail);
   return nfail != 0;
