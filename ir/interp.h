@@ -49,5 +49,10 @@ bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_full(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_iota(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_sdpa(fg_interp_ctx *cx, const fg_node *n); /* may report "not supported" */
+/* issue 20, ops (interp_ops20.c) */
+bool fg_interp_stack(fg_interp_ctx *cx, const fg_node *n);
+bool fg_interp_softmax(fg_interp_ctx *cx, const fg_node *n); /* softmax, log_softmax */
+bool fg_interp_logsumexp(fg_interp_ctx *cx, const fg_node *n);
+bool fg_interp_argminmax(fg_interp_ctx *cx, const fg_node *n); /* argmax, argmin */
 
 #endif

@@ -96,6 +96,19 @@ typedef enum fg_opcode {
   FG_OP_SDPA_BWD,
   /* internal */
   FG_OP_LITERAL,
+  /* issue 20, ops: pointwise, then composites that opt/decompose.c
+   * rewrites into the ops above before anything else sees them */
+  FG_OP_COSH,
+  FG_OP_SINH,
+  FG_OP_FMA,
+  FG_OP_LERP,
+  FG_OP_CONTIGUOUS,
+  FG_OP_STACK,
+  FG_OP_SOFTMAX,
+  FG_OP_LOG_SOFTMAX,
+  FG_OP_LOGSUMEXP,
+  FG_OP_ARGMAX,
+  FG_OP_ARGMIN,
   FG_OP_COUNT
 } fg_opcode;
 

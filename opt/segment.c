@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "passes.h"
 #include "plan.h"
 
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k) {
@@ -898,8 +899,8 @@ static bool store_deep_values(fg_plan *p) {
   return true;
 }
 
-/* What the code generator cannot take: symbolic shapes, mean/var left for
- * a disabled decompose, attention. */
+/* What the code generator cannot take: symbolic shapes, mean/var (and the
+ * other composites) left for a disabled decompose, attention. */
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -909,8 +910,7 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       return false;
     }
   for (fg_node *n = g->first; n; n = n->next) {
-    fg_opcode c = n->op->code;
-    if (c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) {
+    if (fg_decompose_rewrites(n->op->code)) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
       return false;
     }
