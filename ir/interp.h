@@ -54,5 +54,6 @@ bool fg_interp_stack(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_softmax(fg_interp_ctx *cx, const fg_node *n); /* softmax, log_softmax */
 bool fg_interp_logsumexp(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_argminmax(fg_interp_ctx *cx, const fg_node *n); /* argmax, argmin */
+bool fg_interp_cumsum(fg_interp_ctx *cx, const fg_node *n);
 
 #endif

@@ -227,6 +227,41 @@ bool fg_interp_logsumexp(fg_interp_ctx *cx, const fg_node *n) {
   return true;
 }
 
+/* ---- cumsum ---- */
+
+/* A running sum along dim in the accumulation dtype of the result (f32,
+ * f64, or i64 for integers, wrapping), rounded at every add, in order. */
+bool fg_interp_cumsum(fg_interp_ctx *cx, const fg_node *n) {
+  const fg_tensor *in = fg_ix_in(cx, n, 0);
+  fg_tensor *out = fg_ix_out(cx, n, 0);
+  if (!out)
+    return false;
+  bool mask[FG_MAX_RANK] = {0};
+  mask[norm(fg_attr_int(n, "dim"), in->rank)] = true;
+  lanes L;
+  if (!lanes_init(&L, in, mask))
+    return fg_ix_fail(cx, n, "out of memory");
+  fg_dtype acc = fg_reduce_acc_dtype(out->dtype);
+  bool f32 = acc == FG_F32;
+  for (int64_t m = 0; m < L.M; m++) {
+    int64_t base = lanes_base(&L, m);
+    double s = 0;
+    uint64_t si = 0;
+    for (int64_t j = 0; j < L.N; j++) {
+      int64_t i = base + L.off[j];
+      if (acc == FG_I64) {
+        si += (uint64_t)fg_ix_load_i(in->data, in->dtype, i);
+        fg_ix_store_i(out->data, out->dtype, i, (int64_t)si);
+      } else {
+        s = rnd(s + as_dtype(fg_ix_load_f(in->data, in->dtype, i), out->dtype), f32);
+        fg_ix_store_f(out->data, out->dtype, i, s);
+      }
+    }
+  }
+  free(L.off);
+  return true;
+}
+
 /* ---- argmax, argmin ---- */
 
 /* The index of the first maximum (minimum) along dim, or of the flattened

@@ -109,6 +109,7 @@ typedef enum fg_opcode {
   FG_OP_LOGSUMEXP,
   FG_OP_ARGMAX,
   FG_OP_ARGMIN,
+  FG_OP_CUMSUM,
   FG_OP_COUNT
 } fg_opcode;
 
@@ -140,6 +141,10 @@ typedef struct fg_attr_spec {
   fg_attr def;                /* default when absent; kind NONE: stays absent */
   const char *const *choices; /* STRING: NULL-terminated allowed values */
 } fg_attr_spec;
+
+/* cumsum's composite is quadratic in the scanned extent (issue 20: no scan
+ * kernel yet); longer scans are refused. */
+#define FG_CUMSUM_MAX 1024
 
 typedef struct fg_interp_ctx fg_interp_ctx;
 /* Evaluates one non-pointwise node (interp.h). */

@@ -336,6 +336,8 @@ const fg_op fg_ops[FG_OP_COUNT] = {
           ATTRS(A_OPT("dim", FG_AT_INT), A_BOOL("keepdim", 0)), fg_interp_argminmax),
     OTHER(FG_OP_ARGMIN, "argmin", FG_KIND_REDUCTION, 1, 1, 1,
           ATTRS(A_OPT("dim", FG_AT_INT), A_BOOL("keepdim", 0)), fg_interp_argminmax),
+    OTHER(FG_OP_CUMSUM, "cumsum", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT), A_OPT("dtype", FG_AT_DTYPE)), fg_interp_cumsum),
 };
 
 const fg_op *fg_op_lookup(const char *name, int len) {

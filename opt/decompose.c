@@ -155,11 +155,10 @@ static fg_value *logsumexp_of(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *x = fgo_cast(g, n->in[0], fg_reduce_acc_dtype(out), loc, d);
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
-  int64_t count = 1;
+  bool empty = false; /* statically: a symbolic extent of 0 gets amax's -inf, the same */
   for (int i = 0; i < x->type.rank; i++)
-    if (mask[i])
-      count *= x->type.dims[i].size;
-  if (count == 0) /* no max to take: log(0) = -inf, as PyTorch gives */
+    empty |= mask[i] && !x->type.dims[i].sym && x->type.dims[i].size == 0;
+  if (empty) /* no max to take: log(0) = -inf, as PyTorch gives */
     return fgo_cast(g,
                     fgo_unary(g, FG_OP_LOG,
                               reduce_of(g, FG_OP_SUM, fgo_unary(g, FG_OP_EXP, x, loc, d), dims, nd,
@@ -177,7 +176,17 @@ static fg_value *logsumexp_of(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *s = reduce_of(g, FG_OP_SUM,
                           fgo_unary(g, FG_OP_EXP, fgo_binary(g, FG_OP_SUB, x, mm, loc, d), loc, d),
                           dims, nd, keep, loc, d);
-  fg_value *mk = keep ? mm : reshape_to(g, mm, &n->out[0]->type, loc, d);
+  fg_value *mk = mm;
+  if (!keep && mm) { /* the reduced dims, of size 1 in mm, dropped */
+    int64_t red[FG_MAX_RANK];
+    int nred = 0;
+    for (int i = 0; i < x->type.rank; i++)
+      if (mask[i])
+        red[nred++] = i;
+    fg_node *sq = fgo_node(g, FG_OP_SQUEEZE, 1, &mm, loc);
+    fgo_set_ints(g, sq, "dims", red, nred);
+    mk = fgo_finish(sq, d);
+  }
   fg_value *y = fgo_binary(g, FG_OP_ADD, fgo_unary(g, FG_OP_LOG, s, loc, d), mk, loc, d);
   return y ? fgo_cast(g, y, out, loc, d) : NULL;
 }
@@ -227,13 +236,47 @@ static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
   return r;
 }
 
+/* cumsum(x, dim=d)[..., i, ...] = sum over j <= i of x[..., j, ...]: x
+ * unsqueezed to [..., 1, N, ...], masked by j <= i into [..., N, N, ...]
+ * and summed over the j dim, in the accumulation dtype. Quadratic in N
+ * (inference caps N at FG_CUMSUM_MAX), but an ordinary row reduction. */
+static fg_value *cumsum_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_loc loc = n->loc;
+  fg_dtype out = n->out[0]->type.dtype;
+  fg_value *x = fgo_cast(g, fgo_cast(g, n->in[0], out, loc, d), fg_reduce_acc_dtype(out), loc, d);
+  int rank = n->in[0]->type.rank;
+  int64_t dim = fg_attr_int(n, "dim");
+  if (dim < 0)
+    dim += rank;
+  int64_t len = n->in[0]->type.dims[dim].size;
+  int rest = rank - 1 - (int)dim;
+  fg_node *u = fgo_node(g, FG_OP_UNSQUEEZE, 1, &x, loc);
+  fgo_set_int(u, "dim", dim);
+  fg_value *xe = fgo_finish(u, d);
+  fg_value *l = fg_literal_int(g, len, loc);
+  fg_node *io = fgo_node(g, FG_OP_IOTA, 1, &l, loc);
+  fgo_set_dtype(io, "dtype", FG_I32);
+  fg_value *iota = fgo_finish(io, d);
+  fg_type ti = {.rank = rest + 2}, tj = {.rank = rest + 1};
+  for (int k = 0; k < ti.rank; k++)
+    ti.dims[k].size = k == 0 ? len : 1;
+  for (int k = 0; k < tj.rank; k++)
+    tj.dims[k].size = k == 0 ? len : 1;
+  fg_value *ii = reshape_to(g, iota, &ti, loc, d), *jj = reshape_to(g, iota, &tj, loc, d);
+  fg_value *mask = fgo_binary(g, FG_OP_LE, jj, ii, loc, d);
+  fg_value *r = NULL;
+  if (mask && xe) {
+    fg_value *w[3] = {mask, xe, fg_literal_int(g, 0, loc)};
+    int64_t jdim = dim + 1;
+    r = reduce_of(g, FG_OP_SUM, fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d), &jdim, 1, false,
+                  loc, d);
+  }
+  return fgo_cast(g, r, out, loc, d);
+}
+
+/* Symbolic dims are fine: inference keeps the extents these read as
+ * literals (argmax's, cumsum's) static, and the rest is shape-generic. */
 static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
-  for (int i = 0; i < n->nin; i++)
-    if (!fg_type_is_static(&n->in[i]->type)) {
-      fg_error(d, n->loc, "'%s' of a tensor of symbolic shape cannot be decomposed here",
-               n->op->name);
-      return false;
-    }
   g->insert_point = n;
   fg_value *r = NULL;
   switch (n->op->code) {
@@ -246,6 +289,9 @@ static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
     break;
   case FG_OP_LOGSUMEXP:
     r = logsumexp_of(g, n, d);
+    break;
+  case FG_OP_CUMSUM:
+    r = cumsum_of(g, n, d);
     break;
   default:
     r = argminmax_of(g, n, d);
@@ -263,7 +309,7 @@ static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
 
 static bool is_ops20_composite(fg_opcode c) {
   return c == FG_OP_STACK || c == FG_OP_SOFTMAX || c == FG_OP_LOG_SOFTMAX || c == FG_OP_LOGSUMEXP ||
-         c == FG_OP_ARGMAX || c == FG_OP_ARGMIN;
+         c == FG_OP_ARGMAX || c == FG_OP_ARGMIN || c == FG_OP_CUMSUM;
 }
 
 bool fg_decompose_rewrites(fg_opcode c) {

@@ -2,7 +2,7 @@
 """The reference interpreter's issue 20 ops against PyTorch on the CPU.
 
 cosh sinh fma lerp contiguous stack softmax log_softmax logsumexp argmax
-argmin, at small odd shapes in several dtypes, with the edge cases PyTorch
+argmin cumsum, at small odd shapes in several dtypes, with the edge cases PyTorch
 defines: ties and NaN for argmax/argmin (the first index; NaN wins), rows
 of -inf and +inf for logsumexp (-inf, +inf, never NaN), lerp weights on
 both sides of 0.5 and negative, fma rounded once (checked against the exact
@@ -255,6 +255,28 @@ for dt in ("f32", "bf16", "f64", "i32", "i64"):
         same(f"argmax dim0 {dt}", out[2], torch.argmax(x, dim=0))
         same(f"argmin flat {dt}", out[3], torch.argmin(x))
         same(f"argmax flat keepdim {dt}", out[4], torch.argmax(x, keepdim=True))
+
+# ---- cumsum ----
+for dt in ("f32", "f64", "bf16", "i32", "i64"):
+    x = rand((4, 9, 5), dt, seed=20)
+    if dt not in ("i32", "i64"):
+        x[0, 3, 1] = float("inf")
+        x[1, 2, 2] = float("nan")
+    src = (f"graph g(x: {ty(dt, x.shape)}) {{\n"
+           "  return cumsum(x, dim=1), cumsum(x, dim=-1), cumsum(x, dim=0)\n}\n")
+    odt = dt if dt in ("f32", "f64", "bf16") else "i64"
+    out = run(f"cumsum_{dt}", src, [x], [odt] * 3)
+    if out:
+        # torch accumulates f32 in double, fusec in f32; bf16 in f32 both
+        tol = {"f32": 1e-6, "f64": 1e-14, "bf16": 8e-3}.get(dt, 0)
+        for k, dim in enumerate((1, -1, 0)):
+            same(f"cumsum {dt} dim={dim}", out[k], torch.cumsum(x, dim=dim), rtol=tol, atol=tol)
+x = rand((3, 6), "i32", seed=21)
+out = run("cumsum_dtype", "graph g(x: i32[3,6]) {\n  return cumsum(x, dim=1, dtype=f32), cumsum(x, dim=0, dtype=i32)\n}\n",
+          [x], ["f32", "i32"])
+if out:
+    same("cumsum dtype=f32", out[0], torch.cumsum(x, dim=1, dtype=torch.float32))
+    same("cumsum dtype=i32", out[1], torch.cumsum(x, dim=0, dtype=torch.int32))
 
 if failures:
     print(f"{len(failures)} of {checked} checks failed:")
