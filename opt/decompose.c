@@ -147,7 +147,11 @@ static fg_value *softmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
 }
 
 /* torch.logsumexp: m = amax(x) with |m| = inf replaced by 0 (so a row of
- * -inf gives log(0) + 0 = -inf, not NaN), log(sum(exp(x - m))) + m. */
+ * -inf gives log(0) + 0 = -inf, not NaN), log(sum(exp(x - m))) + m. Here
+ * every m that is not finite becomes 0: a NaN m (a row holding NaN) still
+ * gives NaN through exp(NaN) in the sum, and an empty extent, whose amax
+ * is NaN in the interpreter (-inf in a kernel), gives log(0) = -inf as
+ * PyTorch does, also where the extent is a symbolic size that is 0. */
 static fg_value *logsumexp_of(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_dtype out = n->out[0]->type.dtype;
   fg_loc loc = n->loc;
@@ -158,22 +162,12 @@ static fg_value *logsumexp_of(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_value *x = fgo_cast(g, n->in[0], fg_reduce_acc_dtype(out), loc, d);
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
-  bool empty = false; /* statically: a symbolic extent of 0 gets amax's -inf, the same */
-  for (int i = 0; i < x->type.rank; i++)
-    empty |= mask[i] && !x->type.dims[i].sym && x->type.dims[i].size == 0;
-  if (empty) /* no max to take: log(0) = -inf, as PyTorch gives */
-    return fgo_cast(g,
-                    fgo_unary(g, FG_OP_LOG,
-                              reduce_of(g, FG_OP_SUM, fgo_unary(g, FG_OP_EXP, x, loc, d), dims, nd,
-                                        keep, loc, d),
-                              loc, d),
-                    out, loc, d);
   fg_value *m = reduce_of(g, FG_OP_AMAX, x, dims, nd, true, loc, d);
-  fg_value *inf = fgo_binary(g, FG_OP_EQ, fgo_unary(g, FG_OP_ABS, m, loc, d),
-                             fg_literal_float(g, INFINITY, loc), loc, d);
+  fg_value *finite = fgo_binary(g, FG_OP_LT, fgo_unary(g, FG_OP_ABS, m, loc, d),
+                                fg_literal_float(g, INFINITY, loc), loc, d);
   fg_value *mm = NULL;
-  if (inf) {
-    fg_value *w[3] = {inf, fg_literal_float(g, 0.0, loc), m};
+  if (finite) {
+    fg_value *w[3] = {finite, m, fg_literal_float(g, 0.0, loc)};
     mm = fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d);
   }
   fg_value *s = reduce_of(g, FG_OP_SUM,
