@@ -99,6 +99,8 @@ LLVMValueRef fgb_memo_get(const fgb_emitter *e, const fg_value *v, const LLVMVal
 
 /* v's register form at idx (v->type.rank entries). */
 LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
+/* rand / randn value v at idx (emit_random.c). */
+LLVMValueRef fgb_emit_random(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
 /* Issues the loads v needs at idx (prefetch mode, see above). */
 void fgb_prefetch_value(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx);
 /* Stores v's register form `val` at idx into v's buffer (dense). */

@@ -131,9 +131,8 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   if (U > 1 && (e->aligned || e->vec == 1)) {
     /* Not every CTA is whole, but all except the last are: those take the
      * unguarded form (its loads all in flight), the last the guarded one
-     * below. Without it a graph whose size is not known to fill whole
-     * CTAs (a symbolic size without a divisor) runs 5% slower (H100,
-     * 2026-11-26, docs/benchmarks.md "symbench"). */
+     * below (a symbolic size without a divisor: docs/benchmarks.md, runs
+     * W1 and W2, bias-GELU). */
     LLVMValueRef end =
         LLVMBuildMul(e->b, LLVMBuildAdd(e->b, cta, fgb_const(e, (int64_t)k->block * U), ""),
                      fgb_const(e, e->vec), "");

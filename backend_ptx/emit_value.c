@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "index.h"
 #include "infer.h"
 #include "view.h"
 
@@ -305,7 +306,7 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   fg_dtype dt = v->type.dtype;
   unsigned flags = buf.kind == FG_BUF_PARAM && !e->reload_zero ? FGB_LD_INVARIANT : 0;
   int lane_dim = -1, lane = 0;
-  bool vec_ok = e->aligned && e->vec > 1;
+  bool vec_ok = e->aligned && e->vec > 1 && !fg_dtype_is_packed(dt);
   for (int d = 0; d < s->rank && vec_ok; d++) {
     int j;
     if (is_lane(e, idx[d], &j)) {
@@ -332,6 +333,8 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
         s->strides[d] == 1 ? lidx[d] : LLVMBuildMul(e->b, lidx[d], fgb_const(e, s->strides[d]), "");
     off = LLVMBuildAdd(e->b, off, t, "");
   }
+  if (fg_dtype_is_packed(dt))
+    return fgb_load_packed(e->m, ptr, off, flags);
   LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), off);
   if (!vec_ok)
     return fgb_load(e->m, addr, dt, flags);
@@ -683,6 +686,49 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   return LLVMBuildSelect(e->b, valid, v, padv, "");
 }
 
+/* gather, take_along_dim, index_select (index.h): the index operand at
+ * its coordinates, clamped into [0, size) in 64 bits (an out-of-range
+ * index never reads outside the operand), then the operand there. An
+ * index read at lane-independent coordinates (index_select of an
+ * embedding row, the lanes along the row) is itself lane-independent, so
+ * the operand's row keeps its vector loads. */
+static LLVMValueRef emit_gather(fgb_emitter *e, const fg_node *n, const LLVMValueRef *idx) {
+  if (fg_index_scatters(n)) {
+    fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);
+    return NULL;
+  }
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  const fg_value *iv = n->in[1];
+  LLVMValueRef iidx[FG_MAX_RANK], xidx[FG_MAX_RANK];
+  bool uniform = true;
+  for (int i = 0; i < m.idx_rank; i++) {
+    iidx[i] = m.idx_src[i] >= 0 ? idx[m.idx_src[i]] : fgb_const(e, 0);
+    uniform &= is_uniform(e, iidx[i]);
+  }
+  LLVMValueRef v = fgb_emit_value(e, iv, iidx);
+  if (!v)
+    return NULL;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+  v = fgb_convert(e->m, v, iv->type.dtype, FG_I64);
+  LLVMValueRef lo = LLVMConstInt(i64, 0, 0),
+               hi = LLVMConstInt(i64, (unsigned long long)(m.size - 1), 0);
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, lo, ""), lo, v, "");
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, hi, ""), hi, v, "");
+  if (e->ity != i64)
+    v = LLVMBuildTrunc(e->b, v, e->ity, "");
+  for (int i = 0; i < m.x_rank; i++)
+    xidx[i] = m.x_src[i] == FG_INDEX_VALUE ? v
+              : m.x_src[i] >= 0            ? idx[m.x_src[i]]
+                                           : fgb_const(e, 0);
+  int nuni = e->nuniform;
+  if (uniform && e->nuniform < 64)
+    e->uniform[e->nuniform++] = v;
+  LLVMValueRef r = fgb_emit_value(e, n->in[0], xidx);
+  e->nuniform = nuni;
+  return r;
+}
+
 /* A reshape whose last dim carries the lanes, where the input's last dim
  * is a whole number of vectors too: the V lanes (an aligned run of the
  * linear index) land in one input row, at consecutive positions. So the
@@ -804,6 +850,17 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
     case FG_KIND_CREATION:
       if (n->op->code == FG_OP_FULL) {
         r = const_reg(e, v->type.dtype, fg_node_attr(n, "value"));
+      } else if (n->op->code == FG_OP_EXTENT) {
+        /* T x the rest: the count of a mean or var over T */
+        LLVMTypeRef i64t = LLVMInt64TypeInContext(e->ctx);
+        LLVMValueRef c = fgb_extent(e, fg_node_attr(n, "value")->i);
+        if (LLVMTypeOf(c) != i64t)
+          c = LLVMBuildZExt(e->b, c, i64t, "");
+        r = fgb_convert(e->m, c, FG_I64, v->type.dtype);
+      } else if (n->op->code == FG_OP_RAND || n->op->code == FG_OP_RANDN) {
+        r = fgb_emit_random(e, v, idx);
+      } else if (n->op->code == FG_OP_DROPOUT) {
+        fgb_fail(e, "'dropout' reached the code generator (the decompose pass rewrites it)");
       } else {
         LLVMValueRef i64 = LLVMBuildSExt(e->b, idx[0], LLVMInt64TypeInContext(e->ctx), "");
         if (LLVMTypeOf(idx[0]) == LLVMInt64TypeInContext(e->ctx))
@@ -834,6 +891,9 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
     case FG_KIND_ATTENTION:
       fgb_fail(e, "'%s' is not supported by the code generator", n->op->name);
       break;
+    case FG_KIND_INDEXING:
+      r = emit_gather(e, n, idx);
+      break;
     }
   }
   if (r && !e->failed)
@@ -862,6 +922,10 @@ void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, 
   LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
   if (!ptr || !val)
     return;
+  if (fg_dtype_is_packed(v->type.dtype)) {
+    fgb_store_nibble(e->m, ptr, dense_offset(e, v, idx), val);
+    return;
+  }
   LLVMValueRef addr =
       fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, v->type.dtype), dense_offset(e, v, idx));
   fgb_store(e->m, addr, v->type.dtype, val);
@@ -871,7 +935,17 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
                           LLVMValueRef *vals) {
   int r = v->type.rank;
   fg_dtype dt = v->type.dtype;
-  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0) {
+  if (fg_dtype_is_packed(dt) && e->vec % 2 == 0 && e->vec <= 16 && r > 0 &&
+      v->type.dims[r - 1].size % e->vec == 0 && e->lanes[0]) {
+    /* lanes[0] is a multiple of vec: whole bytes */
+    LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
+    if (!ptr)
+      return;
+    fgb_store_packed_pairs(e->m, ptr, dense_offset(e, v, idx), e->vec, e->aligned, vals);
+    return;
+  }
+  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0 &&
+      !fg_dtype_is_packed(dt)) {
     LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
     if (!ptr)
       return;

@@ -151,3 +151,71 @@ LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
   LLVMValueRef w = LLVMBuildZExt(m->b, bits, m->i16, "");
   return asm_call(m, m->f32, m->i16, text, "=f,h", w);
 }
+
+/* ---- MX formats: f8e8m0 and f4e2m1, in integer arithmetic ----
+ * Bit-exact with ir/dtype.c's fg_f32_to_f8e8m0 / fg_f32_to_f4e2m1 and
+ * their decoders (tests/unit/test_backend_f8.c runs these over every f32
+ * pattern class and every code). An f4e2m1 code lives in the low 4 bits of
+ * an i8; packing two a byte is the loads' and stores' business. */
+
+LLVMValueRef fgb_e8m0_encode(fgb_module *m, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
+  LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 23), ""), c32(m, 0xff), "");
+  LLVMValueRef guard =
+      LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, c32(m, 0x400000), ""), c32(m, 0), "");
+  LLVMValueRef rest =
+      LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, c32(m, 0x3fffff), ""), c32(m, 0), "");
+  LLVMValueRef lsb = LLVMBuildICmp(b, LLVMIntNE, e, c32(m, 0), "");
+  LLVMValueRef up = LLVMBuildAnd(b, guard, LLVMBuildOr(b, rest, lsb, ""), "");
+  LLVMValueRef code = LLVMBuildAdd(b, e, LLVMBuildZExt(b, up, m->i32, ""), "");
+  LLVMValueRef special = LLVMBuildICmp(b, LLVMIntEQ, e, c32(m, 0xff), "");
+  code = LLVMBuildSelect(b, special, c32(m, 0xff), code, "");
+  return LLVMBuildTrunc(b, code, m->i8, "");
+}
+
+LLVMValueRef fgb_e8m0_decode(fgb_module *m, LLVMValueRef bits) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef v = LLVMBuildZExt(b, bits, m->i32, "");
+  LLVMValueRef r = LLVMBuildShl(b, v, c32(m, 23), "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, v, c32(m, 0), ""), c32(m, 0x400000), r, "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, v, c32(m, 0xff), ""), c32(m, 0x7fc00000), r,
+                      "");
+  return LLVMBuildBitCast(b, r, m->f32, "");
+}
+
+/* The code of |x| is the number of rounding boundaries it passes: a tie
+ * (the midpoint of two neighbours) passes when the upper code is even. */
+LLVMValueRef fgb_f4_encode(fgb_module *m, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  static const struct {
+    float mid;
+    bool tie_up;
+  } bounds[7] = {{0.25f, 0}, {0.75f, 1}, {1.25f, 0}, {1.75f, 1}, {2.5f, 0}, {3.5f, 1}, {5.0f, 0}};
+  LLVMValueRef a = fgb_call(m, "llvm.fabs.f32", m->f32, 1, &x);
+  LLVMValueRef code = c32(m, 0);
+  for (int i = 0; i < 7; i++) {
+    LLVMValueRef past = LLVMBuildFCmp(b, bounds[i].tie_up ? LLVMRealOGE : LLVMRealOGT, a,
+                                      LLVMConstReal(m->f32, bounds[i].mid), "");
+    code = LLVMBuildAdd(b, code, LLVMBuildZExt(b, past, m->i32, ""), "");
+  }
+  LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 28), ""), c32(m, 0x8), "");
+  code = LLVMBuildOr(b, code, sign, "");
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  code = LLVMBuildSelect(b, isnan, c32(m, 0x7), code, "");
+  return LLVMBuildTrunc(b, code, m->i8, "");
+}
+
+/* Twice the magnitudes {0 1 2 3 4 6 8 12}, a nibble each, indexed by code. */
+LLVMValueRef fgb_f4_decode(fgb_module *m, LLVMValueRef bits) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef v = LLVMBuildZExt(b, bits, m->i32, "");
+  LLVMValueRef sh = LLVMBuildShl(b, LLVMBuildAnd(b, v, c32(m, 7), ""), c32(m, 2), "");
+  LLVMValueRef twice =
+      LLVMBuildAnd(b, LLVMBuildLShr(b, c32(m, (long long)0xC8643210u), sh, ""), c32(m, 0xf), "");
+  LLVMValueRef mag =
+      LLVMBuildFMul(b, LLVMBuildUIToFP(b, twice, m->f32, ""), LLVMConstReal(m->f32, 0.5), "");
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, v, c32(m, 8), ""), c32(m, 0), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, mag, ""), mag, "");
+}

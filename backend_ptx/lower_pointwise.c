@@ -162,6 +162,26 @@ static LLVMValueRef pow_by_literal(fgb_module *m, LLVMValueRef x, LLVMValueRef y
   return NULL;
 }
 
+/* mx_scale in f32 (op_table.c's mx_scale_f): the biased scale exponent is
+ * |x|'s f32 exponent field minus emax_elem, at least 0 (2^-127, the f32
+ * subnormal 0x00400000); a non-finite x gives NaN. */
+static LLVMValueRef mx_scale(fgb_module *m, const fg_node *n, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  if (LLVMTypeOf(x) != m->f32)
+    x = LLVMBuildFPTrunc(b, x, m->f32, "");
+  LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
+  LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, u, LLVMConstInt(m->i32, 23, 0), ""),
+                                LLVMConstInt(m->i32, 0xff, 0), "");
+  int emax = fg_mx_elem_emax(fg_node_attr(n, "elem")->dtype);
+  LLVMValueRef s = LLVMBuildSub(b, e, LLVMConstInt(m->i32, (unsigned)emax, 0), "");
+  LLVMValueRef pos = LLVMBuildICmp(b, LLVMIntSGT, s, LLVMConstInt(m->i32, 0, 0), "");
+  LLVMValueRef r = LLVMBuildSelect(b, pos, LLVMBuildShl(b, s, LLVMConstInt(m->i32, 23, 0), ""),
+                                   LLVMConstInt(m->i32, 0x400000, 0), "");
+  LLVMValueRef special = LLVMBuildICmp(b, LLVMIntEQ, e, LLVMConstInt(m->i32, 0xff, 0), "");
+  r = LLVMBuildSelect(b, special, LLVMConstInt(m->i32, 0x7fc00000, 0), r, "");
+  return LLVMBuildBitCast(b, r, m->f32, "");
+}
+
 /* llvm.fma: one rounding (fma.rn.f32 / .f64) */
 static LLVMValueRef fma3(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
   LLVMTypeRef t = LLVMTypeOf(x);
@@ -278,6 +298,9 @@ static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVM
     return clamp_f(m, n, x);
   case FG_OP_CAST:
     return x;
+  /* MX formats */
+  case FG_OP_MX_SCALE:
+    return mx_scale(m, n, x);
   /* issue 20, ops */
   case FG_OP_COSH:
     return nv1(m, "cosh", x);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "fgb_internal.h"
+#include "gpu_intrin.h"
 
 LLVMTypeRef fgb_reg_type(fgb_module *m, fg_dtype dt) {
   switch (dt) {
@@ -18,6 +19,8 @@ LLVMTypeRef fgb_reg_type(fgb_module *m, fg_dtype dt) {
   case FG_F32:
   case FG_F8E4M3:
   case FG_F8E5M2:
+  case FG_F8E8M0:
+  case FG_F4E2M1:
     return m->f32;
   default:
     return m->i64;
@@ -31,6 +34,8 @@ LLVMTypeRef fgb_storage_type(fgb_module *m, fg_dtype dt) {
   case FG_U8:
   case FG_F8E4M3:
   case FG_F8E5M2:
+  case FG_F8E8M0:
+  case FG_F4E2M1: /* one code in the low 4 bits; packed by the accesses */
     return m->i8;
   case FG_I16:
   case FG_F16:
@@ -83,6 +88,10 @@ LLVMValueRef fgb_from_storage(fgb_module *m, LLVMValueRef raw, fg_dtype dt) {
   case FG_F8E4M3:
   case FG_F8E5M2:
     return fgb_f8_decode(m, raw, dt);
+  case FG_F8E8M0:
+    return fgb_e8m0_decode(m, raw);
+  case FG_F4E2M1:
+    return fgb_f4_decode(m, raw);
   default:
     return raw; /* i64 f32 f64 */
   }
@@ -119,6 +128,10 @@ LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
       if (m->f8_codes[i].decoded == v && m->f8_codes[i].dt == dt)
         return m->f8_codes[i].code;
     return fgb_f8_encode(m, v, dt);
+  case FG_F8E8M0:
+    return fgb_e8m0_encode(m, v);
+  case FG_F4E2M1:
+    return fgb_f4_encode(m, v);
   case FG_F64:
     return t == m->f32 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
   default:
@@ -177,6 +190,82 @@ void fgb_store_vec(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, int n, unsigned
   LLVMSetAlignment(st, align);
 }
 
+/* ---- MX formats: packed f4e2m1 storage ----
+ * Element i is the low nibble of byte i/2 for even i, the high nibble for
+ * odd i. A load reads its byte and shifts. A store of a whole byte (two
+ * neighbouring lanes of one thread) is a plain store; a lone nibble is two
+ * atomics on the aligned 32-bit word that holds it (and with the other bits,
+ * or in the code), so threads writing the two nibbles of a byte, in any
+ * order, leave both: every store touches only its own bits. */
+
+LLVMValueRef fgb_load_packed(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, unsigned flags) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef it = LLVMTypeOf(off);
+  LLVMValueRef byte =
+      fgb_gep_global(m, ptr, m->i8, LLVMBuildAShr(b, off, LLVMConstInt(it, 1, 0), ""));
+  LLVMValueRef ld = LLVMBuildLoad2(b, m->i8, byte, "");
+  LLVMSetAlignment(ld, 1);
+  if (flags & FGB_LD_INVARIANT)
+    LLVMSetMetadata(ld, m->md_invariant,
+                    LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, NULL, 0)));
+  LLVMValueRef odd = LLVMBuildTrunc(b, LLVMBuildAnd(b, off, LLVMConstInt(it, 1, 0), ""), m->i8, "");
+  LLVMValueRef code = LLVMBuildLShr(b, ld, LLVMBuildShl(b, odd, LLVMConstInt(m->i8, 2, 0), ""), "");
+  return fgb_from_storage(m, LLVMBuildAnd(b, code, LLVMConstInt(m->i8, 0xf, 0), ""), FG_F4E2M1);
+}
+
+void fgb_store_nibble(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, LLVMValueRef val) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef it = LLVMTypeOf(off);
+  LLVMValueRef code = LLVMBuildZExt(b, fgb_to_storage(m, val, FG_F4E2M1), m->i32, "");
+  LLVMValueRef byte =
+      fgb_gep_global(m, ptr, m->i8, LLVMBuildAShr(b, off, LLVMConstInt(it, 1, 0), ""));
+  LLVMTypeRef pt = LLVMTypeOf(byte);
+  LLVMValueRef addr = LLVMBuildPtrToInt(b, byte, m->i64, "");
+  LLVMValueRef word =
+      LLVMBuildIntToPtr(b, LLVMBuildAnd(b, addr, LLVMConstInt(m->i64, ~3ull, 0), ""), pt, "");
+  LLVMValueRef sh = LLVMBuildAdd(
+      b,
+      LLVMBuildShl(
+          b, LLVMBuildTrunc(b, LLVMBuildAnd(b, addr, LLVMConstInt(m->i64, 3, 0), ""), m->i32, ""),
+          LLVMConstInt(m->i32, 3, 0), ""),
+      LLVMBuildShl(b,
+                   LLVMBuildTrunc(b, LLVMBuildAnd(b, off, LLVMConstInt(it, 1, 0), ""), m->i32, ""),
+                   LLVMConstInt(m->i32, 2, 0), ""),
+      "");
+  LLVMValueRef keep = LLVMBuildNot(b, LLVMBuildShl(b, LLVMConstInt(m->i32, 0xf, 0), sh, ""), "");
+  LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpAnd, word, keep, LLVMAtomicOrderingMonotonic, 0);
+  LLVMBuildAtomicRMW(b, LLVMAtomicRMWBinOpOr, word, LLVMBuildShl(b, code, sh, ""),
+                     LLVMAtomicOrderingMonotonic, 0);
+}
+
+/* Stores n (even) lanes from element offset off (a multiple of n): n / 2
+ * bytes, one vector store when aligned. */
+void fgb_store_packed_pairs(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, int n, bool aligned,
+                            LLVMValueRef *vals) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef it = LLVMTypeOf(off);
+  LLVMValueRef base =
+      fgb_gep_global(m, ptr, m->i8, LLVMBuildAShr(b, off, LLVMConstInt(it, 1, 0), ""));
+  LLVMValueRef bytes[8];
+  for (int j = 0; j < n / 2; j++) {
+    LLVMValueRef lo = fgb_to_storage(m, vals[2 * j], FG_F4E2M1);
+    LLVMValueRef hi = fgb_to_storage(m, vals[2 * j + 1], FG_F4E2M1);
+    bytes[j] = LLVMBuildOr(b, lo, LLVMBuildShl(b, hi, LLVMConstInt(m->i8, 4, 0), ""), "");
+  }
+  if (aligned && n / 2 > 1 && n / 2 <= 8) {
+    LLVMTypeRef vt = LLVMVectorType(m->i8, (unsigned)(n / 2));
+    LLVMValueRef v = LLVMGetUndef(vt);
+    for (int j = 0; j < n / 2; j++)
+      v = LLVMBuildInsertElement(b, v, bytes[j], LLVMConstInt(m->i32, (unsigned)j, 0), "");
+    LLVMSetAlignment(LLVMBuildStore(b, v, base), (unsigned)(n / 2));
+    return;
+  }
+  for (int j = 0; j < n / 2; j++) {
+    LLVMValueRef a = j ? fgb_gep_global(m, base, m->i8, LLVMConstInt(it, (unsigned)j, 0)) : base;
+    LLVMSetAlignment(LLVMBuildStore(b, bytes[j], a), 1);
+  }
+}
+
 /* ---- conversions ---- */
 
 LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
@@ -196,6 +285,10 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
     m->f8_codes[i].dt = dt;
     return r;
   }
+  case FG_F8E8M0:
+    return fgb_e8m0_decode(m, fgb_e8m0_encode(m, v));
+  case FG_F4E2M1:
+    return fgb_f4_decode(m, fgb_f4_encode(m, v));
   default:
     return v;
   }
@@ -208,7 +301,7 @@ static bool float_subset(fg_dtype from, fg_dtype to) {
   if (to == FG_F32)
     return from != FG_F64;
   if (to == FG_F16 || to == FG_BF16)
-    return fg_dtype_is_f8(from);
+    return fg_dtype_is_f8(from) || from == FG_F4E2M1 || (to == FG_BF16 && from == FG_F8E8M0);
   return false;
 }
 

@@ -75,6 +75,24 @@ LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
  * where fgb_f8_* use the hardware conversions with the same results). */
 LLVMValueRef fgb_f8_encode_int(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
 LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
+/* MX formats, exactly ir/dtype.c's codecs: f8e8m0 (f32 -> i8 code, i8 code
+ * -> f32) and f4e2m1 (f32 -> i8 holding the 4-bit code, its low 4 bits ->
+ * f32). */
+LLVMValueRef fgb_e8m0_encode(fgb_module *m, LLVMValueRef f32v);
+LLVMValueRef fgb_e8m0_decode(fgb_module *m, LLVMValueRef bits);
+LLVMValueRef fgb_f4_encode(fgb_module *m, LLVMValueRef f32v);
+LLVMValueRef fgb_f4_decode(fgb_module *m, LLVMValueRef bits);
+
+/* MX formats: packed f4e2m1 storage (element i in byte i/2, the low nibble
+ * for even i). off is an element offset from ptr. A load gives the f32
+ * value; a lone element's store is two atomics on its aligned 32-bit word
+ * (and out its nibble, or in the code), safe beside threads storing the
+ * other nibble; n (even) lanes from an offset that is a multiple of n store
+ * n / 2 whole bytes (one vector store when aligned). */
+LLVMValueRef fgb_load_packed(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, unsigned flags);
+void fgb_store_nibble(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, LLVMValueRef val);
+void fgb_store_packed_pairs(fgb_module *m, LLVMValueRef ptr, LLVMValueRef off, int n, bool aligned,
+                            LLVMValueRef *vals);
 
 /* ---- pointwise ops ---- */
 
@@ -105,6 +123,12 @@ LLVMValueRef fgb_emit_pointwise(fgb_module *m, const fg_node *n, LLVMValueRef *o
  * ops (n may be NULL for ops without attributes: not clamp / gelu). */
 LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_node *n,
                          LLVMValueRef *ops);
+
+/* Element `lin` (i64) of rand or randn (op) of dtype dt for the i64 seed
+ * and offset words, in dt's register form: ir/random.h's stream
+ * (backend_ptx/emit_random.c). */
+LLVMValueRef fgb_random_element(fgb_module *m, fg_opcode op, fg_dtype dt, LLVMValueRef seed,
+                                LLVMValueRef offset, LLVMValueRef lin);
 
 /* ---- reductions ---- */
 

@@ -376,6 +376,9 @@ static int parse_param(parser *ps) {
   }
   if (fg_tok_is(&ps->tok, "layout") && !parse_layout(ps, &t))
     return 0;
+  const char *packed = fg_packed_type_problem(&t);
+  if (packed)
+    return fail(ps, name.loc, "%s", packed);
   fg_value *v = fg_add_param(ps->g, tok_str(ps, &name), t, name.loc);
   if (!fg_symtab_put(&ps->names, name.text, name.len, v))
     return fail(ps, name.loc, "out of memory");

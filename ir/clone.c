@@ -125,5 +125,8 @@ fg_graph *fg_graph_specialize(const fg_graph *g, int n, const char *const *names
 fg_graph *fg_graph_bind_stand_in(const fg_graph *g, const char *name, int64_t value, fg_diag *d) {
   const char *names[1] = {name};
   int64_t values[1] = {value};
-  return copy(g, 1, names, values, d);
+  fg_graph *c = copy(g, 1, names, values, d);
+  if (c)
+    c->stand_in = value;
+  return c;
 }

@@ -8,12 +8,21 @@ static const struct {
   int size;
   fg_category cat;
 } dtypes[FG_DTYPE_COUNT] = {
-    [FG_BOOL] = {"bool", 1, FG_CAT_BOOL},      [FG_I8] = {"i8", 1, FG_CAT_INT},
-    [FG_U8] = {"u8", 1, FG_CAT_INT},           [FG_I16] = {"i16", 2, FG_CAT_INT},
-    [FG_I32] = {"i32", 4, FG_CAT_INT},         [FG_I64] = {"i64", 8, FG_CAT_INT},
-    [FG_F16] = {"f16", 2, FG_CAT_FLOAT},       [FG_BF16] = {"bf16", 2, FG_CAT_FLOAT},
-    [FG_F32] = {"f32", 4, FG_CAT_FLOAT},       [FG_F64] = {"f64", 8, FG_CAT_FLOAT},
-    [FG_F8E4M3] = {"f8e4m3", 1, FG_CAT_FLOAT}, [FG_F8E5M2] = {"f8e5m2", 1, FG_CAT_FLOAT},
+    [FG_BOOL] = {"bool", 1, FG_CAT_BOOL},
+    [FG_I8] = {"i8", 1, FG_CAT_INT},
+    [FG_U8] = {"u8", 1, FG_CAT_INT},
+    [FG_I16] = {"i16", 2, FG_CAT_INT},
+    [FG_I32] = {"i32", 4, FG_CAT_INT},
+    [FG_I64] = {"i64", 8, FG_CAT_INT},
+    [FG_F16] = {"f16", 2, FG_CAT_FLOAT},
+    [FG_BF16] = {"bf16", 2, FG_CAT_FLOAT},
+    [FG_F32] = {"f32", 4, FG_CAT_FLOAT},
+    [FG_F64] = {"f64", 8, FG_CAT_FLOAT},
+    [FG_F8E4M3] = {"f8e4m3", 1, FG_CAT_FLOAT},
+    [FG_F8E5M2] = {"f8e5m2", 1, FG_CAT_FLOAT},
+    /* MX formats */
+    [FG_F8E8M0] = {"f8e8m0", 1, FG_CAT_FLOAT},
+    [FG_F4E2M1] = {"f4e2m1", 1, FG_CAT_FLOAT},
 };
 
 const char *fg_dtype_name(fg_dtype t) {
@@ -28,10 +37,15 @@ fg_dtype fg_dtype_from_name(const char *s, int len) {
 }
 
 int fg_dtype_size(fg_dtype t) { return dtypes[t].size; }
+int fg_dtype_bits(fg_dtype t) { return t == FG_F4E2M1 ? 4 : 8 * dtypes[t].size; }
+int64_t fg_dtype_nbytes(fg_dtype t, int64_t n) {
+  return t == FG_F4E2M1 ? (n + 1) / 2 : n * dtypes[t].size;
+}
 fg_category fg_dtype_category(fg_dtype t) { return dtypes[t].cat; }
 bool fg_dtype_is_f8(fg_dtype t) { return t == FG_F8E4M3 || t == FG_F8E5M2; }
+bool fg_dtype_is_mx(fg_dtype t) { return t == FG_F8E8M0 || t == FG_F4E2M1; }
 bool fg_dtype_is_narrow_float(fg_dtype t) {
-  return t == FG_F16 || t == FG_BF16 || fg_dtype_is_f8(t);
+  return t == FG_F16 || t == FG_BF16 || fg_dtype_is_f8(t) || fg_dtype_is_mx(t);
 }
 
 fg_dtype fg_default_dtype(fg_category c) {
@@ -57,7 +71,7 @@ static int int_bits(fg_dtype t) {
 fg_dtype fg_promote_types(fg_dtype a, fg_dtype b) {
   if (a == b)
     return a;
-  if (fg_dtype_is_f8(a) || fg_dtype_is_f8(b))
+  if (fg_dtype_is_f8(a) || fg_dtype_is_f8(b) || fg_dtype_is_mx(a) || fg_dtype_is_mx(b))
     return FG_DTYPE_INVALID;
   if (a == FG_BOOL)
     return b;
@@ -176,6 +190,52 @@ float fg_f8e4m3_to_f32(uint8_t b) { return small_decode(b, E4M3); }
 uint8_t fg_f32_to_f8e5m2(float f) { return (uint8_t)small_encode(f, E5M2); }
 float fg_f8e5m2_to_f32(uint8_t b) { return small_decode(b, E5M2); }
 
+/* ---- MX formats ---- */
+
+uint8_t fg_f32_to_f8e8m0(float f) {
+  uint32_t u = f32_bits(f);
+  uint32_t e = (u >> 23) & 0xff;
+  if (e == 0xff)
+    return 0xff; /* inf, NaN */
+  uint32_t m = u & 0x7fffff;
+  bool guard = m & 0x400000, rest = m & 0x3fffff, lsb = e > 0;
+  if (guard && (rest || lsb))
+    e++; /* 0xfe rounds up to 0xff, NaN: 2^128 is past the range */
+  return (uint8_t)e;
+}
+
+float fg_f8e8m0_to_f32(uint8_t b) {
+  if (b == 0xff)
+    return NAN;
+  if (b == 0)
+    return bits_f32(0x00400000u); /* 2^-127, an f32 subnormal */
+  return bits_f32((uint32_t)b << 23);
+}
+
+/* e2m1 magnitudes by code 0..7; the boundaries between neighbours are the
+ * midpoints 0.25 0.75 1.25 1.75 2.5 3.5 5, a tie going to the even code. */
+static const float e2m1_values[8] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+
+uint8_t fg_f32_to_f4e2m1(float f) {
+  if (isnan(f))
+    return 0x7;
+  uint8_t sign = signbit(f) ? 0x8 : 0;
+  float a = fabsf(f);
+  uint8_t c = 0;
+  while (c < 7) {
+    float mid = (e2m1_values[c] + e2m1_values[c + 1]) / 2;
+    if (a < mid || (a == mid && (c & 1) == 0))
+      break;
+    c++;
+  }
+  return sign | c;
+}
+
+float fg_f4e2m1_to_f32(uint8_t code) {
+  float v = e2m1_values[code & 7];
+  return code & 8 ? -v : v;
+}
+
 double fg_round_to_dtype(double v, fg_dtype t) {
   float f = (float)v;
   switch (t) {
@@ -191,6 +251,10 @@ double fg_round_to_dtype(double v, fg_dtype t) {
     return fg_f8e4m3_to_f32(fg_f32_to_f8e4m3(f));
   case FG_F8E5M2:
     return fg_f8e5m2_to_f32(fg_f32_to_f8e5m2(f));
+  case FG_F8E8M0:
+    return fg_f8e8m0_to_f32(fg_f32_to_f8e8m0(f));
+  case FG_F4E2M1:
+    return fg_f4e2m1_to_f32(fg_f32_to_f4e2m1(f));
   default:
     return v;
   }

@@ -133,6 +133,8 @@ static fg_dtype pw_result_dtype(const fg_node *n, fg_dtype operand) {
     return FG_BOOL;
   case FG_PW_CAST:
     return fg_node_attr(n, "dtype")->dtype;
+  case FG_PW_E8M0:
+    return FG_F8E8M0;
   }
   return operand;
 }
@@ -213,6 +215,11 @@ static bool infer_pointwise(fg_node *n, fg_diag *d) {
              "'%s' cannot promote operand dtypes (%s): float8 types only combine with themselves; "
              "insert a cast",
              n->op->name, buf);
+    return false;
+  }
+  if (n->op->code == FG_OP_MX_SCALE && fg_mx_elem_emax(fg_node_attr(n, "elem")->dtype) < 0) {
+    fg_error(d, n->loc, "'mx_scale' needs elem= f8e4m3, f8e5m2 or f4e2m1, not %s",
+             fg_dtype_name(fg_node_attr(n, "elem")->dtype));
     return false;
   }
   if (n->op->code == FG_OP_CLAMP && !fg_node_attr(n, "min") && !fg_node_attr(n, "max")) {
@@ -779,6 +786,138 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* ---- indexing ---- */
+
+/* Whether index extent a fits under data extent b (equal names when symbolic). */
+static bool dim_within(fg_dim a, fg_dim b) {
+  if (a.sym || b.sym)
+    return fg_dim_eq(a, b);
+  return a.size <= b.size;
+}
+
+static bool check_rank(const fg_node *n, const char *what, const fg_type *t, int rank, fg_diag *d) {
+  if (t->rank == rank)
+    return true;
+  fg_error(d, n->loc, "'%s': %s has rank %d, expected %d", n->op->name, what, t->rank, rank);
+  return false;
+}
+
+/* gather, take_along_dim: index of x's rank; take_along_dim broadcasts
+ * the two outside dim, gather needs index extents within x's. */
+static bool infer_gather(fg_node *n, int dim, fg_type *t, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type;
+  char a[256], b[256];
+  if (!check_rank(n, "the index", idx, x->rank, d))
+    return false;
+  *t = *idx;
+  for (int i = 0; i < x->rank; i++) {
+    if (i == dim)
+      continue;
+    fg_dim xd = x->dims[i], id = idx->dims[i];
+    if (n->op->code == FG_OP_GATHER) {
+      if (dim_within(id, xd))
+        continue;
+    } else if (fg_dim_eq(xd, id) || (!id.sym && id.size == 1)) {
+      t->dims[i] = xd;
+      continue;
+    } else if (!xd.sym && xd.size == 1) {
+      continue;
+    }
+    fg_error(d, n->loc,
+             n->op->code == FG_OP_GATHER
+                 ? "'gather': index shape %s exceeds the operand's shape %s at dim %d"
+                 : "'take_along_dim': index shape %s does not broadcast with %s at dim %d",
+             shape_str(idx, a, sizeof a), shape_str(x, b, sizeof b), i);
+    return false;
+  }
+  return true;
+}
+
+/* scatter_add: index, src and x of one rank, the index within src and,
+ * outside dim, within x. index_add: a 1-D index; src is x with dim's
+ * extent the index's. */
+static bool infer_scatter(fg_node *n, int dim, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type, *src = &n->in[2]->type;
+  char a[256], b[256];
+  if (src->dtype != x->dtype) {
+    fg_error(d, n->loc, "'%s': the source is %s, the operand %s (they must agree; insert a cast)",
+             n->op->name, fg_dtype_name(src->dtype), fg_dtype_name(x->dtype));
+    return false;
+  }
+  if (!check_rank(n, "the source", src, x->rank, d))
+    return false;
+  if (n->op->code == FG_OP_SCATTER_ADD) {
+    if (!check_rank(n, "the index", idx, x->rank, d))
+      return false;
+    for (int i = 0; i < x->rank; i++)
+      if (!dim_within(idx->dims[i], src->dims[i]) ||
+          (i != dim && !dim_within(idx->dims[i], x->dims[i]))) {
+        fg_error(d, n->loc,
+                 "'scatter_add': index shape %s exceeds the source's or the operand's at dim %d "
+                 "(source %s)",
+                 shape_str(idx, a, sizeof a), i, shape_str(src, b, sizeof b));
+        return false;
+      }
+    return true;
+  }
+  if (!check_rank(n, "the index", idx, 1, d))
+    return false;
+  for (int i = 0; i < x->rank; i++) {
+    fg_dim want = i == dim ? idx->dims[0] : x->dims[i];
+    if (!fg_dim_eq(src->dims[i], want)) {
+      fg_error(d, n->loc,
+               "'index_add': source shape %s should be the operand's %s with dim %d the index's "
+               "length",
+               shape_str(src, a, sizeof a), shape_str(x, b, sizeof b), dim);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_indexing(fg_node *n, fg_diag *d) {
+  const fg_type *x = &n->in[0]->type, *idx = &n->in[1]->type;
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), x->rank, d);
+  if (dim < 0)
+    return false;
+  if (!fg_dtype_is_int(idx->dtype)) {
+    fg_error(d, n->loc, "'%s' needs an integer index (i8, u8, i16, i32 or i64), not %s",
+             n->op->name, fg_dtype_name(idx->dtype));
+    return false;
+  }
+  if (x->dims[dim].sym) {
+    fg_error(d, attr_loc(n, "dim"), "'%s' along symbolic dimension %d (%s) is not supported",
+             n->op->name, dim, x->dims[dim].sym);
+    return false;
+  }
+  if (x->dims[dim].size == 0 && fg_type_numel(idx) != 0) {
+    fg_error(d, n->loc, "'%s' indexes dimension %d of size 0", n->op->name, dim);
+    return false;
+  }
+  fg_type t = *x;
+  switch (n->op->code) {
+  case FG_OP_GATHER:
+  case FG_OP_TAKE_ALONG_DIM:
+    if (!infer_gather(n, dim, &t, d))
+      return false;
+    break;
+  case FG_OP_INDEX_SELECT:
+    if (!check_rank(n, "the index", idx, 1, d))
+      return false;
+    t.dims[dim] = idx->dims[0];
+    break;
+  default:
+    if (!infer_scatter(n, dim, d))
+      return false;
+    break;
+  }
+  t.dtype = x->dtype;
+  t.has_layout = false;
+  t.scalar = false;
+  n->out[0]->type = t;
+  return true;
+}
+
 /* ---- creation, control, attention ---- */
 
 static bool infer_full(fg_node *n, fg_diag *d) {
@@ -825,6 +964,75 @@ static bool infer_iota(fg_node *n, fg_diag *d) {
     return false;
   }
   n->out[0]->type = fg_type_tensor(dt, 1, &k);
+  return true;
+}
+
+/* ---- random numbers ---- */
+
+/* The seed and offset operands (the last two): an integer literal, scalar
+ * parameter, or 0-d or one-element tensor, so that a caller can keep them
+ * in device memory and advance them between replays. */
+static bool random_stream_operands(fg_node *n, fg_diag *d) {
+  static const char *const what[2] = {"seed", "offset"};
+  for (int k = 0; k < 2; k++) {
+    int i = n->nin - 2 + k;
+    const fg_type *t = &n->in[i]->type;
+    if (!fg_dtype_is_int(t->dtype)) {
+      fg_error(d, operand_loc(n, i), "the %s of '%s' must be an integer, not %s", what[k],
+               n->op->name, fg_dtype_name(t->dtype));
+      return false;
+    }
+    bool one = t->rank == 0 || (t->rank == 1 && !t->dims[0].sym && t->dims[0].size == 1);
+    if (!one) {
+      fg_error(d, operand_loc(n, i),
+               "the %s of '%s' must be a scalar or a 0-d or one-element tensor", what[k],
+               n->op->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_random(fg_node *n, fg_diag *d) {
+  if (!random_stream_operands(n, d))
+    return false;
+  fg_dtype dt = fg_node_attr(n, "dtype")->dtype;
+  if (!fg_dtype_is_float(dt)) {
+    fg_error(d, attr_loc(n, "dtype"), "'%s' needs a float dtype, not %s", n->op->name,
+             fg_dtype_name(dt));
+    return false;
+  }
+  const fg_attr *s = ints_attr(n, "shape");
+  if (s->n > FG_MAX_RANK) {
+    fg_error(d, attr_loc(n, "shape"), "shape has %d dims; at most %d are supported", s->n,
+             FG_MAX_RANK);
+    return false;
+  }
+  for (int i = 0; i < s->n; i++)
+    if (s->ints[i] < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
+      return false;
+    }
+  n->out[0]->type = fg_type_tensor(dt, s->n, s->ints);
+  return true;
+}
+
+static bool infer_dropout(fg_node *n, fg_diag *d) {
+  if (!random_stream_operands(n, d))
+    return false;
+  fg_type t = n->in[0]->type;
+  if (!fg_dtype_is_float(t.dtype)) {
+    fg_error(d, operand_loc(n, 0), "'dropout' needs a float tensor, not %s",
+             fg_dtype_name(t.dtype));
+    return false;
+  }
+  double p = fg_node_attr(n, "p")->f;
+  if (!(p >= 0.0 && p <= 1.0)) {
+    fg_error(d, attr_loc(n, "p"), "the probability p of 'dropout' must be in [0, 1], not %g", p);
+    return false;
+  }
+  t.has_layout = false;
+  n->out[0]->type = t;
   return true;
 }
 
@@ -890,6 +1098,31 @@ static bool shapes_in_limits(fg_node *n, fg_diag *d) {
       fg_error(d, n->loc,
                "'%s' makes a tensor of more than 2^62 elements (the limit for every tensor)",
                n->op->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+const char *fg_packed_type_problem(const fg_type *t) {
+  if (!fg_dtype_is_packed(t->dtype))
+    return NULL;
+  if (t->rank == 0)
+    return "an f4e2m1 tensor needs at least one dimension (two elements share a byte)";
+  const fg_dim *in = &t->dims[t->rank - 1];
+  if (in->sym || in->size % 2)
+    return "the innermost dimension of an f4e2m1 tensor must be a static even size (two "
+           "elements share a byte)";
+  if (t->has_layout)
+    return "an f4e2m1 parameter cannot have a layout (its storage is packed row-major)";
+  return NULL;
+}
+
+static bool packed_results_ok(fg_node *n, fg_diag *d) {
+  for (int r = 0; r < n->nout; r++) {
+    const char *why = fg_packed_type_problem(&n->out[r]->type);
+    if (why) {
+      fg_error(d, n->loc, "'%s': %s", n->op->name, why);
       return false;
     }
   }
@@ -1081,7 +1314,9 @@ static bool infer_cumsum(fg_node *n, fg_diag *d) {
 
 static bool infer_node(fg_node *n, fg_diag *d);
 
-bool fg_infer_node(fg_node *n, fg_diag *d) { return infer_node(n, d) && shapes_in_limits(n, d); }
+bool fg_infer_node(fg_node *n, fg_diag *d) {
+  return infer_node(n, d) && shapes_in_limits(n, d) && packed_results_ok(n, d);
+}
 
 static bool infer_node(fg_node *n, fg_diag *d) {
   const fg_op *op = n->op;
@@ -1100,7 +1335,8 @@ static bool infer_node(fg_node *n, fg_diag *d) {
       return false;
     }
   for (int i = 0; i < n->nin; i++)
-    if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA) {
+    if (n->in[i]->type.scalar && op->kind != FG_KIND_POINTWISE && op->code != FG_OP_IOTA &&
+        !(fg_op_is_random(op) && i >= n->nin - 2)) {
       fg_error(d, operand_loc(n, i), "'%s' needs tensor operands; operand %d is a scalar", op->name,
                i);
       return false;
@@ -1127,7 +1363,24 @@ static bool infer_node(fg_node *n, fg_diag *d) {
   case FG_KIND_REDUCTION:
     return infer_reduction(n, d);
   case FG_KIND_CREATION:
-    return op->code == FG_OP_FULL ? infer_full(n, d) : infer_iota(n, d);
+    switch (op->code) {
+    case FG_OP_EXTENT:
+      memset(&n->out[0]->type, 0, sizeof n->out[0]->type);
+      n->out[0]->type.dtype = fg_node_attr(n, "dtype")->dtype;
+      return true;
+    case FG_OP_FULL:
+      return infer_full(n, d);
+    case FG_OP_IOTA:
+      return infer_iota(n, d);
+    case FG_OP_DROPOUT:
+      return infer_dropout(n, d);
+    case FG_OP_RAND:
+    case FG_OP_RANDN:
+      return infer_random(n, d);
+    default:
+      break;
+    }
+    break;
   case FG_KIND_CONTROL:
     n->out[0]->type = n->in[0]->type;
     n->out[0]->type.has_layout = false;
@@ -1136,6 +1389,8 @@ static bool infer_node(fg_node *n, fg_diag *d) {
     return infer_sdpa(n, d);
   case FG_KIND_LITERAL:
     return true;
+  case FG_KIND_INDEXING:
+    return infer_indexing(n, d);
   case FG_KIND_VIEW:
     break;
   }

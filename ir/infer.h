@@ -11,6 +11,12 @@
  * Errors are reported at n->loc (or the attribute's own loc). */
 bool fg_infer_node(fg_node *n, fg_diag *d);
 
+/* MX formats: what is wrong with a type of a packed dtype (f4e2m1, two
+ * elements a byte): it needs at least one dim, a static even innermost dim
+ * and no layout, so that every row starts on a byte. NULL when it is fine
+ * (or not packed). */
+const char *fg_packed_type_problem(const fg_type *t);
+
 /* Whole-graph verifier: SSA (each operand defined before use by a node of the
  * graph or a parameter), arity, required attributes, every result type equal
  * to what inference gives, a non-empty return list. */

@@ -28,7 +28,7 @@ bool fg_tensor_alloc(fg_tensor *t, fg_dtype dt, int rank, const int64_t *sizes) 
       return false;
     n *= sizes[i];
   }
-  t->nbytes = (size_t)n * (size_t)fg_dtype_size(dt);
+  t->nbytes = (size_t)fg_dtype_nbytes(dt, n);
   /* calloc(0) may return NULL; keep a valid pointer for empty tensors. */
   t->data = calloc(t->nbytes ? t->nbytes : 1, 1);
   return t->data != NULL;
@@ -84,28 +84,38 @@ void fg_ix_strides(int rank, const int64_t *sizes, int64_t *strides) {
 
 /* An odometer over all dims but the last; the innermost dim is a tight loop
  * (memcpy when both sides are contiguous there). */
-void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
-                        const int64_t *src_strides, int rank, const int64_t *sizes, int esize) {
+void fg_ix_copy_strided(void *dst, int64_t doff, const int64_t *dst_strides, const void *src,
+                        int64_t soff, const int64_t *src_strides, int rank, const int64_t *sizes,
+                        fg_dtype dt) {
   int64_t total = 1;
   for (int d = 0; d < rank; d++)
     total *= sizes[d];
   if (total == 0)
     return;
+  bool packed = fg_dtype_is_packed(dt);
+  int64_t esize = fg_dtype_size(dt);
   if (rank == 0) {
-    memcpy(dst, src, (size_t)esize);
+    if (packed)
+      fg_ix_f4_set(dst, doff, fg_ix_f4_get(src, soff));
+    else
+      memcpy((char *)dst + doff * esize, (const char *)src + soff * esize, (size_t)esize);
     return;
   }
   int64_t inner = sizes[rank - 1], ds = dst_strides[rank - 1], ss = src_strides[rank - 1];
   int64_t idx[FG_MAX_RANK] = {0};
-  int64_t doff = 0, soff = 0;
   for (int64_t done = 0; done < total; done += inner) {
-    char *d = dst + doff * esize;
-    const char *s = src + soff * esize;
-    if (ds == 1 && ss == 1) {
-      memcpy(d, s, (size_t)(inner * esize));
-    } else {
+    if (packed) {
       for (int64_t j = 0; j < inner; j++)
-        memcpy(d + j * ds * esize, s + j * ss * esize, (size_t)esize);
+        fg_ix_f4_set(dst, doff + j * ds, fg_ix_f4_get(src, soff + j * ss));
+    } else {
+      char *d = (char *)dst + doff * esize;
+      const char *s = (const char *)src + soff * esize;
+      if (ds == 1 && ss == 1) {
+        memcpy(d, s, (size_t)(inner * esize));
+      } else {
+        for (int64_t j = 0; j < inner; j++)
+          memcpy(d + j * ds * esize, s + j * ss * esize, (size_t)esize);
+      }
     }
     for (int k = rank - 2; k >= 0; k--) {
       doff += dst_strides[k];
@@ -117,6 +127,17 @@ void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
       idx[k] = 0;
     }
   }
+}
+
+void fg_ix_fill_from_first(void *p, fg_dtype dt, int64_t n) {
+  if (fg_dtype_is_packed(dt)) {
+    for (int64_t i = 1; i < n; i++)
+      fg_ix_f4_set(p, i, fg_ix_f4_get(p, 0));
+    return;
+  }
+  int es = fg_dtype_size(dt);
+  for (int64_t i = 1; i < n; i++)
+    memcpy((char *)p + i * es, p, (size_t)es);
 }
 
 /* ---- context ---- */
@@ -175,7 +196,7 @@ static bool check_input(fg_interp_ctx *cx, const fg_value *p, const fg_tensor *t
   for (int d = 0; ok && d < t->rank; d++)
     ok = t->sizes[d] == p->type.dims[d].size;
   if (ok)
-    ok = t->nbytes >= (size_t)fg_tensor_numel(t) * (size_t)fg_dtype_size(t->dtype);
+    ok = t->nbytes >= (size_t)fg_dtype_nbytes(t->dtype, fg_tensor_numel(t));
   if (!ok)
     return fg_ix_fail(cx, NULL, "input for parameter '%s' does not match its type %s", name, want);
   return true;

@@ -48,7 +48,11 @@ bool fg_interp_split(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_full(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_iota(fg_interp_ctx *cx, const fg_node *n);
-bool fg_interp_sdpa(fg_interp_ctx *cx, const fg_node *n); /* may report "not supported" */
+bool fg_interp_sdpa(fg_interp_ctx *cx, const fg_node *n);   /* may report "not supported" */
+bool fg_interp_gather(fg_interp_ctx *cx, const fg_node *n); /* gather take_along_dim index_select */
+bool fg_interp_scatter_add(fg_interp_ctx *cx, const fg_node *n); /* scatter_add index_add */
+bool fg_interp_random(fg_interp_ctx *cx, const fg_node *n);      /* rand, randn */
+bool fg_interp_dropout(fg_interp_ctx *cx, const fg_node *n);
 /* issue 20, ops (interp_ops20.c) */
 bool fg_interp_stack(fg_interp_ctx *cx, const fg_node *n);
 bool fg_interp_softmax(fg_interp_ctx *cx, const fg_node *n); /* softmax, log_softmax */

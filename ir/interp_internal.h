@@ -32,6 +32,16 @@ bool fg_ix_fail(fg_interp_ctx *cx, const fg_node *n, const char *fmt, ...)
  * round to nearest even (narrow types through f32); floats to ints truncate
  * toward zero and saturate (NaN -> 0); ints to ints wrap; anything to bool is
  * != 0 (NaN -> true). */
+/* f4e2m1 storage: element i in byte i/2, the low nibble for even i. */
+static inline uint8_t fg_ix_f4_get(const void *p, int64_t i) {
+  uint8_t b = ((const uint8_t *)p)[i >> 1];
+  return (uint8_t)(i & 1 ? b >> 4 : b & 0xf);
+}
+static inline void fg_ix_f4_set(void *p, int64_t i, uint8_t code) {
+  uint8_t *b = (uint8_t *)p + (i >> 1);
+  *b = (uint8_t)(i & 1 ? (*b & 0x0f) | (code << 4) : (*b & 0xf0) | (code & 0xf));
+}
+
 static inline double fg_ix_load_f(const void *p, fg_dtype dt, int64_t i) {
   switch (dt) {
   case FG_BOOL:
@@ -58,6 +68,10 @@ static inline double fg_ix_load_f(const void *p, fg_dtype dt, int64_t i) {
     return fg_f8e4m3_to_f32(((const uint8_t *)p)[i]);
   case FG_F8E5M2:
     return fg_f8e5m2_to_f32(((const uint8_t *)p)[i]);
+  case FG_F8E8M0:
+    return fg_f8e8m0_to_f32(((const uint8_t *)p)[i]);
+  case FG_F4E2M1:
+    return fg_f4e2m1_to_f32(fg_ix_f4_get(p, i));
   default:
     return 0;
   }
@@ -102,6 +116,12 @@ static inline void fg_ix_store_f(void *p, fg_dtype dt, int64_t i, double v) {
     return;
   case FG_F8E5M2:
     ((uint8_t *)p)[i] = fg_f32_to_f8e5m2((float)v);
+    return;
+  case FG_F8E8M0:
+    ((uint8_t *)p)[i] = fg_f32_to_f8e8m0((float)v);
+    return;
+  case FG_F4E2M1:
+    fg_ix_f4_set(p, i, fg_f32_to_f4e2m1((float)v));
     return;
   case FG_BOOL:
     ((uint8_t *)p)[i] = v != 0;
@@ -150,10 +170,14 @@ void fg_ix_store_attr(void *data, fg_dtype dt, int64_t i, const fg_attr *a);
 
 /* Row-major strides, in elements. */
 void fg_ix_strides(int rank, const int64_t *sizes, int64_t *strides);
-/* Copies the box `sizes` (rank dims) of esize-byte elements from src with
- * src_strides to dst with dst_strides (strides in elements, may be 0 in src
- * for broadcasting). */
-void fg_ix_copy_strided(char *dst, const int64_t *dst_strides, const char *src,
-                        const int64_t *src_strides, int rank, const int64_t *sizes, int esize);
+/* Copies the box `sizes` (rank dims) of dtype-dt elements from src, starting
+ * at element soff, with src_strides to dst from element doff with
+ * dst_strides (offsets and strides in elements, src strides may be 0 for
+ * broadcasting; packed dtypes are copied a nibble at a time). */
+void fg_ix_copy_strided(void *dst, int64_t doff, const int64_t *dst_strides, const void *src,
+                        int64_t soff, const int64_t *src_strides, int rank, const int64_t *sizes,
+                        fg_dtype dt);
+/* Fills elements 1..n-1 of p with a copy of element 0. */
+void fg_ix_fill_from_first(void *p, fg_dtype dt, int64_t n);
 
 #endif

@@ -37,9 +37,8 @@ static bool copy_view(fg_interp_ctx *cx, const fg_node *n, int k, const fg_tenso
     return fg_ix_fail(cx, n, "%s", why);
   int64_t dst[FG_MAX_RANK];
   fg_ix_strides(out->rank, out->sizes, dst);
-  int es = fg_dtype_size(in->dtype);
-  fg_ix_copy_strided(out->data, dst, (const char *)in->data + t.offset * es, t.strides, out->rank,
-                     out->sizes, es);
+  fg_ix_copy_strided(out->data, 0, dst, in->data, t.offset, t.strides, out->rank, out->sizes,
+                     in->dtype);
   return true;
 }
 
@@ -60,10 +59,9 @@ static bool place(fg_interp_ctx *cx, const fg_node *n, fg_tensor *out, const fg_
   int64_t ost[FG_MAX_RANK], ist[FG_MAX_RANK];
   fg_ix_strides(out->rank, out->sizes, ost);
   fg_ix_strides(in->rank, in->sizes, ist);
-  int es = fg_dtype_size(out->dtype);
-  char *dst = (char *)out->data + at * ost[dim] * es;
+  int64_t doff = at * ost[dim];
   if (in->dtype == out->dtype) {
-    fg_ix_copy_strided(dst, ost, in->data, ist, in->rank, in->sizes, es);
+    fg_ix_copy_strided(out->data, doff, ost, in->data, 0, ist, in->rank, in->sizes, out->dtype);
     return true;
   }
   fg_tensor tmp;
@@ -72,7 +70,7 @@ static bool place(fg_interp_ctx *cx, const fg_node *n, fg_tensor *out, const fg_
   int64_t cnt = fg_tensor_numel(in);
   for (int64_t i = 0; i < cnt; i++)
     fg_ix_convert(tmp.data, tmp.dtype, i, in->data, in->dtype, i);
-  fg_ix_copy_strided(dst, ost, tmp.data, ist, in->rank, in->sizes, es);
+  fg_ix_copy_strided(out->data, doff, ost, tmp.data, 0, ist, in->rank, in->sizes, out->dtype);
   fg_tensor_free(&tmp);
   return true;
 }
@@ -110,12 +108,10 @@ bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n) {
   if (!out)
     return false;
   const fg_attr *p = ints(n, "pad"), *v = fg_node_attr(n, "value");
-  int es = fg_dtype_size(out->dtype);
   int64_t total = fg_tensor_numel(out);
   if (total > 0) {
     fg_ix_store_attr(out->data, out->dtype, 0, v);
-    for (int64_t i = 1; i < total; i++)
-      memcpy((char *)out->data + i * es, out->data, (size_t)es);
+    fg_ix_fill_from_first(out->data, out->dtype, total);
   }
   int64_t ist[FG_MAX_RANK], ost[FG_MAX_RANK], box[FG_MAX_RANK];
   fg_ix_strides(in->rank, in->sizes, ist);
@@ -133,7 +129,6 @@ bool fg_interp_pad(fg_interp_ctx *cx, const fg_node *n) {
     soff += s0 * ist[d];
     doff += d0 * ost[d];
   }
-  fg_ix_copy_strided((char *)out->data + doff * es, ost, (const char *)in->data + soff * es, ist,
-                     in->rank, box, es);
+  fg_ix_copy_strided(out->data, doff, ost, in->data, soff, ist, in->rank, box, out->dtype);
   return true;
 }

@@ -132,6 +132,10 @@ struct fg_graph {
   fg_sym *syms;
   int sym_slots_cap; /* private: fg_graph_sym's hash index (index + 1, 0 empty) */
   int *sym_slots;
+  /* Set by fg_graph_bind_stand_in: the number that stands for the symbolic
+   * size in this copy (opt/symbolic.h), so that decompose can tell a count
+   * that holds it (0: none). */
+  int64_t stand_in;
 };
 
 typedef struct fg_module {

@@ -12,7 +12,8 @@ typedef enum fg_op_kind {
   FG_KIND_CREATION,
   FG_KIND_CONTROL,
   FG_KIND_ATTENTION,
-  FG_KIND_LITERAL, /* internal: defines a literal scalar; never written by users */
+  FG_KIND_LITERAL,  /* internal: defines a literal scalar; never written by users */
+  FG_KIND_INDEXING, /* gather and scatter by an integer index tensor */
 } fg_op_kind;
 
 typedef enum fg_opcode {
@@ -95,7 +96,22 @@ typedef enum fg_opcode {
   FG_OP_SDPA,
   FG_OP_SDPA_BWD,
   /* internal */
+  FG_OP_EXTENT,
   FG_OP_LITERAL,
+  /* indexing (operands x, index[, src]; dim=) */
+  FG_OP_GATHER,
+  FG_OP_INDEX_SELECT,
+  FG_OP_TAKE_ALONG_DIM,
+  FG_OP_SCATTER_ADD,
+  FG_OP_INDEX_ADD,
+  /* MX formats */
+  FG_OP_MX_SCALE,
+  /* random numbers (docs/format.md 5.12; ir/random.h): creation ops keyed
+   * by seed and offset operands; dropout is a composite the decompose pass
+   * rewrites into rand and pointwise ops */
+  FG_OP_RAND,
+  FG_OP_RANDN,
+  FG_OP_DROPOUT,
   /* issue 20, ops: pointwise, then composites that opt/decompose.c
    * rewrites into the ops above before anything else sees them */
   FG_OP_COSH,
@@ -122,6 +138,8 @@ typedef enum fg_pw_rule {
   FG_PW_LOGICAL,   /* operands as truth values, result bool */
   FG_PW_WHERE,     /* operand 0 bool, operands 1..2 promoted */
   FG_PW_CAST,      /* dtype= attribute */
+  /* MX formats */
+  FG_PW_E8M0, /* result f8e8m0 (mx_scale) */
 } fg_pw_rule;
 
 typedef enum fg_attr_type {
@@ -194,9 +212,17 @@ static inline bool fg_op_returns_bool(const fg_op *op) {
          (op->pw == FG_PW_COMPARE || op->pw == FG_PW_PREDICATE || op->pw == FG_PW_LOGICAL);
 }
 
+/* rand, randn, dropout: their last two operands are the seed and offset. */
+static inline bool fg_op_is_random(const fg_op *op) {
+  return op->code == FG_OP_RAND || op->code == FG_OP_RANDN || op->code == FG_OP_DROPOUT;
+}
+
 extern const fg_op fg_ops[FG_OP_COUNT];
 const fg_op *fg_op_lookup(const char *name, int len); /* NULL: unknown; never LITERAL */
 static inline const fg_op *fg_op_get(fg_opcode c) { return &fg_ops[c]; }
 int fg_op_attr_index(const fg_op *op, const char *name); /* -1: none */
+/* MX formats: emax of an MX element dtype (the exponent of its largest
+ * power of two: f8e4m3 8, f8e5m2 15, f4e2m1 2); -1 for other dtypes. */
+int fg_mx_elem_emax(fg_dtype elem);
 
 #endif

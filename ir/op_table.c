@@ -102,6 +102,22 @@ static int64_t clamp_i(const int64_t *a, const fg_node *n) {
   return x;
 }
 static double cast_f(const double *a, const fg_node *n) { (void)n; return a[0]; }
+/* MX formats: the OCP MX v1.0 shared scale of a block whose largest
+ * magnitude is a[0] (an f32 value): 2^(floor(log2(amax)) - emax_elem),
+ * floor(log2) read off the f32 exponent field (0 for zeros and f32
+ * subnormals, i.e. -127), clamped below at 2^-127; inf and NaN give NaN. */
+static double mx_scale_f(const double *a, const fg_node *n) {
+  double x = fabs(a[0]);
+  if (!isfinite(x))
+    return NAN;
+  int e = 0;
+  if (x >= 0x1p-126) {
+    frexp(x, &e);
+    e += 126; /* the f32 biased exponent field: floor(log2 x) + 127 */
+  }
+  int s = e - fg_mx_elem_emax(fg_node_attr(n, "elem")->dtype);
+  return s <= 0 ? 0x1p-127 : ldexp(1.0, s - 127);
+}
 static int64_t cast_i(const int64_t *a, const fg_node *n) { (void)n; return a[0]; }
 
 // clang-format on
@@ -182,6 +198,9 @@ static const char *const gelu_choices[] = {"none", "tanh", NULL};
   ATTRS(A_OPT("dims", FG_AT_INTS),                                                                 \
         {.name = "correction", .type = FG_AT_FLOAT, .def = {.kind = FG_ATTR_FLOAT, .f = 1.0}},     \
         A_BOOL("keepdim", 0))
+#define RAND_ATTRS                                                                                 \
+  ATTRS(A_REQ("shape", FG_AT_INTS),                                                                \
+        {.name = "dtype", .type = FG_AT_DTYPE, .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_F32}})
 #define ATTN_ATTRS ATTRS(A_BOOL("causal", 0), A_OPT("scale", FG_AT_FLOAT))
 
 /* ---- the table ---- */
@@ -311,8 +330,39 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     OTHER(FG_OP_SDPA, "sdpa", FG_KIND_ATTENTION, 3, 3, 2, ATTN_ATTRS, fg_interp_sdpa),
     OTHER(FG_OP_SDPA_BWD, "sdpa_bwd", FG_KIND_ATTENTION, 6, 6, 3, ATTN_ATTRS, fg_interp_sdpa),
 
+    /* The element count `value` of extents that hold the symbolic size, as
+     * a scalar of `dtype`: decompose writes it for mean and var over T
+     * (opt/symbolic.h), and the code generator reads it as the run-time
+     * count. Not in the language: a user's number is a literal. */
+    OTHER(FG_OP_EXTENT, "extent", FG_KIND_CREATION, 0, 0, 1,
+          ATTRS(A_REQ("value", FG_AT_SCALAR), A_REQ("dtype", FG_AT_DTYPE)), fg_interp_full),
+
     OTHER(FG_OP_LITERAL, "literal", FG_KIND_LITERAL, 0, 0, 1, ATTRS(A_REQ("value", FG_AT_SCALAR)),
           fg_interp_literal),
+
+    /* indexing: an index outside [0, size) is clamped into it (docs/format.md 5.11) */
+    OTHER(FG_OP_GATHER, "gather", FG_KIND_INDEXING, 2, 2, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_gather),
+    OTHER(FG_OP_INDEX_SELECT, "index_select", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_TAKE_ALONG_DIM, "take_along_dim", FG_KIND_INDEXING, 2, 2, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_gather),
+    OTHER(FG_OP_SCATTER_ADD, "scatter_add", FG_KIND_INDEXING, 3, 3, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT)), fg_interp_scatter_add),
+    OTHER(FG_OP_INDEX_ADD, "index_add", FG_KIND_INDEXING, 3, 3, 1, ATTRS(A_REQ("dim", FG_AT_INT)),
+          fg_interp_scatter_add),
+    /* MX formats */
+    [FG_OP_MX_SCALE] = {FG_OP_MX_SCALE, "mx_scale", FG_KIND_POINTWISE, 1, 1, 1,
+                        ATTRS({.name = "elem",
+                               .type = FG_AT_DTYPE,
+                               .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_F8E4M3}}),
+                        FG_PW_E8M0, mx_scale_f, NULL, NULL, EXACT},
+
+    /* random numbers */
+    OTHER(FG_OP_RAND, "rand", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
+    OTHER(FG_OP_RANDN, "randn", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
+    OTHER(FG_OP_DROPOUT, "dropout", FG_KIND_CREATION, 3, 3, 1, ATTRS(A_REQ("p", FG_AT_FLOAT)),
+          fg_interp_dropout),
 
     /* issue 20, ops */
     UN(FG_OP_COSH, "cosh", FG_PW_FLOAT, cosh_f, NULL, LIBDEV),
@@ -340,9 +390,22 @@ const fg_op fg_ops[FG_OP_COUNT] = {
           ATTRS(A_REQ("dim", FG_AT_INT), A_OPT("dtype", FG_AT_DTYPE)), fg_interp_cumsum),
 };
 
+int fg_mx_elem_emax(fg_dtype elem) {
+  switch (elem) {
+  case FG_F8E4M3:
+    return 8;
+  case FG_F8E5M2:
+    return 15;
+  case FG_F4E2M1:
+    return 2;
+  default:
+    return -1;
+  }
+}
+
 const fg_op *fg_op_lookup(const char *name, int len) {
   for (int i = 0; i < FG_OP_COUNT; i++) {
-    if (i == FG_OP_LITERAL)
+    if (i == FG_OP_LITERAL || i == FG_OP_EXTENT)
       continue;
     if ((int)strlen(fg_ops[i].name) == len && memcmp(fg_ops[i].name, name, (size_t)len) == 0)
       return &fg_ops[i];

@@ -75,12 +75,19 @@ typedef enum fgl_dtype {
   FGL_F64,
   FGL_F8E4M3,
   FGL_F8E5M2,
+  /* MX formats */
+  FGL_F8E8M0, /* OCP MX scale, one byte */
+  FGL_F4E2M1, /* packed two a byte, the even element in the low nibble; sizes
+                 and strides count elements, pointers address bytes */
   FGL_DTYPE_COUNT
 } fgl_dtype;
 
 const char *fgl_dtype_name(fgl_dtype t); /* "bf16"; "?" when out of range */
-int fgl_dtype_size(fgl_dtype t);         /* bytes per element; 0 when out of range */
-int fgl_dtype_is_float(fgl_dtype t);     /* f16 bf16 f32 f64 f8e4m3 f8e5m2 */
+int fgl_dtype_size(fgl_dtype t);         /* bytes per element; 0 when out of range;
+                                            f4e2m1: 1, the byte that holds two */
+/* Bytes that n elements occupy: n * size, f4e2m1 (n + 1) / 2. */
+long long fgl_dtype_bytes(fgl_dtype t, long long n);
+int fgl_dtype_is_float(fgl_dtype t); /* f16 bf16 f32 f64 and the f8, MX types */
 
 typedef unsigned long long fgl_devptr; /* a CUdeviceptr */
 typedef void *fgl_stream;              /* a CUstream; NULL is the default stream */

@@ -6,13 +6,17 @@
 #include "internal.h"
 
 static const char *const dtype_names[FGL_DTYPE_COUNT] = {
-    "bool", "i8", "u8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
-static const int dtype_sizes[FGL_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
+    "bool", "i8",  "u8",  "i16",    "i32",    "i64",    "f16",
+    "bf16", "f32", "f64", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1"};
+static const int dtype_sizes[FGL_DTYPE_COUNT] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 1, 1};
 
 const char *fgl_dtype_name(fgl_dtype t) {
   return (unsigned)t < FGL_DTYPE_COUNT ? dtype_names[t] : "?";
 }
 int fgl_dtype_size(fgl_dtype t) { return (unsigned)t < FGL_DTYPE_COUNT ? dtype_sizes[t] : 0; }
+long long fgl_dtype_bytes(fgl_dtype t, long long n) {
+  return t == FGL_F4E2M1 ? (n + 1) / 2 : n * fgl_dtype_size(t);
+}
 int fgl_dtype_is_float(fgl_dtype t) { return t >= FGL_F16 && t < FGL_DTYPE_COUNT; }
 
 const char *fgl_status_name(fgl_status s) {

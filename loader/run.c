@@ -49,7 +49,7 @@ static void span(unsigned long long ptr, fgl_dtype dt, int rank, const int64_t *
   for (int d = 0; d < rank; d++)
     last += (unsigned long long)(sizes[d] - 1) * (unsigned long long)strides[d];
   *lo = ptr;
-  *hi = numel == 0 ? ptr : ptr + (last + 1) * (unsigned long long)fgl_dtype_size(dt);
+  *hi = numel == 0 ? ptr : ptr + (unsigned long long)fgl_dtype_bytes(dt, (long long)last + 1);
 }
 
 static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned long long blo,
@@ -228,8 +228,7 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     unsigned long long base =
         r->base.kind == 'p' ? g->slot_p[r->base.index] : g->slot_r[r->base.index];
     fgl_tensor *o = &outputs[j];
-    o->ptr =
-        base + (unsigned long long)g->roffset[j] * (unsigned long long)fgl_dtype_size(r->dtype);
+    o->ptr = base + (unsigned long long)fgl_dtype_bytes(r->dtype, g->roffset[j]);
     o->dtype = r->dtype;
     o->rank = r->shape.rank;
     memcpy(o->sizes, rd->sizes, sizeof o->sizes);

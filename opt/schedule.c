@@ -845,6 +845,15 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
   k->args = fg_arena_append(a, k->args, &k->nargs, &z, sizeof z);
 }
 
+/* Whether a node of g computes with T's run-time count (`extent`, which
+ * decompose writes for mean and var over T): every kernel then takes T. */
+static bool counts_symbolic(const fg_graph *g) {
+  for (const fg_node *n = g->first; n; n = n->next)
+    if (n->op->code == FG_OP_EXTENT)
+      return true;
+  return false;
+}
+
 /* The launch must be one the GPU (and so the loader) accepts: grid x at
  * most 2^31-1, y and z at most 65535. A larger one is the input's limit. */
 static bool grid_in_limits(const fg_plan *p, const fg_kernel *k, fg_diag *d) {
@@ -981,6 +990,12 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
       symbolic_grid(p, k);
+    else if (p->sym.n && counts_symbolic(p->g)) {
+      /* T's count in a kernel over static extents (a mean over T, after
+       * the column kernel that summed it) */
+      fg_buf_ref z = {FG_BUF_SYM, 0};
+      k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &z, sizeof z);
+    }
     if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
     if (k->split > 1) {

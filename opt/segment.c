@@ -728,6 +728,19 @@ static const fg_value *dense_ancestor(const fg_value *v) {
   return best;
 }
 
+/* MX formats: a view of f4e2m1 storage must start on a byte and keep rows
+ * of whole bytes (a pointer cannot address a nibble); else the result is
+ * copied. NULL when the view is fine. */
+static const char *packed_view_problem(const fg_strided *s, fg_dtype dt) {
+  if (!fg_dtype_is_packed(dt))
+    return NULL;
+  bool ok = s->offset % 2 == 0 && s->rank > 0 && s->strides[s->rank - 1] == 1 &&
+            s->sizes[s->rank - 1] % 2 == 0;
+  for (int d = 0; ok && d + 1 < s->rank; d++)
+    ok = s->strides[d] % 2 == 0 || s->sizes[d] == 1;
+  return ok ? NULL : "an f4e2m1 view that does not start on a byte or keep whole bytes";
+}
+
 static bool plan_results(fg_plan *p, fg_diag *d) {
   fg_graph *g = p->g;
   bool *base_ok = calloc((size_t)g->next_value_id, 1);
@@ -790,7 +803,8 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     if (!g->bookend && v->param_index < 0) {
       /* a parameter returned as it is involves no view op: still aliased */
       why = "bookending disabled (--disable-pass=bookend)";
-    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why)) {
+    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why) &&
+               !(why = packed_view_problem(&s, v->type.dtype))) {
       r->is_view = true;
       r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
                                        : (fg_buf_ref){FG_BUF_RESULT, written_as[base->id]};
@@ -899,8 +913,8 @@ static bool store_deep_values(fg_plan *p) {
   return true;
 }
 
-/* What the code generator cannot take: symbolic shapes, mean/var (and the
- * other composites) left for a disabled decompose, attention. */
+/* What the code generator cannot take: symbolic shapes, mean/var, dropout
+ * and the other composites left for a disabled decompose, attention. */
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -910,12 +924,20 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       return false;
     }
   for (fg_node *n = g->first; n; n = n->next) {
-    if (fg_decompose_rewrites(n->op->code)) {
+    fg_opcode c = n->op->code;
+    if (fg_decompose_rewrites(c)) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
       return false;
     }
     if (n->op->kind == FG_KIND_ATTENTION) {
       fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
+      return false;
+    }
+    if (c == FG_OP_SCATTER_ADD || c == FG_OP_INDEX_ADD) {
+      fg_error(d, n->loc,
+               "'%s' is not supported by the code generator yet (the reference interpreter "
+               "runs it; a deterministic GPU form is to come)",
+               n->op->name);
       return false;
     }
   }

@@ -28,28 +28,6 @@ static bool collides(const fg_graph *g, int64_t q) {
   return false;
 }
 
-/* mean and var divide by the number of elements they reduce, which
- * decompose writes as a literal: over T it would be the stand-in's. */
-static bool counts_static(const fg_graph *g, const char *name, fg_diag *d) {
-  for (const fg_node *n = g->first; n; n = n->next) {
-    fg_opcode c = n->op->code;
-    if (c != FG_OP_MEAN && c != FG_OP_VAR && c != FG_OP_VAR_MEAN)
-      continue;
-    const fg_type *t = &n->in[0]->type;
-    bool mask[FG_MAX_RANK];
-    fg_reduce_mask(n, mask);
-    for (int k = 0; k < t->rank; k++)
-      if (mask[k] && t->dims[k].sym && strcmp(t->dims[k].sym, name) == 0) {
-        fg_error(d, n->loc,
-                 "'%s' over the symbolic size '%s' is not supported by the code generator yet: "
-                 "its count is a run-time value",
-                 n->op->name, name);
-        return false;
-      }
-  }
-  return true;
-}
-
 fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   memset(out, 0, sizeof *out);
   const fg_value *first = NULL;
@@ -81,8 +59,6 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   }
   if (!first)
     return g;
-  if (!counts_static(g, out->name, d))
-    return NULL;
   out->n = 1;
   const fg_sym *f = fg_graph_sym(g, out->name);
   out->min = f ? f->min : FG_SYM_DEFAULT_MIN;

@@ -332,8 +332,7 @@ static void dim_list(buf *b, const int64_t *v, int n) {
 }
 
 /* --symbolic: whether this statement keeps x's dim T where the code
- * generator takes it (the leading dim, not reduced with other dims,
- * no mean or var over it), most of the time; *tk is T's dim. Draws nothing
+ * generator takes it (the leading dim), most of the time; *tk is T's dim. Draws nothing
  * for values without T, so static graphs stay as they were. */
 static bool keep_t(gen *g, const val *x, int *tk) {
   if (!x->tdims || !chance(&g->r, 70))
@@ -405,15 +404,6 @@ static bool gen_stmt(gen *g) {
         dims[nd++] = chance(&g->r, 20) ? i - r : i;
     if (nd == 0)
       dims[nd++] = pick(&g->r, r);
-    if (x->tdims && (op[0] == 'm' || op[0] == 'v' || nd > 1) && r > 1 && keep_t(g, x, &tk)) {
-      int n = 0; /* not over T: without it, or over the next dim */
-      for (int i = 0; i < nd; i++)
-        if ((dims[i] + r) % r != tk)
-          dims[n++] = dims[i];
-      nd = n ? n : 1;
-      if (!n)
-        dims[0] = (tk + 1) % r;
-    }
     bprintf(&c, "%s(%s, dims=", op, x->name);
     dim_list(&c, dims, nd);
     if (chance(&g->r, 50))

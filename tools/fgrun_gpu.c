@@ -54,12 +54,20 @@ static size_t span_bytes(fgl_dtype dt, int rank, const int64_t *sizes, const int
       return 0;
     last += (sizes[d] - 1) * strides[d];
   }
-  return (size_t)(last + 1) * (size_t)fgl_dtype_size(dt);
+  return (size_t)fgl_dtype_bytes(dt, last + 1);
+}
+
+/* Element i of packed f4e2m1 storage: the low nibble of byte i/2 for even i. */
+static void nibble_move(unsigned char *dst, int64_t di, const unsigned char *src, int64_t si) {
+  unsigned v = (src[si >> 1] >> (si & 1 ? 4 : 0)) & 0xf;
+  unsigned char *b = dst + (di >> 1);
+  *b = (unsigned char)(di & 1 ? (*b & 0x0f) | (v << 4) : (*b & 0xf0) | v);
 }
 
 /* Copies between a logical row-major buffer and a strided one, both ways. */
-static void strided_copy(void *strided, void *logical, int es, int rank, const int64_t *sizes,
+static void strided_copy(void *strided, void *logical, fgl_dtype dt, int rank, const int64_t *sizes,
                          const int64_t *strides, int to_strided) {
+  int es = fgl_dtype_size(dt);
   int64_t numel = 1, idx[FGL_MAX_RANK] = {0};
   for (int d = 0; d < rank; d++)
     numel *= sizes[d];
@@ -68,7 +76,11 @@ static void strided_copy(void *strided, void *logical, int es, int rank, const i
     for (int d = 0; d < rank; d++)
       off += idx[d] * strides[d];
     char *s = (char *)strided + off * es, *l = (char *)logical + k * es;
-    if (to_strided)
+    if (dt == FGL_F4E2M1 && to_strided)
+      nibble_move(strided, off, logical, k);
+    else if (dt == FGL_F4E2M1)
+      nibble_move(logical, k, strided, off);
+    else if (to_strided)
       memcpy(s, l, (size_t)es);
     else
       memcpy(l, s, (size_t)es);
@@ -334,7 +346,7 @@ static int upload(state *s) {
     char *h = calloc(bytes + 1, 1);
     if (!h)
       FAIL("out of memory");
-    strided_copy(h, t->data, fgl_dtype_size(p->dtype), p->rank, p->sizes, p->strides, 1);
+    strided_copy(h, t->data, p->dtype, p->rank, p->sizes, p->strides, 1);
     FGL(dev_alloc(s, bytes, i, fgl_dtype_size(p->dtype), &e_));
     FGL(fgl_memcpy_htod(s->m, s->dev[i], h, bytes, &e_));
     free(h);
@@ -370,7 +382,7 @@ static int download(state *s) {
     const fgl_tensor *t = &s->outs[j];
     if (r->is_view) {
       fgl_devptr base = r->base_is_param ? s->dev[r->base_index] : s->outs[r->base_index].ptr;
-      fgl_devptr want = base + (fgl_devptr)r->offset * (fgl_devptr)fgl_dtype_size(r->dtype);
+      fgl_devptr want = base + (fgl_devptr)fgl_dtype_bytes(r->dtype, r->offset);
       if (t->ptr != want)
         FAIL("result %d: view pointer 0x%llx, expected %c%d + %" PRId64 " elements = 0x%llx", j,
              t->ptr, r->base_is_param ? 'p' : 'r', r->base_index, r->offset, want);
@@ -382,7 +394,7 @@ static int download(state *s) {
     if (!h)
       FAIL("out of memory");
     FGL(fgl_memcpy_dtoh(s->m, h, t->ptr, bytes, &e_));
-    strided_copy(h, s->got[j].data, fgl_dtype_size(t->dtype), t->rank, t->sizes, t->strides, 0);
+    strided_copy(h, s->got[j].data, t->dtype, t->rank, t->sizes, t->strides, 0);
     free(h);
   }
   return FG_EXIT_OK;
@@ -463,10 +475,10 @@ static int bench(const fgrun_gpu_opts *o, state *s) {
   double bytes = 0;
   for (int i = 0; i < s->gi.n_params; i++)
     if (!s->pi[i].is_scalar)
-      bytes += (double)fg_tensor_numel(&s->in[i]) * fgl_dtype_size(s->pi[i].dtype);
+      bytes += (double)fgl_dtype_bytes(s->pi[i].dtype, fg_tensor_numel(&s->in[i]));
   for (int j = 0; j < s->gi.n_results; j++)
     if (!s->ri[j].is_view)
-      bytes += (double)fg_tensor_numel(&s->got[j]) * fgl_dtype_size(s->ri[j].dtype);
+      bytes += (double)fgl_dtype_bytes(s->ri[j].dtype, fg_tensor_numel(&s->got[j]));
   long warm = o->bench < 10 ? o->bench : 10;
   /* The reference: a device-to-device copy in the same run, counting bytes
    * read plus written, large enough to stream from DRAM (not L2). */

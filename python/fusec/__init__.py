@@ -1,6 +1,9 @@
 """fusec: run fusec artifacts from Python on PyTorch CUDA tensors.
 
-A thin ctypes binding of libfgload (loader/fgload.h); no compiled extension.
+A binding of libfgload (loader/fgload.h): ctypes for loading and
+introspection; calls go through the C extension fusec._fgcall (the fast
+path, a few microseconds a call; docs/python.md) when it is built, and
+through ctypes otherwise, with the same results and errors.
 
     import fusec, torch
     m = fusec.load("model.ptx")            # JIT through the driver, cubin cache on disk
@@ -24,7 +27,12 @@ ParamInfo/ResultInfo such a dim reads as the sym's name ('T'), a size or
 stride that is a formula as None; Graph.syms lists the syms.
 
 The library is found, in order: load(..., lib=PATH), $FGLOAD_LIBRARY, a
-libfgload.so next to this package, the system's library path.
+libfgload.so next to this package, the system's library path. The
+extension: $FUSEC_FGCALL (a path to _fgcall*.so; "0" turns the fast path
+off), else next to this package; FAST_CALLS says which one was loaded.
+
+fusec.register(module_or_path, graph) makes a graph a PyTorch custom op
+(torch.library), with a fake implementation for torch.compile.
 """
 import contextlib
 import ctypes
@@ -39,7 +47,7 @@ from . import _capi
 
 __all__ = [
     "load", "library", "Module", "Graph", "FusecError", "ParamInfo", "ResultInfo", "GraphInfo", "SymInfo",
-    "DTYPE_NAMES", "dtype_size", "torch_dtype",
+    "DTYPE_NAMES", "dtype_size", "torch_dtype", "register", "FAST_CALLS",
 ]
 __version__ = "0.1.0"
 
@@ -89,6 +97,41 @@ def _check(st, err):
         raise FusecError(st, err.msg.decode("utf-8", "replace"))
 
 
+def _load_fgcall():
+    """The fast-call extension (module, path), or (None, reason)."""
+    import importlib.machinery
+    import importlib.util
+
+    env = os.environ.get("FUSEC_FGCALL")
+    if env == "0":
+        return None, "$FUSEC_FGCALL=0"
+    if env:
+        paths = [env]
+    else:
+        here = os.path.dirname(os.path.abspath(__file__))
+        paths = [os.path.join(here, n) for n in sorted(os.listdir(here))
+                 if n.startswith("_fgcall") and n.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))]
+        if not paths:
+            return None, "no _fgcall extension next to the package"
+    try:
+        spec = importlib.util.spec_from_file_location(__name__ + "._fgcall", paths[0])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except (ImportError, OSError) as e:
+        return None, "%s: %s" % (paths[0], e)
+    if mod.ABI_VERSION != _capi.ABI_VERSION or mod.MAX_RANK != _capi.MAX_RANK:
+        return None, "%s: built for loader ABI %d, the binding is ABI %d" % (paths[0], mod.ABI_VERSION,
+                                                                          _capi.ABI_VERSION)
+    return mod, paths[0]
+
+
+_fgcall, _fgcall_where = _load_fgcall()
+if _fgcall is None:
+    _log.debug("fusec: calls go through ctypes (%s)", _fgcall_where)
+# The path of the fast-call extension in use, or None (calls go through ctypes).
+FAST_CALLS = _fgcall_where if _fgcall is not None else None
+
+
 def dtype_size(name, lib=None):
     """Bytes per element of a fusec dtype name, as the library says."""
     dll, _ = library(lib)
@@ -116,6 +159,10 @@ def _torch():
             "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
             "f64": torch.float64, "f8e4m3": getattr(torch, "float8_e4m3fn", None),
             "f8e5m2": getattr(torch, "float8_e5m2", None),
+            "f8e8m0": getattr(torch, "float8_e8m0fnu", None),
+            # torch.float4_e2m1fn_x2 has the packed shape (last dim halved), fusec the
+            # element shape: not mapped, so f4e2m1 tensors are refused here.
+            "f4e2m1": None,
         }
         _torch_of_fgl = tuple(names[n] for n in _capi.DTYPE_NAMES)
         _fgl_of_torch = {t: i for i, t in enumerate(_torch_of_fgl) if t is not None}
@@ -156,6 +203,8 @@ class Module:
         self._dll, self.library_path = library(lib)
         self.path = os.fspath(path)
         self._h = None
+        # Cleared when the module is closed: the fast call path reads it.
+        self._open = bytearray(b"\x00")
         # Graph instances are freed before the module, whatever order the
         # garbage collector finalizes the Python objects in (at exit, weak
         # references are cleared first): the module owns their handles.
@@ -181,6 +230,7 @@ class Module:
                                                 ctypes.byref(err))
         _check(st, err)
         self._h = h
+        self._open[0] = 1
 
     def _device_context(self, device):
         """Makes torch's primary context of the device current for the load
@@ -270,6 +320,7 @@ class Module:
         for h in handles:
             self._dll.fgl_graph_free(ctypes.c_void_p(h), None)
         if self._h:
+            self._open[0] = 0
             h, self._h = self._h, None
             self._dll.fgl_module_free(h, None)
 
@@ -318,8 +369,13 @@ def _dims(arr, syms, rank, names):
     return tuple(out)
 
 
-class Graph:
-    """A runnable instance of one graph of a Module (see Module.graph)."""
+class Graph(_fgcall.GraphBase if _fgcall is not None else object):
+    """A runnable instance of one graph of a Module (see Module.graph).
+
+    Calling it runs the graph (see __call__). With the fast-call extension,
+    the call is the extension's (fusec._fgcall.GraphBase); _call_ctypes is
+    the same call through ctypes, which the extension hands anything it
+    does not handle itself, so the errors are the same either way."""
 
     def __init__(self, module, name):
         self.module = module
@@ -370,7 +426,7 @@ class Graph:
         # results, views), from fgl_graph_result_shape.
         self.symbolic = bool(syms)
         self._shape_cache = {}
-        self._lock = threading.Lock()
+        self._lock = _fgcall.Lock() if _fgcall is not None else threading.Lock()
         self._err = _capi.fgl_error()
         self._err_ref = ctypes.byref(self._err)
         # Argument arrays reused by every call (the loader only reads inputs;
@@ -390,6 +446,31 @@ class Graph:
             for k, (s, st) in enumerate(zip(r.shape, r.strides)):
                 t.sizes[k], t.strides[k] = s, st
             self._written.append((r.index, r.shape, r.strides, t.dtype))
+        self._setup_fast()
+
+    def _setup_fast(self):
+        """Binds the extension's call to this instance (needs torch)."""
+        if _fgcall is None:
+            return
+        try:
+            torch = _torch()
+        except ImportError:
+            return
+        dll = self._dll
+
+        def addr(fn):
+            return ctypes.cast(getattr(dll, fn), ctypes.c_void_p).value
+
+        if self._dev_index < 0:
+            stream_fn = None
+        else:
+            stream_fn = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+                (lambda idx: torch.cuda.current_stream(idx).cuda_stream)
+        _fgcall.set_tensor_type(torch.Tensor)
+        self._fg_setup(self._h.value, (addr("fgl_run"), addr("fgl_graph_result_shape"), addr("fgl_graph_param"),
+                                       addr("fgl_graph_result")), len(self.params), len(self.results),
+                       self.module._open, self._lock, _torch_of_fgl, torch.empty_strided, stream_fn,
+                       self._dev_index, torch.device(self._dev), FusecError)
 
     def _call(self, fn, *args):
         if not self._h or not self.module._h:
@@ -405,6 +486,8 @@ class Graph:
 
     def close(self):
         if self._h:
+            if _fgcall is not None:
+                self._fg_detach()
             h, self._h = self._h, None
             self.module._release_graph(h)
 
@@ -451,13 +534,52 @@ class Graph:
     def _who(self, i):
         return "input %d ('%s')" % (i, self.params[i].name) if i < len(self.params) else "input %d" % i
 
-    def _set_tensor(self, a, i, t, cached):
+    def _checked_dtype(self, who, t):
+        """t's fgl dtype, after the checks the loader cannot make (a dtype
+        fusec lacks, the device)."""
         dt = _fgl_of_torch.get(t.dtype)
         if dt is None:
-            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: dtype %s has no fusec equivalent" % (self._who(i), t.dtype))
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: dtype %s has no fusec equivalent" % (who, t.dtype))
         if t.get_device() != self._dev_index:
             raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: tensor on %s, the module runs on %s"
-                             % (self._who(i), t.device, self._dev))
+                             % (who, t.device, self._dev))
+        return dt
+
+    def _set_out(self, tt, j, t):
+        """Describes the caller's tensor t for written result j (out=); the
+        loader checks it against the plan."""
+        who = "output %d" % j
+        if not isinstance(t, _torch().Tensor):
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: expected a torch.Tensor in out=, got %s"
+                             % (who, type(t).__name__))
+        tt.dtype = self._checked_dtype(who, t)
+        shape, strides = t.shape, t.stride()
+        if len(shape) > _capi.MAX_RANK:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: rank %d is above the loader's maximum %d"
+                             % (who, len(shape), _capi.MAX_RANK))
+        tt.rank = len(shape)
+        for k in range(len(shape)):
+            tt.sizes[k], tt.strides[k] = shape[k], strides[k]
+        tt.ptr = t.data_ptr()
+
+    def _outs_given(self, out):
+        """out= as one entry per result (None for the views)."""
+        torch = _torch()
+        n = len(self.results)
+        outs = [out] if isinstance(out, torch.Tensor) and n == 1 else out
+        if not isinstance(outs, (list, tuple)) or len(outs) != n:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "out=: expected %s with one entry per result (%d, None for "
+                             "the views), got %s" % ("a tensor or a sequence" if n == 1 else "a sequence", n,
+                                                     type(out).__name__ if not isinstance(out, (list, tuple))
+                                                     else "%d entries" % len(out)))
+        for r in self.results:
+            if r.is_view and outs[r.index] is not None:
+                raise FusecError(_capi.FGL_ERR_MISMATCH, "out=: result %d is a view (of %s %d): pass None for it"
+                                 % (r.index, r.base[0], r.base[1]))
+        return outs
+
+    def _set_tensor(self, a, i, t, cached):
+        dt = self._checked_dtype(self._who(i), t)
         a.is_scalar = 0
         tt = a.tensor
         tt.ptr = t.data_ptr()
@@ -477,14 +599,18 @@ class Graph:
         if cached is not None and i < len(cached):
             cached[i] = (tuple(shape), tuple(strides))
 
-    def __call__(self, *args, stream=None):
+    def _call_ctypes(self, *args, stream=None, out=None):
         """Runs the graph on `args` (one per parameter: CUDA tensors for tensor
         parameters, Python numbers for scalar ones) on `stream` (default:
         torch.cuda.current_stream() of the module's device; a torch.cuda.Stream
         or a raw CUstream int). Returns the results (a tensor, or a tuple of
         them when the graph has several); view results share their base's
-        storage. Raises FusecError on any mismatch, before anything runs."""
+        storage. out=: the caller's tensors for the written results (a
+        tensor for a graph of one result, else one entry per result, None for
+        the views), returned in their places. Raises FusecError on any
+        mismatch, before anything runs."""
         torch = _torch()
+        outs_given = self._outs_given(out) if out is not None else None
         dev = self._dev
         if stream is None:
             raw = 0 if self._dev_index < 0 else _raw_stream(torch, self._dev_index)
@@ -530,15 +656,27 @@ class Graph:
                     t.dtype, t.rank = dt, len(shape)
                     for k, (s, st) in enumerate(zip(shape, strides)):
                         t.sizes[k], t.strides[k] = s, st
-            for j, shape, strides, dt in written:
-                t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
-                res[j] = t
-                outs[j].ptr = t.data_ptr()
-                if custom is not None:
-                    t.record_stream(custom)
-            st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, self._err_ref)
-            if st != _capi.FGL_OK:
-                _check(st, self._err)
+            try:
+                for j, shape, strides, dt in written:
+                    if outs_given is not None:
+                        t = outs_given[j]
+                        self._set_out(outs[j], j, t)
+                    else:
+                        t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
+                        outs[j].ptr = t.data_ptr()
+                        if custom is not None:
+                            t.record_stream(custom)
+                    res[j] = t
+                st = self._dll.fgl_run(self._h, ins, n_in, outs, len(self.results), raw, self._err_ref)
+                if st != _capi.FGL_OK:
+                    _check(st, self._err)
+            finally:
+                if outs_given is not None:  # the next call's written outputs are the plan's again
+                    for j, shape, strides, dt in written:
+                        t = outs[j]
+                        t.dtype, t.rank = dt, len(shape)
+                        for k, (sz, sd) in enumerate(zip(shape, strides)):
+                            t.sizes[k], t.strides[k] = sz, sd
             for j, from_param, bi, shape, strides, off in views:
                 base = args[bi] if from_param else res[bi]
                 v = base.as_strided(shape, strides, base.storage_offset() + off)
@@ -549,8 +687,28 @@ class Graph:
         return res[0] if len(res) == 1 else tuple(res)
 
 
+if _fgcall is None:
+    Graph.__call__ = Graph._call_ctypes
+
+
+def register(module, graph, name=None, *, namespace="fusec", lib=None):
+    """Registers a graph as a PyTorch custom operator (see fusec._ops)."""
+    from . import _ops
+
+    return _ops.register(module, graph, name, namespace=namespace, lib=lib)
+
+
 def _raw_stream(torch, idx):
     f = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if f is not None:
         return f(idx)
     return torch.cuda.current_stream(idx).cuda_stream
+
+
+def __getattr__(name):
+    """fusec.export and fusec.backend load on first use (they import torch)."""
+    if name in ("export", "backend"):
+        import importlib
+
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module 'fusec' has no attribute {name!r}")

@@ -43,12 +43,14 @@ DTYPES = (
     ("f64", 8, True),
     ("f8e4m3", 1, True),
     ("f8e5m2", 1, True),
+    ("f8e8m0", 1, True),
+    ("f4e2m1", 1, True),  # packed two a byte: fgl_dtype_bytes, not size * numel
 )
 DTYPE_NAMES = tuple(d[0] for d in DTYPES)
 DTYPE_COUNT = len(DTYPES)  # FGL_DTYPE_COUNT
 DTYPE_INDEX = {name: i for i, name in enumerate(DTYPE_NAMES)}
 (FGL_BOOL, FGL_I8, FGL_U8, FGL_I16, FGL_I32, FGL_I64, FGL_F16, FGL_BF16, FGL_F32, FGL_F64,
- FGL_F8E4M3, FGL_F8E5M2) = range(DTYPE_COUNT)
+ FGL_F8E4M3, FGL_F8E5M2, FGL_F8E8M0, FGL_F4E2M1) = range(DTYPE_COUNT)
 
 # enum fgl_log_level
 FGL_LOG_DEBUG, FGL_LOG_INFO, FGL_LOG_WARN = range(3)

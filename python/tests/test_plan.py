@@ -93,7 +93,7 @@ class HeaderMirror(unittest.TestCase):
         self.dll, _ = fusec.library(LIB)
 
     def test_dtypes_match_library(self):
-        self.assertEqual(_capi.DTYPE_COUNT, 12)
+        self.assertEqual(_capi.DTYPE_COUNT, 14)
         for i, (name, size, is_float) in enumerate(_capi.DTYPES):
             self.assertEqual(self.dll.fgl_dtype_name(i).decode(), name)
             self.assertEqual(self.dll.fgl_dtype_size(i), size, name)

@@ -172,7 +172,8 @@ repeat() {
   : >"$LOG/repeat.txt"
   for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
-      bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k; do
+      bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k \
+      tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
 }
@@ -234,7 +235,23 @@ profile() {
   done
 }
 
+# The Python binding on the GPU: fast calls, custom ops, CUDA-graph capture,
+# torch.compile and the host time per call (tests/gpu/python_fastcall.py),
+# then the symbolic-size calls (tests/gpu/python_symbolic.py). The fast-call
+# extension is the one build-gpu built (python/CMakeLists.txt), when the
+# machine has the Python headers; without it the ctypes path runs.
+python_checks() {
+  local ext
+  ext=$(ls build-gpu/python/fusec/_fgcall*.so 2>/dev/null | head -1)
+  [ -n "$ext" ] || echo "python: no build-gpu/python/fusec/_fgcall*.so (no Python headers?): ctypes path only"
+  FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0} \
+    python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx 2>&1 | tee "$LOG/python_fastcall.txt"
+  [ -f .gpu/ptx/bench__symbolic.ptx ] && FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0} \
+    python3 tests/gpu/python_symbolic.py .gpu/ptx/bench__symbolic.ptx 2>&1 | tail -3 | tee "$LOG/python_symbolic.txt"
+}
+
 case $what in
+  python) python_checks ;;
   profile) profile ;;
   loadtime) loadtime ;;
   check) check ;;

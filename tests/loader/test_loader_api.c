@@ -64,10 +64,11 @@ static void test_no_driver(void) {
 }
 
 static void test_dtypes(void) {
-  const char *names[] = {"bool", "i8",   "u8",  "i16", "i32",    "i64",
-                         "f16",  "bf16", "f32", "f64", "f8e4m3", "f8e5m2"};
-  const int sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1};
-  CHECK(FGL_DTYPE_COUNT == 12 && FGL_BF16 == 7 && FGL_F8E5M2 == 11);
+  const char *names[] = {"bool", "i8",  "u8",  "i16",    "i32",    "i64",    "f16",
+                         "bf16", "f32", "f64", "f8e4m3", "f8e5m2", "f8e8m0", "f4e2m1"};
+  const int sizes[] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8, 1, 1, 1, 1};
+  CHECK(FGL_DTYPE_COUNT == 14 && FGL_BF16 == 7 && FGL_F8E5M2 == 11 && FGL_F4E2M1 == 13);
+  CHECK(fgl_dtype_bytes(FGL_F4E2M1, 6) == 3 && fgl_dtype_bytes(FGL_BF16, 6) == 12);
   for (int i = 0; i < FGL_DTYPE_COUNT; i++) {
     CHECK(!strcmp(fgl_dtype_name((fgl_dtype)i), names[i]));
     CHECK(fgl_dtype_size((fgl_dtype)i) == sizes[i]);

@@ -120,9 +120,16 @@ static void emit_loop(fgb_module *m, const char *name, LLVMTypeRef tin, LLVMType
       LLVMBuildLoad2(b, tin, LLVMBuildGEP2(b, tin, LLVMGetParam(fn, 0), &i, 1, ""), "");
   LLVMValueRef r;
   if (encode) {
-    r = fgb_f8_encode_int(m, LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), ""), dt);
+    LLVMValueRef f = LLVMBuildBitCast(b, x, LLVMFloatTypeInContext(c), "");
+    r = dt == FG_F8E8M0   ? fgb_e8m0_encode(m, f)
+        : dt == FG_F4E2M1 ? fgb_f4_encode(m, f)
+                          : fgb_f8_encode_int(m, f, dt);
   } else {
-    r = LLVMBuildBitCast(b, fgb_f8_decode_int(m, x, dt), tout, "");
+    r = LLVMBuildBitCast(b,
+                         dt == FG_F8E8M0   ? fgb_e8m0_decode(m, x)
+                         : dt == FG_F4E2M1 ? fgb_f4_decode(m, x)
+                                           : fgb_f8_decode_int(m, x, dt),
+                         tout, "");
   }
   LLVMBuildStore(b, r, LLVMBuildGEP2(b, tout, LLVMGetParam(fn, 1), &i, 1, ""));
   LLVMValueRef i1 = LLVMBuildAdd(b, i, LLVMConstInt(i64, 1, 0), "");
@@ -167,6 +174,54 @@ static void test_c_algorithm(bool exhaustive) {
   }
 }
 
+/* MX formats: the emitted f8e8m0 / f4e2m1 codecs against dtype.c directly,
+ * on the sample (or every f32) and on every code (256 e8m0, 16 e2m1). */
+static void test_jit_mx(LLVMExecutionEngineRef ee, bool exhaustive, uint32_t *in, uint8_t *out,
+                        int64_t chunk) {
+  const char *enc_names[2] = {"enc_e8m0", "enc_e2m1"}, *dec_names[2] = {"dec_e8m0", "dec_e2m1"};
+  const fg_dtype dts[2] = {FG_F8E8M0, FG_F4E2M1};
+  for (int d = 0; d < 2; d++) {
+    enc_fn enc = (enc_fn)(uintptr_t)LLVMGetFunctionAddress(ee, enc_names[d]);
+    dec_fn dec = (dec_fn)(uintptr_t)LLVMGetFunctionAddress(ee, dec_names[d]);
+    CHECK_MSG(enc && dec, "JIT symbols missing");
+    if (!enc || !dec)
+      continue;
+    uint64_t total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE, bad = 0;
+    for (uint64_t k0 = 0; k0 < total; k0 += (uint64_t)chunk) {
+      int64_t n = (int64_t)(total - k0 < (uint64_t)chunk ? total - k0 : (uint64_t)chunk);
+      for (int64_t j = 0; j < n; j++)
+        in[j] = exhaustive ? (uint32_t)(k0 + (uint64_t)j) : sample(k0 + (uint64_t)j);
+      enc(in, out, n);
+      for (int64_t j = 0; j < n; j++) {
+        float x;
+        memcpy(&x, &in[j], 4);
+        uint8_t want = d ? fg_f32_to_f4e2m1(x) : fg_f32_to_f8e8m0(x);
+        if (out[j] != want && bad++ < 5)
+          fprintf(stderr, "  IR %s 0x%08x: %02x, dtype.c %02x\n", enc_names[d], in[j], out[j],
+                  want);
+      }
+    }
+    CHECK_MSG(bad == 0, "%s: emitted IR differs from dtype.c on %llu of %llu inputs", enc_names[d],
+              (unsigned long long)bad, (unsigned long long)total);
+    int ncodes = d ? 16 : 256;
+    uint8_t codes[256];
+    uint32_t dv[256];
+    for (int b = 0; b < ncodes; b++)
+      codes[b] = (uint8_t)b;
+    dec(codes, dv, ncodes);
+    bad = 0;
+    for (int b = 0; b < ncodes; b++) {
+      float want = d ? fg_f4e2m1_to_f32((uint8_t)b) : fg_f8e8m0_to_f32((uint8_t)b);
+      if (!same_float(dv[b], want))
+        bad++;
+    }
+    CHECK_MSG(bad == 0, "%s: emitted IR decode differs from dtype.c on %llu codes", dec_names[d],
+              (unsigned long long)bad);
+    printf("  %s/%s: emitted IR == dtype.c on %llu inputs and all %d codes (%s)\n", enc_names[d],
+           dec_names[d], (unsigned long long)total, ncodes, fg_dtype_name(dts[d]));
+  }
+}
+
 static void test_jit(bool exhaustive) {
   char err[512];
   fgb_module *m = fgb_module_create("f8jit", "sm_90", err, sizeof err);
@@ -179,6 +234,10 @@ static void test_jit(bool exhaustive) {
   emit_loop(m, "enc_e5m2", i32, i8, FG_F8E5M2, true);
   emit_loop(m, "dec_e4m3", i8, i32, FG_F8E4M3, false);
   emit_loop(m, "dec_e5m2", i8, i32, FG_F8E5M2, false);
+  emit_loop(m, "enc_e8m0", i32, i8, FG_F8E8M0, true);
+  emit_loop(m, "enc_e2m1", i32, i8, FG_F4E2M1, true);
+  emit_loop(m, "dec_e8m0", i8, i32, FG_F8E8M0, false);
+  emit_loop(m, "dec_e2m1", i8, i32, FG_F4E2M1, false);
   LLVMModuleRef mod = fgb_llvm_module(m);
   char *triple = LLVMGetDefaultTargetTriple();
   LLVMSetTarget(mod, triple);
@@ -236,6 +295,7 @@ static void test_jit(bool exhaustive) {
     printf("  %s/%s: emitted IR == algorithm on %llu inputs, decode == dtype.c on 256 codes\n",
            enc_names[d], dec_names[d], (unsigned long long)total);
   }
+  test_jit_mx(ee, exhaustive, in, out, CHUNK);
   free(in);
   free(out);
   /* give the module back to the fgb_module, which disposes it */

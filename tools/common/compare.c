@@ -23,6 +23,9 @@ double fg_compare_tol(fg_dtype dt) {
     return 6e-2;
   case FG_F8E5M2:
     return 1.2e-1;
+  case FG_F8E8M0:
+  case FG_F4E2M1:
+    return 0; /* compared exactly, code for code */
   default:
     return 0;
   }
@@ -66,6 +69,26 @@ static void type_str(const fg_tensor *t, char *buf, size_t cap) {
 /* Class of a float for the exact-position check: finite, NaN, +inf, -inf. */
 static int fclass(double v) { return isnan(v) ? 1 : isinf(v) ? (v > 0 ? 2 : 3) : 0; }
 
+/* The storage bytes of two tensors of one dtype and shape, compared
+ * exactly (f4e2m1: both nibbles of each byte; an odd element count leaves
+ * no padding nibble: the innermost dim is even). */
+static bool exact_bits(FILE *f, int index, const char *ts, const fg_tensor *got,
+                       const fg_tensor *want) {
+  size_t nb = (size_t)fg_dtype_nbytes(want->dtype, fg_tensor_numel(want)), bad = 0, first = 0;
+  const unsigned char *g = got->data, *w = want->data;
+  for (size_t i = 0; i < nb; i++)
+    if (g[i] != w[i] && bad++ == 0)
+      first = i;
+  if (bad)
+    fprintf(f,
+            "result %d (%s): %zu of %zu bytes differ (first at byte %zu: got 0x%02x, want "
+            "0x%02x) FAIL\n",
+            index, ts, bad, nb, first, g[first], w[first]);
+  else
+    fprintf(f, "result %d (%s): exact ok\n", index, ts);
+  return bad == 0;
+}
+
 bool fg_compare(FILE *f, int index, const fg_tensor *got, const fg_tensor *want) {
   return fg_compare_tol_at(f, index, got, want, fg_compare_tol(want->dtype));
 }
@@ -84,6 +107,8 @@ bool fg_compare_tol_at(FILE *f, int index, const fg_tensor *got, const fg_tensor
     return false;
   }
   int64_t n = fg_tensor_numel(want);
+  if (fg_dtype_is_mx(want->dtype)) /* MX formats: the codes (packed bytes) exactly */
+    return exact_bits(f, index, ts, got, want);
   if (!fg_dtype_is_float(want->dtype)) {
     int64_t bad = 0, first = -1;
     for (int64_t i = 0; i < n; i++)

@@ -3,7 +3,8 @@
  * both are finite the relative L2 error ||got - want|| / ||want|| (in
  * double) must be within a per-dtype tolerance that absorbs libdevice's few
  * ulp and rounding differences of fused code, but catches real bugs. Ints
- * and bools must match exactly. */
+ * and bools must match exactly, and so must the MX formats' codes (f8e8m0
+ * bytes, f4e2m1 packed bytes). */
 #ifndef FG_COMPARE_H
 #define FG_COMPARE_H
 #include <stdio.h>

@@ -46,6 +46,8 @@ const char *fg_npy_descr(fg_dtype dt) {
     return "<f8";
   case FG_F8E4M3:
   case FG_F8E5M2:
+  case FG_F8E8M0:
+  case FG_F4E2M1: /* the packed bytes, the last dim halved */
     return "|u1";
   default:
     return NULL;
@@ -206,7 +208,7 @@ static bool descr_dtype(const char *d, fg_dtype hint, fg_dtype *out, const char 
       return fail(err, cap, name,
                   "uint16 data ('%s') is only read as bf16 bits, but %s is expected", d,
                   hint == FG_DTYPE_INVALID ? "no dtype" : fg_dtype_name(hint));
-    if (dt == FG_U8 && fg_dtype_is_f8(hint))
+    if (dt == FG_U8 && (fg_dtype_is_f8(hint) || fg_dtype_is_mx(hint)))
       dt = hint;
     *out = dt;
     return true;
@@ -280,6 +282,13 @@ bool fg_npy_parse(const char *name, const void *buf, size_t len, fg_dtype hint, 
   if (need != len - data_off)
     return fail(err, errcap, name, "holds %zu data bytes but its shape and dtype need %llu",
                 len - data_off, (unsigned long long)need);
+  if (fg_dtype_is_packed(dt)) { /* bytes of two elements: the last dim counts bytes */
+    if (h.rank == 0 || (h.fortran && h.rank > 1))
+      return fail(err, errcap, name,
+                  "f4e2m1 data must be a C-order uint8 array of at least one dim (two elements "
+                  "a byte along the last dim)");
+    h.shape[h.rank - 1] *= 2;
+  }
   if (!fg_tensor_alloc(t, dt, h.rank, h.shape))
     return fail(err, errcap, name, "out of memory");
   if (h.fortran && h.rank > 1)
@@ -328,10 +337,14 @@ bool fg_npy_write(const char *path, const fg_tensor *t, char *err, size_t errcap
   const char *descr = fg_npy_descr(t->dtype);
   if (!descr)
     return fail(err, errcap, path, "cannot store dtype %d", (int)t->dtype);
+  if (fg_dtype_is_packed(t->dtype) && (t->rank == 0 || t->sizes[t->rank - 1] % 2))
+    return fail(err, errcap, path, "f4e2m1 needs an even last dim to be stored as bytes");
   char shape[FG_MAX_RANK * 24 + 8];
   int n = snprintf(shape, sizeof shape, "(");
   for (int d = 0; d < t->rank; d++)
-    n += snprintf(shape + n, sizeof shape - (size_t)n, "%lld%s", (long long)t->sizes[d],
+    n += snprintf(shape + n, sizeof shape - (size_t)n, "%lld%s",
+                  (long long)(fg_dtype_is_packed(t->dtype) && d == t->rank - 1 ? t->sizes[d] / 2
+                                                                               : t->sizes[d]),
                   t->rank == 1      ? ","
                   : d + 1 < t->rank ? ", "
                                     : "");

@@ -1,7 +1,10 @@
 /* .npy files (numpy's format, versions 1.0-3.0), little-endian hosts only.
  * Dtypes: numpy's own for bool, ints, f16, f32, f64; bf16 is stored as '<u2'
- * and f8e4m3/f8e5m2 as '|u1' holding raw bits, so reading those needs the
- * dtype the caller expects (the graph's signature says what the bits mean). */
+ * and f8e4m3/f8e5m2/f8e8m0 as '|u1' holding raw bits, so reading those needs
+ * the dtype the caller expects (the graph's signature says what the bits
+ * mean). f4e2m1 is stored as its packed bytes, '|u1' with the last dim
+ * halved (two elements a byte, the even one in the low nibble: the layout of
+ * torch.float4_e2m1fn_x2). */
 #ifndef FG_NPY_H
 #define FG_NPY_H
 #include <stddef.h>

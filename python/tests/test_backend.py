@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""CPU tests of the torch.compile backend (python/fusec/backend.py): the
+graphs AOTAutograd hands over (forward and backward) are partitioned, each
+region compiled by fusec into the on-disk cache, and run here through fusec's
+interpreter (make_backend(runner="fgrun")) against eager; a second backend
+on the same cache compiles nothing; "fusec" is a registered backend name.
+The GPU run (libfgload) is tests/gpu/python_backend.py.
+
+Run: python3 python/tests/test_backend.py [-v]. Exit 77 (skipped) without
+torch or the built tools.
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("test_backend: torch is not installed; skipped")
+    sys.exit(77)
+
+from fusec import export as fe  # noqa: E402
+
+try:
+    fe.find_tool("fgrun"), fe.find_tool("fusec")
+except FileNotFoundError as err:
+    print("test_backend: %s; skipped" % err)
+    sys.exit(77)
+
+os.environ["FUSEC_BACKEND_CACHE"] = tempfile.mkdtemp(prefix="fusec-backend-test-")
+import fusec.backend as fb  # noqa: E402
+
+
+class MLP(nn.Module):
+    def __init__(self, d=32, h=64):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+def close(a, b, tol=1e-5):
+    return bool(((a - b).abs() <= tol * (1 + b.abs())).all())
+
+
+class BackendTest(unittest.TestCase):
+    def test_registered(self):
+        from torch._dynamo import list_backends
+
+        self.assertIn("fusec", list_backends(exclude_tags=()))
+
+    def test_training_step_matches_eager(self):
+        torch.manual_seed(0)
+        m = MLP()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(6, 32, requires_grad=True)
+        y = cm(x)
+        y.square().sum().backward()
+        got = [y.detach(), x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+        x.grad = None
+        m.zero_grad()
+        y = m(x)
+        y.square().sum().backward()
+        ref = [y.detach(), x.grad] + [p.grad for p in m.parameters()]
+        for i, (g, r) in enumerate(zip(got, ref)):
+            self.assertTrue(close(g, r), "tensor %d: %s" % (i, (g - r).abs().max()))
+        self.assertEqual(be.stats.graphs, 2)  # forward and backward
+        self.assertGreaterEqual(be.stats.regions, 4)
+        self.assertEqual(be.stats.refused, 0)
+        # the same graphs again, as a second process would: nothing compiled
+        torch._dynamo.reset()
+        be2 = fb.make_backend("fgrun")
+        torch.compile(MLP(), backend=be2, dynamic=False)(torch.randn(6, 32, requires_grad=True)).sum().backward()
+        self.assertEqual(be2.stats.compiled, 0, be2.stats)
+        self.assertEqual(be2.stats.cache_hits, be.stats.regions)
+
+    def test_attention_block_training(self):
+        """nanoGPT's block: the attention kernels stay whole in PyTorch (their
+        core-ATen decomposition breaks the backward), the rest fuses."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
+        from python_backend import Block
+
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        m = Block(d=64, heads=2)
+        be = fb.make_backend("fgrun")
+        x = torch.randn(2, 16, 64, requires_grad=True)
+        torch.compile(m, backend=be, dynamic=False)(x).square().mean().backward()
+        got = [x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+        x.grad = None
+        m.zero_grad()
+        m(x).square().mean().backward()
+        for i, (g, r) in enumerate(zip(got, [x.grad] + [p.grad for p in m.parameters()])):
+            self.assertLess(((g - r).norm() / r.norm()).item(), 1e-5, "gradient %d" % i)
+        self.assertGreaterEqual(be.stats.regions, 8)
+
+    def test_autocast_bf16_training(self):
+        """bf16 autocast: the casts AOTAutograd hands over fuse with the rest."""
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
+        from python_backend import Block
+
+        torch._dynamo.reset()
+        torch.manual_seed(6)
+        m = Block(d=64, heads=2)
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(2, 16, 64, requires_grad=True)
+        res = []
+        for f in (cm, m):
+            x.grad = None
+            m.zero_grad()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = f(x)
+            y.float().square().mean().backward()
+            res.append([y.detach().float(), x.grad.clone()] + [p.grad.clone() for p in m.parameters()])
+        for i, (g, r) in enumerate(zip(*res)):
+            self.assertLess(((g - r).norm() / r.norm()).item(), 1e-2, "tensor %d" % i)
+        self.assertEqual(be.stats.refused, 0)
+        self.assertGreaterEqual(be.stats.regions, 8)
+
+    def test_in_place_ops_and_buffers(self):
+        """In-place ops and a buffer updated in forward, as AOTAutograd
+        functionalizes them: same outputs and the same buffer as eager."""
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("count", torch.zeros(8))
+                self.fc = nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.fc(x)
+                y.mul_(2).add_(1)
+                self.count.add_(y.detach().sum(0))
+                y = torch.relu_(y)
+                return y * y.sigmoid()
+
+        torch._dynamo.reset()
+        torch.manual_seed(7)
+        m, ref = M(), M()
+        ref.load_state_dict(m.state_dict())
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(4, 8, requires_grad=True)
+        for _ in range(2):
+            self.assertTrue(close(cm(x), ref(x)))
+            self.assertTrue(close(m.count, ref.count))
+        self.assertGreaterEqual(be.stats.regions, 1)
+
+    def test_dynamic_batch(self):
+        """A second batch size makes Dynamo recompile with a symbolic size:
+        regions over it are written with a size clause, and run at any size."""
+        torch._dynamo.reset()
+        torch.manual_seed(5)
+        m = MLP()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be)
+        with torch.no_grad():
+            for n in (8, 16, 40):
+                x = torch.randn(n, 32)
+                self.assertTrue(close(cm(x), m(x)), "batch %d" % n)
+        texts = [open(os.path.join(fb.cache_dir(), f)).read() for f in os.listdir(fb.cache_dir()) if f.endswith(".fg")]
+        self.assertTrue(any(t.startswith("graph g<s") and ", 32]" in t for t in texts), texts)
+        # training at two sizes: the backward's transposes of the symbolic dim stay
+        # in PyTorch (fusec's code generator takes it as the leading dim only)
+        for n in (12, 20):
+            x = torch.randn(n, 32, requires_grad=True)
+            cm(x).square().sum().backward()
+            got = x.grad.clone()
+            x.grad = None
+            m(x).square().sum().backward()
+            self.assertTrue(close(got, x.grad), "batch %d" % n)
+        self.assertEqual(be.stats.refused, 0, be.stats)
+
+    def test_unsupported_op_stays_in_torch(self):
+        torch._dynamo.reset()
+        be = fb.make_backend("fgrun")
+
+        def f(x):
+            return torch.cumsum(torch.tanh(x) * 2, 1).exp()
+
+        x = torch.randn(3, 5)
+        self.assertTrue(close(torch.compile(f, backend=be)(x), f(x)))
+        self.assertEqual(be.stats.regions, 2)  # tanh*2 | exp, cumsum between them in PyTorch
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""CPU tests of the exporter (python/fusec/export.py) and its mapping table
+(python/fusec/aten_map.py).
+
+- every row of the table has test cases, and each case, exported with
+  torch.export, lands its row's op in a region, leaves no op unmapped, runs
+  through fusec's interpreter (fgrun) and matches torch on the CPU; its .fg
+  compiles with fusec (unless it holds an op the code generator lacks);
+- models: an MLP block (LayerNorm, Linear, GELU, residual) and a transformer
+  block with attention, run region by region through fgrun against eager;
+- a dynamic leading dim becomes a symbolic size with the facts of its Dim;
+  more than one stays static, and the manifest says why;
+- bad input: an op without a mapping and a dtype fusec lacks are reported by
+  name, count and source line, and left to PyTorch (the answer still right);
+- python -m fusec.export SCRIPT:ENTRY writes the .fg and the manifest.
+
+Run: python3 python/tests/test_export.py [-v] [-k PATTERN]. Needs torch
+(exit 77, skipped, without it) and build/tools/{fgrun,fusec} (or
+$FUSEC_BIN_DIR).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("test_export: torch is not installed; skipped")
+    sys.exit(77)
+
+from fusec import aten_map  # noqa: E402
+from fusec import export as fe  # noqa: E402
+
+try:
+    FGRUN, FUSEC = fe.find_tool("fgrun"), fe.find_tool("fusec")
+except FileNotFoundError as err:
+    print("test_export: %s; skipped" % err)
+    sys.exit(77)
+
+
+def _flat(x):
+    if isinstance(x, (tuple, list)):
+        return [t for y in x for t in _flat(y)]
+    return [x]
+
+
+def _tol(dt):
+    return {torch.bfloat16: 2e-2, torch.float16: 2e-3, torch.float64: 1e-12}.get(dt, 2e-5)
+
+
+def assert_close(tc, got, ref, what):
+    got, ref = _flat(got), _flat(ref)
+    tc.assertEqual(len(got), len(ref), what)
+    for i, (g, r) in enumerate(zip(got, ref)):
+        tc.assertEqual(g.dtype, r.dtype, "%s: result %d dtype" % (what, i))
+        tc.assertEqual(tuple(g.shape), tuple(r.shape), "%s: result %d shape" % (what, i))
+        if r.dtype.is_floating_point:
+            gd, rd = g.double(), r.double()
+            same_nan = torch.isnan(gd) == torch.isnan(rd)
+            tc.assertTrue(bool(same_nan.all()), "%s: result %d NaNs differ" % (what, i))
+            fin = ~torch.isnan(rd) & ~torch.isinf(rd)
+            tc.assertTrue(bool((gd[torch.isinf(rd)] == rd[torch.isinf(rd)]).all()), "%s: result %d infs differ"
+                          % (what, i))
+            err = (gd[fin] - rd[fin]).abs()
+            bound = _tol(r.dtype) * (1 + rd[fin].abs())
+            tc.assertTrue(bool((err <= bound).all()), "%s: result %d differs by %s\n got %s\n ref %s"
+                          % (what, i, err.max() if err.numel() else 0, g, r))
+        else:
+            tc.assertTrue(bool((g == r).all()), "%s: result %d\n got %s\n ref %s" % (what, i, g, r))
+
+
+class TableTest(unittest.TestCase):
+    """Each row of the mapping table against the interpreter."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cases = aten_map.tests()
+
+    def test_every_row_has_cases(self):
+        missing = sorted(k for k in aten_map.TABLE if k not in self.cases)
+        self.assertEqual(missing, [], "rows of aten_map.TABLE without a test case")
+        extra = sorted(k for k in self.cases if k not in aten_map.TABLE)
+        self.assertEqual(extra, [], "test cases for ops the table lacks")
+
+    def test_rows(self):
+        n = 0
+        for name, cases in sorted(self.cases.items()):
+            for k, case in enumerate(cases):
+                with self.subTest(op=name, case=k):
+                    self.run_case(name, k, case)
+                    n += 1
+        print("\n%d cases over %d table rows" % (n, len(self.cases)), file=sys.stderr)
+
+    def run_case(self, name, k, case):
+        inputs = tuple(f() for f in case.inputs)
+        ref = case.fn(*inputs)
+        # non-strict: twice as fast as Dynamo, and the rows need no stack traces
+        ex = fe.export(case.fn, inputs, name="case", compiled_only=False, strict=False)
+        ops = [op for r in ex.partitioned.regions.values() for op in r.ops]
+        if name not in ops:  # an op torch.export's decompositions take apart: as make_fx traces it
+            ex = fe.trace_aten(case.fn, inputs, name="case", compiled_only=False)
+            ops = [op for r in ex.partitioned.regions.values() for op in r.ops]
+        self.assertIn(name, ops, "%s case %d: the op is not in a region:\n%s\n%s" % (name, k, ex.report(), ex.fg))
+        self.assertEqual(ex.manifest["unsupported"], {}, "%s case %d:\n%s" % (name, k, ex.report()))
+        got = ex.run_interpreted(*inputs, fgrun=FGRUN)
+        assert_close(self, got, ref, "%s case %d\n%s" % (name, k, ex.fg))
+        if not any(op in aten_map.NOT_COMPILED for op in ops):
+            ex.check_compile(FUSEC)
+
+
+class MLP(nn.Module):
+    def __init__(self, d=32, h=64):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+class Block(nn.Module):
+    """nanoGPT's transformer block (causal self-attention + MLP)."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.h = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = MLP(d, 4 * d)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+        return self.mlp(self.ln2(x)) - self.ln2(x) + x
+
+
+class ModelTest(unittest.TestCase):
+    def check_model(self, m, inputs, compiled_only=True, **kw):
+        torch.manual_seed(0)
+        ex = fe.export(m, inputs, compiled_only=compiled_only, **kw)
+        got = ex.run_interpreted(*inputs, fgrun=FGRUN)
+        with torch.no_grad():
+            ref = m(*inputs)
+        assert_close(self, got, ref, ex.report())
+        return ex
+
+    def test_mlp(self):
+        torch.manual_seed(1)
+        ex = self.check_model(MLP(), (torch.randn(6, 32),))
+        m = ex.manifest
+        self.assertEqual(m["left_to_torch"], {"aten.addmm.default": 2})
+        self.assertEqual(m["unsupported"], {})
+        self.assertEqual(len(ex.partitioned.regions), 3, ex.fg)  # ln | gelu | residual add
+        ex.check_compile(FUSEC)
+
+    def test_block(self):
+        torch.manual_seed(2)
+        x = torch.randn(2, 5, 32)
+        ex = self.check_model(Block(), (x,))
+        self.assertIn("aten.scaled_dot_product_attention.default", ex.manifest["unsupported"])
+        ex.check_compile(FUSEC)
+        ex = self.check_model(Block(), (x,), compiled_only=False)  # fusec's sdpa in the interpreter
+        self.assertNotIn("aten.scaled_dot_product_attention.default", ex.manifest["unsupported"])
+
+    def test_bf16_block(self):
+        torch.manual_seed(3)
+        m = MLP().to(torch.bfloat16)
+        ex = self.check_model(m, (torch.randn(4, 32, dtype=torch.bfloat16),))
+        ex.check_compile(FUSEC)
+
+    def test_dynamic_leading_dim(self):
+        T = torch.export.Dim("T", min=2, max=4096)
+        m = MLP()
+        ex = fe.export(m, (torch.randn(8, 32),), dynamic_shapes=({0: T},))
+        self.assertIn("<T: 2..4096>", ex.fg)
+        self.assertIn("f32[T, 32]", ex.fg)
+        self.assertEqual([i["shape"] for i in ex.manifest["inputs"] if i["kind"] == "user_input"], [["T", 32]])
+        ex.check_compile(FUSEC)
+        for n in (3, 17):
+            x = torch.randn(n, 32)
+            with torch.no_grad():
+                assert_close(self, ex.run_interpreted(x, fgrun=FGRUN), m(x), "T=%d" % n)
+
+    def test_two_dynamic_dims_are_static(self):
+        B, T = torch.export.Dim("B", min=1, max=64), torch.export.Dim("T", min=2, max=1024)
+        ex = fe.export(lambda x: torch.softmax(x * 2, -1), (torch.randn(2, 3, 8),), dynamic_shapes=({0: B, 1: T},))
+        notes = [n.get("static_because") for n in ex.manifest["nodes"] if n["kind"] == "region"]
+        self.assertTrue(notes and all(notes), ex.manifest)
+        self.assertIn("f32[2, 3, 8]", ex.fg)
+        ex.check_compile(FUSEC)
+
+
+class TrainingTest(unittest.TestCase):
+    def test_forward_and_backward_graphs(self):
+        torch.manual_seed(4)
+        m = MLP()
+        x = torch.randn(6, 32, requires_grad=True)
+        ex = fe.export_training(m, (x,), name="mlp")
+        fw, bw = ex.forward, ex.backward
+        self.assertEqual(fw.manifest["left_to_torch"], {"aten.addmm.default": 2})
+        self.assertIn("aten.mm.default", bw.manifest["left_to_torch"])
+        self.assertEqual(fw.manifest["unsupported"], {})
+        self.assertEqual(bw.manifest["unsupported"], {})
+        self.assertGreaterEqual(len(bw.partitioned.regions), 2)
+        self.assertIn("graph mlp_fw_r0(", ex.fg)
+        self.assertIn("graph mlp_bw_r0(", ex.fg)
+        ex.check_compile(FUSEC)
+        # the forward graph (parameters, then the input) through fgrun: its first result is the output
+        got = fw.run_interpreted(*(list(m.parameters()) + [x.detach()]), fgrun=FGRUN)
+        with torch.no_grad():
+            assert_close(self, got[0], m(x), fw.report())
+
+
+class BadInputTest(unittest.TestCase):
+    def test_unmapped_op_reported(self):
+        def f(x):
+            y = torch.cumsum(x * 2, 0)  # no mapping
+            return torch.cumsum(y, 1) + 1
+
+        x = torch.randn(4, 5)
+        ex = fe.export(f, (x,))
+        u = ex.manifest["unsupported"]["aten.cumsum.default"]
+        self.assertEqual(u["count"], 2)
+        self.assertEqual(u["reason"], "no mapping to .fg")
+        self.assertTrue(any(s.endswith("test_export.py:%d" % (f.__code__.co_firstlineno + 1)) for s in u["sources"]),
+                        u["sources"])
+        self.assertIn("aten.cumsum.default x2", ex.report())
+        assert_close(self, ex.run_interpreted(x, fgrun=FGRUN), f(x), ex.report())
+
+    def test_unsupported_dtype_reported(self):
+        def f(x):
+            return (x * 2).abs() + 1
+
+        x = torch.randn(3, 4, dtype=torch.complex64)
+        ex = fe.export(f, (x,))
+        u = ex.manifest["unsupported"]
+        self.assertIn("complex64", u["aten.mul.Tensor"]["reason"])
+        self.assertIn("complex64", u["aten.abs.default"]["reason"])
+        ops = [op for r in ex.partitioned.regions.values() for op in r.ops]
+        self.assertEqual(ops, ["aten.add.Tensor"])  # abs's result is f32: the add is fusec's
+        assert_close(self, ex.run_interpreted(x, fgrun=FGRUN), f(x), ex.report())
+
+    def test_mask_attention_left_to_torch(self):
+        def f(q, m):
+            return F.scaled_dot_product_attention(q, q, q, attn_mask=m) * 2
+
+        q, m = torch.randn(1, 2, 4, 8), torch.randn(4, 4)
+        ex = fe.export(f, (q, m), compiled_only=False)
+        self.assertIn("attention mask", ex.manifest["unsupported"]["aten.scaled_dot_product_attention.default"]
+                      ["reason"])
+        assert_close(self, ex.run_interpreted(q, m, fgrun=FGRUN), f(q, m), ex.report())
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_cli(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "model.py")
+            with open(script, "w") as f:
+                f.write("import torch\n"
+                        "def entry():\n"
+                        "    m = torch.nn.Sequential(torch.nn.LayerNorm(16), torch.nn.Linear(16, 16), torch.nn.GELU())\n"
+                        "    return m, (torch.randn(4, 16),)\n")
+            env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+            r = subprocess.run([sys.executable, "-m", "fusec.export", script + ":entry", "-o", d, "--check-compile",
+                                "--fusec", FUSEC], capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("left to PyTorch: aten.addmm.default x1", r.stdout)
+            with open(os.path.join(d, "entry.json")) as f:
+                m = json.load(f)
+            self.assertEqual([n["kind"] for n in m["nodes"] if n["kind"] == "region"], ["region", "region"])
+            with open(os.path.join(d, "entry.fg")) as f:
+                self.assertIn("graph entry_r0(", f.read())
+            r = subprocess.run([sys.executable, "-m", "fusec.export", script + ":nope", "-o", d],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("has no function 'nope'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""CPU tests of the fast call path (fusec._fgcall) and of fusec.register.
+
+Runs through the loader's fake driver (tests/loader/fake_cuda.c: "device
+memory" is host memory, its axpy kernels run on the host, other kernels
+are recorded and not run), with CPU tensors standing for CUDA ones
+(fusec._HOST_TENSORS_FOR_TESTS). Checks:
+
+- the fast path gives the ctypes path's results (values, views sharing
+  storage, symbolic sizes, out=, scalars), and reports the same errors:
+  wrong dtype, device, shape (naming the parameter), count, type, out=;
+- it is the path taken (the extension's call counters), and falls back to
+  ctypes only where it must;
+- fusec.register: the operator's schema, meta shapes (static, symbolic,
+  views), the loader's messages from the fake implementation, a clash of
+  names, and torch.compile(fullgraph=True) over a function calling it,
+  static and dynamic.
+
+Run with FGLOAD_LIBRARY, FGL_FAKE_CUDA and FUSEC_FGCALL set (ctest does);
+exit 77 (skipped) when the library, the fake driver, the extension or
+torch is missing. FUSEC_FGCALL=0 runs the same tests on the ctypes path.
+"""
+import importlib.util
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+LIB = os.environ.get("FGLOAD_LIBRARY")
+FAKE = os.environ.get("FGL_FAKE_CUDA")
+ADD_PTX = os.path.join(ROOT, "tests", "loader", "add.ptx")
+SYM_PTX = os.path.join(ROOT, "tests", "loader", "sym.ptx")
+
+if not (LIB and FAKE and os.path.exists(LIB) and os.path.exists(FAKE)
+        and importlib.util.find_spec("torch") is not None):
+    print("SKIP: needs FGLOAD_LIBRARY, FGL_FAKE_CUDA and torch")
+    sys.exit(77)
+os.environ["FGL_LIBCUDA"] = FAKE
+os.environ.setdefault("FUSEC_CACHE_DIR", tempfile.mkdtemp(prefix="fusec-fastcall-"))
+
+import torch  # noqa: E402
+
+import fusec  # noqa: E402
+
+fusec._HOST_TENSORS_FOR_TESTS = True
+FAST = fusec.FAST_CALLS is not None
+
+
+class FastCalls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = fusec.load(ADD_PTX, LIB)
+        cls.ms = fusec.load(SYM_PTX, LIB)
+
+    def stats(self, g):
+        return dict(g._fg_stats) if FAST else {"fast": 0, "fallback": 0}
+
+    def test_extension_is_used(self):
+        if os.environ.get("FUSEC_FGCALL", "") not in ("", "0"):
+            self.assertTrue(FAST, "FUSEC_FGCALL is set but the extension was not loaded")
+        if not FAST:
+            self.skipTest("ctypes path (FUSEC_FGCALL=0)")
+        g = self.m.graph("axpy")
+        self.assertTrue(g._fg_stats["ready"])
+        x, y = torch.randn(1 << 20), torch.randn(1 << 20)
+        g(x, y, 2.0)
+        self.assertEqual(g._fg_stats["fast"], 1)
+        self.assertEqual(g._fg_stats["fallback"], 0)
+
+    def test_same_results_as_ctypes(self):
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        for alpha in (2.0, 3, True):
+            a = g(x, y, alpha)
+            b = g._call_ctypes(x, y, alpha)
+            for p, q in zip(a, b):
+                self.assertTrue(torch.equal(p, q))
+                self.assertEqual(p.stride(), q.stride())
+            self.assertTrue(torch.equal(a[0], x + float(alpha) * y))
+            self.assertEqual(a[1].data_ptr(), x.data_ptr())  # view of an input
+            self.assertEqual(a[2].data_ptr(), a[0].data_ptr() + 1024 * 4)  # view of a result
+            x[7] = 5.0
+            self.assertEqual(a[1][0, 7].item(), 5.0)
+
+    def test_out(self):
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        o = torch.full((n,), float("nan"))
+        for call in (g, g._call_ctypes):
+            o.fill_(float("nan"))
+            r = call(x, y, 0.5, out=(o, None, None))
+            self.assertIs(r[0], o)
+            self.assertTrue(torch.equal(o, x + 0.5 * y))
+            self.assertEqual(r[2].data_ptr(), o.data_ptr() + 4096)
+        # a wrong out= tensor: the loader's message names the output
+        for call in (g, g._call_ctypes):
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(x, y, 0.5, out=(torch.empty(n - 4), None, None))
+            self.assertIn("output 0", str(cm.exception))
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(x, y, 0.5, out=(o, o, None))
+            self.assertIn("result 1 is a view (of param 0): pass None for it", str(cm.exception))
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(x, y, 0.5, out=(o,))
+            self.assertIn("one entry per result (3", str(cm.exception))
+        # out= overlapping an input: the loader's overlap check
+        with self.assertRaises(fusec.FusecError) as cm:
+            g(x, y, 0.5, out=(x, None, None))
+        self.assertIn("overlaps input 0 ('x')", str(cm.exception))
+        # afterwards, allocated results again
+        r = g(x, y, 1.0)
+        self.assertTrue(torch.equal(r[0], x + y))
+        self.assertNotEqual(r[0].data_ptr(), o.data_ptr())
+
+    def errors(self, g, args, want, kw=None):
+        msgs = []
+        for call in (g, g._call_ctypes):
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(*args, **(kw or {}))
+            self.assertEqual(cm.exception.status, "FGL_ERR_MISMATCH")
+            self.assertIn(want, cm.exception.msg)
+            msgs.append(str(cm.exception))
+        self.assertEqual(msgs[0], msgs[1])  # the same message on both paths
+
+    def test_errors_name_the_parameter(self):
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        before = self.stats(g)
+        self.errors(g, (x.double(), y, 1.0), "input 0 ('x'): expected f32[1048576] strides [1], got f64[1048576]")
+        self.errors(g, (x, y[:1000], 1.0), "input 1 ('y'): expected f32[1048576] strides [1], got f32[1000]")
+        self.errors(g, (x, torch.randn(2 * n)[::2], 1.0), "input 1 ('y'): expected f32[1048576] strides [1], got "
+                    "f32[1048576] strides [2]")
+        self.errors(g, (x, y, torch.tensor(1.0)), "input 2 ('alpha'): expected a scalar f32, got f32[]")
+        if FAST:  # the loader's checks came through the fast path
+            self.assertEqual(self.stats(g)["fallback"], before["fallback"])
+        # what the binding itself checks (the fast path hands these to ctypes)
+        self.errors(g, (x, y.to(torch.complex64), 1.0), "input 1 ('y'): dtype torch.complex64 has no fusec equivalent")
+        self.errors(g, (x, y), "graph 'axpy' takes 3 inputs, got 2")
+        self.errors(g, (x, y, "a"), "input 2 ('alpha'): expected a torch.Tensor or a number, got str")
+        self.errors(g, (x, y, 1.0), "out=: expected a sequence", kw={"out": 5})
+
+    def test_wrong_device(self):
+        # On the fake driver the module's device is the CPU (index -1); a
+        # tensor whose get_device() differs stands for one on another GPU.
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+
+        class Elsewhere(torch.Tensor):
+            def get_device(self):
+                return 1
+
+            @property
+            def device(self):
+                return torch.device("cuda", 1)
+
+        e = y.as_subclass(Elsewhere)
+        self.errors(g, (x, e, 1.0), "input 1 ('y'): tensor on cuda:1, the module runs on cpu")
+
+    def test_symbolic(self):
+        g = self.ms.graph("axpy_n")
+        for n in (4096, 1024, 4096, 0, 12, 1 << 16, 12):
+            x, y = torch.randn(n), torch.randn(n)
+            out, half = g(x, y, 2.0)
+            self.assertTrue(torch.equal(out, x + 2.0 * y), n)
+            self.assertEqual(half.shape, (n // 2,))
+            self.assertTrue(torch.equal(half, out[n // 2:]))
+            o = torch.empty(n)
+            r = g(x, y, 2.0, out=(o, None))
+            self.assertIs(r[0], o)
+            self.assertTrue(torch.equal(o, x + 2.0 * y))
+        self.errors(g, (torch.randn(8), torch.randn(12), 1.0),
+                    "size N: parameter 'y' dim 0 is 12, but parameter 'x' dim 0 bound N to 8")
+        self.errors(g, (torch.randn(6), torch.randn(6), 1.0), "size N = 6 (parameter 'x' dim 0) is not a multiple of 4")
+        t = self.ms.graph("tview")  # views only, no kernel
+        for b, n in ((3, 8), (1, 2), (3, 8)):
+            x, y = torch.randn(b, n), torch.randn(n)
+            xt, y1 = t(x, y)
+            self.assertTrue(torch.equal(xt, x.t()))
+            self.assertEqual(xt.data_ptr(), x.data_ptr())
+            self.assertTrue(torch.equal(y1, y[1:]))
+        if FAST:
+            self.assertEqual(g._fg_stats["fallback"], 0)
+
+    def test_closed(self):
+        m = fusec.load(ADD_PTX, LIB)
+        g = m.graph("ident")
+        x = torch.randn(4, 8)
+        self.assertTrue(torch.equal(g(x), x.t()))
+        m.close()
+        with self.assertRaises(fusec.FusecError) as cm:
+            g(x)
+        self.assertIn("is closed", str(cm.exception))
+
+    def test_threads(self):
+        import threading
+
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        want = x + 2.0 * y
+        bad = []
+
+        def work():
+            for _ in range(20):
+                if not torch.equal(g(x, y, 2.0)[0], want):
+                    bad.append(1)
+
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(bad, [])
+
+
+class Register(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = fusec.load(SYM_PTX, LIB)
+        cls.ma = fusec.load(ADD_PTX, LIB)
+        # (kept in a tuple: a function as a class attribute would bind self)
+        cls.ops = (fusec.register(cls.m, "axpy_n", "test_axpy_n"), fusec.register(cls.ma, "axpy", "test_axpy"))
+
+    @property
+    def axpy_n(self):
+        return self.ops[0]
+
+    @property
+    def axpy(self):
+        return self.ops[1]
+
+    def test_schema(self):
+        op = self.axpy_n.op
+        self.assertEqual(str(op._schema), "fusec::test_axpy_n(Tensor x, Tensor y, float alpha) -> Tensor")
+        self.assertEqual(str(self.axpy.op._schema), "fusec::test_axpy(Tensor x, Tensor y, float alpha) -> Tensor")
+        with self.assertRaises(ValueError) as cm:
+            fusec.register(self.m, "axpy_n", "test_axpy_n")
+        self.assertIn("fusec::test_axpy_n is registered already", str(cm.exception))
+
+    def test_runs(self):
+        x, y = torch.randn(64), torch.randn(64)
+        out, half = self.axpy_n(x, y, 2.0)
+        self.assertTrue(torch.equal(out, x + 2.0 * y))
+        self.assertTrue(torch.equal(half, out[32:]))
+        self.assertEqual(half.data_ptr(), out.data_ptr() + 32 * 4)
+        out, xv, ov = self.axpy(torch.randn(1 << 20), torch.randn(1 << 20), 1.0)
+        self.assertEqual(xv.shape, (1024, 1024))
+
+    def test_meta_shapes(self):
+        out, half = self.axpy_n(torch.empty(100, device="meta"), torch.empty(100, device="meta"), 1.0)
+        self.assertEqual((out.shape, out.device.type, out.dtype), ((100,), "meta", torch.float32))
+        self.assertEqual(half.shape, (50,))
+        out, xv, ov = self.axpy(torch.empty(1 << 20, device="meta"), torch.empty(1 << 20, device="meta"), 1.0)
+        self.assertEqual((out.shape, xv.shape, xv.stride(), ov.shape), ((1 << 20,), (1024, 1024), (1024, 1), (1024,)))
+
+    def test_meta_errors(self):
+        meta = lambda *s, **k: torch.empty(*s, device="meta", **k)  # noqa: E731
+        cases = [
+            ((meta(100, dtype=torch.float64), meta(100), 1.0),
+             "input 0 ('x'): expected f32[N] strides [1], got f64[100] strides [1]"),
+            ((meta(100), meta(104), 1.0), "size N: parameter 'y' dim 0 is 104, but parameter 'x' dim 0 bound N to 100"),
+            ((meta(102), meta(102), 1.0), "size N = 102 (parameter 'x' dim 0) is not a multiple of 4"),
+            ((meta(100), meta(100, 2), 1.0), "input 1 ('y'): expected f32[N] strides [1], got f32[100,2]"),
+        ]
+        for args, want in cases:
+            with self.assertRaises(fusec.FusecError) as cm:
+                self.axpy_n.op(*args)
+            self.assertIn(want, str(cm.exception))
+
+    def test_compile_fullgraph(self):
+        def f(a, b):
+            out, half = self.axpy_n(a, b, 2.0)
+            return out * 2, half + 1
+
+        for dynamic in (False, True):
+            torch._dynamo.reset()
+            cf = torch.compile(f, fullgraph=True, dynamic=dynamic, backend="aot_eager")
+            for n in (64, 128, 256):
+                x, y = torch.randn(n), torch.randn(n)
+                o, h = cf(x, y)
+                self.assertTrue(torch.allclose(o, (x + 2 * y) * 2), (dynamic, n))
+                self.assertTrue(torch.allclose(h, (x + 2 * y)[n // 2:] + 1), (dynamic, n))
+
+
+if __name__ == "__main__":
+    r = unittest.main(exit=False, argv=sys.argv).result
+    sys.exit(0 if r.wasSuccessful() else 1)

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""On the GPU machine: the Python binding's fast calls (issue 21, item 3).
+
+- results of tests/graphs/python_fastcall.fg's graphs (static, symbolic,
+  scalar parameters, view results) against eager PyTorch, allocated and
+  with out=, through the fast path (fusec._fgcall) and through ctypes;
+- the binding's and the loader's messages for a wrong dtype, device, shape;
+- fusec.register: the custom operator captured into a CUDA graph and
+  replayed on new inputs, and torch.compile(fullgraph=True) over a function
+  calling it (static and dynamic sizes);
+- host time per call (wall clock of back-to-back calls without a
+  synchronization, as bench/bench.py measures host time; median over
+  batches) of the 4-input 2-result graph: fast path with results allocated
+  and with out=, the ctypes path, the registered operator, and PyTorch's
+  own calls as the floor; printed as a table for docs/benchmarks.md.
+
+  FGLOAD_LIBRARY=build-gpu/loader/libfgload.so FUSEC_FGCALL=build-gpu/python/fusec/_fgcall*.so \\
+      python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx
+
+Prints one line a check and a summary; exit 1 on a failure.
+"""
+import datetime
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, "python")
+import fusec  # noqa: E402
+
+FAILS = []
+
+
+def check(ok, what):
+    print("%s %s" % ("PASS" if ok else "FAIL", what))
+    if not ok:
+        FAILS.append(what)
+
+
+def close(a, b, tol=1e-5):
+    return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a.float(), b.float(), rtol=tol, atol=tol)
+
+
+def ref4(x, y, w, b):
+    h = x * w + b
+    return h, h * y
+
+
+def inputs4(t=64):
+    return (torch.randn(t, 256, device="cuda"), torch.randn(t, 256, device="cuda"), torch.randn(256, device="cuda"),
+            torch.randn(256, device="cuda"))
+
+
+def refuse(fn, want, what):
+    try:
+        fn()
+    except fusec.FusecError as e:
+        check(want in str(e), "%s refused: %s" % (what, e))
+        return
+    check(False, "%s was not refused" % what)
+
+
+def correctness(m):
+    g = m.graph("fastcall4")
+    check(g._fg_stats["ready"] if fusec.FAST_CALLS else True, "fast path bound (%s)" % fusec.FAST_CALLS)
+    a = inputs4()
+    want = ref4(*a)
+    got = g(*a)
+    check(all(close(p, q) for p, q in zip(got, want)), "fastcall4 fast path")
+    got = g._call_ctypes(*a)
+    check(all(close(p, q) for p, q in zip(got, want)), "fastcall4 ctypes path")
+    o = (torch.full((64, 256), float("nan"), device="cuda"), torch.full((64, 256), float("nan"), device="cuda"))
+    got = g(*a, out=o)
+    check(got[0] is o[0] and got[1] is o[1] and all(close(p, q) for p, q in zip(o, want)), "fastcall4 out=")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        got = g(*a)
+    s.synchronize()
+    check(all(close(p, q) for p, q in zip(got, want)), "fastcall4 on a side stream (current stream)")
+    got = g(*a, stream=s)
+    s.synchronize()
+    check(all(close(p, q) for p, q in zip(got, want)), "fastcall4 stream=torch.cuda.Stream")
+
+    gs = m.graph("fastcall4_sym")
+    for t in (1, 37, 64, 1000, 4097, 37):
+        a = inputs4(t)
+        got = gs(*a)
+        check(all(close(p, q) for p, q in zip(got, ref4(*a))), "fastcall4_sym T=%d" % t)
+
+    gv = m.graph("fastcall_views")
+    x = torch.randn(37, 99, device="cuda", dtype=torch.bfloat16)
+    y, s_, xt, ys = gv(x, 1.5)
+    yr = x.float() * 1.5
+    check(close(y, yr) and close(s_, yr.sum(1), 1e-4) and xt.data_ptr() == x.data_ptr() and torch.equal(xt, x.t())
+          and ys.data_ptr() == y.data_ptr() + 4 and torch.equal(ys, y[:, 1:]), "fastcall_views (scalar, views)")
+
+    gr = m.graph("fastcall_sym_rows")
+    for t in (1, 5, 300):
+        x = torch.randn(t, 99, device="cuda")
+        y, mx = gr(x, 3)
+        check(close(y, x + 3) and close(mx, (x + 3).amax(1)), "fastcall_sym_rows T=%d" % t)
+
+    a = inputs4()
+    refuse(lambda: g(a[0].double(), *a[1:]), "input 0 ('x'): expected f32[64,256] strides [256,1], got f64[64,256]",
+           "wrong dtype")
+    refuse(lambda: g(a[0], a[1].cpu(), *a[2:]), "input 1 ('y'): tensor on cpu, the module runs on cuda:0",
+           "wrong device")
+    refuse(lambda: g(a[0], a[1], a[2][:100], a[3]), "input 2 ('w'): expected f32[256] strides [1], got f32[100]",
+           "wrong shape")
+    refuse(lambda: g(*a, out=(torch.empty(64, 256, device="cuda"), torch.empty(64, 255, device="cuda"))),
+           "output 1", "wrong out= shape")
+    st = g._fg_stats
+    check(st["fast"] > 0, "fast-path calls counted: %s" % st)
+
+
+def custom_op(m):
+    op = fusec.register(m, "fastcall4")
+    a = inputs4()
+    check(all(close(p, q) for p, q in zip(op(*a), ref4(*a))), "registered op fusec::fastcall4")
+
+    # CUDA-graph capture and replay
+    static = inputs4()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        op(*static)  # warm-up on the capture stream
+    torch.cuda.current_stream().wait_stream(s)
+    cg = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cg):
+        outs = op(*static)
+    ok = True
+    for k in range(3):
+        new = inputs4()
+        for d, v in zip(static, new):
+            d.copy_(v)
+        cg.replay()
+        torch.cuda.synchronize()
+        ok &= all(close(p, q) for p, q in zip(outs, ref4(*new)))
+    check(ok, "CUDA graph: capture of the registered op, 3 replays on new inputs")
+
+    # torch.compile(fullgraph=True) over a function calling it
+    def f(x, y, w, b):
+        h, r = op(torch.relu(x), y, w, b)
+        return r.sum(dim=1) + h[:, 0]
+
+    def fref(x, y, w, b):
+        h, r = ref4(torch.relu(x), y, w, b)
+        return r.sum(dim=1) + h[:, 0]
+
+    cf = torch.compile(f, fullgraph=True)
+    a = inputs4()
+    check(close(cf(*a), fref(*a), 1e-3), "torch.compile(fullgraph=True) over fusec::fastcall4")
+    ops = fusec.register(m, "fastcall4_sym")
+    cs = torch.compile(lambda x, y, w, b: ops(x, y, w, b)[1] * 2, fullgraph=True, dynamic=True)
+    ok = True
+    for t in (8, 100, 333):
+        a = inputs4(t)
+        ok &= close(cs(*a), ref4(*a)[1] * 2, 1e-4)
+    check(ok, "torch.compile(fullgraph=True, dynamic=True) over fusec::fastcall4_sym, T = 8, 100, 333")
+    vop = fusec.register(m, "fastcall_views")
+    cv = torch.compile(lambda x: vop(x, 2.0)[3] + 1, fullgraph=True)
+    x = torch.randn(37, 99, device="cuda", dtype=torch.bfloat16)
+    check(close(cv(x), (x.float() * 2)[:, 1:] + 1), "torch.compile over a registered graph with view results")
+    return op
+
+
+def host_us(fn, calls=200, batches=60):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        t1 = time.perf_counter()
+        per.append((t1 - t0) * 1e6 / calls)
+    torch.cuda.synchronize()
+    return statistics.median(per)
+
+
+def timing(m, op):
+    g = m.graph("fastcall4")
+    x, y, w, b = inputs4()
+    o = (torch.empty(64, 256, device="cuda"), torch.empty(64, 256, device="cuda"))
+    rows = [
+        ("fusec fast path, results allocated", lambda: g(x, y, w, b)),
+        ("fusec fast path, out=", lambda: g(x, y, w, b, out=o)),
+        ("fusec ctypes path, results allocated", lambda: g._call_ctypes(x, y, w, b)),
+        ("fusec ctypes path, out=", lambda: g._call_ctypes(x, y, w, b, out=o)),
+        ("torch.ops.fusec.fastcall4 (custom op)", lambda: op(x, y, w, b)),
+        ("floor: torch.cuda._sleep(0) (one launch through torch)", lambda: torch.cuda._sleep(0)),
+        ("floor: torch.add(x, y, out=o) (one op, no allocation)", lambda: torch.add(x, y, out=o[0])),
+        ("floor: torch.empty_strided x2 (the allocations alone)",
+         lambda: (torch.empty_strided((64, 256), (256, 1), dtype=torch.float32, device="cuda"),
+                  torch.empty_strided((64, 256), (256, 1), dtype=torch.float32, device="cuda"))),
+        ("eager: the same graph in torch (3 ops)", lambda: ref4(x, y, w, b)),
+    ]
+    res = []
+    for _ in range(2):  # two rounds, interleaved: the spread shows the noise
+        for i, (name, fn) in enumerate(rows):
+            t = host_us(fn)
+            res.append((i, t))
+    print()
+    print("Host time per call, fastcall4 (4 inputs f32 [64,256]/[256], 2 results, 1 kernel): %s, %s, torch %s, "
+          "Python %s, %s" % (datetime.date.today(), torch.cuda.get_device_name(), torch.__version__,
+                             sys.version.split()[0], fusec.FAST_CALLS))
+    print()
+    print("| call | host µs (median of 60 batches of 200, two rounds) |")
+    print("|---|---|")
+    for i, (name, _) in enumerate(rows):
+        ts = [t for k, t in res if k == i]
+        print("| %s | %s |" % (name, ", ".join("%.2f" % t for t in ts)))
+    fast = min(t for k, t in res if k == 0)
+    fast_out = min(t for k, t in res if k == 1)
+    print()
+    print("fast path: %.2f µs allocated (target <= 5), %.2f µs with out= (target <= 3)" % (fast, fast_out))
+    check(fast <= 5.0, "host time allocated %.2f µs <= 5" % fast)
+    check(fast_out <= 3.0, "host time out= %.2f µs <= 3" % fast_out)
+
+
+def main():
+    m = fusec.load(sys.argv[1])
+    correctness(m)
+    op = custom_op(m)
+    timing(m, op)
+    print("python_fastcall: %s" % ("all passed" if not FAILS else "%d failed: %s" % (len(FAILS), "; ".join(FAILS))))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
