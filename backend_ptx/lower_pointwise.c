@@ -13,6 +13,10 @@
  *   composites, evaluated in f32: sigmoid = 1/(1+exp(-x)), silu =
  *     x/(1+exp(-x)) (one rounding less than x*sigmoid(x)), gelu per the op
  *     table's formulas: a few ulp.
+ *   issue 20: cosh sinh libdevice (2 ulp); fma one rounding (fma.rn), exact
+ *     against the interpreter's fmaf/fma; lerp = fma(w, b-a, a) for |w| <
+ *     0.5, else fma(w-1, b-a, b), the same roundings as the interpreter;
+ *     contiguous the identity.
  * f64 compute uses the f64 libdevice functions (1-2 ulp), and is exact for
  * the operations listed as exact above. No fast-math flags are set, so mul
  * and add are emitted as mul.rn / add.rn and never contracted into FMAs.
@@ -178,6 +182,23 @@ static LLVMValueRef mx_scale(fgb_module *m, const fg_node *n, LLVMValueRef x) {
   return LLVMBuildBitCast(b, r, m->f32, "");
 }
 
+/* llvm.fma: one rounding (fma.rn.f32 / .f64) */
+static LLVMValueRef fma3(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef a[3] = {x, y, z};
+  return fgb_call(m, t == m->f32 ? "llvm.fma.f32" : "llvm.fma.f64", t, 3, a);
+}
+
+/* lerp as the op table's lerp_f: d = b - a; |w| < 0.5 ? fma(w, d, a) :
+ * fma(w - 1, d, b). */
+static LLVMValueRef lerp(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValueRef w) {
+  LLVMBuilderRef b = m->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef dlt = LLVMBuildFSub(b, y, x, "");
+  LLVMValueRef small = fcmp(m, LLVMRealOLT, intr1(m, "fabs", w), fc(t, 0.5));
+  return sel(m, small, fma3(m, w, dlt, x), fma3(m, LLVMBuildFSub(b, w, fc(t, 1.0), ""), dlt, y));
+}
+
 static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMValueRef *a) {
   LLVMBuilderRef b = m->b;
   LLVMValueRef x = a[0], y = arity(op) >= 2 ? a[1] : NULL;
@@ -280,6 +301,17 @@ static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVM
   /* MX formats */
   case FG_OP_MX_SCALE:
     return mx_scale(m, n, x);
+  /* issue 20, ops */
+  case FG_OP_COSH:
+    return nv1(m, "cosh", x);
+  case FG_OP_SINH:
+    return nv1(m, "sinh", x);
+  case FG_OP_FMA:
+    return fma3(m, x, y, a[2]);
+  case FG_OP_LERP:
+    return lerp(m, x, y, a[2]);
+  case FG_OP_CONTIGUOUS:
+    return x;
   default:
     return NULL;
   }
@@ -394,6 +426,11 @@ static LLVMValueRef int_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVMVa
       x = sel(m, icmp(m, LLVMIntSGT, x, ic(m, hi->i)), ic(m, hi->i), x);
     return x;
   }
+  /* issue 20, ops */
+  case FG_OP_FMA:
+    return LLVMBuildAdd(b, LLVMBuildMul(b, x, y, ""), a[2], "");
+  case FG_OP_CONTIGUOUS:
+    return x;
   default:
     return NULL;
   }
@@ -421,8 +458,8 @@ LLVMValueRef fgb_emit_op(fgb_module *m, fg_opcode op, fg_dtype cdt, const fg_nod
   if (op == FG_OP_WHERE)
     return sel(m, ops[0], ops[1], ops[2]);
   /* bool compute: the integer form on 0/1, then != 0 */
-  LLVMValueRef w[2] = {NULL, NULL};
-  for (int k = 0; k < arity(op) && k < 2; k++)
+  LLVMValueRef w[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < arity(op) && k < 3; k++)
     w[k] = LLVMBuildZExt(b, ops[k], m->i64, "");
   LLVMValueRef r = int_op(m, op, n, w);
   if (!r || fg_op_returns_bool(fg_op_get(op)))

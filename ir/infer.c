@@ -1161,6 +1161,189 @@ static bool packed_results_ok(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* ---- issue 20, ops: the composites (opt/decompose.c rewrites them) ---- */
+
+/* stack(a, b, ..., dim=): operands of one shape, a new dim of their count
+ * at `dim` (0..rank), dtypes promoted as cat's. */
+static bool infer_stack(fg_node *n, fg_diag *d) {
+  const fg_type *a = &n->in[0]->type;
+  if (a->rank + 1 > FG_MAX_RANK) {
+    fg_error(d, n->loc, "stack makes a tensor of rank %d (at most %d)", a->rank + 1, FG_MAX_RANK);
+    return false;
+  }
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), a->rank + 1, d);
+  if (dim < 0)
+    return false;
+  fg_dtype dt = a->dtype;
+  for (int i = 1; i < n->nin; i++) {
+    const fg_type *b = &n->in[i]->type;
+    bool same = b->rank == a->rank;
+    for (int k = 0; same && k < a->rank; k++)
+      same = fg_dim_eq(a->dims[k], b->dims[k]);
+    if (!same) {
+      char x[256], y[256];
+      fg_error(d, operand_loc(n, i), "stack operand %d has shape %s, operand 0 has shape %s", i,
+               shape_str(b, y, sizeof y), shape_str(a, x, sizeof x));
+      return false;
+    }
+    dt = fg_promote_types(dt, b->dtype);
+    if (dt == FG_DTYPE_INVALID) {
+      fg_error(d, operand_loc(n, i),
+               "stack operands have dtypes that do not promote (float8 needs a cast)");
+      return false;
+    }
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = dt;
+  for (int k = 0; k < a->rank + 1; k++)
+    t.dims[t.rank++] = k == dim ? (fg_dim){n->nin, NULL} : a->dims[k < dim ? k : k - 1];
+  n->out[0]->type = t;
+  return true;
+}
+
+/* softmax / log_softmax(x, dim=, dtype=): x's shape; the dtype= (a float),
+ * else x's, which must be a float (as torch.softmax). */
+static bool infer_softmax(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  if (norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank, d) < 0)
+    return false;
+  const fg_attr *dt = fg_node_attr(n, "dtype");
+  fg_dtype t = dt ? dt->dtype : in->dtype;
+  if (!fg_dtype_is_float(t)) {
+    if (dt)
+      fg_error(d, attr_loc(n, "dtype"), "'%s' needs dtype= a floating-point type, not %s",
+               n->op->name, fg_dtype_name(t));
+    else
+      fg_error(d, n->loc, "'%s' needs a floating-point input (got %s); pass dtype= a float type",
+               n->op->name, fg_dtype_name(t));
+    return false;
+  }
+  if (t == FG_F8E4M3 || t == FG_F8E5M2 ||
+      (!dt && (in->dtype == FG_F8E4M3 || in->dtype == FG_F8E5M2))) {
+    fg_error(d, n->loc, "'%s' of float8 values: cast to a wider float first", n->op->name);
+    return false;
+  }
+  fg_type r = *in;
+  r.has_layout = false;
+  r.dtype = t;
+  n->out[0]->type = r;
+  return true;
+}
+
+/* logsumexp(x, dims=, keepdim=): a reduction's shape; float inputs keep
+ * their dtype, integers and bool give f32 (as torch.logsumexp). */
+static bool infer_logsumexp(fg_node *n, fg_diag *d) {
+  if (!infer_reduction(n, d))
+    return false;
+  fg_dtype in = n->in[0]->type.dtype;
+  if (in == FG_F8E4M3 || in == FG_F8E5M2) {
+    fg_error(d, n->loc, "'logsumexp' of float8 values: cast to a wider float first");
+    return false;
+  }
+  n->out[0]->type.dtype = fg_dtype_is_float(in) ? in : FG_F32;
+  return true;
+}
+
+/* argmax / argmin(x, dim=, keepdim=): i64 indices along `dim`; without
+ * dim=, of the flattened tensor (a 0-d result, or all dims 1 with
+ * keepdim=true). The reduced extent must be static and nonempty (PyTorch
+ * raises on an empty one; fusec has no run-time errors). */
+static bool infer_argminmax(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  const fg_attr *da = fg_node_attr(n, "dim");
+  bool keep = fg_attr_bool(n, "keepdim");
+  int dim = -1;
+  if (da) {
+    dim = norm_dim(n, "dim", da->i, in->rank, d);
+    if (dim < 0)
+      return false;
+  }
+  int64_t count = 1;
+  for (int k = 0; k < in->rank; k++) {
+    if (dim >= 0 && k != dim)
+      continue;
+    if (in->dims[k].sym) {
+      fg_error(d, da ? attr_loc(n, "dim") : n->loc,
+               "'%s' along symbolic dimension %d (%s) is not supported: its extent must be static",
+               n->op->name, k, in->dims[k].sym);
+      return false;
+    }
+    count *= in->dims[k].size;
+  }
+  if (count == 0) {
+    fg_error(d, n->loc, "'%s' over an empty extent has no index to return", n->op->name);
+    return false;
+  }
+  if (count > INT32_MAX) {
+    fg_error(d, n->loc, "'%s' over %" PRId64 " elements: at most 2^31-1 are supported", n->op->name,
+             count);
+    return false;
+  }
+  if (in->dtype == FG_BOOL) {
+    fg_error(d, n->loc, "'%s' of a bool tensor: cast it to an integer type first", n->op->name);
+    return false;
+  }
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  t.dtype = FG_I64;
+  for (int k = 0; k < in->rank; k++) {
+    if (dim >= 0 && k != dim)
+      t.dims[t.rank++] = in->dims[k];
+    else if (keep)
+      t.dims[t.rank++] = (fg_dim){1, NULL};
+  }
+  n->out[0]->type = t;
+  return true;
+}
+
+/* cumsum(x, dim=, dtype=): x's shape; dtype= or x's dtype, i64 for
+ * integers and bool (as torch.cumsum). The scanned extent must be static
+ * and at most FG_CUMSUM_MAX (its composite is quadratic). */
+static bool infer_cumsum(fg_node *n, fg_diag *d) {
+  const fg_type *in = &n->in[0]->type;
+  int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank, d);
+  if (dim < 0)
+    return false;
+  if (in->rank + 1 > FG_MAX_RANK) {
+    fg_error(d, n->loc, "'cumsum' of a tensor of rank %d: at most %d is supported", in->rank,
+             FG_MAX_RANK - 1);
+    return false;
+  }
+  if (in->dims[dim].sym) {
+    fg_error(
+        d, attr_loc(n, "dim"),
+        "'cumsum' along symbolic dimension %d (%s) is not supported: its extent must be static",
+        dim, in->dims[dim].sym);
+    return false;
+  }
+  if (in->dims[dim].size > FG_CUMSUM_MAX) {
+    fg_error(d, attr_loc(n, "dim"),
+             "'cumsum' along a dimension of %" PRId64
+             " elements is not supported: at most %d (there is no scan kernel yet; the composite "
+             "it becomes reads the prefix of every element)",
+             in->dims[dim].size, FG_CUMSUM_MAX);
+    return false;
+  }
+  const fg_attr *dt = fg_node_attr(n, "dtype");
+  fg_dtype t = dt ? dt->dtype : fg_dtype_is_float(in->dtype) ? in->dtype : FG_I64;
+  if (dt && fg_dtype_category(t) < fg_dtype_category(in->dtype)) {
+    fg_error(d, attr_loc(n, "dtype"), "'cumsum' cannot accumulate %s into %s",
+             fg_dtype_name(in->dtype), fg_dtype_name(t));
+    return false;
+  }
+  if (t == FG_BOOL || t == FG_F8E4M3 || t == FG_F8E5M2) {
+    fg_error(d, dt ? attr_loc(n, "dtype") : n->loc, "'cumsum' into %s is not supported%s",
+             fg_dtype_name(t), t == FG_BOOL ? "" : ": cast to a wider float first");
+    return false;
+  }
+  fg_type r = *in;
+  r.has_layout = false;
+  r.dtype = t;
+  n->out[0]->type = r;
+  return true;
+}
+
 static bool infer_node(fg_node *n, fg_diag *d);
 
 bool fg_infer_node(fg_node *n, fg_diag *d) {
@@ -1190,6 +1373,22 @@ static bool infer_node(fg_node *n, fg_diag *d) {
                i);
       return false;
     }
+  switch (op->code) { /* issue 20, ops: composites of kinds they share */
+  case FG_OP_STACK:
+    return infer_stack(n, d);
+  case FG_OP_SOFTMAX:
+  case FG_OP_LOG_SOFTMAX:
+    return infer_softmax(n, d);
+  case FG_OP_LOGSUMEXP:
+    return infer_logsumexp(n, d);
+  case FG_OP_ARGMAX:
+  case FG_OP_ARGMIN:
+    return infer_argminmax(n, d);
+  case FG_OP_CUMSUM:
+    return infer_cumsum(n, d);
+  default:
+    break;
+  }
   switch (op->kind) {
   case FG_KIND_POINTWISE:
     return infer_pointwise(n, d);

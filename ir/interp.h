@@ -53,5 +53,11 @@ bool fg_interp_gather(fg_interp_ctx *cx, const fg_node *n); /* gather take_along
 bool fg_interp_scatter_add(fg_interp_ctx *cx, const fg_node *n); /* scatter_add index_add */
 bool fg_interp_random(fg_interp_ctx *cx, const fg_node *n);      /* rand, randn */
 bool fg_interp_dropout(fg_interp_ctx *cx, const fg_node *n);
+/* issue 20, ops (interp_ops20.c) */
+bool fg_interp_stack(fg_interp_ctx *cx, const fg_node *n);
+bool fg_interp_softmax(fg_interp_ctx *cx, const fg_node *n); /* softmax, log_softmax */
+bool fg_interp_logsumexp(fg_interp_ctx *cx, const fg_node *n);
+bool fg_interp_argminmax(fg_interp_ctx *cx, const fg_node *n); /* argmax, argmin */
+bool fg_interp_cumsum(fg_interp_ctx *cx, const fg_node *n);
 
 #endif

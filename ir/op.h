@@ -112,6 +112,20 @@ typedef enum fg_opcode {
   FG_OP_RAND,
   FG_OP_RANDN,
   FG_OP_DROPOUT,
+  /* issue 20, ops: pointwise, then composites that opt/decompose.c
+   * rewrites into the ops above before anything else sees them */
+  FG_OP_COSH,
+  FG_OP_SINH,
+  FG_OP_FMA,
+  FG_OP_LERP,
+  FG_OP_CONTIGUOUS,
+  FG_OP_STACK,
+  FG_OP_SOFTMAX,
+  FG_OP_LOG_SOFTMAX,
+  FG_OP_LOGSUMEXP,
+  FG_OP_ARGMAX,
+  FG_OP_ARGMIN,
+  FG_OP_CUMSUM,
   FG_OP_COUNT
 } fg_opcode;
 
@@ -145,6 +159,10 @@ typedef struct fg_attr_spec {
   fg_attr def;                /* default when absent; kind NONE: stays absent */
   const char *const *choices; /* STRING: NULL-terminated allowed values */
 } fg_attr_spec;
+
+/* cumsum's composite is quadratic in the scanned extent (issue 20: no scan
+ * kernel yet); longer scans are refused. */
+#define FG_CUMSUM_MAX 1024
 
 typedef struct fg_interp_ctx fg_interp_ctx;
 /* Evaluates one non-pointwise node (interp.h). */

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "infer.h"
 #include "interp.h"
 #include "op.h"
 
@@ -120,6 +121,55 @@ static double mx_scale_f(const double *a, const fg_node *n) {
 static int64_t cast_i(const int64_t *a, const fg_node *n) { (void)n; return a[0]; }
 
 // clang-format on
+
+/* ---- issue 20, ops ---- */
+
+static double cosh_f(const double *a, const fg_node *n) {
+  (void)n;
+  return cosh(a[0]);
+}
+static double sinh_f(const double *a, const fg_node *n) {
+  (void)n;
+  return sinh(a[0]);
+}
+static double contiguous_f(const double *a, const fg_node *n) {
+  (void)n;
+  return a[0];
+}
+static int64_t contiguous_i(const int64_t *a, const fg_node *n) {
+  (void)n;
+  return a[0];
+}
+
+/* Whether n is computed in f32 (f16/bf16/f8/f32 operands): then the fused
+ * ops round as the GPU's f32 instructions do, not in double. */
+static bool computes_in_f32(const fg_node *n) { return n && fg_pw_compute_dtype(n) == FG_F32; }
+
+/* fma(a, b, c) = a*b + c rounded once in the compute dtype (fmaf in f32,
+ * fma in f64); bf16/f16 results are then rounded once more by the caller. */
+static double fma_f(const double *a, const fg_node *n) {
+  if (computes_in_f32(n))
+    return fmaf((float)a[0], (float)a[1], (float)a[2]);
+  return fma(a[0], a[1], a[2]);
+}
+static int64_t fma_i(const int64_t *a, const fg_node *n) {
+  (void)n;
+  return (int64_t)((uint64_t)a[0] * (uint64_t)a[1] + (uint64_t)a[2]);
+}
+
+/* lerp(a, b, w) as PyTorch computes it (ATen's lerp: |w| < 0.5 ? a + w*d :
+ * b - d*(1-w), d = b - a, which its CPU kernel and nvcc's contraction both
+ * evaluate as fma(w, d, a) and fma(w - 1, d, b)): d and w - 1 rounded, then
+ * one fused multiply-add, in the compute dtype. */
+static double lerp_f(const double *a, const fg_node *n) {
+  double x = a[0], y = a[1], w = a[2];
+  if (computes_in_f32(n)) {
+    float d = (float)y - (float)x, wf = (float)w;
+    return fabsf(wf) < 0.5f ? fmaf(wf, d, (float)x) : fmaf(wf - 1.0f, d, (float)y);
+  }
+  double d = y - x;
+  return fabs(w) < 0.5 ? fma(w, d, x) : fma(w - 1.0, d, y);
+}
 
 /* ---- attribute specs ---- */
 
@@ -313,6 +363,31 @@ const fg_op fg_ops[FG_OP_COUNT] = {
     OTHER(FG_OP_RANDN, "randn", FG_KIND_CREATION, 2, 2, 1, RAND_ATTRS, fg_interp_random),
     OTHER(FG_OP_DROPOUT, "dropout", FG_KIND_CREATION, 3, 3, 1, ATTRS(A_REQ("p", FG_AT_FLOAT)),
           fg_interp_dropout),
+
+    /* issue 20, ops */
+    UN(FG_OP_COSH, "cosh", FG_PW_FLOAT, cosh_f, NULL, LIBDEV),
+    UN(FG_OP_SINH, "sinh", FG_PW_FLOAT, sinh_f, NULL, LIBDEV),
+    [FG_OP_FMA] = {FG_OP_FMA, "fma", FG_KIND_POINTWISE, 3, 3, 1, 0, NULL, FG_PW_PROMOTE, fma_f,
+                   fma_i, NULL, 0},
+    [FG_OP_LERP] = {FG_OP_LERP, "lerp", FG_KIND_POINTWISE, 3, 3, 1, 0, NULL, FG_PW_FLOAT, lerp_f,
+                    NULL, NULL, 0},
+    /* not INT_ID: canonicalize would drop it on integers, and the copy is
+     * the point */
+    UN(FG_OP_CONTIGUOUS, "contiguous", FG_PW_PROMOTE, contiguous_f, contiguous_i,
+       EXACT | IDEMP | NARROW),
+    OTHER(FG_OP_STACK, "stack", FG_KIND_VIEW, 1, -1, 1, ATTRS(A_INT("dim", 0)), fg_interp_stack),
+    OTHER(FG_OP_SOFTMAX, "softmax", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT), A_OPT("dtype", FG_AT_DTYPE)), fg_interp_softmax),
+    OTHER(FG_OP_LOG_SOFTMAX, "log_softmax", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT), A_OPT("dtype", FG_AT_DTYPE)), fg_interp_softmax),
+    OTHER(FG_OP_LOGSUMEXP, "logsumexp", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_OPT("dims", FG_AT_INTS), A_BOOL("keepdim", 0)), fg_interp_logsumexp),
+    OTHER(FG_OP_ARGMAX, "argmax", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_OPT("dim", FG_AT_INT), A_BOOL("keepdim", 0)), fg_interp_argminmax),
+    OTHER(FG_OP_ARGMIN, "argmin", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_OPT("dim", FG_AT_INT), A_BOOL("keepdim", 0)), fg_interp_argminmax),
+    OTHER(FG_OP_CUMSUM, "cumsum", FG_KIND_REDUCTION, 1, 1, 1,
+          ATTRS(A_REQ("dim", FG_AT_INT), A_OPT("dtype", FG_AT_DTYPE)), fg_interp_cumsum),
 };
 
 int fg_mx_elem_emax(fg_dtype elem) {

@@ -4,6 +4,10 @@
  * interpreter computes it: accurate where sum-of-squares would cancel.
  * dropout becomes rand and pointwise ops (docs/format.md 5.11), so it fuses
  * wherever they do. */
+/* Issue 20's composites (stack, softmax, log_softmax, logsumexp, argmax,
+ * argmin, cumsum) become the ops a user would write for them by hand, at
+ * the end of this file. */
+#include <math.h>
 #include <string.h>
 
 #include "build.h"
@@ -138,6 +142,236 @@ static bool decompose_dropout(fg_graph *g, fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* ---- issue 20, ops: the composites, written as PyTorch's decompositions
+ * (torch/_decomp/decompositions.py), in the accumulation dtype like mean;
+ * the scheduler sees what a user writing them out by hand would write, so
+ * it fuses them the same way (tests/golden/opt/ops_issue20.fg). */
+
+static fg_value *reduce_of(fg_graph *g, fg_opcode op, fg_value *x, const int64_t *dims, int ndims,
+                           bool keepdim, fg_loc loc, fg_diag *d) {
+  if (!x)
+    return NULL;
+  fg_node *n = fgo_node(g, op, 1, &x, loc);
+  if (dims)
+    fgo_set_ints(g, n, "dims", dims, ndims);
+  if (keepdim)
+    fgo_set_bool(n, "keepdim", true);
+  return fgo_finish(n, d);
+}
+
+static fg_value *reshape_to(fg_graph *g, fg_value *x, const fg_type *t, fg_loc loc, fg_diag *d) {
+  if (!x)
+    return NULL;
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < t->rank; i++)
+    shape[i] = t->dims[i].size;
+  fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &x, loc);
+  fgo_set_ints(g, r, "shape", shape, t->rank);
+  return fgo_finish(r, d);
+}
+
+/* stack(a, b, ..., dim=d) = cat(unsqueeze(a, d), unsqueeze(b, d), ..., dim=d) */
+static fg_value *stack_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  int64_t dim = fg_attr_int(n, "dim");
+  if (dim < 0)
+    dim += n->in[0]->type.rank + 1;
+  fg_value **parts = fg_arena_alloc(&g->arena, (size_t)n->nin * sizeof *parts);
+  for (int i = 0; i < n->nin; i++) {
+    fg_node *u = fgo_node(g, FG_OP_UNSQUEEZE, 1, &n->in[i], n->loc);
+    fgo_set_int(u, "dim", dim);
+    if (!(parts[i] = fgo_finish(u, d)))
+      return NULL;
+  }
+  fg_node *c = fgo_node(g, FG_OP_CAT, n->nin, parts, n->loc);
+  fgo_set_int(c, "dim", dim);
+  return fgo_finish(c, d);
+}
+
+/* softmax: e / sum(e) with e = exp(x - amax(x)); log_softmax: (x - amax(x))
+ * - log(sum(e)). x is first cast to dtype= when given. */
+static fg_value *softmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_dtype out = n->out[0]->type.dtype;
+  fg_loc loc = n->loc;
+  int64_t dim = fg_attr_int(n, "dim");
+  fg_value *x = fgo_cast(g, fgo_cast(g, n->in[0], out, loc, d), fg_reduce_acc_dtype(out), loc, d);
+  fg_value *m = reduce_of(g, FG_OP_AMAX, x, &dim, 1, true, loc, d);
+  fg_value *z = fgo_binary(g, FG_OP_SUB, x, m, loc, d);
+  fg_value *e = fgo_unary(g, FG_OP_EXP, z, loc, d);
+  fg_value *s = reduce_of(g, FG_OP_SUM, e, &dim, 1, true, loc, d);
+  fg_value *y = n->op->code == FG_OP_SOFTMAX
+                    ? fgo_binary(g, FG_OP_DIV, e, s, loc, d)
+                    : fgo_binary(g, FG_OP_SUB, z, fgo_unary(g, FG_OP_LOG, s, loc, d), loc, d);
+  return y ? fgo_cast(g, y, out, loc, d) : NULL;
+}
+
+/* torch.logsumexp: m = amax(x) with |m| = inf replaced by 0 (so a row of
+ * -inf gives log(0) + 0 = -inf, not NaN), log(sum(exp(x - m))) + m. Here
+ * every m that is not finite becomes 0: a NaN m (a row holding NaN) still
+ * gives NaN through exp(NaN) in the sum, and an empty extent, whose amax
+ * is NaN in the interpreter (-inf in a kernel), gives log(0) = -inf as
+ * PyTorch does, also where the extent is a symbolic size that is 0. */
+static fg_value *logsumexp_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_dtype out = n->out[0]->type.dtype;
+  fg_loc loc = n->loc;
+  const fg_attr *da = fg_node_attr(n, "dims");
+  const int64_t *dims = da ? da->ints : NULL;
+  int nd = da ? da->n : 0;
+  bool keep = fg_attr_bool(n, "keepdim");
+  fg_value *x = fgo_cast(g, n->in[0], fg_reduce_acc_dtype(out), loc, d);
+  bool mask[FG_MAX_RANK];
+  fg_reduce_mask(n, mask);
+  fg_value *m = reduce_of(g, FG_OP_AMAX, x, dims, nd, true, loc, d);
+  fg_value *finite = fgo_binary(g, FG_OP_LT, fgo_unary(g, FG_OP_ABS, m, loc, d),
+                                fg_literal_float(g, INFINITY, loc), loc, d);
+  fg_value *mm = NULL;
+  if (finite) {
+    fg_value *w[3] = {finite, m, fg_literal_float(g, 0.0, loc)};
+    mm = fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d);
+  }
+  fg_value *s = reduce_of(g, FG_OP_SUM,
+                          fgo_unary(g, FG_OP_EXP, fgo_binary(g, FG_OP_SUB, x, mm, loc, d), loc, d),
+                          dims, nd, keep, loc, d);
+  fg_value *mk = mm;
+  if (!keep && mm) { /* the reduced dims, of size 1 in mm, dropped */
+    int64_t red[FG_MAX_RANK];
+    int nred = 0;
+    for (int i = 0; i < x->type.rank; i++)
+      if (mask[i])
+        red[nred++] = i;
+    fg_node *sq = fgo_node(g, FG_OP_SQUEEZE, 1, &mm, loc);
+    fgo_set_ints(g, sq, "dims", red, nred);
+    mk = fgo_finish(sq, d);
+  }
+  fg_value *y = fgo_binary(g, FG_OP_ADD, fgo_unary(g, FG_OP_LOG, s, loc, d), mk, loc, d);
+  return y ? fgo_cast(g, y, out, loc, d) : NULL;
+}
+
+/* argmax(x, dim=k) = amin(where(eq(x, m) | isnan(x), i, N), dims=[k]) with
+ * m = amax(x, dims=[k], keepdim=true) and i the index along k (an i32 iota
+ * shaped to broadcast): the first index of the maximum, or of the first NaN
+ * (amax propagates NaN, so then eq is false everywhere); argmin with amin
+ * and amax swapped. Without dim=, of x reshaped to one dim. */
+static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_loc loc = n->loc;
+  fg_value *x = n->in[0];
+  const fg_attr *da = fg_node_attr(n, "dim");
+  bool keep = fg_attr_bool(n, "keepdim");
+  int64_t dim = 0;
+  if (da) {
+    dim = da->i < 0 ? da->i + x->type.rank : da->i;
+  } else {
+    fg_type flat = {.rank = 1};
+    flat.dims[0].size = fg_type_numel(&x->type);
+    x = reshape_to(g, x, &flat, loc, d);
+  }
+  if (!x)
+    return NULL;
+  int64_t count = x->type.dims[dim].size;
+  bool is_max = n->op->code == FG_OP_ARGMAX;
+  fg_value *m = reduce_of(g, is_max ? FG_OP_AMAX : FG_OP_AMIN, x, &dim, 1, true, loc, d);
+  fg_value *hit = fgo_binary(g, FG_OP_EQ, x, m, loc, d);
+  if (fg_dtype_is_float(x->type.dtype))
+    hit = fgo_binary(g, FG_OP_LOGICAL_OR, hit, fgo_unary(g, FG_OP_ISNAN, x, loc, d), loc, d);
+  fg_value *len = fg_literal_int(g, count, loc);
+  fg_node *io = fgo_node(g, FG_OP_IOTA, 1, &len, loc);
+  fgo_set_dtype(io, "dtype", FG_I32);
+  fg_type col = {.rank = (int)(x->type.rank - dim)};
+  for (int i = 0; i < col.rank; i++)
+    col.dims[i].size = i == 0 ? count : 1;
+  fg_value *idx = reshape_to(g, fgo_finish(io, d), &col, loc, d);
+  fg_value *r = NULL;
+  if (hit && idx) {
+    fg_value *w[3] = {hit, idx, fg_literal_int(g, count, loc)};
+    r = reduce_of(g, FG_OP_AMIN, fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d), &dim, 1,
+                  keep && da, loc, d);
+  }
+  r = fgo_cast(g, r, FG_I64, loc, d);
+  if (r && !da)
+    r = reshape_to(g, r, &n->out[0]->type, loc, d);
+  return r;
+}
+
+/* cumsum(x, dim=d)[..., i, ...] = sum over j <= i of x[..., j, ...]: x
+ * unsqueezed to [..., 1, N, ...], masked by j <= i into [..., N, N, ...]
+ * and summed over the j dim, in the accumulation dtype. Quadratic in N
+ * (inference caps N at FG_CUMSUM_MAX), but an ordinary row reduction. */
+static fg_value *cumsum_of(fg_graph *g, fg_node *n, fg_diag *d) {
+  fg_loc loc = n->loc;
+  fg_dtype out = n->out[0]->type.dtype;
+  fg_value *x = fgo_cast(g, fgo_cast(g, n->in[0], out, loc, d), fg_reduce_acc_dtype(out), loc, d);
+  int rank = n->in[0]->type.rank;
+  int64_t dim = fg_attr_int(n, "dim");
+  if (dim < 0)
+    dim += rank;
+  int64_t len = n->in[0]->type.dims[dim].size;
+  int rest = rank - 1 - (int)dim;
+  fg_node *u = fgo_node(g, FG_OP_UNSQUEEZE, 1, &x, loc);
+  fgo_set_int(u, "dim", dim);
+  fg_value *xe = fgo_finish(u, d);
+  fg_value *l = fg_literal_int(g, len, loc);
+  fg_node *io = fgo_node(g, FG_OP_IOTA, 1, &l, loc);
+  fgo_set_dtype(io, "dtype", FG_I32);
+  fg_value *iota = fgo_finish(io, d);
+  fg_type ti = {.rank = rest + 2}, tj = {.rank = rest + 1};
+  for (int k = 0; k < ti.rank; k++)
+    ti.dims[k].size = k == 0 ? len : 1;
+  for (int k = 0; k < tj.rank; k++)
+    tj.dims[k].size = k == 0 ? len : 1;
+  fg_value *ii = reshape_to(g, iota, &ti, loc, d), *jj = reshape_to(g, iota, &tj, loc, d);
+  fg_value *mask = fgo_binary(g, FG_OP_LE, jj, ii, loc, d);
+  fg_value *r = NULL;
+  if (mask && xe) {
+    fg_value *w[3] = {mask, xe, fg_literal_int(g, 0, loc)};
+    int64_t jdim = dim + 1;
+    r = reduce_of(g, FG_OP_SUM, fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d), &jdim, 1, false,
+                  loc, d);
+  }
+  return fgo_cast(g, r, out, loc, d);
+}
+
+/* Symbolic dims are fine: inference keeps the extents these read as
+ * literals (argmax's, cumsum's) static, and the rest is shape-generic. */
+static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
+  g->insert_point = n;
+  fg_value *r = NULL;
+  switch (n->op->code) {
+  case FG_OP_STACK:
+    r = stack_of(g, n, d);
+    break;
+  case FG_OP_SOFTMAX:
+  case FG_OP_LOG_SOFTMAX:
+    r = softmax_of(g, n, d);
+    break;
+  case FG_OP_LOGSUMEXP:
+    r = logsumexp_of(g, n, d);
+    break;
+  case FG_OP_CUMSUM:
+    r = cumsum_of(g, n, d);
+    break;
+  default:
+    r = argminmax_of(g, n, d);
+    break;
+  }
+  g->insert_point = NULL;
+  if (!r)
+    return false;
+  if (!r->name && n->out[0]->name)
+    r->name = n->out[0]->name;
+  fg_replace_uses(g, n->out[0], r);
+  fg_node_remove(g, n);
+  return true;
+}
+
+static bool is_ops20_composite(fg_opcode c) {
+  return c == FG_OP_STACK || c == FG_OP_SOFTMAX || c == FG_OP_LOG_SOFTMAX || c == FG_OP_LOGSUMEXP ||
+         c == FG_OP_ARGMAX || c == FG_OP_ARGMIN || c == FG_OP_CUMSUM;
+}
+
+bool fg_decompose_rewrites(fg_opcode c) {
+  return c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN || c == FG_OP_DROPOUT ||
+         is_ops20_composite(c);
+}
+
 bool fg_pass_decompose(fg_graph *g, fg_diag *d) {
   for (fg_node *n = g->first, *next; n; n = next) {
     next = n->next;
@@ -145,6 +379,8 @@ bool fg_pass_decompose(fg_graph *g, fg_diag *d) {
     if ((c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN) && !decompose(g, n, d))
       return false;
     if (c == FG_OP_DROPOUT && !decompose_dropout(g, n, d))
+      return false;
+    if (is_ops20_composite(c) && !decompose_ops20(g, n, d))
       return false;
   }
   return true;

@@ -7,6 +7,7 @@
 
 #include "diag.h"
 #include "ir.h"
+#include "op.h"
 
 typedef struct fg_pass_options {
   const char *const *disabled; /* pass names turned off */
@@ -30,6 +31,8 @@ bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
 
 /* Individual passes (opt/<name>.c). */
 bool fg_pass_decompose(fg_graph *g, fg_diag *d);
+/* Whether decompose rewrites op c (so the code generator never sees it). */
+bool fg_decompose_rewrites(fg_opcode c);
 bool fg_pass_dce(fg_graph *g, fg_diag *d);
 bool fg_pass_zip_cat(fg_graph *g, fg_diag *d);
 bool fg_pass_reduce_reuse(fg_graph *g, fg_diag *d);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "passes.h"
 #include "plan.h"
 
 bool fg_plan_in_memory(const fg_plan *p, const fg_value *v, int k) {
@@ -949,8 +950,8 @@ static bool attention_supported(const fg_node *n, fg_diag *d) {
   return true;
 }
 
-/* What the code generator cannot take: symbolic shapes, mean/var/dropout
- * left for a disabled decompose, the attention backward, the scatters. */
+/* What the code generator cannot take: symbolic shapes, mean/var, dropout
+ * and the other composites left for a disabled decompose, the attention backward, the scatters. */
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -961,7 +962,7 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
     }
   for (fg_node *n = g->first; n; n = n->next) {
     fg_opcode c = n->op->code;
-    if (c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN || c == FG_OP_DROPOUT) {
+    if (fg_decompose_rewrites(c)) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
       return false;
     }

@@ -376,6 +376,23 @@ static bool gen_stmt(gen *g) {
   } else if (k < 42) { /* cast among all dtypes */
     fg_dtype to = all_dts[pick(&g->r, (int)(sizeof all_dts / sizeof *all_dts))];
     bprintf(&c, "cast(%s, dtype=%s)", x->name, fg_dtype_name(to));
+  } else if (k < 60 && r > 0 && chance(&g->r, 25)) { /* issue 20's composites along one dim */
+    static const char *const comps[] = {"softmax", "log_softmax", "logsumexp", "argmax",
+                                        "argmin",  "cumsum",      "stack"};
+    const char *op = comps[pick(&g->r, 7)];
+    int d = pick(&g->r, r);
+    int64_t dm = chance(&g->r, 20) ? d - r : d;
+    if (!strcmp(op, "logsumexp")) {
+      bprintf(&c, "logsumexp(%s, dims=", x->name);
+      dim_list(&c, &dm, 1);
+    } else if (!strcmp(op, "stack")) {
+      bprintf(&c, "stack(%s, %s, dim=%d", x->name, x->name, pick(&g->r, r + 1));
+    } else {
+      bprintf(&c, "%s(%s, dim=%" PRId64, op, x->name, dm);
+    }
+    if ((!strcmp(op, "logsumexp") || op[0] == 'a') && chance(&g->r, 50))
+      bprintf(&c, ", keepdim=true");
+    bprintf(&c, ")");
   } else if (k < 60 && r > 0) { /* a reduction over a dim subset */
     static const char *const reds[] = {"sum",  "sum",  "amax", "amin",
                                        "mean", "prod", "var",  "var_mean"};

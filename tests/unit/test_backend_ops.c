@@ -163,15 +163,18 @@ static void check_module_ptx(const char *what, const char *ptx, bool fast) {
   CHECK_MSG(!strstr(ptx, "__nvvm_reflect"), "%s: __nvvm_reflect left in the PTX", what);
   CHECK_MSG(!strstr(ptx, ".extern"), "%s: unresolved external in the PTX", what);
   /* No flush-to-zero, except libdevice's own ex2.approx.ftz / rcp.approx.ftz
-   * on range-reduced arguments or as Newton seeds (used whatever __CUDA_FTZ
-   * says, by design); any other .ftz means __nvvm_reflect("__CUDA_FTZ") was 1. */
+   * on range-reduced arguments or as Newton seeds, and the div.approx.ftz
+   * of __nv_coshf / __nv_sinhf (0.125 / 2^k e^r: below 2^-126 only where
+   * the result has overflowed), used whatever __CUDA_FTZ says, by design;
+   * any other .ftz means __nvvm_reflect("__CUDA_FTZ") was 1. */
   for (const char *p = ptx; (p = strstr(p, ".ftz")); p++) {
     const char *l = p;
     while (l > ptx && l[-1] != '\n')
       l--;
     while (*l == ' ' || *l == '\t')
       l++;
-    bool ok = strncmp(l, "ex2.approx.ftz.f32", 18) == 0 || strncmp(l, "rcp.approx.ftz.f", 16) == 0;
+    bool ok = strncmp(l, "ex2.approx.ftz.f32", 18) == 0 ||
+              strncmp(l, "rcp.approx.ftz.f", 16) == 0 || strncmp(l, "div.approx.ftz.f32", 18) == 0;
     CHECK_MSG(ok, "%s: flush-to-zero instruction: %.40s", what, l);
     if (!ok)
       break;
@@ -253,6 +256,10 @@ static void op_src(char *buf, size_t cap, const fg_op *op, const char *dt, const
              variant);
   else if (op->min_in == 1)
     snprintf(buf, cap, "graph g(a: %s[64]) {\n r = %s(a)\n return r\n}\n", dt, nm);
+  else if (op->min_in == 3) /* fma, lerp */
+    snprintf(buf, cap,
+             "graph g(a: %s[64], b: %s[64], c: %s[64]) {\n r = %s(a, b, c)\n return r\n}\n", dt, dt,
+             dt, nm);
   else
     snprintf(buf, cap, "graph g(a: %s[64], b: %s[64]) {\n r = %s(a, b)\n return r\n}\n", dt, dt,
              nm);
