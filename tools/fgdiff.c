@@ -413,8 +413,8 @@ static bool gen_stmt(gen *g) {
     bprintf(&c, ")");
     if (!strcmp(op, "var_mean"))
       nout = 2;
-  } else if (k < 78 && r > 0) { /* a view */
-    int64_t v[FG_MAX_RANK], w[FG_MAX_RANK];
+  } else if (k < 78 && r > 0) {                 /* a view */
+    int64_t v[2 * FG_MAX_RANK], w[FG_MAX_RANK]; /* v: pad takes two amounts a dim */
     switch (pick(&g->r, 8)) {
     case 0: { /* permute */
       for (int i = 0; i < r; i++)
