@@ -172,9 +172,10 @@ def _view(base, shape, strides, offset):
     span = offset + 1
     for s, st in zip(shape, strides):
         span = span + (s - 1) * st
-    import torch
-
-    flat = base.as_strided((torch.sym_max(span, offset),), (1,))  # an empty view: offset alone
+    # an empty view: offset alone. The builtin max, which Dynamo traces on
+    # ints and SymInts alike (torch.sym_max on plain ints is a graph break
+    # under fullgraph=True: seen on the H100, 2026-11-26).
+    flat = base.as_strided((max(span, offset),), (1,))
     return flat[offset:].as_strided(shape, strides)
 
 
