@@ -250,6 +250,14 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         return op
 
     def call(*a):
+        if torch.compiler.is_compiling():
+            # Traced by torch.compile the views below came out wrong (a
+            # slice of a written result read the wrong elements: H100,
+            # 2026-11-26), so a compiled call is refused, never wrong.
+            raise NotImplementedError(
+                "fusec.register: graph '%s' has view results (%s), which torch.compile does not "
+                "trace correctly yet; call it outside torch.compile, or return copies from the "
+                "graph" % (g.name, ", ".join("result %d" % r.index for r in views)))
         w = op(*a)
         w = w if isinstance(w, tuple) else (w,)
         res = [None] * len(g.results)
