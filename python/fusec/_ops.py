@@ -250,23 +250,27 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         return op
 
     def call(*a):
-        if torch.compiler.is_compiling():
-            # Traced by torch.compile the views below came out wrong (a
-            # slice of a written result read the wrong elements: H100,
-            # 2026-11-26), so a compiled call is refused, never wrong.
+        if torch.compiler.is_compiling() and any(r.base[0] == "param" for r in views):
+            # A view of a parameter needs its storage offset, which the
+            # trace does not see (_view); refused, never wrong.
             raise NotImplementedError(
-                "fusec.register: graph '%s' has view results (%s), which torch.compile does not "
-                "trace correctly yet; call it outside torch.compile, or return copies from the "
-                "graph" % (g.name, ", ".join("result %d" % r.index for r in views)))
+                "fusec.register: graph '%s' has results that are views of its parameters, which "
+                "torch.compile does not trace correctly yet; call it outside torch.compile, or "
+                "return copies from the graph" % g.name)
         w = op(*a)
         w = w if isinstance(w, tuple) else (w,)
         res = [None] * len(g.results)
         for r, t in zip(written, w):
             res[r.index] = t
         for r in views:
-            base = a[r.base[1]] if r.base[0] == "param" else res[r.base[1]]
             shape, strides, off = layouts.result(r.index, a)
-            res[r.index] = _view(base, shape, strides, off)
+            if r.base[0] == "param":
+                res[r.index] = _view(a[r.base[1]], shape, strides, off)
+            else:
+                # a result the op just allocated: its storage starts at it.
+                # (_view's slice-then-as_strided read the wrong elements
+                # under Inductor on the H100, 2026-11-26.)
+                res[r.index] = res[r.base[1]].as_strided(shape, strides, off)
         return res[0] if len(res) == 1 else tuple(res)
 
     call.op = op
