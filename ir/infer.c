@@ -276,6 +276,21 @@ fg_dtype fg_reduce_partial_dtype(const fg_node *n) {
   return fg_reduce_acc_dtype(n->in[0]->type.dtype);
 }
 
+/* The type of a reduction of `in` over the dims of mask: those dropped, or
+ * kept as 1 with keepdim. */
+static fg_type reduced_type(const fg_type *in, const bool *mask, bool keep, fg_dtype dt) {
+  fg_type t;
+  memset(&t, 0, sizeof t);
+  for (int i = 0; i < in->rank; i++) {
+    if (!mask[i])
+      t.dims[t.rank++] = in->dims[i];
+    else if (keep)
+      t.dims[t.rank++] = (fg_dim){1, NULL};
+  }
+  t.dtype = dt;
+  return t;
+}
+
 static bool infer_reduction(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *dims = ints_attr(n, "dims");
@@ -294,17 +309,8 @@ static bool infer_reduction(fg_node *n, fg_diag *d) {
   }
   bool mask[FG_MAX_RANK];
   fg_reduce_mask(n, mask);
-  bool keep = fg_attr_bool(n, "keepdim");
-  fg_type t;
-  memset(&t, 0, sizeof t);
-  for (int i = 0; i < in->rank; i++) {
-    if (!mask[i])
-      t.dims[t.rank++] = in->dims[i];
-    else if (keep)
-      t.dims[t.rank++] = (fg_dim){1, NULL};
-  }
   const fg_attr *dt = fg_node_attr(n, "dtype");
-  t.dtype = dt ? dt->dtype : in->dtype;
+  fg_type t = reduced_type(in, mask, fg_attr_bool(n, "keepdim"), dt ? dt->dtype : in->dtype);
   fg_opcode c = n->op->code;
   bool needs_float = c == FG_OP_MEAN || c == FG_OP_VAR || c == FG_OP_VAR_MEAN;
   if (needs_float && !fg_dtype_is_float(t.dtype)) {
@@ -1284,16 +1290,10 @@ static bool infer_argminmax(fg_node *n, fg_diag *d) {
     fg_error(d, n->loc, "'%s' of a bool tensor: cast it to an integer type first", n->op->name);
     return false;
   }
-  fg_type t;
-  memset(&t, 0, sizeof t);
-  t.dtype = FG_I64;
-  for (int k = 0; k < in->rank; k++) {
-    if (dim >= 0 && k != dim)
-      t.dims[t.rank++] = in->dims[k];
-    else if (keep)
-      t.dims[t.rank++] = (fg_dim){1, NULL};
-  }
-  n->out[0]->type = t;
+  bool mask[FG_MAX_RANK];
+  for (int k = 0; k < in->rank; k++)
+    mask[k] = dim < 0 || k == dim;
+  n->out[0]->type = reduced_type(in, mask, keep, FG_I64);
   return true;
 }
 

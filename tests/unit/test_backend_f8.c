@@ -15,11 +15,11 @@
 #include <string.h>
 
 #include <llvm-c/ExecutionEngine.h>
-#include <llvm-c/Target.h>
 
 #include "backend.h"
 
 #include "check.h"
+#include "host_jit.h"
 
 /* ---- the algorithm of lower_f8.c in C ---- */
 
@@ -238,22 +238,8 @@ static void test_jit(bool exhaustive) {
   emit_loop(m, "enc_e2m1", i32, i8, FG_F4E2M1, true);
   emit_loop(m, "dec_e8m0", i8, i32, FG_F8E8M0, false);
   emit_loop(m, "dec_e2m1", i8, i32, FG_F4E2M1, false);
-  LLVMModuleRef mod = fgb_llvm_module(m);
-  char *triple = LLVMGetDefaultTargetTriple();
-  LLVMSetTarget(mod, triple);
-  LLVMDisposeMessage(triple);
-  LLVMSetDataLayout(mod, "");
-  LLVMLinkInMCJIT();
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
-  struct LLVMMCJITCompilerOptions opts;
-  LLVMInitializeMCJITCompilerOptions(&opts, sizeof opts);
-  opts.OptLevel = 2;
-  LLVMExecutionEngineRef ee;
-  char *msg = NULL;
-  if (LLVMCreateMCJITCompilerForModule(&ee, mod, &opts, sizeof opts, &msg)) {
-    CHECK_MSG(0, "MCJIT: %s", msg ? msg : "?");
-    LLVMDisposeMessage(msg);
+  LLVMExecutionEngineRef ee = host_jit(m);
+  if (!ee) {
     fgb_module_free(m);
     return;
   }
@@ -298,12 +284,7 @@ static void test_jit(bool exhaustive) {
   test_jit_mx(ee, exhaustive, in, out, CHUNK);
   free(in);
   free(out);
-  /* give the module back to the fgb_module, which disposes it */
-  LLVMModuleRef outm;
-  if (!LLVMRemoveModule(ee, mod, &outm, &msg))
-    LLVMDisposeExecutionEngine(ee);
-  LLVMDisposeMessage(msg);
-  fgb_module_free(m);
+  host_jit_free(ee, m);
 }
 
 int main(void) {

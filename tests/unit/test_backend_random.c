@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include <llvm-c/ExecutionEngine.h>
-#include <llvm-c/Target.h>
 
 #include "backend.h"
 #include "random.h"
 
 #include "check.h"
+#include "host_jit.h"
 
 typedef void (*rand_fn)(int64_t seed, int64_t offset, int64_t base, int64_t n, void *out);
 
@@ -72,22 +72,8 @@ static void test_jit(void) {
     snprintf(names[d], sizeof names[d], "rand_%s", fg_dtype_name(dts[d]));
     emit_loop(m, names[d], dts[d]);
   }
-  LLVMModuleRef mod = fgb_llvm_module(m);
-  char *triple = LLVMGetDefaultTargetTriple();
-  LLVMSetTarget(mod, triple);
-  LLVMDisposeMessage(triple);
-  LLVMSetDataLayout(mod, "");
-  LLVMLinkInMCJIT();
-  LLVMInitializeNativeTarget();
-  LLVMInitializeNativeAsmPrinter();
-  struct LLVMMCJITCompilerOptions opts;
-  LLVMInitializeMCJITCompilerOptions(&opts, sizeof opts);
-  opts.OptLevel = 2;
-  LLVMExecutionEngineRef ee;
-  char *msg = NULL;
-  if (LLVMCreateMCJITCompilerForModule(&ee, mod, &opts, sizeof opts, &msg)) {
-    CHECK_MSG(0, "MCJIT: %s", msg ? msg : "?");
-    LLVMDisposeMessage(msg);
+  LLVMExecutionEngineRef ee = host_jit(m);
+  if (!ee) {
     fgb_module_free(m);
     return;
   }
@@ -124,11 +110,7 @@ static void test_jit(void) {
     printf("  %s: emitted IR == ir/random.c on %ld elements\n", names[d], total);
   }
   free(out);
-  LLVMModuleRef outm;
-  if (!LLVMRemoveModule(ee, mod, &outm, &msg))
-    LLVMDisposeExecutionEngine(ee);
-  LLVMDisposeMessage(msg);
-  fgb_module_free(m);
+  host_jit_free(ee, m);
 }
 
 int main(void) {
