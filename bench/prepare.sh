@@ -16,6 +16,9 @@ fi
 rm -rf .gpu/bench
 mkdir -p .gpu/bench
 python3 bench/workloads.py prepare --fusec "$FUSEC" --out .gpu/bench
+# the same workloads with a symbolic leading dim (device_run.sh symsuite)
+rm -rf .gpu/symsuite
+python3 bench/symbolic_suite.py prepare --fusec "$FUSEC" --out .gpu/symsuite | tail -1
 if [ ! -d .deps/root ]; then
   mkdir -p .deps && (cd .deps && apt-get download libxxhash0 libxxhash-dev >/dev/null 2>&1 &&
     for d in *.deb; do dpkg -x "$d" root; done)

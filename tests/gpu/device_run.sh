@@ -164,6 +164,19 @@ symbench() {
   done
 }
 
+# Every bench workload with its leading dim symbolic against static compiles
+# at four sizes (bench/symbolic_suite.py; prepared by bench/prepare.sh into
+# .gpu/symsuite).
+symsuite() {
+  if [ ! -f .gpu/symsuite/plan.json ]; then
+    echo "symsuite: no .gpu/symsuite/plan.json (run bench/prepare.sh on the build machine)"
+    return
+  fi
+  python3 bench/symbolic_suite.py run --fgrun "$FGRUN" --dir .gpu/symsuite --n "${FG_BENCH_N:-50}" 2>&1 |
+    tee "$LOG/symsuite.txt"
+  cp .gpu/symsuite/results.json "$LOG/symsuite.json" 2>/dev/null
+}
+
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
 # with a grid reduction of the row + column form.
 repeat() {
@@ -259,6 +272,7 @@ case $what in
   bench) bench ;;
   repeat) repeat ;;
   symbench) symbench ;;
+  symsuite) symsuite ;;
   variants) variants ;;
   trace) trace ;;
   all) check; difftest; repeat; bench; loadtime ;;
