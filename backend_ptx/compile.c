@@ -55,6 +55,8 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
           fg_dtype_is_float(p->g->params[b.index]->type.dtype) ? FGB_PARAM_F64 : FGB_PARAM_I64;
     else if (b.kind == FG_BUF_SYM)
       kinds[i] = FGB_PARAM_I64;
+    else if (k->inplace) /* a result's storage is a parameter's: they alias */
+      kinds[i] = aligned ? FGB_PARAM_PTR : FGB_PARAM_PTR_PLAIN;
     else
       kinds[i] = aligned ? FGB_PARAM_PTR_NOALIAS : FGB_PARAM_PTR_NOALIAS_PLAIN;
   }
@@ -413,7 +415,11 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     goto done;
   }
   if (emit == FGC_EMIT_PTX) {
-    fprintf(out, "// fusec-plan 2\n// target %s\n", o->arch ? o->arch : "sm_90");
+    int version = 2; /* 3 only where a graph writes a parameter in place */
+    for (int gi = 0; gi < m->ngraphs; gi++)
+      if (plans[gi] && fg_plan_version(plans[gi]) > version)
+        version = fg_plan_version(plans[gi]);
+    fprintf(out, "// fusec-plan %d\n// target %s\n", version, o->arch ? o->arch : "sm_90");
     for (int gi = 0; gi < m->ngraphs; gi++)
       if (plans[gi])
         fg_plan_write_artifact(out, plans[gi], vec_entries[gi]);

@@ -37,10 +37,41 @@ static void pw_enter(fgb_emitter *e, const pw_chunk *ch) {
   e->nuniform = ch->nuniform;
 }
 
+/* A kernel that writes a parameter in place (opt/inplace.c) computes every
+ * output of a chunk before it stores any: every load of the chunk's
+ * elements comes before the stores that overwrite them. */
+static bool pw_outputs_inplace(fgb_emitter *e, const pw_chunk *ch) {
+  const fg_kernel *k = e->k;
+  int last = k->rank - 1;
+  LLVMValueRef *vals = malloc(sizeof *vals * 16 * (size_t)(k->nouts > 0 ? k->nouts : 1));
+  if (!vals)
+    return false;
+  LLVMValueRef idx[FG_MAX_RANK];
+  bool ok = true;
+  for (int i = 0; i < k->nouts && ok; i++) {
+    memcpy(idx, ch->c, sizeof(LLVMValueRef) * (size_t)k->rank);
+    for (int j = 0; j < e->vec && ok; j++) {
+      if (k->rank)
+        idx[last] = ch->lanes[j];
+      ok = (vals[16 * i + j] = fgb_emit_value(e, k->outs[i], idx)) != NULL;
+    }
+  }
+  for (int i = 0; i < k->nouts && ok; i++) {
+    memcpy(idx, ch->c, sizeof(LLVMValueRef) * (size_t)k->rank);
+    if (k->rank)
+      idx[last] = ch->lanes[0];
+    fgb_emit_store_lanes(e, k->outs[i], idx, &vals[16 * i]);
+  }
+  free(vals);
+  return ok && !e->failed;
+}
+
 /* Emits (or, prefetching, loads for) every output of one chunk. */
 static bool pw_outputs(fgb_emitter *e, const pw_chunk *ch, bool prefetch) {
   const fg_kernel *k = e->k;
   int last = k->rank - 1;
+  if (k->inplace && !prefetch)
+    return pw_outputs_inplace(e, ch);
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
     LLVMValueRef vals[16], idx[FG_MAX_RANK];

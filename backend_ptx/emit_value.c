@@ -304,7 +304,9 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   if (e->reload_zero && buf.kind == FG_BUF_PARAM)
     ptr = fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), e->reload_zero);
   fg_dtype dt = v->type.dtype;
-  unsigned flags = buf.kind == FG_BUF_PARAM && !e->reload_zero ? FGB_LD_INVARIANT : 0;
+  /* a kernel that writes a parameter in place may not call its loads invariant */
+  unsigned flags =
+      buf.kind == FG_BUF_PARAM && !e->reload_zero && !e->k->inplace ? FGB_LD_INVARIANT : 0;
   int lane_dim = -1, lane = 0;
   bool vec_ok = e->aligned && e->vec > 1 && !fg_dtype_is_packed(dt);
   for (int d = 0; d < s->rank && vec_ok; d++) {

@@ -172,6 +172,7 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
     case FGB_PARAM_PTR:
     case FGB_PARAM_PTR_NOALIAS:
     case FGB_PARAM_PTR_NOALIAS_PLAIN:
+    case FGB_PARAM_PTR_PLAIN:
       pt[i] = m->gptr;
       break;
     case FGB_PARAM_F64:

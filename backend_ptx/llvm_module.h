@@ -33,6 +33,7 @@ typedef enum fgb_param_kind {
   FGB_PARAM_PTR,
   FGB_PARAM_PTR_NOALIAS,
   FGB_PARAM_PTR_NOALIAS_PLAIN, /* noalias, aligned to its elements only */
+  FGB_PARAM_PTR_PLAIN,         /* neither: a kernel that writes a parameter in place */
   FGB_PARAM_F64,
   FGB_PARAM_I64,
   FGB_PARAM_I32,

@@ -274,6 +274,8 @@ fg_token fg_lex(fg_lexer *lx) {
   if (c == '-') {
     if (p + 1 < e && is_digit((unsigned char)p[1]))
       return lex_number(lx, s);
+    if (p + 1 < e && p[1] == '>')
+      return make(lx, FG_TOK_ARROW, s, s + 2);
     if (e - p >= 4 && memcmp(p + 1, "inf", 3) == 0 &&
         (e - p == 4 || !is_ident_char((unsigned char)p[4]))) {
       fg_token t = make(lx, FG_TOK_FLOAT, s, p + 4);

@@ -32,6 +32,7 @@ typedef enum fg_tok_kind {
   FG_TOK_RANGLE,
   FG_TOK_DOTDOT,  /* '..' of a size range */
   FG_TOK_PERCENT, /* '%' of a size divisor */
+  FG_TOK_ARROW,   /* '->' of a result written into a parameter (in-place results) */
 } fg_tok_kind;
 
 typedef struct fg_token {

@@ -805,10 +805,66 @@ out:
   return ok;
 }
 
-/* 'return' expr (',' expr)* ; a multi-result call returns all its values. */
+/* An in-place result (docs/format.md 6.1): `v -> NAME` writes result
+ * `res` into parameter NAME's storage. Checks what can be checked here;
+ * whether the kernels can do it safely is the planner's (opt/inplace.c). */
+typedef struct into_decl {
+  int result;
+  fg_token name;
+} into_decl;
+
+static int check_into(parser *ps, const into_decl *in, const fg_value *v, const int *taken) {
+  fg_graph *g = ps->g;
+  const fg_token *t = &in->name;
+  int pi = -1;
+  for (int i = 0; i < g->nparams && pi < 0; i++)
+    if (strlen(g->params[i]->name) == t->len && !memcmp(g->params[i]->name, t->text, t->len))
+      pi = i;
+  if (pi < 0) {
+    if (lookup(ps, t))
+      return fail(ps, t->loc,
+                  "'%.*s%s' is not a parameter: '->' names the parameter a result "
+                  "is written into",
+                  QNAME(t));
+    return fail(ps, t->loc, "unknown parameter '%.*s%s'", QNAME(t));
+  }
+  const fg_type *pt = &g->params[pi]->type;
+  char a[128], b[128];
+  if (pt->scalar)
+    return fail(ps, t->loc, "cannot write a result into scalar parameter '%s' (passed by value)",
+                g->params[pi]->name);
+  if (taken[pi] >= 0)
+    return fail(ps, t->loc, "parameter '%s' is already written by result %d", g->params[pi]->name,
+                taken[pi]);
+  if (!fg_value_fits_param(v, g->params[pi]))
+    return fail(ps, t->loc, "result %d is %s but parameter '%s' is %s", in->result,
+                fg_type_str(&v->type, a, sizeof a), g->params[pi]->name,
+                fg_type_str(pt, b, sizeof b));
+  if (pt->has_layout) {
+    bool rowmajor = true;
+    for (int d = 0; d < pt->rank; d++)
+      rowmajor = rowmajor && pt->layout[d] == d;
+    if (!rowmajor)
+      return fail(ps, t->loc,
+                  "cannot write a result into parameter '%s': it has a layout "
+                  "(in-place results need row-major storage)",
+                  g->params[pi]->name);
+  }
+  if (pt->dtype == FG_F4E2M1)
+    return fail(ps, t->loc,
+                "cannot write a result into parameter '%s': in-place results of "
+                "packed f4e2m1 storage are not supported",
+                g->params[pi]->name);
+  fg_set_result_into(g, in->result, pi, t->loc);
+  return 1;
+}
+
+/* 'return' result (',' result)* ; result := expr ['->' NAME]; a
+ * multi-result call returns all its values. */
 static int parse_return(parser *ps) {
-  next(ps);                   /* 'return' */
-  vec vals = {0}, locs = {0}; /* locs: the expressions' positions, boxed */
+  next(ps);                                /* 'return' */
+  vec vals = {0}, locs = {0}, intos = {0}; /* locs: the expressions' positions, boxed */
+  int *taken = NULL;
   int ok = 0;
   for (;;) {
     expr e;
@@ -821,6 +877,22 @@ static int parse_return(parser *ps) {
       if (!vec_push(ps, &vals, e.n ? e.n->out[i] : e.v) || !vec_push(ps, &locs, l))
         goto out;
     }
+    if (ps->tok.kind == FG_TOK_ARROW) {
+      fg_loc arrow = ps->tok.loc;
+      next(ps);
+      if (k != 1) {
+        fail(ps, arrow, "a call with %d results cannot be written into one parameter", k);
+        goto out;
+      }
+      if (!expect_name(ps, "a parameter name after '->'"))
+        goto out;
+      into_decl *in = fg_arena_alloc(&ps->scratch, sizeof *in);
+      in->result = vals.n - 1;
+      in->name = ps->tok;
+      next(ps);
+      if (!vec_push(ps, &intos, in))
+        goto out;
+    }
     if (!accept(ps, FG_TOK_COMMA))
       break;
   }
@@ -830,10 +902,27 @@ static int parse_return(parser *ps) {
   for (int i = 0; i < vals.n; i++)
     l[i] = *(fg_loc *)locs.p[i];
   fg_set_results(ps->g, vals.n, (fg_value *const *)vals.p, l);
+  if (intos.n) {
+    taken = malloc((size_t)ps->g->nparams * sizeof *taken + 1);
+    if (!taken) {
+      fail(ps, ps->tok.loc, "out of memory");
+      goto out;
+    }
+    for (int i = 0; i < ps->g->nparams; i++)
+      taken[i] = -1;
+    for (int i = 0; i < intos.n; i++) {
+      const into_decl *in = intos.p[i];
+      if (!check_into(ps, in, ps->g->results[in->result], taken))
+        goto out;
+      taken[fg_result_into(ps->g, in->result)] = in->result;
+    }
+  }
   ok = 1;
 out:
   free(vals.p);
   free(locs.p);
+  free(intos.p);
+  free(taken);
   return ok;
 }
 

@@ -91,8 +91,12 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
       ok = false;
     for (int i = 0; ok && i < src->nresults; i++)
       res[i] = map[src->results[i]->id];
-    if (ok)
+    if (ok) {
       fg_set_results(g, src->nresults, res, src->result_locs);
+      for (int i = 0; i < src->nresults; i++)
+        if (fg_result_into(src, i) >= 0)
+          fg_set_result_into(g, i, src->result_into[i], src->result_into_locs[i]);
+    }
     free(res);
   }
   free(map);

@@ -277,6 +277,30 @@ void fg_set_results(fg_graph *g, int n, fg_value *const *vals, const fg_loc *loc
     g->results[i] = vals[i];
     g->result_locs[i] = locs ? locs[i] : vals[i]->loc;
   }
+  g->result_into = NULL;
+  g->result_into_locs = NULL;
+}
+
+void fg_set_result_into(fg_graph *g, int i, int param, fg_loc loc) {
+  if (!g->result_into) {
+    int n = g->nresults > 0 ? g->nresults : 1;
+    g->result_into = fg_arena_alloc(&g->arena, (size_t)n * sizeof *g->result_into);
+    g->result_into_locs = fg_arena_alloc(&g->arena, (size_t)n * sizeof *g->result_into_locs);
+    for (int k = 0; k < n; k++)
+      g->result_into[k] = -1;
+  }
+  g->result_into[i] = param;
+  g->result_into_locs[i] = loc;
+}
+
+int fg_result_into(const fg_graph *g, int i) { return g->result_into ? g->result_into[i] : -1; }
+
+bool fg_value_fits_param(const fg_value *v, const fg_value *p) {
+  bool same = !v->type.scalar && !p->type.scalar && v->type.dtype == p->type.dtype &&
+              v->type.rank == p->type.rank;
+  for (int d = 0; same && d < v->type.rank; d++)
+    same = fg_dim_eq(v->type.dims[d], p->type.dims[d]);
+  return same;
 }
 
 void fg_replace_uses(fg_graph *g, fg_value *from, fg_value *to) {

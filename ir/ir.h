@@ -116,6 +116,11 @@ struct fg_graph {
   int nresults;
   fg_value **results;
   fg_loc *result_locs;
+  /* In-place results (`return v -> p`, docs/format.md 6.1): result i is
+   * written into the storage of parameter result_into[i], or -1. NULL when
+   * no result is (fg_set_results resets it); set by fg_set_result_into. */
+  int *result_into;
+  fg_loc *result_into_locs; /* ... the parameter name after '->' */
   fg_node *first, *last;
   fg_node *insert_point; /* fg_node_new inserts before this node (NULL: append) */
   int next_value_id, next_node_id;
@@ -189,6 +194,14 @@ fg_value *fg_literal_float(fg_graph *g, double v, fg_loc loc);
 fg_value *fg_literal_int(fg_graph *g, int64_t v, fg_loc loc);
 fg_value *fg_literal_bool(fg_graph *g, bool v, fg_loc loc);
 void fg_set_results(fg_graph *g, int n, fg_value *const *vals, const fg_loc *locs);
+/* Marks result i as written into parameter `param`'s storage (loc: the
+ * parameter's name after '->'); -1 unmarks it. */
+void fg_set_result_into(fg_graph *g, int i, int param, fg_loc loc);
+/* The parameter result i is written into, or -1. */
+int fg_result_into(const fg_graph *g, int i);
+/* Whether v can be written into parameter p: a tensor of p's dtype and
+ * shape (symbolic dims by name). */
+bool fg_value_fits_param(const fg_value *v, const fg_value *p);
 /* Replace every use of `from` (operands and results) by `to`. */
 void fg_replace_uses(fg_graph *g, fg_value *from, fg_value *to);
 int fg_count_uses(const fg_graph *g, const fg_value *v);

@@ -314,6 +314,8 @@ void fg_print_graph(FILE *f, const fg_graph *g) {
   for (int i = 0; i < g->nresults; i++) {
     fputs(i ? ", " : " ", f);
     print_use(f, &nm, g->results[i]);
+    if (fg_result_into(g, i) >= 0)
+      fprintf(f, " -> %s", nm.name[g->params[g->result_into[i]]->id]);
   }
   fputs("\n}\n", f);
   namer_free(&nm);

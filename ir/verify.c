@@ -108,6 +108,14 @@ bool fg_verify_graph(const fg_graph *cg, fg_diag *d) {
                         i);
       ok = false;
     }
+  for (int i = 0; ok && i < g->nresults; i++) {
+    int pi = fg_result_into(g, i);
+    if (pi >= 0 && (pi >= g->nparams || !fg_value_fits_param(g->results[i], g->params[pi]))) {
+      fg_internal_error(d, g->result_locs ? g->result_locs[i] : g->loc,
+                        "result %d no longer fits the parameter it is written into", i);
+      ok = false;
+    }
+  }
   free(defined);
   return ok;
 }

@@ -203,6 +203,8 @@ typedef struct fgl_result_info {
   int64_t offset;        /* views: in elements from the base's address; -1 where symbolic */
   int sym[FGL_MAX_RANK]; /* dim d's size is exactly sym sym[d], or -1 */
   int symbolic;          /* 1: some size, stride or the offset depends on syms */
+  int inplace_param;     /* plan version 3: >= 0: written into this parameter's storage (the caller
+                          * supplies no storage; fgl_run fills the entry as for a view); else -1 */
 } fgl_result_info;
 
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err);

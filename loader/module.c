@@ -573,6 +573,7 @@ static void fill_result(const plan_graph *pg, int index, fgl_result_info *out) {
   for (int d = 0; d < FGL_MAX_RANK; d++)
     out->sym[d] = d < r->shape.rank ? plan_expr_sym(pg, &r->shape.sizes[d]) : -1;
   out->symbolic = r->symbolic;
+  out->inplace_param = r->inplace ? r->inplace_param : -1;
 }
 
 fgl_status fgl_graph_param(const fgl_graph *g, int index, fgl_param_info *out, fgl_error *err) {

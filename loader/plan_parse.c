@@ -27,6 +27,7 @@ typedef struct parser {
   /* PTX entries (names into text) */
   tok *entries;
   int n_entries, cap_entries;
+  int version; /* of the file's plan (PLAN_VERSION_MIN..PLAN_VERSION) */
 } parser;
 
 static int fail(parser *ps, const char *fmt, ...) {
@@ -622,6 +623,31 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
   r->symbolic = r->shape.symbolic;
   if (nt < 7)
     return fail(ps, "result %d: expected 'written' or 'view'", idx);
+  if (tok_is(tk[6], "inplace")) { /* version 3: written into a parameter's storage */
+    plan_ref pr;
+    if (ps->version < 3)
+      return fail(ps, "result %d: 'inplace' needs plan version 3 (this file says %d)", idx,
+                  ps->version);
+    if (nt < 8)
+      return fail(ps, "result %d: 'inplace' without a parameter", idx);
+    if (want_ref(ps, tk[7].s, tk[7].n, "p", &pr))
+      return -1;
+    if (pr.index >= g->n_params)
+      return fail(ps, "result %d: inplace p%d does not exist (%d params)", idx, pr.index,
+                  g->n_params);
+    const plan_param *p = &g->params[pr.index];
+    if (p->is_scalar || p->dtype != r->dtype || p->shape.rank != r->shape.rank)
+      return fail(ps, "result %d: inplace p%d is not a tensor of the result's dtype and rank", idx,
+                  pr.index);
+    for (int j = 0; j < idx; j++)
+      if (g->results[j].inplace && g->results[j].inplace_param == pr.index)
+        return fail(ps, "result %d: p%d is already written in place by result %d", idx, pr.index,
+                    j);
+    r->inplace = true;
+    r->inplace_param = pr.index;
+    r->check_at_run = true; /* its shape against the parameter's, once evaluated */
+    return want_count(ps, tk, nt, 8);
+  }
   if (tok_is(tk[6], "written")) {
     for (int d = 0; d < r->shape.rank; d++) {
       const plan_expr *sz = &r->shape.sizes[d], *st = &r->shape.strides[d];
@@ -633,7 +659,7 @@ static int parse_result(parser *ps, tok *tk, int nt, plan_graph *g, int idx) {
     return want_count(ps, tk, nt, 7);
   }
   if (!tok_is(tk[6], "view"))
-    return fail(ps, "result %d: expected 'written' or 'view', found '%s'", idx,
+    return fail(ps, "result %d: expected 'written', 'inplace' or 'view', found '%s'", idx,
                 show(tk[6], b, sizeof b));
   r->is_view = 1;
   if (nt < 8)
@@ -1243,12 +1269,14 @@ int plan_parse(const char *text, size_t len, plan *out, char *err, size_t errlen
     fail(&ps, "expected '// fusec-plan %d'", PLAN_VERSION);
     goto done;
   }
-  if (v != PLAN_VERSION) {
+  if (v < PLAN_VERSION_MIN || v > PLAN_VERSION) {
     fail(&ps,
-         "plan version %lld, this loader reads version %d: recompile the model with this fusec",
-         (long long)v, PLAN_VERSION);
+         "plan version %lld, this loader reads versions %d to %d: recompile the model with this "
+         "fusec",
+         (long long)v, PLAN_VERSION_MIN, PLAN_VERSION);
     goto done;
   }
+  ps.version = (int)v;
   if (want_count(&ps, tk, nt, 2))
     goto done;
 

@@ -9,9 +9,10 @@
 
 #include "fgload.h"
 
-#define PLAN_VERSION 2
-#define PLAN_MAX_SYMS 256 /* syms per graph */
-#define PLAN_MAX_DEPTH 32 /* evaluation stack of one formula */
+#define PLAN_VERSION 3     /* the newest version read */
+#define PLAN_VERSION_MIN 2 /* the oldest: version 3 only adds in-place results */
+#define PLAN_MAX_SYMS 256  /* syms per graph */
+#define PLAN_MAX_DEPTH 32  /* evaluation stack of one formula */
 #define PLAN_MAX_TEMP_BYTES (INT64_MAX / 4)
 #define PLAN_MAX_OFFSET (INT64_MAX / 16)
 
@@ -70,6 +71,8 @@ typedef struct plan_result {
   plan_expr offset;
   bool symbolic;     /* the shape or the offset is not constant */
   bool check_at_run; /* what could not be checked at load (a view's extent, written strides) */
+  bool inplace;      /* version 3: written into parameter inplace_param's storage */
+  int inplace_param;
 } plan_result;
 
 typedef struct plan_temp {

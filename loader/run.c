@@ -57,6 +57,51 @@ static bool overlap(unsigned long long alo, unsigned long long ahi, unsigned lon
   return alo < bhi && blo < ahi;
 }
 
+/* A parameter written in place (plan version 3) is read and written by
+ * the same kernels, which assume it shares no storage with any other
+ * parameter or written output. */
+static fgl_status check_inplace_overlap(const fgl_graph *g, const fgl_arg *inputs,
+                                        const fgl_tensor *outputs, fgl_error *err) {
+  const plan_graph *pg = g->pg;
+  for (int j = 0; j < pg->n_results; j++) {
+    const plan_result *r = &pg->results[j];
+    if (!r->inplace)
+      continue;
+    int pj = r->inplace_param;
+    unsigned long long lo, hi, olo, ohi;
+    const fgl_dims *d = &g->pdims[pj];
+    span(inputs[pj].tensor.ptr, r->dtype, r->shape.rank, d->sizes, d->strides, d->numel, &lo, &hi);
+    if (lo == hi)
+      continue;
+    for (int i = 0; i < pg->n_params; i++) {
+      const plan_param *p = &pg->params[i];
+      if (i == pj || p->is_scalar)
+        continue;
+      const fgl_dims *pd = &g->pdims[i];
+      span(inputs[i].tensor.ptr, p->dtype, p->shape.rank, pd->sizes, pd->strides, pd->numel, &olo,
+           &ohi);
+      if (overlap(lo, hi, olo, ohi))
+        return fgl_fail(err, FGL_ERR_MISMATCH,
+                        "input %d ('%s') [0x%llx, 0x%llx), which result %d overwrites in place, "
+                        "overlaps input %d ('%s') [0x%llx, 0x%llx)",
+                        pj, pg->params[pj].name, lo, hi, j, i, p->name, olo, ohi);
+    }
+    for (int k = 0; k < pg->n_results; k++) {
+      const plan_result *q = &pg->results[k];
+      if (q->is_view || q->inplace)
+        continue;
+      const fgl_dims *qd = &g->rdims[k];
+      span(outputs[k].ptr, q->dtype, q->shape.rank, qd->sizes, qd->strides, qd->numel, &olo, &ohi);
+      if (overlap(lo, hi, olo, ohi))
+        return fgl_fail(err, FGL_ERR_MISMATCH,
+                        "input %d ('%s') [0x%llx, 0x%llx), which result %d overwrites in place, "
+                        "overlaps output %d [0x%llx, 0x%llx)",
+                        pj, pg->params[pj].name, lo, hi, j, k, olo, ohi);
+    }
+  }
+  return FGL_OK;
+}
+
 /* The kernels read their inputs while they write their outputs and assume
  * the two never share storage (the plan's view results are the loader's,
  * and are not checked): a written output that overlaps an input or another
@@ -66,7 +111,7 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
   const plan_graph *pg = g->pg;
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
-    if (r->is_view)
+    if (r->is_view || r->inplace)
       continue;
     unsigned long long lo, hi, olo, ohi;
     const fgl_dims *rd = &g->rdims[j];
@@ -89,7 +134,7 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
     }
     for (int k = 0; k < j; k++) {
       const plan_result *q = &pg->results[k];
-      if (q->is_view)
+      if (q->is_view || q->inplace)
         continue;
       const fgl_dims *qd = &g->rdims[k];
       span(outputs[k].ptr, q->dtype, q->shape.rank, qd->sizes, qd->strides, qd->numel, &olo, &ohi);
@@ -99,7 +144,7 @@ static fgl_status check_no_overlap(const fgl_graph *g, const fgl_arg *inputs,
                         k, olo, ohi);
     }
   }
-  return FGL_OK;
+  return check_inplace_overlap(g, inputs, outputs, err);
 }
 
 /* A scalar argument's 8 bytes as the kernel takes them: f64 for float
@@ -193,6 +238,17 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
     if (r->is_view)
       continue;
     const fgl_dims *rd = &g->rdims[j];
+    if (r->inplace) { /* the caller passes the parameter only */
+      const fgl_dims *pd = &g->pdims[r->inplace_param];
+      for (int d = 0; d < r->shape.rank; d++)
+        if (rd->sizes[d] != pd->sizes[d] || (rd->strides[d] != pd->strides[d] && rd->sizes[d] > 1))
+          return fgl_fail(err, FGL_ERR_MISMATCH,
+                          "graph '%s': result %d, written in place, does not have the shape and "
+                          "strides of parameter %d ('%s')",
+                          pg->name, j, r->inplace_param, pg->params[r->inplace_param].name);
+      g->slot_r[j] = g->slot_p[r->inplace_param];
+      continue;
+    }
     const char *why =
         check_tensor(&outputs[j], r->dtype, r->shape.rank, rd->sizes, rd->strides, rd->numel);
     if (why) {
@@ -222,11 +278,12 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   }
   for (int j = 0; j < pg->n_results; j++) {
     const plan_result *r = &pg->results[j];
-    if (!r->is_view)
+    if (!r->is_view && !r->inplace)
       continue;
     const fgl_dims *rd = &g->rdims[j];
-    unsigned long long base =
-        r->base.kind == 'p' ? g->slot_p[r->base.index] : g->slot_r[r->base.index];
+    unsigned long long base = r->inplace            ? g->slot_p[r->inplace_param]
+                              : r->base.kind == 'p' ? g->slot_p[r->base.index]
+                                                    : g->slot_r[r->base.index];
     fgl_tensor *o = &outputs[j];
     o->ptr = base + (unsigned long long)fgl_dtype_bytes(r->dtype, g->roffset[j]);
     o->dtype = r->dtype;

@@ -115,6 +115,8 @@ typedef struct fg_kernel {
                         ROWCOL_CVEC; 0: the emitter's rule) */
   int combine_batch; /* column kernels, split > 1: > 0: partials loaded before any is combined
                         (knob COL_COMBINE; 0: by vector width) */
+  bool inplace;      /* writes a parameter's storage (opt/inplace.c): every load of a chunk
+                      * before any store, no noalias, no invariant loads */
   const char *why;   /* one line: why this kind and schedule */
   const char
       *warn; /* the lint's finding (fg_plan_lint): a plan likely slower than eager, or NULL */
@@ -137,7 +139,18 @@ typedef struct fg_temp {
   fg_value *value; /* the value it holds, NULL for workspaces */
 } fg_temp;
 
+/* In-place results (opt/inplace.c, docs/format.md 6.1). */
+typedef enum fg_inplace_mode {
+  FG_INPLACE_NONE,      /* not an in-place result */
+  FG_INPLACE_UNCHANGED, /* the parameter itself: nothing is written */
+  FG_INPLACE_DIRECT,    /* its kernel writes the parameter's storage */
+  FG_INPLACE_STAGED,    /* computed into a temp, copied by a later kernel */
+} fg_inplace_mode;
+
 typedef struct fg_result_plan {
+  int into;                /* the parameter whose storage it is (`-> p`), or -1 */
+  fg_inplace_mode inplace; /* ... and how it is written */
+  const char *inplace_why; /* staged: why not direct */
   bool is_view;
   fg_buf_ref base; /* view: p<J> or r<J> */
   fg_strided view; /* view: offset, sizes, strides over base's storage */
@@ -179,6 +192,9 @@ void fg_plan_print(FILE *f, const fg_plan *p);
  * means kernel k has an aligned variant with that entry name, requiring
  * vec_align bytes on the pointers in vec_ptrs. */
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries);
+/* The artifact version the plan needs: 3 with a result written into a
+ * parameter (`inplace p<J>`, docs/artifact.md), else 2. */
+int fg_plan_version(const fg_plan *p);
 
 /* ---- helpers shared by segmentation, scheduling and lowering ---- */
 /* When a row + column kernel computes a value it writes: with the rows

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "inplace.h"
 #include "plan.h"
 
 static void ints(FILE *f, const int64_t *v, int n) {
@@ -119,11 +120,25 @@ static void print_results(FILE *f, const fg_plan *p) {
       ints(f, r->view.strides, r->view.rank);
     } else {
       fprintf(f, " written by k%d", writer_of_result(p, i));
-      if (r->why)
+      if (r->why && r->into < 0)
         fprintf(f, " (not a view: %s)", r->why);
     }
     fputc('\n', f);
+    if (r->into >= 0) { /* in-place results (opt/inplace.c) */
+      fprintf(f, "  inplace %s <- result %d: %s", g->params[r->into]->name, i,
+              fg_inplace_mode_name(r->inplace));
+      if (r->inplace == FG_INPLACE_STAGED && r->inplace_why)
+        fprintf(f, " (%s)", r->inplace_why);
+      fputc('\n', f);
+    }
   }
+}
+
+int fg_plan_version(const fg_plan *p) {
+  for (int i = 0; i < p->g->nresults; i++)
+    if (p->results[i].into >= 0 && !p->results[i].is_view)
+      return 3;
+  return 2;
 }
 
 static void print_temps(FILE *f, const fg_plan *p) {
@@ -279,7 +294,10 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fprintf(f, " view %s offset %" PRId64 "\n", fg_buf_str(r->base, b, sizeof b), r->view.offset);
     } else {
       dense_strides(f, p, &v->type, false);
-      fputs(" written\n", f);
+      if (r->into >= 0) /* plan version 3: written into parameter J's storage */
+        fprintf(f, " inplace p%d\n", r->into);
+      else
+        fputs(" written\n", f);
     }
   }
   for (int i = 0; i < p->ntemps; i++) {

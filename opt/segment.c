@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "inplace.h"
 #include "passes.h"
 #include "plan.h"
 
@@ -795,12 +796,17 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     int i = order[oi];
     fg_value *v = g->results[i];
     fg_result_plan *r = &p->results[i];
+    r->into = fg_result_into(g, i);
     if (v->type.scalar) {
       fg_error(d, g->result_locs[i], "result %d is a scalar; graphs return tensors", i);
       ok = false;
       break;
     }
-    if (written_as[v->id] >= 0) { /* returned twice: the second is a view */
+    /* an in-place result is written into its parameter (opt/inplace.c
+     * gave it a value of its own), unless it is that parameter */
+    int into = fg_result_into(g, i);
+    bool own = into >= 0 && v != g->params[into];
+    if (!own && written_as[v->id] >= 0) { /* returned twice: the second is a view */
       r->is_view = true;
       r->base = (fg_buf_ref){FG_BUF_RESULT, written_as[v->id]};
       fg_type t = v->type;
@@ -813,7 +819,7 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     if (!g->bookend && v->param_index < 0) {
       /* a parameter returned as it is involves no view op: still aliased */
       why = "bookending disabled (--disable-pass=bookend)";
-    } else if (fg_strided_chain(v, is_base, base_ok, &base, &s, &why) &&
+    } else if (!own && fg_strided_chain(v, is_base, base_ok, &base, &s, &why) &&
                !(why = packed_view_problem(&s, v->type.dtype))) {
       r->is_view = true;
       r->base = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
@@ -822,7 +828,7 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
       continue;
     }
     r->why = why;
-    const fg_value *c = g->bookend ? dense_ancestor(v) : v;
+    const fg_value *c = g->bookend && !own ? dense_ancestor(v) : v;
     if (base_ok[c->id])
       c = v;
     written_as[v->id] = i;
@@ -1208,7 +1214,7 @@ static bool out_of_memory(const fg_graph *g, fg_diag *d) {
 }
 
 /* The plan as a list of named steps (as QBE's main.c): each one line. */
-fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
+static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!check_supported(g, d))
     return NULL;
   fg_plan *p = new_plan(g, o);
@@ -1227,6 +1233,40 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   explain_fallbacks(p);
   if (!check_results_written(p, d) || !fg_plan_schedule(p, o, d) || !fg_sym_check(p, d))
     return NULL;
+  return p;
+}
+
+/* With in-place results (opt/inplace.c): a first plan writes each one
+ * from the kernel that computes it; those it cannot prove safe are staged
+ * through a temp and the graph is planned again. */
+fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
+  if (!g->result_into)
+    return build_once(g, o, d);
+  const char **staged = calloc((size_t)g->nresults + 1, sizeof *staged);
+  if (!staged)
+    return out_of_memory(g, d), NULL;
+  fg_plan *p = NULL;
+  if (fg_inplace_prepare(g, NULL, d) && (p = build_once(g, o, d)) &&
+      !fg_inplace_decide(p, staged, false, d)) {
+    p = NULL;
+    bool any = false;
+    for (int i = 0; i < g->nresults; i++)
+      any = any || staged[i] != NULL;
+    if (any && fg_inplace_prepare(g, staged, d) && (p = build_once(g, o, d)) &&
+        !fg_inplace_decide(p, staged, true, d))
+      p = NULL;
+  }
+  free((void *)staged);
+  if (!p)
+    return NULL;
+  for (int i = 0; i < g->nresults; i++)
+    if (p->results[i].inplace == FG_INPLACE_DIRECT || p->results[i].inplace == FG_INPLACE_STAGED)
+      for (int k = 0; k < p->nkernels; k++)
+        for (int j = 0; j < p->kernels[k].nouts; j++) {
+          fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
+          if (b.kind == FG_BUF_RESULT && b.index == i)
+            p->kernels[k].inplace = true;
+        }
   return p;
 }
 

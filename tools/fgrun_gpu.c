@@ -360,7 +360,7 @@ static int upload(state *s) {
   }
   for (int j = 0; j < s->gi.n_results; j++) {
     const fgl_result_info *r = &s->ri[j];
-    if (r->is_view)
+    if (r->is_view || r->inplace_param >= 0) /* the loader fills it: no storage of its own */
       continue;
     size_t bytes = span_bytes(r->dtype, r->rank, r->sizes, r->strides);
     fgl_devptr *d = &s->dev[s->gi.n_params + j];
@@ -387,6 +387,9 @@ static int download(state *s) {
         FAIL("result %d: view pointer 0x%llx, expected %c%d + %" PRId64 " elements = 0x%llx", j,
              t->ptr, r->base_is_param ? 'p' : 'r', r->base_index, r->offset, want);
     }
+    if (r->inplace_param >= 0 && t->ptr != s->dev[r->inplace_param])
+      FAIL("result %d: written in place, but its pointer 0x%llx is not parameter %d's 0x%llx", j,
+           t->ptr, r->inplace_param, s->dev[r->inplace_param]);
     if (!fg_tensor_alloc(&s->got[j], (fg_dtype)t->dtype, t->rank, t->sizes))
       FAIL("out of memory");
     size_t bytes = span_bytes(t->dtype, t->rank, t->sizes, t->strides);

@@ -90,12 +90,12 @@ static void test_load(void) {
   const char *v1 = "// fusec-plan 1\n// target sm_80\n"
                    "// graph g params 0 results 0 temps 0 kernels 0\n// end\n";
   CHECK(fgl_module_load_data(v1, strlen(v1), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads version 2: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads versions 2 to 3: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   const char *bad = "// fusec-plan 7\n";
   CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads version 2: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads versions 2 to 3: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   CHECK(fgl_module_load_data(NULL, 0, &o, NULL, &e) == FGL_ERR_INVALID_ARGUMENT);
