@@ -449,6 +449,29 @@ static LLVMValueRef counter(fgb_emitter *e) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->counter_temp});
 }
 
+/* The CTAs of this launch (the index type): grid[0], or, where the grid
+ * is a formula of the symbolic size (k->grid_runtime), %nctaid.x, at most
+ * grid[0], which still lays out the partials. */
+static LLVMValueRef ctas(fgb_emitter *e) {
+  if (!e->k->grid_runtime)
+    return fgb_const(e, e->k->grid[0]);
+  LLVMValueRef n = fgb_nctaid(e->m, 0);
+  LLVMTypeRef it = LLVMTypeOf(fgb_const(e, 0));
+  return LLVMTypeOf(n) == it ? n : LLVMBuildZExt(e->b, n, it, "");
+}
+
+/* Rows of column partials this launch: one a CTA, or a cluster. */
+static LLVMValueRef partial_rows(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  if (!k->grid_runtime)
+    return fgb_const(e, fgr_partial_rows(k));
+  return k->cluster > 1 ? LLVMBuildUDiv(e->b, ctas(e), fgb_const(e, k->cluster), "") : ctas(e);
+}
+
+/* With a grid read at run (k->grid_runtime, G <= M = grid[0]), the
+ * counter is kept at a multiple of M between launches: tickets are t % M,
+ * the goal is t - t % M + G, and the G-th arrival adds M - G, so a launch
+ * with another G (another T) finds it at a multiple of M again. */
 static void arrive(fgb_emitter *e, LLVMValueRef goal) {
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx), i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef G64 = LLVMConstInt(i64, (unsigned long long)e->k->grid[0], 0);
@@ -457,13 +480,28 @@ static void arrive(fgb_emitter *e, LLVMValueRef goal) {
   fgb_fence_gpu(e->m); /* release: the CTA's partials, ordered before it by the barrier */
   LLVMValueRef t = LLVMBuildAtomicRMW(e->b, LLVMAtomicRMWBinOpAdd, counter(e),
                                       LLVMConstInt(i64, 1, 0), LLVMAtomicOrderingMonotonic, 0);
-  LLVMBuildStore(
-      e->b,
-      LLVMBuildMul(e->b,
-                   LLVMBuildAdd(e->b, LLVMBuildUDiv(e->b, t, G64, ""), LLVMConstInt(i64, 1, 0), ""),
-                   G64, ""),
-      goal);
-  LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, LLVMBuildURem(e->b, t, G64, ""), i32, ""),
+  LLVMValueRef ticket = LLVMBuildURem(e->b, t, G64, "");
+  if (e->k->grid_runtime) {
+    LLVMValueRef g = LLVMBuildZExt(e->b, fgb_nctaid(e->m, 0), i64, "");
+    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, LLVMBuildSub(e->b, t, ticket, ""), g, ""), goal);
+    LLVMValueRef pad = LLVMBuildSub(e->b, G64, g, "");
+    LLVMValueRef last = LLVMBuildICmp(
+        e->b, LLVMIntEQ, LLVMBuildAdd(e->b, ticket, LLVMConstInt(i64, 1, 0), ""), g, "");
+    LLVMBasicBlockRef p = fgb_begin_if(
+        e, LLVMBuildAnd(e->b, last,
+                        LLVMBuildICmp(e->b, LLVMIntNE, pad, LLVMConstInt(i64, 0, 0), ""), ""));
+    LLVMBuildAtomicRMW(e->b, LLVMAtomicRMWBinOpAdd, counter(e), pad, LLVMAtomicOrderingMonotonic,
+                       0);
+    fgb_end_if(e, p);
+  } else {
+    LLVMBuildStore(e->b,
+                   LLVMBuildMul(e->b,
+                                LLVMBuildAdd(e->b, LLVMBuildUDiv(e->b, t, G64, ""),
+                                             LLVMConstInt(i64, 1, 0), ""),
+                                G64, ""),
+                   goal);
+  }
+  LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, ticket, i32, ""),
                  fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, 0, 0)));
   fgb_end_if(e, m);
   fgb_barrier(e->m);
@@ -565,12 +603,13 @@ static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef gr
                         LLVMValueRef iter, LLVMValueRef *tacc) {
   const fg_kernel *k = e->k;
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  int64_t F = k->defer_groups, W = k->block / 32, G = k->grid[0];
+  int64_t F = k->defer_groups, W = k->block / 32;
+  LLVMValueRef G = ctas(e);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   LLVMValueRef pos = LLVMBuildURem(e->b, iter, fgb_const(e, F), "");
   LLVMValueRef last =
       LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, pos, fgb_const(e, F - 1), ""),
-                  LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, G), ""),
+                  LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, G, ""),
                                 fgb_extent(e, k->outer / U), ""),
                   "");
   LLVMBasicBlockRef m = fgb_begin_if(e, last); /* the same for every thread of the CTA */
@@ -583,7 +622,7 @@ static bool defer_flush(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef gr
   LLVMValueRef s = LLVMBuildSelect(e->b, mine, t, fgb_const(e, 0), "");
   /* slot s: group grp - (pos - s / U) * G, row s % U */
   LLVMValueRef back = LLVMBuildSub(e->b, pos, LLVMBuildUDiv(e->b, s, fgb_const(e, U), ""), "");
-  LLVMValueRef g = LLVMBuildSub(e->b, grp, LLVMBuildMul(e->b, back, fgb_const(e, G), ""), "");
+  LLVMValueRef g = LLVMBuildSub(e->b, grp, LLVMBuildMul(e->b, back, G, ""), "");
   LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, g, fgb_const(e, U), ""),
                                   LLVMBuildURem(e->b, s, fgb_const(e, U), ""), "");
   fgk_row_ctx rc = *base;
@@ -650,7 +689,7 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
     LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
     buf = LLVMBuildAnd(e->b, as_i32(e, iter), LLVMConstInt(i32, 1, 0), "");
     fgb_cp_async_wait_all(e->m);
-    issue_group(e, base, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
+    issue_group(e, base, LLVMBuildAdd(e->b, grp, ctas(e), ""),
                 LLVMBuildXor(e->b, buf, LLVMConstInt(i32, 1, 0), ""), r0, valid);
   }
   group_loads(e, base, grp, r0, valid, k->pipeline ? FGB_PIPE_READ : FGB_PIPE_OFF, buf, rc, ch);
@@ -664,9 +703,9 @@ static bool emit_rows(fgb_emitter *e, const fgk_row_ctx *base, LLVMValueRef grp,
      * reductions and outputs, so the partials and the arrival go now, and
      * the fence does not wait for this group's output stores; the
      * combiners' wait overlaps the group's remaining work. */
-    LLVMBasicBlockRef m = fgb_begin_if(
-        e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, fgb_const(e, k->grid[0]), ""),
-                         fgb_extent(e, k->outer / U), ""));
+    LLVMBasicBlockRef m =
+        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSGE, LLVMBuildAdd(e->b, grp, ctas(e), ""),
+                                      fgb_extent(e, k->outer / U), ""));
     column_partials(e, en, cacc);
     trace_point(e, 2);
     arrive(e, en->goal);
@@ -781,6 +820,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
   const fg_kernel *k = e->k;
   int W = combine_lanes(k);
   int64_t CW = k->combine_cols, TPR = CW / W, G = fgr_partial_rows(k), R = k->red;
+  LLVMValueRef Gv = partial_rows(e); /* G, or fewer this launch (k->grid_runtime) */
   int64_t NG = combine_groups(e), NT = combine_threads(e);
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef tr = LLVMBuildURem(e->b, tid, fgb_const(e, TPR), "");
@@ -794,8 +834,8 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
   if (per > LOADS_IN_FLIGHT)
     per = LOADS_IN_FLIGHT;
   /* Threads past the NG groups have no rows (their sums stay the identity). */
-  LLVMValueRef gstart = LLVMBuildSelect(
-      e->b, LLVMBuildICmp(e->b, LLVMIntSLT, gq, fgb_const(e, NG), ""), gq, fgb_const(e, G), "");
+  LLVMValueRef gstart =
+      LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, gq, fgb_const(e, NG), ""), gq, Gv, "");
   for (int i = 0; i < k->ncols; i++) {
     const fg_node *n = k->cols[i];
     fg_dtype ad = fgk_red_acc(n), pd = fg_reduce_partial_dtype(n);
@@ -806,11 +846,11 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
       accv[w] = fgk_local_var(e, rt, id);
     int lif = (int)((G + NG - 1) / NG < per ? (G + NG - 1) / NG : per);
     fgk_loop l;
-    LLVMValueRef g0 = fgk_loop_begin(e, &l, gstart, fgb_const(e, G), fgb_const(e, NG * lif));
+    LLVMValueRef g0 = fgk_loop_begin(e, &l, gstart, Gv, fgb_const(e, NG * lif));
     LLVMValueRef got[LOADS_IN_FLIGHT][16], in[LOADS_IN_FLIGHT];
     for (int q = 0; q < lif; q++) {
       LLVMValueRef g = LLVMBuildAdd(e->b, g0, fgb_const(e, q * NG), "");
-      in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, fgb_const(e, G), "");
+      in[q] = LLVMBuildICmp(e->b, LLVMIntSLT, g, Gv, "");
       g = LLVMBuildSelect(e->b, in[q], g, fgb_const(e, 0), "");
       /* Plain loads: the acquire fence after the wait invalidated L1. */
       fgb_load_vec(e->m, fgr_col_partial(e, i, g, colc), pd, W, (unsigned)(W * fg_dtype_size(pd)),
@@ -884,7 +924,7 @@ static bool combine_tails(fgb_emitter *e) {
     LLVMTypeRef rt = fgb_reg_type(e->m, ad);
     LLVMValueRef accv = fgk_local_var(e, rt, fgb_reduce_identity(e->m, fgk_red_op(n), ad));
     fgk_loop l;
-    LLVMValueRef g = fgk_loop_begin(e, &l, tid, fgb_const(e, k->grid[0]), fgb_const(e, k->block));
+    LLVMValueRef g = fgk_loop_begin(e, &l, tid, ctas(e), fgb_const(e, k->block));
     LLVMValueRef acc = LLVMBuildLoad2(e->b, rt, accv, "");
     acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc,
                              load_volatile(e, rt, fgr_tail_partial(e, i, g)), ad);
@@ -1039,15 +1079,13 @@ static bool rowcol_rows(fgb_emitter *e, rowcol_kernel *rk) {
   const fg_kernel *k = e->k;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  int64_t G = k->grid[0];
+  LLVMValueRef G = ctas(e);
   trace_point(e, 0);
   if (k->pipeline) /* the first group's copies, into buffer 0 */
     issue_group(e, &rk->rc, rk->cta, LLVMConstInt(i32, 0, 0), rk->r0, rk->valid);
   fgk_loop rows;
-  LLVMValueRef grp =
-      fgk_loop_begin(e, &rows, rk->cta, fgb_extent(e, k->outer / U), fgb_const(e, G));
-  LLVMValueRef iter =
-      LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, rk->cta, ""), fgb_const(e, G), "");
+  LLVMValueRef grp = fgk_loop_begin(e, &rows, rk->cta, fgb_extent(e, k->outer / U), G);
+  LLVMValueRef iter = LLVMBuildUDiv(e->b, LLVMBuildSub(e->b, grp, rk->cta, ""), G, "");
   if (!emit_rows(e, &rk->rc, grp, iter, rk->r0, rk->valid, rk->cacc, rk->tacc, &rk->en))
     return false;
   if (k->defer_groups) {
@@ -1079,11 +1117,14 @@ static bool rowcol_rows(fgb_emitter *e, rowcol_kernel *rk) {
 static bool rowcol_combine(fgb_emitter *e, rowcol_kernel *rk) {
   const fg_kernel *k = e->k;
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
-  int64_t R = k->red, G = k->grid[0], K = k->combiners;
+  int64_t R = k->red, K = k->combiners;
   LLVMValueRef ticket =
       LLVMBuildLoad2(e->b, i32, fgk_smem_slot(e, fgk_flag_area(k), LLVMConstInt(i32, 0, 0)), "");
   trace_point(e, 4);
-  LLVMValueRef first_combiner = LLVMConstInt(i32, (unsigned long long)(G - K), 0);
+  LLVMValueRef first_combiner =
+      k->grid_runtime
+          ? LLVMBuildSub(e->b, fgb_nctaid(e->m, 0), LLVMConstInt(i32, (unsigned long long)K, 0), "")
+          : LLVMConstInt(i32, (unsigned long long)(k->grid[0] - K), 0);
   LLVMBasicBlockRef done =
       fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntUGE, ticket, first_combiner, ""));
   LLVMValueRef j = LLVMBuildSub(e->b, ticket, first_combiner, "");

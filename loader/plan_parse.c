@@ -194,6 +194,26 @@ static int femit(fparser *f, plan_opcode code, int sym, int64_t imm) {
 
 static int f_sum(fparser *f);
 
+/* min(a, b) or max(a, b), after the name: the two operands, then the op. */
+static int f_minmax(fparser *f, plan_opcode code) {
+  const char *name = code == PLAN_OP_MIN ? "min" : "max";
+  if (++f->nest > PLAN_MAX_DEPTH)
+    return ferr(f, "parentheses nested more than %d deep", PLAN_MAX_DEPTH);
+  f->p++; /* '(' */
+  if (f_sum(f))
+    return -1;
+  if (f->p >= f->end || *f->p != ',')
+    return ferr(f, "%s takes two operands: missing ','", name);
+  f->p++;
+  if (f_sum(f))
+    return -1;
+  if (f->p >= f->end || *f->p != ')')
+    return ferr(f, "missing ')' after %s's operands", name);
+  f->p++;
+  f->nest--;
+  return femit(f, code, 0, 0);
+}
+
 static int f_factor(fparser *f) {
   if (f->p >= f->end)
     return ferr(f, "expected a number, a sym name or '(' at the end");
@@ -212,6 +232,11 @@ static int f_factor(fparser *f) {
     while (f->p < f->end && is_name_char(*f->p))
       f->p++;
     tok name = {b, (int)(f->p - b)};
+    if ((tok_is(name, "min") || tok_is(name, "max")) && f->p < f->end && *f->p == '(') {
+      if (f->ps->version < 3)
+        return ferr(f, "min and max need plan version 3 (this file says %d)", f->ps->version);
+      return f_minmax(f, tok_is(name, "min") ? PLAN_OP_MIN : PLAN_OP_MAX);
+    }
     for (int i = 0; i < f->g->n_syms; i++)
       if (tok_is(name, f->g->syms[i].name)) {
         f->has_sym = true;
@@ -345,8 +370,11 @@ static int want_list(parser *ps, plan_graph *g, tok t, const char *what, plan_ex
     return 0;
   for (;;) {
     const char *c = s;
-    while (c < end && *c != ',')
+    int depth = 0; /* a comma inside min(a,b) or max(a,b) is not the list's */
+    while (c < end && (*c != ',' || depth > 0)) {
+      depth += *c == '(' ? 1 : *c == ')' ? -1 : 0;
       c++;
+    }
     if (*n >= FGL_MAX_RANK)
       return fail(ps, "%s: more than %d dims", what, FGL_MAX_RANK);
     plan_expr *e = &vals[*n];
@@ -1423,6 +1451,12 @@ plan_eval_status plan_eval_ops(const plan_op *ops, int n, const int64_t *syms, i
       if (b == 0)
         return PLAN_EVAL_DIV_ZERO;
       r = a % b;
+      break;
+    case PLAN_OP_MIN:
+      r = a < b ? a : b;
+      break;
+    case PLAN_OP_MAX:
+      r = a > b ? a : b;
       break;
     default:
       return PLAN_EVAL_OVERFLOW; /* not reached: the parser emits no other code */

@@ -30,6 +30,8 @@ typedef enum plan_opcode {
   PLAN_OP_MUL,
   PLAN_OP_DIV, /* floor division (both operands are >= 0) */
   PLAN_OP_MOD,
+  PLAN_OP_MIN, /* min(a, b), plan version 3 */
+  PLAN_OP_MAX, /* max(a, b), plan version 3 */
 } plan_opcode;
 
 typedef struct plan_op {

@@ -80,6 +80,7 @@ typedef struct fg_kernel {
   int block;                 /* threads per CTA */
   int64_t grid[3];
   const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
+  bool grid_runtime;        /* the code reads grid x (%nctaid.x), at most grid[0] (row + column) */
   int split;                /* CTAs cooperating on one row/column tile (>1: grid reduction) */
   int chunks;               /* per-thread vector chunks of a row kept in registers (ROW) */
   bool persistent;          /* ROW: the row stays in registers across phases */

@@ -138,6 +138,9 @@ int fg_plan_version(const fg_plan *p) {
   for (int i = 0; i < p->g->nresults; i++)
     if (p->results[i].into >= 0 && !p->results[i].is_view)
       return 3;
+  for (int i = 0; i < p->nkernels; i++)
+    if (p->kernels[i].grid_runtime) /* its grid formula has min and max */
+      return 3;
   return 2;
 }
 

@@ -897,9 +897,10 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
  * of T, which the loader evaluates and checks at each run: pointwise,
  * ceil(ceil(T x rest / vec) / (block x chunks)) CTAs (schedule_pointwise);
  * column kernels keeping T, ceil(ceil(T x kept / vec) / block)
- * (schedule_column); row kernels, a CTA a row. The others' grids are
- * static: column kernels reducing T, the row + column form (as many CTAs
- * as are resident), rows reduced over T (a fixed number of slices). */
+ * (schedule_column); row kernels, a CTA a row; the row + column form,
+ * half a CTA a row group within its bounds (the kernel reads its grid). The
+ * others' grids are static: column kernels reducing T, rows reduced over T
+ * (a fixed number of slices). */
 static void symbolic_grid(fg_plan *p, fg_kernel *k) {
   const fg_sym_lowering *s = &p->sym;
   fg_arena *a = &p->g->arena;
@@ -917,8 +918,22 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
                                                           (long long)n, k->vec - 1, k->vec);
     k->grid_formula =
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
-  } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
+  } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
     k->grid_formula = fg_sym_formula(s, s->placeholder * kept, a);
+  } else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails)) {
+    /* The row + column form: half a CTA a row group, as schedule_rowcol
+     * sizes a static grid (choose_ctas: at least two groups a CTA), between
+     * the combiners and the resident CTAs scheduled for the stand-in (the
+     * kernel reads its grid, emit_rowcol.c), in whole clusters. With the
+     * grid fixed at the resident CTAs, T = 384 rows ran 1.5-2.3x slower
+     * than its static compile (docs/benchmarks.md, run X1). */
+    int U = k->rows_per_iter > 1 ? k->rows_per_iter : 1, c = k->cluster > 1 ? k->cluster : 1;
+    const char *groups = fg_sym_formula(s, k->outer / U, a);
+    const char *g = fg_arena_printf(a, "max(%d,min(%lld,(%s+1)/2))", k->combiners,
+                                    (long long)k->grid[0], groups);
+    k->grid_formula = c > 1 ? fg_arena_printf(a, "(%s+%d)/%d*%d", g, c - 1, c, c) : g;
+    k->grid_runtime = true;
+  }
   fg_buf_ref z = {FG_BUF_SYM, 0};
   k->args = fg_arena_append(a, k->args, &k->nargs, &z, sizeof z);
 }

@@ -189,6 +189,14 @@ repeat() {
       tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
+  # row + column kernels over T, whose grid follows T: the size changes every run
+  for spec in tests_graphs__symbolic_leading:sl_rmsnorm_bwd:1000,37,4097,1 \
+      tests_graphs__symbolic_leading:sl_layernorm_bwd_amax:4097,1000,2,37 \
+      tests_graphs__symbolic_leading:sl_amax_rowcol:1000,40,4096,8 bench__symbolic:rmsnorm_bwd_facts:16384,384,4096,8; do
+    local art=${spec%%:*} rest=${spec#*:}
+    timeout 120 "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/$art.ptx" "${rest%%:*}" 40 "${rest#*:}" 2>&1 | tail -3 |
+      tee -a "$LOG/repeat.txt"
+  done
 }
 
 # Every graph of every artifact under .gpu/var/ (schedule experiments).

@@ -1,13 +1,21 @@
 /* GPU test of run-to-run reproducibility (ctest label "gpu"; exit 77 =
  * skipped when there is no CUDA driver or GPU).
- * Usage: gpu_repeat_test ARTIFACT GRAPH [RUNS]
+ * Usage: gpu_repeat_test ARTIFACT GRAPH [RUNS [SIZES]]
  *
  * Random inputs (fixed seed), one reference run, then RUNS more runs on
  * the same inputs, each into outputs poisoned with 0xFF first: every
  * written result must be bitwise identical to the reference. Then one run
  * captured into a CUDA graph and replayed 10 times must match too (the
  * grid reductions' counters must be reset by each run). Exit 0 when all
- * match, 1 otherwise. */
+ * match, 1 otherwise.
+ *
+ * SIZES (a graph with one sym, e.g. 384,16384,1000): each size's results
+ * from a graph instance of its own are the references; then one instance
+ * runs RUNS times with the size changing every run, and a capture at the
+ * first size is replayed between direct runs at the others. Every result
+ * must match its size's reference bitwise: a row + column kernel whose grid
+ * follows the size (emit_rowcol.c) keeps its arrival counter right when
+ * the grid changes between runs and replays. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +82,225 @@ static size_t numel(int rank, const int64_t *sizes) {
   return n;
 }
 
+enum { MAX_SIZES = 8 };
+
+/* The inputs at size v of the one sym over buffers for the largest. */
+static void inputs_at(fgl_graph *g, const fgl_graph_info *gi, fgl_arg *in, int64_t v) {
+  for (int i = 0; i < gi->n_params; i++) {
+    fgl_param_info pi;
+    FG(fgl_graph_param(g, i, &pi, &e_));
+    if (pi.is_scalar)
+      continue;
+    int64_t sz[FGL_MAX_RANK];
+    for (int d = 0; d < pi.rank; d++)
+      sz[d] = pi.sym[d] >= 0 ? v : pi.sizes[d];
+    fgl_tensor_contiguous(&in[i].tensor, in[i].tensor.ptr, pi.dtype, pi.rank, sz);
+  }
+}
+
+/* out[j] at these inputs' sizes (storage allocated for the largest), its bytes. */
+static size_t outputs_at(fgl_graph *g, const fgl_graph_info *gi, const fgl_arg *in,
+                         fgl_tensor *out) {
+  size_t total = 0;
+  for (int j = 0; j < gi->n_results; j++) {
+    fgl_result_info ri;
+    FG(fgl_graph_result_shape(g, in, gi->n_params, j, &ri, &e_));
+    if (ri.is_view)
+      continue;
+    fgl_tensor_contiguous(&out[j], out[j].ptr, ri.dtype, ri.rank, ri.sizes);
+    total += numel(ri.rank, ri.sizes) * (size_t)fgl_dtype_size(ri.dtype);
+  }
+  return total;
+}
+
+static size_t tensor_bytes(const fgl_tensor *t) {
+  return numel(t->rank, t->sizes) * (size_t)fgl_dtype_size(t->dtype);
+}
+
+/* Runs g at size v into out (poisoned first); compares with want (or
+ * fills it when want_fill). Returns the number of results that differ. */
+static int run_at(fgl_module *m, fgl_graph *g, const fgl_graph_info *gi, fgl_arg *in,
+                  fgl_tensor *out, int64_t v, char **want, int want_fill, fgl_stream s) {
+  inputs_at(g, gi, in, v);
+  outputs_at(g, gi, in, out);
+  for (int j = 0; j < gi->n_results; j++)
+    if (out[j].ptr)
+      FG(fgl_memset(m, out[j].ptr, 0xFF, tensor_bytes(&out[j]), &e_));
+  FG(fgl_run(g, in, gi->n_params, out, gi->n_results, s, &e_));
+  FG(fgl_stream_sync(m, s, &e_));
+  int bad = 0;
+  for (int j = 0; j < gi->n_results; j++) {
+    if (!out[j].ptr)
+      continue;
+    size_t b = tensor_bytes(&out[j]);
+    char *h = malloc(b + 1);
+    if (!h)
+      exit(1);
+    FG(fgl_memcpy_dtoh(m, h, out[j].ptr, b, &e_));
+    if (want_fill) {
+      want[j] = h;
+      continue;
+    }
+    bad += memcmp(h, want[j], b) != 0;
+    free(h);
+  }
+  return bad;
+}
+
+static int alternate(const char *artifact, const char *graph, int runs, const char *list) {
+  int64_t sizes[MAX_SIZES], vmax = 0;
+  int n = 0;
+  for (const char *p = list; *p && n < MAX_SIZES; n++) {
+    char *end;
+    sizes[n] = strtoll(p, &end, 10);
+    if (end == p || sizes[n] < 1) {
+      fprintf(stderr, "gpu_repeat_test: bad SIZES '%s'\n", list);
+      return 2;
+    }
+    vmax = sizes[n] > vmax ? sizes[n] : vmax;
+    p = *end == ',' ? end + 1 : end;
+  }
+  fgl_module *m;
+  fgl_graph *g;
+  fgl_graph_info gi;
+  FG(fgl_module_load_file(artifact, NULL, &m, &e_));
+  FG(fgl_graph_create(m, graph, &g, &e_));
+  FG(fgl_graph_get_info(g, &gi, &e_));
+  fgl_arg *in = calloc((size_t)gi.n_params + 1, sizeof *in);
+  fgl_tensor *out = calloc((size_t)gi.n_results + 1, sizeof *out);
+  char **want = calloc((size_t)(gi.n_results + 1) * MAX_SIZES, sizeof *want);
+  if (!in || !out || !want)
+    return 1;
+  for (int i = 0; i < gi.n_params; i++) {
+    fgl_param_info pi;
+    FG(fgl_graph_param(g, i, &pi, &e_));
+    if (pi.is_scalar) {
+      in[i] =
+          fgl_dtype_is_float(pi.dtype) ? fgl_arg_float(pi.dtype, 0.75) : fgl_arg_int(pi.dtype, 3);
+      continue;
+    }
+    int64_t sz[FGL_MAX_RANK];
+    for (int d = 0; d < pi.rank; d++)
+      sz[d] = pi.sym[d] >= 0 ? vmax : pi.sizes[d];
+    size_t cnt = numel(pi.rank, sz), b = cnt * (size_t)fgl_dtype_size(pi.dtype);
+    void *h = malloc(b ? b : 1);
+    if (!h)
+      return 1;
+    fill(h, pi.dtype, cnt);
+    fgl_devptr d;
+    FG(fgl_malloc(m, b ? b : 1, &d, &e_));
+    FG(fgl_memcpy_htod(m, d, h, b, &e_));
+    free(h);
+    fgl_tensor t;
+    fgl_tensor_contiguous(&t, d, pi.dtype, pi.rank, sz);
+    in[i] = fgl_arg_tensor(t);
+  }
+  inputs_at(g, &gi, in, vmax);
+  outputs_at(g, &gi, in, out);
+  for (int j = 0; j < gi.n_results; j++) {
+    fgl_result_info ri;
+    FG(fgl_graph_result(g, j, &ri, &e_));
+    if (ri.is_view) {
+      out[j].ptr = 0;
+      continue;
+    }
+    fgl_devptr d;
+    size_t b = tensor_bytes(&out[j]);
+    FG(fgl_malloc(m, b ? b : 1, &d, &e_));
+    out[j].ptr = d;
+  }
+  /* references: a fresh instance a size */
+  for (int k = 0; k < n; k++) {
+    fgl_graph *fresh;
+    FG(fgl_graph_create(m, graph, &fresh, &e_));
+    run_at(m, fresh, &gi, in, out, sizes[k], want + k * gi.n_results, 1, NULL);
+    FG(fgl_graph_free(fresh, &e_));
+  }
+  int differ = 0, replay_differ = 0;
+  for (int r = 0; r < runs; r++) {
+    int k = r % n;
+    int bad = run_at(m, g, &gi, in, out, sizes[k], want + k * gi.n_results, 0, NULL);
+    if (bad && differ < 5)
+      printf("FAIL: run %d at size %lld: %d result(s) differ from that size's reference\n", r + 1,
+             (long long)sizes[k], bad);
+    differ += bad;
+  }
+  /* a capture at sizes[0], replayed between direct runs at the others */
+  const fgl_cuda_api *cu = gpu_test_driver();
+  CUstream s;
+  CU(cu->cuStreamCreate(&s, 0));
+  inputs_at(g, &gi, in, vmax); /* temps at the largest size: none grows under the capture */
+  FG(fgl_graph_reserve(g, in, gi.n_params, NULL, &e_));
+  inputs_at(g, &gi, in, sizes[0]);
+  outputs_at(g, &gi, in, out);
+  CUgraph cg;
+  CUgraphExec ge;
+  CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fgl_error ce = {0};
+  fgl_status cr = fgl_run(g, in, gi.n_params, out, gi.n_results, s, &ce);
+  CU(cu->cuStreamEndCapture(s, &cg));
+  if (cr != FGL_OK) {
+    printf("FAIL: fgl_run under capture: %s\n", ce.msg);
+    return 1;
+  }
+  CU(cu->cuGraphInstantiateWithFlags(&ge, cg, 0));
+  for (int r = 0; r < 2 * n; r++) {
+    int k = r % n;
+    if (k == 0) {
+      for (int j = 0; j < gi.n_results; j++)
+        if (out[j].ptr)
+          FG(fgl_memset(m, out[j].ptr, 0xFF, tensor_bytes(&out[j]), &e_));
+      FG(fgl_stream_sync(m, NULL, &e_));
+      CU(cu->cuGraphLaunch(ge, s));
+      CU(cu->cuStreamSynchronize(s));
+      for (int j = 0; j < gi.n_results; j++) {
+        if (!out[j].ptr)
+          continue;
+        size_t b = tensor_bytes(&out[j]);
+        char *h = malloc(b + 1);
+        if (!h)
+          return 1;
+        FG(fgl_memcpy_dtoh(m, h, out[j].ptr, b, &e_));
+        replay_differ += memcmp(h, want[j], b) != 0;
+        free(h);
+      }
+    } else {
+      replay_differ += run_at(m, g, &gi, in, out, sizes[k], want + k * gi.n_results, 0, s);
+      inputs_at(g, &gi, in, sizes[0]); /* the capture's shapes, for the next replay's check */
+      outputs_at(g, &gi, in, out);
+    }
+  }
+  printf("repeat %s: %d runs with the size alternating over %s, bitwise identical to each "
+         "size's reference: %s; CUDA graph replays between them: %s\n",
+         gi.name, runs, list, differ ? "NO" : "yes", replay_differ ? "NO" : "yes");
+  CU(cu->cuGraphExecDestroy(ge));
+  CU(cu->cuGraphDestroy(cg));
+  CU(cu->cuStreamDestroy(s));
+  for (int k = 0; k < n * gi.n_results; k++)
+    free(want[k]);
+  free(want);
+  free(in);
+  free(out);
+  fgl_graph_free(g, NULL);
+  fgl_module_free(m, NULL);
+  return differ || replay_differ ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: gpu_repeat_test ARTIFACT GRAPH [RUNS]\n");
+    fprintf(stderr, "usage: gpu_repeat_test ARTIFACT GRAPH [RUNS [SIZES]]\n");
     return 2;
   }
   int runs = argc > 3 ? atoi(argv[3]) : 100;
+  if (argc > 4) {
+    const fgl_cuda_api *cu = gpu_test_driver();
+    CUdevice dev;
+    CUcontext ctx;
+    CU(cu->cuDeviceGet(&dev, 0));
+    CU(cu->cuDevicePrimaryCtxRetain(&ctx, dev));
+    CU(cu->cuCtxSetCurrent(ctx));
+    return alternate(argv[1], argv[2], runs, argv[4]);
+  }
   const fgl_cuda_api *cu = gpu_test_driver();
   CUdevice dev;
   CUcontext ctx;

@@ -117,6 +117,8 @@ static const bad_case BAD[] = {
     {"grid 4 1 1", "grid 2*2 2-2 1", 10, "grid y 0 is out of range [1, 65535]"},
     {"offset 0", "offset (4", 8, "view offset: bad formula '(4': missing ')'"},
     {"offset 0", "offset 4)", 8, "view offset: bad formula '4)': unexpected ')'"},
+    {"bytes 256 align", "bytes max(4,5) align", 9,
+     "temp bytes: bad formula 'max(4,5)': min and max need plan version 3 (this file says 2)"},
     {"offset 0", "offset 1024-1024+1", 8, "leaves its base p0"},
     {"// end\n", "// kernel-vec 0 k0_v align 16 ptrs p0,r0\n// end\n", 12,
      "kernel 0 has two kernel-vec lines"},
@@ -296,14 +298,16 @@ static void valid_symbolic(void) {
   CHECK(plan_eval(g, &g->results[1].shape.sizes[0], huge, &v) == PLAN_EVAL_OVERFLOW);
   plan_free(&p);
   /* the operators: precedence, floor division, remainder, parentheses */
-  const char *ops = "// fusec-plan 2\n// target sm_90\n"
-                    "// graph f params 1 results 0 temps 4 kernels 0 syms 1\n"
+  const char *ops = "// fusec-plan 3\n// target sm_90\n"
+                    "// graph f params 1 results 0 temps 6 kernels 0 syms 1\n"
                     "// sym 0 N min 0 max 100 div 1\n"
                     "// param 0 x u8 [N] strides [1]\n"
                     "// temp 0 bytes 2+N*3-1 align 16 nozero\n"
                     "// temp 1 bytes (N+7)/8%5 align 16 nozero\n"
                     "// temp 2 bytes N-(N-1)*(2+1)/3 align 16 nozero\n"
                     "// temp 3 bytes 7*(6-N) align 16 nozero\n"
+                    "// temp 4 bytes max(3,min(40,(N+1)/2))*2 align 16 nozero\n"
+                    "// temp 5 bytes min(max(N,2),5) align 16 nozero\n"
                     "// end\n" PTX;
   rc = plan_parse(ops, strlen(ops), &p, err, sizeof err);
   CHECK_MSG(rc == 0, "%s", err);
@@ -316,7 +320,36 @@ static void valid_symbolic(void) {
     CHECK(plan_eval(g, &g->temps[2].bytes, &n0, &v) == PLAN_EVAL_NEGATIVE);
     CHECK(plan_eval(g, &g->temps[3].bytes, &n10, &v) == PLAN_EVAL_NEGATIVE);
     CHECK(plan_eval(g, &g->temps[3].bytes, &n0, &v) == PLAN_EVAL_OK && v == 42);
+    /* min and max (version 3): a grid clamped between two bounds */
+    int64_t n100 = 100, n1 = 1;
+    CHECK(plan_eval(g, &g->temps[4].bytes, &n10, &v) == PLAN_EVAL_OK && v == 10);
+    CHECK(plan_eval(g, &g->temps[4].bytes, &n0, &v) == PLAN_EVAL_OK && v == 6);
+    CHECK(plan_eval(g, &g->temps[4].bytes, &n100, &v) == PLAN_EVAL_OK && v == 80);
+    CHECK(plan_eval(g, &g->temps[5].bytes, &n1, &v) == PLAN_EVAL_OK && v == 2);
+    CHECK(plan_eval(g, &g->temps[5].bytes, &n10, &v) == PLAN_EVAL_OK && v == 5);
     plan_free(&p);
+  }
+  /* min and max written wrong */
+  static const struct {
+    const char *formula, *msg;
+  } badmm[] = {
+      {"max(4)", "bad formula 'max(4)': max takes two operands: missing ','"},
+      {"min(4,5", "bad formula 'min(4,5': missing ')' after min's operands"},
+      {"max(4,4-8)", "bad formula 'max(4,4-8)': it goes below zero"},
+      {"min(N,)", "bad formula 'min(N,)': unexpected ')'"},
+  };
+  for (size_t i = 0; i < sizeof badmm / sizeof badmm[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "// fusec-plan 3\n// target sm_90\n"
+             "// graph f params 1 results 0 temps 1 kernels 0 syms 1\n"
+             "// sym 0 N min 0 max 100 div 1\n// param 0 x u8 [N] strides [1]\n"
+             "// temp 0 bytes %s align 16 nozero\n// end\n%s",
+             badmm[i].formula, PTX);
+    err[0] = 0;
+    CHECK_MSG(plan_parse(text, strlen(text), &p, err, sizeof err) == -1 &&
+                  strstr(err, badmm[i].msg),
+              "min/max case %zu: '%s'", i, err);
   }
   /* kernel-resident with a symbolic grid: checked at run, not at load */
   char *res = tl_replace(SYMBASE, "// end\n", "// kernel-resident 0 cluster 2\n// end\n");
