@@ -52,9 +52,9 @@ static void store_at(fgb_emitter *e, int t, LLVMValueRef i, LLVMValueRef v) {
 /* The thread's source position, and the guard k < sources. */
 static LLVMValueRef source_of(fgb_emitter *e, LLVMBasicBlockRef *merge) {
   const fg_kernel *k = e->k;
-  LLVMValueRef gid = LLVMBuildAdd(
-      e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
-      fgb_thread_index(e, 0), "");
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
   *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, fgb_const(e, k->scat_sources), ""));
   return gid;
 }
@@ -112,8 +112,7 @@ static bool emit_order(fgb_emitter *e) {
   LLVMValueRef r = LLVMBuildLoad2(e->b, e->ity, rank, "");
   LLVMBuildStore(e->b, LLVMBuildAdd(e->b, r, LLVMBuildZExt(e->b, before, e->ity, ""), ""), rank);
   fgk_loop_end(e, &l, j);
-  store_at(e, k->scat_order, LLVMBuildAdd(e->b, lo, LLVMBuildLoad2(e->b, e->ity, rank, ""), ""),
-           s);
+  store_at(e, k->scat_order, LLVMBuildAdd(e->b, lo, LLVMBuildLoad2(e->b, e->ity, rank, ""), ""), s);
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -235,9 +234,9 @@ static bool emit_sum(fgb_emitter *e) {
   int64_t total = 1;
   for (int d = 0; d < rank; d++)
     total *= k->dims[d];
-  LLVMValueRef gid = LLVMBuildAdd(
-      e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
-      fgb_thread_index(e, 0), "");
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
   LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
   LLVMBasicBlockRef merge =
       fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), ""));

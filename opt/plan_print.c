@@ -246,6 +246,12 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
             fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
+  if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {
+    static const char *const what[] = {"counts", "offsets", "filled", "ordered"};
+    int i = k->kind - FG_KERNEL_SCATTER_COUNT;
+    int t[] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
+    fprintf(f, " %s->t%d", what[i], t[i]);
+  }
   print_reductions(f, "reductions", k->reds, k->nreds);
   print_reductions(f, "column reductions", k->cols, k->ncols);
   print_reductions(f, "reductions over all rows", k->tails, k->ntails);
