@@ -99,6 +99,13 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     case FG_KERNEL_ATTENTION:
       ok = fgb_emit_attention_kernel(&e);
       break;
+    case FG_KERNEL_SCATTER_COUNT:
+    case FG_KERNEL_SCATTER_SCAN:
+    case FG_KERNEL_SCATTER_FILL:
+    case FG_KERNEL_SCATTER_ORDER:
+    case FG_KERNEL_SCATTER_SUM:
+      ok = fgb_emit_scatter_kernel(&e);
+      break;
     default:
       ok = fgb_emit_column_kernel(&e);
       break;

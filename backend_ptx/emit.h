@@ -154,5 +154,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e);
 bool fgb_emit_column_kernel(fgb_emitter *e);
 /* issue 19: the sdpa forward (emit_attention.c) */
 bool fgb_emit_attention_kernel(fgb_emitter *e);
+/* issue 20: the index_add kernels, deterministic (emit_scatter.c) */
+bool fgb_emit_scatter_kernel(fgb_emitter *e);
 
 #endif

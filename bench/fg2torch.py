@@ -368,7 +368,30 @@ def _call_typed(name, args, kw, device):
         return torch.arange(args[0], dtype=dtype_of(kw.get("dtype", "i64")), device=device)
     if name == "segment_set":
         return x
+    if name in INDEXING:  # indices in range (PyTorch raises where fusec clamps: docs/format.md 5.11)
+        return _indexing(name, args, kw["dim"])
     raise ValueError("fg2torch: no PyTorch form of '%s'" % name)
+
+
+INDEXING = ("index_select", "gather", "take_along_dim", "index_add", "scatter_add")
+
+
+def _indexing(name, args, dim):
+    """The indexing ops (docs/format.md 5.11); the scatters accumulate as
+    a reduction does (f32 for narrower floats), rounded once."""
+    torch = _torch()
+    x, idx = args[0], args[1].long()
+    if name == "index_select":
+        return torch.index_select(x, dim, idx)
+    if name == "gather":
+        return torch.gather(x, dim, idx)
+    if name == "take_along_dim":
+        return torch.take_along_dim(x, idx, dim=dim)
+    src = args[2]
+    narrow = x.dtype in (torch.float16, torch.bfloat16)
+    xa, sa = (x.float(), src.float()) if narrow else (x, src)
+    r = xa.index_add(dim, idx, sa) if name == "index_add" else xa.scatter_add(dim, idx, sa)
+    return r.to(x.dtype) if narrow else r
 
 
 CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}

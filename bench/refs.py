@@ -238,12 +238,15 @@ def make_inputs(sig, device, seed=0):
     # integer inputs are class indices into the last dim of the first
     # parameter of rank 2 or more (cross-entropy's target into the logits)
     classes = next((sh[-1] for _, d, sh in sig if sh and len(sh) >= 2), 2)
+    # ... except `ids`: token ids into the rows of that parameter (an embedding table)
+    rows = next((sh[0] for _, d, sh in sig if sh and len(sh) >= 2), 2)
     for name, dt, shape in sig:
         if shape is None:
             raise ValueError("scalar parameter %s: no benchmark input rule" % name)
         tdt = DTYPES[dt]
         if not tdt.is_floating_point and tdt != torch.bool:
-            out.append(torch.randint(0, classes, shape, generator=gen, device=device, dtype=torch.int64).to(tdt))
+            high = rows if name == "ids" else classes
+            out.append(torch.randint(0, high, shape, generator=gen, device=device, dtype=torch.int64).to(tdt))
             continue
         if name in ("rstd", "v"):  # a positive statistic, a second moment
             t = torch.rand(shape, generator=gen, device=device, dtype=f32) + 0.5

@@ -45,7 +45,24 @@ typedef enum fg_kernel_kind {
    * CTA owns attn_br query rows of one (batch, head) and loops over key
    * blocks of attn_bc (emit_attention.c) */
   FG_KERNEL_ATTENTION,
+  /* issue 20: an index_add (scatter) as five kernels, deterministic with
+   * no float atomics (segment.c start_scatter_kernels, emit_scatter.c):
+   * COUNT the sources of each destination slice (integer atomics), SCAN
+   * the counts into offsets (one CTA), FILL each destination's segment
+   * with its source positions (in any order; the counts return to zero),
+   * ORDER each segment ascending (a source's rank among its segment), SUM
+   * each destination element: the operand's element plus its sources in
+   * ascending order, the interpreter's order (docs/format.md 5.11). */
+  FG_KERNEL_SCATTER_COUNT,
+  FG_KERNEL_SCATTER_SCAN,
+  FG_KERNEL_SCATTER_FILL,
+  FG_KERNEL_SCATTER_ORDER,
+  FG_KERNEL_SCATTER_SUM,
 } fg_kernel_kind;
+
+static inline bool fg_kernel_is_scatter(fg_kernel_kind k) {
+  return k >= FG_KERNEL_SCATTER_COUNT && k <= FG_KERNEL_SCATTER_SUM;
+}
 
 typedef struct fg_kernel {
   int id;
@@ -132,6 +149,16 @@ typedef struct fg_kernel {
   bool attn_ldmatrix; /* K and V fragments by ldmatrix (.trans for V), not plain shared loads */
   int attn_stages;    /* 2: the next K, V tiles load (cp.async in the aligned variant) while
                        * this block computes; 1: load, then compute */
+  /* SCATTER kernels (issue 20): the index_add node; its destination
+   * slices (the operand's extent along dim) and sources (the index's
+   * length); temps (i32): counts [scat_pad] (zero between runs), offsets
+   * [scat_pad + 1], source positions by segment as filled and as ordered
+   * [sources]; the scan's elements a thread (a multiple of 4) and threads
+   * (scat_pad = their product) */
+  const fg_node *scat;
+  int64_t scat_bins, scat_sources, scat_pad;
+  int scat_cnt, scat_off, scat_fill, scat_order;
+  int scat_seg, scat_threads;
 } fg_kernel;
 
 typedef struct fg_temp {

@@ -40,10 +40,27 @@ static void dense_strides(FILE *f, const fg_plan *p, const fg_type *t, bool use_
 }
 
 static const char *kind_name(fg_kernel_kind k) {
-  return k == FG_KERNEL_POINTWISE ? "pointwise"
-         : k == FG_KERNEL_ROW     ? "row-reduction"
-         : k == FG_KERNEL_COLUMN  ? "column-reduction"
-                                  : "attention";
+  switch (k) {
+  case FG_KERNEL_POINTWISE:
+    return "pointwise";
+  case FG_KERNEL_ROW:
+    return "row-reduction";
+  case FG_KERNEL_COLUMN:
+    return "column-reduction";
+  case FG_KERNEL_ATTENTION:
+    return "attention";
+  case FG_KERNEL_SCATTER_COUNT:
+    return "scatter-count";
+  case FG_KERNEL_SCATTER_SCAN:
+    return "scatter-scan";
+  case FG_KERNEL_SCATTER_FILL:
+    return "scatter-fill";
+  case FG_KERNEL_SCATTER_ORDER:
+    return "scatter-order";
+  case FG_KERNEL_SCATTER_SUM:
+    return "scatter-sum";
+  }
+  return "?";
 }
 
 static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
@@ -194,6 +211,9 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     if (k->combine_loads)
       fprintf(f, " combiner-loads %d", k->combine_loads);
   }
+  if (fg_kernel_is_scatter(k->kind))
+    fprintf(f, " slices %" PRId64 " sources %" PRId64 " scan %d x %d", k->scat_bins,
+            k->scat_sources, k->scat_threads, k->scat_seg);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);
@@ -230,7 +250,7 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   char b1[64], b2[64];
   fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
   extents(f, p, k->dims, k->rank);
-  if (k->kind != FG_KERNEL_POINTWISE && k->kind != FG_KERNEL_ATTENTION) {
+  if (k->kind == FG_KERNEL_ROW || k->kind == FG_KERNEL_COLUMN) {
     fputs(" reduce", f);
     int64_t md[FG_MAX_RANK];
     int nm = 0;
@@ -244,6 +264,12 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
             fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
+  if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {
+    static const char *const what[] = {"counts", "offsets", "filled", "ordered"};
+    int i = k->kind - FG_KERNEL_SCATTER_COUNT;
+    int t[] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
+    fprintf(f, " %s->t%d", what[i], t[i]);
+  }
   print_reductions(f, "reductions", k->reds, k->nreds);
   print_reductions(f, "column reductions", k->cols, k->ncols);
   print_reductions(f, "reductions over all rows", k->tails, k->ntails);

@@ -872,6 +872,55 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
 
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
+/* issue 20: the index_add kernels (plan.h). COUNT, FILL and ORDER take a
+ * thread a source; SCAN is one CTA, scat_seg bins a thread; SUM is the
+ * pointwise form over the result, a thread a vector of adjacent elements
+ * along the last dim (lanes share their destination slice unless dim is
+ * the last), each looping over its slice's sources. */
+enum { SCATTER_THREADS = 256 };
+
+static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t n = 1;
+  for (int i = 0; i < k->rank; i++)
+    n *= k->dims[i];
+  k->outer = n;
+  k->red = k->inner = 1;
+  k->vec = 1;
+  k->chunks = 1;
+  k->split = 1;
+  k->block = SCATTER_THREADS;
+  k->grid[1] = k->grid[2] = 1;
+  switch (k->kind) {
+  case FG_KERNEL_SCATTER_SCAN:
+    k->block = k->scat_threads;
+    k->grid[0] = 1;
+    k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
+    return;
+  case FG_KERNEL_SCATTER_COUNT:
+    k->why = "scatter: sources of each destination slice counted (integer atomics)";
+    break;
+  case FG_KERNEL_SCATTER_FILL:
+    k->why = "scatter: source positions placed in their slice's segment (any order)";
+    break;
+  case FG_KERNEL_SCATTER_ORDER:
+    k->why = "scatter: each segment ordered ascending (a source's rank among its segment)";
+    break;
+  default: {
+    int dim = (int)fg_attr_int(k->scat, "dim");
+    if (dim < 0)
+      dim += k->rank;
+    k->inner = k->dims[k->rank - 1];
+    k->vec = pick_vec(p, k, dim == k->rank - 1 ? 1 : k->inner, o);
+    k->why = "scatter: each element its operand's plus its sources in ascending order";
+    break;
+  }
+  }
+  int64_t groups = ceil_div(n, k->vec);
+  if (groups < k->block)
+    k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
+  k->grid[0] = ceil_div(groups, k->block);
+}
+
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
   if (k->kind == FG_KERNEL_ROW && k->nreds > 64) {
     fg_error(
@@ -1083,6 +1132,9 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     case FG_KERNEL_ATTENTION:
       if (!schedule_attention(p, k, o, d))
         return false;
+      break;
+    default:
+      schedule_scatter(p, k, o);
       break;
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))

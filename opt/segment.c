@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "infer.h"
 #include "inplace.h"
 #include "passes.h"
@@ -506,8 +507,8 @@ static void explain_fallbacks(fg_plan *p) {
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
-  if (k->kind == FG_KERNEL_ATTENTION)
-    return false; /* its own sdpa's results only (group_into_kernels) */
+  if (k->kind == FG_KERNEL_ATTENTION || fg_kernel_is_scatter(k->kind))
+    return false; /* its own sdpa's or index_add's results only (group_into_kernels) */
   walk_flags f = walk_value(p, k->id, v);
   if (f.crosses_segment)
     return false;
@@ -701,6 +702,72 @@ static void start_attention_kernel(fg_plan *p, fg_node *n) {
   add_to_kernel(p, k, n->out[0]);
 }
 
+/* issue 20: an index_add node as its five kernels (plan.h), sharing its
+ * four i32 temps. Each destination slice is a bin; the scan's CTA takes
+ * scat_seg consecutive bins a thread (16-byte loads), so the counts and
+ * offsets are padded to scat_threads x scat_seg bins (zero counts). */
+static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
+  fg_temp t = {4 * (elems > 0 ? elems : 1), zero, NULL};
+  p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
+  return p->ntemps - 1;
+}
+
+enum { SCAN_MAX_THREADS = 1024 };
+
+static void start_scatter_kernels(fg_plan *p, fg_node *n) {
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  int64_t bins = m.size, sources = n->in[1]->type.dims[0].size;
+  int64_t threads = (bins + 3) / 4;
+  threads = threads < 32                 ? 32
+            : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
+                                         : (threads + 31) / 32 * 32;
+  int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
+  int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
+  int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
+  fg_type one = {.dtype = FG_I32, .rank = 1};
+  for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
+    fg_kernel *k = new_kernel(p);
+    k->kind = kind;
+    k->scat = n;
+    k->scat_bins = bins;
+    k->scat_sources = sources;
+    k->scat_pad = threads * seg;
+    k->scat_cnt = cnt;
+    k->scat_off = off;
+    k->scat_fill = fill;
+    k->scat_order = order;
+    k->scat_seg = (int)seg;
+    k->scat_threads = (int)threads;
+    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
+    set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
+    if (kind == FG_KERNEL_SCATTER_SUM)
+      add_to_kernel(p, k, n->out[0]);
+  }
+}
+
+/* The values a kernel computes from: its outputs (a reduction's input),
+ * or for the scatter kernels the operands each reads (the index; the
+ * operand and the source). */
+static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
+  if (fg_kernel_is_scatter(k->kind)) {
+    if (k->kind == FG_KERNEL_SCATTER_SCAN)
+      return 0;
+    if (k->kind != FG_KERNEL_SCATTER_SUM) {
+      roots[0] = k->scat->in[1];
+      return 1;
+    }
+    roots[0] = k->scat->in[0];
+    roots[1] = k->scat->in[2];
+    return 2;
+  }
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_node *n = k->outs[i]->def;
+    roots[i] = n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i];
+  }
+  return k->nouts;
+}
+
 static bool is_base(const fg_value *v, const void *ctx) { return ((const bool *)ctx)[v->id]; }
 
 /* The highest ancestor c of v through view ops whose dense storage holds
@@ -859,6 +926,13 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
   k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &b, sizeof b);
 }
 
+/* The scatter kernels' temps, after the buffers they read and write. */
+static void add_scatter_args(fg_plan *p, fg_kernel *k) {
+  int t[4] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
+  for (int i = 0; i < 4; i++)
+    add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
+}
+
 /* Collects the buffers a kernel reads, and marks reductions of other kernels
  * it needs as stored. */
 static void collect(argset *a, const fg_value *v) {
@@ -958,6 +1032,35 @@ static bool attention_supported(const fg_node *n, fg_diag *d) {
 
 /* What the code generator cannot take: symbolic shapes, mean/var, dropout
  * and the other composites left for a disabled decompose, the attention backward, the scatters. */
+/* issue 20: index_add's kernels keep destination slices and source
+ * positions in i32 temps. */
+static bool index_add_supported(const fg_node *n, fg_diag *d) {
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  int64_t sources = n->in[1]->type.dims[0].size;
+  if (m.size >= ((int64_t)1 << 30) || sources >= ((int64_t)1 << 30)) {
+    fg_error(d, n->loc,
+             "'index_add' with %lld sources into %lld slices: the code generator supports fewer "
+             "than 2^30 of each",
+             (long long)sources, (long long)m.size);
+    return false;
+  }
+  return true;
+}
+
+/* ... and static sizes: its temps and the scan's CTA are sized by them. */
+static bool index_add_static(const fg_plan *p, fg_diag *d) {
+  for (const fg_node *n = p->g->first; p->sym.n && n; n = n->next)
+    if (n->op->code == FG_OP_INDEX_ADD) {
+      fg_error(d, n->loc,
+               "'index_add' in a graph with the symbolic size '%s' is not supported by the code "
+               "generator yet",
+               p->sym.name);
+      return false;
+    }
+  return true;
+}
+
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -978,13 +1081,15 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
     }
     if (n->op->code == FG_OP_SDPA && !attention_supported(n, d))
       return false;
-    if (c == FG_OP_SCATTER_ADD || c == FG_OP_INDEX_ADD) {
+    if (c == FG_OP_SCATTER_ADD) {
       fg_error(d, n->loc,
-               "'%s' is not supported by the code generator yet (the reference interpreter "
-               "runs it; a deterministic GPU form is to come)",
-               n->op->name);
+               "'scatter_add' is not supported by the code generator yet (the reference "
+               "interpreter runs it; index_add is: an embedding backward is "
+               "index_add(zeros, ids, dy, dim=0))");
       return false;
     }
+    if (c == FG_OP_INDEX_ADD && !index_add_supported(n, d))
+      return false;
   }
   return true;
 }
@@ -1062,7 +1167,7 @@ static void mark_stored(fg_plan *p) {
       for (int i = 0; i < n->nin; i++)
         store_attn_operand(p, n->in[i]);
     }
-    if (n->op->kind == FG_KIND_REDUCTION)
+    if (n->op->kind == FG_KIND_REDUCTION || n->op->code == FG_OP_INDEX_ADD)
       for (int i = 0; i < n->nout; i++)
         p->store[n->out[i]->id].stored = true;
     if (n->op->code == FG_OP_SEGMENT_SET && n->in[0]->param_index < 0 && n->in[0]->def &&
@@ -1085,6 +1190,10 @@ static void group_into_kernels(fg_plan *p) {
           add_to_kernel(p, &p->kernels[p->store[n->out[0]->id].kernel], v);
         continue;
       }
+      if (n->op->code == FG_OP_INDEX_ADD) {
+        start_scatter_kernels(p, n);
+        continue;
+      }
       fg_kernel *k = pick_kernel(p, v);
       if (k)
         add_to_kernel(p, k, v);
@@ -1105,12 +1214,16 @@ static bool mark_read_reductions(fg_plan *p) {
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    if (!a.seen)
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    if (!a.seen || !roots) {
+      free(a.seen);
+      free(roots);
       return false;
-    for (int i = 0; i < k->nouts; i++) {
-      const fg_node *n = k->outs[i]->def;
-      collect(&a, n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i]);
     }
+    int nr = kernel_roots(k, roots);
+    for (int i = 0; i < nr; i++)
+      collect(&a, roots[i]);
+    free(roots);
     free(a.seen);
   }
   return true;
@@ -1156,12 +1269,16 @@ static bool order_arguments(fg_plan *p) {
       free(a.seen);
       return false;
     }
-    int nl = 0;
-    for (int i = 0; i < k->nouts; i++) {
-      const fg_node *n = k->outs[i]->def;
-      collect_loads(&a, n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i], loads, &nl,
-                    g->next_value_id);
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    if (!roots) {
+      free(loads);
+      free(a.seen);
+      return false;
     }
+    int nl = 0, nr = kernel_roots(k, roots);
+    for (int i = 0; i < nr; i++)
+      collect_loads(&a, roots[i], loads, &nl, g->next_value_id);
+    free(roots);
     for (int i = 0; i < k->nreds; i++)
       collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
     for (int i = 0; i < k->ncols; i++)
@@ -1181,6 +1298,8 @@ static bool order_arguments(fg_plan *p) {
       add_arg(p, k, loads[i]);
     for (int i = 0; i < k->nouts; i++)
       add_arg(p, k, p->store[k->outs[i]->id].buf);
+    if (fg_kernel_is_scatter(k->kind))
+      add_scatter_args(p, k);
     free(loads);
   }
   return true;
@@ -1218,7 +1337,7 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!check_supported(g, d))
     return NULL;
   fg_plan *p = new_plan(g, o);
-  if (!plan_results(p, d))
+  if (!index_add_static(p, d) || !plan_results(p, d))
     return NULL;
   mark_stored(p);
   if (!store_deep_values(p))

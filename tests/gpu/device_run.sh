@@ -178,7 +178,8 @@ symsuite() {
 }
 
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
-# with a grid reduction of the row + column form.
+# with a grid reduction of the row + column form, and of index_add's
+# kernels (issue 20: the counts left zero for the next run).
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
@@ -186,7 +187,8 @@ repeat() {
   for spec in examples__rmsnorm_bwd:rmsnorm_bwd examples__rmsnorm_bwd:layernorm_bwd examples__fp8_amax:amax_rowcol \
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
       bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k \
-      tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise; do
+      tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise \
+      tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # row + column kernels over T, whose grid follows T: the size changes every run

@@ -1,0 +1,309 @@
+/* issue 20: the five kernels of an index_add (opt/plan.h), deterministic
+ * with no float atomics. Each destination slice of the operand along dim
+ * is a bin; the sources are the index's positions k.
+ *
+ *   COUNT  a thread a source: cnt[bin(k)] += 1 (integer atomics: the
+ *          counts do not depend on their order)
+ *   SCAN   one CTA: off[b] = cnt[0] + ... + cnt[b-1], off[pad] the total
+ *   FILL   a thread a source: fill[off[b] + (cnt[b] -= 1)] = k, so each
+ *          bin's segment holds its sources in some order; every count is
+ *          back to zero for the next run (the temp is zeroed once)
+ *   ORDER  a thread a source: its rank r among its segment's sources;
+ *          order[off[b] + r] = k, the segment ascending
+ *   SUM    the pointwise form over the result: each element is the
+ *          operand's element plus the source's elements of its slice's
+ *          segment, added in ascending k in the reduction's accumulator
+ *          and rounded once: the interpreter's order and rounding
+ *          (ir/interp_index.c), so the bits are the interpreter's and the
+ *          same on every run.
+ *
+ * bin(k) is the index at k clamped into [0, slices) (docs/format.md
+ * 5.11). The temps are i32 (segment.c refuses 2^30 slices or sources). */
+#include <stdio.h>
+#include <string.h>
+
+#include "emit.h"
+#include "emit_skel.h"
+#include "index.h"
+#include "infer.h"
+
+static LLVMTypeRef i32t(fgb_emitter *e) { return LLVMInt32TypeInContext(e->ctx); }
+
+static LLVMValueRef temp(fgb_emitter *e, int t) {
+  return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, t});
+}
+
+static LLVMValueRef at(fgb_emitter *e, int t, LLVMValueRef i) {
+  return fgb_gep_global(e->m, temp(e, t), i32t(e), i);
+}
+
+/* temp t's i32 at i, in the index type */
+static LLVMValueRef load_at(fgb_emitter *e, int t, LLVMValueRef i) {
+  LLVMValueRef v = LLVMBuildLoad2(e->b, i32t(e), at(e, t, i), "");
+  return e->ity == i32t(e) ? v : LLVMBuildSExt(e->b, v, e->ity, "");
+}
+
+static void store_at(fgb_emitter *e, int t, LLVMValueRef i, LLVMValueRef v) {
+  if (e->ity != i32t(e))
+    v = LLVMBuildTrunc(e->b, v, i32t(e), "");
+  LLVMBuildStore(e->b, v, at(e, t, i));
+}
+
+/* The thread's source position, and the guard k < sources. */
+static LLVMValueRef source_of(fgb_emitter *e, LLVMBasicBlockRef *merge) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
+  *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, fgb_const(e, k->scat_sources), ""));
+  return gid;
+}
+
+/* The bin of source s: the index there, clamped into [0, slices). */
+static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
+  const fg_value *iv = e->k->scat->in[1];
+  e->lanes[0] = s;
+  e->nuniform = 0;
+  LLVMValueRef v = fgb_emit_value(e, iv, &s);
+  if (!v)
+    return NULL;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
+  v = fgb_convert(e->m, v, iv->type.dtype, FG_I64);
+  LLVMValueRef lo = LLVMConstInt(i64, 0, 0),
+               hi = LLVMConstInt(i64, (unsigned long long)(e->k->scat_bins - 1), 0);
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, lo, ""), lo, v, "");
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, hi, ""), hi, v, "");
+  return e->ity == i64 ? v : LLVMBuildTrunc(e->b, v, e->ity, "");
+}
+
+static bool emit_count(fgb_emitter *e, bool fill) {
+  const fg_kernel *k = e->k;
+  LLVMBasicBlockRef merge;
+  LLVMValueRef s = source_of(e, &merge);
+  LLVMValueRef b = bin_of(e, s);
+  if (!b)
+    return false;
+  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b),
+                                               LLVMConstInt(i32t(e), fill ? -1ull : 1, 1));
+  if (fill) {
+    if (e->ity != i32t(e))
+      old = LLVMBuildSExt(e->b, old, e->ity, "");
+    LLVMValueRef slot = LLVMBuildAdd(e->b, load_at(e, k->scat_off, b),
+                                     LLVMBuildSub(e->b, old, fgb_const(e, 1), ""), "");
+    store_at(e, k->scat_fill, slot, s);
+  }
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+static bool emit_order(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  LLVMBasicBlockRef merge;
+  LLVMValueRef s = source_of(e, &merge);
+  LLVMValueRef b = bin_of(e, s);
+  if (!b)
+    return false;
+  LLVMValueRef lo = load_at(e, k->scat_off, b),
+               hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, b, fgb_const(e, 1), ""));
+  LLVMValueRef rank = fgk_local_var(e, e->ity, fgb_const(e, 0));
+  fgk_loop l;
+  LLVMValueRef j = fgk_loop_begin(e, &l, lo, hi, fgb_const(e, 1));
+  LLVMValueRef before = LLVMBuildICmp(e->b, LLVMIntSLT, load_at(e, k->scat_fill, j), s, "");
+  LLVMValueRef r = LLVMBuildLoad2(e->b, e->ity, rank, "");
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, r, LLVMBuildZExt(e->b, before, e->ity, ""), ""), rank);
+  fgk_loop_end(e, &l, j);
+  store_at(e, k->scat_order, LLVMBuildAdd(e->b, lo, LLVMBuildLoad2(e->b, e->ity, rank, ""), ""), s);
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+/* Up to this many bins a thread, the scan's loads are straight-line code,
+ * all in flight at once and kept in registers for the second pass. */
+enum { SCAN_UNROLL = 64 };
+
+/* Thread t's 4 counts at bin i (16 bytes: the temps are 256-aligned and i
+ * a multiple of 4). */
+static LLVMValueRef load4(fgb_emitter *e, LLVMValueRef i) {
+  LLVMTypeRef v4 = LLVMVectorType(i32t(e), 4);
+  LLVMValueRef ld = LLVMBuildLoad2(e->b, v4, at(e, e->k->scat_cnt, i), "");
+  LLVMSetAlignment(ld, 16);
+  return ld;
+}
+
+static LLVMValueRef lane(fgb_emitter *e, LLVMValueRef v4, int j) {
+  return LLVMBuildExtractElement(e->b, v4, LLVMConstInt(i32t(e), (unsigned)j, 0), "");
+}
+
+/* Stores the running offsets of 4 bins from *run (i32) on. */
+static void store4(fgb_emitter *e, LLVMValueRef i, LLVMValueRef v4, LLVMValueRef *run) {
+  LLVMTypeRef v4t = LLVMVectorType(i32t(e), 4);
+  LLVMValueRef out = LLVMGetUndef(v4t);
+  for (int j = 0; j < 4; j++) {
+    out = LLVMBuildInsertElement(e->b, out, *run, LLVMConstInt(i32t(e), (unsigned)j, 0), "");
+    *run = LLVMBuildAdd(e->b, *run, lane(e, v4, j), "");
+  }
+  LLVMValueRef st = LLVMBuildStore(e->b, out, at(e, e->k->scat_off, i));
+  LLVMSetAlignment(st, 16);
+}
+
+static LLVMValueRef sum4(fgb_emitter *e, LLVMValueRef v4) {
+  LLVMValueRef s = lane(e, v4, 0);
+  for (int j = 1; j < 4; j++)
+    s = LLVMBuildAdd(e->b, s, lane(e, v4, j), "");
+  return s;
+}
+
+/* The exclusive prefix of each thread's total over the CTA (Hillis-Steele
+ * in shared memory; integers, so any order gives the same sums). */
+static LLVMValueRef block_exclusive_scan(fgb_emitter *e, LLVMValueRef total) {
+  int T = e->k->block;
+  char name[256];
+  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)T);
+  LLVMValueRef tid = fgb_tid(e->m, 0);
+  LLVMValueRef mine = fgb_gep(e->m, sh, i32t(e), tid);
+  LLVMBuildStore(e->b, total, mine);
+  fgb_barrier(e->m);
+  for (int d = 1; d < T; d *= 2) {
+    LLVMValueRef dv = LLVMConstInt(i32t(e), (unsigned)d, 0);
+    LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntUGE, tid, dv, "");
+    LLVMValueRef from = LLVMBuildSelect(e->b, has, LLVMBuildSub(e->b, tid, dv, ""), tid, "");
+    LLVMValueRef x = LLVMBuildLoad2(e->b, i32t(e), fgb_gep(e->m, sh, i32t(e), from), "");
+    x = LLVMBuildSelect(e->b, has, x, LLVMConstInt(i32t(e), 0, 0), "");
+    fgb_barrier(e->m);
+    LLVMValueRef cur = LLVMBuildLoad2(e->b, i32t(e), mine, "");
+    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, cur, x, ""), mine);
+    fgb_barrier(e->m);
+  }
+  LLVMValueRef incl = LLVMBuildLoad2(e->b, i32t(e), mine, "");
+  return LLVMBuildSub(e->b, incl, total, "");
+}
+
+static bool emit_scan(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int S = k->scat_seg;
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, S), "");
+  LLVMValueRef zero = LLVMConstInt(i32t(e), 0, 0);
+  if (S <= SCAN_UNROLL) {
+    LLVMValueRef v[SCAN_UNROLL / 4], total = zero;
+    for (int q = 0; q < S / 4; q++)
+      v[q] = load4(e, LLVMBuildAdd(e->b, first, fgb_const(e, 4 * q), ""));
+    for (int q = 0; q < S / 4; q++)
+      total = LLVMBuildAdd(e->b, total, sum4(e, v[q]), "");
+    LLVMValueRef run = block_exclusive_scan(e, total);
+    for (int q = 0; q < S / 4; q++)
+      store4(e, LLVMBuildAdd(e->b, first, fgb_const(e, 4 * q), ""), v[q], &run);
+  } else {
+    LLVMValueRef acc = fgk_local_var(e, i32t(e), zero);
+    LLVMValueRef end = LLVMBuildAdd(e->b, first, fgb_const(e, S), "");
+    fgk_loop l;
+    LLVMValueRef i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
+    LLVMValueRef a = LLVMBuildLoad2(e->b, i32t(e), acc, "");
+    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, a, sum4(e, load4(e, i)), ""), acc);
+    fgk_loop_end(e, &l, i);
+    LLVMValueRef total = LLVMBuildLoad2(e->b, i32t(e), acc, "");
+    LLVMBuildStore(e->b, block_exclusive_scan(e, total), acc);
+    i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
+    LLVMValueRef run = LLVMBuildLoad2(e->b, i32t(e), acc, "");
+    store4(e, i, load4(e, i), &run);
+    LLVMBuildStore(e->b, run, acc);
+    fgk_loop_end(e, &l, i);
+  }
+  /* off[pad]: the total, after the last thread's bins */
+  LLVMBasicBlockRef merge = fgb_begin_if(
+      e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, k->block - 1), ""));
+  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), fgb_const(e, k->scat_sources));
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+/* The accumulator's add: f32 / f64 for floats, i64 (wrapping) for the
+ * integers and bool (the interpreter's). */
+static LLVMValueRef acc_add(fgb_emitter *e, fg_dtype acc, LLVMValueRef a, LLVMValueRef b) {
+  return fg_dtype_is_float(acc) ? LLVMBuildFAdd(e->b, a, b, "") : LLVMBuildAdd(e->b, a, b, "");
+}
+
+static bool emit_sum(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  const fg_node *n = k->scat;
+  const fg_value *x = n->in[0], *src = n->in[2], *out = n->out[0];
+  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  int rank = k->rank, last = rank - 1, V = e->vec;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  int64_t total = 1;
+  for (int d = 0; d < rank; d++)
+    total *= k->dims[d];
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
+  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), ""));
+  LLVMValueRef c[FG_MAX_RANK], idx[FG_MAX_RANK];
+  fgb_delinearize(e, base, k->dims, rank, c);
+  for (int j = 0; j < V; j++)
+    e->lanes[j] = j == 0 ? c[last] : LLVMBuildAdd(e->b, c[last], fgb_const(e, j), "");
+  e->nuniform = 0;
+  for (int d = 0; d < last; d++)
+    e->uniform[e->nuniform++] = c[d];
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  LLVMValueRef accs[16];
+  memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
+  for (int j = 0; j < V; j++) {
+    idx[last] = e->lanes[j];
+    LLVMValueRef v = fgb_emit_value(e, x, idx);
+    if (!v)
+      return false;
+    accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
+  }
+  LLVMValueRef slice = c[m.dim];
+  LLVMValueRef lo = load_at(e, k->scat_off, slice),
+               hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
+  fgk_loop l;
+  LLVMValueRef jj = fgk_loop_begin(e, &l, lo, hi, fgb_const(e, 1));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef s = load_at(e, k->scat_order, jj);
+  int nuni = e->nuniform;
+  if (m.dim != last)
+    e->uniform[e->nuniform++] = s;
+  memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
+  idx[m.dim] = s;
+  for (int j = 0; j < V; j++) {
+    if (m.dim != last)
+      idx[last] = e->lanes[j];
+    LLVMValueRef v = fgb_emit_value(e, src, idx);
+    if (!v)
+      return false;
+    LLVMValueRef a = LLVMBuildLoad2(e->b, at_ty, accs[j], "");
+    LLVMBuildStore(e->b, acc_add(e, acc, a, fgb_convert(e->m, v, src->type.dtype, acc)), accs[j]);
+  }
+  e->nuniform = nuni;
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, jj);
+  LLVMValueRef vals[16];
+  for (int j = 0; j < V; j++)
+    vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, accs[j], ""), acc, dt);
+  memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
+  fgb_emit_store_lanes(e, out, idx, vals);
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+bool fgb_emit_scatter_kernel(fgb_emitter *e) {
+  switch (e->k->kind) {
+  case FG_KERNEL_SCATTER_COUNT:
+    return emit_count(e, false);
+  case FG_KERNEL_SCATTER_SCAN:
+    return emit_scan(e);
+  case FG_KERNEL_SCATTER_FILL:
+    return emit_count(e, true);
+  case FG_KERNEL_SCATTER_ORDER:
+    return emit_order(e);
+  case FG_KERNEL_SCATTER_SUM:
+    return emit_sum(e);
+  default:
+    fgb_fail(e, "kernel %d is not a scatter kernel", e->k->id);
+    return false;
+  }
+}
