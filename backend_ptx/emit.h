@@ -154,5 +154,7 @@ bool fgb_emit_row_kernel(fgb_emitter *e);
 bool fgb_emit_column_kernel(fgb_emitter *e);
 /* issue 19: the sdpa forward (emit_attention.c) */
 bool fgb_emit_attention_kernel(fgb_emitter *e);
+/* issue 19: the sdpa_bwd kernels, dq (with delta) or dk, dv (emit_attention_bwd.c) */
+bool fgb_emit_attention_bwd_kernel(fgb_emitter *e);
 
 #endif

@@ -45,7 +45,16 @@ typedef enum fg_kernel_kind {
    * CTA owns attn_br query rows of one (batch, head) and loops over key
    * blocks of attn_bc (emit_attention.c) */
   FG_KERNEL_ATTENTION,
+  /* issue 19: one part of an `sdpa_bwd` node (emit_attention_bwd.c):
+   * attn_part FG_ATTN_DQ, a CTA owns attn_br query rows of one (batch,
+   * head), computes their delta = rowsum(dO o O) into a workspace and loops
+   * over key blocks of attn_bc for dq; FG_ATTN_DKDV, a CTA owns attn_br keys
+   * of one (batch, key head) and loops over the query heads of its group
+   * and their query blocks of attn_bc for dk and dv */
+  FG_KERNEL_ATTENTION_BWD,
 } fg_kernel_kind;
+
+enum { FG_ATTN_DQ, FG_ATTN_DKDV };
 
 typedef struct fg_kernel {
   int id;
@@ -129,6 +138,11 @@ typedef struct fg_kernel {
   bool attn_ldmatrix; /* K and V fragments by ldmatrix (.trans for V), not plain shared loads */
   int attn_stages;    /* 2: the next K, V tiles load (cp.async in the aligned variant) while
                        * this block computes; 1: load, then compute */
+  /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
+   * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
+   * dv kernel (after it) reads */
+  int attn_part;
+  int attn_delta_temp;
 } fg_kernel;
 
 typedef struct fg_temp {

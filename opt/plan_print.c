@@ -39,10 +39,11 @@ static void dense_strides(FILE *f, const fg_plan *p, const fg_type *t, bool use_
 }
 
 static const char *kind_name(fg_kernel_kind k) {
-  return k == FG_KERNEL_POINTWISE ? "pointwise"
-         : k == FG_KERNEL_ROW     ? "row-reduction"
-         : k == FG_KERNEL_COLUMN  ? "column-reduction"
-                                  : "attention";
+  return k == FG_KERNEL_POINTWISE   ? "pointwise"
+         : k == FG_KERNEL_ROW       ? "row-reduction"
+         : k == FG_KERNEL_COLUMN    ? "column-reduction"
+         : k == FG_KERNEL_ATTENTION ? "attention"
+                                    : "attention-bwd";
 }
 
 static void arg_str(const fg_plan *p, fg_buf_ref b, char *buf, int cap) {
@@ -158,6 +159,11 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " br %d bc %d warps %d pitch %d stages %d%s%s smem %d", k->attn_br, k->attn_bc,
             k->attn_warps, k->attn_pitch, k->attn_stages, k->attn_ldmatrix ? " ldmatrix" : "",
             fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem);
+  if (k->kind == FG_KERNEL_ATTENTION_BWD)
+    fprintf(f, " part %s br %d bc %d warps %d pitch %d%s%s smem %d delta t%d",
+            k->attn_part == FG_ATTN_DQ ? "dq" : "dkdv", k->attn_br, k->attn_bc, k->attn_warps,
+            k->attn_pitch, k->attn_ldmatrix ? " ldmatrix" : "",
+            fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem, k->attn_delta_temp);
   if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
     fprintf(f, " rows %d", k->rows_per_iter);
   if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
@@ -212,7 +218,8 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   char b1[64], b2[64];
   fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
   extents(f, p, k->dims, k->rank);
-  if (k->kind != FG_KERNEL_POINTWISE && k->kind != FG_KERNEL_ATTENTION) {
+  if (k->kind != FG_KERNEL_POINTWISE && k->kind != FG_KERNEL_ATTENTION &&
+      k->kind != FG_KERNEL_ATTENTION_BWD) {
     fputs(" reduce", f);
     int64_t md[FG_MAX_RANK];
     int nm = 0;
