@@ -924,6 +924,10 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   k->outer = B * Hq * Sq;
   k->red = Sk;
   k->inner = D;
+  /* .minnctapersm 2 (no register cap at 128 threads): without a
+   * directive ptxas held some variants to 168 registers and spilled 12
+   * bytes; with it, 128-250 registers and no spills (docs/attention.md) */
+  k->min_ctas_per_sm = 2;
   k->chunks = 1;
   k->split = 1;
   k->persistent = true;
