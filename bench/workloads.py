@@ -405,6 +405,14 @@ s("attn_fwd_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [4,32,40
 s("attn_fwd_d64", "attention.fg", "attention fwd (SDPA), bf16 [8,16,2048,64]", "attention fwd, bf16 [1,8,512,64]")
 s("attn_fwd_long_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [1,32,16384,128]",
   "attention fwd causal, bf16 [1,4,512,128]")
+s("attn_bwd", "attention.fg", "attention bwd (SDPA's backward), bf16 [4,32,4096,128]",
+  "attention bwd, bf16 [1,8,512,128]")
+s("attn_bwd_causal", "attention.fg", "attention bwd causal (SDPA's backward), bf16 [4,32,4096,128]",
+  "attention bwd causal, bf16 [1,8,512,128]")
+s("attn_bwd_d64", "attention.fg", "attention bwd (SDPA's backward), bf16 [8,16,2048,64]",
+  "attention bwd, bf16 [1,8,512,64]")
+s("attn_bwd_long_causal", "attention.fg", "attention bwd causal (SDPA's backward), bf16 [1,32,16384,128]",
+  "attention bwd causal, bf16 [1,4,512,128]")
 
 BY_NAME = {x["name"]: x for x in W}
 
