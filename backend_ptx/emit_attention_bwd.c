@@ -108,10 +108,12 @@ static void source_at(bwd *w, int op, LLVMValueRef bi, LLVMValueRef hi) {
 }
 
 /* Copies rows [r0, r0 + rows) of operand op's current (batch, head) into
- * the shared tile at byte `at`, rows at or past `limit` as zeros. A thread
- * copies pieces tid, tid + block, ... of 8 elements: one 16-byte load in
- * the aligned variant, else 8 loads through the strides. */
-static void load_tile(bwd *w, int op, LLVMValueRef r0, int64_t limit, int rows, int64_t at) {
+ * the shared tile at byte `at` (i32), rows at or past `limit` as zeros. A
+ * thread copies pieces tid, tid + block, ... of 8 elements: one 16-byte
+ * copy in the aligned variant (async: cp.async, zero fill past the end),
+ * else 8 loads through the strides. */
+static void load_tile(bwd *w, int op, LLVMValueRef r0, int64_t limit, int rows, LLVMValueRef at,
+                      bool async) {
   fgb_emitter *e = w->e;
   LLVMBuilderRef b = w->b;
   fgb_module *m = w->m;
@@ -131,8 +133,13 @@ static void load_tile(bwd *w, int op, LLVMValueRef r0, int64_t limit, int rows, 
                             add(w, mul(w, to_ity(w, safe), fgb_const(e, src->s.strides[2])),
                                 mul(w, to_ity(w, c), fgb_const(e, src->s.strides[3]))));
     LLVMValueRef soff = mul(w, add(w, mul(w, r, i32c(w, w->pitch)), c), i32c(w, 2));
-    LLVMValueRef sptr = fgb_tc_smem_at(m, w->smem, add(w, soff, i32c(w, at)));
+    LLVMValueRef sptr = fgb_tc_smem_at(m, w->smem, add(w, soff, at));
     LLVMValueRef vv;
+    if (vec && async) { /* 0 bytes read past the end: zeros */
+      LLVMValueRef gp = fgb_gep_global(m, src->ptr, m->i16, goff);
+      fgb_cp_async16_zfill(m, sptr, gp, LLVMBuildSelect(b, valid, i32c(w, 16), i32c(w, 0), ""));
+      continue;
+    }
     if (vec) {
       LLVMValueRef ld = LLVMBuildLoad2(b, v4, fgb_gep_global(m, src->ptr, m->i16, goff), "");
       LLVMSetAlignment(ld, 16);
@@ -408,9 +415,9 @@ static bool emit_dq(bwd *w) {
   row[0] = add(w, wrow0, w->g);
   row[1] = add(w, row[0], i32c(w, 8));
 
-  load_tile(w, OP_Q, q0, w->Sq, br, q_at);
-  load_tile(w, OP_DO, q0, w->Sq, br, do_at);
-  load_tile(w, OP_O, q0, w->Sq, br, o_at);
+  load_tile(w, OP_Q, q0, w->Sq, br, i32c(w, q_at), false);
+  load_tile(w, OP_DO, q0, w->Sq, br, i32c(w, do_at), false);
+  load_tile(w, OP_O, q0, w->Sq, br, i32c(w, o_at), false);
   fgb_barrier(m);
 
   /* delta of rows g, g + 8: this lane's columns 8 d + 2 t, +1, then the
@@ -456,13 +463,46 @@ static bool emit_dq(bwd *w) {
   if (w->causal)
     kend = fgk_imin(e, add(w, q0, i32c(w, br)), kend);
   LLVMValueRef nkb = LLVMBuildUDiv(b, add(w, kend, i32c(w, bc - 1)), i32c(w, bc), "");
+  int stages = k->attn_stages;
+  bool async = e->aligned && e->vec == 8 && stages == 2;
+  int64_t stage_bytes = 2 * bc * tile; /* K and V */
+  if (stages == 2) {                   /* the first block, once every warp is done with O */
+    fgb_barrier(m);
+    load_tile(w, OP_K, i32c(w, 0), w->Sk, bc, i32c(w, k_at), async);
+    load_tile(w, OP_V, i32c(w, 0), w->Sk, bc, i32c(w, v_at), async);
+    if (async)
+      fgb_cp_async_commit(m);
+  }
   fgk_loop loop;
   LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(w, 0), nkb, i32c(w, 1));
   LLVMValueRef k0 = mul(w, kb, i32c(w, bc));
-  fgb_barrier(m); /* every warp is done with the previous tiles (and O) */
-  load_tile(w, OP_K, k0, w->Sk, bc, k_at);
-  load_tile(w, OP_V, k0, w->Sk, bc, v_at);
-  fgb_barrier(m);
+  LLVMValueRef cur = i32c(w, 0); /* this block's stage offset */
+  if (stages == 1) {
+    fgb_barrier(m); /* every warp is done with the previous tiles (and O) */
+    load_tile(w, OP_K, k0, w->Sk, bc, i32c(w, k_at), false);
+    load_tile(w, OP_V, k0, w->Sk, bc, i32c(w, v_at), false);
+    fgb_barrier(m);
+  } else {
+    /* the next block into the other stage (freed by the barrier that ended
+     * the previous iteration), then wait for this one's */
+    LLVMValueRef par = LLVMBuildAnd(b, kb, i32c(w, 1), "");
+    cur = mul(w, par, i32c(w, stage_bytes));
+    LLVMValueRef nxt = mul(w, LLVMBuildXor(b, par, i32c(w, 1), ""), i32c(w, stage_bytes));
+    LLVMBasicBlockRef merge =
+        fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, add(w, kb, i32c(w, 1)), nkb, ""));
+    LLVMValueRef k1 = add(w, k0, i32c(w, bc));
+    load_tile(w, OP_K, k1, w->Sk, bc, add(w, nxt, i32c(w, k_at)), async);
+    load_tile(w, OP_V, k1, w->Sk, bc, add(w, nxt, i32c(w, v_at)), async);
+    fgb_end_if(e, merge);
+    if (async) {
+      fgb_cp_async_commit(m); /* empty after the last block: still one group */
+      fgb_cp_async_wait(m, 1);
+    }
+    fgb_barrier(m);
+  }
+  kbase_nk = fgb_gep(m, kbase_nk, m->i8, cur);
+  vbase_nk = fgb_gep(m, vbase_nk, m->i8, cur);
+  kbase_kn = fgb_gep(m, kbase_kn, m->i8, cur);
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
   gemm_abt(w, qbase, kbase_nk, nn, s);
   for (int j = 0; j < nn; j++)
@@ -485,11 +525,53 @@ static bool emit_dq(bwd *w) {
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
   gemm_acc(w, pa, nn, kbase_kn, acc);
+  if (stages == 2)
+    fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, kb);
   return store_rows(w, e->k->outs[0], slice, row, w->Sq, acc, f32c(w, (float)w->scale));
 }
 
 /* ---- dk and dv ---- */
+
+/* Shared memory of the dk, dv kernel: K, V [br], then per stage Q, dO
+ * [bc] and the block's lse (log2 units) and delta [bc] (f32). */
+static int64_t dkdv_q_at(const bwd *w) { return 2 * (int64_t)w->br * w->pitch * 2; }
+
+/* Loads pair `it` (query head hk group + it / nqe, query block qb0 + it %
+ * nqe) into the stage at byte offset `stage`: Q and dO tiles (async:
+ * cp.async, committed by the caller), and by threads 0..bc-1 the block's
+ * lse x log2 e and delta (0 past Sq) with plain loads and stores. */
+static void dkdv_issue(bwd *w, LLVMValueRef bi, LLVMValueRef hk, LLVMValueRef it, LLVMValueRef qb0,
+                       LLVMValueRef nqe, LLVMValueRef stage, bool async) {
+  fgb_emitter *e = w->e;
+  fgb_module *m = w->m;
+  LLVMBuilderRef b = w->b;
+  int bc = w->bc;
+  int64_t tile = (int64_t)w->pitch * 2, q_at = dkdv_q_at(w), do_at = q_at + bc * tile;
+  int64_t lse_at = do_at + bc * tile, delta_at = lse_at + bc * 4;
+  LLVMValueRef gi = LLVMBuildUDiv(b, it, nqe, "");
+  LLVMValueRef q0 = mul(w, add(w, qb0, LLVMBuildURem(b, it, nqe, "")), i32c(w, bc));
+  LLVMValueRef hq = add(w, mul(w, hk, fgb_const(e, w->group)), to_ity(w, gi));
+  source_at(w, OP_Q, bi, hq);
+  source_at(w, OP_DO, bi, hq);
+  source_at(w, OP_LSE, bi, hq);
+  load_tile(w, OP_Q, q0, w->Sq, bc, add(w, stage, i32c(w, q_at)), async);
+  load_tile(w, OP_DO, q0, w->Sq, bc, add(w, stage, i32c(w, do_at)), async);
+  LLVMValueRef slice = mul(w, add(w, mul(w, bi, fgb_const(e, w->Hq)), hq), fgb_const(e, w->Sq));
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntULT, w->tid, i32c(w, bc), ""));
+  LLVMValueRef q = add(w, q0, w->tid);
+  LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, q, i32c(w, w->Sq), "");
+  LLVMValueRef safe = LLVMBuildSelect(b, in, q, i32c(w, 0), "");
+  LLVMValueRef l = LLVMBuildFMul(b, load_lse(w, safe), f32c(w, 1.4426950408889634), "");
+  LLVMValueRef dl =
+      fgb_load(m, fgb_gep_global(m, w->delta, m->f32, add(w, slice, to_ity(w, safe))), FG_F32, 0);
+  LLVMValueRef sl = add(w, stage, mul(w, w->tid, i32c(w, 4)));
+  fgb_store(m, fgb_tc_smem_at(m, w->smem, add(w, i32c(w, lse_at), sl)), FG_F32,
+            LLVMBuildSelect(b, in, l, f32c(w, 0.0), ""));
+  fgb_store(m, fgb_tc_smem_at(m, w->smem, add(w, i32c(w, delta_at), sl)), FG_F32,
+            LLVMBuildSelect(b, in, dl, f32c(w, 0.0), ""));
+  fgb_end_if(e, merge);
+}
 
 static bool emit_dkdv(bwd *w) {
   fgb_emitter *e = w->e;
@@ -498,7 +580,7 @@ static bool emit_dkdv(bwd *w) {
   const fg_kernel *k = w->k;
   int br = w->br, bc = w->bc, nn = bc / 8;
   int64_t tile = (int64_t)w->pitch * 2;
-  int64_t k_at = 0, v_at = br * tile, q_at = 2 * br * tile, do_at = q_at + bc * tile;
+  int64_t k_at = 0, v_at = br * tile, q_at = dkdv_q_at(w), do_at = q_at + bc * tile;
   int64_t lse_at = do_at + bc * tile, delta_at = lse_at + bc * 4;
 
   LLVMValueRef k0 = mul(w, fgb_ctaid(m, 0), i32c(w, br));
@@ -512,8 +594,8 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef key[2];
   key[0] = add(w, wkey0, w->g);
   key[1] = add(w, key[0], i32c(w, 8));
-  load_tile(w, OP_K, k0, w->Sk, br, k_at);
-  load_tile(w, OP_V, k0, w->Sk, br, v_at);
+  load_tile(w, OP_K, k0, w->Sk, br, i32c(w, k_at), false);
+  load_tile(w, OP_V, k0, w->Sk, br, i32c(w, v_at), false);
 
   LLVMValueRef dk[MAX_D / 8][4], dv[MAX_D / 8][4];
   zero_locals(w, dk);
@@ -531,43 +613,56 @@ static bool emit_dkdv(bwd *w) {
       fgb_tc_smem_at(m, w->smem, add(w, i32c(w, delta_at), mul(w, w->two_t, i32c(w, 4))));
   LLVMTypeRef v2 = LLVMVectorType(m->f32, 2);
 
-  /* query blocks: under the causal mask from the one holding query k0 */
+  /* The (query head, query block) pairs, flattened: for each head of the
+   * group in order, the query blocks that see some key of the CTA (causal:
+   * from the one holding query k0); nqe of them a head, it = 0..group nqe. */
   int64_t nqb = (w->Sq + bc - 1) / bc;
   LLVMValueRef qb0 = w->causal ? LLVMBuildUDiv(b, k0, i32c(w, bc), "") : i32c(w, 0);
-  fgk_loop hloop;
-  LLVMValueRef gi = fgk_loop_begin(e, &hloop, i32c(w, 0), i32c(w, w->group), i32c(w, 1));
-  LLVMValueRef hq = add(w, mul(w, hk, fgb_const(e, w->group)), to_ity(w, gi));
-  source_at(w, OP_Q, bi, hq);
-  source_at(w, OP_DO, bi, hq);
-  source_at(w, OP_LSE, bi, hq);
-  LLVMValueRef slice = mul(w, add(w, mul(w, bi, fgb_const(e, w->Hq)), hq), fgb_const(e, w->Sq));
-  fgk_loop qloop;
-  LLVMValueRef qb = fgk_loop_begin(e, &qloop, qb0, i32c(w, nqb), i32c(w, 1));
-  LLVMValueRef q0 = mul(w, qb, i32c(w, bc));
-  fgb_barrier(m); /* every warp is done with the previous block's tiles */
-  load_tile(w, OP_Q, q0, w->Sq, bc, q_at);
-  load_tile(w, OP_DO, q0, w->Sq, bc, do_at);
-  {
-    /* threads 0..bc-1: the block's lse (log2 units) and delta, 0 past Sq */
-    LLVMBasicBlockRef merge =
-        fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntULT, w->tid, i32c(w, bc), ""));
-    LLVMValueRef q = add(w, q0, w->tid);
-    LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, q, i32c(w, w->Sq), "");
-    LLVMValueRef safe = LLVMBuildSelect(b, in, q, i32c(w, 0), "");
-    LLVMValueRef l = LLVMBuildFMul(b, load_lse(w, safe), f32c(w, 1.4426950408889634), "");
-    LLVMValueRef dl =
-        fgb_load(m, fgb_gep_global(m, w->delta, m->f32, add(w, slice, to_ity(w, safe))), FG_F32, 0);
-    LLVMValueRef sl = mul(w, w->tid, i32c(w, 4));
-    fgb_store(m, fgb_tc_smem_at(m, w->smem, add(w, i32c(w, lse_at), sl)), FG_F32,
-              LLVMBuildSelect(b, in, l, f32c(w, 0.0), ""));
-    fgb_store(m, fgb_tc_smem_at(m, w->smem, add(w, i32c(w, delta_at), sl)), FG_F32,
-              LLVMBuildSelect(b, in, dl, f32c(w, 0.0), ""));
+  LLVMValueRef nqe = LLVMBuildSub(b, i32c(w, nqb), qb0, "");
+  nqe = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, nqe, i32c(w, 0), ""), nqe, i32c(w, 0), "");
+  LLVMValueRef total = mul(w, nqe, i32c(w, w->group));
+  int stages = k->attn_stages;
+  bool async = e->aligned && e->vec == 8 && stages == 2;
+  int64_t stage_bytes = 2 * bc * tile + 8 * bc; /* Q, dO, lse, delta */
+  if (stages == 2) {                            /* the first pair */
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSGT, total, i32c(w, 0), ""));
+    dkdv_issue(w, bi, hk, i32c(w, 0), qb0, nqe, i32c(w, 0), async);
     fgb_end_if(e, merge);
+    if (async)
+      fgb_cp_async_commit(m);
   }
-  fgb_barrier(m);
+  fgk_loop loop;
+  LLVMValueRef it = fgk_loop_begin(e, &loop, i32c(w, 0), total, i32c(w, 1));
+  LLVMValueRef q0 = mul(w, add(w, qb0, LLVMBuildURem(b, it, nqe, "")), i32c(w, bc));
+  LLVMValueRef cur = i32c(w, 0); /* this pair's stage offset */
+  if (stages == 1) {
+    fgb_barrier(m); /* every warp is done with the previous block's tiles */
+    dkdv_issue(w, bi, hk, it, qb0, nqe, cur, false);
+    fgb_barrier(m);
+  } else {
+    /* the next pair into the other stage (freed by the barrier that ended
+     * the previous iteration), then wait for this one's */
+    LLVMValueRef par = LLVMBuildAnd(b, it, i32c(w, 1), "");
+    cur = mul(w, par, i32c(w, stage_bytes));
+    LLVMValueRef nxt = mul(w, LLVMBuildXor(b, par, i32c(w, 1), ""), i32c(w, stage_bytes));
+    LLVMValueRef it1 = add(w, it, i32c(w, 1));
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, it1, total, ""));
+    dkdv_issue(w, bi, hk, it1, qb0, nqe, nxt, async);
+    fgb_end_if(e, merge);
+    if (async) {
+      fgb_cp_async_commit(m); /* empty after the last pair: still one group */
+      fgb_cp_async_wait(m, 1);
+    }
+    fgb_barrier(m);
+  }
+  LLVMValueRef qb_nk = fgb_gep(m, qbase_nk, m->i8, cur), qb_kn = fgb_gep(m, qbase_kn, m->i8, cur);
+  LLVMValueRef dob_nk = fgb_gep(m, dobase_nk, m->i8, cur);
+  LLVMValueRef dob_kn = fgb_gep(m, dobase_kn, m->i8, cur);
+  LLVMValueRef lse_cur = fgb_gep(m, lse_lane, m->i8, cur);
+  LLVMValueRef delta_cur = fgb_gep(m, delta_lane, m->i8, cur);
   /* S^T = K Q^T, masked: queries past Sq; causal, key > query */
   LLVMValueRef s[MAX_BC / 8][4];
-  gemm_abt(w, kbase, qbase_nk, nn, s);
+  gemm_abt(w, kbase, qb_nk, nn, s);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], w->scale2, "");
@@ -578,10 +673,10 @@ static bool emit_dkdv(bwd *w) {
   mask_block(w, need, key, q0, nn, true, s);
   LLVMValueRef lse[MAX_BC / 8][2], dl[MAX_BC / 8][2];
   for (int j = 0; j < nn; j++) {
-    LLVMValueRef p = fgb_gep(m, lse_lane, m->i8, i32c(w, j * 8 * 4));
+    LLVMValueRef p = fgb_gep(m, lse_cur, m->i8, i32c(w, j * 8 * 4));
     LLVMValueRef x = LLVMBuildLoad2(b, v2, p, "");
     LLVMSetAlignment(x, 8);
-    LLVMValueRef pd = fgb_gep(m, delta_lane, m->i8, i32c(w, j * 8 * 4));
+    LLVMValueRef pd = fgb_gep(m, delta_cur, m->i8, i32c(w, j * 8 * 4));
     LLVMValueRef y = LLVMBuildLoad2(b, v2, pd, "");
     LLVMSetAlignment(y, 8);
     for (int c = 0; c < 2; c++) {
@@ -595,17 +690,18 @@ static bool emit_dkdv(bwd *w) {
       s[j][i] = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse[j][i & 1], ""));
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, dobase_kn, dv);
+  gemm_acc(w, pa, nn, dob_kn, dv);
   /* dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T Q */
   LLVMValueRef dp[MAX_BC / 8][4];
-  gemm_abt(w, vbase, dobase_nk, nn, dp);
+  gemm_abt(w, vbase, dob_nk, nn, dp);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], LLVMBuildFSub(b, dp[j][i], dl[j][i & 1], ""), "");
   pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, qbase_kn, dk);
-  fgk_loop_end(e, &qloop, qb);
-  fgk_loop_end(e, &hloop, gi);
+  gemm_acc(w, pa, nn, qb_kn, dk);
+  if (stages == 2)
+    fgb_barrier(m); /* every warp is done with this stage before it is refilled */
+  fgk_loop_end(e, &loop, it);
 
   LLVMValueRef kslice = mul(w, bh, fgb_const(e, w->Sk));
   const fg_node *n = k->attn;

@@ -882,7 +882,9 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
  * alone hold 128 registers a thread. Every tile lives in shared memory,
  * rows padded by 8 elements: dq's Q, dO (its O once, for delta) and K, V
  * of the key block; dk, dv's K, V and Q, dO of the query block with its
- * lse and delta. The dq kernel runs first and writes delta = rowsum(dO o O)
+ * lse and delta; two stages of the looped tiles, the next block's copied
+ * (cp.async in the aligned variant) while this one computes (knob
+ * ATTN_STAGES=1: one). The dq kernel runs first and writes delta = rowsum(dO o O)
  * (f32, [B, Hq, Sq]) into a workspace that the dk, dv kernel reads. */
 static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
   const fg_node *n = k->attn;
@@ -910,16 +912,19 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   k->attn_br = 16 * k->attn_warps;
   k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC;
   k->attn_pitch = (int)D + ATTN_PAD;
-  k->attn_stages = 1;
   int64_t v;
   k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
   k->block = 32 * k->attn_warps;
   k->grid[0] = ceil_div(dq ? Sq : Sk, k->attn_br);
   k->grid[1] = B * (dq ? Hq : Hk);
   k->grid[2] = 1;
-  /* dq: Q, dO [br] and K, V [bc] (O [br] in K, V's place first: 2 bc >= br);
-   * dk, dv: K, V [br] and Q, dO [bc], then lse and delta [bc] */
-  k->smem = (2 * k->attn_br + 2 * k->attn_bc) * k->attn_pitch * 2 + (dq ? 0 : 2 * k->attn_bc * 4);
+  /* dq: Q, dO [br], then per stage K, V [bc] (O [br] in the first stage's
+   * place before the key loop: 2 bc >= br); dk, dv: K, V [br], then per
+   * stage Q, dO [bc] and lse, delta [bc] (f32) */
+  int tiles = k->attn_bc * k->attn_pitch * 2;
+  k->smem = 2 * k->attn_br * k->attn_pitch * 2 +
+            k->attn_stages * (2 * tiles + (dq ? 0 : 2 * k->attn_bc * 4));
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 5) ? 8 : 1;
   k->outer = B * Hq * Sq;
   k->red = Sk;
