@@ -106,6 +106,9 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     case FG_KERNEL_SCATTER_SUM:
       ok = fgb_emit_scatter_kernel(&e);
       break;
+    case FG_KERNEL_ATTENTION_BWD:
+      ok = fgb_emit_attention_bwd_kernel(&e);
+      break;
     default:
       ok = fgb_emit_column_kernel(&e);
       break;

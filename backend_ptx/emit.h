@@ -156,5 +156,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e);
 bool fgb_emit_attention_kernel(fgb_emitter *e);
 /* issue 20: the index_add kernels, deterministic (emit_scatter.c) */
 bool fgb_emit_scatter_kernel(fgb_emitter *e);
+/* issue 19: the sdpa_bwd kernels, dq (with delta) or dk, dv (emit_attention_bwd.c) */
+bool fgb_emit_attention_bwd_kernel(fgb_emitter *e);
 
 #endif

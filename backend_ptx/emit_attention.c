@@ -48,6 +48,7 @@
 #include "emit.h"
 #include "emit_skel.h"
 #include "fgb_internal.h"
+#include "tensor_core.h"
 
 typedef struct attn_src { /* where q, k or v is read */
   LLVMValueRef ptr;       /* the global buffer */
@@ -105,10 +106,6 @@ static bool source(attn *a, int operand, attn_src *src, LLVMValueRef bi, LLVMVal
   return true;
 }
 
-static LLVMValueRef smem_at(attn *a, LLVMValueRef byte) {
-  return fgb_gep(a->m, a->smem, a->m->i8, byte);
-}
-
 /* Copies rows [r0, r0 + rows) of a (batch, head) slice into the shared
  * tile at byte `at`, rows at or past `limit` as zeros. A thread copies
  * pieces tid, tid + block, ... of 8 elements. */
@@ -135,7 +132,7 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
         "");
     LLVMValueRef soff = LLVMBuildMul(
         b, LLVMBuildAdd(b, LLVMBuildMul(b, r, i32c(a, a->pitch), ""), c, ""), i32c(a, 2), "");
-    LLVMValueRef sptr = smem_at(a, LLVMBuildAdd(b, soff, at, ""));
+    LLVMValueRef sptr = fgb_tc_smem_at(a->m, a->smem, LLVMBuildAdd(b, soff, at, ""));
     if (vec && async) { /* cp.async, 0 bytes read past the end: zeros */
       LLVMValueRef gp = fgb_gep_global(m, src->ptr, m->i16, goff);
       fgb_cp_async16_zfill(m, sptr, gp, LLVMBuildSelect(b, valid, i32c(a, 16), i32c(a, 0), ""));
@@ -171,93 +168,6 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
   }
 }
 
-/* A thread's fragment loads are at its own base in a tile plus constants
- * (rows and columns of the fragment): the base is computed once, so the
- * loads take [reg + imm] addresses and no register each. */
-static LLVMValueRef tile_base(attn *a, LLVMValueRef at, LLVMValueRef row, LLVMValueRef col) {
-  LLVMBuilderRef b = a->b;
-  LLVMValueRef el = LLVMBuildAdd(b, LLVMBuildMul(b, row, i32c(a, a->pitch), ""), col, "");
-  return smem_at(a, LLVMBuildAdd(b, LLVMBuildMul(b, el, i32c(a, 2), ""), at, ""));
-}
-
-static LLVMValueRef lds_at(attn *a, LLVMValueRef base, int64_t row, int64_t col, LLVMTypeRef t,
-                           unsigned align) {
-  LLVMValueRef p = fgb_gep(a->m, base, a->m->i8, i32c(a, (row * a->pitch + col) * 2));
-  LLVMValueRef ld = LLVMBuildLoad2(a->b, t, p, "");
-  LLVMSetAlignment(ld, align);
-  return ld;
-}
-
-/* The 32-bit word (two elements) at (row, col) past base. */
-static LLVMValueRef lds32(attn *a, LLVMValueRef base, int64_t row, int64_t col) {
-  return lds_at(a, base, row, col, a->m->i32, 4);
-}
-
-/* Elements (row, col) and (row + 1, col) past base as one word, the first
- * in the low half. */
-static LLVMValueRef lds16x2(attn *a, LLVMValueRef base, int64_t row, int64_t col) {
-  LLVMBuilderRef b = a->b;
-  LLVMValueRef lo = LLVMBuildZExt(b, lds_at(a, base, row, col, a->m->i16, 2), a->m->i32, "");
-  LLVMValueRef hi = LLVMBuildZExt(b, lds_at(a, base, row + 1, col, a->m->i16, 2), a->m->i32, "");
-  return LLVMBuildOr(b, lo, LLVMBuildShl(b, hi, i32c(a, 16), ""), "");
-}
-
-/* ldmatrix .x4 (.trans): four 8 x 8 matrices of 16-bit elements; lane l
- * gives the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte
- * aligned) and receives in word i, of matrix i, the elements (row l / 4,
- * columns 2 (l % 4), +1), or with .trans (rows 2 (l % 4), +1, column
- * l / 4): the fragments mma takes (PTX ISA, "Warp-level matrix load
- * instruction: ldmatrix"). */
-static void ldmatrix4(attn *a, LLVMValueRef base, int64_t row, int64_t col, bool trans,
-                      LLVMValueRef *out) {
-  fgb_module *m = a->m;
-  LLVMValueRef p = fgb_gep(m, base, m->i8, i32c(a, (row * a->pitch + col) * 2));
-  LLVMTypeRef i4[4] = {m->i32, m->i32, m->i32, m->i32};
-  LLVMValueRef r = fgb_call(m,
-                            trans ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3"
-                                  : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3",
-                            LLVMStructTypeInContext(m->ctx, i4, 4, 0), 1, &p);
-  for (int i = 0; i < 4; i++)
-    out[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
-}
-
-/* Two f32 values rounded to the dtype (nearest even) as one word. */
-static LLVMValueRef pack2(attn *a, LLVMValueRef lo, LLVMValueRef hi) {
-  LLVMBuilderRef b = a->b;
-  LLVMValueRef l = LLVMBuildZExt(b, fgb_to_storage(a->m, lo, a->dt), a->m->i32, "");
-  LLVMValueRef h = LLVMBuildZExt(b, fgb_to_storage(a->m, hi, a->dt), a->m->i32, "");
-  return LLVMBuildOr(b, l, LLVMBuildShl(b, h, i32c(a, 16), ""), "");
-}
-
-/* d = A B + c: one mma.sync m16n8k16 (f32 accumulators), in place. */
-static void mma(attn *a, LLVMValueRef *A, LLVMValueRef b0, LLVMValueRef b1, LLVMValueRef *c) {
-  fgb_module *m = a->m;
-  bool bf = a->dt == FG_BF16;
-  LLVMTypeRef h2 = LLVMVectorType(m->f16, 2);
-  LLVMValueRef args[10];
-  for (int i = 0; i < 4; i++)
-    args[i] = bf ? A[i] : LLVMBuildBitCast(a->b, A[i], h2, "");
-  args[4] = bf ? b0 : LLVMBuildBitCast(a->b, b0, h2, "");
-  args[5] = bf ? b1 : LLVMBuildBitCast(a->b, b1, h2, "");
-  for (int i = 0; i < 4; i++)
-    args[6 + i] = c[i];
-  LLVMTypeRef f4[4] = {m->f32, m->f32, m->f32, m->f32};
-  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, f4, 4, 0);
-  LLVMValueRef r = fgb_call(
-      m, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", ret,
-      10, args);
-  for (int i = 0; i < 4; i++)
-    c[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
-}
-
-static LLVMValueRef fmax2(attn *a, LLVMValueRef x, LLVMValueRef y) {
-  LLVMValueRef args[2] = {x, y};
-  return fgb_call(a->m, "llvm.maxnum.f32", a->m->f32, 2, args);
-}
-static LLVMValueRef ex2(attn *a, LLVMValueRef x) {
-  return fgb_call(a->m, "llvm.nvvm.ex2.approx.f", a->m->f32, 1, &x);
-}
-
 /* ---- the kernel ---- */
 
 enum { MAX_D = 128, MAX_BC = 64 };
@@ -284,12 +194,12 @@ static void block_scores(attn *a, attn_state *st, LLVMValueRef kbase, LLVMValueR
     for (int kk = 0; kk < nkq; kk += 2) {
       LLVMValueRef bw[4];
       if (a->k->attn_ldmatrix) /* words: (kk, b0) (kk, b1) (kk+1, b0) (kk+1, b1) */
-        ldmatrix4(a, kbase, j * 8, kk * 16, false, bw);
+        fgb_tc_ldmatrix4(a->m, kbase, a->pitch, j * 8, kk * 16, false, bw);
       else
         for (int i = 0; i < 4; i++)
-          bw[i] = lds32(a, kbase, j * 8, kk * 16 + i * 8);
-      mma(a, st->qa[kk], bw[0], bw[1], s[j]);
-      mma(a, st->qa[kk + 1], bw[2], bw[3], s[j]);
+          bw[i] = fgb_tc_lds32(a->m, kbase, a->pitch, j * 8, kk * 16 + i * 8);
+      fgb_tc_mma(a->m, a->dt, st->qa[kk], bw[0], bw[1], s[j]);
+      fgb_tc_mma(a->m, a->dt, st->qa[kk + 1], bw[2], bw[3], s[j]);
     }
 }
 
@@ -348,23 +258,23 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase, LLVMValueR
   LLVMValueRef mx[2] = {ninf, ninf};
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
-      mx[i / 2] = fmax2(a, mx[i / 2], s[j][i]);
+      mx[i / 2] = fgb_tc_fmax(a->m, mx[i / 2], s[j][i]);
   LLVMValueRef muse[2], alpha[2];
   for (int r = 0; r < 2; r++) { /* a row's values are in the 4 lanes of a quad */
-    mx[r] = fmax2(a, mx[r], fgb_shfl_bfly(m, mx[r], 1));
-    mx[r] = fmax2(a, mx[r], fgb_shfl_bfly(m, mx[r], 2));
+    mx[r] = fgb_tc_fmax(a->m, mx[r], fgb_shfl_bfly(m, mx[r], 1));
+    mx[r] = fgb_tc_fmax(a->m, mx[r], fgb_shfl_bfly(m, mx[r], 2));
     LLVMValueRef mold = LLVMBuildLoad2(b, m->f32, st->m[r], "");
-    LLVMValueRef mnew = fmax2(a, mold, mx[r]);
+    LLVMValueRef mnew = fgb_tc_fmax(a->m, mold, mx[r]);
     LLVMBuildStore(b, mnew, st->m[r]);
     /* a row that has seen no key yet keeps m = -inf: subtract 0 instead */
     muse[r] = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
-    alpha[r] = ex2(a, LLVMBuildFSub(b, mold, muse[r], ""));
+    alpha[r] = fgb_tc_ex2(a->m, LLVMBuildFSub(b, mold, muse[r], ""));
   }
   /* P = 2^(S - m), its row sums, and P as A fragments of 16 keys */
   LLVMValueRef rs[2] = {zero, zero};
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++) {
-      s[j][i] = ex2(a, LLVMBuildFSub(b, s[j][i], muse[i / 2], ""));
+      s[j][i] = fgb_tc_ex2(a->m, LLVMBuildFSub(b, s[j][i], muse[i / 2], ""));
       rs[i / 2] = LLVMBuildFAdd(b, rs[i / 2], s[j][i], "");
     }
   for (int r = 0; r < 2; r++) {
@@ -373,10 +283,10 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase, LLVMValueR
   }
   LLVMValueRef pa[MAX_BC / 16][4];
   for (int j = 0; j < nn / 2; j++) {
-    pa[j][0] = pack2(a, s[2 * j][0], s[2 * j][1]);
-    pa[j][1] = pack2(a, s[2 * j][2], s[2 * j][3]);
-    pa[j][2] = pack2(a, s[2 * j + 1][0], s[2 * j + 1][1]);
-    pa[j][3] = pack2(a, s[2 * j + 1][2], s[2 * j + 1][3]);
+    pa[j][0] = fgb_tc_pack2(a->m, a->dt, s[2 * j][0], s[2 * j][1]);
+    pa[j][1] = fgb_tc_pack2(a->m, a->dt, s[2 * j][2], s[2 * j][3]);
+    pa[j][2] = fgb_tc_pack2(a->m, a->dt, s[2 * j + 1][0], s[2 * j + 1][1]);
+    pa[j][3] = fgb_tc_pack2(a->m, a->dt, s[2 * j + 1][2], s[2 * j + 1][3]);
   }
   /* O = O alpha + P V, two 8-column tiles of O at a time */
   for (int d = 0; d < nd; d += 2) {
@@ -388,12 +298,12 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase, LLVMValueR
     for (int j = 0; j < nn / 2; j++) {
       LLVMValueRef bw[4];
       if (a->k->attn_ldmatrix) /* words: (d, b0) (d, b1) (d+1, b0) (d+1, b1) */
-        ldmatrix4(a, vbase, j * 16, d * 8, true, bw);
+        fgb_tc_ldmatrix4(a->m, vbase, a->pitch, j * 16, d * 8, true, bw);
       else
         for (int i = 0; i < 4; i++)
-          bw[i] = lds16x2(a, vbase, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
-      mma(a, pa[j], bw[0], bw[1], acc[0]);
-      mma(a, pa[j], bw[2], bw[3], acc[1]);
+          bw[i] = fgb_tc_lds16x2(a->m, vbase, a->pitch, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
+      fgb_tc_mma(a->m, a->dt, pa[j], bw[0], bw[1], acc[0]);
+      fgb_tc_mma(a->m, a->dt, pa[j], bw[2], bw[3], acc[1]);
     }
     for (int h = 0; h < 2; h++)
       for (int i = 0; i < 4; i++)
@@ -430,7 +340,7 @@ static bool store_results(attn *a, attn_state *st, LLVMValueRef bh) {
           LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[d][2 * r + 1], ""), inv, "");
       LLVMValueRef at = fgb_gep_global(m, optr, m->i16, LLVMBuildAdd(b, obase, col, ""));
       if (e->aligned) { /* o is dense and its pointer 16-byte aligned: one word */
-        LLVMValueRef sw = LLVMBuildStore(b, pack2(a, x0, x1), at);
+        LLVMValueRef sw = LLVMBuildStore(b, fgb_tc_pack2(a->m, a->dt, x0, x1), at);
         LLVMSetAlignment(sw, 4);
       } else {
         fgb_store(m, at, a->dt, x0);
@@ -532,12 +442,12 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   fgb_barrier(m);
   int nkq = (int)(a->D / 16);
   LLVMValueRef two_t = LLVMBuildMul(b, a->t, i32c(a, 2), "");
-  LLVMValueRef qbase = tile_base(a, i32c(a, q_at), r0, two_t);
+  LLVMValueRef qbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, q_at), r0, two_t, a->pitch);
   for (int kk = 0; kk < nkq; kk++) {
-    st.qa[kk][0] = lds32(a, qbase, 0, kk * 16);
-    st.qa[kk][1] = lds32(a, qbase, 8, kk * 16);
-    st.qa[kk][2] = lds32(a, qbase, 0, kk * 16 + 8);
-    st.qa[kk][3] = lds32(a, qbase, 8, kk * 16 + 8);
+    st.qa[kk][0] = fgb_tc_lds32(a->m, qbase, a->pitch, 0, kk * 16);
+    st.qa[kk][1] = fgb_tc_lds32(a->m, qbase, a->pitch, 8, kk * 16);
+    st.qa[kk][2] = fgb_tc_lds32(a->m, qbase, a->pitch, 0, kk * 16 + 8);
+    st.qa[kk][3] = fgb_tc_lds32(a->m, qbase, a->pitch, 8, kk * 16 + 8);
   }
   if (k->attn_ldmatrix) {
     /* lane l addresses row l % 8 of matrix l / 8: K's matrices are column
@@ -545,15 +455,16 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
      * step column blocks every two */
     LLVMValueRef l8 = LLVMBuildAnd(b, lane, i32c(a, 7), "");
     LLVMValueRef mi = LLVMBuildLShr(b, lane, i32c(a, 3), "");
-    st.kbase = tile_base(a, i32c(a, k_at), l8, LLVMBuildMul(b, mi, i32c(a, 8), ""));
+    st.kbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, k_at), l8,
+                                LLVMBuildMul(b, mi, i32c(a, 8), ""), a->pitch);
     LLVMValueRef vrow = LLVMBuildAdd(
         b, l8, LLVMBuildMul(b, LLVMBuildAnd(b, mi, i32c(a, 1), ""), i32c(a, 8), ""), "");
     LLVMValueRef vcol = LLVMBuildMul(b, LLVMBuildLShr(b, mi, i32c(a, 1), ""), i32c(a, 8), "");
-    st.vbase = tile_base(a, i32c(a, v_at), vrow, vcol);
+    st.vbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, v_at), vrow, vcol, a->pitch);
   } else {
     /* this thread's fragments: K at (row g, column 2t), V at (row 2t, column g) */
-    st.kbase = tile_base(a, i32c(a, k_at), a->g, two_t);
-    st.vbase = tile_base(a, i32c(a, v_at), two_t, a->g);
+    st.kbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, k_at), a->g, two_t, a->pitch);
+    st.vbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, v_at), two_t, a->g, a->pitch);
   }
   LLVMValueRef ninf = f32c(a, -INFINITY), zero = f32c(a, 0.0);
   int nd = (int)(a->D / 8);

@@ -14,7 +14,12 @@ Where PyTorch's op differs from the format, the difference is written out:
 lists dims first to last, `broadcast_in_dim` names the result dim of each
 operand dim. `sdpa` is PyTorch's scaled_dot_product_attention (is_causal:
 the same top-left alignment); its lse has no PyTorch counterpart (SDPA does
-not return it), so a graph that uses lse raises. `sdpa_bwd` raises.
+not return it), so a graph that uses lse raises. `sdpa_bwd` (do, q, k, v, o
+and lse given) is the backward PyTorch's SDPA runs on the GPU, FlashAttention-2's
+(aten._scaled_dot_product_flash_attention_backward, the call autograd
+makes, with the graph's o and lse), where it applies (CUDA, bf16/f16, as
+many key heads as query heads, causal only with Sq = Sk); elsewhere the
+same formulas in f32 with explicit P = exp(scale q k^T - lse) (_sdpa_bwd_math).
 """
 import math
 import re
@@ -262,6 +267,48 @@ class _NoLse:
 NO_LSE = _NoLse()
 
 
+def _sdpa_bwd_math(do, q, k, v, o, lse, causal, scale):
+    """sdpa_bwd by its formulas (docs/format.md 5.8, ir/interp_sdpa.c) in
+    f32: dv = P^T dO, dS = P (dO V^T - rowsum(dO o)), dq = scale dS K,
+    dk = scale dS^T Q; dk, dv summed over each key head's query heads."""
+    torch = _torch()
+    B, Hq, Sq, D = q.shape
+    Hk, Sk = k.shape[1], k.shape[2]
+    g = Hq // Hk
+    f = torch.float32
+    kk = k.to(f).repeat_interleave(g, dim=1)
+    vv = v.to(f).repeat_interleave(g, dim=1)
+    qf, dof = q.to(f), do.to(f)
+    s = scale * (qf @ kk.transpose(-1, -2))
+    if causal:
+        keep = torch.ones(Sq, Sk, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~keep, -math.inf)
+    p = torch.exp(s - lse.to(f)[..., None])
+    delta = (dof * o.to(f)).sum(-1, keepdim=True)
+    ds = p * (dof @ vv.transpose(-1, -2) - delta)
+    dq = scale * (ds @ kk)
+    dk = (scale * (ds.transpose(-1, -2) @ qf)).view(B, Hk, g, Sk, D).sum(2)
+    dv = (p.transpose(-1, -2) @ dof).view(B, Hk, g, Sk, v.shape[3]).sum(2)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
+
+
+def _sdpa_bwd(do, q, k, v, o, lse, causal=False, scale=None):
+    torch = _torch()
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    flash = (q.is_cuda and q.dtype in (torch.bfloat16, torch.float16) and q.shape[1] == k.shape[1]
+             and (not causal or q.shape[2] == k.shape[2]))
+    if not flash:
+        return _sdpa_bwd_math(do, q, k, v, o, lse, causal, scale)
+    # the call autograd makes after _scaled_dot_product_flash_attention:
+    # cum_seq_q, cum_seq_k undefined (None: not variable-length), no
+    # dropout (the philox state unused)
+    none = torch.empty(0, dtype=torch.int64, device=q.device)
+    dq, dk, dv = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+        do, q, k, v, o, lse, None, None, q.shape[2], k.shape[2], 0.0, causal, none, none, scale=scale)
+    return dq, dk, dv
+
+
 def _call(name, args, kw, device):
     """The op on tensors of dtypes PyTorch computes with: f8 operands are
     computed in f32 and the result rounded back (the format's rule for
@@ -269,6 +316,8 @@ def _call(name, args, kw, device):
     torch = _torch()
     if any(a is NO_LSE for a in args):
         raise ValueError("fg2torch: sdpa's lse has no PyTorch form (SDPA does not return it)")
+    if name == "sdpa_bwd":
+        return _sdpa_bwd(*args, causal=bool(kw.get("causal", False)), scale=kw.get("scale"))
     if name == "sdpa":
         q, k, v = args
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("causal", False)),

@@ -410,6 +410,14 @@ s("embedding_fwd", "embedding.fg", "llm.c GPT-2 encoder fwd (wte[ids] + wpe), f3
 s("embedding_bwd", "embedding.fg",
   "llm.c GPT-2 encoder bwd (dwte index_add, dwpe), f32 V=50257 [8,1024,768]",
   "encoder bwd, f32 V=4096 [2,256,256]")
+s("attn_bwd", "attention.fg", "attention bwd (SDPA's backward), bf16 [4,32,4096,128]",
+  "attention bwd, bf16 [1,8,512,128]")
+s("attn_bwd_causal", "attention.fg", "attention bwd causal (SDPA's backward), bf16 [4,32,4096,128]",
+  "attention bwd causal, bf16 [1,8,512,128]")
+s("attn_bwd_d64", "attention.fg", "attention bwd (SDPA's backward), bf16 [8,16,2048,64]",
+  "attention bwd, bf16 [1,8,512,64]")
+s("attn_bwd_long_causal", "attention.fg", "attention bwd causal (SDPA's backward), bf16 [1,32,16384,128]",
+  "attention bwd causal, bf16 [1,4,512,128]")
 
 BY_NAME = {x["name"]: x for x in W}
 

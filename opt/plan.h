@@ -58,7 +58,16 @@ typedef enum fg_kernel_kind {
   FG_KERNEL_SCATTER_FILL,
   FG_KERNEL_SCATTER_ORDER,
   FG_KERNEL_SCATTER_SUM,
+  /* issue 19: one part of an `sdpa_bwd` node (emit_attention_bwd.c):
+   * attn_part FG_ATTN_DQ, a CTA owns attn_br query rows of one (batch,
+   * head), computes their delta = rowsum(dO o O) into a workspace and loops
+   * over key blocks of attn_bc for dq; FG_ATTN_DKDV, a CTA owns attn_br keys
+   * of one (batch, key head) and loops over the query heads of its group
+   * and their query blocks of attn_bc for dk and dv */
+  FG_KERNEL_ATTENTION_BWD,
 } fg_kernel_kind;
+
+enum { FG_ATTN_DQ, FG_ATTN_DKDV };
 
 static inline bool fg_kernel_is_scatter(fg_kernel_kind k) {
   return k >= FG_KERNEL_SCATTER_COUNT && k <= FG_KERNEL_SCATTER_SUM;
@@ -159,6 +168,11 @@ typedef struct fg_kernel {
   int64_t scat_bins, scat_sources, scat_pad;
   int scat_cnt, scat_off, scat_fill, scat_order;
   int scat_seg, scat_threads;
+  /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
+   * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
+   * dv kernel (after it) reads */
+  int attn_part;
+  int attn_delta_temp;
 } fg_kernel;
 
 typedef struct fg_temp {

@@ -805,8 +805,10 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
  * contiguous and its other strides and offset are multiples of 8. */
 enum { ATTN_WARPS = 4, ATTN_BC = 64, ATTN_PAD = 8 };
 
-static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k) {
-  for (int i = 0; i < 3; i++) {
+/* Whether operands first..first + n - 1 of k's node allow 16-byte tile
+ * copies: head dim contiguous, other strides and offset multiples of 8. */
+static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k, int first, int n) {
+  for (int i = first; i < first + n; i++) {
     const fg_value *base;
     fg_strided s;
     if (!fg_plan_attn_source(p, k->attn->in[i], k->id, &base, &s) || s.rank != 4 ||
@@ -849,7 +851,7 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
   k->smem = (k->attn_br + k->attn_stages * 2 * k->attn_bc) * k->attn_pitch * 2;
-  k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k) ? 8 : 1;
+  k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 3) ? 8 : 1;
   k->outer = B * H * Sq;
   k->red = kt->dims[2].size;
   k->inner = D;
@@ -864,6 +866,96 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
            "of bc (FlashAttention-2's forward: mma.sync m16n8k16, online softmax in f32)";
   if (k->smem > p->target.dyn_smem_per_block) {
     fg_error(d, n->loc, "'sdpa' needs %d bytes of shared memory a CTA; the target allows %d",
+             k->smem, p->target.dyn_smem_per_block);
+    return false;
+  }
+  return true;
+}
+
+/* issue 19: the two kernels of sdpa_bwd (emit_attention_bwd.c; the split
+ * of the Triton fused-attention tutorial and FlashAttention-2's backward,
+ * without atomics). Each warp owns 16 rows of the CTA's block (one
+ * m16n8k16 row block): query rows for dq, key rows for dk and dv, so that
+ * its accumulators (dq: 16 x D; dk and dv: two of 16 x D) stay in
+ * registers; 4 warps, 64 rows a CTA. The looped block (keys for dq,
+ * queries for dk, dv) is 64 at D = 64 and 32 at D = 128, where dk and dv
+ * alone hold 128 registers a thread. Every tile lives in shared memory,
+ * rows padded by 8 elements: dq's Q, dO (its O once, for delta) and K, V
+ * of the key block; dk, dv's K, V and Q, dO of the query block with its
+ * lse and delta; two stages of the looped tiles, the next block's copied
+ * (cp.async in the aligned variant) while this one computes (knob
+ * ATTN_STAGES=1: one). The dq kernel runs first and writes delta = rowsum(dO o O)
+ * (f32, [B, Hq, Sq]) into a workspace that the dk, dv kernel reads. */
+static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
+  const fg_node *n = k->attn;
+  const fg_type *q = &n->in[1]->type, *kt = &n->in[2]->type;
+  for (int i = 0; i < 4; i++)
+    if (fg_sym_involves(&p->sym, q->dims[i].size) || fg_sym_involves(&p->sym, kt->dims[i].size)) {
+      fg_error(d, n->loc,
+               "'sdpa_bwd' over the symbolic size %s is not supported by the code generator",
+               p->sym.name);
+      return false;
+    }
+  for (int i = 0; i < n->nin; i++) {
+    const fg_value *base;
+    fg_strided s;
+    if (!fg_plan_attn_source(p, n->in[i], k->id, &base, &s)) {
+      fg_internal_error(d, n->loc, "operand %d of 'sdpa_bwd' is not in memory for kernel %d", i,
+                        k->id);
+      return false;
+    }
+  }
+  int64_t B = q->dims[0].size, Hq = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
+  int64_t Hk = kt->dims[1].size, Sk = kt->dims[2].size;
+  bool dq = k->attn_part == FG_ATTN_DQ;
+  k->attn_warps = ATTN_WARPS;
+  k->attn_br = 16 * k->attn_warps;
+  k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC;
+  k->attn_pitch = (int)D + ATTN_PAD;
+  int64_t v;
+  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  k->block = 32 * k->attn_warps;
+  k->grid[0] = ceil_div(dq ? Sq : Sk, k->attn_br);
+  k->grid[1] = B * (dq ? Hq : Hk);
+  k->grid[2] = 1;
+  /* dq: Q, dO [br], then per stage K, V [bc] (O [br] in the first stage's
+   * place before the key loop: 2 bc >= br); dk, dv: K, V [br], then per
+   * stage Q, dO [bc] and lse, delta [bc] (f32) */
+  int tiles = k->attn_bc * k->attn_pitch * 2;
+  k->smem = 2 * k->attn_br * k->attn_pitch * 2 +
+            k->attn_stages * (2 * tiles + (dq ? 0 : 2 * k->attn_bc * 4));
+  k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 5) ? 8 : 1;
+  k->outer = B * Hq * Sq;
+  k->red = Sk;
+  k->inner = D;
+  /* .minnctapersm 2 (no register cap at 128 threads): without a
+   * directive ptxas held some variants to 168 registers and spilled 12
+   * bytes; with it, 128-250 registers and no spills (docs/attention.md) */
+  k->min_ctas_per_sm = 2;
+  k->chunks = 1;
+  k->split = 1;
+  k->persistent = true;
+  k->why = dq ? "attention backward, dq: a CTA owns br query rows of one (batch, head), writes "
+                "their delta = rowsum(dO o O) and loops over key blocks of bc (mma.sync m16n8k16)"
+              : "attention backward, dk and dv: a CTA owns br keys of one (batch, key head) and "
+                "loops over its group's query heads and their query blocks of bc (mma.sync "
+                "m16n8k16; no atomics)";
+  if (dq) {
+    k->attn_delta_temp = add_temp(p, 4 * B * Hq * Sq, false);
+  } else {
+    for (int i = 0; i < k->id; i++)
+      if (p->kernels[i].kind == FG_KERNEL_ATTENTION_BWD && p->kernels[i].attn == n)
+        k->attn_delta_temp = p->kernels[i].attn_delta_temp;
+    if (k->attn_delta_temp < 0) {
+      fg_internal_error(d, n->loc, "no dq kernel before the dk, dv kernel %d of 'sdpa_bwd'", k->id);
+      return false;
+    }
+  }
+  fg_buf_ref delta = {FG_BUF_TEMP, k->attn_delta_temp};
+  k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &delta, sizeof delta);
+  if (k->smem > p->target.dyn_smem_per_block) {
+    fg_error(d, n->loc, "'sdpa_bwd' needs %d bytes of shared memory a CTA; the target allows %d",
              k->smem, p->target.dyn_smem_per_block);
     return false;
   }
@@ -1131,6 +1223,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       break;
     case FG_KERNEL_ATTENTION:
       if (!schedule_attention(p, k, o, d))
+        return false;
+      break;
+    case FG_KERNEL_ATTENTION_BWD:
+      if (!schedule_attention_bwd(p, k, o, d))
         return false;
       break;
     default:

@@ -507,8 +507,9 @@ static void explain_fallbacks(fg_plan *p) {
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
-  if (k->kind == FG_KERNEL_ATTENTION || fg_kernel_is_scatter(k->kind))
-    return false; /* its own sdpa's or index_add's results only (group_into_kernels) */
+  if (k->kind == FG_KERNEL_ATTENTION || k->kind == FG_KERNEL_ATTENTION_BWD ||
+      fg_kernel_is_scatter(k->kind))
+    return false; /* its own sdpa's, sdpa_bwd's or index_add's results only (group_into_kernels) */
   walk_flags f = walk_value(p, k->id, v);
   if (f.crosses_segment)
     return false;
@@ -766,6 +767,17 @@ static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
     roots[i] = n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i];
   }
   return k->nouts;
+
+/* issue 19: a part of sdpa_bwd n (plan.h), starting with result v (dq for
+ * the dq kernel, dk for the dk, dv kernel, which dv joins). */
+static void start_attention_bwd_kernel(fg_plan *p, fg_node *n, int part, fg_value *v) {
+  fg_kernel *k = new_kernel(p);
+  k->kind = FG_KERNEL_ATTENTION_BWD;
+  k->attn = n;
+  k->attn_part = part;
+  k->attn_delta_temp = -1;
+  set_domain(k, &v->type, NULL);
+  add_to_kernel(p, k, v);
 }
 
 static bool is_base(const fg_value *v, const void *ctx) { return ((const bool *)ctx)[v->id]; }
@@ -1030,8 +1042,45 @@ static bool attention_supported(const fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* issue 19: what the backward kernels (emit_attention_bwd.c) take: do, q,
+ * k, v and o of one dtype, bf16 or f16, head dim 64 or 128, lse f32, at
+ * least one key. */
+static bool attention_bwd_supported(const fg_node *n, fg_diag *d) {
+  fg_dtype dt = n->in[1]->type.dtype;
+  bool same = dt == FG_BF16 || dt == FG_F16;
+  for (int i = 0; i < 5; i++)
+    same = same && n->in[i]->type.dtype == dt;
+  if (!same) {
+    fg_error(d, n->loc,
+             "'sdpa_bwd' in the code generator needs do, q, k, v and o all bf16 or all f16 (they "
+             "are %s, %s, %s, %s, %s)",
+             fg_dtype_name(n->in[0]->type.dtype), fg_dtype_name(n->in[1]->type.dtype),
+             fg_dtype_name(n->in[2]->type.dtype), fg_dtype_name(n->in[3]->type.dtype),
+             fg_dtype_name(n->in[4]->type.dtype));
+    return false;
+  }
+  if (n->in[5]->type.dtype != FG_F32) {
+    fg_error(d, n->loc, "'sdpa_bwd' in the code generator needs lse in f32 (it is %s)",
+             fg_dtype_name(n->in[5]->type.dtype));
+    return false;
+  }
+  int64_t hd = n->in[1]->type.dims[3].size, vd = n->in[3]->type.dims[3].size;
+  if ((hd != 64 && hd != 128) || vd != hd) {
+    fg_error(d, n->loc,
+             "'sdpa_bwd' in the code generator supports head dims 64 and 128 (q's is %lld, v's "
+             "%lld)",
+             (long long)hd, (long long)vd);
+    return false;
+  }
+  if (n->in[2]->type.dims[2].size < 1) {
+    fg_error(d, n->loc, "'sdpa_bwd' with no keys (k has sequence length 0)");
+    return false;
+  }
+  return true;
+}
+
 /* What the code generator cannot take: symbolic shapes, mean/var, dropout
- * and the other composites left for a disabled decompose, the attention backward, the scatters. */
+ * and the other composites left for a disabled decompose, the scatters. */
 /* issue 20: index_add's kernels keep destination slices and source
  * positions in i32 temps. */
 static bool index_add_supported(const fg_node *n, fg_diag *d) {
@@ -1075,10 +1124,8 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       fg_error(d, n->loc, "'%s' needs the 'decompose' pass, which is disabled", n->op->name);
       return false;
     }
-    if (n->op->code == FG_OP_SDPA_BWD) {
-      fg_error(d, n->loc, "'%s' is not supported by the code generator yet", n->op->name);
+    if (n->op->code == FG_OP_SDPA_BWD && !attention_bwd_supported(n, d))
       return false;
-    }
     if (n->op->code == FG_OP_SDPA && !attention_supported(n, d))
       return false;
     if (c == FG_OP_SCATTER_ADD) {
@@ -1161,7 +1208,7 @@ static void store_attn_operand(fg_plan *p, const fg_value *x) {
  * are both results of sdpa and the values its operands are views of. */
 static void mark_stored(fg_plan *p) {
   for (fg_node *n = p->g->first; n; n = n->next) {
-    if (n->op->code == FG_OP_SDPA) {
+    if (n->op->code == FG_OP_SDPA || n->op->code == FG_OP_SDPA_BWD) {
       for (int i = 0; i < n->nout; i++)
         p->store[n->out[i]->id].stored = true;
       for (int i = 0; i < n->nin; i++)
@@ -1183,6 +1230,13 @@ static void group_into_kernels(fg_plan *p) {
       fg_value *v = n->out[i];
       if (!p->store[v->id].stored)
         continue;
+      if (n->op->code == FG_OP_SDPA_BWD) { /* dq's kernel, then dk's, which dv joins */
+        if (i < 2)
+          start_attention_bwd_kernel(p, n, i == 0 ? FG_ATTN_DQ : FG_ATTN_DKDV, v);
+        else
+          add_to_kernel(p, &p->kernels[p->store[n->out[1]->id].kernel], v);
+        continue;
+      }
       if (n->op->code == FG_OP_SDPA) { /* o starts its kernel, lse joins it */
         if (i == 0)
           start_attention_kernel(p, n);

@@ -1,0 +1,58 @@
+/* Tensor-core building blocks for the attention kernels (issue 19):
+ * mma.sync m16n8k16 with f32 accumulators, ldmatrix, loads of fragments
+ * from shared-memory tiles, packing two f32 into a 16-bit pair, ex2.
+ * Emitted at m's builder; bf16 or f16 operands (the dtype picks the mma).
+ *
+ * Tiles live in shared memory row-major with rows of `pitch` 16-bit
+ * elements; `base` is a shared pointer (addrspace 3) and (row, col) a
+ * constant element offset past it, so that a thread's fragment loads take
+ * [reg + imm] addresses. cp.async (issue, commit, wait) is in gpu_intrin.h. */
+#ifndef FGB_TENSOR_CORE_H
+#define FGB_TENSOR_CORE_H
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "llvm_module.h"
+
+/* The i32 constant v. */
+LLVMValueRef fgb_tc_i32(fgb_module *m, int64_t v);
+
+/* &smem[byte] (i8 elements). */
+LLVMValueRef fgb_tc_smem_at(fgb_module *m, LLVMValueRef smem, LLVMValueRef byte);
+/* The shared address of element (row, col) (i32 values) of the tile at
+ * byte `at` of smem. */
+LLVMValueRef fgb_tc_tile_base(fgb_module *m, LLVMValueRef smem, LLVMValueRef at, LLVMValueRef row,
+                              LLVMValueRef col, int pitch);
+
+/* A load of type t (alignment align) at element (row, col) past base. */
+LLVMValueRef fgb_tc_lds(fgb_module *m, LLVMValueRef base, int pitch, int64_t row, int64_t col,
+                        LLVMTypeRef t, unsigned align);
+/* The 32-bit word (two elements) at (row, col) past base. */
+LLVMValueRef fgb_tc_lds32(fgb_module *m, LLVMValueRef base, int pitch, int64_t row, int64_t col);
+/* Elements (row, col) and (row + 1, col) past base as one word, the first
+ * in the low half. */
+LLVMValueRef fgb_tc_lds16x2(fgb_module *m, LLVMValueRef base, int pitch, int64_t row, int64_t col);
+
+/* ldmatrix .x4 (.trans): four 8 x 8 matrices of 16-bit elements; lane l
+ * gives the address of row l % 8 of matrix l / 8 (16 bytes, 16-byte
+ * aligned; here base + (row, col)) and receives in word i, of matrix i,
+ * the elements (row l / 4, columns 2 (l % 4), +1), or with .trans (rows
+ * 2 (l % 4), +1, column l / 4): the fragments mma takes (PTX ISA,
+ * "Warp-level matrix load instruction: ldmatrix"). */
+void fgb_tc_ldmatrix4(fgb_module *m, LLVMValueRef base, int pitch, int64_t row, int64_t col,
+                      bool trans, LLVMValueRef *out);
+
+/* Two f32 values rounded to dt (nearest even) as one word, lo in the low half. */
+LLVMValueRef fgb_tc_pack2(fgb_module *m, fg_dtype dt, LLVMValueRef lo, LLVMValueRef hi);
+
+/* c = A B + c: one mma.sync m16n8k16 row.col with f32 accumulators, in
+ * place; A four words, B two (b0, b1), of dt (bf16 or f16) pairs. */
+void fgb_tc_mma(fgb_module *m, fg_dtype dt, LLVMValueRef *A, LLVMValueRef b0, LLVMValueRef b1,
+                LLVMValueRef *c);
+
+/* maxnum (f32) and ex2.approx.f32. */
+LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x);
+
+#endif
