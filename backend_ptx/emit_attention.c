@@ -50,6 +50,8 @@
 #include "fgb_internal.h"
 #include "tensor_core.h"
 
+enum { MAX_D = 256, MAX_BC = 128, MAX_MT = 2 };
+
 typedef struct attn_src { /* where q, k or v is read */
   LLVMValueRef ptr;       /* the global buffer */
   fg_strided s;           /* [B, H, S, D] over it */
@@ -69,7 +71,9 @@ typedef struct attn {
   LLVMValueRef smem;                   /* i8 array in shared memory */
   LLVMValueRef tid, warp, g, t, tzero; /* i32; tzero: t == 0 */
   LLVMValueRef q0;                     /* the CTA's first query row (i32) */
-  LLVMValueRef row[2];                 /* this thread's rows: warp's first + g, + 8 */
+  int mt;                              /* m16 row tiles a warp owns: br / (16 warps) */
+  /* this thread's rows: in row tile r, the tile's first + g and + 8 */
+  LLVMValueRef row[MAX_MT][2];
 } attn;
 
 static LLVMValueRef i32c(attn *a, int64_t v) {
@@ -79,6 +83,24 @@ static LLVMValueRef f32c(attn *a, double v) { return LLVMConstReal(a->m->f32, v)
 
 static LLVMValueRef to_ity(attn *a, LLVMValueRef v) {
   return a->e->ity == a->m->i32 ? v : LLVMBuildSExt(a->b, v, a->e->ity, "");
+}
+
+/* v through a volatile mov: a value LLVM cannot hoist out of the loop
+ * it is made in, so that addresses formed from it (v plus constants) stay
+ * there as [reg + imm] operands instead of one register each held across
+ * the loop (a shared pointer). */
+static LLVMValueRef opaque(attn *a, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  bool wide = t == a->m->i64;
+  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+  const char *text = wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;", *cons = wide ? "=l,l" : "=r,r";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(a->b, fty, fn, &x, 1, "");
+}
+static LLVMValueRef opaque_ptr(attn *a, LLVMValueRef p) {
+  LLVMValueRef x = opaque(a, LLVMBuildPtrToInt(a->b, p, a->m->i64, ""));
+  return LLVMBuildIntToPtr(a->b, x, LLVMTypeOf(p), "");
 }
 
 /* ---- operands ---- */
@@ -106,52 +128,33 @@ static bool source(attn *a, int operand, attn_src *src, LLVMValueRef bi, LLVMVal
   return true;
 }
 
-/* Copies rows [r0, r0 + rows) of a (batch, head) slice into the shared
- * tile at byte `at`, rows at or past `limit` as zeros. A thread copies
- * pieces tid, tid + block, ... of 8 elements. */
-static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
-                      LLVMValueRef at, bool async) {
+/* One piece of 8 elements from gp (row `valid`, else zeros) to sptr:
+ * cp.async (16 bytes, 0 read past the end: zeros), a 16-byte load, or
+ * eight 2-byte loads through the head dim's stride. */
+static void copy_piece(attn *a, const attn_src *src, LLVMValueRef gbase, int64_t goff,
+                       LLVMValueRef valid, LLVMValueRef sbase, int64_t soff, bool async) {
   fgb_emitter *e = a->e;
   LLVMBuilderRef b = a->b;
   fgb_module *m = a->m;
-  int per_row = (int)(a->D / 8), pieces = rows * per_row, block = a->k->block;
   bool vec = e->aligned && e->vec == 8;
   LLVMTypeRef v4 = LLVMVectorType(m->i32, 4);
-  for (int u = 0; u < pieces / block; u++) {
-    LLVMValueRef piece = LLVMBuildAdd(b, a->tid, i32c(a, (int64_t)u * block), "");
-    LLVMValueRef r = LLVMBuildUDiv(b, piece, i32c(a, per_row), "");
-    LLVMValueRef c = LLVMBuildMul(b, LLVMBuildURem(b, piece, i32c(a, per_row), ""), i32c(a, 8), "");
-    LLVMValueRef row = LLVMBuildAdd(b, r0, r, "");
-    LLVMValueRef valid = LLVMBuildICmp(b, LLVMIntSLT, row, i32c(a, limit), "");
-    /* rows past the end read the last row (in bounds) and store zeros */
-    LLVMValueRef safe = LLVMBuildSelect(b, valid, row, i32c(a, limit - 1), "");
-    LLVMValueRef goff = LLVMBuildAdd(
-        b, src->base,
-        LLVMBuildAdd(b, LLVMBuildMul(b, to_ity(a, safe), fgb_const(e, src->s.strides[2]), ""),
-                     LLVMBuildMul(b, to_ity(a, c), fgb_const(e, src->s.strides[3]), ""), ""),
-        "");
-    LLVMValueRef soff = LLVMBuildMul(
-        b, LLVMBuildAdd(b, LLVMBuildMul(b, r, i32c(a, a->pitch), ""), c, ""), i32c(a, 2), "");
-    LLVMValueRef sptr = fgb_tc_smem_at(a->m, a->smem, LLVMBuildAdd(b, soff, at, ""));
-    if (vec && async) { /* cp.async, 0 bytes read past the end: zeros */
-      LLVMValueRef gp = fgb_gep_global(m, src->ptr, m->i16, goff);
-      fgb_cp_async16_zfill(m, sptr, gp, LLVMBuildSelect(b, valid, i32c(a, 16), i32c(a, 0), ""));
-      continue;
-    }
-    if (vec) {
-      LLVMValueRef gp = fgb_gep_global(m, src->ptr, m->i16, goff);
-      LLVMValueRef ld = LLVMBuildLoad2(b, v4, gp, "");
-      LLVMSetAlignment(ld, 16);
-      LLVMSetMetadata(ld, m->md_invariant, LLVMMDNodeInContext(m->ctx, NULL, 0));
-      LLVMValueRef st =
-          LLVMBuildStore(b, LLVMBuildSelect(b, valid, ld, LLVMConstNull(v4), ""), sptr);
-      LLVMSetAlignment(st, 16);
-      continue;
-    }
+  if (vec && async) {
+    fgb_tc_cp_async16_at(m, sbase, soff, gbase, goff * 2,
+                         valid ? LLVMBuildSelect(b, valid, i32c(a, 16), i32c(a, 0), "") : NULL);
+    return;
+  }
+  LLVMValueRef gp = fgb_gep_global(m, gbase, m->i16, fgb_const(e, goff));
+  LLVMValueRef sptr = fgb_tc_smem_at(m, sbase, i32c(a, soff));
+  LLVMValueRef vv;
+  if (vec) {
+    vv = LLVMBuildLoad2(b, v4, gp, "");
+    LLVMSetAlignment(vv, 16);
+    LLVMSetMetadata(vv, m->md_invariant, LLVMMDNodeInContext(m->ctx, NULL, 0));
+  } else {
     LLVMValueRef words[4];
     for (int j = 0; j < 8; j++) {
-      LLVMValueRef o = LLVMBuildAdd(b, goff, fgb_const(e, (int64_t)j * src->s.strides[3]), "");
-      LLVMValueRef ld = LLVMBuildLoad2(b, m->i16, fgb_gep_global(m, src->ptr, m->i16, o), "");
+      LLVMValueRef at = fgb_gep_global(m, gp, m->i16, fgb_const(e, (int64_t)j * src->s.strides[3]));
+      LLVMValueRef ld = LLVMBuildLoad2(b, m->i16, at, "");
       LLVMSetAlignment(ld, 2);
       LLVMSetMetadata(ld, m->md_invariant, LLVMMDNodeInContext(m->ctx, NULL, 0));
       LLVMValueRef w = LLVMBuildZExt(b, ld, m->i32, "");
@@ -160,59 +163,194 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
       else
         words[j / 2] = w;
     }
-    LLVMValueRef vv = LLVMGetUndef(v4);
+    vv = LLVMGetUndef(v4);
     for (int j = 0; j < 4; j++)
       vv = LLVMBuildInsertElement(b, vv, words[j], i32c(a, j), "");
-    LLVMValueRef st = LLVMBuildStore(b, LLVMBuildSelect(b, valid, vv, LLVMConstNull(v4), ""), sptr);
-    LLVMSetAlignment(st, 16);
+  }
+  if (valid)
+    vv = LLVMBuildSelect(b, valid, vv, LLVMConstNull(v4), "");
+  LLVMValueRef st = LLVMBuildStore(b, vv, sptr);
+  LLVMSetAlignment(st, 16);
+}
+
+/* The global address of element (row, col) of src's (batch, head) slice. */
+static LLVMValueRef src_at(attn *a, const attn_src *src, LLVMValueRef row, LLVMValueRef col) {
+  fgb_emitter *e = a->e;
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef off = LLVMBuildAdd(
+      b, src->base,
+      LLVMBuildAdd(b, LLVMBuildMul(b, to_ity(a, row), fgb_const(e, src->s.strides[2]), ""),
+                   LLVMBuildMul(b, to_ity(a, col), fgb_const(e, src->s.strides[3]), ""), ""),
+      "");
+  return fgb_gep_global(a->m, src->ptr, a->m->i16, off);
+}
+
+/* Copies rows [r0, r0 + rows) of a (batch, head) slice into the shared
+ * tile at byte `at`, rows at or past `limit` as zeros (a row past the end
+ * reads the last row, in bounds, and stores zeros). A thread copies pieces
+ * tid, tid + block, ... of 8 elements. Where block is a multiple of a
+ * row's D / 8 pieces, a thread's pieces are one column and rows rr, rr +
+ * step, ...: where the whole tile is in range (every block but a
+ * sequence's last) they are one global and one shared address plus
+ * constants, so that the loop holds no address of each piece; the last
+ * block's rows are clamped (a branch, taken only when the sequence's
+ * length is not a multiple of the tile). */
+static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
+                      LLVMValueRef at, bool async) {
+  LLVMBuilderRef b = a->b;
+  int per_row = (int)(a->D / 8), pieces = rows * per_row, block = a->k->block;
+  if (block % per_row) { /* D = 96: each piece's row and column, from a tid made in the
+                          * loop (hoisted, they took two registers a piece) */
+    LLVMValueRef tid = opaque(a, a->tid);
+    for (int u = 0; u < pieces / block; u++) {
+      LLVMValueRef piece = LLVMBuildAdd(b, tid, i32c(a, (int64_t)u * block), "");
+      LLVMValueRef r = LLVMBuildUDiv(b, piece, i32c(a, per_row), "");
+      LLVMValueRef c =
+          LLVMBuildMul(b, LLVMBuildURem(b, piece, i32c(a, per_row), ""), i32c(a, 8), "");
+      LLVMValueRef row = LLVMBuildAdd(b, r0, r, "");
+      LLVMValueRef valid = LLVMBuildICmp(b, LLVMIntSLT, row, i32c(a, limit), "");
+      LLVMValueRef safe = LLVMBuildSelect(b, valid, row, i32c(a, limit - 1), "");
+      copy_piece(a, src, src_at(a, src, safe, c), 0, valid,
+                 fgb_tc_tile_base(a->m, a->smem, at, r, c, a->pitch), 0, async);
+    }
+    return;
+  }
+  /* a warp copies 32 consecutive pieces at once (rows of a quarter of the
+   * tile, one after the other) where a row's pieces divide 32, so that a
+   * thread's pieces of a dense operand are 512 bytes apart and one base
+   * register reaches them (cp.async's offset reaches +-2 KiB); else thread
+   * tid's pieces are rows tid / per_row + block / per_row u */
+  int warps = block / 32, step, n = pieces / block;
+  LLVMValueRef rr, c;
+  if (32 % per_row == 0 && rows % warps == 0) {
+    LLVMValueRef lane = LLVMBuildAnd(b, a->tid, i32c(a, 31), "");
+    step = 32 / per_row;
+    rr = LLVMBuildAdd(b, LLVMBuildMul(b, a->warp, i32c(a, rows / warps), ""),
+                      LLVMBuildUDiv(b, lane, i32c(a, per_row), ""), "");
+    c = LLVMBuildMul(b, LLVMBuildURem(b, lane, i32c(a, per_row), ""), i32c(a, 8), "");
+  } else {
+    step = block / per_row;
+    rr = LLVMBuildUDiv(b, a->tid, i32c(a, per_row), "");
+    c = LLVMBuildMul(b, LLVMBuildURem(b, a->tid, i32c(a, per_row), ""), i32c(a, 8), "");
+  }
+  LLVMValueRef sp = fgb_tc_tile_base(a->m, a->smem, at, rr, c, a->pitch);
+  LLVMValueRef row0 = LLVMBuildAdd(b, r0, rr, "");
+  LLVMBasicBlockRef merge = NULL;
+  if (limit % rows) { /* a tile may pass the end: clamp its rows */
+    LLVMValueRef full =
+        LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildAdd(b, r0, i32c(a, rows), ""), i32c(a, limit), "");
+    LLVMValueRef fn = fgb_current_fn(a->m);
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(a->m->ctx, fn, "tile");
+    LLVMBasicBlockRef edge = LLVMAppendBasicBlockInContext(a->m->ctx, fn, "tile_edge");
+    merge = LLVMAppendBasicBlockInContext(a->m->ctx, fn, "tile_done");
+    LLVMBuildCondBr(b, full, fast, edge);
+    LLVMPositionBuilderAtEnd(b, edge);
+    for (int u = 0; u < n; u++) {
+      LLVMValueRef row = LLVMBuildAdd(b, row0, i32c(a, (int64_t)u * step), "");
+      LLVMValueRef valid = LLVMBuildICmp(b, LLVMIntSLT, row, i32c(a, limit), "");
+      LLVMValueRef safe = LLVMBuildSelect(b, valid, row, i32c(a, limit - 1), "");
+      copy_piece(a, src, src_at(a, src, safe, c), 0, valid, sp, (int64_t)u * step * a->pitch * 2,
+                 async);
+    }
+    LLVMBuildBr(b, merge);
+    LLVMPositionBuilderAtEnd(b, fast);
+  }
+  /* offsets from the middle piece's address */
+  int mid = n / 2;
+  LLVMValueRef gp = src_at(a, src, LLVMBuildAdd(b, row0, i32c(a, (int64_t)mid * step), ""), c);
+  for (int u = 0; u < n; u++)
+    copy_piece(a, src, gp, (int64_t)(u - mid) * step * src->s.strides[2], NULL, sp,
+               (int64_t)u * step * a->pitch * 2, async);
+  if (merge) {
+    LLVMBuildBr(b, merge);
+    LLVMPositionBuilderAtEnd(b, merge);
   }
 }
 
 /* ---- the kernel ---- */
 
-enum { MAX_D = 128, MAX_BC = 64 };
-
-/* What one key block needs besides the attn state: the running max (log2
- * units) and this thread's share of the sum of its rows g and g + 8, O's
- * accumulators (D/8 tiles of 16 x 8), all locals; Q's A fragments. */
+/* What one key block needs besides the attn state: per row tile r, the
+ * running max (log2 units) and this thread's share of the sum of its rows
+ * g and g + 8, O's accumulators (D/8 tiles of 16 x 8), all locals; Q's A
+ * fragments when the plan keeps them in registers. */
 typedef struct attn_state {
-  LLVMValueRef m[2], l[2], o[MAX_D / 8][4];
-  LLVMValueRef qa[MAX_D / 16][4];
-  LLVMValueRef kbase, vbase; /* this thread's fragment bases in the key tiles (buffer 0) */
+  LLVMValueRef m[MAX_MT][2], l[MAX_MT][2], o[MAX_MT][MAX_D / 8][4];
+  LLVMValueRef qa[MAX_MT][MAX_D / 16][4];
+  LLVMValueRef qbase;        /* this thread's Q fragment base (ldmatrix or plain loads) */
+  LLVMValueRef kbase, vbase; /* this thread's fragment bases in the key tiles (stage 0) */
   LLVMValueRef scale2;       /* scale x log2 e */
-  LLVMValueRef wrow0;        /* the warp's first query row */
+  /* S is scaled inside the exponent's FMA (scale > 0: the row max of the
+   * raw scores, scaled, is the max of the scaled ones), else up front */
+  bool fold;
+  LLVMValueRef wrow0; /* the warp's first query row */
+  LLVMValueRef two_t; /* 2t: this thread's first column in a fragment */
+  LLVMValueRef diag0; /* wrow0 + g - 2t (causal masks) */
 } attn_state;
 
-/* S = Q K^T for key block k0 from the K tile at kbase: nn tiles of 16 x 8. */
-static void block_scores(attn *a, attn_state *st, LLVMValueRef kbase, LLVMValueRef s[][4]) {
+/* Q's A fragment of row tile r and key step kk (16 x 16): from registers,
+ * or from the Q tile in shared memory (ldmatrix .x4: matrices rows 0-7 /
+ * 8-15 x columns 0-7, then columns 8-15, the order of a0..a3). */
+static void q_fragment(attn *a, attn_state *st, int r, int kk, bool held, LLVMValueRef *qa) {
+  if (held) {
+    memcpy(qa, st->qa[r][kk], 4 * sizeof *qa);
+    return;
+  }
+  if (a->k->attn_ldmatrix) {
+    fgb_tc_ldmatrix4(a->m, st->qbase, a->pitch, r * 16, kk * 16, false, qa);
+    return;
+  }
+  qa[0] = fgb_tc_lds32(a->m, st->qbase, a->pitch, r * 16, kk * 16);
+  qa[1] = fgb_tc_lds32(a->m, st->qbase, a->pitch, r * 16 + 8, kk * 16);
+  qa[2] = fgb_tc_lds32(a->m, st->qbase, a->pitch, r * 16, kk * 16 + 8);
+  qa[3] = fgb_tc_lds32(a->m, st->qbase, a->pitch, r * 16 + 8, kk * 16 + 8);
+}
+
+/* S = Q K^T from the K tile at kbase: per row tile, nn tiles of 16 x 8.
+ * Key step kk outermost: its Q fragments (one per row tile) and the K
+ * fragments of all the block's keys are loaded once and each K fragment
+ * feeds an mma of every row tile. */
+static void block_scores(attn *a, attn_state *st, LLVMValueRef kbase,
+                         LLVMValueRef s[][MAX_BC / 8][4]) {
   int nkq = (int)(a->D / 16), nn = a->bc / 8;
   LLVMValueRef zero = f32c(a, 0.0);
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++)
-      s[j][i] = zero;
-  for (int j = 0; j < nn; j++)
-    for (int kk = 0; kk < nkq; kk += 2) {
-      LLVMValueRef bw[4];
-      if (a->k->attn_ldmatrix) /* words: (kk, b0) (kk, b1) (kk+1, b0) (kk+1, b1) */
+  for (int r = 0; r < a->mt; r++)
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        s[r][j][i] = zero;
+  for (int kk = 0; kk < nkq; kk++) {
+    LLVMValueRef qa[MAX_MT][4];
+    for (int r = 0; r < a->mt; r++)
+      q_fragment(a, st, r, kk, a->k->attn_q_regs, qa[r]);
+    for (int j = 0; j < nn; j += 2) {
+      LLVMValueRef bw[4]; /* words: (j, b0) (j, b1) (j+1, b0) (j+1, b1) */
+      if (a->k->attn_ldmatrix)
         fgb_tc_ldmatrix4(a->m, kbase, a->pitch, j * 8, kk * 16, false, bw);
       else
         for (int i = 0; i < 4; i++)
-          bw[i] = fgb_tc_lds32(a->m, kbase, a->pitch, j * 8, kk * 16 + i * 8);
-      fgb_tc_mma(a->m, a->dt, st->qa[kk], bw[0], bw[1], s[j]);
-      fgb_tc_mma(a->m, a->dt, st->qa[kk + 1], bw[2], bw[3], s[j]);
+          bw[i] = fgb_tc_lds32(a->m, kbase, a->pitch, (j + i / 2) * 8, kk * 16 + (i & 1) * 8);
+      for (int r = 0; r < a->mt; r++) {
+        fgb_tc_mma(a->m, a->dt, qa[r], bw[0], bw[1], s[r][j]);
+        fgb_tc_mma(a->m, a->dt, qa[r], bw[2], bw[3], s[r][j + 1]);
+      }
     }
+  }
 }
 
-/* Scales S to log2 units and masks keys past Sk and, causal, keys past the
- * row; only where the warp's rows meet the block's end or the diagonal (a
- * branch around the masks, phis after it). */
-static void block_mask(attn *a, attn_state *st, LLVMValueRef k0, LLVMValueRef s[][4]) {
+/* Masks keys past Sk and, causal, keys past the row (to -inf), scaling S
+ * to log2 units first where the scale is not folded; only where the
+ * warp's rows meet the block's end or the diagonal (a branch around the
+ * masks, phis after it). */
+static void block_mask(attn *a, attn_state *st, LLVMValueRef k0, LLVMValueRef s[][MAX_BC / 8][4]) {
   LLVMBuilderRef b = a->b;
   int nn = a->bc / 8;
   LLVMValueRef ninf = f32c(a, -INFINITY);
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++)
-      s[j][i] = LLVMBuildFMul(b, s[j][i], st->scale2, "");
+  if (!st->fold)
+    for (int r = 0; r < a->mt; r++)
+      for (int j = 0; j < nn; j++)
+        for (int i = 0; i < 4; i++)
+          s[r][j][i] = LLVMBuildFMul(b, s[r][j][i], st->scale2, "");
+  if (!a->causal && a->Sk % a->bc == 0)
+    return; /* no block passes the end */
   LLVMValueRef kend = LLVMBuildAdd(b, k0, i32c(a, a->bc), "");
   LLVMValueRef need = LLVMBuildICmp(b, LLVMIntSGT, kend, i32c(a, a->Sk), "");
   if (a->causal) /* the block's last key past the warp's first row */
@@ -225,89 +363,115 @@ static void block_mask(attn *a, attn_state *st, LLVMValueRef k0, LLVMValueRef s[
   LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(a->m->ctx, fn, "masked");
   LLVMBuildCondBr(b, need, then, merge);
   LLVMPositionBuilderAtEnd(b, then);
-  LLVMValueRef two_t = LLVMBuildMul(b, a->t, i32c(a, 2), "");
-  LLVMValueRef masked[MAX_BC / 8][4];
+  /* key k0 + 2t + kc (kc = 8 j + c) is before Sk when kc < Sk - k0 - 2t,
+   * and at most row wrow0 + g + rc (rc = 16 r + 8 h) when kc - rc <=
+   * wrow0 + g - 2t - k0: one value a block, compared with constants */
+  LLVMValueRef left = LLVMBuildSub(b, i32c(a, a->Sk), LLVMBuildAdd(b, k0, st->two_t, ""), "");
+  LLVMValueRef diag = LLVMBuildSub(b, st->diag0, k0, "");
+  LLVMValueRef masked[MAX_MT][MAX_BC / 8][4];
   for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++) {
-      LLVMValueRef key =
-          LLVMBuildAdd(b, k0, LLVMBuildAdd(b, two_t, i32c(a, j * 8 + (i & 1)), ""), "");
-      LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, key, i32c(a, a->Sk), "");
-      if (a->causal)
-        ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntSLE, key, a->row[i / 2], ""), "");
-      masked[j][i] = LLVMBuildSelect(b, ok, s[j][i], ninf, "");
+    for (int c = 0; c < 2; c++) {
+      int kc = j * 8 + c;
+      LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, i32c(a, kc), left, "");
+      for (int r = 0; r < a->mt; r++)
+        for (int h = 0; h < 2; h++) {
+          LLVMValueRef ok = in;
+          if (a->causal)
+            ok = LLVMBuildAnd(
+                b, ok, LLVMBuildICmp(b, LLVMIntSLE, i32c(a, kc - 16 * r - 8 * h), diag, ""), "");
+          masked[r][j][2 * h + c] = LLVMBuildSelect(b, ok, s[r][j][2 * h + c], ninf, "");
+        }
     }
   LLVMBasicBlockRef then_end = LLVMGetInsertBlock(b);
   LLVMBuildBr(b, merge);
   LLVMPositionBuilderAtEnd(b, merge);
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++) {
-      LLVMValueRef phi = LLVMBuildPhi(b, a->m->f32, "");
-      LLVMValueRef vals[2] = {s[j][i], masked[j][i]};
-      LLVMBasicBlockRef blocks[2] = {from, then_end};
-      LLVMAddIncoming(phi, vals, blocks, 2);
-      s[j][i] = phi;
-    }
+  for (int r = 0; r < a->mt; r++)
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++) {
+        LLVMValueRef phi = LLVMBuildPhi(b, a->m->f32, "");
+        LLVMValueRef vals[2] = {s[r][j][i], masked[r][j][i]};
+        LLVMBasicBlockRef blocks[2] = {from, then_end};
+        LLVMAddIncoming(phi, vals, blocks, 2);
+        s[r][j][i] = phi;
+      }
 }
 
-/* The online softmax of one block and O = O alpha + P V from the V tile at vbase. */
-static void block_update(attn *a, attn_state *st, LLVMValueRef vbase, LLVMValueRef s[][4]) {
+/* The online softmax of one block and O = O alpha + P V from the V tile at
+ * vbase. Row maxima: two butterfly shuffles a row a block; row sums stay
+ * per thread until the end; P = 2^(S scale2 - m) in one FMA and ex2. */
+static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
+                         LLVMValueRef s[][MAX_BC / 8][4]) {
   LLVMBuilderRef b = a->b;
   fgb_module *m = a->m;
   int nn = a->bc / 8, nd = (int)(a->D / 8);
   LLVMValueRef ninf = f32c(a, -INFINITY), zero = f32c(a, 0.0);
-  LLVMValueRef mx[2] = {ninf, ninf};
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++)
-      mx[i / 2] = fgb_tc_fmax(a->m, mx[i / 2], s[j][i]);
-  LLVMValueRef muse[2], alpha[2];
-  for (int r = 0; r < 2; r++) { /* a row's values are in the 4 lanes of a quad */
-    mx[r] = fgb_tc_fmax(a->m, mx[r], fgb_shfl_bfly(m, mx[r], 1));
-    mx[r] = fgb_tc_fmax(a->m, mx[r], fgb_shfl_bfly(m, mx[r], 2));
-    LLVMValueRef mold = LLVMBuildLoad2(b, m->f32, st->m[r], "");
-    LLVMValueRef mnew = fgb_tc_fmax(a->m, mold, mx[r]);
-    LLVMBuildStore(b, mnew, st->m[r]);
-    /* a row that has seen no key yet keeps m = -inf: subtract 0 instead */
-    muse[r] = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
-    alpha[r] = fgb_tc_ex2(a->m, LLVMBuildFSub(b, mold, muse[r], ""));
-  }
-  /* P = 2^(S - m), its row sums, and P as A fragments of 16 keys */
-  LLVMValueRef rs[2] = {zero, zero};
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++) {
-      s[j][i] = fgb_tc_ex2(a->m, LLVMBuildFSub(b, s[j][i], muse[i / 2], ""));
-      rs[i / 2] = LLVMBuildFAdd(b, rs[i / 2], s[j][i], "");
+  LLVMValueRef alpha[MAX_MT][2], nmuse[MAX_MT][2];
+  for (int r = 0; r < a->mt; r++)
+    for (int h = 0; h < 2; h++) { /* a row's values are in the 4 lanes of a quad */
+      LLVMValueRef mx = ninf;
+      for (int j = 0; j < nn; j++)
+        for (int c = 0; c < 2; c++)
+          mx = fgb_tc_fmax(m, mx, s[r][j][2 * h + c]);
+      mx = fgb_tc_fmax(m, mx, fgb_shfl_bfly(m, mx, 1));
+      mx = fgb_tc_fmax(m, mx, fgb_shfl_bfly(m, mx, 2));
+      if (st->fold)
+        mx = LLVMBuildFMul(b, mx, st->scale2, "");
+      LLVMValueRef mold = LLVMBuildLoad2(b, m->f32, st->m[r][h], "");
+      LLVMValueRef mnew = fgb_tc_fmax(m, mold, mx);
+      LLVMBuildStore(b, mnew, st->m[r][h]);
+      /* a row that has seen no key yet keeps m = -inf: subtract 0 instead */
+      LLVMValueRef muse =
+          LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, mnew, ninf, ""), zero, mnew, "");
+      alpha[r][h] = fgb_tc_ex2(m, LLVMBuildFSub(b, mold, muse, ""));
+      nmuse[r][h] = LLVMBuildFNeg(b, muse, "");
     }
-  for (int r = 0; r < 2; r++) {
-    LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r], "");
-    LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFMul(b, l, alpha[r], ""), rs[r], ""), st->l[r]);
+  /* P = 2^(S - m), its row sums, and P as A fragments of 16 keys */
+  LLVMValueRef pa[MAX_MT][MAX_BC / 16][4];
+  for (int r = 0; r < a->mt; r++) {
+    LLVMValueRef rs[2] = {zero, zero};
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++) {
+        LLVMValueRef x = s[r][j][i], nm = nmuse[r][i / 2];
+        x = st->fold ? fgb_tc_fma(m, x, st->scale2, nm) : LLVMBuildFAdd(b, x, nm, "");
+        s[r][j][i] = fgb_tc_ex2(m, x);
+        rs[i / 2] = LLVMBuildFAdd(b, rs[i / 2], s[r][j][i], "");
+      }
+    for (int h = 0; h < 2; h++) {
+      LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r][h], "");
+      LLVMBuildStore(b, fgb_tc_fma(m, l, alpha[r][h], rs[h]), st->l[r][h]);
+    }
+    for (int j = 0; j < nn / 2; j++) {
+      pa[r][j][0] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j][0], s[r][2 * j][1]);
+      pa[r][j][1] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j][2], s[r][2 * j][3]);
+      pa[r][j][2] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][0], s[r][2 * j + 1][1]);
+      pa[r][j][3] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][2], s[r][2 * j + 1][3]);
+    }
   }
-  LLVMValueRef pa[MAX_BC / 16][4];
-  for (int j = 0; j < nn / 2; j++) {
-    pa[j][0] = fgb_tc_pack2(a->m, a->dt, s[2 * j][0], s[2 * j][1]);
-    pa[j][1] = fgb_tc_pack2(a->m, a->dt, s[2 * j][2], s[2 * j][3]);
-    pa[j][2] = fgb_tc_pack2(a->m, a->dt, s[2 * j + 1][0], s[2 * j + 1][1]);
-    pa[j][3] = fgb_tc_pack2(a->m, a->dt, s[2 * j + 1][2], s[2 * j + 1][3]);
-  }
-  /* O = O alpha + P V, two 8-column tiles of O at a time */
+  /* O = O alpha + P V, two 8-column tiles of O at a time; each V fragment
+   * feeds an mma of every row tile */
   for (int d = 0; d < nd; d += 2) {
-    LLVMValueRef acc[2][4];
-    for (int h = 0; h < 2; h++)
-      for (int i = 0; i < 4; i++)
-        acc[h][i] =
-            LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[d + h][i], ""), alpha[i / 2], "");
+    LLVMValueRef acc[MAX_MT][2][4];
+    for (int r = 0; r < a->mt; r++)
+      for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++)
+          acc[r][h][i] = LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[r][d + h][i], ""),
+                                       alpha[r][i / 2], "");
     for (int j = 0; j < nn / 2; j++) {
       LLVMValueRef bw[4];
       if (a->k->attn_ldmatrix) /* words: (d, b0) (d, b1) (d+1, b0) (d+1, b1) */
-        fgb_tc_ldmatrix4(a->m, vbase, a->pitch, j * 16, d * 8, true, bw);
+        fgb_tc_ldmatrix4(m, vbase, a->pitch, j * 16, d * 8, true, bw);
       else
         for (int i = 0; i < 4; i++)
-          bw[i] = fgb_tc_lds16x2(a->m, vbase, a->pitch, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
-      fgb_tc_mma(a->m, a->dt, pa[j], bw[0], bw[1], acc[0]);
-      fgb_tc_mma(a->m, a->dt, pa[j], bw[2], bw[3], acc[1]);
+          bw[i] = fgb_tc_lds16x2(m, vbase, a->pitch, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
+      for (int r = 0; r < a->mt; r++) {
+        fgb_tc_mma(m, a->dt, pa[r][j], bw[0], bw[1], acc[r][0]);
+        fgb_tc_mma(m, a->dt, pa[r][j], bw[2], bw[3], acc[r][1]);
+      }
     }
-    for (int h = 0; h < 2; h++)
-      for (int i = 0; i < 4; i++)
-        LLVMBuildStore(b, acc[h][i], st->o[d + h][i]);
+    for (int r = 0; r < a->mt; r++)
+      for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++)
+          LLVMBuildStore(b, acc[r][h][i], st->o[r][d + h][i]);
   }
 }
 
@@ -324,39 +488,50 @@ static bool store_results(attn *a, attn_state *st, LLVMValueRef bh) {
   int nd = (int)(a->D / 8);
   LLVMValueRef two_t = LLVMBuildMul(b, a->t, i32c(a, 2), "");
   LLVMValueRef slice = LLVMBuildMul(b, bh, fgb_const(e, a->Sq), ""); /* (b, h)'s first row */
-  for (int r = 0; r < 2; r++) {
-    LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r], "");
-    l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 1), "");
-    l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 2), "");
-    LLVMValueRef inv = LLVMBuildFDiv(b, f32c(a, 1.0), l, "");
-    LLVMBasicBlockRef merge =
-        fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, a->row[r], i32c(a, a->Sq), ""));
-    LLVMValueRef grow = LLVMBuildAdd(b, slice, to_ity(a, a->row[r]), "");
-    LLVMValueRef obase = LLVMBuildMul(b, grow, fgb_const(e, a->D), "");
-    for (int d = 0; d < nd; d++) {
-      LLVMValueRef col = to_ity(a, LLVMBuildAdd(b, two_t, i32c(a, d * 8), ""));
-      LLVMValueRef x0 = LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[d][2 * r], ""), inv, "");
-      LLVMValueRef x1 =
-          LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[d][2 * r + 1], ""), inv, "");
-      LLVMValueRef at = fgb_gep_global(m, optr, m->i16, LLVMBuildAdd(b, obase, col, ""));
-      if (e->aligned) { /* o is dense and its pointer 16-byte aligned: one word */
-        LLVMValueRef sw = LLVMBuildStore(b, fgb_tc_pack2(a->m, a->dt, x0, x1), at);
-        LLVMSetAlignment(sw, 4);
-      } else {
-        fgb_store(m, at, a->dt, x0);
-        fgb_store(m, fgb_gep_global(m, at, m->i16, fgb_const(e, 1)), a->dt, x1);
+  for (int r = 0; r < a->mt; r++)
+    for (int h = 0; h < 2; h++) {
+      LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r][h], "");
+      l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 1), "");
+      l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 2), "");
+      LLVMValueRef inv = LLVMBuildFDiv(b, f32c(a, 1.0), l, "");
+      LLVMBasicBlockRef merge =
+          fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, a->row[r][h], i32c(a, a->Sq), ""));
+      LLVMValueRef grow = LLVMBuildAdd(b, slice, to_ity(a, a->row[r][h]), "");
+      LLVMValueRef obase = LLVMBuildMul(b, grow, fgb_const(e, a->D), "");
+      for (int d = 0; d < nd; d++) {
+        LLVMValueRef col = to_ity(a, LLVMBuildAdd(b, two_t, i32c(a, d * 8), ""));
+        LLVMValueRef x0 =
+            LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[r][d][2 * h], ""), inv, "");
+        LLVMValueRef x1 =
+            LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[r][d][2 * h + 1], ""), inv, "");
+        LLVMValueRef at = fgb_gep_global(m, optr, m->i16, LLVMBuildAdd(b, obase, col, ""));
+        if (e->aligned) { /* o is dense and its pointer 16-byte aligned: one word */
+          LLVMValueRef sw = LLVMBuildStore(b, fgb_tc_cvt_pack2(m, a->dt, x0, x1), at);
+          LLVMSetAlignment(sw, 4);
+        } else {
+          fgb_store(m, at, a->dt, x0);
+          fgb_store(m, fgb_gep_global(m, at, m->i16, fgb_const(e, 1)), a->dt, x1);
+        }
       }
+      LLVMBasicBlockRef merge2 = fgb_begin_if(e, a->tzero);
+      LLVMValueRef mv = LLVMBuildLoad2(b, m->f32, st->m[r][h], "");
+      LLVMValueRef lnl = fgb_call(m, "__nv_logf", m->f32, 1, &l);
+      LLVMValueRef lse =
+          LLVMBuildFAdd(b, LLVMBuildFMul(b, mv, f32c(a, 0.6931471805599453), ""), lnl, "");
+      fgb_store(m, fgb_gep_global(m, lptr, m->f32, grow), FG_F32, lse);
+      fgb_end_if(e, merge2);
+      fgb_end_if(e, merge);
     }
-    LLVMBasicBlockRef merge2 = fgb_begin_if(e, a->tzero);
-    LLVMValueRef mv = LLVMBuildLoad2(b, m->f32, st->m[r], "");
-    LLVMValueRef lnl = fgb_call(m, "__nv_logf", m->f32, 1, &l);
-    LLVMValueRef lse =
-        LLVMBuildFAdd(b, LLVMBuildFMul(b, mv, f32c(a, 0.6931471805599453), ""), lnl, "");
-    fgb_store(m, fgb_gep_global(m, lptr, m->f32, grow), FG_F32, lse);
-    fgb_end_if(e, merge2);
-    fgb_end_if(e, merge);
-  }
   return true;
+}
+
+/* Key block kb's K and V tiles into stage `stage` (an i32 byte offset). */
+static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, int64_t v_at,
+                    bool async) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef k0 = LLVMBuildMul(b, kb, i32c(a, a->bc), "");
+  load_tile(a, &a->k_, k0, a->Sk, a->bc, LLVMBuildAdd(b, stage, i32c(a, k_at), ""), async);
+  load_tile(a, &a->v, k0, a->Sk, a->bc, LLVMBuildAdd(b, stage, i32c(a, v_at), ""), async);
 }
 
 bool fgb_emit_attention_kernel(fgb_emitter *e) {
@@ -376,10 +551,11 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   a->br = k->attn_br;
   a->bc = k->attn_bc;
   a->pitch = k->attn_pitch;
+  a->mt = k->attn_warps > 0 ? a->br / (16 * k->attn_warps) : 0;
   int stages = k->attn_stages;
-  if (a->D > MAX_D || a->D % 32 || a->bc > MAX_BC || a->bc % 16 || a->br != 16 * k->attn_warps ||
-      (a->br * a->D / 8) % k->block || (a->bc * a->D / 8) % k->block || a->pitch % 8 ||
-      stages < 1 || stages > 2) {
+  if (a->D > MAX_D || a->D % 16 || (a->D / 8) % 2 || a->bc > MAX_BC || a->bc % 16 || a->mt < 1 ||
+      a->mt > MAX_MT || a->br != 16 * a->mt * k->attn_warps || (a->br * a->D / 8) % k->block ||
+      (a->bc * a->D / 8) % k->block || a->pitch % 8 || stages < 1 || stages > 3) {
     fgb_fail(e, "attention kernel %d: unsupported tiles (D %lld, br %d, bc %d, block %d)", k->id,
              (long long)a->D, a->br, a->bc, k->block);
     return false;
@@ -388,7 +564,9 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   double scale =
       sa ? (sa->kind == FG_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)a->D);
   attn_state st;
-  st.scale2 = f32c(a, (double)(float)(scale * 1.4426950408889634));
+  float scale2 = (float)(scale * 1.4426950408889634);
+  st.scale2 = f32c(a, (double)scale2);
+  st.fold = scale2 > 0;
 
   /* shared memory: Q, then per stage K and V */
   char name[256];
@@ -397,7 +575,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   int64_t kv_bytes = (int64_t)a->bc * a->pitch * 2;
   int64_t q_at = 0, k_at = (int64_t)a->br * a->pitch * 2, v_at = k_at + kv_bytes;
   int64_t stage_bytes = 2 * kv_bytes;
-  bool async = e->aligned && e->vec == 8 && stages == 2;
+  bool async = e->aligned && e->vec == 8 && stages >= 2;
 
   a->tid = fgb_tid(m, 0);
   a->warp = LLVMBuildLShr(b, a->tid, i32c(a, 5), "");
@@ -417,11 +595,12 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef hk = group > 1 ? LLVMBuildUDiv(b, hi, fgb_const(e, group), "") : hi;
   if (!source(a, 0, &a->q, bi, hi) || !source(a, 1, &a->k_, bi, hk) || !source(a, 2, &a->v, bi, hk))
     return false;
-  LLVMValueRef wrow = LLVMBuildMul(b, a->warp, i32c(a, 16), ""); /* in the tile */
-  LLVMValueRef r0 = LLVMBuildAdd(b, wrow, a->g, "");
+  LLVMValueRef wrow = LLVMBuildMul(b, a->warp, i32c(a, 16 * a->mt), ""); /* in the tile */
   st.wrow0 = LLVMBuildAdd(b, a->q0, wrow, "");
-  a->row[0] = LLVMBuildAdd(b, a->q0, r0, "");
-  a->row[1] = LLVMBuildAdd(b, a->row[0], i32c(a, 8), "");
+  for (int r = 0; r < a->mt; r++) {
+    a->row[r][0] = LLVMBuildAdd(b, st.wrow0, LLVMBuildAdd(b, a->g, i32c(a, 16 * r), ""), "");
+    a->row[r][1] = LLVMBuildAdd(b, a->row[r][0], i32c(a, 8), "");
+  }
 
   /* key blocks: all, or under the causal mask those up to the CTA's last row */
   LLVMValueRef kend = i32c(a, a->Sk);
@@ -430,51 +609,60 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef nkb =
       LLVMBuildUDiv(b, LLVMBuildAdd(b, kend, i32c(a, a->bc - 1), ""), i32c(a, a->bc), "");
 
-  /* Q into shared memory (with the first key block, two stages) and this
-   * warp's A fragments into registers */
-  load_tile(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), false);
-  if (stages == 2) {
-    load_tile(a, &a->k_, i32c(a, 0), a->Sk, a->bc, i32c(a, k_at), async);
-    load_tile(a, &a->v, i32c(a, 0), a->Sk, a->bc, i32c(a, v_at), async);
+  /* Q into shared memory with the first stages - 1 key blocks (one
+   * cp.async group each; block 0 exists: every CTA sees key 0) */
+  load_tile(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), async);
+  for (int sg = 0; sg < stages - 1; sg++) {
+    LLVMBasicBlockRef merge =
+        sg ? fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, i32c(a, sg), nkb, "")) : NULL;
+    load_kv(a, i32c(a, sg), i32c(a, sg * stage_bytes), k_at, v_at, async);
+    if (merge)
+      fgb_end_if(e, merge);
     if (async)
       fgb_cp_async_commit(m);
   }
-  fgb_barrier(m);
-  int nkq = (int)(a->D / 16);
+  LLVMValueRef l8 = LLVMBuildAnd(b, lane, i32c(a, 7), "");
+  LLVMValueRef mi = LLVMBuildLShr(b, lane, i32c(a, 3), "");
   LLVMValueRef two_t = LLVMBuildMul(b, a->t, i32c(a, 2), "");
-  LLVMValueRef qbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, q_at), r0, two_t, a->pitch);
-  for (int kk = 0; kk < nkq; kk++) {
-    st.qa[kk][0] = fgb_tc_lds32(a->m, qbase, a->pitch, 0, kk * 16);
-    st.qa[kk][1] = fgb_tc_lds32(a->m, qbase, a->pitch, 8, kk * 16);
-    st.qa[kk][2] = fgb_tc_lds32(a->m, qbase, a->pitch, 0, kk * 16 + 8);
-    st.qa[kk][3] = fgb_tc_lds32(a->m, qbase, a->pitch, 8, kk * 16 + 8);
-  }
-  if (k->attn_ldmatrix) {
-    /* lane l addresses row l % 8 of matrix l / 8: K's matrices are column
-     * blocks of 8 (row-major in keys); V's alternate row blocks of 8 and
-     * step column blocks every two */
-    LLVMValueRef l8 = LLVMBuildAnd(b, lane, i32c(a, 7), "");
-    LLVMValueRef mi = LLVMBuildLShr(b, lane, i32c(a, 3), "");
-    st.kbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, k_at), l8,
-                                LLVMBuildMul(b, mi, i32c(a, 8), ""), a->pitch);
-    LLVMValueRef vrow = LLVMBuildAdd(
-        b, l8, LLVMBuildMul(b, LLVMBuildAnd(b, mi, i32c(a, 1), ""), i32c(a, 8), ""), "");
-    LLVMValueRef vcol = LLVMBuildMul(b, LLVMBuildLShr(b, mi, i32c(a, 1), ""), i32c(a, 8), "");
-    st.vbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, v_at), vrow, vcol, a->pitch);
-  } else {
-    /* this thread's fragments: K at (row g, column 2t), V at (row 2t, column g) */
-    st.kbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, k_at), a->g, two_t, a->pitch);
-    st.vbase = fgb_tc_tile_base(a->m, a->smem, i32c(a, v_at), two_t, a->g, a->pitch);
+  st.two_t = two_t;
+  st.diag0 = LLVMBuildSub(b, LLVMBuildAdd(b, st.wrow0, a->g, ""), two_t, "");
+  /* ldmatrix: lane l addresses row l % 8 of matrix l / 8. Q's (A) and
+   * V's (B, .trans) matrices alternate row blocks of 8 and step column
+   * blocks every two; K's (B) alternate column blocks of 8 and step row
+   * (key) blocks every two. Plain loads: this thread's fragments, Q and K
+   * at (row g, column 2t), V at (row 2t, column g). */
+  LLVMValueRef lo8 = LLVMBuildMul(b, LLVMBuildAnd(b, mi, i32c(a, 1), ""), i32c(a, 8), "");
+  LLVMValueRef hi8 = LLVMBuildMul(b, LLVMBuildLShr(b, mi, i32c(a, 1), ""), i32c(a, 8), "");
+  LLVMValueRef alt_row = LLVMBuildAdd(b, l8, lo8, ""), step_row = LLVMBuildAdd(b, l8, hi8, "");
+  bool ldm = k->attn_ldmatrix;
+  st.qbase =
+      fgb_tc_tile_base(m, a->smem, i32c(a, q_at), LLVMBuildAdd(b, wrow, ldm ? alt_row : a->g, ""),
+                       ldm ? hi8 : two_t, a->pitch);
+  st.kbase = fgb_tc_tile_base(m, a->smem, i32c(a, k_at), ldm ? step_row : a->g, ldm ? lo8 : two_t,
+                              a->pitch);
+  st.vbase = fgb_tc_tile_base(m, a->smem, i32c(a, v_at), ldm ? alt_row : two_t, ldm ? hi8 : a->g,
+                              a->pitch);
+  int nkq = (int)(a->D / 16), nd = (int)(a->D / 8);
+  if (k->attn_q_regs) { /* Q's fragments once: wait for the Q tile (group 0) */
+    if (async)
+      fgb_cp_async_wait(m, stages - 2);
+    fgb_barrier(m);
+    LLVMValueRef qa[MAX_MT][MAX_D / 16][4];
+    for (int r = 0; r < a->mt; r++)
+      for (int kk = 0; kk < nkq; kk++)
+        q_fragment(a, &st, r, kk, false, qa[r][kk]);
+    memcpy(st.qa, qa, sizeof qa);
   }
   LLVMValueRef ninf = f32c(a, -INFINITY), zero = f32c(a, 0.0);
-  int nd = (int)(a->D / 8);
-  for (int r = 0; r < 2; r++) {
-    st.m[r] = fgk_local_var(e, m->f32, ninf);
-    st.l[r] = fgk_local_var(e, m->f32, zero);
+  for (int r = 0; r < a->mt; r++) {
+    for (int h = 0; h < 2; h++) {
+      st.m[r][h] = fgk_local_var(e, m->f32, ninf);
+      st.l[r][h] = fgk_local_var(e, m->f32, zero);
+    }
+    for (int j = 0; j < nd; j++)
+      for (int i = 0; i < 4; i++)
+        st.o[r][j][i] = fgk_local_var(e, m->f32, zero);
   }
-  for (int j = 0; j < nd; j++)
-    for (int i = 0; i < 4; i++)
-      st.o[j][i] = fgk_local_var(e, m->f32, zero);
 
   fgk_loop loop;
   LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 0), nkb, i32c(a, 1));
@@ -482,36 +670,33 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef cur = i32c(a, 0); /* this block's stage offset */
   if (stages == 1) {
     fgb_barrier(m); /* every warp is done with the previous block's tiles */
-    load_tile(a, &a->k_, k0, a->Sk, a->bc, i32c(a, k_at), false);
-    load_tile(a, &a->v, k0, a->Sk, a->bc, i32c(a, v_at), false);
+    load_kv(a, kb, cur, k_at, v_at, false);
     fgb_barrier(m);
   } else {
-    /* the next block into the other stage (freed by the barrier that ended
-     * the previous iteration), then wait for this one's */
-    LLVMValueRef par = LLVMBuildAnd(b, kb, i32c(a, 1), "");
-    cur = LLVMBuildMul(b, par, i32c(a, stage_bytes), "");
-    LLVMValueRef nxt =
-        LLVMBuildMul(b, LLVMBuildXor(b, par, i32c(a, 1), ""), i32c(a, stage_bytes), "");
-    LLVMValueRef kb1 = LLVMBuildAdd(b, kb, i32c(a, 1), "");
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kb1, nkb, ""));
-    LLVMValueRef k1 = LLVMBuildAdd(b, k0, i32c(a, a->bc), "");
-    load_tile(a, &a->k_, k1, a->Sk, a->bc, LLVMBuildAdd(b, nxt, i32c(a, k_at), ""), async);
-    load_tile(a, &a->v, k1, a->Sk, a->bc, LLVMBuildAdd(b, nxt, i32c(a, v_at), ""), async);
-    fgb_end_if(e, merge);
-    if (async) {
-      fgb_cp_async_commit(m); /* empty after the last block: still one group */
-      fgb_cp_async_wait(m, 1);
-    }
+    /* wait for this block's tiles; the barrier also says every warp is
+     * done with the previous block, whose stage then takes block kb +
+     * stages - 1 (one cp.async group an iteration, empty past the end) */
+    if (async)
+      fgb_cp_async_wait(m, stages - 2);
     fgb_barrier(m);
+    cur = LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+    LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, stages - 1), "");
+    LLVMValueRef nxt =
+        LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
+    load_kv(a, kn, nxt, k_at, v_at, async);
+    fgb_end_if(e, merge);
+    if (async)
+      fgb_cp_async_commit(m);
   }
+  if (!k->attn_q_regs)
+    st.qbase = opaque_ptr(a, st.qbase);
   LLVMValueRef kbase = fgb_gep(m, st.kbase, m->i8, cur);
   LLVMValueRef vbase = fgb_gep(m, st.vbase, m->i8, cur);
-  LLVMValueRef s[MAX_BC / 8][4];
+  LLVMValueRef s[MAX_MT][MAX_BC / 8][4];
   block_scores(a, &st, kbase, s);
   block_mask(a, &st, k0, s);
   block_update(a, &st, vbase, s);
-  if (stages == 2)
-    fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, kb);
   if (!store_results(a, &st, bh))
     return false;

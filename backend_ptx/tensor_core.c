@@ -5,6 +5,9 @@
 #include "gpu_intrin.h"
 #include "lower_value.h"
 
+#include <stdio.h>
+#include <string.h>
+
 LLVMValueRef fgb_tc_i32(fgb_module *m, int64_t v) {
   return LLVMConstInt(m->i32, (unsigned long long)v, 1);
 }
@@ -87,4 +90,39 @@ LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y) {
 
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x) {
   return fgb_call(m, "llvm.nvvm.ex2.approx.f", m->f32, 1, &x);
+}
+
+/* issue 19 (forward speed): one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 for
+ * the pair (its first operand is the high half), not two conversions and
+ * a shift and an or. */
+LLVMValueRef fgb_tc_cvt_pack2(fgb_module *m, fg_dtype dt, LLVMValueRef lo, LLVMValueRef hi) {
+  bool bf = dt == FG_BF16;
+  LLVMTypeRef t = LLVMVectorType(bf ? m->bf16 : m->f16, 2);
+  LLVMValueRef args[2] = {hi, lo};
+  LLVMValueRef r = fgb_call(m, bf ? "llvm.nvvm.ff2bf16x2.rn" : "llvm.nvvm.ff2f16x2.rn", t, 2, args);
+  return LLVMBuildBitCast(m->b, r, m->i32, "");
+}
+
+LLVMValueRef fgb_tc_fma(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
+  LLVMValueRef args[3] = {x, y, z};
+  return fgb_call(m, "llvm.fma.f32", m->f32, 3, args);
+}
+
+void fgb_tc_cp_async16_at(fgb_module *m, LLVMValueRef sbase, int64_t soff, LLVMValueRef gbase,
+                          int64_t goff, LLVMValueRef src_bytes) {
+  char text[128];
+  snprintf(text, sizeof text, "cp.async.cg.shared.global [$0+%lld], [$1+%lld], 16%s;",
+           (long long)soff, (long long)goff, src_bytes ? ", $2" : "");
+  LLVMValueRef args[3] = {
+      LLVMBuildTrunc(m->b, LLVMBuildPtrToInt(m->b, sbase, m->i64, ""), m->i32, ""),
+      LLVMBuildPtrToInt(m->b, gbase, m->i64, ""), src_bytes};
+  int n = src_bytes ? 3 : 2;
+  LLVMTypeRef ts[3];
+  for (int i = 0; i < n; i++)
+    ts[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(m->v, ts, (unsigned)n, 0);
+  const char *cons = src_bytes ? "r,l,r,~{memory}" : "r,l,~{memory}";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
 }

@@ -55,4 +55,16 @@ void fgb_tc_mma(fgb_module *m, fg_dtype dt, LLVMValueRef *A, LLVMValueRef b0, LL
 LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x);
 
+/* issue 19 (forward speed): two f32 values rounded to dt (nearest even)
+ * as one word, lo in the low half, by one packed conversion
+ * (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32: the same bits as fgb_tc_pack2). */
+LLVMValueRef fgb_tc_cvt_pack2(fgb_module *m, fg_dtype dt, LLVMValueRef lo, LLVMValueRef hi);
+/* x y + z in one rounding (fma.rn.f32). */
+LLVMValueRef fgb_tc_fma(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z);
+/* cp.async.cg 16 bytes from gbase + goff (bytes) to shared sbase + soff,
+ * the offsets as immediates of the instruction (no register each);
+ * src_bytes (i32, 16 or 0: zeros) or NULL for 16. */
+void fgb_tc_cp_async16_at(fgb_module *m, LLVMValueRef sbase, int64_t soff, LLVMValueRef gbase,
+                          int64_t goff, LLVMValueRef src_bytes);
+
 #endif

@@ -47,7 +47,10 @@
     "copy bandwidth (GB/s) the cost model in --emit plan assumes")                                 \
   X(ATTN_LDMATRIX, 0, 1, FG_KNOB_ANY, "1",                                                         \
     "0: attention reads K, V fragments by plain shared loads")                                     \
-  X(ATTN_STAGES, 1, 2, FG_KNOB_ANY, "2", "1: attention loads each K, V block, then computes it")
+  X(ATTN_STAGES, 1, 3, FG_KNOB_ANY, "auto",                                                        \
+    "K, V blocks in shared memory (1: attention loads each block, then computes it)")              \
+  X(ATTN_BC, 32, 128, FG_KNOB_POW2, "auto", "keys an attention key block (32, 64 or 128)")         \
+  X(ATTN_WARP_ROWS, 16, 32, FG_KNOB_POW2, "auto", "query rows an attention warp owns (16 or 32)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

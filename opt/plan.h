@@ -151,13 +151,14 @@ typedef struct fg_kernel {
    * column form did not take them (the two-kernel fallback). */
   int not_with; /* that row kernel, or -1 */
   const char *not_with_why;
-  /* ATTENTION kernels (issue 19): the sdpa node, query rows a CTA (16 a
-   * warp), keys a block, and the shared memory row pitch in elements */
+  /* ATTENTION kernels (issue 19): the sdpa node, query rows a CTA (16 or
+   * 32 a warp), keys a block, and the shared memory row pitch in elements */
   const fg_node *attn;
   int attn_br, attn_bc, attn_warps, attn_pitch;
   bool attn_ldmatrix; /* K and V fragments by ldmatrix (.trans for V), not plain shared loads */
-  int attn_stages;    /* 2: the next K, V tiles load (cp.async in the aligned variant) while
+  int attn_stages;    /* 2, 3: the next K, V tiles load (cp.async in the aligned variant) while
                        * this block computes; 1: load, then compute */
+  bool attn_q_regs;   /* Q's A fragments held in registers, not reloaded from shared memory */
   /* SCATTER kernels (issue 20): the index_add node; its destination
    * slices (the operand's extent along dim) and sources (the index's
    * length); temps (i32): counts [scat_pad] (zero between runs), offsets

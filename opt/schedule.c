@@ -793,17 +793,60 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
 }
 
 /* issue 19: the attention kernel (FlashAttention-2's forward). Each warp
- * owns 16 query rows (one m16n8k16 row block), so its S = Q K^T tile of
- * 16 x Bc and its O tile of 16 x D stay in registers: 4 warps (Br = 64
- * rows a CTA); Bc = 64 keys a block at D = 64 (128 registers, ptxas -v),
- * 32 at D = 128, where a thread holds O (64 floats) and the Q fragments
- * (32 registers) and Bc = 64 spilled at 255 registers (165 with 32; no
- * spills). Q, K and V tiles live in
- * dynamic shared memory, rows padded by 8 elements (16 bytes) so that the
- * 8 rows a fragment load touches fall in different banks. Vector width 8
- * (16-byte copies of the tiles) where every operand's head dim is
- * contiguous and its other strides and offset are multiples of 8. */
-enum { ATTN_WARPS = 4, ATTN_BC = 64, ATTN_PAD = 8 };
+ * owns rows_per_warp query rows (two m16n8k16 row blocks where the
+ * registers allow, so that every K and V fragment a warp loads from shared
+ * memory feeds two mma), 4 warps a CTA; its S = Q K^T tile (rows x Bc) and
+ * O tile (rows x D) stay in registers. The tiles come from a register
+ * estimate a thread's f32 accumulators give (O: rows D / 32, S: rows Bc /
+ * 32, Q's fragments if kept: rows D / 64) plus ATTN_REG_BASE for the
+ * rest (addresses, fragments in flight, m and l), against the 255 a
+ * thread may have at two CTAs an SM:
+ *   rows a warp: 32 if O and the smallest S fit, else 16 (D = 256);
+ *   Bc: the largest of 128, 64, 32 whose S fits and whose 2-stage tiles
+ *   fit the shared memory a CTA may have;
+ *   Q's fragments in registers if they fit too, else reloaded from shared
+ *   memory (ldmatrix) every block, as FlashAttention-2 does;
+ *   stages of K, V tiles: the most (3, 2, 1) that keep as many CTAs an SM
+ *   as the registers allow.
+ * At D = 64 this gives Br 128 x Bc 128, at D = 128 Br 128 x Bc 64
+ * (FlashAttention-2's tiles for the H100), at D = 96 Bc 64 with 3 stages,
+ * at D = 256 Br 64 x Bc 64. Tiles live in dynamic shared memory, rows
+ * padded by 8 elements (16 bytes) so that the 8 rows an ldmatrix phase
+ * touches fall in different banks. Vector width 8 (16-byte copies of the
+ * tiles) where every operand's head dim is contiguous and its other
+ * strides and offset are multiples of 8. */
+enum { ATTN_WARPS = 4, ATTN_PAD = 8, ATTN_REGS = 255, ATTN_REG_BASE = 80 };
+
+/* The estimate of a thread's registers (see above). */
+static int attn_regs(int rows_per_warp, int64_t D, int bc, bool q_regs) {
+  return (int)(rows_per_warp * D / 32 + rows_per_warp * bc / 32 +
+               (q_regs ? rows_per_warp * D / 64 : 0)) +
+         ATTN_REG_BASE;
+}
+
+static int attn_smem(int br, int bc, int stages, int pitch) {
+  return (br + stages * 2 * bc) * pitch * 2;
+}
+
+/* CTAs an SM the registers allow (ptxas holds the code to them:
+ * .minnctapersm); registers are given a warp 256 at a time. */
+static int attn_ctas(const fg_target *t, int block, int regs) {
+  int n = t->regs_per_sm / (block * ((regs + 7) / 8 * 8));
+  return n < 1 ? 1 : n;
+}
+
+/* The most stages of K, V tiles (3, 2, 1) that keep ctas CTAs an SM (an
+ * SM has a CTA's limit plus 1 KiB, and each CTA reserves 1 KiB); 0 when
+ * not even one fits a CTA. */
+static int attn_stages(const fg_target *t, int br, int bc, int pitch, int ctas) {
+  for (int s = 3; s >= 1; s--) {
+    int need = attn_smem(br, bc, s, pitch);
+    if (need <= t->dyn_smem_per_block &&
+        (s == 1 || (int64_t)ctas * (need + 1024) <= t->dyn_smem_per_block + 1024))
+      return s;
+  }
+  return 0;
+}
 
 /* Whether operands first..first + n - 1 of k's node allow 16-byte tile
  * copies: head dim contiguous, other strides and offset multiples of 8. */
@@ -839,26 +882,54 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
     }
   }
   int64_t B = q->dims[0].size, H = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
+  const fg_target *t = &p->target;
+  int64_t v;
   k->attn_warps = ATTN_WARPS;
-  k->attn_br = 16 * k->attn_warps;
-  k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC; /* D 128: S of 16 x 64 spilled at 255 registers */
-  k->attn_pitch = (int)D + ATTN_PAD;
   k->block = 32 * k->attn_warps;
+  k->attn_pitch = (int)D + ATTN_PAD;
+  int rows = attn_regs(32, D, 32, false) <= ATTN_REGS ? 32 : 16;
+  if (o && knob(o, FG_KNOB_ATTN_WARP_ROWS, &v))
+    rows = (int)v;
+  k->attn_br = rows * k->attn_warps;
+  /* the largest Bc whose registers fit and whose tiles take two stages or
+   * more at the CTAs an SM those registers allow; else the largest that
+   * fits with one */
+  int bc = 0, stages = 0, ctas = 1;
+  for (int c = 128; c >= 32 && stages < 2; c /= 2) {
+    int regs = attn_regs(rows, D, c, false);
+    if (regs > ATTN_REGS)
+      continue;
+    int n = attn_ctas(t, k->block, regs), s = attn_stages(t, k->attn_br, c, k->attn_pitch, n);
+    if (s > stages)
+      bc = c, stages = s, ctas = n;
+  }
+  if (!bc)
+    bc = 32;
+  if (o && knob(o, FG_KNOB_ATTN_BC, &v))
+    bc = (int)v;
+  k->attn_bc = bc;
+  k->attn_q_regs = attn_regs(rows, D, bc, true) <= ATTN_REGS;
+  /* Q's fragments held only where that keeps the CTAs an SM and stages */
+  if (k->attn_q_regs) {
+    int n = attn_ctas(t, k->block, attn_regs(rows, D, bc, true));
+    k->attn_q_regs = n >= ctas && attn_stages(t, k->attn_br, bc, k->attn_pitch, n) >= stages;
+  }
+  ctas = attn_ctas(t, k->block, attn_regs(rows, D, bc, k->attn_q_regs));
+  k->attn_stages = attn_stages(t, k->attn_br, bc, k->attn_pitch, ctas);
+  if (!k->attn_stages)
+    k->attn_stages = 1;
+  if (o && knob(o, FG_KNOB_ATTN_STAGES, &v))
+    k->attn_stages = (int)v;
+  k->min_ctas_per_sm = ctas;
   k->grid[0] = ceil_div(Sq, k->attn_br);
   k->grid[1] = B * H;
   k->grid[2] = 1;
-  int64_t v;
   k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
-  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
-  k->smem = (k->attn_br + k->attn_stages * 2 * k->attn_bc) * k->attn_pitch * 2;
+  k->smem = attn_smem(k->attn_br, bc, k->attn_stages, k->attn_pitch);
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 3) ? 8 : 1;
   k->outer = B * H * Sq;
   k->red = kt->dims[2].size;
   k->inner = D;
-  /* .minnctapersm 3: without it ptxas held the D = 64 kernel's aligned
-   * variant to 128 registers (4 CTAs an SM) and spilled 24 bytes; with it,
-   * 154-168 registers and no spills (3 CTAs an SM) */
-  k->min_ctas_per_sm = 3;
   k->chunks = 1;
   k->split = 1;
   k->persistent = true;
@@ -910,7 +981,7 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   bool dq = k->attn_part == FG_ATTN_DQ;
   k->attn_warps = ATTN_WARPS;
   k->attn_br = 16 * k->attn_warps;
-  k->attn_bc = D > 64 ? ATTN_BC / 2 : ATTN_BC;
+  k->attn_bc = D > 64 ? 32 : 64; /* the dk, dv accumulators hold 128 registers at D 128 */
   k->attn_pitch = (int)D + ATTN_PAD;
   int64_t v;
   k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);

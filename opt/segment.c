@@ -767,6 +767,7 @@ static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
     roots[i] = n->op->kind == FG_KIND_REDUCTION ? n->in[0] : k->outs[i];
   }
   return k->nouts;
+}
 
 /* issue 19: a part of sdpa_bwd n (plan.h), starting with result v (dq for
  * the dq kernel, dk for the dk, dv kernel, which dv joins). */
@@ -1016,7 +1017,7 @@ static bool store_deep_values(fg_plan *p) {
 }
 
 /* issue 19: what the attention kernel (emit_attention.c) takes: q, k, v
- * of one dtype, bf16 or f16, head dim 64 or 128 for q, k and v, at least
+ * of one dtype, bf16 or f16, head dim 64, 96, 128 or 256 for q, k and v, at least
  * one key. */
 static bool attention_supported(const fg_node *n, fg_diag *d) {
   const fg_type *q = &n->in[0]->type, *k = &n->in[1]->type, *v = &n->in[2]->type;
@@ -1029,9 +1030,10 @@ static bool attention_supported(const fg_node *n, fg_diag *d) {
     return false;
   }
   int64_t hd = q->dims[3].size;
-  if ((hd != 64 && hd != 128) || v->dims[3].size != hd) {
+  if ((hd != 64 && hd != 96 && hd != 128 && hd != 256) || v->dims[3].size != hd) {
     fg_error(d, n->loc,
-             "'sdpa' in the code generator supports head dims 64 and 128 (q's is %lld, v's %lld)",
+             "'sdpa' in the code generator supports head dims 64, 96, 128 and 256 (q's is %lld, "
+             "v's %lld)",
              (long long)hd, (long long)v->dims[3].size);
     return false;
   }
