@@ -57,9 +57,10 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   double bytes = 0;
   for (int i = 0; i < k->nargs; i++) {
     double b = arg_bytes(p, k->args[i]);
-    /* a row kernel not kept in registers reads its inputs once a phase */
+    /* a row kernel not kept in registers reads its inputs once a phase
+     * (a variance's two reductions: one pass, variance.c) */
     if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent)
-      b *= k->nreds + 1;
+      b *= fg_plan_row_passes(k) + 1;
     bytes += b;
   }
   c.bytes = bytes;

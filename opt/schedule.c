@@ -318,6 +318,13 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
+  if (!k->persistent && fg_plan_row_passes(k) < k->nreds)
+    k->why = fg_plan_row_passes(k) + writes_full(k) > 1
+                 ? "row reduction, one CTA per row, rows too long for registers: a variance's mean "
+                   "and squared deviations in one pass (Welford, Chan), other phases re-read the "
+                   "row"
+                 : "row reduction, one CTA per row, rows too long for registers: a variance's mean "
+                   "and squared deviations in one pass (Welford, Chan)";
 }
 
 /* Early arrival: a CTA writes its column partials and takes its ticket
@@ -1000,8 +1007,8 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
   else if (k->vec == 1 && bytes >= LARGE && last >= 64)
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
-  else if (k->kind == FG_KERNEL_ROW && !k->persistent && k->nreds + writes_full(k) > 1 &&
-           bytes >= LARGE)
+  else if (k->kind == FG_KERNEL_ROW && !k->persistent &&
+           fg_plan_row_passes(k) + writes_full(k) > 1 && bytes >= LARGE)
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 
