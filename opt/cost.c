@@ -114,6 +114,9 @@ double fg_kernel_ops_per_element(const fg_plan *p, const fg_kernel *k) {
   const fg_value **stack = malloc(sizeof *stack * (size_t)cap);
   unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
   double ops = 0;
+  int64_t numel = 1;
+  for (int i = 0; i < k->rank; i++)
+    numel *= k->dims[i];
   if (!stack || !seen) {
     free(stack);
     free(seen);
@@ -129,7 +132,10 @@ double fg_kernel_ops_per_element(const fg_plan *p, const fg_kernel *k) {
       if (!seen[v->id]) {
         seen[v->id] = 1;
         if (v->def && !fg_plan_in_memory(p, v, k->id)) {
-          ops += op_weight(v->def);
+          /* per element: ops over the whole domain (not a row's or the
+           * tensor's values, computed once a row or once) */
+          if (fg_type_numel(&v->type) == numel)
+            ops += op_weight(v->def);
           for (int j = 0; j < v->def->nin; j++) {
             if (sp == cap) {
               const fg_value **s = realloc(stack, sizeof *s * (size_t)(cap *= 2));

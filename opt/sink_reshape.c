@@ -39,7 +39,9 @@ static bool set_dom(sink *s, int id, int64_t n) {
   return true;
 }
 
-static int64_t dom_of(const sink *s, const fg_value *v) { return v->id < s->cap ? s->dom[v->id] : 0; }
+static int64_t dom_of(const sink *s, const fg_value *v) {
+  return v->id < s->cap ? s->dom[v->id] : 0;
+}
 
 /* Whether v is computed from a reduction over v's own elements: a
  * full-size value of that reduction's kernel. */
