@@ -757,19 +757,19 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   int widest = k->vec;
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
   /* Arithmetic-heavy kernels (cost.c: the instructions take at least half
-   * the bytes' time; GELU backward's tanh in bias_gelu_bwd, 0.81x, and
-   * bias_gelu_bwd_small, 0.67x torch.compile in 256 and 32 CTAs,
-   * docs/benchmarks.md, run T1) need every thread slot, not a quarter: a
-   * warp's next loads wait behind its own arithmetic, so only more warps
-   * keep both the lanes and the memory busy. Down to 4 bytes a load,
-   * slices down to one group of rows a thread, 8 CTAs an SM (to be
-   * measured: bench/run.sh --only bias_gelu_bwd,bias_gelu_bwd_small). */
+   * the bytes' time; GELU backward's tanh) want more CTAs than the bytes
+   * in flight need: a warp's next loads wait behind its own arithmetic, so
+   * more warps keep both the lanes and the memory busy. Their reduced
+   * extent splits into slices down to one group of rows a thread, for 8
+   * CTAs an SM, not 4 (bias_gelu_bwd_small at vec 4: 32 CTAs, 15.2 us, at
+   * vec 2: 64, 12.5 us, S20; to be measured with 128:
+   * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
+   * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
   bool heavy = fg_kernel_compute_heavy(p, k);
   int64_t min_slice = heavy ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
-  int64_t split_est = ceil_div(r, min_slice) < 32 ? ceil_div(r, min_slice) : 32;
+  int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
   int wsz = max_elem_size(p, k);
-  while (k->vec * wsz > (heavy ? 4 : 8) &&
-         ceil_div(kept, k->vec) * split_est < (heavy ? slots : slots / 4) && r >= 64)
+  while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
     k->vec /= 2;
   int64_t cv;
   if (knob(o, FG_KNOB_COL_VEC, &cv))
@@ -803,10 +803,6 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
     k->rows_per_iter = (int)v;
   if (knob(o, FG_KNOB_COL_COMBINE, &v))
     k->combine_batch = (int)v;
-  /* ... and the registers for all of them (ptxas took 74 a thread for
-   * bias_gelu_bwd at vec 2, 3 CTAs an SM; 32 with this bound, no spills) */
-  if (heavy)
-    k->min_ctas_per_sm = p->target.threads_per_sm / k->block;
   k->grid[1] = k->split;
   k->grid[2] = 1;
   k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs "
