@@ -91,7 +91,7 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
  * The row's sum gives m = sum / R (the graph's division), and reduction j
  * is the CTA's sum of M2_t + n_t ((K_t - m) + mean_t)^2. Rounding within
  * 1e-7 of the two-pass form on N(0,1) rows, 4e-4 on rows whose spread is
- * 1e-6 of their offset (bench: tests/graphs/variance_one_pass.fg). */
+ * 1e-6 of their offset (simulated in f32; docs/benchmarks.md, S21). */
 static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;

@@ -124,6 +124,13 @@ static bool sink_one(sink *s, fg_node *n, const fg_value *a, fg_diag *d) {
 }
 
 bool fg_pass_sink_reshape(fg_graph *g, fg_diag *d) {
+  bool reduces = false, reshapes = false; /* nothing to do without both */
+  for (const fg_node *n = g->first; n && !(reduces && reshapes); n = n->next) {
+    reduces |= n->op->kind == FG_KIND_REDUCTION;
+    reshapes |= n->op->code == FG_OP_RESHAPE;
+  }
+  if (!reduces || !reshapes)
+    return true;
   sink s = {g, NULL, 0};
   bool ok = true;
   for (fg_node *n = g->first; n && ok; n = n->next) {
