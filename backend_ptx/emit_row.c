@@ -8,6 +8,7 @@
 #include "emit.h"
 #include "emit_skel.h"
 #include "infer.h"
+#include "llvm_module.h"
 
 /* What the steps of a row kernel share: the row's coordinates, this CTA's
  * slice of it (split > 1), the thread's first lane and each reduction's
@@ -78,14 +79,117 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
   return true;
 }
 
-/* The row streamed: a loop over the row for each reduction, then one for
- * each full-size output. */
+/* A variance's mean and squared deviations in one pass over the row
+ * (opt/variance.c): reduction i sums x, reduction j sums (x - sum / R)^2.
+ * Each thread keeps the sum as reduction i alone would (the same bits),
+ * and a running (count n, mean, M2) of its elements, the mean relative to
+ * its first element K (exact differences where values are close, so the
+ * mean keeps the digits of the spread, not of the offset). A chunk's own
+ * mean and M2 (its V values, in registers, about K) merge by Chan's update
+ *   delta = mean_c - mean, n' = n + V,
+ *   mean' = mean + delta V / n', M2' = M2 + M2_c + delta^2 n V / n'.
+ * The row's sum gives m = sum / R (the graph's division), and reduction j
+ * is the CTA's sum of M2_t + n_t ((K_t - m) + mean_t)^2. Rounding within
+ * 1e-7 of the two-pass form on N(0,1) rows, 4e-4 on rows whose spread is
+ * 1e-6 of their offset (simulated in f32; docs/benchmarks.md, S21). */
+static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  const fg_node *n = k->reds[i];
+  int64_t V = e->vec, T = k->block;
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0), vf = LLVMConstReal(f32, (double)V);
+  LLVMValueRef sumv = fgk_local_var(e, f32, zero), cntv = fgk_local_var(e, f32, zero),
+               meanv = fgk_local_var(e, f32, zero), m2v = fgk_local_var(e, f32, zero),
+               shiftv = fgk_local_var(e, f32, zero);
+  fgk_loop l;
+  LLVMValueRef r0 =
+      fgk_loop_begin(e, &l, LLVMBuildAdd(b, rc->rstart, rk->tv, ""), rc->rend, fgb_const(e, T * V));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef idx0[FG_MAX_RANK], x[16] = {0};
+  fgk_row_chunk(e, rc, r0, idx0);
+  LLVMValueRef sum = LLVMBuildLoad2(b, f32, sumv, "");
+  for (int c = 0; c < V; c++) {
+    LLVMValueRef idx[FG_MAX_RANK];
+    fgk_lane_index(e, idx0, c, idx);
+    x[c] = fgb_emit_value(e, n->in[0], idx);
+    if (!x[c])
+      return false;
+    sum = LLVMBuildFAdd(b, sum, x[c], "");
+  }
+  LLVMBuildStore(b, sum, sumv);
+  LLVMValueRef cnt = LLVMBuildLoad2(b, f32, cntv, ""), mean = LLVMBuildLoad2(b, f32, meanv, ""),
+               m2 = LLVMBuildLoad2(b, f32, m2v, "");
+  LLVMValueRef first = LLVMBuildFCmp(b, LLVMRealOEQ, cnt, zero, "");
+  LLVMValueRef shift = LLVMBuildSelect(b, first, x[0], LLVMBuildLoad2(b, f32, shiftv, ""), "");
+  LLVMBuildStore(b, shift, shiftv);
+  LLVMValueRef d[16] = {0}, cs = NULL;
+  for (int c = 0; c < V; c++) {
+    d[c] = LLVMBuildFSub(b, x[c], shift, "");
+    cs = cs ? LLVMBuildFAdd(b, cs, d[c], "") : d[c];
+  }
+  LLVMValueRef cm = LLVMBuildFMul(b, cs, LLVMConstReal(f32, 1.0 / (double)V), ""), cm2 = zero;
+  for (int c = 0; c < V; c++) {
+    LLVMValueRef dd = LLVMBuildFSub(b, d[c], cm, "");
+    cm2 = LLVMBuildFAdd(b, cm2, LLVMBuildFMul(b, dd, dd, ""), "");
+  }
+  LLVMValueRef cnt1 = LLVMBuildFAdd(b, cnt, vf, "");
+  /* V / n': the fast reciprocal (one MUFU op; its ulp of error moves the
+   * mean and M2 updates by as little), not div.rn, a long chain in every
+   * iteration of a loop that should wait only for its load */
+  LLVMValueRef w =
+      LLVMBuildFMul(b, vf, fgb_call(e->m, "llvm.nvvm.rcp.approx.ftz.f", f32, 1, &cnt1), "");
+  LLVMValueRef delta = LLVMBuildFSub(b, cm, mean, "");
+  LLVMBuildStore(b, LLVMBuildFAdd(b, mean, LLVMBuildFMul(b, delta, w, ""), ""), meanv);
+  LLVMValueRef corr =
+      LLVMBuildFMul(b, LLVMBuildFMul(b, delta, delta, ""), LLVMBuildFMul(b, cnt, w, ""), "");
+  LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFAdd(b, m2, cm2, ""), corr, ""), m2v);
+  LLVMBuildStore(b, cnt1, cntv);
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, r0);
+  sum = LLVMBuildLoad2(b, f32, sumv, "");
+  rk->totals[i] = fgb_block_reduce(e, FG_OP_SUM, FG_F32, sum, i);
+  fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
+  /* this thread's M2 about the row's mean m; nothing from a thread
+   * without elements (0 x an infinite m would be NaN) */
+  LLVMValueRef m = LLVMBuildFDiv(b, rk->totals[i], LLVMConstReal(f32, (double)k->red), "");
+  cnt = LLVMBuildLoad2(b, f32, cntv, "");
+  LLVMValueRef dm = LLVMBuildFAdd(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, shiftv, ""), m, ""),
+                                  LLVMBuildLoad2(b, f32, meanv, ""), "");
+  LLVMValueRef mine = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, m2v, ""),
+                                    LLVMBuildFMul(b, cnt, LLVMBuildFMul(b, dm, dm, ""), ""), "");
+  mine = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cnt, zero, ""), mine, zero, "");
+  rk->totals[j] = fgb_block_reduce(e, FG_OP_SUM, FG_F32, mine, j);
+  fgk_seed_reduction(e, k->reds[j], rc->kc, rk->totals[j]);
+  return true;
+}
+
+/* The row streamed: a loop over the row for each reduction (a variance's
+ * two in one: reduce_variance_pair), then one for each full-size output. */
 static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
   int64_t S = rk->split, V = e->vec, T = k->block;
+  int pair[64]; /* pair[i]: the j whose pass i's is, -2: j (done with its i), -1: alone */
+  for (int i = 0; i < k->nreds; i++)
+    pair[i] = -1;
+  for (int j = 0; j < k->nreds; j++) {
+    int i = V <= 16 ? fg_plan_one_pass_variance(k, j) : -1;
+    if (i >= 0 && pair[i] == -1) {
+      pair[i] = j;
+      pair[j] = -2;
+    }
+  }
   for (int i = 0; i < k->nreds; i++) {
     const fg_node *n = k->reds[i];
+    if (pair[i] == -2)
+      continue;
+    if (pair[i] >= 0) {
+      if (!reduce_variance_pair(e, rk, i, pair[i]))
+        return false;
+      continue;
+    }
     LLVMValueRef accv = fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(n)),
                                       fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
     fgk_loop l;

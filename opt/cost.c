@@ -17,6 +17,7 @@
 #include "cost.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* Bytes a buffer argument moves. */
 static double arg_bytes(const fg_plan *p, fg_buf_ref b) {
@@ -57,9 +58,10 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   double bytes = 0;
   for (int i = 0; i < k->nargs; i++) {
     double b = arg_bytes(p, k->args[i]);
-    /* a row kernel not kept in registers reads its inputs once a phase */
+    /* a row kernel not kept in registers reads its inputs once a phase
+     * (a variance's two reductions: one pass, variance.c) */
     if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent)
-      b *= k->nreds + 1;
+      b *= fg_plan_row_passes(k) + 1;
     bytes += b;
   }
   c.bytes = bytes;
@@ -85,4 +87,89 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
     mem *= ceil(c.waves) / c.waves;
   c.us = (grid > 0 ? t->launch_us : 0) + mem;
   return c;
+}
+
+/* ---- the arithmetic term (issue 17) ---- */
+
+static double op_weight(const fg_node *n) {
+  if (n->op->kind != FG_KIND_POINTWISE)
+    return 0;
+  if (fg_op_has(n->op, FG_PROP_LIBDEVICE))
+    return 16;
+  switch (n->op->code) {
+  case FG_OP_DIV:
+  case FG_OP_SQRT:
+  case FG_OP_RSQRT:
+  case FG_OP_RECIPROCAL:
+    return 4;
+  default:
+    return 1;
+  }
+}
+
+double fg_kernel_ops_per_element(const fg_plan *p, const fg_kernel *k) {
+  if (k->kind == FG_KERNEL_ATTENTION)
+    return 0;
+  int cap = 256, sp = 0;
+  const fg_value **stack = malloc(sizeof *stack * (size_t)cap);
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  double ops = 0;
+  int64_t numel = 1;
+  for (int i = 0; i < k->rank; i++)
+    numel *= k->dims[i];
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return 0;
+  }
+  for (int i = 0; i < k->nouts + k->nreds + k->ncols + k->ntails; i++) {
+    const fg_value *v = i < k->nouts              ? k->outs[i]
+                        : i < k->nouts + k->nreds ? k->reds[i - k->nouts]->in[0]
+                        : i < k->nouts + k->nreds + k->ncols
+                            ? k->cols[i - k->nouts - k->nreds]->in[0]
+                            : k->tails[i - k->nouts - k->nreds - k->ncols]->in[0];
+    while (v) {
+      if (!seen[v->id]) {
+        seen[v->id] = 1;
+        if (v->def && !fg_plan_in_memory(p, v, k->id)) {
+          /* per element: ops over the whole domain (not a row's or the
+           * tensor's values, computed once a row or once) */
+          if (fg_type_numel(&v->type) == numel)
+            ops += op_weight(v->def);
+          for (int j = 0; j < v->def->nin; j++) {
+            if (sp == cap) {
+              const fg_value **s = realloc(stack, sizeof *s * (size_t)(cap *= 2));
+              if (!s)
+                break;
+              stack = s;
+            }
+            if (sp < cap)
+              stack[sp++] = v->def->in[j];
+          }
+        }
+      }
+      v = sp ? stack[--sp] : NULL;
+    }
+  }
+  free(stack);
+  free(seen);
+  return ops;
+}
+
+double fg_kernel_compute_us(const fg_plan *p, const fg_kernel *k) {
+  const fg_target *t = &p->target;
+  double numel = 1;
+  for (int i = 0; i < k->rank; i++)
+    numel *= (double)k->dims[i];
+  double lanes_per_us = (double)t->sm_count * t->alu_lanes_per_sm * t->clock_ghz * 1e3;
+  return lanes_per_us > 0 ? numel * fg_kernel_ops_per_element(p, k) / lanes_per_us : 0;
+}
+
+bool fg_kernel_compute_heavy(const fg_plan *p, const fg_kernel *k) {
+  double bytes = 0; /* (not the workspaces scheduling adds: the same answer before and after) */
+  for (int i = 0; i < k->nargs; i++)
+    if (k->args[i].kind != FG_BUF_TEMP || p->temps[k->args[i].index].value)
+      bytes += arg_bytes(p, k->args[i]);
+  double mem_us = bytes / ((double)p->target.copy_gbs * 1e3);
+  return mem_us > 0 && fg_kernel_compute_us(p, k) >= 0.5 * mem_us;
 }

@@ -15,4 +15,15 @@ int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k);
 /* k's estimate at copy_gbs of copy bandwidth (the target's, or a knob's). */
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs);
 
+/* issue 17, the arithmetic term: thread instructions an element of k's
+ * domain takes (each op over the whole domain k computes rather than
+ * loads, once: 1, divisions and square roots 4, libdevice's functions 16), and the time the GPU's
+ * f32 lanes take for them over the whole domain (us). */
+double fg_kernel_ops_per_element(const fg_plan *p, const fg_kernel *k);
+double fg_kernel_compute_us(const fg_plan *p, const fg_kernel *k);
+/* Whether k's arithmetic takes at least half the time its bytes take at
+ * the target's copy bandwidth: it needs every thread slot, not only the
+ * bytes in flight (schedule_column). */
+bool fg_kernel_compute_heavy(const fg_plan *p, const fg_kernel *k);
+
 #endif

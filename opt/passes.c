@@ -18,6 +18,8 @@ const fg_pass fg_pipeline[] = {
     {"reduce-reuse", "a reduction over a superset of another's dims reuses its result",
      fg_pass_reduce_reuse},
     {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat},
+    {"sink-reshape", "a reshape between a reduction's rows and pointwise ops moves below them",
+     fg_pass_sink_reshape},
     {"merge-views", "merge adjacent reshapes and permutes, drop identity views",
      fg_pass_merge_views},
     {"dce", "remove nodes whose values are never used", fg_pass_dce},

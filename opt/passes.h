@@ -40,5 +40,7 @@ bool fg_pass_cse(fg_graph *g, fg_diag *d);
 bool fg_pass_canonicalize(fg_graph *g, fg_diag *d);
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 bool fg_pass_bookend(fg_graph *g, fg_diag *d);
+/* issue 17: reshapes below the pointwise ops that finish a reduction's rows */
+bool fg_pass_sink_reshape(fg_graph *g, fg_diag *d);
 
 #endif

@@ -251,6 +251,10 @@ static void print_cost(FILE *f, const fg_plan *p, const fg_kernel *k) {
   fg_cost c = fg_kernel_cost(p, k, (double)gbs);
   fprintf(f, "    cost: %.1f us at %" PRId64 " GB/s (%.1f MB, %.0f KB in flight, %.2f waves)\n",
           c.us, gbs, c.bytes / 1e6, c.in_flight / 1024, c.waves);
+  /* issue 17: the arithmetic term, where it decides the schedule */
+  if (fg_kernel_compute_heavy(p, k))
+    fprintf(f, "    compute: %.1f us (%.0f instructions an element): arithmetic-heavy\n",
+            fg_kernel_compute_us(p, k), fg_kernel_ops_per_element(p, k));
 }
 
 static void print_kernel(FILE *f, const fg_plan *p, int i) {

@@ -318,6 +318,13 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
+  if (!k->persistent && fg_plan_row_passes(k) < k->nreds)
+    k->why = fg_plan_row_passes(k) + writes_full(k) > 1
+                 ? "row reduction, one CTA per row, rows too long for registers: a variance's mean "
+                   "and squared deviations in one pass (Welford, Chan), other phases re-read the "
+                   "row"
+                 : "row reduction, one CTA per row, rows too long for registers: a variance's mean "
+                   "and squared deviations in one pass (Welford, Chan)";
 }
 
 /* Early arrival: a CTA writes its column partials and takes its ticket
@@ -749,6 +756,17 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
    * backward's column kernel: docs/benchmarks.md, S20). */
   int widest = k->vec;
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  /* Arithmetic-heavy kernels (cost.c: the instructions take at least half
+   * the bytes' time; GELU backward's tanh) want more CTAs than the bytes
+   * in flight need: a warp's next loads wait behind its own arithmetic, so
+   * more warps keep both the lanes and the memory busy. Their reduced
+   * extent splits into slices down to one group of rows a thread, for 8
+   * CTAs an SM, not 4 (bias_gelu_bwd_small at vec 4: 32 CTAs, 15.2 us, at
+   * vec 2: 64, 12.5 us, S20; to be measured with 128:
+   * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
+   * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
+  bool heavy = fg_kernel_compute_heavy(p, k);
+  int64_t min_slice = heavy ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
   int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
   int wsz = max_elem_size(p, k);
   while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
@@ -764,9 +782,9 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   int sm = p->target.sm_count;
   int64_t v;
   k->split = 1;
-  if (k->grid[0] < 2 * sm && r >= 64 && !dependent_phases(p, k)) {
-    int64_t want = ceil_div(4 * (int64_t)sm, k->grid[0]);
-    int64_t max_split = ceil_div(r, 32);
+  if (k->grid[0] < (heavy ? 8 : 2) * sm && r >= 64 && !dependent_phases(p, k)) {
+    int64_t want = ceil_div((heavy ? 8 : 4) * (int64_t)sm, k->grid[0]);
+    int64_t max_split = ceil_div(r, min_slice);
     k->split = (int)(want < max_split ? want : max_split);
     /* At most 32 slices: the last CTA of a tile combines `split` partials
      * per output and that tail grows with it (docs/benchmarks.md, S13). */
@@ -1227,8 +1245,8 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
   else if (k->vec == 1 && bytes >= LARGE && last >= 64)
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
-  else if (k->kind == FG_KERNEL_ROW && !k->persistent && k->nreds + writes_full(k) > 1 &&
-           bytes >= LARGE)
+  else if (k->kind == FG_KERNEL_ROW && !k->persistent &&
+           fg_plan_row_passes(k) + writes_full(k) > 1 && bytes >= LARGE)
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 

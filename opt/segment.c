@@ -378,6 +378,20 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
   return b < 2 * (int64_t)p->target.sm_count && r > 32768;
 }
 
+/* ... except a variance's sum of squared deviations where k has a row for
+ * every SM: never split (schedule_row), so the kernel computes it in the
+ * mean's pass where rows stream (variance.c), and where they stay in
+ * registers from them; the later kernel would read the rows again
+ * (batchnorm_stats, two kernels: 0.66x torch.compile, docs/benchmarks.md,
+ * run T1). */
+static bool one_pass_variance_ok(const fg_plan *p, const fg_kernel *k, const fg_node *n) {
+  int64_t b = 1;
+  for (int i = 0; i < k->rank; i++)
+    if (!k->mask[i])
+      b *= k->dims[i];
+  return b >= p->target.sm_count && fg_plan_variance_pair(k, n) >= 0;
+}
+
 /* Is t the shape of one row of k's domain (the reduced dims), with or
  * without the kept dims as size-1 dims? */
 static bool col_shaped(const fg_kernel *k, const fg_type *t) {
@@ -528,8 +542,8 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
         return false;
       if (!f.reaches_red)
         return true;
-      return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k) &&
-             reads_rows_in_place(p, k, v);
+      return k->kind == FG_KERNEL_ROW && !f.bad_path &&
+             (!few_rows(p, k) || one_pass_variance_ok(p, k, n)) && reads_rows_in_place(p, k, v);
     }
     /* The row + column form: a weight gradient beside the row work, or a
      * tensor-wide result from the rows' results. */

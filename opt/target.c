@@ -36,5 +36,11 @@ bool fg_target_init(fg_target *t, int arch, int sm_count) {
   t->copy_gbs = arch == 90 ? 2900 : arch == 80 ? 1700 : arch == 87 ? 180 : 800;
   t->mem_latency_ns = 700;
   t->launch_us = 3.0;
+  /* The programming guide's arithmetic throughput table (f32 add/mul/fma
+   * a cycle an SM: 64 on sm_80, 128 on sm_86/89/90) and the data sheets'
+   * boost clocks, less under sustained load (H100 SXM 1.98 GHz boost,
+   * 1.755 typical under load; A100 1.41). */
+  t->alu_lanes_per_sm = arch == 80 ? 64 : 128;
+  t->clock_ghz = arch == 90 ? 1.75 : arch == 80 ? 1.41 : 1.5;
   return true;
 }

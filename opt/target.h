@@ -20,6 +20,11 @@ typedef struct fg_target {
   int mem_latency_ns; /* a load's latency under load */
   double launch_us;   /* an empty kernel's device time, queued back to back */
   bool bf16x2_minmax; /* max/min.NaN.bf16x2 */
+  /* issue 17: what the cost model assumes of arithmetic (cost.c,
+   * fg_kernel_compute_us): f32 lanes an SM issues to a cycle, the clock
+   * under load */
+  int alu_lanes_per_sm;
+  double clock_ghz;
 } fg_target;
 
 /* The SM count fusec sizes grids for when --sm-count is not given: the
