@@ -185,9 +185,9 @@ class Emitter(_Probe):
     symbol's name to its .fg size name and facts; symbolic=False writes
     every size as the example's."""
 
-    def __init__(self, gname, params, nodes, outputs, syms, symbolic):
+    def __init__(self, gname, params, nodes, outputs, syms, symbolic, canonical=False):
         self.gname, self.params, self.nodes, self.outputs = gname, params, nodes, outputs
-        self.syms, self.symbolic = syms, symbolic
+        self.syms, self.symbolic, self.canonical = syms, symbolic, canonical
         self.names = {}
         self.multi = {}  # node -> list of result names
         self.used = set()
@@ -196,7 +196,10 @@ class Emitter(_Probe):
 
     def name_of(self, node):
         if node not in self.names:
-            n = re.sub(r"[^A-Za-z0-9_.]", "_", node.name)
+            # canonical: v0, v1, ... in order of definition, so that the same
+            # region traced on another device or in another graph (whose FX
+            # names differ) has the same text
+            n = "v%d" % len(self.names) if self.canonical else re.sub(r"[^A-Za-z0-9_.]", "_", node.name)
             if n in FG_WORDS or not re.match(r"[A-Za-z_]", n):
                 n = "v_" + n
             base, k = n, 1
@@ -302,10 +305,27 @@ class Emitter(_Probe):
     def emit(self):
         for p in self.params:
             self.name_of(p)
+        ncol = 0
         for node in self.nodes:
             self.node = node
             entry = TABLE[op_name(node)]
+            saved = None
+            if _is_column_reduction(node):
+                # fusec's column kernel takes at most COLUMN_REDUCTIONS
+                # reductions; a segment_set on the operand of every next one
+                # starts another kernel (the backward of a stack of blocks
+                # sums many bias and norm-weight gradients over [B, T])
+                if ncol and ncol % COLUMN_REDUCTIONS == 0:
+                    a = node.args[0]
+                    seg = "%s_seg" % self.name_of(node)
+                    self.used.add(seg)
+                    self.lines.append("  %s = segment_set(%s)" % (seg, self.v(a)))
+                    saved = (a, self.names[a])
+                    self.names[a] = seg
+                ncol += 1
             out = entry.emit(self, node)
+            if saved:
+                self.names[saved[0]] = saved[1]
             if isinstance(out, Multi):
                 base = self.name_of(node)
                 names = ["%s_r%d" % (base, k) for k in range(out.n)]
@@ -333,6 +353,24 @@ class Emitter(_Probe):
             "%s: %s" % (self.names[p], self.ptype(p.meta["val"])) for p in self.params))
         ret = "  return %s" % ", ".join(self.names[o] for o in self.outputs)
         return "\n".join([head] + self.lines + [ret, "}"]) + "\n"
+
+
+COLUMN_REDUCTIONS = 8
+_REDUCTIONS = {"aten.sum.dim_IntList", "aten.sum.default", "aten.amax.default", "aten.amin.default", "aten.mean.dim",
+               "aten.prod.dim_int", "aten.var.correction", "aten.var_mean.correction"}
+
+
+def _is_column_reduction(node):
+    """A reduction that keeps its operand's last dim (fusec's column kernel)."""
+    if op_name(node) not in _REDUCTIONS or not node.args or not hasattr(node.args[0], "meta"):
+        return False
+    v = node.args[0].meta.get("val")
+    rank = len(getattr(v, "shape", ()))
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if rank == 0 or not dims or isinstance(dims, int) and op_name(node) != "aten.prod.dim_int":
+        return False
+    dims = [dims] if isinstance(dims, int) else dims
+    return (rank - 1) not in [d % rank for d in dims]
 
 
 def _codegen_misfit(node):
@@ -386,8 +424,9 @@ def _codegen_refusal(params, nodes):
     return None
 
 
-def emit_region(gname, params, nodes, outputs, syms):
-    """(text, note): the .fg graph of a region, symbolic where it fits."""
+def emit_region(gname, params, nodes, outputs, syms, canonical=False):
+    """(text, note): the .fg graph of a region, symbolic where it fits;
+    canonical: values named v0, v1, ... rather than after the FX nodes."""
     params = [p for p in params if _tensors(p.meta.get("val"))]
     has_sym = any(not isinstance(s, int) for p in params for s in p.meta["val"].shape) or any(
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
@@ -396,12 +435,12 @@ def emit_region(gname, params, nodes, outputs, syms):
         note = _region_fits_codegen(params, nodes)
         if note is None:
             try:
-                return Emitter(gname, params, nodes, outputs, syms, True).emit(), None
+                return Emitter(gname, params, nodes, outputs, syms, True, canonical).emit(), None
             except Refuse as r:
                 note = "%s at %s" % (r.why, r.node.name)
             except KeyError as k:
                 note = "a size %s with no declared range" % k
-    return Emitter(gname, params, nodes, outputs, syms, False).emit(), note
+    return Emitter(gname, params, nodes, outputs, syms, False, canonical).emit(), note
 
 
 def _partition_io(nodes):
@@ -505,14 +544,15 @@ def _sym_table(gm, names=None, ranges=None):
 
 
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
-              max_rounds=50):
+              max_rounds=50, canonical=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
     regions in place; returns a Partitioned. compiled_only=False also takes
     the rows only the interpreter runs (aten_map.NOT_COMPILED).
     static_fallback: a region whose symbolic sizes fusec's code generator
     doesn't take is written with the example's sizes (the exporter); False
     leaves the nodes that break the rule to PyTorch instead (the backend,
-    whose graphs run at every size)."""
+    whose graphs run at every size). canonical: the regions' values are
+    named v0, v1, ... (the backend's cache key) rather than after the nodes."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -557,7 +597,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         gname = "%s%d" % (prefix, k)
         k += 1
-        text, note = emit_region(gname, ph, body, outs, syms)
+        text, note = emit_region(gname, ph, body, outs, syms, canonical)
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
