@@ -85,11 +85,15 @@ class GPT(nn.Module):
         self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
-        self.lm_head.weight = self.wte.weight  # tied, as in GPT-2
+        self.tie_weights()
         self.apply(self._init_weights)
         for pn, p in self.named_parameters():  # GPT-2's scaled init of the residual projections
             if pn.endswith("c_proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    def tie_weights(self):
+        """lm_head's weight is wte's, as in GPT-2."""
+        self.lm_head.weight = self.wte.weight
 
     @staticmethod
     def _init_weights(m):
