@@ -44,7 +44,11 @@ import statistics
 import sys
 import time
 
-import torch
+try:
+    import torch
+except ImportError:
+    print("train_step: torch is not installed; skipped")
+    sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -161,9 +165,7 @@ def profile(step, data, n):
     kern = {}
     for e in p.events():
         if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA"):
-            t = getattr(e, "device_time", None)
-            if t is None:
-                t = getattr(e, "cuda_time", 0)
+            t = e.device_time_total  # a kernel's: its duration, us
             d = kern.setdefault(e.name, [0, 0.0])
             d[0] += 1
             d[1] += t
@@ -310,7 +312,10 @@ def main(argv=None):
             json.dump(res, f, indent=1, default=str)
     if not args.prepare:
         bad = [(n, m) for n, ms in res["models"].items() for m, r in ms.items()
-               if "error" in r or r.get("loss_ok") is False]
+               if "error" in r or r.get("loss_ok") is False
+               or m == "fusec" and (r["fusec"]["regions"] == 0 or r["fusec"]["refused"])]
+        if bad:
+            print("FAIL: %s" % ", ".join("%s %s" % b for b in bad))
         return 1 if bad else 0
     return 0
 

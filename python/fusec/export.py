@@ -305,27 +305,10 @@ class Emitter(_Probe):
     def emit(self):
         for p in self.params:
             self.name_of(p)
-        ncol = 0
         for node in self.nodes:
             self.node = node
             entry = TABLE[op_name(node)]
-            saved = None
-            if _is_column_reduction(node):
-                # fusec's column kernel takes at most COLUMN_REDUCTIONS
-                # reductions; a segment_set on the operand of every next one
-                # starts another kernel (the backward of a stack of blocks
-                # sums many bias and norm-weight gradients over [B, T])
-                if ncol and ncol % COLUMN_REDUCTIONS == 0:
-                    a = node.args[0]
-                    seg = "%s_seg" % self.name_of(node)
-                    self.used.add(seg)
-                    self.lines.append("  %s = segment_set(%s)" % (seg, self.v(a)))
-                    saved = (a, self.names[a])
-                    self.names[a] = seg
-                ncol += 1
             out = entry.emit(self, node)
-            if saved:
-                self.names[saved[0]] = saved[1]
             if isinstance(out, Multi):
                 base = self.name_of(node)
                 names = ["%s_r%d" % (base, k) for k in range(out.n)]
@@ -353,24 +336,6 @@ class Emitter(_Probe):
             "%s: %s" % (self.names[p], self.ptype(p.meta["val"])) for p in self.params))
         ret = "  return %s" % ", ".join(self.names[o] for o in self.outputs)
         return "\n".join([head] + self.lines + [ret, "}"]) + "\n"
-
-
-COLUMN_REDUCTIONS = 8
-_REDUCTIONS = {"aten.sum.dim_IntList", "aten.sum.default", "aten.amax.default", "aten.amin.default", "aten.mean.dim",
-               "aten.prod.dim_int", "aten.var.correction", "aten.var_mean.correction"}
-
-
-def _is_column_reduction(node):
-    """A reduction that keeps its operand's last dim (fusec's column kernel)."""
-    if op_name(node) not in _REDUCTIONS or not node.args or not hasattr(node.args[0], "meta"):
-        return False
-    v = node.args[0].meta.get("val")
-    rank = len(getattr(v, "shape", ()))
-    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-    if rank == 0 or not dims or isinstance(dims, int) and op_name(node) != "aten.prod.dim_int":
-        return False
-    dims = [dims] if isinstance(dims, int) else dims
-    return (rank - 1) not in [d % rank for d in dims]
 
 
 def _codegen_misfit(node):

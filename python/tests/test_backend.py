@@ -37,14 +37,13 @@ os.environ["FUSEC_BACKEND_CACHE"] = tempfile.mkdtemp(prefix="fusec-backend-test-
 import fusec.backend as fb  # noqa: E402
 
 
-class MLP(nn.Module):
-    def __init__(self, d=32, h=64):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+sys.path.insert(0, HERE)
+import fixtures  # noqa: E402  (the models the Python tests share)
+from fixtures import Block  # noqa: E402
 
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+def MLP():
+    return fixtures.MLP(d=32, h=64)
 
 
 def close(a, b, tol=1e-5):
@@ -86,9 +85,6 @@ class BackendTest(unittest.TestCase):
     def test_attention_block_training(self):
         """nanoGPT's block: the attention kernels stay whole in PyTorch (their
         core-ATen decomposition breaks the backward), the rest fuses."""
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
-        from python_backend import Block
-
         torch._dynamo.reset()
         torch.manual_seed(0)
         m = Block(d=64, heads=2)
@@ -105,9 +101,6 @@ class BackendTest(unittest.TestCase):
 
     def test_autocast_bf16_training(self):
         """bf16 autocast: the casts AOTAutograd hands over fuse with the rest."""
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
-        from python_backend import Block
-
         torch._dynamo.reset()
         torch.manual_seed(6)
         m = Block(d=64, heads=2)
