@@ -502,7 +502,6 @@ static void explain_fallbacks(fg_plan *p) {
   }
 }
 
-/* May stored value v (not yet in a kernel) join kernel k? */
 /* Whether k holds the most reductions of its domain the code generator
  * lowers in one kernel (schedule.c's within_limits): another one starts a
  * new kernel (the backward of a stack of layers sums many bias gradients
@@ -512,6 +511,7 @@ static bool reductions_full(const fg_kernel *k) {
          (k->kind == FG_KERNEL_ROW && k->nreds >= FG_MAX_ROW_REDUCTIONS);
 }
 
+/* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
   if (k->kind == FG_KERNEL_ATTENTION)
