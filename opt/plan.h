@@ -37,6 +37,11 @@ typedef struct fg_storage {
   int kernel; /* the kernel that writes it; -1 for parameters */
 } fg_storage;
 
+/* The most reductions of one domain the code generator lowers in one row
+ * or column kernel; segmentation starts another kernel past them. */
+#define FG_MAX_ROW_REDUCTIONS 64
+#define FG_MAX_COLUMN_REDUCTIONS 8
+
 typedef enum fg_kernel_kind {
   FG_KERNEL_POINTWISE, /* one thread per V consecutive output elements */
   FG_KERNEL_ROW,       /* reductions over trailing dims (inner), persistent normalization */

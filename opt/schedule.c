@@ -1103,17 +1103,17 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
 }
 
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
-  if (k->kind == FG_KERNEL_ROW && k->nreds > 64) {
+  if (k->kind == FG_KERNEL_ROW && k->nreds > FG_MAX_ROW_REDUCTIONS) {
     fg_error(
-        d, k->reds[64]->loc,
+        d, k->reds[FG_MAX_ROW_REDUCTIONS]->loc,
         "%d reductions over the same rows in one kernel: the code generator supports at most 64 "
         "(a segment_set between them splits the kernel)",
         k->nreds);
     return false;
   }
-  if (k->kind == FG_KERNEL_COLUMN && k->nreds > 8) {
+  if (k->kind == FG_KERNEL_COLUMN && k->nreds > FG_MAX_COLUMN_REDUCTIONS) {
     fg_error(
-        d, k->reds[8]->loc,
+        d, k->reds[FG_MAX_COLUMN_REDUCTIONS]->loc,
         "%d reductions over the same columns in one kernel: the code generator supports at most 8 "
         "(a segment_set between them splits the kernel)",
         k->nreds);

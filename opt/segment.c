@@ -518,6 +518,15 @@ static void explain_fallbacks(fg_plan *p) {
   }
 }
 
+/* Whether k holds the most reductions of its domain the code generator
+ * lowers in one kernel (schedule.c's within_limits): another one starts a
+ * new kernel (the backward of a stack of layers sums many bias gradients
+ * over the same columns). */
+static bool reductions_full(const fg_kernel *k) {
+  return (k->kind == FG_KERNEL_COLUMN && k->nreds >= FG_MAX_COLUMN_REDUCTIONS) ||
+         (k->kind == FG_KERNEL_ROW && k->nreds >= FG_MAX_ROW_REDUCTIONS);
+}
+
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
@@ -538,7 +547,7 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     bool mask[FG_MAX_RANK];
     fg_reduce_mask(n, mask);
     if (same_shape(&n->in[0]->type, k->rank, k->dims) && same_mask(k, mask)) {
-      if (late)
+      if (late || reductions_full(k))
         return false;
       if (!f.reaches_red)
         return true;

@@ -317,6 +317,84 @@ def _full_like_check(e, n):
     return None
 
 
+def _static(*shapes):
+    return all(isinstance(d, int) for sh in shapes for d in sh)
+
+
+def _gather(e, n):
+    x, d, index = n.args[0], n.args[1], n.args[2]
+    return "gather(%s, %s, dim=%d)" % (e.v(x), e.v(index), d % len(x.meta["val"].shape))
+
+
+def _gather_check(e, n):
+    x, index = n.args[0].meta["val"], n.args[2].meta["val"]
+    if len(x.shape) != len(index.shape) or len(x.shape) == 0:
+        return "an index of another rank than the tensor's"
+    if not _static(x.shape, index.shape):
+        return "a symbolic shape"
+    return None
+
+
+def _iota_along(n, d, rank):
+    """iota(n) as a rank-`rank` tensor along dim d (size 1 elsewhere)."""
+    shape = [1] * rank
+    shape[d] = n
+    return "reshape(iota(%d), shape=[%s])" % (n, ", ".join(map(str, shape)))
+
+
+def _scatter_value(e, n):  # one index per row along dim: out = where(iota == index, value, x)
+    x, d, index, value = n.args[0], n.args[1], n.args[2], n.args[3]
+    shape = x.meta["val"].shape
+    d %= len(shape)
+    return "where(eq(%s, %s), %s, %s)" % (_iota_along(shape[d], d, len(shape)), e.v(index), e.lit(value), e.v(x))
+
+
+def _scatter_value_check(e, n):
+    x, index, value = n.args[0].meta["val"], n.args[2].meta["val"], n.args[3]
+    if len(x.shape) != len(index.shape) or len(x.shape) == 0 or not _static(x.shape, index.shape):
+        return "an index of another rank or a symbolic shape"
+    d = n.args[1] % len(x.shape)
+    if index.shape[d] != 1 or any(index.shape[k] != x.shape[k] for k in range(len(x.shape)) if k != d):
+        return "an index other than one position per row along the dim (fusec writes it as a select)"
+    if not isinstance(value, (int, float, bool)) or (isinstance(value, float) and not x.dtype.is_floating_point):
+        return "a fill value of another kind than the tensor's"
+    return None
+
+
+def _slice_scatter(e, n):  # src padded to x's shape, chosen inside the slice
+    x, src = n.args[0], n.args[1]
+    shape = x.meta["val"].shape
+    rank = len(shape)
+    d = _kw(n, "dim", 2, 0) % rank
+    start, end = _slice_bounds(n, shape[d])
+    pad = [0] * (2 * rank)
+    pad[2 * d], pad[2 * d + 1] = start, shape[d] - end
+    io = _iota_along(shape[d], d, rank)
+    return "where(logical_and(ge(%s, %d), lt(%s, %d)), pad(%s, pad=%s, value=0), %s)" % (
+        io, start, io, end, e.v(src), e.lit(pad), e.v(x))
+
+
+def _slice_bounds(n, size):
+    start = _kw(n, "start", 3, None)
+    end = _kw(n, "end", 4, None)
+    start = 0 if start is None else start
+    end = size if end is None else end
+    start = max(0, min(size, start + size if start < 0 else start))
+    end = max(start, min(size, end + size if end < 0 else end))
+    return start, end
+
+
+def _slice_scatter_check(e, n):
+    x = n.args[0].meta["val"]
+    if not _static(x.shape, n.args[1].meta["val"].shape):
+        return "a symbolic shape"
+    if any(not (v is None or isinstance(v, int)) for v in (_kw(n, "start", 3), _kw(n, "end", 4))):
+        return "symbolic bounds"
+    if _kw(n, "step", 5, 1) != 1:
+        return "a step other than 1"
+    return None
+
+
 def _scalar_tensor(e, n):
     return "full(shape=[], value=%s, dtype=%s)" % (e.lit(n.args[0]), e.dtype(n))
 
@@ -430,12 +508,18 @@ TABLE["aten.clamp_min.default"] = Entry(lambda e, n: "clamp(%s, min=%s)" % (e.v(
                                         _clamp_check)
 TABLE["aten.clamp_max.default"] = Entry(lambda e, n: "clamp(%s, max=%s)" % (e.v(n.args[0]), e.lit(n.args[1])),
                                         lambda e, n: None)
+# indexing (issue 21, item 4: cross-entropy's target logit, its one-hot
+# backward, and the backward of a slice such as RoPE's halves)
+TABLE["aten.gather.default"] = Entry(_gather, _gather_check)
+TABLE["aten.scatter.value"] = Entry(_scatter_value, _scatter_value_check)
+TABLE["aten.slice_scatter.default"] = Entry(_slice_scatter, _slice_scatter_check)
 # casts
 TABLE["aten._to_copy.default"] = Entry(_cast, _to_copy_check)
 TABLE["prims.convert_element_type.default"] = Entry(_cast, _ok)
 # reductions
 TABLE["aten.sum.dim_IntList"] = _reduce("sum")
 TABLE["aten.sum.default"] = Entry(_sum_default, _ok)
+TABLE["aten.mean.default"] = Entry(lambda e, n: "mean(%s, dtype=%s)" % (e.v(n.args[0]), e.dtype(n)), _ok)
 TABLE["aten.amax.default"] = _reduce("amax")
 TABLE["aten.amin.default"] = _reduce("amin")
 TABLE["aten.mean.dim"] = _reduce("mean")
@@ -581,6 +665,8 @@ def _tests():
     add("aten.sum.dim_IntList", lambda x: (x > 0).sum(-1), r(5, 9))
     add("aten.sum.dim_IntList", lambda x: x.sum(-1, dtype=torch.float32), r(5, 9, dtype=torch.bfloat16))
     add("aten.sum.default", torch.sum, r(7, 9))
+    add("aten.mean.default", torch.mean, r(7, 9))
+    add("aten.mean.default", torch.mean, r(5, 3, 4, dtype=torch.bfloat16))
     add("aten.amax.default", lambda x: x.amax(1), r(5, 17))
     add("aten.amin.default", lambda x: x.amin(0, keepdim=True), r(5, 17))
     add("aten.amax.default", lambda x: x.amax(-1), ints(4, 6))
@@ -640,6 +726,21 @@ def _tests():
     add("aten.t.default", lambda x: (x + 1).t() * 2, r(5))
     add("prims.convert_element_type.default", lambda x: prims.convert_element_type(x * 3, torch.float16), r(3, 4))
     add("<built-in function getitem>", lambda x: torch.var_mean(x, 1)[1] + 1, r(4, 6))
+    # indexing
+    add("aten.gather.default", lambda x, i: torch.gather(x * 2, 1, i), r(5, 9),
+        ints(5, 3, lo=0, hi=9, dtype=torch.int64))
+    add("aten.gather.default", lambda x, i: torch.gather(x + 1, 0, i), r(6, 4, dtype=torch.bfloat16),
+        ints(2, 4, lo=0, hi=6, dtype=torch.int64))
+    add("aten.gather.default", lambda x, t: -torch.log_softmax(x, -1).gather(1, t[:, None]).mean(), r(7, 33),
+        ints(7, lo=0, hi=33, dtype=torch.int64))
+    add("aten.scatter.value", lambda x, i: torch.scatter(x * 2, 1, i, -1.0), r(5, 9),
+        ints(5, 1, lo=0, hi=9, dtype=torch.int64))
+    add("aten.scatter.value", lambda x, i: torch.scatter(x + 1, 0, i, 3), ints(6, 4),
+        ints(1, 4, lo=0, hi=6, dtype=torch.int64))
+    add("aten.slice_scatter.default", lambda x, s: torch.slice_scatter(x * 2, s + 1, 1, 2, 5), r(3, 8, 2),
+        r(3, 3, 2))
+    add("aten.slice_scatter.default", lambda x, s: torch.slice_scatter(x + 1, s * 2, -1, -4), r(4, 6, dtype=torch.bfloat16),
+        r(4, 4, dtype=torch.bfloat16))
     # norms, after PyTorch's decompositions
     add("aten.var_mean.correction", lambda x, w, b: F.layer_norm(x, (16,), w, b), r(5, 16), r(16), r(16))
     add("aten.amax.default", lambda x: torch.softmax(x, -1), r(4, 19))

@@ -16,8 +16,17 @@ binding and called in place of the region. A region fusec refuses to compile
 stays in PyTorch, with a warning that gives fusec's message.
 
 make_backend(runner="fgrun") runs the regions through fusec's CPU
-interpreter instead (for tests on machines without a GPU).
+interpreter instead (for tests on machines without a GPU);
+make_backend(runner="prepare") only compiles the regions into the cache and
+leaves them to PyTorch (to fill the cache on a machine with fusec, for a GPU
+machine without it: examples/models/train_step.py --prepare).
+
+A region's cache key is the hash of its text with values named v0, v1, ...
+(partition(canonical=True)), so the same region traced on another device,
+where PyTorch's attention kernels give the graph other node names, or in
+another graph, hits the same entry.
 """
+import collections
 import hashlib
 import logging
 import os
@@ -39,12 +48,27 @@ def cache_dir():
 
 
 class Stats:
+    """Counts of a backend: graphs partitioned, regions run by fusec (or,
+    runner "prepare", compiled and left to PyTorch), compilations, cache
+    hits, regions fusec refused, regions missing (no fusec binary and not in
+    the cache); `left` counts the ops left to PyTorch by name, `unsupported`
+    those of them fusec lacks (not left by design), over every graph."""
+
     def __init__(self):
         self.compiled = self.cache_hits = self.refused = self.missing = self.regions = self.graphs = 0
+        self.left = collections.Counter()
+        self.unsupported = collections.Counter()
+        self.region_ops = 0  # ATen ops inside regions that run through fusec
 
     def __repr__(self):
         return "<fusec.backend.Stats graphs=%d regions=%d compiled=%d cache_hits=%d refused=%d missing=%d>" % (
             self.graphs, self.regions, self.compiled, self.cache_hits, self.refused, self.missing)
+
+    def as_dict(self):
+        return {"graphs": self.graphs, "regions": self.regions, "compiled": self.compiled,
+                "cache_hits": self.cache_hits, "refused": self.refused, "missing": self.missing,
+                "region_ops": self.region_ops, "left_to_torch": dict(self.left.most_common()),
+                "unsupported": dict(self.unsupported.most_common())}
 
 
 def compile_region(fg_text, fusec=None, stats=None, directory=None):
@@ -137,10 +161,14 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     module (a callable)."""
     stats = stats or Stats()
     stats.graphs += 1
-    pt = _export.partition(gm, prefix="r", static_fallback=False)
+    pt = _export.partition(gm, prefix="r", static_fallback=False, canonical=True)
     _export._out_meta(pt)
     if pt.support.left:
         _log.info("fusec.backend: %s", pt.report())
+    for op, d in pt.left_summary().items():
+        stats.left[op] += d["count"]
+        if not d["by_design"]:
+            stats.unsupported[op] += d["count"]
     work = tempfile.mkdtemp(prefix="fusec-backend-") if runner == "fgrun" else None
     fgrun = _export.find_tool("fgrun") if runner == "fgrun" else None
     for r in pt.regions.values():
@@ -155,6 +183,9 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
             _log.warning("fusec.backend: region %s stays in PyTorch; fusec refused it:\n%s", r.name, why)
             continue
         stats.regions += 1
+        stats.region_ops += len(r.ops)
+        if runner == "prepare":  # compiled into the cache; PyTorch runs the region here
+            continue
         call = _fgrun_call(r, fgrun, work) if runner == "fgrun" else _loader_call(ptx, r)
         setattr(pt.gm, r.name, _export._region_module(call))
     pt.gm.recompile()
@@ -163,8 +194,9 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
 
 
 def make_backend(runner="loader", stats=None, fusec=None):
-    """A torch.compile backend. runner: "loader" (libfgload on the GPU) or
-    "fgrun" (fusec's CPU interpreter, for tests). `stats` (a Stats) counts
+    """A torch.compile backend. runner: "loader" (libfgload on the GPU),
+    "fgrun" (fusec's CPU interpreter, for tests) or "prepare" (compile the
+    regions into the cache, PyTorch runs them). `stats` (a Stats) counts
     graphs, regions, compilations and cache hits."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd

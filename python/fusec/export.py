@@ -185,9 +185,9 @@ class Emitter(_Probe):
     symbol's name to its .fg size name and facts; symbolic=False writes
     every size as the example's."""
 
-    def __init__(self, gname, params, nodes, outputs, syms, symbolic):
+    def __init__(self, gname, params, nodes, outputs, syms, symbolic, canonical=False):
         self.gname, self.params, self.nodes, self.outputs = gname, params, nodes, outputs
-        self.syms, self.symbolic = syms, symbolic
+        self.syms, self.symbolic, self.canonical = syms, symbolic, canonical
         self.names = {}
         self.multi = {}  # node -> list of result names
         self.used = set()
@@ -196,7 +196,10 @@ class Emitter(_Probe):
 
     def name_of(self, node):
         if node not in self.names:
-            n = re.sub(r"[^A-Za-z0-9_.]", "_", node.name)
+            # canonical: v0, v1, ... in order of definition, so that the same
+            # region traced on another device or in another graph (whose FX
+            # names differ) has the same text
+            n = "v%d" % len(self.names) if self.canonical else re.sub(r"[^A-Za-z0-9_.]", "_", node.name)
             if n in FG_WORDS or not re.match(r"[A-Za-z_]", n):
                 n = "v_" + n
             base, k = n, 1
@@ -386,8 +389,9 @@ def _codegen_refusal(params, nodes):
     return None
 
 
-def emit_region(gname, params, nodes, outputs, syms):
-    """(text, note): the .fg graph of a region, symbolic where it fits."""
+def emit_region(gname, params, nodes, outputs, syms, canonical=False):
+    """(text, note): the .fg graph of a region, symbolic where it fits;
+    canonical: values named v0, v1, ... rather than after the FX nodes."""
     params = [p for p in params if _tensors(p.meta.get("val"))]
     has_sym = any(not isinstance(s, int) for p in params for s in p.meta["val"].shape) or any(
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
@@ -396,12 +400,12 @@ def emit_region(gname, params, nodes, outputs, syms):
         note = _region_fits_codegen(params, nodes)
         if note is None:
             try:
-                return Emitter(gname, params, nodes, outputs, syms, True).emit(), None
+                return Emitter(gname, params, nodes, outputs, syms, True, canonical).emit(), None
             except Refuse as r:
                 note = "%s at %s" % (r.why, r.node.name)
             except KeyError as k:
                 note = "a size %s with no declared range" % k
-    return Emitter(gname, params, nodes, outputs, syms, False).emit(), note
+    return Emitter(gname, params, nodes, outputs, syms, False, canonical).emit(), note
 
 
 def _partition_io(nodes):
@@ -505,14 +509,15 @@ def _sym_table(gm, names=None, ranges=None):
 
 
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
-              max_rounds=50):
+              max_rounds=50, canonical=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
     regions in place; returns a Partitioned. compiled_only=False also takes
     the rows only the interpreter runs (aten_map.NOT_COMPILED).
     static_fallback: a region whose symbolic sizes fusec's code generator
     doesn't take is written with the example's sizes (the exporter); False
     leaves the nodes that break the rule to PyTorch instead (the backend,
-    whose graphs run at every size)."""
+    whose graphs run at every size). canonical: the regions' values are
+    named v0, v1, ... (the backend's cache key) rather than after the nodes."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -557,7 +562,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         gname = "%s%d" % (prefix, k)
         k += 1
-        text, note = emit_region(gname, ph, body, outs, syms)
+        text, note = emit_region(gname, ph, body, outs, syms, canonical)
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))

@@ -33,18 +33,17 @@ except FileNotFoundError as err:
     print("test_backend: %s; skipped" % err)
     sys.exit(77)
 
-os.environ["FUSEC_BACKEND_CACHE"] = tempfile.mkdtemp(prefix="fusec-backend-test-")
+CACHE = os.environ["FUSEC_BACKEND_CACHE"] = tempfile.mkdtemp(prefix="fusec-backend-test-")
 import fusec.backend as fb  # noqa: E402
 
 
-class MLP(nn.Module):
-    def __init__(self, d=32, h=64):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+sys.path.insert(0, HERE)
+import fixtures  # noqa: E402  (the models the Python tests share)
+from fixtures import Block  # noqa: E402
 
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+def MLP():
+    return fixtures.MLP(d=32, h=64)
 
 
 def close(a, b, tol=1e-5):
@@ -86,9 +85,6 @@ class BackendTest(unittest.TestCase):
     def test_attention_block_training(self):
         """nanoGPT's block: the attention kernels stay whole in PyTorch (their
         core-ATen decomposition breaks the backward), the rest fuses."""
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
-        from python_backend import Block
-
         torch._dynamo.reset()
         torch.manual_seed(0)
         m = Block(d=64, heads=2)
@@ -105,9 +101,6 @@ class BackendTest(unittest.TestCase):
 
     def test_autocast_bf16_training(self):
         """bf16 autocast: the casts AOTAutograd hands over fuse with the rest."""
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "gpu"))
-        from python_backend import Block
-
         torch._dynamo.reset()
         torch.manual_seed(6)
         m = Block(d=64, heads=2)
@@ -191,6 +184,58 @@ class BackendTest(unittest.TestCase):
         x = torch.randn(3, 5)
         self.assertTrue(close(torch.compile(f, backend=be)(x), f(x)))
         self.assertEqual(be.stats.regions, 2)  # tanh*2 | exp, cumsum between them in PyTorch
+        self.assertEqual(dict(be.stats.unsupported), {"aten.cumsum.default": 1})
+        self.assertEqual(be.stats.left["aten.cumsum.default"], 1)
+
+    def test_cache_key_ignores_node_names(self):
+        """The same region in another graph, where the FX nodes have other
+        names (its input is a matmul's result rather than a placeholder), is
+        the same cache entry: the regions' values are named v0, v1, ..."""
+        torch._dynamo.reset()
+        cache = tempfile.mkdtemp(prefix="fusec-backend-key-")
+        os.environ["FUSEC_BACKEND_CACHE"] = cache
+        try:
+            def f(x):
+                return F.gelu(x * 2 + 1, approximate="tanh")
+
+            def g(a, w):
+                return F.gelu((a @ w) * 2 + 1, approximate="tanh")
+
+            be1, be2 = fb.make_backend("fgrun"), fb.make_backend("fgrun")
+            x, a, w = torch.randn(4, 8), torch.randn(4, 6), torch.randn(6, 8)
+            self.assertTrue(close(torch.compile(f, backend=be1, dynamic=False)(x), f(x)))
+            self.assertTrue(close(torch.compile(g, backend=be2, dynamic=False)(a, w), g(a, w)))
+            self.assertEqual((be1.stats.compiled, be2.stats.compiled, be2.stats.cache_hits), (1, 0, 1))
+            texts = [open(os.path.join(cache, n)).read() for n in os.listdir(cache) if n.endswith(".fg")]
+            self.assertEqual(len(texts), 1)
+            self.assertTrue(texts[0].startswith("graph g(v0: f32[4, 8]) {"), texts[0])
+        finally:
+            os.environ["FUSEC_BACKEND_CACHE"] = CACHE
+
+    def test_prepare_runner(self):
+        """runner "prepare" compiles the regions into the cache and leaves
+        them to PyTorch (eager's results, up to the decompositions); a backend that
+        runs them then compiles nothing."""
+        torch._dynamo.reset()
+        cache = tempfile.mkdtemp(prefix="fusec-backend-prep-")
+        os.environ["FUSEC_BACKEND_CACHE"] = cache
+        try:
+            torch.manual_seed(9)
+            m = MLP()
+            x = torch.randn(5, 32, requires_grad=True)
+            prep = fb.make_backend("prepare")
+            y = torch.compile(m, backend=prep, dynamic=False)(x)
+            y.sum().backward()
+            self.assertTrue(close(y, m(x)))
+            self.assertGreaterEqual(prep.stats.regions, 4)
+            self.assertEqual(prep.stats.compiled, prep.stats.regions - prep.stats.cache_hits)
+            torch._dynamo.reset()
+            run = fb.make_backend("fgrun")
+            torch.compile(m, backend=run, dynamic=False)(x).sum().backward()
+            self.assertEqual(run.stats.compiled, 0, run.stats)
+            self.assertEqual(run.stats.regions, prep.stats.regions)
+        finally:
+            os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
 
 if __name__ == "__main__":

@@ -117,33 +117,16 @@ class TableTest(unittest.TestCase):
             ex.check_compile(FUSEC)
 
 
-class MLP(nn.Module):
-    def __init__(self, d=32, h=64):
-        super().__init__()
-        self.ln = nn.LayerNorm(d)
-        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
-
-    def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fixtures  # noqa: E402  (the models the Python tests share)
 
 
-class Block(nn.Module):
-    """nanoGPT's transformer block (causal self-attention + MLP)."""
+def MLP(d=32, h=64):
+    return fixtures.MLP(d, h)
 
-    def __init__(self, d=32, heads=4):
-        super().__init__()
-        self.h = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = MLP(d, 4 * d)
 
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return self.mlp(self.ln2(x)) - self.ln2(x) + x
+def Block(d=32, heads=4):
+    return fixtures.Block(d, heads)
 
 
 class ModelTest(unittest.TestCase):

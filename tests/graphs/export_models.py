@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes tests/graphs/export_models.fg: the exporter's graphs of the models in
-tests/gpu/python_backend.py (run from the repository root, with torch)."""
-import sys; sys.path.insert(0, 'python'); sys.path.insert(0, 'tests/gpu')
+python/tests/fixtures.py (run from the repository root, with torch)."""
+import sys; sys.path.insert(0, 'python'); sys.path.insert(0, 'python/tests')
 import torch
 import fusec.export as fe
-from python_backend import MLP, Block
+from fixtures import MLP, Block
 torch.manual_seed(0)
 parts = []
 ex = fe.export(MLP(768, 3072), (torch.randn(512, 768),), name="mlp_f32"); parts.append(ex.fg)
