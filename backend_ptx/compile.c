@@ -327,6 +327,10 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     }
     goto done;
   }
+  if (emit == FGC_EMIT_DOT) {
+    fg_plan_write_dot(out, plans, m->ngraphs);
+    goto done;
+  }
   if (emit == FGC_EMIT_PLAN) {
     for (int gi = 0; gi < m->ngraphs; gi++)
       if (plans[gi])

@@ -10,7 +10,13 @@
 #include "passes.h"
 #include "plan.h"
 
-typedef enum fgc_emit { FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM, FGC_EMIT_PTX } fgc_emit;
+typedef enum fgc_emit {
+  FGC_EMIT_OPT,
+  FGC_EMIT_PLAN,
+  FGC_EMIT_LLVM,
+  FGC_EMIT_PTX,
+  FGC_EMIT_DOT /* the plans as one Graphviz graph (opt/plan_dot.c) */
+} fgc_emit;
 
 typedef struct fgc_options {
   const char *arch;      /* "sm_90" by default */

@@ -127,6 +127,13 @@ typedef struct fgl_load_stats {
 } fgl_load_stats;
 fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_error *err);
 
+/* Where a module's GPU code came from: the PTX compiled by the driver's JIT
+ * (then stored in the cache when it is on), the cubin cache, or the SASS
+ * that `fusec --cubin` put into the artifact for this device (no JIT, no
+ * cache; docs/artifact.md). */
+typedef enum fgl_load_source { FGL_LOAD_JIT = 0, FGL_LOAD_CACHE, FGL_LOAD_SASS } fgl_load_source;
+fgl_status fgl_module_load_source(const fgl_module *m, fgl_load_source *out, fgl_error *err);
+
 typedef struct fgl_device_info {
   char name[256];
   int cc_major, cc_minor; /* compute capability */

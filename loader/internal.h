@@ -39,6 +39,8 @@ struct fgl_module {
   pthread_mutex_t resolve_lock;
   fgl_device_info dev;
   fgl_load_stats stats;
+  int source;         /* fgl_load_source: where the cubin came from */
+  char sass_arch[16]; /* source FGL_LOAD_SASS: the section's architecture */
   fgl_log_fn log;
   void *log_user;
 };

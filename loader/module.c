@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "sass.h"
 
 void fgl_load_options_init(fgl_load_options *o) {
   if (!o)
@@ -221,8 +222,59 @@ out:
   return st;
 }
 
-/* text is NUL-terminated at text[len]; what names it in messages. */
-static fgl_status load_common(const char *text, size_t len, const char *what,
+/* The artifact's SASS for this device, when it carries some (sass.h):
+ * loaded without the JIT or the cache. Returns 1 when m->mod came from it,
+ * 0 to JIT the PTX instead (having logged why, where there was SASS). */
+static int load_sass(fgl_module *m, const char *text, const fgl_sass_table *t, const char *what) {
+  if (t->why[0]) {
+    fgl_logf(m->log, m->log_user, FGL_LOG_WARN, "fgload: %s: %s: ignored, JIT from PTX", what,
+             t->why);
+    return 0;
+  }
+  if (t->n == 0)
+    return 0;
+  int cc = m->dev.cc_major * 10 + m->dev.cc_minor;
+  const fgl_sass_section *s = NULL;
+  char have[FGL_SASS_MAX * 18] = "";
+  for (int i = 0; i < t->n && !s; i++) {
+    if (t->s[i].sm == cc)
+      s = &t->s[i];
+    size_t k = strlen(have);
+    snprintf(have + k, sizeof have - k, "%s%s", i ? ", " : "", t->s[i].arch);
+  }
+  if (!s) {
+    fgl_logf(m->log, m->log_user, FGL_LOG_INFO,
+             "fgload: %s carries SASS for %s, not for this device (%s, sm_%d): JIT from PTX", what,
+             have, m->dev.name, cc);
+    return 0;
+  }
+  void *cubin;
+  size_t n;
+  char why[200];
+  if (fgl_sass_decode(text, t, s, &cubin, &n, why, sizeof why) != 0) {
+    fgl_logf(m->log, m->log_user, FGL_LOG_WARN,
+             "fgload: %s: the SASS for %s is unusable (%s): JIT from PTX", what, s->arch, why);
+    return 0;
+  }
+  CUresult r = m->cu->cuModuleLoadData(&m->mod, cubin);
+  free(cubin);
+  if (r != CUDA_SUCCESS) {
+    char e[200];
+    m->mod = NULL;
+    fgl_logf(m->log, m->log_user, FGL_LOG_WARN,
+             "fgload: %s: the driver refused the SASS for %s (%s): JIT from PTX", what, s->arch,
+             fgl_cuda_error_text(r, e, sizeof e));
+    return 0;
+  }
+  snprintf(m->sass_arch, sizeof m->sass_arch, "%s", s->arch);
+  return 1;
+}
+
+/* text is NUL-terminated at text[len] and the caller's to change; what
+ * names it in messages. SASS sections after the PTX (sass.h) are cut off
+ * (text[their start] becomes the NUL): the plan, the cache key and the JIT
+ * see the PTX as it was before fusec appended them. */
+static fgl_status load_common(char *text, size_t len, const char *what,
                               const fgl_load_options *opts_in, fgl_module **out, fgl_error *err) {
   double t0 = fgl_now_ms();
   fgl_load_options opts;
@@ -231,6 +283,10 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
   else
     fgl_load_options_init(&opts);
   char msg[512];
+  fgl_sass_table sass;
+  fgl_sass_scan(text, len, &sass);
+  len = sass.ptx_len;
+  text[len] = 0;
   plan pl;
   if (plan_parse(text, len, &pl, msg, sizeof msg) != 0)
     return fgl_fail(err, FGL_ERR_PLAN, "%s: %s", what, msg);
@@ -319,6 +375,10 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
              sizeof dirbuf - 1);
   else if (!cfg.dir)
     fgl_logf(opts.log, opts.log_user, FGL_LOG_DEBUG, "fgload cache: disabled");
+  if (load_sass(m, text, &sass, what)) {
+    m->source = FGL_LOAD_SASS;
+    goto loaded;
+  }
   /* A well-formed cache entry whose cubin the driver refuses (made by
    * another driver build, say) is JITed again and replaced, so that later
    * loads do not fail too: a second and last try. */
@@ -344,6 +404,8 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
     st = fgl_cuda_fail(m, err, r, "cuModuleLoadData");
     goto fail;
   }
+  m->source = m->stats.cache_hit ? FGL_LOAD_CACHE : FGL_LOAD_JIT;
+loaded:
   m->funcs = calloc((size_t)pl.n_graphs, sizeof *m->funcs);
   m->resident_fit = calloc((size_t)pl.n_graphs, sizeof *m->resident_fit);
   if (!m->funcs || !m->resident_fit) {
@@ -366,8 +428,12 @@ static fgl_status load_common(const char *text, size_t len, const char *what,
   }
   fgl_ctx_leave(m, pushed);
   m->stats.total_ms = fgl_now_ms() - t0;
-  fgl_logf(opts.log, opts.log_user, FGL_LOG_INFO, "fgload: loaded %s (%d graphs) in %.2f ms (%s)",
-           what, pl.n_graphs, m->stats.total_ms, m->stats.cache_hit ? "cache hit" : "JIT");
+  fgl_logf(opts.log, opts.log_user, FGL_LOG_INFO, "fgload: loaded %s (%d graphs) in %.2f ms (%s%s)",
+           what, pl.n_graphs, m->stats.total_ms,
+           m->source == FGL_LOAD_SASS ? "the artifact's SASS for "
+           : m->stats.cache_hit       ? "cache hit"
+                                      : "JIT",
+           m->source == FGL_LOAD_SASS ? m->sass_arch : "");
   *out = m;
   return FGL_OK;
 fail:
@@ -444,6 +510,13 @@ fgl_status fgl_module_load_stats(const fgl_module *m, fgl_load_stats *out, fgl_e
   if (!m || !out)
     return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_stats: NULL argument");
   *out = m->stats;
+  return FGL_OK;
+}
+
+fgl_status fgl_module_load_source(const fgl_module *m, fgl_load_source *out, fgl_error *err) {
+  if (!m || !out)
+    return fgl_fail(err, FGL_ERR_INVALID_ARGUMENT, "fgl_module_load_source: NULL argument");
+  *out = (fgl_load_source)m->source;
   return FGL_OK;
 }
 

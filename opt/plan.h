@@ -235,6 +235,9 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d);
 const char *fg_buf_str(fg_buf_ref b, char *buf, int cap);
 /* `fusec --emit plan`: human-readable kernels, buffers and aliases. */
 void fg_plan_print(FILE *f, const fg_plan *p);
+/* `fusec --emit dot`: plans[0..n) (NULL entries skipped) as one Graphviz
+ * digraph, a cluster a graph and a cluster a kernel (plan_dot.c). */
+void fg_plan_write_dot(FILE *f, fg_plan *const *plans, int n);
 /* The artifact's plan comment block for this graph (docs/artifact.md). The
  * kernel entries must already have their names. vec_entries[k] non-NULL
  * means kernel k has an aligned variant with that entry name, requiring

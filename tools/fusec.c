@@ -20,6 +20,7 @@
 #include "passes.h"
 #include "print.h"
 #include "out_file.h"
+#include "cubin.h"
 
 #ifndef FUSEC_DEFAULT_LIBDEVICE
 #define FUSEC_DEFAULT_LIBDEVICE ""
@@ -27,8 +28,8 @@
 
 enum { MAX_LIST = 64 };
 
-typedef enum emit_kind { EMIT_IR, EMIT_OPT, EMIT_PLAN, EMIT_LLVM, EMIT_PTX } emit_kind;
-static const char *const emit_names[] = {"ir", "opt", "plan", "llvm", "ptx"};
+typedef enum emit_kind { EMIT_IR, EMIT_OPT, EMIT_PLAN, EMIT_LLVM, EMIT_PTX, EMIT_DOT } emit_kind;
+static const char *const emit_names[] = {"ir", "opt", "plan", "llvm", "ptx", "dot"};
 
 typedef struct fusec_opts {
   const char *input, *output;
@@ -48,6 +49,11 @@ typedef struct fusec_opts {
   const char *libdevice;
   int jobs;     /* 0: one a CPU */
   int sm_count; /* 0: the target's default */
+  /* --cubin: SASS for these architectures appended to the artifact (cubin.h) */
+  char cubin[FG_CUBIN_MAX][16];
+  int ncubin;
+  const char *ptxas; /* --ptxas; NULL: searched for */
+  char ptxas_found[4096];
 } fusec_opts;
 
 static void usage(FILE *f) {
@@ -59,7 +65,13 @@ static void usage(FILE *f) {
         "                        the H100 SXM's)\n"
         "  -O0 | -O1 | -O2       optimization level (default -O2)\n"
         "  --graph NAME          compile only this graph (repeatable)\n"
-        "  --emit STAGE          ir | opt | plan | llvm | ptx (default ptx)\n"
+        "  --emit STAGE          ir | opt | plan | llvm | ptx | dot (default ptx; dot: the\n"
+        "                        kernels, stored tensors and views as a Graphviz graph)\n"
+        "  --cubin sm_NN,...     also put SASS for these GPUs into the artifact (ptxas from\n"
+        "                        the CUDA toolkit); the loader uses it on a GPU of that\n"
+        "                        compute capability instead of compiling the PTX\n"
+        "  --ptxas PATH          the ptxas for --cubin (default: $CUDA_HOME/bin, PATH,\n"
+        "                        /usr/local/cuda/bin)\n"
         "  --print-after-all     print the graph after every pass (stderr)\n"
         "  --print-after=PASS    print the graph after PASS (repeatable)\n"
         "  --disable-pass=PASS   skip PASS (repeatable)\n"
@@ -98,6 +110,33 @@ static int push(const char **list, int *n, const char *s, const char *flag) {
   return 0;
 }
 
+/* --cubin LIST: comma-separated sm_NN or sm_NNa, each once. */
+static int parse_cubin(fusec_opts *o, const char *list) {
+  for (const char *p = list;;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char a[16];
+    if (n == 0 || n >= sizeof a)
+      return usage_error("bad --cubin list '%s' (sm_NN or sm_NNa, comma-separated: sm_90,sm_80)",
+                         list);
+    memcpy(a, p, n);
+    a[n] = 0;
+    if (!fg_cubin_arch(a))
+      return usage_error("unknown --cubin architecture '%s' (sm_NN or sm_NNa: sm_90, sm_90a, "
+                         "sm_80)",
+                         a);
+    for (int i = 0; i < o->ncubin; i++)
+      if (strcmp(o->cubin[i], a) == 0)
+        return usage_error("--cubin names %s twice", a);
+    if (o->ncubin == FG_CUBIN_MAX)
+      return usage_error("%s", "--cubin names more than 16 architectures");
+    memcpy(o->cubin[o->ncubin++], a, n + 1);
+    if (!e)
+      return 0;
+    p = e + 1;
+  }
+}
+
 /* Returns 0, or the exit status for a usage error (-1 after --help). */
 static int parse_args(int argc, char **argv, fusec_opts *o) {
   memset(o, 0, sizeof *o);
@@ -111,9 +150,10 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     const char *a = argv[i];
     /* flags that take a value, as "--flag VALUE" or "--flag=VALUE" */
     const char *val = NULL;
-    static const char *const valued[] = {"-o",          "--arch",        "--graph",        "--emit",
-                                         "--libdevice", "--print-after", "--disable-pass", "--knob",
-                                         "--jobs",      "--sm-count"};
+    static const char *const valued[] = {
+        "-o",          "--arch",        "--graph",        "--emit",
+        "--libdevice", "--print-after", "--disable-pass", "--knob",
+        "--jobs",      "--sm-count",    "--cubin",        "--ptxas"};
     const char *flag = NULL;
     for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
       size_t l = strlen(valued[k]);
@@ -144,11 +184,11 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
       rc = push(o->graphs, &o->ngraphs, val, "--graph");
     } else if (flag && strcmp(flag, "--emit") == 0) {
       int k = -1;
-      for (int j = 0; j < 5; j++)
+      for (int j = 0; j < (int)(sizeof emit_names / sizeof *emit_names); j++)
         if (strcmp(val, emit_names[j]) == 0)
           k = j;
       if (k < 0)
-        return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm or ptx)", val);
+        return usage_error("unknown --emit stage '%s' (ir, opt, plan, llvm, ptx or dot)", val);
       o->emit = (emit_kind)k;
     } else if (flag && strcmp(flag, "--sm-count") == 0) {
       char *end;
@@ -162,6 +202,11 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
       if (j < 1 || j > 64 || *end || end == val)
         return usage_error("--jobs takes a number from 1 to 64, got '%s'", val);
       o->jobs = (int)j;
+    } else if (flag && strcmp(flag, "--cubin") == 0) {
+      if ((rc = parse_cubin(o, val)) != 0)
+        return rc;
+    } else if (flag && strcmp(flag, "--ptxas") == 0) {
+      o->ptxas = val;
     } else if (flag && strcmp(flag, "--libdevice") == 0) {
       o->libdevice = val;
     } else if (flag && strcmp(flag, "--print-after") == 0) {
@@ -197,6 +242,13 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
   for (int i = 0; i < o->nprint_after; i++)
     if (!fg_pass_exists(o->print_after[i]))
       return unknown_pass(o->print_after[i], "--print-after");
+  for (int i = 0; i < o->ncubin; i++)
+    if (fg_cubin_arch(o->cubin[i]) < o->sm)
+      return usage_error("--cubin %s is older than the PTX's target (--arch): ptxas cannot "
+                         "assemble it for that GPU",
+                         o->cubin[i]);
+  if (o->ncubin && o->emit != EMIT_PTX)
+    return usage_error("%s", "--cubin goes with the PTX artifact (--emit ptx)");
   if (!o->input)
     return usage_error("%s", "no input file");
   if (!o->output)
@@ -215,8 +267,8 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
     }
     return 0;
   }
-  static const fgc_emit stage[] = {FGC_EMIT_OPT, FGC_EMIT_OPT, FGC_EMIT_PLAN, FGC_EMIT_LLVM,
-                                   FGC_EMIT_PTX};
+  static const fgc_emit stage[] = {FGC_EMIT_OPT,  FGC_EMIT_OPT, FGC_EMIT_PLAN,
+                                   FGC_EMIT_LLVM, FGC_EMIT_PTX, FGC_EMIT_DOT};
   fgc_options co;
   memset(&co, 0, sizeof co);
   co.arch = o->arch;
@@ -233,7 +285,31 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.time_passes = o->time_passes;
   /* One module holding the selected graphs: the artifact is one PTX file. */
   fg_module sub = {o->input, n, n, graphs};
-  return fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, out);
+  if (!o->ncubin)
+    return fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, out);
+  /* --cubin: the artifact in memory, written, then its SASS after it */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  if (!mem) {
+    fprintf(stderr, "fusec: error: out of memory\n");
+    return FG_EXIT_INPUT;
+  }
+  int rc = fgc_compile(&sub, NULL, 0, stage[o->emit], &co, d, mem);
+  if (fclose(mem) != 0 && rc == 0) {
+    fprintf(stderr, "fusec: error: out of memory\n");
+    rc = FG_EXIT_INPUT;
+  }
+  if (rc == 0 && fwrite(buf, 1, len, out) != len)
+    rc = FG_EXIT_INPUT; /* the caller reports the failed write */
+  if (rc == 0) {
+    const char *archs[FG_CUBIN_MAX];
+    for (int i = 0; i < o->ncubin; i++)
+      archs[i] = o->cubin[i];
+    rc = fg_cubin_append(out, o->ptxas_found, buf, len, archs, o->ncubin);
+  }
+  free(buf);
+  return rc;
 }
 
 /* Runs emit_stage into a temp file beside o->output that is renamed into
@@ -283,6 +359,9 @@ int main(int argc, char **argv) {
   if (rc)
     return rc < 0 ? 0 : rc;
 
+  /* --cubin: ptxas is found before anything is compiled */
+  if (o.ncubin && !fg_cubin_find_ptxas(o.ptxas, o.ptxas_found, sizeof o.ptxas_found))
+    return FG_EXIT_INPUT;
   size_t len = 0;
   char *src = fg_read_file(o.input, &len);
   if (!src) {

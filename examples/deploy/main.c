@@ -167,10 +167,13 @@ int main(int argc, char **argv) {
   TRY(fgl_module_load_file(argv[1], &opts, &m, &err));
   fgl_device_info dev;
   fgl_load_stats ls;
+  fgl_load_source src;
   TRY(fgl_module_device_info(m, &dev, &err));
   TRY(fgl_module_load_stats(m, &ls, &err));
+  TRY(fgl_module_load_source(m, &src, &err));
+  static const char *const how[] = {"PTX JIT", "cubin cache", "the artifact's SASS"};
   printf("device: %s (sm_%d%d), load %.2f ms (%s)\n", dev.name, dev.cc_major, dev.cc_minor,
-         ls.total_ms, ls.cache_hit ? "cache hit" : "JIT");
+         ls.total_ms, how[src]);
 
   fgl_graph_info gi;
   if (argc > 2)

@@ -199,6 +199,7 @@ PROTOTYPES = {
     "fgl_module_load_data": (_st, [ctypes.c_void_p, ctypes.c_size_t, _P(fgl_load_options), _P(_vp), _E]),
     "fgl_module_free": (_st, [_vp, _E]),
     "fgl_module_load_stats": (_st, [_vp, _P(fgl_load_stats), _E]),
+    "fgl_module_load_source": (_st, [_vp, _P(c_enum), _E]),
     "fgl_module_device_info": (_st, [_vp, _P(fgl_device_info), _E]),
     "fgl_module_num_graphs": (_st, [_vp, _P(ctypes.c_int), _E]),
     "fgl_module_graph_at": (_st, [_vp, ctypes.c_int, _P(fgl_graph_info), _E]),

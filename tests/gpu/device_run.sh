@@ -242,6 +242,52 @@ loadtime() {
   done
 }
 
+# First loads in fresh processes, PTX JIT against the artifact's SASS
+# (tests/loader/gpu_coldload: the context is made first and not counted,
+# CUDA_CACHE_DISABLE=1, libfgload's cache off; load plus one instance of
+# every graph): every example graph alone and all of them in one artifact
+# (.gpu/coldload from tests/gpu/prepare.sh), FG_COLDLOAD_N (3) processes
+# each; medians in ms in $LOG/coldload.txt, every run in coldload_raw.txt.
+coldload() {
+  local t f n kind i
+  t=$(find build-gpu -name gpu_coldload -type f | head -1)
+  [ -n "$t" ] || { echo "coldload: no gpu_coldload in build-gpu"; return; }
+  : >"$LOG/coldload_raw.txt"
+  for f in .gpu/coldload/ptx/*.ptx; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f" .ptx)
+    for kind in ptx sass; do
+      [ -f ".gpu/coldload/$kind/$n.ptx" ] || continue
+      for i in $(seq "${FG_COLDLOAD_N:-3}"); do
+        CUDA_CACHE_DISABLE=1 FUSEC_CACHE=0 "$t" ".gpu/coldload/$kind/$n.ptx" "$n $kind" >>"$LOG/coldload_raw.txt" 2>&1
+      done
+    done
+  done
+  grep -v '^coldload ' "$LOG/coldload_raw.txt" | head -20
+  awk 'function med(s,   a, m, i, j, x) {
+         m = split(s, a, " ")
+         for (i = 2; i <= m; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+         return m ? a[int((m + 1) / 2)] : -1
+       }
+       $1 == "coldload" { k = $2 " " $3; v[k] = v[k] " " $7; if ($5 != ($3 == "sass" ? "sass" : "jit")) bad[k] = $5; names[$2] = $NF }
+       END {
+         printf "%-48s %6s %12s %10s %8s\n", "artifact (median ms, first load + instances)", "graphs", "ptx-jit", "sass", "ratio"
+         for (n in names) {
+           p = med(v[n " ptx"]); s = med(v[n " sass"]); note = ""
+           if (bad[n " ptx"] != "" || bad[n " sass"] != "") note = "  (WRONG SOURCE: ptx " bad[n " ptx"] ", sass " bad[n " sass"] ")"
+           printf "%-48s %6d %12.1f %10.1f %7.1fx%s\n", n, names[n], p, s, (s > 0 ? p / s : 0), note
+         }
+       }' "$LOG/coldload_raw.txt" | { IFS= read -r h; echo "$h"; sort; } | tee "$LOG/coldload.txt"
+  # the SASS computes what the interpreter does: every graph of the
+  # all-examples artifact, run from its SASS, checked
+  local sass=.gpu/coldload/sass/all_examples.ptx g
+  [ -f "$sass" ] || return 0
+  for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$sass"); do
+    check_one "$sass" .gpu/all_examples.fg "$g"
+  done | tee "$LOG/coldload_check.txt" | grep -v '^PASS' || true
+  echo "coldload check (from SASS): $(grep -c '^PASS' "$LOG/coldload_check.txt") passed, $(grep -c '^FAIL' "$LOG/coldload_check.txt") failed"
+}
+
 # Hardware counters of the row + column and epilogue kernels (ncu, clocks
 # left alone); one report per graph in $LOG/ncu_*.txt.
 profile() {
@@ -277,6 +323,7 @@ case $what in
   python) python_checks ;;
   profile) profile ;;
   loadtime) loadtime ;;
+  coldload) coldload ;;
   check) check ;;
   difftest) difftest ;;
   bench) bench ;;

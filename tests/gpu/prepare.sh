@@ -42,6 +42,25 @@ if [ -x "$FGDIFF" ]; then
 fi
 cat examples/*.fg >.gpu/all_examples.fg
 "$FUSEC" .gpu/all_examples.fg -o .gpu/all_examples.ptx
+# First loads, PTX JIT against SASS (tests/gpu/device_run.sh coldload):
+# every example graph alone and all of them in one artifact, each as PTX
+# only (.gpu/coldload/ptx) and with SASS for FG_COLDLOAD_ARCH (sm_90, the
+# H100's; fusec --cubin) beside its PTX (.gpu/coldload/sass). The SASS is
+# made here: the GPU machine may have no ptxas.
+mkdir -p .gpu/coldload/ptx .gpu/coldload/sass
+coldload_pair() { # SRC NAME [--graph G]
+  local src=$1 name=$2
+  shift 2
+  "$FUSEC" "$src" "$@" -o ".gpu/coldload/ptx/$name.ptx" &&
+    "$FUSEC" "$src" "$@" --cubin "${FG_COLDLOAD_ARCH:-sm_90}" -o ".gpu/coldload/sass/$name.ptx" ||
+    { echo "coldload: skipped $name (no ptxas here?)"; rm -f ".gpu/coldload/ptx/$name.ptx"; }
+}
+for f in examples/*.fg; do
+  for g in $(sed -n 's/^graph \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$f"); do
+    coldload_pair "$f" "$(basename "$f" .fg)__$g" --graph "$g"
+  done
+done
+coldload_pair .gpu/all_examples.fg all_examples
 if [ ! -d .deps/root ]; then
   mkdir -p .deps && (cd .deps && apt-get download libxxhash0 libxxhash-dev >/dev/null 2>&1 &&
     for d in *.deb; do dpkg -x "$d" root; done)

@@ -8,7 +8,8 @@
  * fgl_run does (launches only; no allocation, copy or synchronization), and
  * logs each launch (entry, grid, block, the 8-byte argument values: as many
  * as the entry declares .params in the PTX). FAKE_CUDA_DEVICES=0 simulates
- * a machine without a GPU; PTX containing FAKE_JIT_FAIL fails to JIT. */
+ * a machine without a GPU; PTX containing FAKE_JIT_FAIL fails to JIT;
+ * FAKE_CUDA_CC=NN sets the compute capability (default 90). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,9 +127,12 @@ EXPORT CUresult cuDeviceGet(int *d, int o) {
   *d = o;
   return 0;
 }
+/* FAKE_CUDA_CC=NN: the compute capability (default 90: an H100's 9.0). */
 EXPORT CUresult cuDeviceGetAttribute(int *v, int a, int d) {
   (void)d;
-  *v = a == 75 ? 9 : a == 76 ? 0 : a == 97 ? 232448 : a == 16 ? 132 : 0;
+  const char *cc = getenv("FAKE_CUDA_CC");
+  int ccv = cc ? atoi(cc) : 90;
+  *v = a == 75 ? ccv / 10 : a == 76 ? ccv % 10 : a == 97 ? 232448 : a == 16 ? 132 : 0;
   return 0;
 }
 /* FAKE_CUDA_CTAS_PER_SM: what the occupancy calls report (default 16);
