@@ -1,23 +1,29 @@
 /* The attention kernel (issue 19): `o, lse = sdpa(q, k, v)` forward as
  * FlashAttention-2's loop (Dao, 2023), in fusec's terms (docs/attention.md).
  *
- * A CTA owns br = 16 x warps query rows of one (batch, head) (grid x: the
- * query block, the last one first under a causal mask, whose work is
- * largest; grid y: batch x heads). Each warp owns 16 of the rows, one row
- * block of mma.sync m16n8k16, so nothing is exchanged between warps:
+ * A CTA owns br = 16 mt x warps query rows of one (batch, head) (grid x:
+ * the query block, the last one first under a causal mask, whose work is
+ * largest; grid y: batch x heads). Each warp owns 16 mt of the rows, mt
+ * (1 or 2, the plan's br / warps / 16) row tiles of mma.sync m16n8k16, so
+ * nothing is exchanged between warps, and each K or V fragment a warp
+ * loads from shared memory feeds mt mma:
  *
- *   Q tile -> shared -> A fragments in registers, once
+ *   Q tile -> shared (its A fragments held in registers, or reloaded by
+ *   ldmatrix every block: plan q-in-registers)
  *   for each key block of bc keys (under a causal mask, only those some
  *   row of the CTA sees):
- *     K, V tiles -> shared: two stages, the next block's copied while this
- *     one computes (cp.async in the aligned variant; plan: stages)
- *     S = Q K^T                  (mma, f32 accumulators: 16 x bc a warp)
- *     scaled into log2 units (scale x log2 e folded), masked to -inf
- *     (keys past the end; causal: key j > query i, top-left aligned) in
- *     the blocks where the warp's rows meet the end or the diagonal
- *     m_new = max(m, rowmax S); P = 2^(S - m_new); l = l 2^(m - m_new) + rowsum P
- *     O = O 2^(m - m_new) + P V  (P rounded to the input dtype: the A
- *                                 operand straight from S's registers)
+ *     K, V tiles -> shared: `stages` of them, the block stages - 1 ahead
+ *     copied while this one computes (cp.async in the aligned variant);
+ *     one barrier a block
+ *     S = Q K^T                  (mma, f32 accumulators: 16 mt x bc a warp)
+ *     masked to -inf (keys past the end; causal: key j > query i,
+ *     top-left aligned) in the blocks where the warp's rows meet the end
+ *     or the diagonal
+ *     m_new = max(m, rowmax S c), c = scale log2 e; P = 2^(S c - m_new)
+ *     (one FMA and ex2); l = l 2^(m - m_new) + rowsum P
+ *     O = O 2^(m - m_new) + P V  (P rounded to the input dtype by packed
+ *                                 conversions: the A operand straight
+ *                                 from S's registers)
  *   o = O / l (rounded to the dtype), lse = m ln 2 + ln l
  *
  * Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16" with .bf16 /
