@@ -1,23 +1,29 @@
 /* The attention kernel (issue 19): `o, lse = sdpa(q, k, v)` forward as
  * FlashAttention-2's loop (Dao, 2023), in fusec's terms (docs/attention.md).
  *
- * A CTA owns br = 16 x warps query rows of one (batch, head) (grid x: the
- * query block, the last one first under a causal mask, whose work is
- * largest; grid y: batch x heads). Each warp owns 16 of the rows, one row
- * block of mma.sync m16n8k16, so nothing is exchanged between warps:
+ * A CTA owns br = 16 mt x warps query rows of one (batch, head) (grid x:
+ * the query block, the last one first under a causal mask, whose work is
+ * largest; grid y: batch x heads). Each warp owns 16 mt of the rows, mt
+ * (1 or 2, the plan's br / warps / 16) row tiles of mma.sync m16n8k16, so
+ * nothing is exchanged between warps, and each K or V fragment a warp
+ * loads from shared memory feeds mt mma:
  *
- *   Q tile -> shared -> A fragments in registers, once
+ *   Q tile -> shared (its A fragments held in registers, or reloaded by
+ *   ldmatrix every block: plan q-in-registers)
  *   for each key block of bc keys (under a causal mask, only those some
  *   row of the CTA sees):
- *     K, V tiles -> shared: two stages, the next block's copied while this
- *     one computes (cp.async in the aligned variant; plan: stages)
- *     S = Q K^T                  (mma, f32 accumulators: 16 x bc a warp)
- *     scaled into log2 units (scale x log2 e folded), masked to -inf
- *     (keys past the end; causal: key j > query i, top-left aligned) in
- *     the blocks where the warp's rows meet the end or the diagonal
- *     m_new = max(m, rowmax S); P = 2^(S - m_new); l = l 2^(m - m_new) + rowsum P
- *     O = O 2^(m - m_new) + P V  (P rounded to the input dtype: the A
- *                                 operand straight from S's registers)
+ *     K, V tiles -> shared: `stages` of them, the block stages - 1 ahead
+ *     copied while this one computes (cp.async in the aligned variant);
+ *     one barrier a block
+ *     S = Q K^T                  (mma, f32 accumulators: 16 mt x bc a warp)
+ *     masked to -inf (keys past the end; causal: key j > query i,
+ *     top-left aligned) in the blocks where the warp's rows meet the end
+ *     or the diagonal
+ *     m_new = max(m, rowmax S c), c = scale log2 e; P = 2^(S c - m_new)
+ *     (one FMA and ex2); l = l 2^(m - m_new) + rowsum P
+ *     O = O 2^(m - m_new) + P V  (P rounded to the input dtype by packed
+ *                                 conversions: the A operand straight
+ *                                 from S's registers)
  *   o = O / l (rounded to the dtype), lse = m ln 2 + ln l
  *
  * Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16" with .bf16 /
@@ -407,11 +413,21 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
   LLVMValueRef ninf = f32c(a, -INFINITY), zero = f32c(a, 0.0);
   LLVMValueRef alpha[MAX_MT][2], nmuse[MAX_MT][2];
   for (int r = 0; r < a->mt; r++)
-    for (int h = 0; h < 2; h++) { /* a row's values are in the 4 lanes of a quad */
-      LLVMValueRef mx = ninf;
+    for (int h = 0; h < 2; h++) {     /* a row's values are in the 4 lanes of a quad */
+      LLVMValueRef v[2 * MAX_BC / 8]; /* the row's values here, by a tree of max */
+      int nv = 0;
       for (int j = 0; j < nn; j++)
         for (int c = 0; c < 2; c++)
-          mx = fgb_tc_fmax(m, mx, s[r][j][2 * h + c]);
+          v[nv++] = s[r][j][2 * h + c];
+      while (nv > 1) {
+        int half = 0;
+        for (int i = 0; i + 1 < nv; i += 2)
+          v[half++] = fgb_tc_fmax(m, v[i], v[i + 1]);
+        if (nv & 1)
+          v[half++] = v[nv - 1];
+        nv = half;
+      }
+      LLVMValueRef mx = v[0];
       mx = fgb_tc_fmax(m, mx, fgb_shfl_bfly(m, mx, 1));
       mx = fgb_tc_fmax(m, mx, fgb_shfl_bfly(m, mx, 2));
       if (st->fold)
@@ -428,17 +444,19 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
   /* P = 2^(S - m), its row sums, and P as A fragments of 16 keys */
   LLVMValueRef pa[MAX_MT][MAX_BC / 16][4];
   for (int r = 0; r < a->mt; r++) {
-    LLVMValueRef rs[2] = {zero, zero};
+    /* row sums: two chains a row (its even and odd columns), added at the end */
+    LLVMValueRef rs[4] = {NULL, NULL, NULL, NULL};
     for (int j = 0; j < nn; j++)
       for (int i = 0; i < 4; i++) {
         LLVMValueRef x = s[r][j][i], nm = nmuse[r][i / 2];
         x = st->fold ? fgb_tc_fma(m, x, st->scale2, nm) : LLVMBuildFAdd(b, x, nm, "");
         s[r][j][i] = fgb_tc_ex2(m, x);
-        rs[i / 2] = LLVMBuildFAdd(b, rs[i / 2], s[r][j][i], "");
+        rs[i] = rs[i] ? LLVMBuildFAdd(b, rs[i], s[r][j][i], "") : s[r][j][i];
       }
     for (int h = 0; h < 2; h++) {
       LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r][h], "");
-      LLVMBuildStore(b, fgb_tc_fma(m, l, alpha[r][h], rs[h]), st->l[r][h]);
+      LLVMValueRef sum = LLVMBuildFAdd(b, rs[2 * h], rs[2 * h + 1], "");
+      LLVMBuildStore(b, fgb_tc_fma(m, l, alpha[r][h], sum), st->l[r][h]);
     }
     for (int j = 0; j < nn / 2; j++) {
       pa[r][j][0] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j][0], s[r][2 * j][1]);
@@ -694,9 +712,18 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   LLVMValueRef kbase = fgb_gep(m, st.kbase, m->i8, cur);
   LLVMValueRef vbase = fgb_gep(m, st.vbase, m->i8, cur);
   LLVMValueRef s[MAX_MT][MAX_BC / 8][4];
+  /* causal: a warp whose rows all precede the block's first key skips it
+   * (its m, l and O stay as they are; warp-uniform) */
+  LLVMBasicBlockRef seen = NULL;
+  if (a->causal)
+    seen =
+        fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLE, k0,
+                                      LLVMBuildAdd(b, st.wrow0, i32c(a, 16 * a->mt - 1), ""), ""));
   block_scores(a, &st, kbase, s);
   block_mask(a, &st, k0, s);
   block_update(a, &st, vbase, s);
+  if (seen)
+    fgb_end_if(e, seen);
   fgk_loop_end(e, &loop, kb);
   if (!store_results(a, &st, bh))
     return false;
