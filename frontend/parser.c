@@ -535,10 +535,10 @@ static int size_expr_ok(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
   const char *more = it->len > QUOTE_MAX ? "..." : "";
   if (!takes_size_exprs(op, sp))
     return fail(ps, it->loc,
-                "attribute '%s' of '%s' expects a list of integers: '%.*s%s' is not one (sizes "
-                "may be written only in the bounds of 'slice' and 'pad' and in the shapes of "
-                "'reshape', 'expand', 'broadcast_in_dim' and 'full')",
-                sp->name, op->name, q, it->s, more);
+                "attribute '%s' of '%s' expects a list of integers: %s'%.*s%s' is not one "
+                "(sizes may be written only in the bounds of 'slice' and 'pad' and in the shapes "
+                "of 'reshape', 'expand', 'broadcast_in_dim' and 'full')",
+                sp->name, op->name, it->kind == AV_SIZE ? "an expression of " : "", q, it->s, more);
   if (!fg_graph_sym(ps->g, tok_name(ps, it->s, it->len)))
     return fail(ps, it->loc,
                 "'%.*s%s' in attribute '%s' of '%s' is not a symbolic size of graph '%s' (an "
@@ -986,7 +986,11 @@ static int parse_graph(parser *ps) {
     return 0;
   if (!parse_body(ps))
     return 0;
-  if (!fg_check_size_facts(ps->g, ps->d) || !fg_verify_graph(ps->g, ps->d))
+  if (!fg_check_size_facts(ps->g, ps->d)) {
+    ps->failed = 1;
+    return 0;
+  }
+  if (!fg_verify_graph(ps->g, ps->d))
     return 0;
   fg_module_add(ps->m, ps->g);
   if (!fg_symtab_put(&ps->graphs, name.text, name.len, ps->g)) {
