@@ -144,8 +144,9 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
    * every chunk is in range when div x rest is a multiple of a CTA's span. */
   const fg_sym_lowering *sym = &e->p->sym;
   int64_t span = (int64_t)k->block * U * e->vec;
-  bool exact =
-      fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % span == 0 : n % span == 0;
+  bool exact = sym->affine               ? fg_sym_multiple(sym, n, span)
+               : fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % span == 0
+                                         : n % span == 0;
   LLVMValueRef nv = fgb_extent(e, n); /* the bound: T x the rest over a symbolic size */
   LLVMValueRef cta =
       LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");

@@ -226,9 +226,12 @@ LLVMValueRef fgb_sym_value(fgb_emitter *e) {
 
 LLVMValueRef fgb_extent(fgb_emitter *e, int64_t extent) {
   const fg_sym_lowering *s = &e->p->sym;
-  if (!fg_sym_involves(s, extent))
+  int64_t a, b;
+  fg_sym_split(s, extent, &a, &b);
+  if (a == 0)
     return fgb_const(e, extent);
-  return LLVMBuildMul(e->b, fgb_sym_value(e), fgb_const(e, extent / s->placeholder), "");
+  LLVMValueRef v = LLVMBuildMul(e->b, fgb_sym_value(e), fgb_const(e, a), "");
+  return b ? LLVMBuildAdd(e->b, v, fgb_const(e, b), "") : v;
 }
 
 LLVMValueRef fgb_ceil_div(fgb_emitter *e, LLVMValueRef v, int64_t c) {
@@ -280,6 +283,14 @@ static LLVMValueRef const_reg(fgb_emitter *e, fg_dtype dt, const fg_attr *a) {
 
 /* ---- memory ---- */
 
+/* A view's start, offset or bound: with sizes that are expressions of T
+ * (fg_sym_lowering.affine) one may involve it (a slice from T-4, a cat
+ * after a piece of T rows), computed from the size argument; otherwise a
+ * constant, as it always was. */
+static LLVMValueRef view_extent(fgb_emitter *e, int64_t x) {
+  return e->p->sym.affine ? fgb_extent(e, x) : fgb_const(e, x);
+}
+
 static void base_view(const fgb_emitter *e, const fg_value *b, fg_strided *s) {
   fg_type t = b->type;
   if (b->param_index < 0)
@@ -321,13 +332,14 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
         vec_ok = false;
     }
   }
-  if (vec_ok && (lane_dim < 0 || s->offset % e->vec))
+  if (vec_ok && (lane_dim < 0 || (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->vec)
+                                                   : s->offset % e->vec)))
     vec_ok = false;
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)s->rank);
   if (vec_ok)
     lidx[lane_dim] = e->lanes[0];
-  LLVMValueRef off = fgb_const(e, s->offset);
+  LLVMValueRef off = view_extent(e, s->offset); /* a view's start along T: T*64-64 */
   for (int d = 0; d < s->rank; d++) {
     if (s->strides[d] == 0 || s->sizes[d] == 1)
       continue;
@@ -462,14 +474,14 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
   }
   for (int i = 0; i < in->rank; i++) {
     if (m.src[i] < 0 || m.zero[i]) {
-      res[i] = fgb_const(e, m.zero[i] ? 0 : m.start[i]);
+      res[i] = m.zero[i] ? fgb_const(e, 0) : view_extent(e, m.start[i]);
       continue;
     }
     LLVMValueRef v = idx[m.src[i]];
     if (m.step[i] != 1)
       v = LLVMBuildMul(e->b, v, fgb_const(e, m.step[i]), "");
-    if (m.start[i] != 0)
-      v = LLVMBuildAdd(e->b, v, fgb_const(e, m.start[i]), "");
+    if (m.start[i] != 0) /* a start along T: T-4 */
+      v = LLVMBuildAdd(e->b, v, view_extent(e, m.start[i]), "");
     res[i] = v;
   }
 }
@@ -477,7 +489,8 @@ static void map_view(fgb_emitter *e, const fg_node *n, int k, const LLVMValueRef
 /* ---- ops ---- */
 
 static LLVMValueRef clampi(fgb_emitter *e, LLVMValueRef v, int64_t lo, int64_t hi) {
-  LLVMValueRef l = fgb_const(e, lo), h = fgb_const(e, hi);
+  /* hi may involve T (a cat or pad along it: size - 1) */
+  LLVMValueRef l = fgb_const(e, lo), h = view_extent(e, hi);
   v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, l, ""), l, v, "");
   return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, h, ""), h, v, "");
 }
@@ -574,14 +587,14 @@ static LLVMValueRef emit_cat_lanes(fgb_emitter *e, const fg_node *n, const LLVMV
     LLVMBasicBlockRef next = NULL;
     if (i != last) {
       next = LLVMAppendBasicBlockInContext(e->ctx, e->fn, "cat.next");
-      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, off + sz), ""), blk,
-                      next);
+      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, view_extent(e, off + sz), ""),
+                      blk, next);
     } else {
       LLVMBuildBr(e->b, blk);
     }
     LLVMPositionBuilderAtEnd(e->b, blk);
     int mark = fgb_memo_mark(e);
-    LLVMValueRef lbase = off ? LLVMBuildSub(e->b, base, fgb_const(e, off), "") : base;
+    LLVMValueRef lbase = off ? LLVMBuildSub(e->b, base, view_extent(e, off), "") : base;
     for (int l = 0; l < e->vec; l++)
       e->lanes[l] = l == 0 ? lbase : LLVMBuildAdd(e->b, lbase, fgb_const(e, l), "");
     for (int l = 0; l < e->vec; l++) {
@@ -628,7 +641,9 @@ static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   if (e->vec > 1 && !e->prefetch && is_lane(e, idx[dim], &lane)) {
     bool aligned = n->nin <= 64;
     for (int i = 0; i < n->nin; i++)
-      aligned &= n->in[i]->type.dims[dim].size % e->vec == 0;
+      aligned &= e->p->sym.affine
+                     ? fg_sym_multiple(&e->p->sym, n->in[i]->type.dims[dim].size, e->vec)
+                     : n->in[i]->type.dims[dim].size % e->vec == 0;
     if (aligned)
       return emit_cat_lanes(e, n, idx, (int)dim, lane);
   }
@@ -645,15 +660,15 @@ static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRe
       continue;
     LLVMValueRef aidx[FG_MAX_RANK];
     memcpy(aidx, idx, sizeof(LLVMValueRef) * (size_t)ot->rank);
-    if (off)
-      aidx[dim] = LLVMBuildSub(e->b, idx[dim], fgb_const(e, off), "");
+    if (off) /* sizes and offsets along T are run-time values (fgb_extent) */
+      aidx[dim] = LLVMBuildSub(e->b, idx[dim], view_extent(e, off), "");
     aidx[dim] = clampi(e, aidx[dim], 0, sz - 1);
     LLVMValueRef v = fgb_emit_value(e, a, aidx);
     if (!v)
       return NULL;
     vals[nv] = fgb_convert(e->m, v, a->type.dtype, ot->dtype);
     off += sz;
-    bounds[nv++] = fgb_const(e, off);
+    bounds[nv++] = view_extent(e, off);
   }
   if (nv == 0)
     return LLVMGetUndef(fgb_reg_type(e->m, ot->dtype));
@@ -674,9 +689,9 @@ static LLVMValueRef emit_pad(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   LLVMValueRef aidx[FG_MAX_RANK];
   for (int d = 0; d < in->rank; d++) {
     int64_t lo = pad->ints[2 * d], sz = in->dims[d].size;
-    LLVMValueRef s = lo ? LLVMBuildSub(e->b, idx[d], fgb_const(e, lo), "") : idx[d];
+    LLVMValueRef s = lo ? LLVMBuildSub(e->b, idx[d], view_extent(e, lo), "") : idx[d];
     if (lo > 0 || pad->ints[2 * d + 1] > 0) {
-      LLVMValueRef ok = LLVMBuildICmp(e->b, LLVMIntULT, s, fgb_const(e, sz), "");
+      LLVMValueRef ok = LLVMBuildICmp(e->b, LLVMIntULT, s, view_extent(e, sz), "");
       valid = LLVMBuildAnd(e->b, valid, ok, "");
       s = clampi(e, s, 0, sz - 1);
     }

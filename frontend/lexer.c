@@ -319,6 +319,12 @@ fg_token fg_lex(fg_lexer *lx) {
   case '%':
     k = FG_TOK_PERCENT;
     break;
+  case '+':
+    k = FG_TOK_PLUS;
+    break;
+  case '*':
+    k = FG_TOK_STAR;
+    break;
   case '.':
     if (p + 1 < e && p[1] == '.')
       return make(lx, FG_TOK_DOTDOT, s, s + 2);

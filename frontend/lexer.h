@@ -33,6 +33,8 @@ typedef enum fg_tok_kind {
   FG_TOK_DOTDOT,  /* '..' of a size range */
   FG_TOK_PERCENT, /* '%' of a size divisor */
   FG_TOK_ARROW,   /* '->' of a result written into a parameter (in-place results) */
+  FG_TOK_PLUS,    /* '+' and '*' of a size expression in an attribute (T+16, 2*T) */
+  FG_TOK_STAR,
 } fg_tok_kind;
 
 typedef struct fg_token {

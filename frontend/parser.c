@@ -38,10 +38,11 @@ typedef struct parser {
 
 /* An attribute value as written, before it is checked against the op's
  * attribute spec. */
-typedef enum { AV_INT, AV_FLOAT, AV_BOOL, AV_IDENT, AV_STRING, AV_LIST } aval_kind;
+typedef enum { AV_INT, AV_FLOAT, AV_BOOL, AV_IDENT, AV_STRING, AV_LIST, AV_SIZE } aval_kind;
 typedef struct aval {
   aval_kind kind;
-  int64_t i;
+  int64_t i;   /* INT; SIZE: the constant part (mul*s + i) */
+  int64_t mul; /* SIZE: the coefficient of the size s */
   double f;
   const char *s;
   size_t len;
@@ -387,6 +388,29 @@ static int parse_param(parser *ps) {
 
 /* ---- attribute values ---- */
 
+/* The rest of a size expression (docs/format.md 3.2.1) after its name (at
+ * the token after it): `*K`, then `+C` or `-C`. a holds the name and the
+ * coefficient written before it (`K*NAME`). */
+static int parse_size_tail(parser *ps, aval *a) {
+  a->kind = AV_SIZE;
+  if (accept(ps, FG_TOK_STAR)) {
+    if (ps->tok.kind != FG_TOK_INT || ps->tok.i < 1 || a->mul != 1)
+      return expected(ps, "a positive integer after '*' (a size expression is K*T+C)");
+    a->mul = ps->tok.i;
+    next(ps);
+  }
+  if (accept(ps, FG_TOK_PLUS)) {
+    if (ps->tok.kind != FG_TOK_INT || ps->tok.i < 0)
+      return expected(ps, "an integer after '+' (a size expression is K*T+C)");
+    a->i = ps->tok.i;
+    next(ps);
+  } else if (ps->tok.kind == FG_TOK_INT && ps->tok.i < 0) {
+    a->i = ps->tok.i;
+    next(ps);
+  }
+  return !ps->failed;
+}
+
 static int parse_aval(parser *ps, aval *a) {
   memset(a, 0, sizeof *a);
   a->loc = ps->tok.loc;
@@ -395,6 +419,18 @@ static int parse_aval(parser *ps, aval *a) {
   case FG_TOK_INT:
     a->kind = AV_INT;
     a->i = t->i;
+    if (peek(ps)->kind == FG_TOK_STAR) { /* K*T */
+      a->mul = t->i;
+      next(ps);
+      next(ps);
+      if (a->mul < 1 || ps->tok.kind != FG_TOK_IDENT || is_keyword(&ps->tok))
+        return expected(ps, "a size name after 'K*' (a size expression is K*T+C, K >= 1)");
+      a->s = ps->tok.text;
+      a->len = ps->tok.len;
+      a->i = 0;
+      next(ps);
+      return parse_size_tail(ps, a);
+    }
     break;
   case FG_TOK_FLOAT:
     a->kind = AV_FLOAT;
@@ -413,6 +449,12 @@ static int parse_aval(parser *ps, aval *a) {
       a->kind = AV_IDENT;
       a->s = t->text;
       a->len = t->len;
+      fg_tok_kind k = peek(ps)->kind;
+      if (k == FG_TOK_STAR || k == FG_TOK_PLUS || (k == FG_TOK_INT && peek(ps)->i < 0)) {
+        a->mul = 1; /* T*K, T+C, T-C */
+        next(ps);
+        return parse_size_tail(ps, a);
+      }
     }
     break;
   case FG_TOK_LBRACK: {
@@ -465,6 +507,44 @@ static const char *attr_type_desc(fg_attr_type t) {
     return "a number or boolean";
   }
   return "?";
+}
+
+/* A NUL-terminated copy of a name in the scratch arena. */
+static const char *tok_name(parser *ps, const char *s, size_t len) {
+  return fg_arena_strndup(&ps->scratch, s, len);
+}
+
+/* The attributes that may hold expressions of a size (docs/format.md
+ * 3.2.1): bounds and shapes, never dims or steps. */
+static bool takes_size_exprs(const fg_op *op, const fg_attr_spec *sp) {
+  static const struct {
+    const char *op, *attr;
+  } ok[] = {
+      {"slice", "starts"}, {"slice", "ends"},   {"pad", "pad"},    {"reshape", "shape"},
+      {"view", "shape"},   {"expand", "shape"}, {"full", "shape"}, {"broadcast_in_dim", "shape"}};
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+    if (strcmp(op->name, ok[i].op) == 0 && strcmp(sp->name, ok[i].attr) == 0)
+      return true;
+  return false;
+}
+
+/* Whether a size expression (or a bare name) in an integer list names a
+ * size of the graph, in an attribute that takes one; reports otherwise. */
+static int size_expr_ok(parser *ps, const fg_op *op, const fg_attr_spec *sp, const aval *it) {
+  int q = (int)(it->len > QUOTE_MAX ? QUOTE_MAX : it->len);
+  const char *more = it->len > QUOTE_MAX ? "..." : "";
+  if (!takes_size_exprs(op, sp))
+    return fail(ps, it->loc,
+                "attribute '%s' of '%s' expects a list of integers: %s'%.*s%s' is not one "
+                "(sizes may be written only in the bounds of 'slice' and 'pad' and in the shapes "
+                "of 'reshape', 'expand', 'broadcast_in_dim' and 'full')",
+                sp->name, op->name, it->kind == AV_SIZE ? "an expression of " : "", q, it->s, more);
+  if (!fg_graph_sym(ps->g, tok_name(ps, it->s, it->len)))
+    return fail(ps, it->loc,
+                "'%.*s%s' in attribute '%s' of '%s' is not a symbolic size of graph '%s' (an "
+                "attribute may name only the sizes of the parameters' dims)",
+                q, it->s, more, sp->name, op->name, ps->g->name);
+  return 1;
 }
 
 /* Checks a written value against the attribute's spec and converts it. */
@@ -555,24 +635,34 @@ static int convert_attr(parser *ps, const fg_op *op, const fg_attr_spec *sp, con
     break;
   case FG_AT_INTS:
     if (a->kind == AV_LIST) {
+      fg_dim *syms = NULL;
       for (int i = 0; i < a->n; i++) {
         const aval *it = &a->items[i];
-        if (it->kind == AV_IDENT) /* a size's name (docs/format.md 3.2) */
-          return fail(ps, it->loc,
-                      "attribute '%s' of '%s' expects a list of integers: '%.*s' is not one "
-                      "(an attribute cannot name a symbolic size; a reshape writes it as -1)",
-                      sp->name, op->name, (int)(it->len > QUOTE_MAX ? QUOTE_MAX : it->len), it->s);
+        if (it->kind == AV_IDENT || it->kind == AV_SIZE) {
+          if (!size_expr_ok(ps, op, sp, it))
+            return 0;
+          if (!syms)
+            syms = fg_arena_alloc(&ps->g->arena, (size_t)a->n * sizeof *syms);
+          const fg_sym *e = fg_graph_sym(ps->g, tok_name(ps, it->s, it->len));
+          syms[i] = fg_dim_affine(e->name, it->kind == AV_IDENT ? 1 : it->mul,
+                                  it->kind == AV_IDENT ? 0 : it->i);
+          continue;
+        }
         if (it->kind != AV_INT)
           return fail(ps, it->loc, "attribute '%s' of '%s' expects a list of integers", sp->name,
                       op->name);
       }
       int64_t *v = fg_arena_alloc(&ps->g->arena, (size_t)(a->n ? a->n : 1) * sizeof *v);
-      for (int i = 0; i < a->n; i++)
-        v[i] = a->items[i].i;
+      for (int i = 0; i < a->n; i++) {
+        v[i] = a->items[i].kind == AV_INT ? a->items[i].i : 0;
+        if (syms && a->items[i].kind == AV_INT)
+          syms[i] = (fg_dim){.size = v[i]};
+      }
       ok = 1;
       out->kind = FG_ATTR_INTS;
       out->n = a->n;
       out->ints = v;
+      out->syms = syms;
     }
     break;
   }
@@ -985,6 +1075,10 @@ static int parse_graph(parser *ps) {
     return 0;
   if (!parse_body(ps))
     return 0;
+  if (!fg_check_size_facts(ps->g, ps->d)) {
+    ps->failed = 1;
+    return 0;
+  }
   if (!fg_verify_graph(ps->g, ps->d))
     return 0;
   fg_module_add(ps->m, ps->g);

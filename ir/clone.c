@@ -4,20 +4,46 @@
 
 #include "infer.h"
 
-static fg_attr copy_attr(fg_graph *g, fg_attr a) {
-  if (a.kind == FG_ATTR_INTS && a.n)
-    a.ints = fg_arena_memdup(&g->arena, a.ints, (size_t)a.n * sizeof *a.ints);
-  if (a.kind == FG_ATTR_STRING && a.s)
-    a.s = fg_arena_strdup(&g->arena, a.s);
-  return a;
-}
-
 /* A dim's name in the copy: the copy's interned name (the table entry's). */
 static const char *copy_sym(fg_graph *g, const char *s) {
   if (!s)
     return NULL;
   const fg_sym *e = fg_graph_sym(g, s);
   return e ? e->name : fg_arena_strdup(&g->arena, s);
+}
+
+/* An attribute in the copy. Entries of an integer list that are
+ * expressions of a bound size become their values (false when one
+ * overflows: the node's inference then has no value to check). */
+static bool copy_attr(fg_graph *g, fg_attr *a, int nb, const char *const *names,
+                      const int64_t *values) {
+  if (a->kind == FG_ATTR_STRING && a->s)
+    a->s = fg_arena_strdup(&g->arena, a->s);
+  if (a->kind != FG_ATTR_INTS || !a->n)
+    return true;
+  int64_t *ints = fg_arena_memdup(&g->arena, a->ints, (size_t)a->n * sizeof *a->ints);
+  fg_dim *syms = NULL;
+  bool left = false, ok = true;
+  if (a->syms) {
+    syms = fg_arena_memdup(&g->arena, a->syms, (size_t)a->n * sizeof *a->syms);
+    for (int i = 0; i < a->n; i++) {
+      if (!syms[i].sym)
+        continue;
+      int b = 0;
+      while (b < nb && strcmp(syms[i].sym, names[b]) != 0)
+        b++;
+      if (b == nb) {
+        syms[i].sym = copy_sym(g, syms[i].sym);
+        left = true;
+      } else {
+        ok &= fg_dim_eval(syms[i], values[b], &ints[i]);
+        syms[i] = (fg_dim){.size = ints[i]};
+      }
+    }
+  }
+  a->ints = ints;
+  a->syms = left ? syms : NULL;
+  return ok;
 }
 
 static bool is_bound(const char *name, int nb, const char *const *names) {
@@ -71,8 +97,14 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
     fg_node *m = fg_node_new(g, n->op, n->nin, inp, n->nout, n->loc);
     if (inp != in)
       free(inp);
-    for (int i = 0; i < n->op->nattrs; i++)
-      m->attrs[i] = copy_attr(g, n->attrs[i]);
+    for (int i = 0; i < n->op->nattrs; i++) {
+      m->attrs[i] = n->attrs[i];
+      if (!copy_attr(g, &m->attrs[i], nb, names, values)) {
+        fg_error(d, m->attrs[i].loc, "the size expression of attribute '%s' of '%s' overflows",
+                 n->op->attrs[i].name, n->op->name);
+        ok = false;
+      }
+    }
     for (int i = 0; i < n->nout; i++) {
       m->out[i]->name = n->out[i]->name ? fg_arena_strdup(&g->arena, n->out[i]->name) : NULL;
       m->out[i]->loc = n->out[i]->loc;
@@ -82,7 +114,7 @@ static fg_graph *copy(const fg_graph *src, int nb, const char *const *names, con
         m->out[i]->type.dims[k].sym = copy_sym(g, m->out[i]->type.dims[k].sym);
       map[n->out[i]->id] = m->out[i];
     }
-    if (nb > 0 || d)
+    if (ok && (nb > 0 || d))
       ok = fg_infer_node(m, d);
   }
   if (ok) {

@@ -8,10 +8,9 @@
 static const char *shape_str(const fg_type *t, char *buf, int cap) {
   int n = snprintf(buf, (size_t)cap, "[");
   for (int i = 0; i < t->rank && n < cap; i++) {
-    if (t->dims[i].sym)
-      n += snprintf(buf + n, (size_t)(cap - n), "%s%s", i ? "," : "", t->dims[i].sym);
-    else
-      n += snprintf(buf + n, (size_t)(cap - n), "%s%" PRId64, i ? "," : "", t->dims[i].size);
+    char db[96];
+    n += snprintf(buf + n, (size_t)(cap - n), "%s%s", i ? "," : "",
+                  fg_dim_str(t->dims[i], db, sizeof db));
   }
   if (n < cap)
     snprintf(buf + n, (size_t)(cap - n), "]");
@@ -169,7 +168,7 @@ static bool broadcast(const fg_node *n, int first, fg_type *out, fg_diag *d) {
       rank = n->in[i]->type.rank;
   out->rank = rank;
   for (int k = 0; k < rank; k++)
-    out->dims[k] = (fg_dim){1, NULL};
+    out->dims[k] = (fg_dim){.size = 1};
   for (int i = first; i < n->nin; i++) {
     const fg_type *t = &n->in[i]->type;
     for (int k = 0; k < t->rank; k++) {
@@ -285,7 +284,7 @@ static fg_type reduced_type(const fg_type *in, const bool *mask, bool keep, fg_d
     if (!mask[i])
       t.dims[t.rank++] = in->dims[i];
     else if (keep)
-      t.dims[t.rank++] = (fg_dim){1, NULL};
+      t.dims[t.rank++] = (fg_dim){.size = 1};
   }
   t.dtype = dt;
   return t;
@@ -364,37 +363,99 @@ static bool reshape_shape(fg_node *n, const fg_attr *s, int64_t *known, int *inf
   return true;
 }
 
-/* A reshape of a tensor with one symbolic dim: the shape's -1 stands for
- * exactly that size (the static dims of the shape hold the input's static
- * elements): [T,4,64] -> [-1,256] is [T,256]. */
+/* A reshape where a size is symbolic (one symbol, in one dim of the input
+ * and at most one entry of the shape): the input has (a*T+b)*R elements
+ * (R the static dims); the shape's static entries S, then either one
+ * expression c*T+f with (c*T+f)*S = (a*T+b)*R, or a -1 that stands for
+ * (a*T+b)*R/S (an expression when S divides a*R and b*R), or both, the -1
+ * standing for k*R/S where a*T+b = k*(c*T+f). [T,4,64] -> [-1,256] is
+ * [T,256]; [T,64] -> [2*T,32] and [T,64] -> [-1,32] are [2*T,32]. */
 static bool infer_reshape_symbolic(fg_node *n, const fg_attr *s, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
-  const char *sym = NULL;
-  int64_t fixed = 1, known;
-  int infer_at;
+  fg_dim sym = {0};
+  int64_t fixed = 1;
+  char db[96], eb[96];
   for (int i = 0; i < in->rank; i++) {
     if (!in->dims[i].sym) {
       fixed *= in->dims[i].size;
       continue;
     }
-    if (sym) {
+    if (sym.sym) {
       fg_error(d, n->loc, "'reshape' of a tensor with two symbolic dims is not supported");
       return false;
     }
-    sym = in->dims[i].sym;
+    sym = in->dims[i];
   }
   fg_type t;
-  if (!reshape_shape(n, s, &known, &infer_at, &t, d))
-    return false;
-  if (infer_at < 0 || known != fixed) {
+  memset(&t, 0, sizeof t);
+  t.dtype = in->dtype;
+  t.rank = s->n;
+  int64_t known = 1;
+  int infer_at = -1, expr_at = -1;
+  for (int i = 0; i < s->n; i++) {
+    fg_dim e = fg_attr_dim(s, i);
+    if (e.sym) {
+      if (expr_at >= 0 || (sym.sym && strcmp(e.sym, sym.sym) != 0)) {
+        fg_error(d, attr_loc(n, "shape"),
+                 "a reshape may write one size expression, of the symbolic size of its input%s%s",
+                 sym.sym ? " " : "", sym.sym ? sym.sym : " (the input is static)");
+        return false;
+      }
+      expr_at = i;
+      t.dims[i] = e;
+    } else if (e.size == -1) {
+      if (infer_at >= 0) {
+        fg_error(d, attr_loc(n, "shape"), "only one dimension of shape may be -1");
+        return false;
+      }
+      infer_at = i;
+    } else if (e.size < 0) {
+      fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", e.size);
+      return false;
+    } else {
+      if (e.size != 0 && known > INT64_MAX / e.size) {
+        fg_error(d, attr_loc(n, "shape"), "shape is too large");
+        return false;
+      }
+      known *= e.size;
+      t.dims[i] = e;
+    }
+  }
+  if (!sym.sym) {
     fg_error(d, attr_loc(n, "shape"),
-             "a reshape of a tensor with symbolic dim %s needs one -1 that stands for %s (the "
-             "other sizes of the shape holding the input's %" PRId64 " static elements)",
-             sym, sym, fixed);
+             "cannot reshape a static tensor into a shape that is an expression of a size");
     return false;
   }
-  t.dims[infer_at].size = -1;
-  t.dims[infer_at].sym = sym;
+  /* the input's elements, a*T+b times R, as one expression */
+  fg_dim total, want;
+  bool ok = fg_dim_scale(sym, fixed, &total);
+  if (ok && expr_at >= 0 && infer_at < 0) {
+    ok = fg_dim_scale(t.dims[expr_at], known, &want) && fg_dim_eq(want, total);
+  } else if (ok && infer_at >= 0) {
+    fg_dim per = expr_at >= 0 ? t.dims[expr_at] : fg_dim_affine(NULL, 0, 1);
+    int64_t m = fg_dim_mul(per), k;
+    /* total = q * per * known, q an integer: per's expression divides total's */
+    if (expr_at >= 0) {
+      k = fg_dim_mul(total) / m;
+      ok = fg_dim_mul(total) % m == 0 && fg_dim_scale(per, k, &want) && fg_dim_eq(want, total);
+      total = fg_dim_affine(NULL, 0, k);
+    }
+    ok = ok && known != 0 && fg_dim_mul(total) % known == 0 && fg_dim_off(total) % known == 0;
+    if (ok)
+      t.dims[infer_at] =
+          fg_dim_affine(total.sym, fg_dim_mul(total) / known, fg_dim_off(total) / known);
+  } else {
+    ok = false;
+  }
+  if (!ok) {
+    fg_error(d, attr_loc(n, "shape"),
+             "cannot reshape %s into this shape: with the symbolic size %s its elements are %s "
+             "times %" PRId64 ", which the shape does not hold for every %s (write a -1 or an "
+             "expression of %s for the dim that holds it)",
+             shape_str(in, eb, sizeof eb), sym.sym, fg_dim_str(sym, db, sizeof db), fixed, sym.sym,
+             sym.sym);
+    return false;
+  }
   n->out[0]->type = t;
   return true;
 }
@@ -407,7 +468,7 @@ static bool infer_reshape(fg_node *n, fg_diag *d) {
              FG_MAX_RANK);
     return false;
   }
-  if (!fg_type_is_static(in))
+  if (!fg_type_is_static(in) || fg_attr_has_sym(s))
     return infer_reshape_symbolic(n, s, d);
   int64_t numel = fg_type_numel(in), known;
   int infer_at;
@@ -499,11 +560,11 @@ static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
   t.dtype = in->dtype;
   t.rank = s->n;
   for (int i = 0; i < s->n; i++) {
-    if (s->ints[i] < 0) {
+    t.dims[i] = fg_attr_dim(s, i); /* a size, or an expression of one */
+    if (!t.dims[i].sym && s->ints[i] < 0) {
       fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
       return false;
     }
-    t.dims[i].size = s->ints[i];
   }
   bool used[FG_MAX_RANK] = {0};
   int prev = -1;
@@ -518,7 +579,13 @@ static bool infer_broadcast_in_dim(fg_node *n, fg_diag *d) {
     used[o] = true;
     prev = o;
     fg_dim id = in->dims[i];
-    if (id.sym) {
+    if (id.sym || (t.dims[o].sym && id.size != 1)) {
+      char a[96], b[96];
+      if (t.dims[o].sym && !fg_dim_eq(id, t.dims[o])) {
+        fg_error(d, attr_loc(n, "dims"), "operand dim %d has size %s but output dim %d has size %s",
+                 i, fg_dim_str(id, a, sizeof a), o, fg_dim_str(t.dims[o], b, sizeof b));
+        return false;
+      }
       t.dims[o] = id; /* a symbolic dim maps onto its output dim as is */
       continue;
     }
@@ -546,20 +613,26 @@ static bool infer_expand(fg_node *n, fg_diag *d) {
   t.rank = s->n;
   int lead = s->n - in->rank;
   for (int i = 0; i < s->n; i++) {
-    int64_t want = s->ints[i];
+    fg_dim wd = fg_attr_dim(s, i); /* a size, or an expression of one */
+    int64_t want = wd.sym ? 0 : wd.size;
     if (i < lead) {
       if (want < 0) {
         fg_error(d, attr_loc(n, "shape"), "a new leading dimension cannot be %" PRId64, want);
         return false;
       }
-      t.dims[i].size = want;
+      t.dims[i] = wd;
       continue;
     }
     fg_dim id = in->dims[i - lead];
-    if (want == -1 || (!id.sym && id.size == want)) {
+    if ((!wd.sym && want == -1) || fg_dim_eq(id, wd)) {
       t.dims[i] = id;
     } else if (!id.sym && id.size == 1 && want >= 0) {
-      t.dims[i].size = want;
+      t.dims[i] = wd;
+    } else if (wd.sym || id.sym) {
+      char a[96], b[96];
+      fg_error(d, attr_loc(n, "shape"), "cannot expand dimension %d of size %s to %s", i - lead,
+               fg_dim_str(id, a, sizeof a), fg_dim_str(wd, b, sizeof b));
+      return false;
     } else {
       fg_error(d, attr_loc(n, "shape"),
                "cannot expand dimension %d of size %" PRId64 " to %" PRId64, i - lead, id.size,
@@ -615,7 +688,7 @@ static bool infer_unsqueeze(fg_node *n, fg_diag *d) {
   t.dtype = in->dtype;
   t.rank = in->rank + 1;
   for (int i = 0, k = 0; i < t.rank; i++)
-    t.dims[i] = i == r ? (fg_dim){1, NULL} : in->dims[k++];
+    t.dims[i] = i == r ? (fg_dim){.size = 1} : in->dims[k++];
   n->out[0]->type = t;
   return true;
 }
@@ -638,6 +711,58 @@ void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int
   *out_len = end > start ? (end - start + step - 1) / step : 0;
 }
 
+bool fg_slice_dim_sym(const fg_node *n, int i, fg_dim *start, fg_dim *len, fg_diag *d) {
+  fg_dim D = n->in[0]->type.dims[i], e[2];
+  const fg_attr *sp = ints_attr(n, "steps");
+  const char *names[2] = {"starts", "ends"};
+  char a[96], b[96];
+  if (!D.sym) {
+    fg_error(d, n->loc,
+             "slice of static dimension %d (%" PRId64 ") with a bound that is an expression of a "
+             "size is not supported (its length would be a minimum)",
+             i, D.size);
+    return false;
+  }
+  if (sp && sp->ints[i] != 1) {
+    fg_error(d, attr_loc(n, "steps"),
+             "slice of symbolic dimension %d (%s) with step %" PRId64 " is not supported (only "
+             "step 1)",
+             i, fg_dim_str(D, a, sizeof a), sp->ints[i]);
+    return false;
+  }
+  for (int k = 0; k < 2; k++) {
+    fg_dim w = fg_attr_dim(ints_attr(n, names[k]), i);
+    if (w.sym) { /* an expression: itself (the size facts check that it is in range) */
+      e[k] = w;
+    } else if (w.size < 0) { /* from the end, as Python */
+      if (!fg_dim_add(D, w, &e[k]))
+        goto overflow;
+    } else if (k == 1 && w.size >= FG_SYM_MAX_BOUND) { /* to the end: x[1:] */
+      e[k] = D;
+    } else {
+      e[k] = w;
+    }
+  }
+  fg_dim neg;
+  if (!fg_dim_scale(e[0], -1, &neg) || !fg_dim_add(e[1], neg, len)) {
+    fg_error(d, n->loc, "slice bounds %s and %s of dimension %d are expressions of two sizes",
+             fg_dim_str(e[0], a, sizeof a), fg_dim_str(e[1], b, sizeof b), i);
+    return false;
+  }
+  if (fg_dim_mul(*len) < 0 || (!len->sym && len->size < 0)) {
+    fg_error(d, n->loc,
+             "slice of dimension %d from %s to %s: the end is below the start for large sizes "
+             "(an empty slice is not supported where the size is symbolic)",
+             i, fg_dim_str(e[0], a, sizeof a), fg_dim_str(e[1], b, sizeof b));
+    return false;
+  }
+  *start = e[0];
+  return true;
+overflow:
+  fg_error(d, n->loc, "slice bound of dimension %d overflows", i);
+  return false;
+}
+
 static bool infer_slice(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   const fg_attr *st = ints_attr(n, "starts"), *en = ints_attr(n, "ends"),
@@ -656,11 +781,12 @@ static bool infer_slice(fg_node *n, fg_diag *d) {
       fg_error(d, attr_loc(n, "steps"), "slice steps must be positive (got %" PRId64 ")", step);
       return false;
     }
-    if (in->dims[i].sym) {
-      if (st->ints[i] == 0 && en->ints[i] == INT64_MAX && step == 1)
-        continue;
-      fg_error(d, n->loc, "cannot slice symbolic dimension %d (%s)", i, in->dims[i].sym);
-      return false;
+    if (in->dims[i].sym || fg_attr_dim(st, i).sym || fg_attr_dim(en, i).sym) {
+      fg_dim s0, len;
+      if (!fg_slice_dim_sym(n, i, &s0, &len, d))
+        return false;
+      t.dims[i] = len;
+      continue;
     }
     int64_t s0, len;
     fg_slice_bounds(in->dims[i].size, st->ints[i], en->ints[i], step, &s0, &len);
@@ -678,11 +804,6 @@ static bool infer_cat(fg_node *n, fg_diag *d) {
   fg_type t = *a;
   t.has_layout = false;
   fg_dtype dt = a->dtype;
-  if (a->dims[dim].sym) {
-    fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim,
-             a->dims[dim].sym);
-    return false;
-  }
   for (int i = 1; i < n->nin; i++) {
     const fg_type *b = &n->in[i]->type;
     char x[256], y[256];
@@ -701,12 +822,14 @@ static bool infer_cat(fg_node *n, fg_diag *d) {
         return false;
       }
     }
-    if (b->dims[dim].sym) {
-      fg_error(d, n->loc, "cannot concatenate along symbolic dimension %d (%s)", dim,
-               b->dims[dim].sym);
-      return false;
-    }
-    if (__builtin_add_overflow(t.dims[dim].size, b->dims[dim].size, &t.dims[dim].size)) {
+    if (t.dims[dim].sym || b->dims[dim].sym) { /* the sum of the sizes: T+16, 2*T */
+      if (!fg_dim_add(t.dims[dim], b->dims[dim], &t.dims[dim])) {
+        fg_error(d, n->loc, "cat along dimension %d of sizes %s and %s is not supported%s", dim,
+                 shape_str(a, x, sizeof x), shape_str(b, y, sizeof y),
+                 t.dims[dim].sym && b->dims[dim].sym ? " (two symbolic sizes)" : " (too large)");
+        return false;
+      }
+    } else if (__builtin_add_overflow(t.dims[dim].size, b->dims[dim].size, &t.dims[dim].size)) {
       fg_error(d, n->loc, "cat makes dimension %d too large", dim);
       return false;
     }
@@ -770,11 +893,23 @@ static bool infer_pad(fg_node *n, fg_diag *d) {
   fg_type t = *in;
   t.has_layout = false;
   for (int i = 0; i < in->rank; i++) {
-    if (in->dims[i].sym) {
-      if (p->ints[2 * i] == 0 && p->ints[2 * i + 1] == 0)
-        continue;
-      fg_error(d, n->loc, "cannot pad symbolic dimension %d (%s)", i, in->dims[i].sym);
-      return false;
+    fg_dim lo = fg_attr_dim(p, 2 * i), hi = fg_attr_dim(p, 2 * i + 1);
+    if (in->dims[i].sym || lo.sym || hi.sym) { /* T+lo+hi (the size facts check it is >= 0) */
+      if (!fg_dim_add(in->dims[i], lo, &t.dims[i]) || !fg_dim_add(t.dims[i], hi, &t.dims[i])) {
+        fg_error(d, attr_loc(n, "pad"),
+                 "padding of dimension %d is not supported (two symbolic sizes, or too large)", i);
+        return false;
+      }
+      if (!t.dims[i].sym && t.dims[i].size < 0) {
+        fg_error(d, attr_loc(n, "pad"), "padding makes dimension %d negative (%" PRId64 ")", i,
+                 t.dims[i].size);
+        return false;
+      }
+      if (fg_dim_mul(t.dims[i]) < 0) {
+        fg_error(d, attr_loc(n, "pad"), "padding makes dimension %d shrink as its size grows", i);
+        return false;
+      }
+      continue;
     }
     int64_t s;
     if (__builtin_add_overflow(in->dims[i].size, p->ints[2 * i], &s) ||
@@ -938,11 +1073,12 @@ static bool infer_full(fg_node *n, fg_diag *d) {
   memset(&t, 0, sizeof t);
   t.rank = s->n;
   for (int i = 0; i < s->n; i++) {
-    if (s->ints[i] < 0) {
+    fg_dim w = fg_attr_dim(s, i);
+    if (!w.sym && w.size < 0) {
       fg_error(d, attr_loc(n, "shape"), "invalid size %" PRId64 " in shape", s->ints[i]);
       return false;
     }
-    t.dims[i].size = s->ints[i];
+    t.dims[i] = w;
   }
   t.dtype = dt                         ? dt->dtype
             : v->kind == FG_ATTR_FLOAT ? FG_F32
@@ -1203,7 +1339,7 @@ static bool infer_stack(fg_node *n, fg_diag *d) {
   memset(&t, 0, sizeof t);
   t.dtype = dt;
   for (int k = 0; k < a->rank + 1; k++)
-    t.dims[t.rank++] = k == dim ? (fg_dim){n->nin, NULL} : a->dims[k < dim ? k : k - 1];
+    t.dims[t.rank++] = k == dim ? (fg_dim){.size = n->nin} : a->dims[k < dim ? k : k - 1];
   n->out[0]->type = t;
   return true;
 }
@@ -1454,4 +1590,72 @@ static bool infer_node(fg_node *n, fg_diag *d) {
   }
   fg_internal_error(d, n->loc, "no shape inference for '%s'", op->name);
   return false;
+}
+
+/* ---- sizes that are expressions of a size: what the facts prove ---- */
+
+/* x at v, exactly (mul*v + off never overflows 128 bits). */
+static __int128 at(fg_dim x, int64_t v) { return (__int128)fg_dim_mul(x) * v + fg_dim_off(x); }
+
+/* The first value of x's size (of min, max: an affine expression is
+ * smallest at one of them) at which lo <= x fails; false when none. */
+static bool below(const fg_graph *g, fg_dim lo, fg_dim x, int64_t *where) {
+  const char *name = x.sym ? x.sym : lo.sym;
+  if (!name)
+    return at(x, 0) < at(lo, 0) && (*where = 0, true);
+  const fg_sym *s = fg_graph_sym(g, name);
+  int64_t ends[2] = {s ? s->min : FG_SYM_DEFAULT_MIN, s ? s->max : FG_SYM_DEFAULT_MAX};
+  for (int k = 0; k < 2; k++)
+    if (at(x, ends[k]) < at(lo, ends[k])) {
+      *where = ends[k];
+      return true;
+    }
+  return false;
+}
+
+static const char *facts_str(const fg_graph *g, const char *name, char *buf, int cap) {
+  const fg_sym *s = fg_graph_sym(g, name);
+  snprintf(buf, (size_t)cap, "%s: %" PRId64 "..%" PRId64 "%s", name,
+           s ? s->min : FG_SYM_DEFAULT_MIN, s ? s->max : FG_SYM_DEFAULT_MAX,
+           s && s->loc.line > 0 ? "" : ", the default");
+  return buf;
+}
+
+bool fg_check_size_facts(const fg_graph *g, fg_diag *d) {
+  char a[96], b[96], c[96], f[160];
+  int64_t v;
+  const fg_dim zero = fg_dim_affine(NULL, 0, 0);
+  for (const fg_node *n = g->first; n; n = n->next) {
+    if (n->op->code == FG_OP_SLICE)
+      for (int i = 0; i < n->in[0]->type.rank; i++) {
+        const fg_attr *st = ints_attr(n, "starts"), *en = ints_attr(n, "ends");
+        fg_dim D = n->in[0]->type.dims[i], s0, len, end;
+        if (!D.sym && !fg_attr_dim(st, i).sym && !fg_attr_dim(en, i).sym)
+          continue;
+        if (!fg_slice_dim_sym(n, i, &s0, &len, d) || !fg_dim_add(s0, len, &end))
+          return false;
+        if (below(g, zero, s0, &v) || below(g, end, D, &v)) {
+          fg_error(d, n->loc,
+                   "slice of dimension %d (%s) from %s to %s: the bounds leave the dim where %s "
+                   "= %" PRId64 " (%s); declare a range that keeps them inside, or write the "
+                   "bound as an expression of %s",
+                   i, fg_dim_str(D, a, sizeof a), fg_dim_str(s0, b, sizeof b),
+                   fg_dim_str(end, c, sizeof c), D.sym, v, facts_str(g, D.sym, f, sizeof f), D.sym);
+          return false;
+        }
+      }
+    for (int r = 0; r < n->nout; r++) {
+      const fg_type *t = &n->out[r]->type;
+      for (int i = 0; i < t->rank; i++)
+        if (t->dims[i].sym && below(g, zero, t->dims[i], &v)) {
+          fg_error(d, n->loc,
+                   "'%s' makes dimension %d of size %s, negative where %s = %" PRId64
+                   " (%s); declare a range for %s that keeps it at least 0",
+                   n->op->name, i, fg_dim_str(t->dims[i], a, sizeof a), t->dims[i].sym, v,
+                   facts_str(g, t->dims[i].sym, f, sizeof f), t->dims[i].sym);
+          return false;
+        }
+    }
+  }
+  return true;
 }

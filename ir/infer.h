@@ -56,6 +56,18 @@ fg_graph *fg_graph_bind_stand_in(const fg_graph *g, const char *name, int64_t va
 void fg_slice_bounds(int64_t size, int64_t start, int64_t end, int64_t step, int64_t *out_start,
                      int64_t *out_len);
 
+/* A slice of dim i of node n where the dim is symbolic or a bound is an
+ * expression of a size (docs/format.md 3.2.1): the start and the length as
+ * expressions, assuming the bounds lie in the dim (fg_check_size_facts
+ * proves it from the size's facts). A negative literal counts from the end,
+ * an end of 2^62 or more is the end; step 1 only. Reports and returns
+ * false otherwise. */
+bool fg_slice_dim_sym(const fg_node *n, int i, fg_dim *start, fg_dim *len, fg_diag *d);
+/* What the sizes' facts must prove of a graph with expressions of sizes:
+ * every dim of every value at least 0 and every slice's bounds inside its
+ * dim, for each value the facts admit (an error at the node otherwise). */
+bool fg_check_size_facts(const fg_graph *g, fg_diag *d);
+
 /* A copy of g in a new arena (the size table included). */
 fg_graph *fg_graph_clone(const fg_graph *g);
 

@@ -393,7 +393,8 @@ int64_t fg_type_numel(const fg_type *t) {
 
 bool fg_dim_eq(fg_dim a, fg_dim b) {
   if (a.sym || b.sym)
-    return a.sym && b.sym && strcmp(a.sym, b.sym) == 0;
+    return a.sym && b.sym && strcmp(a.sym, b.sym) == 0 && fg_dim_mul(a) == fg_dim_mul(b) &&
+           a.off == b.off;
   return a.size == b.size;
 }
 
@@ -429,10 +430,9 @@ char *fg_type_str(const fg_type *t, char *buf, int cap) {
     return buf;
   n += snprintf(buf + n, n < cap ? (size_t)(cap - n) : 0, "[");
   for (int i = 0; i < t->rank && n < cap; i++) {
-    if (t->dims[i].sym)
-      n += snprintf(buf + n, (size_t)(cap - n), "%s%s", i ? "," : "", t->dims[i].sym);
-    else
-      n += snprintf(buf + n, (size_t)(cap - n), "%s%" PRId64, i ? "," : "", t->dims[i].size);
+    char db[96];
+    n += snprintf(buf + n, (size_t)(cap - n), "%s%s", i ? "," : "",
+                  fg_dim_str(t->dims[i], db, sizeof db));
   }
   if (n < cap)
     n += snprintf(buf + n, (size_t)(cap - n), "]");

@@ -29,10 +29,16 @@ typedef struct fg_loc {
 } fg_loc;
 
 /* A dimension: a static size, or a symbolic one (sym != NULL, size = -1).
- * Equal names are equal sizes within a graph. */
+ * Equal names are equal sizes within a graph. A symbolic dim may be an
+ * affine expression of its size (issues 18 and 20: `T-1` of a slice,
+ * `T+16` of a cat, `2*T` of a reshape): mul*sym + off, where mul 0 reads
+ * as 1, so that {-1, name} (and every dim built before expressions) is the
+ * bare name. Parameters' dims are bare names; fg_dim_affine builds the
+ * others (ir/dimexpr.c). */
 typedef struct fg_dim {
   int64_t size;
   const char *sym;
+  int64_t mul, off;
 } fg_dim;
 
 /* What the graph declares about a symbolic size (docs/format.md §3.2):
@@ -82,6 +88,10 @@ typedef struct fg_attr {
   const char *s;  /* STRING */
   int n;          /* INTS */
   const int64_t *ints;
+  /* INTS in a graph with symbolic sizes: NULL when every entry is an
+   * integer, else n entries of which those with sym set are expressions of
+   * a size (`ends=[T-1]`, docs/format.md 3.2.1); ints[i] is 0 there. */
+  const fg_dim *syms;
   fg_loc loc; /* of the value, for diagnostics */
 } fg_attr;
 
@@ -218,6 +228,27 @@ fg_type fg_type_tensor(fg_dtype dt, int rank, const int64_t *sizes);
 bool fg_type_is_static(const fg_type *t);
 int64_t fg_type_numel(const fg_type *t); /* -1 when symbolic */
 bool fg_dim_eq(fg_dim a, fg_dim b);
+
+/* ---- sizes that are expressions of a symbol (ir/dimexpr.c) ---- */
+/* mul*sym + off normalized: a static dim when mul is 0 or sym NULL. */
+fg_dim fg_dim_affine(const char *sym, int64_t mul, int64_t off);
+/* A dim's coefficient of its symbol (1 for a bare name, 0 when static) and
+ * its constant part (the size when static). */
+int64_t fg_dim_mul(fg_dim d);
+int64_t fg_dim_off(fg_dim d);
+/* a + b and k*a when the result is affine in one symbol and fits int64
+ * (false otherwise: two different symbols, an overflow). */
+bool fg_dim_add(fg_dim a, fg_dim b, fg_dim *out);
+bool fg_dim_scale(fg_dim a, int64_t k, fg_dim *out);
+/* The value of d with its symbol bound to v (d->size when static); false on
+ * overflow. */
+bool fg_dim_eval(fg_dim d, int64_t v, int64_t *out);
+/* Writes d as the language does: "64", "T", "T-1", "2*T+16". Returns buf. */
+char *fg_dim_str(fg_dim d, char *buf, int cap);
+/* The entry i of an INTS attribute as a dim (static: ints[i]). */
+fg_dim fg_attr_dim(const fg_attr *a, int i);
+/* Whether an INTS attribute has an entry that is an expression of a size. */
+bool fg_attr_has_sym(const fg_attr *a);
 bool fg_type_eq(const fg_type *a, const fg_type *b); /* dtype, rank, dims, layout */
 /* Row-major strides (or the layout's) in elements; static types only. */
 void fg_type_strides(const fg_type *t, int64_t *strides);

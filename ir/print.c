@@ -199,8 +199,10 @@ static void print_literal_attr(FILE *f, const fg_attr *a) {
     break;
   case FG_ATTR_INTS:
     fputc('[', f);
-    for (int i = 0; i < a->n; i++)
-      fprintf(f, "%s%" PRId64, i ? ", " : "", a->ints[i]);
+    for (int i = 0; i < a->n; i++) {
+      char db[96];
+      fprintf(f, "%s%s", i ? ", " : "", fg_dim_str(fg_attr_dim(a, i), db, sizeof db));
+    }
     fputc(']', f);
     break;
   case FG_ATTR_NONE:

@@ -35,8 +35,12 @@ static bool attr_eq(const fg_attr *a, const fg_attr *b) {
   case FG_ATTR_STRING:
     return strcmp(a->s, b->s) == 0;
   case FG_ATTR_INTS:
-    return a->n == b->n &&
-           (a->n == 0 || memcmp(a->ints, b->ints, sizeof(int64_t) * (size_t)a->n) == 0);
+    if (a->n != b->n)
+      return false;
+    for (int i = 0; i < a->n; i++) /* entries that are expressions of a size too */
+      if (!fg_dim_eq(fg_attr_dim(a, i), fg_attr_dim(b, i)))
+        return false;
+    return true;
   }
   return false;
 }

@@ -134,8 +134,9 @@ static void print_results(FILE *f, const fg_plan *p) {
     fprintf(f, "  result r%d %s %s", i, value_name(v, b1, sizeof b1), fg_dtype_name(v->type.dtype));
     type_sizes(f, p, &v->type);
     if (r->is_view) {
-      fprintf(f, " view of %s offset %" PRId64 " strides ", fg_buf_str(r->base, b2, sizeof b2),
-              r->view.offset);
+      fprintf(f, " view of %s offset %s strides ", fg_buf_str(r->base, b2, sizeof b2),
+              p->sym.affine ? fg_sym_formula(&p->sym, r->view.offset, &p->g->arena)
+                            : fg_arena_printf(&p->g->arena, "%" PRId64, r->view.offset));
       ints(f, r->view.strides, r->view.rank);
     } else {
       fprintf(f, " written by k%d", writer_of_result(p, i));
@@ -332,7 +333,9 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
     fputs(" strides ", f);
     if (r->is_view) {
       ints(f, r->view.strides, r->view.rank);
-      fprintf(f, " view %s offset %" PRId64 "\n", fg_buf_str(r->base, b, sizeof b), r->view.offset);
+      fprintf(f, " view %s offset %s\n", fg_buf_str(r->base, b, sizeof b),
+              p->sym.affine ? fg_sym_formula(&p->sym, r->view.offset, &p->g->arena)
+                            : fg_arena_printf(&p->g->arena, "%" PRId64, r->view.offset));
     } else {
       dense_strides(f, p, &v->type, false);
       if (r->into >= 0) /* plan version 3: written into parameter J's storage */

@@ -115,7 +115,9 @@ static int64_t narrow_limit(const fg_plan *p, const fg_kernel *k) {
         lim = 0;
       continue;
     }
-    int64_t l = (INDEX32_LIMIT - 1) / (x[i] / s->placeholder);
+    int64_t a, b;
+    fg_sym_split(s, x[i], &a, &b);
+    int64_t l = (INDEX32_LIMIT - 1 - b) / a;
     if (l < lim)
       lim = l;
     any = true;
@@ -128,6 +130,11 @@ static int pick_vec(const fg_plan *p, const fg_kernel *k, int64_t inner, const f
   if (o && o->no_vectorize)
     return 1;
   int v = 16 / max_elem_size(p, k);
+  if (p->sym.affine) { /* a*T + b: a multiple of v for every T */
+    while (v > 1 && (inner <= 0 || !fg_sym_multiple(&p->sym, inner, v)))
+      v /= 2;
+    return v;
+  }
   if (fg_sym_involves(&p->sym, inner)) /* T's declared divisor stands for it */
     inner = inner / p->sym.placeholder * p->sym.div;
   while (v > 1 && (inner <= 0 || inner % v))
@@ -1141,7 +1148,17 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
   }
   bool pw = k->kind == FG_KERNEL_POINTWISE;
   int64_t n = pw ? rest : kept, per = pw ? (int64_t)k->block * k->chunks : k->block;
-  if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
+  if (s->affine && pw) {
+    /* (a*T + b) x n elements, ceil of a vector, then of a CTA's span */
+    int64_t all = k->dims[0] * n; /* a*P + b: no division of it is a*T/v + b/v */
+    const char *lanes = k->vec == 1 ? fg_sym_formula(s, all, a)
+                                    : fg_arena_printf(a, "(%s+%d)/%d", fg_sym_formula(s, all, a),
+                                                      k->vec - 1, k->vec);
+    k->grid_formula =
+        fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
+  } else if (s->affine && k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
+    k->grid_formula = fg_sym_formula(s, k->dims[0] * kept, a);
+  else if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
     /* ceil(T x n / vec): T x (n / vec) when whole */
     const char *lanes = n % k->vec == 0 ? fg_sym_formula(s, s->placeholder * (n / k->vec), a)
                                         : fg_arena_printf(a, "(%s*%lld+%d)/%d", s->name,
@@ -1324,9 +1341,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
       symbolic_grid(p, k);
-    else if (p->sym.n && counts_symbolic(p->g)) {
+    else if (p->sym.n && (counts_symbolic(p->g) || p->sym.affine)) {
       /* T's count in a kernel over static extents (a mean over T, after
-       * the column kernel that summed it) */
+       * the column kernel that summed it); with expressions of T, a view
+       * such a kernel reads may start along T (the last rows: T-4) */
       fg_buf_ref z = {FG_BUF_SYM, 0};
       k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &z, sizeof z);
     }

@@ -12,6 +12,12 @@
  * (one CTA a row, no split), small enough that T times the other dims
  * stays far from int64's limit. */
 static const int64_t PLACEHOLDERS[] = {1000003, 1000033, 1000037, 1000039};
+/* With expressions of T (fg_sym_lowering.affine): primes near 2^38, so that
+ * a*P + b is read back exactly for |b| up to 2^35 bytes, and a*P times 16
+ * bytes stays within int64 for a up to 2^20 elements. */
+static const int64_t AFFINE_PLACEHOLDER = 274877906951;
+#define AFFINE_MAX_OFF ((int64_t)1 << 31) /* |b| and static extents, in elements */
+#define AFFINE_MAX_MUL ((int64_t)1 << 20) /* a, in elements */
 
 /* Whether a static dim of g (a parameter's or a value's) reaches q: a
  * product of static dims can be a multiple of the prime q only then. */
@@ -26,6 +32,72 @@ static bool collides(const fg_graph *g, int64_t q) {
         if (!n->out[o]->type.dims[d].sym && n->out[o]->type.dims[d].size >= q)
           return true;
   return false;
+}
+
+/* Whether g needs extents a*T + b (fg_sym_lowering.affine): a size that is
+ * an expression of T other than T itself, an attribute that writes one, or
+ * a view that moves along T (a slice's start, a pad, a cat). */
+static bool needs_affine(const fg_graph *g) {
+  for (const fg_node *n = g->first; n; n = n->next) {
+    for (int i = 0; i < n->op->nattrs; i++)
+      if (fg_attr_has_sym(&n->attrs[i]))
+        return true;
+    for (int o = 0; o < n->nout; o++)
+      for (int k = 0; k < n->out[o]->type.rank; k++) {
+        fg_dim x = n->out[o]->type.dims[k];
+        if (x.sym && (fg_dim_mul(x) != 1 || x.off))
+          return true;
+      }
+    fg_opcode c = n->op->code;
+    if (c == FG_OP_SLICE || c == FG_OP_PAD || c == FG_OP_CAT)
+      for (int i = 0; i < n->nin; i++)
+        if (n->in[i]->type.rank && n->in[i]->type.dims[0].sym)
+          return true;
+  }
+  return false;
+}
+
+/* The limits that make fg_sym_split exact, on one value: T's coefficient
+ * times the other dims, the offset times them, and a static extent. */
+static bool affine_limits_value(const fg_value *v, fg_loc loc, fg_diag *d) {
+  const fg_type *t = &v->type;
+  if (t->scalar)
+    return true;
+  int64_t rest = 1, a = 0, b = 1;
+  for (int k = 0; k < t->rank; k++) {
+    fg_dim x = t->dims[k];
+    int64_t z = x.sym ? 1 : x.size > 1 ? x.size : 1;
+    if (x.sym && a == 0) {
+      a = fg_dim_mul(x);
+      b = x.off < 0 ? -x.off : x.off;
+    }
+    if (rest > AFFINE_MAX_OFF || z > AFFINE_MAX_OFF)
+      rest = AFFINE_MAX_OFF + 1;
+    else
+      rest *= z;
+  }
+  if (rest > AFFINE_MAX_OFF || (a && (a > AFFINE_MAX_MUL || rest > AFFINE_MAX_MUL / a)) ||
+      (b > AFFINE_MAX_OFF / rest)) {
+    char buf[256];
+    fg_error(d, loc,
+             "%s of type %s is too large for the code generator with sizes that are expressions "
+             "of a symbolic size (at most 2^20 elements a row along it, offsets and static "
+             "tensors of at most 2^31 elements)",
+             v->name ? v->name : "a value", fg_type_str(t, buf, sizeof buf));
+    return false;
+  }
+  return true;
+}
+
+static bool affine_limits(const fg_graph *g, fg_diag *d) {
+  for (int i = 0; i < g->nparams; i++)
+    if (!affine_limits_value(g->params[i], g->params[i]->loc, d))
+      return false;
+  for (const fg_node *n = g->first; n; n = n->next)
+    for (int o = 0; o < n->nout; o++)
+      if (!affine_limits_value(n->out[o], n->loc, d))
+        return false;
+  return true;
 }
 
 fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
@@ -64,6 +136,13 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   out->min = f ? f->min : FG_SYM_DEFAULT_MIN;
   out->max = f ? f->max : FG_SYM_DEFAULT_MAX;
   out->div = f ? f->div : 1;
+  if (needs_affine(g)) {
+    if (!affine_limits(g, d))
+      return NULL;
+    out->affine = true;
+    out->placeholder = AFFINE_PLACEHOLDER;
+    return fg_graph_bind_stand_in(g, out->name, out->placeholder, d);
+  }
   for (size_t i = 0; i < sizeof PLACEHOLDERS / sizeof *PLACEHOLDERS; i++)
     if (!collides(g, PLACEHOLDERS[i])) {
       out->placeholder = PLACEHOLDERS[i];
@@ -78,32 +157,68 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   return fg_graph_bind_stand_in(g, out->name, out->placeholder, d);
 }
 
+void fg_sym_split(const fg_sym_lowering *s, int64_t extent, int64_t *a, int64_t *b) {
+  *a = 0;
+  *b = extent;
+  if (!s || !s->n || extent == 0)
+    return;
+  int64_t P = s->placeholder;
+  if (!s->affine) {
+    if (extent % P == 0) {
+      *a = extent / P;
+      *b = 0;
+    }
+    return;
+  }
+  /* the nearest multiple of P: |b| < P/2 (affine_limits) */
+  int64_t h = P / 2, q = (extent + h) / P;
+  if ((extent + h) % P < 0)
+    q--;
+  *a = q;
+  *b = extent - q * P;
+}
+
 bool fg_sym_involves(const fg_sym_lowering *s, int64_t extent) {
-  return s && s->n && extent != 0 && extent % s->placeholder == 0;
+  int64_t a, b;
+  fg_sym_split(s, extent, &a, &b);
+  return a != 0;
+}
+
+bool fg_sym_multiple(const fg_sym_lowering *s, int64_t extent, int64_t m) {
+  int64_t a, b;
+  fg_sym_split(s, extent, &a, &b);
+  return m > 0 && (a == 0 || (a * s->div) % m == 0) && b % m == 0;
 }
 
 int64_t fg_sym_at_max(const fg_sym_lowering *s, int64_t extent) {
-  if (!fg_sym_involves(s, extent))
+  int64_t a, b, r;
+  fg_sym_split(s, extent, &a, &b);
+  if (a == 0)
     return extent;
-  int64_t q = extent / s->placeholder;
-  return q > INT64_MAX / s->max ? INT64_MAX : q * s->max;
+  if (__builtin_mul_overflow(a, s->max, &r) || __builtin_add_overflow(r, b, &r))
+    return INT64_MAX;
+  return r;
 }
 
 const char *fg_sym_formula(const fg_sym_lowering *s, int64_t extent, fg_arena *a) {
-  if (!fg_sym_involves(s, extent))
+  int64_t k, b;
+  fg_sym_split(s, extent, &k, &b);
+  if (k == 0)
     return fg_arena_printf(a, "%lld", (long long)extent);
-  if (extent == s->placeholder)
-    return s->name;
-  return fg_arena_printf(a, "%s*%lld", s->name, (long long)(extent / s->placeholder));
+  const char *t = k == 1 ? s->name : fg_arena_printf(a, "%s*%lld", s->name, (long long)k);
+  if (b == 0)
+    return t;
+  return fg_arena_printf(a, "%s%s%lld", t, b > 0 ? "+" : "-", (long long)(b > 0 ? b : -b));
 }
 
 /* ---- the proof ---- */
 
-/* T may be dim 0 of a value and nothing else. */
+/* T may be dim 0 of a value and nothing else (with expressions of T: an
+ * expression a*T + b there). */
 static bool value_ok(const fg_sym_lowering *s, const fg_value *v, fg_loc loc, fg_diag *d) {
   for (int k = 0; k < v->type.rank; k++) {
     int64_t z = v->type.dims[k].size;
-    if (!fg_sym_involves(s, z) || (k == 0 && z == s->placeholder))
+    if (!fg_sym_involves(s, z) || (k == 0 && (z == s->placeholder || s->affine)))
       continue;
     fg_error(d, loc,
              "the code generator needs the symbolic size '%s' as the leading dim of every value "
@@ -115,7 +230,8 @@ static bool value_ok(const fg_sym_lowering *s, const fg_value *v, fg_loc loc, fg
 }
 
 static bool carries(const fg_sym_lowering *s, const fg_value *v) {
-  return v->type.rank > 0 && v->type.dims[0].size == s->placeholder;
+  return v->type.rank > 0 && (s->affine ? fg_sym_involves(s, v->type.dims[0].size)
+                                        : v->type.dims[0].size == s->placeholder);
 }
 
 static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
@@ -141,9 +257,21 @@ static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
     for (int i = 0; i < n->nout; i++) {
       if (!value_ok(s, n->out[i], n->loc, d))
         return false;
-      /* a reduction over T: its kernel decides (fg_sym_check) */
-      if (!in || carries(s, n->out[i]) || n->op->kind == FG_KIND_REDUCTION)
+      /* a reduction over T: its kernel decides (fg_sym_check); with
+       * expressions of T, not yet */
+      if (!in || carries(s, n->out[i]) || (n->op->kind == FG_KIND_REDUCTION && !s->affine))
         continue;
+      /* a slice of static length along T (the last rows: from T-4 to T):
+       * its start is computed from T's argument, which every kernel takes */
+      if (s->affine && n->op->code == FG_OP_SLICE)
+        continue;
+      if (s->affine && n->op->kind == FG_KIND_REDUCTION) {
+        fg_error(d, n->loc,
+                 "'%s' over the symbolic size '%s' in a graph with sizes that are expressions "
+                 "of it is not supported by the code generator yet",
+                 n->op->name, s->name);
+        return false;
+      }
       fg_error(d, n->loc,
                "'%s' along the symbolic size '%s' is not supported by the code generator yet",
                n->op->name, s->name);
@@ -161,8 +289,18 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     return false;
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    if (k->rank == 0 || k->dims[0] != s->placeholder)
+    if (k->rank == 0 || !fg_sym_involves(s, k->dims[0]))
       continue;
+    if (s->affine && k->kind != FG_KERNEL_POINTWISE &&
+        (k->kind != FG_KERNEL_ROW || k->ncols || k->ntails || k->split != 1 || k->mask[0])) {
+      const fg_node *n = k->nreds ? k->reds[0] : NULL;
+      fg_error(d, n ? n->loc : p->g->loc,
+               "graph '%s', kernel k%d over the symbolic size '%s': with sizes that are "
+               "expressions of it, the code generator takes pointwise kernels and row kernels "
+               "(a CTA a row) only",
+               p->g->name, k->id, s->name);
+      return false;
+    }
     /* What the emitters take with T an argument: column kernels loop over
      * T (reduced: each slice bounded at run time) or own its outputs (kept:
      * a run-time bound, and no partials, which are laid out by the kept

@@ -27,6 +27,14 @@ typedef struct fg_sym_lowering {
   const char *name;      /* T */
   int64_t placeholder;   /* what the passes and the scheduler see for T */
   int64_t min, max, div; /* what the graph declares about T */
+  /* Sizes that are expressions of T (issues 18 and 20: T-1, T+16, 2*T,
+   * slices and pads along T): extents are then a*T + b, which the
+   * placeholder turns into a*P + b. It is a prime near 2^38, and the graph's
+   * offsets (|b| times the static dims) and static extents are limited to
+   * 2^31 elements, so each such number is read back exactly by rounding to
+   * the nearest multiple of P (fg_sym_split). Otherwise (affine false) the
+   * placeholder is a prime near 10^6 and only multiples of it involve T. */
+  bool affine;
 } fg_sym_lowering;
 
 /* The graph with its symbolic size bound to the placeholder (a copy in a new
@@ -34,12 +42,17 @@ typedef struct fg_sym_lowering {
  * than one symbolic size, or one that is not the leading dim). */
 fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d);
 
+/* The extent as a*T + b: a = 0 and b = extent when it does not involve T. */
+void fg_sym_split(const fg_sym_lowering *s, int64_t extent, int64_t *a, int64_t *b);
+/* Whether the extent is a multiple of m for every value of T the facts
+ * admit (a multiple of T's divisor). */
+bool fg_sym_multiple(const fg_sym_lowering *s, int64_t extent, int64_t m);
 /* An extent at T's largest declared value (extent itself when it does not
  * involve T): what 32- or 64-bit indexing is decided on. */
 int64_t fg_sym_at_max(const fg_sym_lowering *s, int64_t extent);
-/* Whether the extent involves T (is a nonzero multiple of the placeholder). */
+/* Whether the extent involves T (a != 0 in fg_sym_split). */
 bool fg_sym_involves(const fg_sym_lowering *s, int64_t extent);
-/* The extent as a plan formula: "T", "T*4096" or "4096" (in a). */
+/* The extent as a plan formula: "T", "T*4096", "T*64-64" or "4096" (in a). */
 const char *fg_sym_formula(const fg_sym_lowering *s, int64_t extent, fg_arena *a);
 
 /* After segmentation and scheduling: refuses (an error in d at the node) what
