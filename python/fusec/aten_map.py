@@ -15,6 +15,7 @@ What stays in PyTorch by design (matmuls, convolutions, embeddings, random
 numbers, collectives) is listed in LEFT_TO_TORCH, so the exporter's report
 tells "left to PyTorch" from "fusec lacks a mapping".
 """
+import operator
 from collections import namedtuple
 
 # torch dtype name (str(torch.float32) without "torch.") -> .fg dtype
@@ -458,6 +459,92 @@ def _sdpa_check(e, n):
     return None
 
 
+# ---- attention: PyTorch's fused kernels as fusec's sdpa / sdpa_bwd (export2) ----
+# AOTAutograd takes F.scaled_dot_product_attention apart into the kernel the
+# device picks: on the CPU _scaled_dot_product_flash_attention_for_cpu(_backward),
+# on CUDA _scaled_dot_product_flash_attention(_backward) (FlashAttention). Both
+# forwards return the output and the logsumexp, f32 [B,H,Sq], natural log, of
+# each row of scaled scores: fusec's `o, lse = sdpa(...)` (format.md 5.8) to the
+# letter, so the two devices' regions have the same text. The CUDA forward's
+# other results (cum_seq_q/k: None; max_q/max_k; rng_state and unused: the
+# dropout's philox state; the debug mask) are not fusec's: the node is taken
+# only where none of them is used (export._free_flash_rng frees the rng state
+# a training graph saves, which without dropout the backward never reads).
+
+SDPA_HEAD_DIMS = (64, 96, 128, 256)  # what the code generator's sdpa takes (opt/segment.c)
+SDPA_BWD_HEAD_DIMS = (64, 128)  # and its sdpa_bwd
+# overload -> (forward?, position of dropout_p, of is_causal)
+FLASH = {
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": (True, 3, 4),
+    "aten._scaled_dot_product_flash_attention.default": (True, 3, 4),
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": (False, 6, 7),
+    "aten._scaled_dot_product_flash_attention_backward.default": (False, 10, 11),
+}
+
+
+def _flash_attrs(e, n):
+    fwd, pd, pc = FLASH[str(n.target)]
+    s = "causal=%s" % e.lit(bool(_kw(n, "is_causal", pc, False)))
+    scale = n.kwargs.get("scale")
+    if scale is not None:
+        s += ", scale=%s" % e.lit(float(scale))
+    return s
+
+
+def _flash(e, n):
+    q, k, v = n.args[:3]
+    return Multi(2, "sdpa(%s, %s, %s, %s)" % (e.v(q), e.v(k), e.v(v), _flash_attrs(e, n)))
+
+
+def _flash_bwd(e, n):
+    ops = ", ".join(e.v(a) for a in n.args[:6])  # do, q, k, v, o, lse
+    return Multi(3, "sdpa_bwd(%s, %s)" % (ops, _flash_attrs(e, n)))
+
+
+def _flash_check(e, n):
+    fwd, pd, pc = FLASH[str(n.target)]
+    if _kw(n, "dropout_p", pd, 0.0) != 0:
+        return "dropout in attention"
+    if n.kwargs.get("attn_mask") is not None:
+        return "an attention mask (fusec's sdpa takes causal=true/false only)"
+    scale = n.kwargs.get("scale")
+    if scale is not None and not isinstance(scale, (int, float)):
+        return "a symbolic scale"
+    if fwd:
+        if _kw(n, "return_debug_mask", 5, False):
+            return "return_debug_mask=True"
+        for u in n.users:
+            if u.target is not operator.getitem or u.args[1] not in (0, 1):
+                return "a use of a result fusec's sdpa does not give (%s)" % u.name
+        q, k, v = (a.meta["val"] for a in n.args[:3])
+        do = None
+    else:
+        do, q, k, v, o, lse = (a.meta["val"] for a in n.args[:6])
+        if tuple(o.shape) != tuple(q.shape) or tuple(do.shape) != tuple(q.shape):
+            return "do or o of another shape than q"
+        if tuple(lse.shape) != tuple(q.shape[:3]) or str(lse.dtype) != "torch.float32":
+            return "a logsumexp other than f32 [B,H,Sq]"
+    if any(len(t.shape) != 4 for t in (q, k, v)):
+        return "q, k, v of rank other than 4 ([B,H,S,D])"
+    if not _static(q.shape, k.shape, v.shape):
+        return "attention over a symbolic size"
+    (B, H, S, D), (Bk, Hk, Sk, Dk) = q.shape, k.shape
+    if Bk != B or Dk != D or tuple(v.shape) != (B, Hk, Sk, D) or Hk == 0 or H % Hk:
+        return "q, k, v shapes fusec's sdpa does not take (%s, %s, %s)" % (list(q.shape), list(k.shape),
+                                                                         list(v.shape))
+    if k.dtype != q.dtype or v.dtype != q.dtype or (do is not None and (do.dtype != q.dtype or o.dtype != q.dtype)):
+        return "operands of different dtypes"
+    if getattr(e, "compiled_only", False):
+        dims = SDPA_HEAD_DIMS if fwd else SDPA_BWD_HEAD_DIMS
+        if str(q.dtype) not in ("torch.bfloat16", "torch.float16"):
+            return "%s attention (fusec's code generator takes bf16 and f16)" % fg_dtype(q.dtype)
+        if D not in dims:
+            return "head dim %d (fusec's code generator takes %s)" % (D, ", ".join(map(str, dims)))
+        if Sk < 1:
+            return "attention with no keys"
+    return None
+
+
 def _getitem(e, n):
     return e.item(n.args[0], n.args[1])
 
@@ -555,11 +642,23 @@ TABLE["aten.arange.start"] = Entry(_arange, _arange_check)
 TABLE["aten.arange.start_step"] = Entry(_arange, _arange_check)
 TABLE["aten.scaled_dot_product_attention.default"] = Entry(_sdpa, _sdpa_check)
 TABLE["<built-in function getitem>"] = Entry(_getitem, _getitem_check)
+# attention (export2): PyTorch's flash kernels, CPU and CUDA, as sdpa / sdpa_bwd
+for _op in FLASH:
+    TABLE[_op] = Entry(_flash, _flash_check) if FLASH[_op][0] else Entry(_flash_bwd, _flash_check)
 
 # Rows the interpreter runs but fusec's code generator does not compile yet:
 # left to PyTorch unless export(..., compiled_only=False) (the table's tests).
 NOT_COMPILED = {
     "aten.scaled_dot_product_attention.default": "fusec's code generator has no sdpa yet",
+}
+
+# Rows of kernels only a CUDA device gives: tests() has no case for them (its
+# cases run on the CPU); test_export.py traces them on fake CUDA tensors and
+# checks their regions are the CPU rows' (the same .fg text).
+GPU_ONLY = {
+    "aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "aten._scaled_dot_product_flash_attention_backward.default":
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
 }
 
 # Ops that carry no arithmetic: a region of these alone is left to PyTorch.
@@ -577,6 +676,7 @@ LEFT_TO_TORCH = (
     "aten._convolution", "aten.conv", "aten.embedding", "aten.rand", "aten.randn", "aten.bernoulli",
     "aten.native_dropout", "aten.normal", "aten.uniform", "aten.randint", "aten.randperm", "aten.multinomial",
     "_c10d_functional.", "c10d_functional.", "aten._assert", "aten.sym_", "_dtensor.", "aten._scaled_mm", "aten._fused_",
+    "aten.empty.memory_format",  # export._free_flash_rng's stand-in for flash attention's rng state
 )
 
 
@@ -741,6 +841,36 @@ def _tests():
         r(3, 3, 2))
     add("aten.slice_scatter.default", lambda x, s: torch.slice_scatter(x + 1, s * 2, -1, -4), r(4, 6, dtype=torch.bfloat16),
         r(4, 4, dtype=torch.bfloat16))
+    # attention (export2): the CPU flash kernels, as AOTAutograd gives them, in dtypes and
+    # head dims fusec's code generator takes (the .fg compiles too)
+    def flash(i, sq, sk, dtype, causal, scale=None):  # input i of (do, q, k, v, o, lse)
+        def make():
+            g = torch.Generator().manual_seed(11)
+            q, k, v, do = (torch.randn(*s, generator=g).to(dtype) for s in (sq, sk, sk, sq))
+            o, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=scale)
+            return (do, q, k, v, o, lse)[i]
+        return make
+
+    cpu_flash = aten._scaled_dot_product_flash_attention_for_cpu
+    cpu_flash_bwd = aten._scaled_dot_product_flash_attention_for_cpu_backward
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 2, 9, 64), (1, 2, 9, 64), torch.bfloat16, True) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default",
+        lambda q, k, v: cpu_flash(q * 2, k, v, 0.0, False, scale=0.1)[0] + 1,
+        *(flash(i, (2, 2, 5, 128), (2, 2, 11, 128), torch.float16, False) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 2, 13, 64), (1, 2, 6, 64), torch.bfloat16, True) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 4, 7, 64), (1, 2, 7, 64), torch.bfloat16, True) for i in (1, 2, 3)))  # GQA
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, True),
+        *(flash(i, (1, 4, 7, 64), (1, 2, 7, 64), torch.bfloat16, True) for i in range(6)))  # GQA
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, True),
+        *(flash(i, (1, 2, 9, 64), (1, 2, 9, 64), torch.bfloat16, True) for i in range(6)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, False, scale=0.2),
+        *(flash(i, (2, 1, 6, 128), (2, 1, 10, 128), torch.float16, False, 0.2) for i in range(6)))
     # norms, after PyTorch's decompositions
     add("aten.var_mean.correction", lambda x, w, b: F.layer_norm(x, (16,), w, b), r(5, 16), r(16), r(16))
     add("aten.amax.default", lambda x: torch.softmax(x, -1), r(4, 19))
@@ -758,5 +888,5 @@ def tests():
     return _tests()
 
 
-__all__ = ["TABLE", "Entry", "Case", "Multi", "FG_DTYPE", "VIEW_OPS", "LEFT_TO_TORCH", "left_to_torch", "fg_dtype", "NOT_COMPILED",
+__all__ = ["TABLE", "GPU_ONLY", "FLASH", "Entry", "Case", "Multi", "FG_DTYPE", "VIEW_OPS", "LEFT_TO_TORCH", "left_to_torch", "fg_dtype", "NOT_COMPILED",
            "tests", "math", "operator"]
