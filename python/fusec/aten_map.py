@@ -11,7 +11,7 @@ An emitter gets an `Emitter` (fusec.export) and the FX node; it returns the
 results a `Multi` naming them. Operands are written with `e.v(arg)` (a
 value name, or a literal), attributes with `e.lit(...)`.
 
-What stays in PyTorch by design (matmuls, convolutions, embeddings, random
+What stays in PyTorch by design (matmuls, convolutions, random
 numbers, collectives) is listed in LEFT_TO_TORCH, so the exporter's report
 tells "left to PyTorch" from "fusec lacks a mapping".
 """
@@ -545,6 +545,59 @@ def _flash_check(e, n):
     return None
 
 
+# ---- embeddings (export2): the lookup as index_select, its backward as index_add ----
+
+
+def _embedding(e, n):  # aten.embedding(weight, indices, padding_idx, ...): rows of the table
+    w, ids = n.args[0], n.args[1]
+    ishape = list(ids.meta["val"].shape)
+    d = list(w.meta["val"].shape[1:])
+    flat = e.v(ids) if len(ishape) == 1 else "reshape(%s, shape=[-1])" % e.v(ids)
+    sel = "index_select(%s, %s, dim=0)" % (e.v(w), flat)
+    return sel if len(ishape) == 1 else "reshape(%s, shape=%s)" % (sel, e.lit(ishape + d))
+
+
+def _embedding_check(e, n):
+    w, ids = n.args[0].meta["val"], n.args[1].meta["val"]
+    if len(w.shape) != 2:
+        return "a table of rank other than 2"
+    if not _static(w.shape, ids.shape):
+        return "a symbolic shape"
+    if e.operand_dtype(n.args[1]) not in ("i8", "u8", "i16", "i32", "i64"):
+        return "indices that are not integers"
+    return None  # padding_idx and sparse only matter to the backward
+
+
+def _index_put(e, n):  # index_put(x, [idx], values, accumulate=True): index_add of the rows
+    x, (idx,), vals = n.args[0], n.args[1], n.args[2]
+    xs, ishape = list(x.meta["val"].shape), list(idx.meta["val"].shape)
+    i = e.v(idx) if len(ishape) == 1 else "reshape(%s, shape=[-1])" % e.v(idx)
+    i = "where(lt(%s, 0), add(%s, %d), %s)" % (i, i, xs[0], i)  # torch counts a negative index from the end
+    k = 1
+    for s in ishape:
+        k *= s
+    v = e.v(vals) if len(ishape) == 1 else "reshape(%s, shape=%s)" % (e.v(vals), e.lit([k] + xs[1:]))
+    return "index_add(%s, %s, %s, dim=0)" % (e.v(x), i, v)
+
+
+def _index_put_check(e, n):
+    if not _kw(n, "accumulate", 3, False):
+        return "index_put without accumulate (fusec maps the accumulating form, an embedding's backward)"
+    ind = n.args[1]
+    if len(ind) != 1 or ind[0] is None:
+        return "more than one index tensor, or a None index"
+    x, idx, vals = n.args[0].meta["val"], ind[0].meta["val"], n.args[2].meta["val"]
+    if e.operand_dtype(ind[0]) not in ("i8", "u8", "i16", "i32", "i64"):
+        return "a mask or non-integer index"
+    if not _static(x.shape, idx.shape, vals.shape) or len(x.shape) == 0:
+        return "a symbolic shape"
+    if list(vals.shape) != list(idx.shape) + list(x.shape[1:]):
+        return "values that broadcast (fusec's index_add takes one slice per index)"
+    if vals.dtype != x.dtype:
+        return "values of another dtype than the tensor's"
+    return None
+
+
 def _getitem(e, n):
     return e.item(n.args[0], n.args[1])
 
@@ -600,6 +653,11 @@ TABLE["aten.clamp_max.default"] = Entry(lambda e, n: "clamp(%s, max=%s)" % (e.v(
 TABLE["aten.gather.default"] = Entry(_gather, _gather_check)
 TABLE["aten.scatter.value"] = Entry(_scatter_value, _scatter_value_check)
 TABLE["aten.slice_scatter.default"] = Entry(_slice_scatter, _slice_scatter_check)
+# embeddings (export2): the lookup and, from embedding_dense_backward's
+# decomposition, the accumulating index_put into a zeros table
+TABLE["aten.embedding.default"] = Entry(_embedding, _embedding_check)
+TABLE["aten.index_put.default"] = Entry(_index_put, _index_put_check)
+TABLE["aten._unsafe_index_put.default"] = Entry(_index_put, _index_put_check)
 # casts
 TABLE["aten._to_copy.default"] = Entry(_cast, _to_copy_check)
 TABLE["prims.convert_element_type.default"] = Entry(_cast, _ok)
@@ -649,7 +707,9 @@ for _op in FLASH:
 # Rows the interpreter runs but fusec's code generator does not compile yet:
 # left to PyTorch unless export(..., compiled_only=False) (the table's tests).
 NOT_COMPILED = {
-    "aten.scaled_dot_product_attention.default": "fusec's code generator has no sdpa yet",
+    # torch.export's composite op (rows tested in f32 with small head dims); AOTAutograd's graphs
+    # hold the flash kernels instead, which are compiled (FLASH)
+    "aten.scaled_dot_product_attention.default": "the composite sdpa (the flash kernels' rows are compiled)",
 }
 
 # Rows of kernels only a CUDA device gives: tests() has no case for them (its
@@ -871,6 +931,19 @@ def _tests():
     add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
         lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, False, scale=0.2),
         *(flash(i, (2, 1, 6, 128), (2, 1, 10, 128), torch.float16, False, 0.2) for i in range(6)))
+    # embeddings (export2)
+    add("aten.embedding.default", lambda w, i: F.embedding(i, w) * 2, r(11, 6),
+        ints(3, 4, lo=0, hi=11, dtype=torch.int64))
+    add("aten.embedding.default", lambda w, i: F.embedding(i, w + 1), r(7, 5, dtype=torch.bfloat16),
+        ints(9, lo=0, hi=7, dtype=torch.int64))
+    add("aten.index_put.default", lambda w, i, g: aten.index_put(w * 2, [i], g, True), r(6, 5),
+        ints(3, 4, lo=-6, hi=6, dtype=torch.int64), r(3, 4, 5))
+    add("aten.index_put.default", lambda w, i, g: aten.index_put(w, [i], g + 1, True), r(9, 3, dtype=torch.bfloat16),
+        ints(13, lo=0, hi=9, dtype=torch.int32), r(13, 3, dtype=torch.bfloat16))
+    add("aten._unsafe_index_put.default", lambda w, i, g: aten._unsafe_index_put(w * 2, [i], g, True), r(6, 5),
+        ints(2, 7, lo=0, hi=6, dtype=torch.int64), r(2, 7, 5))
+    add("aten.index_put.default", lambda w, i: aten.embedding_dense_backward(w * 3, i, 10, -1, False),
+        r(2, 5, 4), ints(2, 5, lo=0, hi=10, dtype=torch.int64))
     # norms, after PyTorch's decompositions
     add("aten.var_mean.correction", lambda x, w, b: F.layer_norm(x, (16,), w, b), r(5, 16), r(16), r(16))
     add("aten.amax.default", lambda x: torch.softmax(x, -1), r(4, 19))

@@ -13,7 +13,7 @@ tables; norms and softmax decomposed further so they reach fusec as
 reductions and pointwise ops; sdpa kept whole for fusec's `sdpa`).
 torch.fx's CapabilityBasedPartitioner cuts it into regions of the nodes the
 mapping table (fusec.aten_map) can write; each region becomes one graph of
-the `.fg` file, everything else (matmuls, convolutions, embeddings, random
+the `.fg` file, everything else (matmuls, convolutions, random
 numbers, collectives, ops without a mapping) stays in PyTorch. The manifest
 (JSON) lists the graph's inputs, then every node in order: a region (its
 `.fg` graph, its inputs and outputs by name) or a PyTorch op, then the
