@@ -40,7 +40,8 @@ class LlamaConfig:
 
     @staticmethod
     def tiny():
-        return LlamaConfig(block_size=64, vocab_size=512, n_layer=2, n_head=4, n_kv_head=2, n_embd=64,
+        # head dim 64 (fusec's sdpa and sdpa_bwd take 64 and 128), two query heads over one k/v head
+        return LlamaConfig(block_size=64, vocab_size=512, n_layer=2, n_head=2, n_kv_head=1, n_embd=128,
                            ffn_hidden=128)
 
 

@@ -29,8 +29,8 @@ in the cache, filled here beforehand at the same sizes):
 CPU (nothing computed) through the backend's runner "prepare", which
 compiles every region into the cache. The regions' cache key names values
 v0, v1, ..., so the CPU trace's regions and the GPU trace's are the same
-entries even though PyTorch's CPU and CUDA attention kernels differ (the
-attention stays in PyTorch either way). A region missing there stays in
+entries even though PyTorch's CPU and CUDA attention kernels differ (both
+flash kernels map to the same sdpa / sdpa_bwd text; docs/pytorch.md). A region missing there stays in
 PyTorch and is counted ("missing" in the results).
 
 --cpu-check runs the tiny configurations on the CPU with the regions run by

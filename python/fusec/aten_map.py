@@ -11,10 +11,11 @@ An emitter gets an `Emitter` (fusec.export) and the FX node; it returns the
 results a `Multi` naming them. Operands are written with `e.v(arg)` (a
 value name, or a literal), attributes with `e.lit(...)`.
 
-What stays in PyTorch by design (matmuls, convolutions, embeddings, random
+What stays in PyTorch by design (matmuls, convolutions, random
 numbers, collectives) is listed in LEFT_TO_TORCH, so the exporter's report
 tells "left to PyTorch" from "fusec lacks a mapping".
 """
+import operator
 from collections import namedtuple
 
 # torch dtype name (str(torch.float32) without "torch.") -> .fg dtype
@@ -458,6 +459,145 @@ def _sdpa_check(e, n):
     return None
 
 
+# ---- attention: PyTorch's fused kernels as fusec's sdpa / sdpa_bwd (export2) ----
+# AOTAutograd takes F.scaled_dot_product_attention apart into the kernel the
+# device picks: on the CPU _scaled_dot_product_flash_attention_for_cpu(_backward),
+# on CUDA _scaled_dot_product_flash_attention(_backward) (FlashAttention). Both
+# forwards return the output and the logsumexp, f32 [B,H,Sq], natural log, of
+# each row of scaled scores: fusec's `o, lse = sdpa(...)` (format.md 5.8) to the
+# letter, so the two devices' regions have the same text. The CUDA forward's
+# other results (cum_seq_q/k: None; max_q/max_k; rng_state and unused: the
+# dropout's philox state; the debug mask) are not fusec's: the node is taken
+# only where none of them is used (export._free_flash_rng frees the rng state
+# a training graph saves, which without dropout the backward never reads).
+
+SDPA_HEAD_DIMS = (64, 96, 128, 256)  # what the code generator's sdpa takes (opt/segment.c)
+SDPA_BWD_HEAD_DIMS = (64, 128)  # and its sdpa_bwd
+# overload -> (forward?, position of dropout_p, of is_causal)
+FLASH = {
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": (True, 3, 4),
+    "aten._scaled_dot_product_flash_attention.default": (True, 3, 4),
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": (False, 6, 7),
+    "aten._scaled_dot_product_flash_attention_backward.default": (False, 10, 11),
+}
+
+
+def _flash_attrs(e, n):
+    fwd, pd, pc = FLASH[str(n.target)]
+    s = "causal=%s" % e.lit(bool(_kw(n, "is_causal", pc, False)))
+    scale = n.kwargs.get("scale")
+    if scale is not None:
+        s += ", scale=%s" % e.lit(float(scale))
+    return s
+
+
+def _flash(e, n):
+    q, k, v = n.args[:3]
+    return Multi(2, "sdpa(%s, %s, %s, %s)" % (e.v(q), e.v(k), e.v(v), _flash_attrs(e, n)))
+
+
+def _flash_bwd(e, n):
+    ops = ", ".join(e.v(a) for a in n.args[:6])  # do, q, k, v, o, lse
+    return Multi(3, "sdpa_bwd(%s, %s)" % (ops, _flash_attrs(e, n)))
+
+
+def _flash_check(e, n):
+    fwd, pd, pc = FLASH[str(n.target)]
+    if _kw(n, "dropout_p", pd, 0.0) != 0:
+        return "dropout in attention"
+    if n.kwargs.get("attn_mask") is not None:
+        return "an attention mask (fusec's sdpa takes causal=true/false only)"
+    scale = n.kwargs.get("scale")
+    if scale is not None and not isinstance(scale, (int, float)):
+        return "a symbolic scale"
+    if fwd:
+        if _kw(n, "return_debug_mask", 5, False):
+            return "return_debug_mask=True"
+        for u in n.users:
+            if u.target is not operator.getitem or u.args[1] not in (0, 1):
+                return "a use of a result fusec's sdpa does not give (%s)" % u.name
+        q, k, v = (a.meta["val"] for a in n.args[:3])
+        do = None
+    else:
+        do, q, k, v, o, lse = (a.meta["val"] for a in n.args[:6])
+        if tuple(o.shape) != tuple(q.shape) or tuple(do.shape) != tuple(q.shape):
+            return "do or o of another shape than q"
+        if tuple(lse.shape) != tuple(q.shape[:3]) or str(lse.dtype) != "torch.float32":
+            return "a logsumexp other than f32 [B,H,Sq]"
+    if any(len(t.shape) != 4 for t in (q, k, v)):
+        return "q, k, v of rank other than 4 ([B,H,S,D])"
+    if not _static(q.shape, k.shape, v.shape):
+        return "attention over a symbolic size"
+    (B, H, S, D), (Bk, Hk, Sk, Dk) = q.shape, k.shape
+    if Bk != B or Dk != D or tuple(v.shape) != (B, Hk, Sk, D) or Hk == 0 or H % Hk:
+        return "q, k, v shapes fusec's sdpa does not take (%s, %s, %s)" % (list(q.shape), list(k.shape),
+                                                                         list(v.shape))
+    if k.dtype != q.dtype or v.dtype != q.dtype or (do is not None and (do.dtype != q.dtype or o.dtype != q.dtype)):
+        return "operands of different dtypes"
+    if getattr(e, "compiled_only", False):
+        dims = SDPA_HEAD_DIMS if fwd else SDPA_BWD_HEAD_DIMS
+        if str(q.dtype) not in ("torch.bfloat16", "torch.float16"):
+            return "%s attention (fusec's code generator takes bf16 and f16)" % fg_dtype(q.dtype)
+        if D not in dims:
+            return "head dim %d (fusec's code generator takes %s)" % (D, ", ".join(map(str, dims)))
+        if Sk < 1:
+            return "attention with no keys"
+    return None
+
+
+# ---- embeddings (export2): the lookup as index_select, its backward as index_add ----
+
+
+def _embedding(e, n):  # aten.embedding(weight, indices, padding_idx, ...): rows of the table
+    w, ids = n.args[0], n.args[1]
+    ishape = list(ids.meta["val"].shape)
+    d = list(w.meta["val"].shape[1:])
+    flat = e.v(ids) if len(ishape) == 1 else "reshape(%s, shape=[-1])" % e.v(ids)
+    sel = "index_select(%s, %s, dim=0)" % (e.v(w), flat)
+    return sel if len(ishape) == 1 else "reshape(%s, shape=%s)" % (sel, e.lit(ishape + d))
+
+
+def _embedding_check(e, n):
+    w, ids = n.args[0].meta["val"], n.args[1].meta["val"]
+    if len(w.shape) != 2:
+        return "a table of rank other than 2"
+    if not _static(w.shape, ids.shape):
+        return "a symbolic shape"
+    if e.operand_dtype(n.args[1]) not in ("i8", "u8", "i16", "i32", "i64"):
+        return "indices that are not integers"
+    return None  # padding_idx and sparse only matter to the backward
+
+
+def _index_put(e, n):  # index_put(x, [idx], values, accumulate=True): index_add of the rows
+    x, (idx,), vals = n.args[0], n.args[1], n.args[2]
+    xs, ishape = list(x.meta["val"].shape), list(idx.meta["val"].shape)
+    i = e.v(idx) if len(ishape) == 1 else "reshape(%s, shape=[-1])" % e.v(idx)
+    i = "where(lt(%s, 0), add(%s, %d), %s)" % (i, i, xs[0], i)  # torch counts a negative index from the end
+    k = 1
+    for s in ishape:
+        k *= s
+    v = e.v(vals) if len(ishape) == 1 else "reshape(%s, shape=%s)" % (e.v(vals), e.lit([k] + xs[1:]))
+    return "index_add(%s, %s, %s, dim=0)" % (e.v(x), i, v)
+
+
+def _index_put_check(e, n):
+    if not _kw(n, "accumulate", 3, False):
+        return "index_put without accumulate (fusec maps the accumulating form, an embedding's backward)"
+    ind = n.args[1]
+    if len(ind) != 1 or ind[0] is None:
+        return "more than one index tensor, or a None index"
+    x, idx, vals = n.args[0].meta["val"], ind[0].meta["val"], n.args[2].meta["val"]
+    if e.operand_dtype(ind[0]) not in ("i8", "u8", "i16", "i32", "i64"):
+        return "a mask or non-integer index"
+    if not _static(x.shape, idx.shape, vals.shape) or len(x.shape) == 0:
+        return "a symbolic shape"
+    if list(vals.shape) != list(idx.shape) + list(x.shape[1:]):
+        return "values that broadcast (fusec's index_add takes one slice per index)"
+    if vals.dtype != x.dtype:
+        return "values of another dtype than the tensor's"
+    return None
+
+
 def _getitem(e, n):
     return e.item(n.args[0], n.args[1])
 
@@ -513,6 +653,11 @@ TABLE["aten.clamp_max.default"] = Entry(lambda e, n: "clamp(%s, max=%s)" % (e.v(
 TABLE["aten.gather.default"] = Entry(_gather, _gather_check)
 TABLE["aten.scatter.value"] = Entry(_scatter_value, _scatter_value_check)
 TABLE["aten.slice_scatter.default"] = Entry(_slice_scatter, _slice_scatter_check)
+# embeddings (export2): the lookup and, from embedding_dense_backward's
+# decomposition, the accumulating index_put into a zeros table
+TABLE["aten.embedding.default"] = Entry(_embedding, _embedding_check)
+TABLE["aten.index_put.default"] = Entry(_index_put, _index_put_check)
+TABLE["aten._unsafe_index_put.default"] = Entry(_index_put, _index_put_check)
 # casts
 TABLE["aten._to_copy.default"] = Entry(_cast, _to_copy_check)
 TABLE["prims.convert_element_type.default"] = Entry(_cast, _ok)
@@ -555,11 +700,25 @@ TABLE["aten.arange.start"] = Entry(_arange, _arange_check)
 TABLE["aten.arange.start_step"] = Entry(_arange, _arange_check)
 TABLE["aten.scaled_dot_product_attention.default"] = Entry(_sdpa, _sdpa_check)
 TABLE["<built-in function getitem>"] = Entry(_getitem, _getitem_check)
+# attention (export2): PyTorch's flash kernels, CPU and CUDA, as sdpa / sdpa_bwd
+for _op in FLASH:
+    TABLE[_op] = Entry(_flash, _flash_check) if FLASH[_op][0] else Entry(_flash_bwd, _flash_check)
 
 # Rows the interpreter runs but fusec's code generator does not compile yet:
 # left to PyTorch unless export(..., compiled_only=False) (the table's tests).
 NOT_COMPILED = {
-    "aten.scaled_dot_product_attention.default": "fusec's code generator has no sdpa yet",
+    # torch.export's composite op (rows tested in f32 with small head dims); AOTAutograd's graphs
+    # hold the flash kernels instead, which are compiled (FLASH)
+    "aten.scaled_dot_product_attention.default": "the composite sdpa (the flash kernels' rows are compiled)",
+}
+
+# Rows of kernels only a CUDA device gives: tests() has no case for them (its
+# cases run on the CPU); test_export.py traces them on fake CUDA tensors and
+# checks their regions are the CPU rows' (the same .fg text).
+GPU_ONLY = {
+    "aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "aten._scaled_dot_product_flash_attention_backward.default":
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
 }
 
 # Ops that carry no arithmetic: a region of these alone is left to PyTorch.
@@ -577,6 +736,7 @@ LEFT_TO_TORCH = (
     "aten._convolution", "aten.conv", "aten.embedding", "aten.rand", "aten.randn", "aten.bernoulli",
     "aten.native_dropout", "aten.normal", "aten.uniform", "aten.randint", "aten.randperm", "aten.multinomial",
     "_c10d_functional.", "c10d_functional.", "aten._assert", "aten.sym_", "_dtensor.", "aten._scaled_mm", "aten._fused_",
+    "aten.empty.memory_format",  # export._free_flash_rng's stand-in for flash attention's rng state
 )
 
 
@@ -741,6 +901,49 @@ def _tests():
         r(3, 3, 2))
     add("aten.slice_scatter.default", lambda x, s: torch.slice_scatter(x + 1, s * 2, -1, -4), r(4, 6, dtype=torch.bfloat16),
         r(4, 4, dtype=torch.bfloat16))
+    # attention (export2): the CPU flash kernels, as AOTAutograd gives them, in dtypes and
+    # head dims fusec's code generator takes (the .fg compiles too)
+    def flash(i, sq, sk, dtype, causal, scale=None):  # input i of (do, q, k, v, o, lse)
+        def make():
+            g = torch.Generator().manual_seed(11)
+            q, k, v, do = (torch.randn(*s, generator=g).to(dtype) for s in (sq, sk, sk, sq))
+            o, lse = aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=scale)
+            return (do, q, k, v, o, lse)[i]
+        return make
+
+    cpu_flash = aten._scaled_dot_product_flash_attention_for_cpu
+    cpu_flash_bwd = aten._scaled_dot_product_flash_attention_for_cpu_backward
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 2, 9, 64), (1, 2, 9, 64), torch.bfloat16, True) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default",
+        lambda q, k, v: cpu_flash(q * 2, k, v, 0.0, False, scale=0.1)[0] + 1,
+        *(flash(i, (2, 2, 5, 128), (2, 2, 11, 128), torch.float16, False) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 2, 13, 64), (1, 2, 6, 64), torch.bfloat16, True) for i in (1, 2, 3)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu.default", lambda q, k, v: cpu_flash(q, k, v, 0.0, True),
+        *(flash(i, (1, 4, 7, 64), (1, 2, 7, 64), torch.bfloat16, True) for i in (1, 2, 3)))  # GQA
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, True),
+        *(flash(i, (1, 4, 7, 64), (1, 2, 7, 64), torch.bfloat16, True) for i in range(6)))  # GQA
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, True),
+        *(flash(i, (1, 2, 9, 64), (1, 2, 9, 64), torch.bfloat16, True) for i in range(6)))
+    add("aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        lambda do, q, k, v, o, lse: cpu_flash_bwd(do, q, k, v, o, lse, 0.0, False, scale=0.2),
+        *(flash(i, (2, 1, 6, 128), (2, 1, 10, 128), torch.float16, False, 0.2) for i in range(6)))
+    # embeddings (export2)
+    add("aten.embedding.default", lambda w, i: F.embedding(i, w) * 2, r(11, 6),
+        ints(3, 4, lo=0, hi=11, dtype=torch.int64))
+    add("aten.embedding.default", lambda w, i: F.embedding(i, w + 1), r(7, 5, dtype=torch.bfloat16),
+        ints(9, lo=0, hi=7, dtype=torch.int64))
+    add("aten.index_put.default", lambda w, i, g: aten.index_put(w * 2, [i], g, True), r(6, 5),
+        ints(3, 4, lo=-6, hi=6, dtype=torch.int64), r(3, 4, 5))
+    add("aten.index_put.default", lambda w, i, g: aten.index_put(w, [i], g + 1, True), r(9, 3, dtype=torch.bfloat16),
+        ints(13, lo=0, hi=9, dtype=torch.int32), r(13, 3, dtype=torch.bfloat16))
+    add("aten._unsafe_index_put.default", lambda w, i, g: aten._unsafe_index_put(w * 2, [i], g, True), r(6, 5),
+        ints(2, 7, lo=0, hi=6, dtype=torch.int64), r(2, 7, 5))
+    add("aten.index_put.default", lambda w, i: aten.embedding_dense_backward(w * 3, i, 10, -1, False),
+        r(2, 5, 4), ints(2, 5, lo=0, hi=10, dtype=torch.int64))
     # norms, after PyTorch's decompositions
     add("aten.var_mean.correction", lambda x, w, b: F.layer_norm(x, (16,), w, b), r(5, 16), r(16), r(16))
     add("aten.amax.default", lambda x: torch.softmax(x, -1), r(4, 19))
@@ -758,5 +961,5 @@ def tests():
     return _tests()
 
 
-__all__ = ["TABLE", "Entry", "Case", "Multi", "FG_DTYPE", "VIEW_OPS", "LEFT_TO_TORCH", "left_to_torch", "fg_dtype", "NOT_COMPILED",
+__all__ = ["TABLE", "GPU_ONLY", "FLASH", "Entry", "Case", "Multi", "FG_DTYPE", "VIEW_OPS", "LEFT_TO_TORCH", "left_to_torch", "fg_dtype", "NOT_COMPILED",
            "tests", "math", "operator"]

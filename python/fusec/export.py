@@ -13,7 +13,7 @@ tables; norms and softmax decomposed further so they reach fusec as
 reductions and pointwise ops; sdpa kept whole for fusec's `sdpa`).
 torch.fx's CapabilityBasedPartitioner cuts it into regions of the nodes the
 mapping table (fusec.aten_map) can write; each region becomes one graph of
-the `.fg` file, everything else (matmuls, convolutions, embeddings, random
+the `.fg` file, everything else (matmuls, convolutions, random
 numbers, collectives, ops without a mapping) stays in PyTorch. The manifest
 (JSON) lists the graph's inputs, then every node in order: a region (its
 `.fg` graph, its inputs and outputs by name) or a PyTorch op, then the
@@ -134,7 +134,14 @@ class Support:
         if self.compiled_only and name in aten_map.NOT_COMPILED:
             return False, aten_map.NOT_COMPILED[name], False
         vals = _tensors(node.meta.get("val"))
-        for a in node.all_input_nodes:
+        ins = node.all_input_nodes
+        if name in aten_map.FLASH:  # the results and operands sdpa / sdpa_bwd have (not the rng state)
+            fwd = aten_map.FLASH[name][0]
+            vals = vals[:2] if fwd else vals
+            ins = [a for a in node.args[:3 if fwd else 6] if hasattr(a, "meta")]
+        elif name == "<built-in function getitem>":  # its item, not the whole tuple it picks from
+            ins = []
+        for a in ins:
             vals += _tensors(a.meta.get("val"))
         for v in vals:
             if _val_dtype(v) is None:
@@ -144,14 +151,21 @@ class Support:
             if "strided" not in str(getattr(v, "layout", "torch.strided")):
                 return False, "layout %s (fusec takes dense tensors)" % v.layout, False
         try:
-            why = entry.check(_Probe(), node)
+            why = entry.check(_Probe(self.compiled_only), node)
         except Exception as ex:  # a row that can't judge the node leaves it to torch
             why = "cannot be judged (%s)" % ex
         return (why is None), why, False
 
 
 class _Probe:
-    """The part of Emitter the rows' checks use."""
+    """The part of Emitter the rows' checks use; `compiled_only`: the row
+    must also fit fusec's code generator (the attention rows check its
+    dtypes and head dims)."""
+
+    compiled_only = False
+
+    def __init__(self, compiled_only=False):
+        self.compiled_only = compiled_only
 
     def dtype(self, node):
         return _val_dtype(node.meta["val"])
@@ -389,10 +403,18 @@ def _codegen_refusal(params, nodes):
     return None
 
 
+def _fg_param(p):
+    """Whether a region's input is a parameter of its .fg graph: a tensor of
+    a fusec dtype (not a number, nor an operand a row ignores, such as flash
+    attention's rng state, aten_map.FLASH)."""
+    ts = _tensors(p.meta.get("val"))
+    return bool(ts) and all(_val_dtype(t) is not None for t in ts)
+
+
 def emit_region(gname, params, nodes, outputs, syms, canonical=False):
     """(text, note): the .fg graph of a region, symbolic where it fits;
     canonical: values named v0, v1, ... rather than after the FX nodes."""
-    params = [p for p in params if _tensors(p.meta.get("val"))]
+    params = [p for p in params if _fg_param(p)]
     has_sym = any(not isinstance(s, int) for p in params for s in p.meta["val"].shape) or any(
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
     note = None
@@ -508,6 +530,45 @@ def _sym_table(gm, names=None, ranges=None):
     return out
 
 
+def _free_flash_rng(gm):
+    """Prepares PyTorch's flash attention nodes for fusec's sdpa rows
+    (aten_map.FLASH): drops the getitems of their results that nothing uses,
+    and, for the CUDA forward without dropout, gives the rng state a training
+    forward saves for the backward (results 6, 7: the dropout's philox seed
+    and offset, which the kernel leaves uninitialized and its backward reads
+    only with dropout) a fresh empty tensor of its own, so the node's only
+    used results are out and logsumexp, what sdpa gives."""
+    import torch
+
+    changed = False
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or str(n.target) not in aten_map.FLASH or not aten_map.FLASH[str(n.target)][0]:
+            continue
+        for u in list(n.users):
+            if u.target is operator.getitem and not u.users and u.args[1] not in (0, 1):
+                gm.graph.erase_node(u)
+                changed = True
+        if str(n.target) != "aten._scaled_dot_product_flash_attention.default" or list(n.args[3:4]) not in ([], [0]):
+            continue
+        for u in list(n.users):
+            if u.target is not operator.getitem or u.args[1] not in (6, 7):
+                continue
+            val = u.meta.get("val")
+            if val is None:
+                continue
+            dev = "cpu" if str(val.device) == "meta" else val.device
+            first = next(m for m in gm.graph.nodes if m.op != "placeholder")
+            with gm.graph.inserting_before(first):  # at the top: regions around the attention stay whole
+                e = gm.graph.call_function(torch.ops.aten.empty.memory_format, (list(val.shape),),
+                                           {"dtype": val.dtype, "device": torch.device(dev)})
+            e.meta = dict(u.meta)
+            u.replace_all_uses_with(e)
+            gm.graph.erase_node(u)
+            changed = True
+    if changed:
+        gm.recompile()
+
+
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
               max_rounds=50, canonical=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
@@ -521,6 +582,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
+    _free_flash_rng(gm)
     syms = _sym_table(gm, sym_names, sym_ranges)
     for _ in range(max_rounds):
         part = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True,
@@ -537,7 +599,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
                     if bad:
                         raise Refuse(*bad)
                 for sym in (True, False):
-                    Emitter("probe", [q for q in params if _tensors(q.meta.get("val"))], nodes, outs, syms,
+                    Emitter("probe", [q for q in params if _fg_param(q)], nodes, outs, syms,
                             sym).emit()
             except Refuse as r:
                 support.refused[r.node.name] = r.why
@@ -566,7 +628,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
-        regions[n.target].tensor_in = [bool(_tensors(p.meta.get("val"))) for p in ph]
+        regions[n.target].tensor_in = [_fg_param(p) for p in ph]
     pt = Partitioned(fused, regions, support, prefix)
     pt.syms = syms
     return pt

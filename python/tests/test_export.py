@@ -86,7 +86,7 @@ class TableTest(unittest.TestCase):
         cls.cases = aten_map.tests()
 
     def test_every_row_has_cases(self):
-        missing = sorted(k for k in aten_map.TABLE if k not in self.cases)
+        missing = sorted(k for k in aten_map.TABLE if k not in self.cases and k not in aten_map.GPU_ONLY)
         self.assertEqual(missing, [], "rows of aten_map.TABLE without a test case")
         extra = sorted(k for k in self.cases if k not in aten_map.TABLE)
         self.assertEqual(extra, [], "test cases for ops the table lacks")
@@ -204,6 +204,72 @@ class TrainingTest(unittest.TestCase):
         got = fw.run_interpreted(*(list(m.parameters()) + [x.detach()]), fgrun=FGRUN)
         with torch.no_grad():
             assert_close(self, got[0], m(x), fw.report())
+
+
+class FlashAttentionTest(unittest.TestCase):
+    """The CUDA flash kernels' rows (aten_map.GPU_ONLY), traced on fake CUDA
+    tensors as a training graph holds them (the forward's rng state saved
+    for the backward), give the regions the CPU kernels' rows give: the same
+    .fg text, so a cache filled from a CPU trace serves the GPU."""
+
+    def trace(self, device, hd=64, dtype=torch.bfloat16):
+        """(forward, backward) partitioned, as AOTAutograd's two graphs hold them."""
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        aten = torch.ops.aten
+
+        def fwd(q, k, v):
+            if device == "cuda":
+                r = aten._scaled_dot_product_flash_attention(q * 2, k, v, 0.0, True)
+                return r[0] + 1, q, k, v, r[0], r[1], r[6], r[7]  # the saved values, the rng state too
+            r = aten._scaled_dot_product_flash_attention_for_cpu(q * 2, k, v, 0.0, True)
+            return r[0] + 1, q, k, v, r[0], r[1]
+
+        def bwd(q, k, v, o, lse, do, *rng):
+            if device == "cuda":
+                g = aten._scaled_dot_product_flash_attention_backward(do, q, k, v, o, lse, None, None, 16, 16, 0.0,
+                                                                      True, rng[0], rng[1])
+            else:
+                g = aten._scaled_dot_product_flash_attention_for_cpu_backward(do, q, k, v, o, lse, 0.0, True)
+            return g[0] * 2, g[1], g[2]
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            qkv = [torch.empty(2, 4, 16, hd, dtype=dtype, device=device) for _ in range(5)]
+            lse = torch.empty(2, 4, 16, device=device)
+            rng = [torch.empty(2, dtype=torch.uint64, device=device), torch.empty((), dtype=torch.uint64,
+                                                                                   device=device)]
+            fw = make_fx(fwd, tracing_mode="fake")(*qkv[:3])
+            bw = make_fx(bwd, tracing_mode="fake")(*qkv[:4], lse, qkv[4], *(rng if device == "cuda" else []))
+        return [fe.partition(gm, prefix="r", static_fallback=False, canonical=True) for gm in (fw, bw)]
+
+    def test_same_regions(self):
+        try:
+            gpu = self.trace("cuda")
+        except Exception as ex:  # a torch without CUDA support can't make fake CUDA tensors
+            self.skipTest("no fake CUDA tensors: %s" % ex)
+        cpu = self.trace("cpu")
+        for g, c, name in zip(gpu, cpu, aten_map.GPU_ONLY):
+            self.assertIn(name, [op for r in g.regions.values() for op in r.ops], g.report())
+            self.assertEqual({v[0] for v in g.support.left.values()} - {"aten.empty.memory_format",
+                                                                         "<built-in function getitem>"}, set(),
+                             g.report())
+            self.assertEqual([r.fg for r in g.regions.values()], [r.fg for r in c.regions.values()])
+        self.assertIn("sdpa(", gpu[0].fg_text())
+        self.assertIn("sdpa_bwd(", gpu[1].fg_text())
+
+    def test_refused_where_codegen_lacks(self):
+        try:
+            fw, bw = self.trace("cuda", hd=96)
+        except Exception as ex:
+            self.skipTest("no fake CUDA tensors: %s" % ex)
+        ops = [op for r in fw.regions.values() for op in r.ops]
+        self.assertIn("aten._scaled_dot_product_flash_attention.default", ops)  # the forward takes d96
+        left = {v[0]: v[1] for v in bw.support.left.values()}
+        self.assertIn("head dim 96", left.get("aten._scaled_dot_product_flash_attention_backward.default", ""))
+        pt = self.trace("cpu", dtype=torch.float32)[0]
+        left = {v[0]: v[1] for v in pt.support.left.values()}
+        self.assertIn("f32 attention", left.get("aten._scaled_dot_product_flash_attention_for_cpu.default", ""))
 
 
 class BadInputTest(unittest.TestCase):
