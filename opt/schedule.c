@@ -640,6 +640,19 @@ static void choose_cluster(rowcol_ctx *c) {
       size = k->ncols >= 2 ? 2 : 1;
     while (size > 1 && (2 * c->per_sm % size || c->ctas < 2 * size))
       size /= 2;
+    /* All CTAs must be resident, and clusters are placed whole: at 9 CTAs
+     * an SM in clusters of 2 the H100 held 1056 of 1188 (run X2,
+     * docs/benchmarks.md), so per_sm becomes a multiple of the size. */
+    if (size > 1 && c->per_sm % size) {
+      if (c->per_sm > size) {
+        c->per_sm -= c->per_sm % size;
+        k->min_ctas_per_sm = (int)c->per_sm;
+        if (c->ctas > c->p->target.sm_count * c->per_sm)
+          c->ctas = c->p->target.sm_count * c->per_sm;
+      } else {
+        size = 1;
+      }
+    }
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
     int64_t arena = k->pipeline && k->pipe_bytes > c->xchg ? k->pipe_bytes : c->xchg;

@@ -12,12 +12,20 @@
  *
  * Only pointwise ops (not the random ones, whose values follow their
  * output's shape) whose tensor operands all have the op's static shape,
- * none of them a parameter with a layout of its own. */
+ * none of them a parameter with a layout of its own, and rows of at most
+ * SINK_MAX_ROW elements. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "build.h"
 #include "passes.h"
+
+/* Rows (the last dim of the reduced value) of at most this many elements:
+ * the row kernel keeps a row for its full-size output, and group norm's
+ * rows of 65536 f32 elements in one kernel ran at 0.44 of copy bandwidth,
+ * 0.68x torch.compile (docs/benchmarks.md, run X2), so longer rows keep
+ * their reshape and a second kernel. */
+enum { SINK_MAX_ROW = 16384 };
 
 typedef struct sink {
   fg_graph *g;
@@ -76,7 +84,8 @@ static const fg_value *rows_operand(const sink *s, const fg_node *n) {
     const fg_node *r = x->def;
     if (!a && r && r->op->code == FG_OP_RESHAPE && is_reduced(s, r->in[0]) &&
         !r->in[0]->type.has_layout && fg_type_is_static(&r->in[0]->type) &&
-        !same_dims(&r->in[0]->type, t))
+        !same_dims(&r->in[0]->type, t) &&
+        r->in[0]->type.dims[r->in[0]->type.rank - 1].size <= SINK_MAX_ROW)
       a = r->in[0];
   }
   return a;
