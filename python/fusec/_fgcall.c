@@ -10,8 +10,9 @@
  * syms), calls fgl_run through a function pointer and builds view results
  * with as_strided. A result written in place into a parameter (plan
  * version 3) is the tensor passed for that parameter, its version counter
- * bumped (torch._C._increment_version). It takes libfgload's functions as addresses from the
- * ctypes library the package opened, so it never links a second copy.
+ * bumped (torch._C._increment_version). It takes libfgload's functions as
+ * addresses from the ctypes library the package opened, so it never links
+ * a second copy.
  *
  * Anything it does not handle itself (an argument count or type the loader
  * would not get, a dtype fusec lacks, a tensor on another device, a closed
