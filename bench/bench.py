@@ -19,6 +19,10 @@ Timing (the same for every implementation):
   (a batch whose sleep ran out before the host finished is measured again
   with a longer sleep). Inputs are the same every call and L2 is not
   flushed: steady state, small workloads partly run from the 50 MB L2.
+  A workload with results written in place (`-> p`, e.g. adamw_inplace)
+  updates its inputs at every timed call (the same work each call); its
+  checks (fusec's and torch.compile's against eager) each start from a
+  fresh copy of the original inputs.
 - host overhead: wall-clock time per call of 20 back-to-back calls without
   synchronization (what the caller's thread spends per call: Python, guards,
   allocation of the results, launches), median of 5 repetitions.
@@ -316,19 +320,33 @@ CURRENT = [None]  # the result being filled (the watchdog saves it if a phase ha
 
 
 def workload_io(wl, ctx):
-    """(reference, inputs, eager outputs) of a workload."""
+    """(signature, reference, inputs, eager outputs, fresh) of a workload.
+    fresh() gives the inputs to check an implementation with: `inputs`
+    themselves, or for a workload that writes results in place into its
+    parameters (`-> p`: every call changes its inputs) a new copy of the
+    original inputs each time, which eager's outputs were computed from
+    too (they share no storage with `inputs`, which the timings update)."""
     torch, refs = ctx["torch"], ctx["refs"]
     tiny = ctx["args"].dry_run_cpu
-    sig = workloads.signature(workloads.fg_text(wl, tiny=tiny))
+    text = workloads.fg_text(wl, tiny=tiny)
+    sig = workloads.signature(text)
     ref = refs.ref_for_workload(wl, tiny)
     inputs = refs.make_inputs(sig, torch.device(DEV.name), seed=0)
+    if workloads.writes_in_place(text):
+        original = [t.clone() if torch.is_tensor(t) else t for t in inputs]
+
+        def fresh():
+            return [t.clone() if torch.is_tensor(t) else t for t in original]
+    else:
+        def fresh():
+            return inputs
     DEV.sync()
-    want = as_tuple(ref(*inputs))
+    want = as_tuple(ref(*fresh()))
     DEV.sync()
-    return sig, ref, inputs, want
+    return sig, ref, inputs, want, fresh
 
 
-def compile_and_time(ctx, name, r, mode, ref, inputs, want):
+def compile_and_time(ctx, name, r, mode, ref, inputs, want, fresh):
     """torch.compile(ref) in `mode` (None: default): cold compile time, check, timing, into r."""
     torch, refs, timer = ctx["torch"], ctx["refs"], ctx["timer"]
     t_impl = time.time()
@@ -339,7 +357,7 @@ def compile_and_time(ctx, name, r, mode, ref, inputs, want):
         torch._dynamo.reset()
         cfn = torch.compile(ref, dynamic=False) if mode is None else torch.compile(ref, dynamic=False, mode=mode)
         t0 = time.perf_counter()
-        out = cfn(*inputs)
+        out = cfn(*fresh())
         DEV.sync()
         r["compile_s"] = time.perf_counter() - t0
         r["check"] = check_outputs(refs, out, want)
@@ -373,7 +391,7 @@ def run_workload(wl, ctx, remaining_after):
     if name == TEST_HANG:
         time.sleep(1e6)
     with torch.no_grad():
-        sig, ref, inputs, want = workload_io(wl, ctx)
+        sig, ref, inputs, want, fresh = workload_io(wl, ctx)
         res["outputs"] = ["%s[%s]" % (str(t.dtype).replace("torch.", ""), ",".join(map(str, t.shape))) for t in want]
         res["bytes_eager_outputs"] = eager_bytes(inputs, want)
         res["bytes"], res["bytes_source"] = res["bytes_eager_outputs"], "eager outputs (no fusec plan)"
@@ -400,7 +418,7 @@ def run_workload(wl, ctx, remaining_after):
                 g = m.graph(name)
                 res["bytes"], res["bytes_source"] = plan_bytes(g, inputs), "fusec plan"
                 fz["views"] = [j for j, r in enumerate(g.results) if r.is_view]
-                got = g(*inputs)
+                got = g(*fresh())
                 DEV.sync()
                 fz["check"] = check_outputs(refs, got, want)
                 del got
@@ -436,8 +454,8 @@ def run_workload(wl, ctx, remaining_after):
                 budget.left(), need, remaining_after)
             log("%s: torch.compile skipped (%s)" % (name, r["skipped"]))
         else:
-            compile_and_time(ctx, name, r, None, ref, inputs, want)
-    inputs = want = None
+            compile_and_time(ctx, name, r, None, ref, inputs, want, fresh)
+    inputs = want = fresh = None
     gc.collect()
     DEV.sync()
     DEV.empty_cache()
@@ -453,12 +471,12 @@ def run_max_autotune(wl, ctx, res):
     CURRENT[0] = res
     phase(wl["name"], "inputs and eager reference")
     with torch.no_grad():
-        sig, ref, inputs, want = workload_io(wl, ctx)
+        sig, ref, inputs, want, fresh = workload_io(wl, ctx)
         if wl["name"] + MA_SUFFIX == TEST_HANG:
             phase(wl["name"], "compile_max_autotune")
             time.sleep(1e6)
-        compile_and_time(ctx, wl["name"], r, "max-autotune-no-cudagraphs", ref, inputs, want)
-    inputs = want = None
+        compile_and_time(ctx, wl["name"], r, "max-autotune-no-cudagraphs", ref, inputs, want, fresh)
+    inputs = want = fresh = None
     gc.collect()
     DEV.sync()
     DEV.empty_cache()

@@ -20,6 +20,14 @@ and lse given) is the backward PyTorch's SDPA runs on the GPU, FlashAttention-2'
 makes, with the graph's o and lse), where it applies (CUDA, bf16/f16, as
 many key heads as query heads, causal only with Sq = Sk); elsewhere the
 same formulas in f32 with explicit P = exp(scale q k^T - lse) (_sdpa_bwd_math).
+
+A result written in place (`return v -> p`, docs/format.md 6.1) updates
+the tensor passed for p: every result is computed first, from the
+parameters as they were, then p.copy_(v) (a value sharing storage with a
+parameter written in place, as in a swap, is cloned before any copy), and
+the tensor passed for p is returned, the same object, as that result, as
+the Python binding does. fn.inplace lists the parameters written ((result
+index, parameter index) pairs).
 """
 import math
 import re
@@ -99,6 +107,14 @@ class _Parser:
             return ("call", name, args, kw)
         return ("name", name)
 
+    def result(self):
+        """(expr, the parameter it is written into or None): `expr [-> NAME]`."""
+        e = self.expr()
+        if self.peek() == ("p", "->"):
+            self.i += 1
+            return e, self.take("name")
+        return e, None
+
     def type_(self):
         dt = self.take("name")
         if self.peek() != ("p", "["):
@@ -134,10 +150,10 @@ class _Parser:
         while self.peek() != ("p", "}"):
             if self.peek() == ("name", "return"):
                 self.i += 1
-                results = [self.expr()]
+                results = [self.result()]
                 while self.peek() == ("p", ","):
                     self.i += 1
-                    results.append(self.expr())
+                    results.append(self.result())
                 continue
             names = [self.take("name")]
             while self.peek() == ("p", ","):
@@ -454,6 +470,13 @@ def load(text, graph=None):
     if g is None:
         raise ValueError("fg2torch: no graph %r" % graph)
     _, params, stmts, results = g
+    pindex = {p[0]: i for i, p in enumerate(params)}
+    inplace = []  # (result index, parameter index)
+    for j, (_, target) in enumerate(results):
+        if target is not None:
+            if target not in pindex or params[pindex[target]][2] is None:
+                raise ValueError("fg2torch: result %d is written into '%s', not a tensor parameter" % (j, target))
+            inplace.append((j, pindex[target]))
 
     def ev(e, env, device):
         kind = e[0]
@@ -488,10 +511,19 @@ def load(text, graph=None):
             else:
                 for n, x in zip(names, v):
                     env[n] = x
-        outs = tuple(ev(r, env, device) for r in results)
+        outs = [ev(r, env, device) for r, _ in results]
         if any(x is NO_LSE for x in outs):
             raise ValueError("fg2torch: sdpa's lse has no PyTorch form (SDPA does not return it)")
-        return outs
+        if inplace:  # every value computed: now the writes
+            written = {inputs[i].untyped_storage().data_ptr() for _, i in inplace}
+            vals = [(j, i, outs[j].clone() if outs[j].untyped_storage().data_ptr() in written else outs[j])
+                    for j, i in inplace]
+            for j, i, v in vals:
+                inputs[i].copy_(v)
+                outs[j] = inputs[i]
+        return tuple(outs)
+
+    fn.inplace = tuple(inplace)
 
     sig = [(p[0], p[1], p[2]) for p in params]
     return fn, sig

@@ -391,6 +391,8 @@ s("fp8_rowwise_pow2", "fp8_scaling.fg", "torchao row-wise fp8 with power-of-2 sc
 s("bias_gelu_bwd", "bias_gelu_bwd.fg", "Megatron bias-GELU bwd + bias grad, bf16 [8192,16384]",
   "bias-GELU bwd + bias grad, bf16 [256,4096]")
 s("adamw", "adamw.fg", "llm.c AdamW update, f32 x 124M", "AdamW update, f32 x 1M")
+s("adamw_inplace", "adamw_inplace.fg", "llm.c AdamW update in place (p, m, v -> their own storage), f32 x 124M",
+  "AdamW update in place, f32 x 1M")
 s("batchnorm_stats", "norm_stats.fg", "batch-norm statistics over N,H,W, f32 [32,256,56,56]",
   "batch-norm statistics, f32 [8,64,28,28]")
 s("groupnorm_fwd", "norm_stats.fg", "diffusers GroupNorm(32) fwd, f32 [16,512,64,64]",
@@ -430,6 +432,15 @@ def fg_text(wl, tiny=False):
 
 
 # ---- signatures ------------------------------------------------------------------
+
+
+def writes_in_place(text):
+    """Whether the first graph in text writes a result into a parameter
+    (`return v -> p`, docs/format.md 6.1): its calls change their inputs."""
+    m = _SIG.search(text)
+    body = text[m.end():] if m else text
+    body = body[:body.find("\ngraph ")] if "\ngraph " in body else body
+    return "->" in re.sub(r"#[^\n]*", "", body)  # `->` is written nowhere else (docs/format.md 1)
 
 _SIG = re.compile(r"graph\s+(\w+)\s*\((.*?)\)\s*\{", re.S)
 _PARAM = re.compile(r"(\w+)\s*:\s*(\w+)(?:\[([^\]]*)\])?")

@@ -16,6 +16,10 @@ device; the loader's own checks and messages), passes data pointers and
 strides, runs on torch.cuda.current_stream() (or `stream=`), allocates the
 written results with torch, and returns results that the plan describes as
 views (of an input or of another result) as torch views sharing that storage.
+A result written in place into a parameter (`return v -> p`, docs/format.md
+6.1; plan version 3) gets no storage: the kernels update the tensor passed
+for p, which is returned, the same object, as that result (its autograd
+version counter bumped, as PyTorch's own in-place ops do).
 One result is returned as a tensor, several as a tuple. Scalar parameters
 are Python numbers. Any error raises FusecError with the loader's message.
 
@@ -70,9 +74,10 @@ class FusecError(RuntimeError):
 
 
 ParamInfo = namedtuple("ParamInfo", "index name dtype is_scalar shape strides")
-ResultInfo = namedtuple("ResultInfo", "index dtype shape strides is_view base offset")
+ResultInfo = namedtuple("ResultInfo", "index dtype shape strides is_view base offset inplace", defaults=(None,))
 ResultInfo.__doc__ = ("A graph result. For views (is_view), base is ('param', J) or ('result', J) and "
-                      "offset is in elements from the base's address; otherwise base is None.")
+                      "offset is in elements from the base's address; otherwise base is None. inplace: "
+                      "J when the result is written into parameter J's storage (plan version 3), else None.")
 GraphInfo = namedtuple("GraphInfo", "name n_params n_results n_temps n_kernels")
 SymInfo = namedtuple("SymInfo", "index name min max div")
 SymInfo.__doc__ = "A sym of a graph: a size bound at each call, min <= value <= max, a multiple of div."
@@ -419,7 +424,8 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
             if r.is_view:
                 offset = int(r.offset) if r.offset >= 0 else None
             results.append(ResultInfo(j, _capi.DTYPE_NAMES[r.dtype], _dims(r.sizes, r.sym, r.rank, names),
-                                      _dims(r.strides, None, r.rank, names), bool(r.is_view), base, offset))
+                                      _dims(r.strides, None, r.rank, names), bool(r.is_view), base, offset,
+                                      int(r.inplace_param) if r.inplace_param >= 0 else None))
         self.params = tuple(params)
         self.results = tuple(results)
         # Symbolic graphs: the results' shapes per input shapes (written
@@ -436,8 +442,12 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
         self._outs = (_capi.fgl_tensor * max(1, len(results)))()
         self._written = []  # (index, shape, strides, fgl dtype) of the results the caller allocates
         self._views = []  # (index, base is param, base index, shape, strides, offset)
+        # (index, parameter index) of the results written in place: no storage
+        self._inplace = tuple((r.index, r.inplace) for r in results if r.inplace is not None)
         for r in ([] if self.symbolic else results):
             t = self._outs[r.index]
+            if r.inplace is not None:
+                continue
             if r.is_view:
                 self._views.append((r.index, r.base[0] == "param", r.base[1], r.shape, r.strides, r.offset))
                 continue
@@ -467,6 +477,7 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
             stream_fn = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
                 (lambda idx: torch.cuda.current_stream(idx).cuda_stream)
         _fgcall.set_tensor_type(torch.Tensor)
+        _fgcall.set_increment_version(torch._C._increment_version)
         self._fg_setup(self._h.value, (addr("fgl_run"), addr("fgl_graph_result_shape"), addr("fgl_graph_param"),
                                        addr("fgl_graph_result")), len(self.params), len(self.results),
                        self.module._open, self._lock, _torch_of_fgl, torch.empty_strided, stream_fn,
@@ -504,6 +515,8 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
         results' shapes the loader computes (the binding's errors raise)."""
         written, views = [], []
         for r in self.results:
+            if r.inplace is not None:
+                continue  # the parameter's storage, sizes and strides
             ri = _capi.fgl_result_info()
             st = self._dll.fgl_graph_result_shape(self._h, ins, n_in, r.index, ctypes.byref(ri), self._err_ref)
             if st != _capi.FGL_OK:
@@ -562,8 +575,9 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
             tt.sizes[k], tt.strides[k] = shape[k], strides[k]
         tt.ptr = t.data_ptr()
 
-    def _outs_given(self, out):
-        """out= as one entry per result (None for the views)."""
+    def _outs_given(self, out, args):
+        """out= as one entry per result (None for the views; None or the
+        parameter's own tensor for a result written in place)."""
         torch = _torch()
         n = len(self.results)
         outs = [out] if isinstance(out, torch.Tensor) and n == 1 else out
@@ -576,6 +590,11 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
             if r.is_view and outs[r.index] is not None:
                 raise FusecError(_capi.FGL_ERR_MISMATCH, "out=: result %d is a view (of %s %d): pass None for it"
                                  % (r.index, r.base[0], r.base[1]))
+            o = outs[r.index]
+            if r.inplace is not None and o is not None and not (r.inplace < len(args) and o is args[r.inplace]):
+                raise FusecError(_capi.FGL_ERR_MISMATCH, "out=: result %d is written in place into input %d ('%s'): "
+                                 "pass None (or that input's own tensor) for it"
+                                 % (r.index, r.inplace, self.params[r.inplace].name))
         return outs
 
     def _set_tensor(self, a, i, t, cached):
@@ -605,12 +624,14 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
         torch.cuda.current_stream() of the module's device; a torch.cuda.Stream
         or a raw CUstream int). Returns the results (a tensor, or a tuple of
         them when the graph has several); view results share their base's
-        storage. out=: the caller's tensors for the written results (a
-        tensor for a graph of one result, else one entry per result, None for
-        the views), returned in their places. Raises FusecError on any
+        storage; a result written in place is the tensor passed for its
+        parameter, updated. out=: the caller's tensors for the written
+        results (a tensor for a graph of one result, else one entry per
+        result, None for the views and for the results written in place),
+        returned in their places. Raises FusecError on any
         mismatch, before anything runs."""
         torch = _torch()
-        outs_given = self._outs_given(out) if out is not None else None
+        outs_given = self._outs_given(out, args) if out is not None else None
         dev = self._dev
         if stream is None:
             raw = 0 if self._dev_index < 0 else _raw_stream(torch, self._dev_index)
@@ -684,6 +705,10 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                     raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "result %d: the loader's view pointer 0x%x is "
                                      "not base + %d elements (0x%x)" % (j, outs[j].ptr, off, v.data_ptr()))
                 res[j] = v
+            if self._inplace:
+                for j, pi in self._inplace:
+                    res[j] = args[pi]
+                torch._C._increment_version(tuple(res[j] for j, _ in self._inplace))
         return res[0] if len(res) == 1 else tuple(res)
 
 

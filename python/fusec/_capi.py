@@ -133,6 +133,7 @@ class fgl_result_info(ctypes.Structure):
         ("offset", ctypes.c_int64),
         ("sym", Syms),
         ("symbolic", ctypes.c_int),
+        ("inplace_param", ctypes.c_int),  # plan version 3: >= 0: written into this parameter's storage
     ]
 
 

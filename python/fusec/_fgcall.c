@@ -8,8 +8,11 @@
  * stack, allocates the written results with torch.empty_strided from
  * argument tuples built once per graph (per input sizes for a graph with
  * syms), calls fgl_run through a function pointer and builds view results
- * with as_strided. It takes libfgload's functions as addresses from the
- * ctypes library the package opened, so it never links a second copy.
+ * with as_strided. A result written in place into a parameter (plan
+ * version 3) is the tensor passed for that parameter, its version counter
+ * bumped (torch._C._increment_version). It takes libfgload's functions as
+ * addresses from the ctypes library the package opened, so it never links
+ * a second copy.
  *
  * Anything it does not handle itself (an argument count or type the loader
  * would not get, a dtype fusec lacks, a tensor on another device, a closed
@@ -108,7 +111,8 @@ static PyTypeObject LockType = {
 typedef struct {
   fgl_dtype dtype;
   int is_view, base_is_param, base_index;
-  int64_t offset; /* views: elements from the base's address */
+  int inplace_param; /* >= 0: written into this parameter's storage (the parameter is the result) */
+  int64_t offset;    /* views: elements from the base's address */
   int rank;
   int64_t sizes[FGL_MAX_RANK], strides[FGL_MAX_RANK];
   PyObject *shape_args; /* (sizes, strides): torch.empty_strided's / as_strided's first two */
@@ -122,7 +126,7 @@ typedef struct {
   PyObject *open; /* the module's bytearray(b"\1"): cleared when it is closed */
   PyObject *lock_obj;
   PyThread_type_lock lock;
-  int n_params, n_results, symbolic, dev_index;
+  int n_params, n_results, symbolic, dev_index, n_inplace;
   fgl_dtype *param_dtype;
   int *param_scalar;
   ResultSpec *res;
@@ -139,6 +143,7 @@ typedef struct {
 static PyObject *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_storage_offset,
     *s_as_strided, *s_record_stream, *s_cuda_stream, *s_call_ctypes, *s_stream, *s_out;
 static PyTypeObject *tensor_type;
+static PyObject *increment_version; /* torch._C._increment_version (a sequence of tensors) */
 
 static void graph_clear_specs(GraphBase *self) {
   if (self->res)
@@ -249,6 +254,7 @@ static PyObject *graph_setup(GraphBase *self, PyObject *args) {
     return PyErr_NoMemory();
   }
   self->symbolic = 0;
+  self->n_inplace = 0;
   for (int i = 0; i < n_params; i++) {
     if (gparam(g, i, &pi, &e) != FGL_OK) {
       raise_fusec(self, e.status, e.msg);
@@ -267,11 +273,22 @@ static PyObject *graph_setup(GraphBase *self, PyObject *args) {
     r->is_view = ri.is_view;
     r->base_is_param = ri.base_is_param;
     r->base_index = ri.base_index;
+    r->inplace_param = ri.inplace_param;
+    if (r->inplace_param >= n_params ||
+        (r->inplace_param >= 0 && self->param_scalar[r->inplace_param])) {
+      PyErr_Format(PyExc_ValueError,
+                   "_fg_setup: result %d is written into parameter %d, not a tensor "
+                   "parameter",
+                   j, r->inplace_param);
+      goto fail;
+    }
+    if (r->inplace_param >= 0)
+      self->n_inplace++;
     if (ri.symbolic)
       self->symbolic = 1;
     else if (spec_set_shape(r) < 0)
       goto fail;
-    if (!r->is_view) {
+    if (!r->is_view && r->inplace_param < 0) {
       PyObject *tdt = PyTuple_GET_ITEM(dtypes, ri.dtype);
       r->kwargs = Py_BuildValue("{sOsO}", "dtype", tdt, "device", device);
       if (!r->kwargs)
@@ -469,9 +486,11 @@ static int bind_shapes(GraphBase *self, const fgl_arg *in, int n_in) {
 }
 
 /* out=: a tensor (a graph of one result) or a sequence with one entry per
- * result (None for view results). Fills outs[] and given[]; READ_FALLBACK
- * for anything else. */
-static int read_outs(GraphBase *self, PyObject *out, fgl_tensor *outs, PyObject **given) {
+ * result (None for view results; None or the parameter's own tensor for a
+ * result written in place). Fills outs[] and given[] (the written results
+ * only); READ_FALLBACK for anything else. */
+static int read_outs(GraphBase *self, PyObject *args, PyObject *out, fgl_tensor *outs,
+                     PyObject **given) {
   int n = self->n_results;
   PyObject *seq = NULL;
   if (PyObject_TypeCheck(out, tensor_type)) {
@@ -487,6 +506,11 @@ static int read_outs(GraphBase *self, PyObject *out, fgl_tensor *outs, PyObject 
     PyObject *o = seq ? PySequence_Fast_GET_ITEM(seq, j) : out;
     if (self->res[j].is_view) {
       if (o != Py_None)
+        return READ_FALLBACK;
+      continue;
+    }
+    if (self->res[j].inplace_param >= 0) {
+      if (o != Py_None && o != PyTuple_GET_ITEM(args, self->res[j].inplace_param))
         return READ_FALLBACK;
       continue;
     }
@@ -585,7 +609,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
   for (int i = 0; i < n_in && st == READ_OK; i++)
     st = read_arg(self, i, PyTuple_GET_ITEM(args, i), &in[i]);
   if (st == READ_OK && out != Py_None)
-    st = read_outs(self, out, outs, given);
+    st = read_outs(self, args, out, outs, given);
   if (st == READ_FALLBACK) {
     ret = fallback(self, args, kw);
     goto done;
@@ -629,7 +653,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
     goto done;
   for (int j = 0; j < n_out; j++) {
     ResultSpec *r = &self->res[j];
-    if (r->is_view) {
+    if (r->is_view || r->inplace_param >= 0) { /* the loader fills the entry */
       memset(&outs[j], 0, sizeof outs[j]);
       continue;
     }
@@ -663,6 +687,24 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
   if (self->run(self->h, in, n_in, outs, n_out, raw, &e) != FGL_OK) {
     raise_fusec(self, e.status, e.msg);
     goto done;
+  }
+  if (self->n_inplace > 0) {
+    PyObject *dirty = PyTuple_New(self->n_inplace);
+    if (!dirty)
+      goto done;
+    for (int j = 0, k = 0; j < n_out; j++)
+      if (self->res[j].inplace_param >= 0) {
+        res[j] = PyTuple_GET_ITEM(args, self->res[j].inplace_param);
+        Py_INCREF(res[j]);
+        Py_INCREF(res[j]);
+        PyTuple_SET_ITEM(dirty, k++, res[j]);
+      }
+    PyObject *x =
+        increment_version ? PyObject_CallOneArg(increment_version, dirty) : Py_NewRef(Py_None);
+    Py_DECREF(dirty);
+    if (!x)
+      goto done;
+    Py_DECREF(x);
   }
   for (int j = 0; j < n_out; j++) {
     ResultSpec *r = &self->res[j];
@@ -740,8 +782,19 @@ static PyObject *mod_set_tensor_type(PyObject *mod, PyObject *t) {
   Py_RETURN_NONE;
 }
 
+static PyObject *mod_set_increment_version(PyObject *mod, PyObject *f) {
+  (void)mod;
+  if (!PyCallable_Check(f))
+    return PyErr_Format(PyExc_TypeError, "expected torch._C._increment_version");
+  Py_INCREF(f);
+  Py_XSETREF(increment_version, f);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef mod_methods[] = {
     {"set_tensor_type", mod_set_tensor_type, METH_O, "Sets the tensor type (torch.Tensor)."},
+    {"set_increment_version", mod_set_increment_version, METH_O,
+     "Sets the function that marks tensors written in place (torch._C._increment_version)."},
     {NULL, NULL, 0, NULL},
 };
 

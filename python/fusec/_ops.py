@@ -20,6 +20,14 @@ its other results, so the operator returns the written results only; for a
 graph with view results, register returns a Python function that calls the
 operator and builds the views with Tensor.as_strided (which torch.compile
 traces), with the operator as its `op` attribute.
+
+Results written in place (`return v -> p`, plan version 3): the operator
+declares the parameters it writes as mutated (`Tensor(a0!) p` in its
+schema, what torch.library.custom_op's mutates_args makes), so that
+torch.compile's functionalization and autograd's version checks see the
+writes, and returns the written results only (an operator of in-place
+results alone returns nothing); register returns a function that calls it
+and returns each such parameter's tensor, updated, in its result's place.
 """
 import ctypes
 import re
@@ -91,7 +99,8 @@ def _plan_results(path, graph, syms):
         elif on and line.startswith("// end"):
             break
         elif on and line.startswith("// result "):
-            m = re.match(r"// result (\d+) \S+ \[(.*?)\] strides \[(.*?)\] (?:written|view \S+ offset (\S+))", line)
+            m = re.match(r"// result (\d+) \S+ \[(.*?)\] strides \[(.*?)\] (?:written|inplace p\d+|view \S+ "
+                         r"offset (\S+))", line)
             if not m:
                 raise ValueError("fusec: cannot read the plan line %r of %s" % (line, path))
 
@@ -193,8 +202,8 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
     """Registers graph `graph` of `module` (a fusec.Module, or an artifact's
     path, loaded with fusec.load(path, lib)) as the PyTorch operator
     torch.ops.<namespace>.<name> (name: the graph's name) and returns it (an
-    OpOverload), or for a graph with view results a function building them
-    around it (see the module doc). Scalar parameters take Python numbers
+    OpOverload), or for a graph with view results or results written in
+    place a function building them around it (see the module doc). Scalar parameters take Python numbers
     (float for float dtypes, int for integers, bool). Raises ValueError when
     the name is taken."""
     from . import Module, _torch, load, torch_dtype
@@ -208,8 +217,10 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
     if qual in _REGISTERED:
         raise ValueError("fusec.register: the operator %s is registered already (graph '%s' of %s): pass name="
                          % (qual, _REGISTERED[qual][1].name, _REGISTERED[qual][0].path))
-    written = [r for r in g.results if not r.is_view]
+    written = [r for r in g.results if not r.is_view and r.inplace is None]
     views = [r for r in g.results if r.is_view]
+    inplace = [r for r in g.results if r.inplace is not None]
+    mutated = {r.inplace for r in inplace}
     used = set()
     args = []
     for p in g.params:
@@ -217,7 +228,10 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         if not re.match(r"[A-Za-z_]", pn) or pn in used or pn in ("self", "out"):
             pn = "p%d_%s" % (p.index, pn)
         used.add(pn)
-        args.append("%s %s" % (_scalar_type(p.dtype) if p.is_scalar else "Tensor", pn))
+        if p.index in mutated:  # written in place: an alias set of its own, mutable
+            args.append("Tensor(a%d!) %s" % (p.index, pn))
+        else:
+            args.append("%s %s" % (_scalar_type(p.dtype) if p.is_scalar else "Tensor", pn))
     rets = "Tensor" if len(written) == 1 else "(%s)" % ", ".join("Tensor" for _ in written)
     library = _LIBS.get(namespace)
     if library is None:
@@ -228,7 +242,7 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         res = g(*a)
         res = res if isinstance(res, tuple) else (res,)
         w = tuple(res[r.index] for r in written)
-        return w[0] if len(w) == 1 else w
+        return w[0] if len(w) == 1 else (w or None)
 
     layouts = _Layouts(g)
 
@@ -239,14 +253,14 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         for r in written:
             shape, strides, _ = layouts.result(r.index, a)
             out.append(torch.empty_strided(shape, strides, dtype=torch_dtype(r.dtype), device=dev))
-        return out[0] if len(out) == 1 else tuple(out)
+        return out[0] if len(out) == 1 else (tuple(out) or None)
 
     dev_type = module.device.type if module.device is not None else "cuda"
     library.impl(opname, kernel, dev_type.upper())
     torch.library.register_fake(qual, fake, lib=library)
     op = getattr(getattr(torch.ops, namespace), opname).default
     _REGISTERED[qual] = (module, g)
-    if not views:
+    if not views and not inplace:
         return op
 
     def call(*a):
@@ -258,10 +272,12 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
                 "torch.compile does not trace correctly yet; call it outside torch.compile, or "
                 "return copies from the graph" % g.name)
         w = op(*a)
-        w = w if isinstance(w, tuple) else (w,)
+        w = () if not written else w if isinstance(w, tuple) else (w,)
         res = [None] * len(g.results)
         for r, t in zip(written, w):
             res[r.index] = t
+        for r in inplace:  # the parameter's tensor, which the op updated
+            res[r.index] = a[r.inplace]
         for r in views:
             shape, strides, off = layouts.result(r.index, a)
             if r.base[0] == "param":

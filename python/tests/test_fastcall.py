@@ -14,7 +14,13 @@ are recorded and not run), with CPU tensors standing for CUDA ones
 - fusec.register: the operator's schema, meta shapes (static, symbolic,
   views), the loader's messages from the fake implementation, a clash of
   names, and torch.compile(fullgraph=True) over a function calling it,
-  static and dynamic.
+  static and dynamic;
+- results written in place (tests/loader/inplace.ptx, plan version 3):
+  the parameter's tensor, updated, returned as the result (the same
+  object), nothing allocated for it, its version counter bumped; out= for
+  it only None or that tensor; overlaps refused by the loader; as an
+  operator, the parameter declared mutated (Tensor(a0!)), under
+  torch.compile too.
 
 Run with FGLOAD_LIBRARY, FGL_FAKE_CUDA and FUSEC_FGCALL set (ctest does);
 exit 77 (skipped) when the library, the fake driver, the extension or
@@ -34,6 +40,7 @@ LIB = os.environ.get("FGLOAD_LIBRARY")
 FAKE = os.environ.get("FGL_FAKE_CUDA")
 ADD_PTX = os.path.join(ROOT, "tests", "loader", "add.ptx")
 SYM_PTX = os.path.join(ROOT, "tests", "loader", "sym.ptx")
+INPLACE_PTX = os.path.join(ROOT, "tests", "loader", "inplace.ptx")
 
 if not (LIB and FAKE and os.path.exists(LIB) and os.path.exists(FAKE)
         and importlib.util.find_spec("torch") is not None):
@@ -288,6 +295,188 @@ class Register(unittest.TestCase):
                 o, h = cf(x, y)
                 self.assertTrue(torch.allclose(o, (x + 2 * y) * 2), (dynamic, n))
                 self.assertTrue(torch.allclose(h, (x + 2 * y)[n // 2:] + 1), (dynamic, n))
+
+
+class InPlace(unittest.TestCase):
+    """axpy_ip(x, y, alpha) -> (x + alpha * y written, x += alpha * y in
+    place); axpy_ip_n: the in-place result alone, N symbolic."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.m = fusec.load(INPLACE_PTX, LIB)
+
+    def calls(self, g):
+        return (("fast" if FAST else "ctypes", g), ("ctypes", g._call_ctypes))
+
+    def test_info(self):
+        g = self.m.graph("axpy_ip")
+        self.assertEqual([(r.is_view, r.inplace) for r in g.results], [(False, None), (False, 0)])
+        self.assertEqual(g.results[1].shape, (1 << 20,))
+        self.assertEqual(self.m.graph("axpy_ip_n").results[0].inplace, 0)
+
+    def test_updates_the_parameter(self):
+        g = self.m.graph("axpy_ip")
+        n = 1 << 20
+        for name, call in self.calls(g):
+            x, y = torch.randn(n), torch.randn(n)
+            x0, ptr, v0 = x.clone(), x.data_ptr(), x._version
+            out, xr = call(x, y, 2.0)
+            self.assertIs(xr, x, name)  # the same object, updated
+            self.assertEqual(x.data_ptr(), ptr)
+            self.assertTrue(torch.equal(x, x0 + 2.0 * y), name)
+            self.assertTrue(torch.equal(out, x0 + 2.0 * y), name)  # kernel 0 read x before the update
+            self.assertNotEqual(out.data_ptr(), ptr)
+            self.assertGreater(x._version, v0, name)  # autograd sees the write
+            out, xr = call(x, y, -1.0)  # again: it accumulates
+            self.assertIs(xr, x)
+            self.assertTrue(torch.equal(x, (x0 + 2.0 * y) + -1.0 * y), name)
+        if FAST:
+            self.assertEqual(g._fg_stats["fallback"], 0)
+            self.assertGreater(g._fg_stats["fast"], 0)
+
+    def test_written_results_only_allocated(self):
+        g = self.m.graph("axpy_ip")
+        self.assertEqual([w[0] for w in g._written], [0])  # ctypes path: result 0 alone
+        self.assertEqual(g._inplace, ((1, 0),))
+
+    def test_one_result_in_place(self):
+        g = self.m.graph("axpy_ip_n")
+        for name, call in self.calls(g):
+            for n in (4096, 12, 0, 1 << 16, 12):
+                x, y = torch.randn(n), torch.randn(n)
+                x0 = x.clone()
+                r = call(x, y, 0.5)
+                self.assertIs(r, x, (name, n))  # one result: the tensor itself
+                self.assertTrue(torch.equal(x, x0 + 0.5 * y), (name, n))
+        if FAST:
+            self.assertEqual(g._fg_stats["fallback"], 0)
+
+    def test_out(self):
+        g = self.m.graph("axpy_ip")
+        n = 1 << 20
+        for name, call in self.calls(g):
+            x, y, o = torch.randn(n), torch.randn(n), torch.full((n,), float("nan"))
+            x0 = x.clone()
+            out, xr = call(x, y, 2.0, out=(o, None))
+            self.assertIs(out, o)
+            self.assertIs(xr, x)
+            self.assertTrue(torch.equal(o, x0 + 2.0 * y) and torch.equal(x, x0 + 2.0 * y), name)
+            out, xr = call(x, y, 2.0, out=[o, x])  # the parameter's own tensor: accepted
+            self.assertIs(xr, x)
+            self.assertTrue(torch.equal(x, (x0 + 2.0 * y) + 2.0 * y), name)
+        gn = self.m.graph("axpy_ip_n")
+        for name, call in self.calls(gn):
+            x, y = torch.randn(64), torch.randn(64)
+            x0 = x.clone()
+            self.assertIs(call(x, y, 1.0, out=x), x)
+            self.assertTrue(torch.equal(x, x0 + y), name)
+        # any other tensor for it: refused before anything runs
+        x, y = torch.randn(n), torch.randn(n)
+        x0 = x.clone()
+        msgs = []
+        for name, call in self.calls(g):
+            for bad in (torch.empty(n), x.clone(), x.view(n)):
+                with self.assertRaises(fusec.FusecError) as cm:
+                    call(x, y, 2.0, out=(torch.empty(n), bad))
+                self.assertEqual(cm.exception.status, "FGL_ERR_MISMATCH")
+                self.assertIn("out=: result 1 is written in place into input 0 ('x'): pass None (or that "
+                              "input's own tensor) for it", cm.exception.msg)
+                msgs.append(str(cm.exception))
+        self.assertEqual(len(set(msgs)), 1)
+        self.assertTrue(torch.equal(x, x0))
+
+    def test_overlap_refused(self):
+        g = self.m.graph("axpy_ip")
+        n = 1 << 20
+        big = torch.randn(3 * n)
+        x, y = big[n:2 * n], big[1:n + 1]  # y's last element is x's first
+        x0 = x.clone()
+        msgs = []
+        for name, call in self.calls(g):
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(x, y, 2.0)
+            self.assertEqual(cm.exception.status, "FGL_ERR_MISMATCH")
+            self.assertIn("input 0 ('x') [0x", cm.exception.msg)
+            self.assertIn("which result 1 overwrites in place, overlaps input 1 ('y')", cm.exception.msg)
+            msgs.append(str(cm.exception))
+            with self.assertRaises(fusec.FusecError) as cm:
+                call(x, y[:n - 1].new_empty(n), 2.0, out=(big[2 * n - 1:3 * n - 1], None))
+            self.assertIn("output 0", cm.exception.msg)
+            self.assertIn("overlaps input 0 ('x')", cm.exception.msg)
+        self.assertEqual(msgs[0], msgs[1])
+        self.assertTrue(torch.equal(x, x0))
+        # the same tensor for both: refused too
+        with self.assertRaises(fusec.FusecError) as cm:
+            g(x, x, 1.0)
+        self.assertIn("overlaps input 1 ('y')", str(cm.exception))
+
+
+class RegisterInPlace(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = fusec.load(INPLACE_PTX, LIB)
+        cls.ops = (fusec.register(cls.m, "axpy_ip", "test_axpy_ip"), fusec.register(cls.m, "axpy_ip_n", "test_axpy_ip_n"))
+
+    def test_schema(self):
+        ip, ipn = self.ops
+        self.assertEqual(str(ip.op._schema), "fusec::test_axpy_ip(Tensor(a0!) x, Tensor y, float alpha) -> Tensor")
+        self.assertEqual(str(ipn.op._schema), "fusec::test_axpy_ip_n(Tensor(a0!) x, Tensor y, float alpha) -> ()")
+        self.assertTrue(ip.op._schema.arguments[0].is_write)
+        self.assertFalse(ip.op._schema.arguments[1].is_write)
+
+    def test_runs(self):
+        ip, ipn = self.ops
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        x0 = x.clone()
+        out, xr = ip(x, y, 2.0)
+        self.assertIs(xr, x)
+        self.assertTrue(torch.equal(out, x0 + 2.0 * y) and torch.equal(x, x0 + 2.0 * y))
+        x, y = torch.randn(100), torch.randn(100)
+        x0 = x.clone()
+        self.assertIs(ipn(x, y, 3.0), x)
+        self.assertTrue(torch.equal(x, x0 + 3.0 * y))
+        self.assertIsNone(ipn.op(x, y, 0.0))  # the operator itself returns nothing
+
+    def test_meta(self):
+        ip, ipn = self.ops
+        x, y = torch.empty(1 << 20, device="meta"), torch.empty(1 << 20, device="meta")
+        out, xr = ip(x, y, 1.0)
+        self.assertEqual((out.shape, out.device.type), ((1 << 20,), "meta"))
+        self.assertIs(xr, x)
+        with self.assertRaises(fusec.FusecError) as cm:
+            ipn.op(torch.empty(100, device="meta"), torch.empty(104, device="meta"), 1.0)
+        self.assertIn("size N: parameter 'y' dim 0 is 104, but parameter 'x' dim 0 bound N to 100", str(cm.exception))
+
+    def test_compile_fullgraph(self):
+        ip, ipn = self.ops
+
+        def f(a, b):
+            out, xr = ip(a, b, 2.0)
+            return out * 2, xr + 1
+
+        def fn(a, b):
+            r = ipn(a, b, 0.5)
+            return r * 3
+
+        torch._dynamo.reset()
+        cf = torch.compile(f, fullgraph=True, backend="aot_eager")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        x0 = x.clone()
+        o, r = cf(x, y)
+        want = x0 + 2.0 * y
+        self.assertTrue(torch.equal(x, want))  # the caller's tensor updated
+        self.assertTrue(torch.allclose(o, want * 2) and torch.allclose(r, want + 1))
+        for dynamic in (False, True):
+            torch._dynamo.reset()
+            cfn = torch.compile(fn, fullgraph=True, dynamic=dynamic, backend="aot_eager")
+            for m in (64, 128, 256):
+                x, y = torch.randn(m), torch.randn(m)
+                x0 = x.clone()
+                r = cfn(x, y)
+                self.assertTrue(torch.equal(x, x0 + 0.5 * y), (dynamic, m))
+                self.assertTrue(torch.allclose(r, (x0 + 0.5 * y) * 3), (dynamic, m))
 
 
 if __name__ == "__main__":

@@ -314,7 +314,8 @@ python_checks() {
   ext=$(ls build-gpu/python/fusec/_fgcall*.so 2>/dev/null | head -1)
   [ -n "$ext" ] || echo "python: no build-gpu/python/fusec/_fgcall*.so (no Python headers?): ctypes path only"
   FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0} \
-    python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx 2>&1 | tee "$LOG/python_fastcall.txt"
+    python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx \
+    $(ls .gpu/ptx/tests_graphs__python_inplace.ptx 2>/dev/null) 2>&1 | tee "$LOG/python_fastcall.txt"
   [ -f .gpu/ptx/bench__symbolic.ptx ] && FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0} \
     python3 tests/gpu/python_symbolic.py .gpu/ptx/bench__symbolic.ptx 2>&1 | tail -3 | tee "$LOG/python_symbolic.txt"
 }

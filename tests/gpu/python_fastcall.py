@@ -12,10 +12,17 @@
   synchronization, as bench/bench.py measures host time; median over
   batches) of the 4-input 2-result graph: fast path with results allocated
   and with out=, the ctypes path, the registered operator, and PyTorch's
-  own calls as the floor; printed as a table for docs/benchmarks.md.
+  own calls as the floor; printed as a table for docs/benchmarks.md;
+- results written in place (the second artifact, from
+  tests/graphs/python_inplace.fg: fastcall_inplace, fastcall_inplace_sym):
+  the parameter's tensor returned, updated, on both paths; out=; the
+  registered operator (its schema marks the parameters mutated), captured
+  into a CUDA graph (each replay updates them again) and under
+  torch.compile(fullgraph=True).
 
   FGLOAD_LIBRARY=build-gpu/loader/libfgload.so FUSEC_FGCALL=build-gpu/python/fusec/_fgcall*.so \\
-      python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx
+      python3 tests/gpu/python_fastcall.py .gpu/ptx/tests_graphs__python_fastcall.ptx \
+      [.gpu/ptx/tests_graphs__python_inplace.ptx]
 
 Prints one line a check and a summary; exit 1 on a failure.
 """
@@ -229,9 +236,90 @@ def timing(m, op):
     check(fast_out <= 3.0, "host time out= %.2f µs <= 3" % fast_out)
 
 
+def ref_sgd(p, g, buf, lr):
+    b1 = buf * 0.9 + g
+    p1 = p - lr * b1
+    return p1, b1, (p1 * p1).sum(dim=1)
+
+
+def inplace(m):
+    """fastcall_inplace(p, g, buf, lr): p and buf updated in place, the sum
+    of squares of the new p written."""
+    def fresh():
+        return [torch.randn(37, 99, device="cuda") for _ in range(3)]
+
+    g = m.graph("fastcall_inplace")
+    for path, call in (("fast path", g), ("ctypes path", g._call_ctypes)):
+        p, gr, buf = fresh()
+        want = ref_sgd(p, gr, buf, 0.1)
+        v0 = p._version
+        got = call(p, gr, buf, 0.1)
+        check(got[0] is p and got[1] is buf and all(close(a, b, 1e-4) for a, b in zip(got, want)),
+              "fastcall_inplace %s: p and buf updated in place and returned" % path)
+        check(p._version > v0, "fastcall_inplace %s: p's version counter bumped" % path)
+    p, gr, buf = fresh()
+    want = ref_sgd(p, gr, buf, 0.1)
+    o = torch.empty(37, device="cuda")
+    got = g(p, gr, buf, 0.1, out=(p, None, o))
+    check(got[0] is p and got[2] is o and all(close(a, b, 1e-4) for a, b in zip(got, want)),
+          "fastcall_inplace out=(p, None, o)")
+    refuse(lambda: g(p, gr, buf, 0.1, out=(p.clone(), None, o)), "is written in place into input 0 ('p')",
+           "out= with another tensor for an in-place result")
+    refuse(lambda: g(p, p, buf, 0.1), "overlaps input 1 ('g')", "an in-place parameter passed twice")
+    gs = m.graph("fastcall_inplace_sym")
+    ok = True
+    for t in (1, 37, 1000):
+        p, gr = torch.randn(t, 99, device="cuda"), torch.randn(t, 99, device="cuda")
+        want = p - 0.01 * gr
+        ok &= gs(p, gr) is p and close(p, want)
+    check(ok, "fastcall_inplace_sym T = 1, 37, 1000: p updated in place")
+
+    op = fusec.register(m, "fastcall_inplace")
+    check(str(op.op._schema).startswith("fusec::fastcall_inplace(Tensor(a0!) p, Tensor g, Tensor(a2!) buf, float lr)"),
+          "registered in-place op's schema: %s" % op.op._schema)
+    p, gr, buf = fresh()
+    want = ref_sgd(p, gr, buf, 0.1)
+    got = op(p, gr, buf, 0.1)
+    check(got[0] is p and got[1] is buf and all(close(a, b, 1e-4) for a, b in zip(got, want)),
+          "registered op fusec::fastcall_inplace")
+    # CUDA graph: each replay applies the update again
+    p, gr, buf = fresh()
+    p0, buf0 = p.clone(), buf.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        op(p, gr, buf, 0.1)  # warm-up: one update
+    torch.cuda.current_stream().wait_stream(s)
+    cg = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(cg):
+        op(p, gr, buf, 0.1)  # captured, not run
+    wp, wb = p0, buf0
+    for _ in range(3):
+        wp, wb, _ = ref_sgd(wp, gr, wb, 0.1)
+    cg.replay()
+    cg.replay()
+    torch.cuda.synchronize()
+    check(close(p, wp, 1e-4) and close(buf, wb, 1e-4), "CUDA graph of the in-place op: warm-up + 2 replays = 3 updates")
+    # torch.compile: functionalization of the mutating op, the caller's tensors updated
+    def f(p, g, buf):
+        p1, b1, ss = op(p, g, buf, 0.1)
+        return ss * 2 + p1[:, 0], b1.sum()
+
+    cf = torch.compile(f, fullgraph=True)
+    p, gr, buf = fresh()
+    wp, wb, ws = ref_sgd(p, gr, buf, 0.1)
+    r, bs = cf(p, gr, buf)
+    check(close(p, wp, 1e-4) and close(buf, wb, 1e-4) and close(r, ws * 2 + wp[:, 0], 1e-3)
+          and close(bs, wb.sum(), 1e-3), "torch.compile(fullgraph=True) over fusec::fastcall_inplace")
+
+
 def main():
     m = fusec.load(sys.argv[1])
     correctness(m)
+    if len(sys.argv) > 2:
+        inplace(fusec.load(sys.argv[2]))
+    else:
+        print("SKIP in-place results: no second artifact (tests/graphs/python_inplace.fg)")
     op = custom_op(m)
     timing(m, op)
     print("python_fastcall: %s" % ("all passed" if not FAILS else "%d failed: %s" % (len(FAILS), "; ".join(FAILS))))

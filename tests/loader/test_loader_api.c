@@ -16,7 +16,15 @@
 #include "tl.h"
 
 #define N 1048576
+typedef struct fake_launch { /* fake_cuda.c's launch log entry */
+  char entry[128];
+  unsigned grid[3], block[3], smem;
+  int nargs;
+  unsigned long long args[16];
+} fake_launch;
+
 static long (*fake_count)(const char *);
+static int (*fake_launch_at)(int, fake_launch *);
 static void (*fake_reset)(void);
 static const char *(*fake_last)(void);
 static char cache_dir[256];
@@ -590,6 +598,157 @@ static void test_args_and_overlap(fgl_module *m) {
   free(text);
 }
 
+/* x's values after `steps` in-place updates x += alpha * y from make_bufs's
+ * x and y (the same float operations as the fake driver's kernel). */
+static int check_inplace(fgl_module *m, fgl_devptr x, int64_t n, float alpha, int steps) {
+  float *h = malloc((size_t)n * sizeof *h);
+  fgl_error e;
+  fgl_memcpy_dtoh(m, h, x, (size_t)n * sizeof *h, &e);
+  int ok = 1;
+  for (int64_t i = 0; i < n && ok; i++) {
+    float v = 1.0f + 0.5f * (float)(i % 1000), y = -2.0f + 0.25f * (float)(i % 1000);
+    for (int s = 0; s < steps; s++)
+      v = v + alpha * y;
+    ok = h[i] == v;
+  }
+  free(h);
+  return ok;
+}
+
+/* In-place results (plan version 3, tests/loader/inplace.ptx): the output
+ * entry gets the parameter's pointer, sizes and strides; the kernels get
+ * it as their r<I> argument; the caller's entry for it is not read. An
+ * in-place parameter sharing storage with another parameter or with an
+ * output is refused with FGL_ERR_MISMATCH naming both, nothing launched,
+ * nothing written. */
+static void test_inplace(void) {
+  fgl_module *m = NULL;
+  fgl_error e = {0};
+  fgl_load_options o = opts();
+  CHECK_MSG(fgl_module_load_file(FGL_FIXTURES "/inplace.ptx", &o, &m, &e) == FGL_OK, "%s", e.msg);
+  if (!m)
+    return;
+  fgl_graph *g = NULL;
+  CHECK(fgl_graph_create(m, "axpy_ip", &g, &e) == FGL_OK);
+  if (!g) {
+    fgl_module_free(m, &e);
+    return;
+  }
+  fgl_result_info ri;
+  CHECK(fgl_graph_result(g, 0, &ri, &e) == FGL_OK && ri.inplace_param == -1 && !ri.is_view);
+  CHECK(fgl_graph_result(g, 1, &ri, &e) == FGL_OK && ri.inplace_param == 0 && !ri.is_view &&
+        ri.rank == 1 && ri.sizes[0] == N && ri.strides[0] == 1);
+  bufs b;
+  make_bufs(m, &b);
+  fgl_arg in[3];
+  fgl_tensor out[3];
+  set_args(in, out, &b, 2.0); /* out[1]: garbage, which the loader must not read */
+  fake_reset();
+  CHECK_MSG(fgl_run(g, in, 3, out, 2, NULL, &e) == FGL_OK, "%s", e.msg);
+  CHECK(out[1].ptr == b.x && out[1].dtype == FGL_F32 && out[1].rank == 1 && out[1].sizes[0] == N &&
+        out[1].strides[0] == 1);
+  CHECK(fake_count("launch") == 2 && fake_count("alloc") == 0 && fake_count("sync") == 0 &&
+        fake_count("memset") == 0);
+  fake_launch l0, l1;
+  CHECK(fake_launch_at(0, &l0) == 2 && fake_launch_at(1, &l1) == 2);
+  CHECK(!strcmp(l0.entry, "fg_axpy_k0") && l0.args[0] == b.x && l0.args[3] == b.out);
+  CHECK(!strcmp(l1.entry, "fg_axpy_k0") && l1.args[0] == b.x && l1.args[1] == b.y &&
+        l1.args[3] == b.x);                 /* r1 is x's storage */
+  CHECK(check_out(m, b.out, 2.0f));         /* kernel 0 read x before kernel 1 wrote it */
+  CHECK(check_inplace(m, b.x, N, 2.0f, 1)); /* x updated in place */
+  /* again: the update accumulates, out reads the updated x */
+  memset(&out[1], 0x77, sizeof out[1]);
+  CHECK(fgl_run(g, in, 3, out, 2, NULL, &e) == FGL_OK && out[1].ptr == b.x);
+  CHECK(check_inplace(m, b.x, N, 2.0f, 2));
+  upload(m, b.x, 1.0f, 0.5f);
+
+  /* overlaps: x (written in place) with y, with output 0; refused naming
+   * both, nothing launched, x and the output untouched */
+  fgl_devptr big; /* room for two overlapping placements */
+  CHECK(fgl_malloc(m, 3 * N * 4, &big, &e) == FGL_OK);
+  upload(m, big, -2.0f, 0.25f); /* y's values, for the run that passes */
+  upload(m, big + 4 * N, 1.0f, 0.5f);
+  for (int c = 0; c < 4; c++) {
+    set_args(in, out, &b, 2.0);
+    in[0].tensor.ptr = big + 4 * N; /* x in the middle third */
+    const char *want1 = "input 0 ('x') [0x", *want2;
+    fgl_status st_want = FGL_ERR_MISMATCH;
+    switch (c) {
+    case 0: /* y ends one element into x */
+      in[1].tensor.ptr = big + 4;
+      want2 = "which result 1 overwrites in place, overlaps input 1 ('y') [0x";
+      break;
+    case 1: /* y is x */
+      in[1].tensor.ptr = big + 4 * N;
+      want2 = "which result 1 overwrites in place, overlaps input 1 ('y') [0x";
+      break;
+    case 2: /* output 0 starts at x's last element: the outputs' own check */
+      out[0].ptr = big + 8 * N - 4;
+      want1 = "output 0 [0x";
+      want2 = "overlaps input 0 ('x') [0x";
+      break;
+    default: /* adjacent on both sides: no element in common, runs */
+      in[1].tensor.ptr = big;
+      out[0].ptr = big + 8 * N;
+      want1 = want2 = "";
+      st_want = FGL_OK;
+      break;
+    }
+    fake_reset();
+    e.msg[0] = 0;
+    fgl_status st = fgl_run(g, in, 3, out, 2, NULL, &e);
+    CHECK_MSG(st == st_want && strstr(e.msg, want1) && strstr(e.msg, want2), "case %d: %s '%s'", c,
+              fgl_status_name(st), e.msg);
+    if (st_want == FGL_OK) {
+      CHECK(fake_count("launch") == 2 && check_inplace(m, big + 4 * N, N, 2.0f, 1));
+      continue;
+    }
+    CHECK_MSG(fake_count("launch") == 0, "case %d", c);
+    CHECK(check_inplace(m, big + 4 * N, N, 2.0f, 0)); /* x as it was */
+  }
+  fgl_free(m, big, &e);
+  fgl_graph_free(g, &e);
+
+  /* symbolic sizes: the in-place result follows N, its only result */
+  CHECK(fgl_graph_create(m, "axpy_ip_n", &g, &e) == FGL_OK);
+  if (g) {
+    CHECK(fgl_graph_result(g, 0, &ri, &e) == FGL_OK && ri.inplace_param == 0 && ri.symbolic);
+    const int64_t sizes[] = {4096, 4, 0, 1024};
+    for (int k = 0; k < 4; k++) {
+      int64_t n = sizes[k];
+      upload(m, b.x, 1.0f, 0.5f);
+      fgl_tensor t;
+      fgl_tensor_contiguous(&t, b.x, FGL_F32, 1, &n);
+      in[0] = fgl_arg_tensor(t);
+      fgl_tensor_contiguous(&t, b.y, FGL_F32, 1, &n);
+      in[1] = fgl_arg_tensor(t);
+      in[2] = fgl_arg_float(FGL_F32, -1.0);
+      memset(&out[0], 0x77, sizeof out[0]);
+      fake_reset();
+      CHECK_MSG(fgl_run(g, in, 3, out, 1, NULL, &e) == FGL_OK, "%s", e.msg);
+      CHECK(fake_count("launch") == (n > 0) && out[0].ptr == b.x && out[0].rank == 1 &&
+            out[0].sizes[0] == n && out[0].strides[0] == 1);
+      CHECK(check_inplace(m, b.x, n, -1.0f, 1));
+    }
+    /* y overlapping x: refused under syms as well */
+    int64_t n = 64;
+    fgl_tensor t;
+    fgl_tensor_contiguous(&t, b.x, FGL_F32, 1, &n);
+    in[0] = fgl_arg_tensor(t);
+    fgl_tensor_contiguous(&t, b.x + 4 * 63, FGL_F32, 1, &n);
+    in[1] = fgl_arg_tensor(t);
+    fake_reset();
+    CHECK(fgl_run(g, in, 3, out, 1, NULL, &e) == FGL_ERR_MISMATCH &&
+          strstr(e.msg, "input 0 ('x')") && strstr(e.msg, "overlaps input 1 ('y')"));
+    CHECK(fake_count("launch") == 0);
+    fgl_graph_free(g, &e);
+  }
+  fgl_free(m, b.raw, &e);
+  fgl_free(m, b.y, &e);
+  fgl_free(m, b.out, &e);
+  fgl_module_free(m, &e);
+}
+
 /* A kernel over an empty domain (grid x 0 in the plan): loads, and a run
  * launches nothing. */
 static void test_empty_grid(void) {
@@ -652,6 +811,7 @@ int main(void) {
   fake_count = (long (*)(const char *))dlsym(h, "fake_cuda_count");
   fake_reset = (void (*)(void))dlsym(h, "fake_cuda_reset");
   fake_last = (const char *(*)(void))dlsym(h, "fake_cuda_last_entry");
+  fake_launch_at = (int (*)(int, fake_launch *))dlsym(h, "fake_cuda_launch");
   test_load();
   fgl_module *m;
   fgl_error e;
@@ -665,6 +825,7 @@ int main(void) {
   fgl_module_free(m, &e);
   test_threads();
   test_empty_grid();
+  test_inplace();
   dlclose(h);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
