@@ -642,16 +642,13 @@ static void choose_cluster(rowcol_ctx *c) {
       size /= 2;
     /* All CTAs must be resident, and clusters are placed whole: at 9 CTAs
      * an SM in clusters of 2 the H100 held 1056 of 1188 (run X2,
-     * docs/benchmarks.md), so per_sm becomes a multiple of the size. */
-    if (size > 1 && c->per_sm % size) {
-      if (c->per_sm > size) {
-        c->per_sm -= c->per_sm % size;
-        k->min_ctas_per_sm = (int)c->per_sm;
-        if (c->ctas > c->p->target.sm_count * c->per_sm)
-          c->ctas = c->p->target.sm_count * c->per_sm;
-      } else {
-        size = 1;
-      }
+     * docs/benchmarks.md), so a per_sm above the size becomes a multiple
+     * of it (one CTA an SM in clusters of 2 was resident: run X2). */
+    if (size > 1 && c->per_sm > size && c->per_sm % size) {
+      c->per_sm -= c->per_sm % size;
+      k->min_ctas_per_sm = (int)c->per_sm;
+      if (c->ctas > c->p->target.sm_count * c->per_sm)
+        c->ctas = c->p->target.sm_count * c->per_sm;
     }
     /* The exchange buffer shares the pipeline's shared memory (or has its
      * own), within the 48 KiB of static shared memory. */
