@@ -289,6 +289,10 @@ def main(argv=None):
         else:
             torch.backends.cuda.matmul.allow_tf32 = True
             torch.backends.cudnn.allow_tf32 = True
+            # every mode uses PyTorch's flash SDPA kernels, which the exporter
+            # maps to fusec's sdpa/sdpa_bwd (cuDNN's, picked by default on
+            # the H100, stay in PyTorch: run X5 in docs/benchmarks.md)
+            torch.backends.cuda.enable_cudnn_sdp(False)
         res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
                "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}, "models": {}}
         for name in args.models:

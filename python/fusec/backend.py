@@ -87,6 +87,11 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
     except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
         if stats:
             stats.missing += 1
+        pending = os.environ.get("FUSEC_BACKEND_PENDING")
+        if pending:  # for a machine with fusec to compile: `python -m fusec.backend fill`
+            os.makedirs(pending, exist_ok=True)
+            with open(os.path.join(pending, h + ".fg"), "w") as f:
+                f.write(fg_text)
         return None, "%s (and the region is not in the cache %s)" % (err, d)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         fg = os.path.join(tmp, "region.fg")
@@ -227,3 +232,31 @@ def _register():
 
 
 _register()
+
+
+def fill(pending, directory=None):
+    """Compiles every region .fg of `pending` (written where fusec was
+    missing, FUSEC_BACKEND_PENDING) into the cache; prints what fusec
+    refused. Returns the number compiled."""
+    n = 0
+    for name in sorted(os.listdir(pending)):
+        if not name.endswith(".fg"):
+            continue
+        with open(os.path.join(pending, name)) as f:
+            text = f.read()
+        path, why = compile_region(text, directory=directory)
+        if path:
+            n += 1
+        else:
+            print("fusec.backend fill: %s refused: %s" % (name, why))
+    return n
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) >= 3 and sys.argv[1] == "fill":
+        print("fusec.backend fill: %d regions compiled into %s" % (fill(sys.argv[2]), cache_dir()))
+    else:
+        print("usage: python -m fusec.backend fill PENDING_DIR  (into $FUSEC_BACKEND_CACHE)", file=sys.stderr)
+        sys.exit(2)
