@@ -191,6 +191,14 @@ repeat() {
       tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
+  # the attention backward (no atomics): test graphs and the bench's largest
+  for spec in tests_graphs__attention_bwd:bwd_bf16_d64 tests_graphs__attention_bwd:bwd_gqa_causal \
+      tests_graphs__attention_bwd:bwd_packed_qkv tests_graphs__attention_bwd:train_f16_d128_gqa; do
+    "$t" ".gpu/ptx/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -1 | tee -a "$LOG/repeat.txt"
+  done
+  for w in attn_bwd attn_bwd_causal; do
+    [ -f ".gpu/bench/ptx/$w.ptx" ] && "$t" ".gpu/bench/ptx/$w.ptx" "$w" 100 2>&1 | tail -1 | tee -a "$LOG/repeat.txt"
+  done
   # row + column kernels over T, whose grid follows T: the size changes every run
   for spec in tests_graphs__symbolic_leading:sl_rmsnorm_bwd:1000,37,4097,1 \
       tests_graphs__symbolic_leading:sl_layernorm_bwd_amax:4097,1000,2,37 \
