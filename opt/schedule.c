@@ -511,7 +511,7 @@ static void choose_pipeline(rowcol_ctx *c) {
   c->pipe_dyn = dyn >= 160 * 1024 ? 128 * 1024 : dyn >= 96 * 1024 ? 96 * 1024 : c->pipe_max;
   k->pipeline = c->full_out && !k->reload && k->ncols >= 1 && c->row_bytes >= 16 * 1024;
   if (knob(c->o, FG_KNOB_ROWCOL_PIPE, &v))
-    k->pipeline = v == 1;
+    k->pipeline = v == 1 && c->row_bytes > 0; /* no full-size input: nothing to copy */
   if (2 * c->row_bytes > c->pipe_max)
     k->pipeline = false;
 }
