@@ -113,14 +113,7 @@ static LLVMValueRef opaque_ptr(attn *a, LLVMValueRef p) {
 
 static bool source(attn *a, int operand, attn_src *src, LLVMValueRef bi, LLVMValueRef hi) {
   fgb_emitter *e = a->e;
-  const fg_value *base;
-  if (!fg_plan_attn_source(e->p, a->k->attn->in[operand], a->k->id, &base, &src->s)) {
-    fgb_fail(e, "operand %d of sdpa is not in memory", operand);
-    return false;
-  }
-  fg_buf_ref buf = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
-                                          : e->p->store[base->id].buf;
-  src->ptr = fgb_buffer_of(e, buf);
+  src->ptr = fgk_attn_operand(e, operand, &src->s);
   if (!src->ptr)
     return false;
   /* batch and head coordinates of a size-1 dim are 0 (a broadcast operand) */

@@ -82,16 +82,8 @@ static LLVMValueRef mul(bwd *w, LLVMValueRef x, LLVMValueRef y) {
 /* ---- operands ---- */
 
 static bool source_init(bwd *w, int op) {
-  fgb_emitter *e = w->e;
   bsrc *src = &w->src[op];
-  const fg_value *base;
-  if (!fg_plan_attn_source(e->p, w->k->attn->in[op], w->k->id, &base, &src->s)) {
-    fgb_fail(e, "operand %d of sdpa_bwd is not in memory", op);
-    return false;
-  }
-  fg_buf_ref buf = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
-                                          : e->p->store[base->id].buf;
-  src->ptr = fgb_buffer_of(e, buf);
+  src->ptr = fgk_attn_operand(w->e, op, &src->s);
   return src->ptr != NULL;
 }
 

@@ -354,3 +354,14 @@ bool fgk_store_rows(fgb_emitter *e, const fgk_row_ctx *rc, LLVMValueRef guard) {
     guard = LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   return fgk_store_phase(e, FG_PHASE_ROWS, row_out_index, rc, guard);
 }
+
+LLVMValueRef fgk_attn_operand(fgb_emitter *e, int operand, fg_strided *s) {
+  const fg_value *base;
+  if (!fg_plan_attn_source(e->p, e->k->attn->in[operand], e->k->id, &base, s)) {
+    fgb_fail(e, "operand %d of %s is not in memory", operand, e->k->attn->op->name);
+    return NULL;
+  }
+  fg_buf_ref buf = base->param_index >= 0 ? (fg_buf_ref){FG_BUF_PARAM, base->param_index}
+                                          : e->p->store[base->id].buf;
+  return fgb_buffer_of(e, buf);
+}

@@ -91,6 +91,11 @@ typedef void (*fgk_out_index)(fgb_emitter *e, const fg_value *o, const void *ctx
 bool fgk_store_phase(fgb_emitter *e, fg_phase ph, fgk_out_index index, const void *ctx,
                      LLVMValueRef guard);
 
+/* The storage of operand `operand` of the kernel's attention node (sdpa or
+ * sdpa_bwd), read in place through *s (fg_plan_attn_source); NULL, with e
+ * failed, where it is not in memory. */
+LLVMValueRef fgk_attn_operand(fgb_emitter *e, int operand, fg_strided *s);
+
 /* The row + column form of a row kernel (plan.h). */
 bool fgb_emit_rowcol_kernel(fgb_emitter *e);
 

@@ -84,6 +84,23 @@ static size_t numel(int rank, const int64_t *sizes) {
 
 enum { MAX_SIZES = 8 };
 
+/* One fgl_run of g captured on stream s into a CUDA graph, instantiated;
+ * exits with FAIL when the run is refused under capture. */
+static CUgraphExec capture(const fgl_cuda_api *cu, fgl_graph *g, const fgl_graph_info *gi,
+                           const fgl_arg *in, fgl_tensor *out, CUstream s, CUgraph *cg) {
+  CUgraphExec ge;
+  CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  fgl_error ce = {0};
+  fgl_status cr = fgl_run(g, in, gi->n_params, out, gi->n_results, s, &ce);
+  CU(cu->cuStreamEndCapture(s, cg));
+  if (cr != FGL_OK) {
+    printf("FAIL: fgl_run under capture: %s\n", ce.msg);
+    exit(1);
+  }
+  CU(cu->cuGraphInstantiateWithFlags(&ge, *cg, 0));
+  return ge;
+}
+
 /* The inputs at size v of the one sym over buffers for the largest. */
 static void inputs_at(fgl_graph *g, const fgl_graph_info *gi, fgl_arg *in, int64_t v) {
   for (int i = 0; i < gi->n_params; i++) {
@@ -234,16 +251,7 @@ static int alternate(const char *artifact, const char *graph, int runs, const ch
   inputs_at(g, &gi, in, sizes[0]);
   outputs_at(g, &gi, in, out);
   CUgraph cg;
-  CUgraphExec ge;
-  CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  fgl_error ce = {0};
-  fgl_status cr = fgl_run(g, in, gi.n_params, out, gi.n_results, s, &ce);
-  CU(cu->cuStreamEndCapture(s, &cg));
-  if (cr != FGL_OK) {
-    printf("FAIL: fgl_run under capture: %s\n", ce.msg);
-    return 1;
-  }
-  CU(cu->cuGraphInstantiateWithFlags(&ge, cg, 0));
+  CUgraphExec ge = capture(cu, g, &gi, in, out, s, &cg);
   for (int r = 0; r < 2 * n; r++) {
     int k = r % n;
     if (k == 0) {
@@ -392,16 +400,7 @@ int main(int argc, char **argv) {
       FG(fgl_memset(m, out[j].ptr, 0xFF, bytes[j], &e_));
   FG(fgl_stream_sync(m, NULL, &e_));
   CUgraph cg;
-  CUgraphExec ge;
-  CU(cu->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  fgl_error ce = {0};
-  fgl_status cr = fgl_run(g, in, gi.n_params, out, gi.n_results, s, &ce);
-  CU(cu->cuStreamEndCapture(s, &cg));
-  if (cr != FGL_OK) {
-    printf("FAIL: fgl_run under capture: %s\n", ce.msg);
-    return 1;
-  }
-  CU(cu->cuGraphInstantiateWithFlags(&ge, cg, 0));
+  CUgraphExec ge = capture(cu, g, &gi, in, out, s, &cg);
   for (int i = 0; i < 10; i++)
     CU(cu->cuGraphLaunch(ge, s));
   CU(cu->cuStreamSynchronize(s));
