@@ -1100,6 +1100,15 @@ static bool rowcol_rows(fgb_emitter *e, rowcol_kernel *rk) {
     defer_tails(e, rk->tacc);
   /* Otherwise partials (the cluster's, or this CTA's), then the arrival
    * ticket, after the rows. */
+  if (rk->en.early && k->grid_runtime) {
+    /* A CTA with no row group (T below the grid's floor, the combiners)
+     * never reached the arrival inside its last group. */
+    LLVMBasicBlockRef m =
+        fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSGE, rk->cta, fgb_extent(e, k->outer / U), ""));
+    column_partials(e, &rk->en, rk->cacc);
+    arrive(e, rk->en.goal);
+    fgb_end_if(e, m);
+  }
   if (!rk->en.early) {
     column_partials(e, &rk->en, rk->cacc);
     if (k->ntails)

@@ -431,7 +431,6 @@ typedef struct rowcol_ctx {
   int64_t pipe_max;    /* the pipeline's buffers in static shared memory */
   int64_t pipe_dyn;    /* ... in dynamic shared memory (knob ROWCOL_ROWS) */
   bool defer;          /* deferred row totals possible */
-  bool symbolic;       /* over the symbolic size (opt/symbolic.h): CTAs may have no rows */
   int64_t per_sm;      /* CTAs an SM */
   int64_t groups;      /* row groups */
   int64_t ctas;
@@ -523,11 +522,10 @@ static void choose_pipeline(rowcol_ctx *c) {
  * column reduction: the combiners' scratch (shared) grows with both. */
 static void widen_block(rowcol_ctx *c) {
   fg_kernel *k = c->k;
-  /* Over the symbolic size, CTAs may have no rows at all (a small T):
-   * no deferred rows and no arrival from inside the last group, which
-   * such a CTA would never reach (opt/symbolic.h). */
-  c->symbolic = fg_sym_involves(&c->p->sym, k->dims[0]);
-  c->defer = !c->symbolic && deferrable(c->p, k, c->o, c->full_out);
+  /* Over the symbolic size, CTAs may have no rows at all (T below the
+   * combiners): such a CTA arrives after its (empty) loop instead of from
+   * inside its last group (emit_rowcol.c, rowcol_rows). */
+  c->defer = deferrable(c->p, k, c->o, c->full_out);
   if (((k->pipeline && k->block * 2 <= 1024) ||
        (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
       !c->threads_given && k->chunks % 2 == 0) {
@@ -706,7 +704,7 @@ static void choose_combiners(rowcol_ctx *c) {
 static void choose_row_order(rowcol_ctx *c) {
   fg_kernel *k = c->k;
   k->defer_groups = c->defer ? defer_groups(k, c->ctas) : 0;
-  k->early_arrive = !k->defer_groups && !c->symbolic && early_arrival(c->p, k, c->o);
+  k->early_arrive = !k->defer_groups && early_arrival(c->p, k, c->o);
   k->pack_bf16 = pack_bf16(c->p, k, c->o);
 }
 
