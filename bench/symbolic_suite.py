@@ -26,6 +26,12 @@ form yet).
   symbolic_suite.py run --fgrun F --dir D [--n N]   (GPU machine) times each
       with `fgrun --bench N` (device time, median), checks the symbolic graph
       against the interpreter at 384 rows, prints the table and D/results.json
+  symbolic_suite.py check --fgrun F --dir D [--jobs J] [--sizes 1,7,63,4097]
+      (GPU machine) `fgrun --check` of every workload's symbolic artifact
+      without a divisor (NAME_sym1) against the interpreter at each size (the
+      issue's 1, 7, 63 and 4097); a size whose largest tensor passes
+      CHECK_MAX_ELEMENTS is listed as skipped (the CPU interpreter's time), not
+      passed; writes D/check.json
 """
 import itertools
 import json
@@ -227,6 +233,73 @@ def run(fgrun, d, n):
     print("refused: %s" % ", ".join(e["name"] for e in rows if "refused" in e))
 
 
+# The CPU interpreter takes about 0.1 us an element of each intermediate:
+# above this many elements in the largest tensor a check takes minutes.
+CHECK_MAX_ELEMENTS = 1 << 28
+
+
+def elements_at(fg_text, graph, size):
+    """Elements of the largest parameter of `graph` at T = size."""
+    m = re.search(r"^graph\s+%s\s*(<[^>]*>)?\s*\((.*?)\)\s*\{" % re.escape(graph), fg_text, re.S | re.M)
+    if not m:
+        return None
+    most = 0
+    for _, _, dims, _ in params_of(m.group(2)):
+        n = 1
+        for d in dims:
+            n *= size if d == "T" else int(d) if d.isdigit() else 1
+        most = max(most, n)
+    return most
+
+
+def check(fgrun, d, sizes, jobs):
+    import concurrent.futures
+    with open(os.path.join(d, "plan.json")) as f:
+        plan = json.load(f)
+    todo, rows = [], []
+    for e in plan:
+        if "refused" in e:
+            continue
+        name = e["name"]
+        fg = os.path.join(d, name + ".fg")
+        with open(fg) as f:
+            text = f.read()
+        for s in sizes:
+            n = elements_at(text, name + "_sym1", s)
+            if n is None:
+                rows.append(dict(name=name, size=s, result="FAIL: no graph %s_sym1" % name))
+            elif n > CHECK_MAX_ELEMENTS:
+                rows.append(dict(name=name, size=s, result="skipped: %d elements" % n))
+            else:
+                todo.append((name, s, fg))
+
+    def one(job):
+        name, s, fg = job
+        cmd = [fgrun, os.path.join(d, name + ".ptx"), "--graph", name + "_sym1", "--dim", "T=%d" % s,
+               "--check", fg, "--seed", str(s)]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            ok, out = p.returncode == 0, p.stdout + p.stderr
+        except subprocess.TimeoutExpired:
+            ok, out = False, "timed out"
+        last = " ".join(out.strip().splitlines()[-2:])
+        return dict(name=name, size=s, result="pass" if ok else "FAIL: " + last)
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        for r in ex.map(one, todo):
+            rows.append(r)
+            print("%-34s T=%-5d %s" % (r["name"], r["size"], r["result"]), flush=True)
+    for r in rows:
+        if r["result"].startswith("skipped"):
+            print("%-34s T=%-5d %s" % (r["name"], r["size"], r["result"]))
+    with open(os.path.join(d, "check.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    n = lambda k: sum(1 for r in rows if r["result"].startswith(k))
+    print("symbolic_suite check: %d passed, %d failed, %d skipped (sizes %s, %d workloads)" %
+          (n("pass"), n("FAIL"), n("skipped"), ",".join(map(str, sizes)), len({r["name"] for r in rows})))
+    return 1 if n("FAIL") else 0
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -239,6 +312,10 @@ def main(argv):
         n = int(argv[argv.index("--n") + 1]) if "--n" in argv else 50
         run(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], n)
         return 0
+    if argv[0] == "check":
+        sizes = [int(x) for x in argv[argv.index("--sizes") + 1].split(",")] if "--sizes" in argv else [1, 7, 63, 4097]
+        jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 8
+        return check(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], sizes, jobs)
     print("unknown command %s" % argv[0], file=sys.stderr)
     return 2
 

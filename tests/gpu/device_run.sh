@@ -32,7 +32,7 @@ check_one() {
   local flag="$*" tag="$*"
   tag=${tag//[- =]/_}
   local log=$LOG/check_$(basename "$(dirname "$ptx")")_$(basename "$ptx" .ptx)_$g$tag.log
-  if timeout 500 "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" $flag >"$log" 2>&1; then
+  if timeout "${FG_CHECK_TIMEOUT:-500}" "$FGRUN" "$ptx" --graph "$g" --check "$src" --seed "$seed" $flag >"$log" 2>&1; then
     echo "PASS $src $g $flag"
   else
     echo "FAIL $src $g $flag (seed $seed, exit $?)"
@@ -175,6 +175,30 @@ symsuite() {
   python3 bench/symbolic_suite.py run --fgrun "$FGRUN" --dir .gpu/symsuite --n "${FG_BENCH_N:-50}" 2>&1 |
     tee "$LOG/symsuite.txt"
   cp .gpu/symsuite/results.json "$LOG/symsuite.json" 2>/dev/null
+}
+
+# Every workload's symbolic artifact without a divisor, checked against the
+# interpreter at T = 1, 7, 63, 4097 (issue 18; sizes whose largest tensor
+# would take the CPU interpreter minutes are listed as skipped).
+symcheck() {
+  if [ ! -f .gpu/symsuite/plan.json ]; then
+    echo "symcheck: no .gpu/symsuite/plan.json (run bench/prepare.sh on the build machine)"
+    return
+  fi
+  python3 bench/symbolic_suite.py check --fgrun "$FGRUN" --dir .gpu/symsuite --jobs "${FG_JOBS:-6}" \
+    --sizes "${FG_SYM_CHECK_SIZES:-1,7,63,4097}" 2>&1 | tee "$LOG/symcheck.txt" | grep -v ' pass$'
+  cp .gpu/symsuite/check.json "$LOG/symcheck.json" 2>/dev/null
+}
+
+# tests/graphs/symbolic_large.fg at T = 32769: 2^31 + 65536 elements, the
+# 64-bit index variant of one artifact over T (the CPU reference takes
+# minutes).
+symlarge() {
+  local ptx=.gpu/ptx/tests_graphs__symbolic_large.ptx g
+  for g in sym_large_pw sym_large_rowsum; do
+    FG_CHECK_TIMEOUT=900 check_one "$ptx" tests/graphs/symbolic_large.fg "$g" --dim T=32769 &
+  done
+  wait
 }
 
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
@@ -339,6 +363,8 @@ case $what in
   repeat) repeat ;;
   symbench) symbench ;;
   symsuite) symsuite ;;
+  symcheck) symcheck ;;
+  symlarge) symlarge ;;
   variants) variants ;;
   trace) trace ;;
   all) check; difftest; repeat; bench; loadtime ;;
