@@ -23,7 +23,7 @@ form yet).
   symbolic_suite.py prepare --fusec F --out D [--only A,B]   (build machine) writes
       D/NAME.fg and D/NAME.ptx (static graphs NAME_s<SIZE>, symbolic NAME_sym8
       and NAME_sym1) and D/plan.json
-  symbolic_suite.py run --fgrun F --dir D [--n N]   (GPU machine) times each
+  symbolic_suite.py run --fgrun F --dir D [--n N] [--only A,B]   (GPU machine) times each
       with `fgrun --bench N` (device time, median), checks the symbolic graph
       against the interpreter at 384 rows, prints the table and D/results.json
   symbolic_suite.py check --fgrun F --dir D [--jobs J] [--sizes 1,7,63,4097]
@@ -194,11 +194,13 @@ def fgrun_bench(fgrun, ptx, graph, dim, n):
     return None, (p.stderr or p.stdout).strip().splitlines()[-1:]
 
 
-def run(fgrun, d, n):
+def run(fgrun, d, n, only=None):
     with open(os.path.join(d, "plan.json")) as f:
         plan = json.load(f)
     rows = []
     for e in plan:
+        if only and e["name"] not in only:
+            continue
         if "refused" in e:
             rows.append(e)
             continue
@@ -310,7 +312,8 @@ def main(argv):
         return 0
     if argv[0] == "run":
         n = int(argv[argv.index("--n") + 1]) if "--n" in argv else 50
-        run(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], n)
+        only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+        run(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], n, only)
         return 0
     if argv[0] == "check":
         sizes = [int(x) for x in argv[argv.index("--sizes") + 1].split(",")] if "--sizes" in argv else [1, 7, 63, 4097]

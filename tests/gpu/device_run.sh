@@ -172,7 +172,8 @@ symsuite() {
     echo "symsuite: no .gpu/symsuite/plan.json (run bench/prepare.sh on the build machine)"
     return
   fi
-  python3 bench/symbolic_suite.py run --fgrun "$FGRUN" --dir .gpu/symsuite --n "${FG_BENCH_N:-50}" 2>&1 |
+  python3 bench/symbolic_suite.py run --fgrun "$FGRUN" --dir .gpu/symsuite --n "${FG_BENCH_N:-50}" \
+    ${FG_SYMSUITE_ONLY:+--only "$FG_SYMSUITE_ONLY"} 2>&1 |
     tee "$LOG/symsuite.txt"
   cp .gpu/symsuite/results.json "$LOG/symsuite.json" 2>/dev/null
 }
