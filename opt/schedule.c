@@ -522,10 +522,13 @@ static void choose_pipeline(rowcol_ctx *c) {
  * column reduction: the combiners' scratch (shared) grows with both. */
 static void widen_block(rowcol_ctx *c) {
   fg_kernel *k = c->k;
-  /* Over the symbolic size, CTAs may have no rows at all (T below the
-   * combiners): such a CTA arrives after its (empty) loop instead of from
-   * inside its last group (emit_rowcol.c, rowcol_rows). */
-  c->defer = deferrable(c->p, k, c->o, c->full_out);
+  /* Over the symbolic size, no deferred row totals: with them (and the
+   * wider block they allow) amax_rowcol_small ran 1.15-1.19x its static
+   * compiles, without them 1.00-1.13x (docs/benchmarks.md, runs X4 and
+   * Y2). CTAs may have no rows at all there (T below the combiners): such
+   * a CTA arrives after its (empty) loop instead of from inside its last
+   * group (emit_rowcol.c, rowcol_rows). */
+  c->defer = !fg_sym_involves(&c->p->sym, k->dims[0]) && deferrable(c->p, k, c->o, c->full_out);
   if (((k->pipeline && k->block * 2 <= 1024) ||
        (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
       !c->threads_given && k->chunks % 2 == 0) {
