@@ -125,7 +125,10 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
 
     losses, times = [], []
     t0 = time.perf_counter()
+    before_last = None
     for i, (x, y) in enumerate(data):
+        if i == len(data) - 1:
+            before_last = stats.copies()
         if cuda:
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
@@ -146,12 +149,28 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
     if mode == "fusec":
         res["fusec"] = stats.as_dict()
         res["left_not_matmul"] = {k: v for k, v in stats.left.items() if k not in MATMULS}
+        res["copies_last_step"] = step_copies(before_last, stats.copies())
     if cuda and mode in args.profile_modes:
         res["profile"] = profile(step, data, args.profile_steps)
     del m, model, opt
     if cuda:
         torch.cuda.empty_cache()
     return res
+
+
+def step_copies(a, b):
+    """The backend's counts around its regions over one step (b - a, two
+    Stats.copies() snapshots): region calls, inputs passed as they are,
+    inputs copied and results restrided, by source."""
+    if a is None:
+        return b
+
+    def sub(x, y):
+        return {k: v - y.get(k, 0) for k, v in x.items() if v - y.get(k, 0)}
+
+    return {"calls": b["calls"] - a["calls"], "inputs_passed": b["inputs_passed"] - a["inputs_passed"],
+            "inputs_copied": sub(b["inputs_copied"], a["inputs_copied"]),
+            "results_restrided": sub(b["results_restrided"], a["results_restrided"])}
 
 
 def profile(step, data, n):
@@ -240,6 +259,13 @@ def summary(results, args):
                 lines.append("      fusec: %d graphs, %d regions (%d ATen ops), %d compiled, %d from the cache, "
                              "%d missing, %d refused" % (f["graphs"], f["regions"], f["region_ops"], f["compiled"],
                                                          f["cache_hits"], f["missing"], f["refused"]))
+                c = r["copies_last_step"]
+                lines.append("      a step: %d region calls, %d tensor inputs passed as they are, %d copied (%s), "
+                             "%d results restrided (%s)" % (
+                                 c["calls"], c["inputs_passed"], sum(c["inputs_copied"].values()),
+                                 ", ".join("%s x%d" % kv for kv in c["inputs_copied"].items()) or "-",
+                                 sum(c["results_restrided"].values()),
+                                 ", ".join("%s x%d" % kv for kv in c["results_restrided"].items()) or "-"))
                 lines.append("      left to PyTorch, not matmuls: %s" % (", ".join(
                     "%s x%d" % kv for kv in sorted(r["left_not_matmul"].items(), key=lambda kv: -kv[1])) or "none"))
             if "profile" in r:

@@ -59,6 +59,12 @@ class Stats:
         self.left = collections.Counter()
         self.unsupported = collections.Counter()
         self.region_ops = 0  # ATen ops inside regions that run through fusec
+        # around the region calls (counted per call): tensor inputs passed as
+        # they are, inputs copied into the compiled layout (by where they come
+        # from and why), results copied into the traced graph's layout
+        self.calls = self.inputs_passed = 0
+        self.inputs_copied = collections.Counter()
+        self.results_restrided = collections.Counter()
 
     def __repr__(self):
         return "<fusec.backend.Stats graphs=%d regions=%d compiled=%d cache_hits=%d refused=%d missing=%d>" % (
@@ -68,7 +74,13 @@ class Stats:
         return {"graphs": self.graphs, "regions": self.regions, "compiled": self.compiled,
                 "cache_hits": self.cache_hits, "refused": self.refused, "missing": self.missing,
                 "region_ops": self.region_ops, "left_to_torch": dict(self.left.most_common()),
-                "unsupported": dict(self.unsupported.most_common())}
+                "unsupported": dict(self.unsupported.most_common()), **self.copies()}
+
+    def copies(self):
+        """The counts of the calls (a snapshot: subtract two to get a step's)."""
+        return {"calls": self.calls, "inputs_passed": self.inputs_passed,
+                "inputs_copied": dict(self.inputs_copied.most_common()),
+                "results_restrided": dict(self.results_restrided.most_common())}
 
 
 def compile_region(fg_text, fusec=None, stats=None, directory=None):
@@ -115,9 +127,86 @@ def _region_text(r):
     return "graph g" + head[len("graph " + r.gname):] + "(" + rest
 
 
-def _loader_call(ptx, r):
-    import torch
+def _source(a):
+    """Where a region's input comes from, for the copy counts: the op that
+    makes it in the graph (a getitem's: the op it picks from), `input` for
+    the graph's inputs, `region` for another region's result."""
+    import operator
 
+    if not hasattr(a, "op"):
+        return "constant"
+    if a.op == "placeholder":
+        return "input"
+    if a.target is operator.getitem and hasattr(a.args[0], "op"):
+        a = a.args[0]
+    if a.op == "call_module":
+        return "region"
+    return _export.op_name(a).replace("aten.", "").replace(".default", "")
+
+
+class _RegionIO:
+    """What a region's call does around fusec, with the counts (Stats):
+    each tensor input is passed as it is when its strides are those of the
+    layout its .fg parameter was compiled with (row-major, or the
+    `layout=[...]` of a dense permuted example), else copied into that
+    layout; each result is laid out as the traced graph had it (a copy where
+    fusec's dim order differs: export.restride)."""
+
+    def __init__(self, r, node, stats):
+        self.r, self.stats = r, stats
+        args = [a for a, t in zip(node.args, r.tensor_in) if t] if node is not None else []
+        n_in = sum(r.tensor_in)
+        self.src_in = [_source(a) for a in args] if len(args) == n_in else ["?"] * n_in
+        layouts = getattr(r, "in_layouts", None) or [None] * n_in
+        self.layouts = [tuple(x) if x else None for x in layouts]
+        self.inv = [[o.index(i) for i in range(len(o))] if o else None for o in self.layouts]
+        self.want = {}  # (input index, shape) -> the compiled layout's strides
+        self.src_out = getattr(r, "out_sources", None) or ["?"] * len(r.out_orders)
+        perms = getattr(r, "out_perms", None) or [None] * len(r.out_orders)
+        self.out_inv = [[p.index(i) for i in range(len(p))] if p else None for p in perms]
+
+    def inputs(self, args):
+        import torch
+
+        ins = [a for a, t in zip(args, self.r.tensor_in) if t]
+        st = self.stats
+        st.calls += 1
+        for i, a in enumerate(ins):
+            if not isinstance(a, torch.Tensor):
+                continue
+            order = self.layouts[i]
+            if order is None:
+                if a.is_contiguous():
+                    st.inputs_passed += 1
+                    continue
+                ins[i] = a.contiguous()
+            else:
+                shape = tuple(a.shape)
+                want = self.want.get((i, shape))
+                if want is None:
+                    want = self.want[(i, shape)] = _export.dense_strides(shape, order)
+                if _export.strides_match(a.stride(), shape, want):
+                    st.inputs_passed += 1
+                    continue
+                t = a.new_empty([shape[d] for d in order]).permute(self.inv[i])
+                t.copy_(a)
+                ins[i] = t
+            why = "another dim order" if _export.dense_layout(a) is not None or a.is_contiguous() \
+                else "not dense"
+            st.inputs_copied["%s (%s)" % (self.src_in[i], why)] += 1
+        return ins
+
+    def outputs(self, outs):
+        def count(k):
+            self.stats.results_restrided[self.src_out[k]] += 1
+
+        # a result the region returns permuted into the traced dim order
+        # (export.result_perm): the permute back is a view with the traced strides
+        outs = [o if inv is None else o.permute(inv) for o, inv in zip(outs, self.out_inv)]
+        return _export.restride(outs, self.r.out_orders, count)
+
+
+def _loader_call(ptx, r, io):
     from . import load
 
     with _lock:
@@ -128,8 +217,7 @@ def _loader_call(ptx, r):
     state = {"checked": False}
 
     def call(*args):
-        ins = [a.contiguous() if isinstance(a, torch.Tensor) else a for a, t in zip(args, r.tensor_in) if t]
-        out = g(*ins)
+        out = g(*io.inputs(args))
         outs = out if isinstance(out, tuple) else (out,)
         if not state["checked"]:
             got = [o.dtype for o in outs]
@@ -137,25 +225,54 @@ def _loader_call(ptx, r):
                 raise RuntimeError("fusec.backend: region %s returns %s where torch expects %s (a bug in the "
                                    "mapping: please report it with the region's .fg)" % (r.name, got, r.out_dtypes))
             state["checked"] = True
-        outs = _export.restride(outs, r.out_orders)
+        outs = io.outputs(outs)
         return tuple(outs) if r.tuple_out else outs[0]
 
     return call
 
 
-def _fgrun_call(r, fgrun, work):
+_PLAN_RESULT = None
+
+
+def plan_result_strides(ptx):
+    """{result index: strides} of the static results of an artifact's plan
+    (the `// result` lines, docs/artifact.md): the strides libfgload gives
+    each result (row-major where written; a view's own)."""
+    import re
+
+    global _PLAN_RESULT
+    if _PLAN_RESULT is None:
+        _PLAN_RESULT = re.compile(r"^// result (\d+) \S+ \[[^\]]*\] strides \[([0-9, ]*)\]", re.M)
+    with open(ptx) as f:
+        text = f.read()
+    out = {}
+    for m in _PLAN_RESULT.finditer(text):
+        out.setdefault(int(m.group(1)), tuple(int(x) for x in m.group(2).split(",") if x.strip()))
+    return out
+
+
+def _fgrun_call(r, fgrun, work, io, ptx):
     fg = os.path.join(work, r.gname + ".fg")
     with open(fg, "w") as f:
         f.write(r.fg)
+    strides = plan_result_strides(ptx) if ptx else {}
 
     def call(*args):
         import torch
 
         dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-        outs = _export._fgrun_region(fgrun, fg, r, work, args)
-        outs = outs if isinstance(outs, tuple) else (outs,)
-        outs = tuple(o.to(dev) for o in outs)
-        return outs if r.tuple_out else outs[0]
+        ins = io.inputs(args)  # fgrun reads them in logical order; the counts are the loader's
+        outs = _export._fgrun_call(fgrun, fg, r.gname, ins, r.out_dtypes, work)
+        laid = []
+        for k, o in enumerate(outs):  # the strides libfgload would give each result
+            st = strides.get(k)
+            if st is not None and len(st) == o.dim() and 0 not in st and tuple(o.stride()) != st:
+                t = torch.empty_strided(o.shape, st, dtype=o.dtype)
+                t.copy_(o)
+                o = t
+            laid.append(o.to(dev))
+        outs = io.outputs(laid)
+        return tuple(outs) if r.tuple_out else outs[0]
 
     return call
 
@@ -166,8 +283,10 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     module (a callable)."""
     stats = stats or Stats()
     stats.graphs += 1
-    pt = _export.partition(gm, prefix="r", static_fallback=False, canonical=True)
+    layouts = os.environ.get("FUSEC_BACKEND_LAYOUTS", "1") != "0"
+    pt = _export.partition(gm, prefix="r", static_fallback=False, canonical=True, layouts=layouts)
     _export._out_meta(pt)
+    nodes = {n.target: n for n in pt.gm.graph.nodes if n.op == "call_module"}
     if pt.support.left:
         _log.info("fusec.backend: %s", pt.report())
     for op, d in pt.left_summary().items():
@@ -191,7 +310,8 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
         stats.region_ops += len(r.ops)
         if runner == "prepare":  # compiled into the cache; PyTorch runs the region here
             continue
-        call = _fgrun_call(r, fgrun, work) if runner == "fgrun" else _loader_call(ptx, r)
+        io = _RegionIO(r, nodes.get(r.name), stats)
+        call = _fgrun_call(r, fgrun, work, io, ptx) if runner == "fgrun" else _loader_call(ptx, r, io)
         setattr(pt.gm, r.name, _export._region_module(call))
     pt.gm.recompile()
     pt.gm.fusec_partitioned = pt

@@ -199,9 +199,15 @@ class Emitter(_Probe):
     symbol's name to its .fg size name and facts; symbolic=False writes
     every size as the example's."""
 
-    def __init__(self, gname, params, nodes, outputs, syms, symbolic, canonical=False):
+    def __init__(self, gname, params, nodes, outputs, syms, symbolic, canonical=False, layouts=None,
+                 out_perms=None):
         self.gname, self.params, self.nodes, self.outputs = gname, params, nodes, outputs
         self.syms, self.symbolic, self.canonical = syms, symbolic, canonical
+        self.layouts = layouts or {}  # parameter node -> its dim order (layout=[...]), where not row-major
+        # per result: None, or the traced dim order P; the graph then returns
+        # permute(value, dims=P), which fusec writes row-major, so that the
+        # caller's permute back gives the traced strides without a copy
+        self.out_perms = out_perms or [None] * len(outputs)
         self.names = {}
         self.multi = {}  # node -> list of result names
         self.used = set()
@@ -213,7 +219,8 @@ class Emitter(_Probe):
             # canonical: v0, v1, ... in order of definition, so that the same
             # region traced on another device or in another graph (whose FX
             # names differ) has the same text
-            n = "v%d" % len(self.names) if self.canonical else re.sub(r"[^A-Za-z0-9_.]", "_", node.name)
+            fx_name = node.name if hasattr(node, "name") else "result_%d" % node[1]
+            n = "v%d" % len(self.names) if self.canonical else re.sub(r"[^A-Za-z0-9_.]", "_", fx_name)
             if n in FG_WORDS or not re.match(r"[A-Za-z_]", n):
                 n = "v_" + n
             base, k = n, 1
@@ -312,9 +319,10 @@ class Emitter(_Probe):
             return self.syms[str(s.node.expr)][0]
         return str(_hint(s))
 
-    def ptype(self, v):
+    def ptype(self, v, layout=None):
         dt = _val_dtype(v)
-        return "%s[%s]" % (dt, ", ".join(self.dim(s) for s in v.shape))
+        lay = " layout=%s" % self.lit(list(layout)) if layout else ""
+        return "%s[%s]%s" % (dt, ", ".join(self.dim(s) for s in v.shape), lay)
 
     def emit(self):
         for p in self.params:
@@ -347,8 +355,16 @@ class Emitter(_Probe):
             if used_syms:
                 sizes = "<%s>" % ", ".join("%s: %d..%d" % (n, lo, hi) for n, lo, hi in used_syms)
         head = "graph %s%s(%s) {" % (self.gname, sizes, ", ".join(
-            "%s: %s" % (self.names[p], self.ptype(p.meta["val"])) for p in self.params))
-        ret = "  return %s" % ", ".join(self.names[o] for o in self.outputs)
+            "%s: %s" % (self.names[p], self.ptype(p.meta["val"], self.layouts.get(p))) for p in self.params))
+        rets = []
+        for o, perm in zip(self.outputs, self.out_perms):
+            if perm is None:
+                rets.append(self.names[o])
+                continue
+            n = self.name_of(("result", len(rets)))  # a fresh name (v<N> when canonical)
+            self.lines.append("  %s = permute(%s, dims=%s)" % (n, self.names[o], self.lit(list(perm))))
+            rets.append(n)
+        ret = "  return %s" % ", ".join(rets)
         return "\n".join([head] + self.lines + [ret, "}"]) + "\n"
 
 
@@ -411,9 +427,73 @@ def _fg_param(p):
     return bool(ts) and all(_val_dtype(t) is not None for t in ts)
 
 
-def emit_region(gname, params, nodes, outputs, syms, canonical=False):
+def dense_layout(v):
+    """The dim order (outermost first) of a tensor value that is dense in an
+    order other than row-major: its .fg `layout=[...]`; None for a row-major
+    tensor, one with gaps or overlaps (a slice, an expand), symbolic strides
+    or fewer than 2 dims. Size-1 dims keep their place (any stride fits
+    them)."""
+    if not hasattr(v, "stride") or v.dim() < 2:
+        return None
+    order = _dim_order(v)
+    if order is None or order == tuple(range(v.dim())):
+        return None
+    try:
+        shape = [int(s) for s in v.shape]
+    except Exception:
+        return None
+    if strides_match(v.stride(), shape, dense_strides(shape, order)) and not strides_match(
+            v.stride(), shape, dense_strides(shape, tuple(range(v.dim())))):
+        return order
+    return None
+
+
+def result_perm(v):
+    """The dim order a region's result is written in so that it has the
+    traced graph's strides (the permute the region returns, which the call
+    undoes): None where that is row-major (or unknown, or a result of fewer
+    than 2 elements or dims)."""
+    if not hasattr(v, "stride") or v.dim() < 2:
+        return None
+    order = _dim_order(v)
+    if order is None or order == tuple(range(v.dim())):
+        return None
+    try:
+        big = [d for d in order if int(v.shape[d]) != 1]
+        if int(v.numel()) <= 1 or big == sorted(big):  # row-major but for size-1 dims
+            return None
+            return None
+    except Exception:
+        return None
+    return order
+
+
+def dense_strides(shape, order):
+    """The strides of a tensor of `shape` dense in the dim order `order`
+    (outermost first)."""
+    st, acc = [0] * len(shape), 1
+    for d in reversed(order):
+        st[d] = acc
+        acc *= shape[d]
+    return tuple(st)
+
+
+def strides_match(strides, shape, want):
+    """Whether `strides` are `want` on every dim of size > 1 (the loader's
+    check: a size-1 dim's stride is never used); an empty tensor matches."""
+    if tuple(strides) == want or 0 in shape:
+        return True
+    return all(s == w or n == 1 for s, w, n in zip(strides, want, shape))
+
+
+def emit_region(gname, params, nodes, outputs, syms, canonical=False, layouts=False, layout_out=None):
     """(text, note): the .fg graph of a region, symbolic where it fits;
-    canonical: values named v0, v1, ... rather than after the FX nodes."""
+    canonical: values named v0, v1, ... rather than after the FX nodes.
+    layouts: a parameter whose example is dense in another dim order than
+    row-major (a transposed view, a permuted matmul output) is declared with
+    that `layout=[...]` (static regions only), so that the caller passes it
+    as it is; `layout_out` (a dict), when given, receives them (parameter
+    node -> dim order)."""
     params = [p for p in params if _fg_param(p)]
     has_sym = any(not isinstance(s, int) for p in params for s in p.meta["val"].shape) or any(
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
@@ -427,7 +507,17 @@ def emit_region(gname, params, nodes, outputs, syms, canonical=False):
                 note = "%s at %s" % (r.why, r.node.name)
             except KeyError as k:
                 note = "a size %s with no declared range" % k
-    return Emitter(gname, params, nodes, outputs, syms, False, canonical).emit(), note
+    lay = {}
+    if layouts:
+        for p in params:
+            order = dense_layout(p.meta["val"])
+            if order is not None:
+                lay[p] = order
+    perms = [result_perm(o.meta.get("val")) for o in outputs] if layouts else None
+    if layout_out is not None:
+        layout_out.update(lay)
+        layout_out["results"] = perms
+    return Emitter(gname, params, nodes, outputs, syms, False, canonical, lay, perms).emit(), note
 
 
 def _partition_io(nodes):
@@ -570,7 +660,7 @@ def _free_flash_rng(gm):
 
 
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
-              max_rounds=50, canonical=False):
+              max_rounds=50, canonical=False, layouts=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
     regions in place; returns a Partitioned. compiled_only=False also takes
     the rows only the interpreter runs (aten_map.NOT_COMPILED).
@@ -578,7 +668,11 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     doesn't take is written with the example's sizes (the exporter); False
     leaves the nodes that break the rule to PyTorch instead (the backend,
     whose graphs run at every size). canonical: the regions' values are
-    named v0, v1, ... (the backend's cache key) rather than after the nodes."""
+    named v0, v1, ... (the backend's cache key) rather than after the nodes.
+    layouts: parameters dense in another dim order than row-major are
+    declared with their `layout=[...]` (the backend: the caller passes them
+    as they are); each Region's `in_layouts` gives the dim order of each
+    .fg tensor parameter (None: row-major)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -624,8 +718,11 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         gname = "%s%d" % (prefix, k)
         k += 1
-        text, note = emit_region(gname, ph, body, outs, syms, canonical)
+        lay = {}
+        text, note = emit_region(gname, ph, body, outs, syms, canonical, layouts, lay)
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
+        regions[n.target].in_layouts = [lay.get(p) for p in ph if _fg_param(p)]
+        regions[n.target].out_perms = lay.get("results") or [None] * len(outs)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
         regions[n.target].tensor_in = [_fg_param(p) for p in ph]
@@ -812,16 +909,19 @@ def _dim_order(t):
     return tuple(sorted(order + ones, key=lambda i: (order.index(i) if i in order else i)))
 
 
-def restride(outs, orders):
+def restride(outs, orders, on_copy=None):
     """Region results laid out as the traced graph had them: the ops left to
     PyTorch after a region (an attention backward kernel, an as_strided) may
     rely on the strides the graph was traced with, where fusec returns its
-    own (row-major, or views). A copy only where the order of dims differs."""
+    own (row-major, or views). A copy only where the order of dims differs;
+    on_copy(k), when given, is called for each result k copied."""
     fixed = []
-    for o, order in zip(outs, orders):
+    for k, (o, order) in enumerate(zip(outs, orders)):
         if order is None or o.dim() < 2 or _dim_order(o) == order or o.numel() <= 1:
             fixed.append(o)
             continue
+        if on_copy is not None:
+            on_copy(k)
         inv = [order.index(i) for i in range(o.dim())]
         t = o.new_empty([o.shape[i] for i in order]).permute(inv)
         t.copy_(o)
@@ -910,6 +1010,8 @@ def _out_meta(pt):
             r = pt.regions[n.target]
             r.out_dtypes = [o.meta["val"].dtype for o in outs]
             r.out_orders = [_dim_order(o.meta["val"]) for o in outs]
+            r.out_sources = [op_name(o).replace("aten.", "").replace(".default", "") if hasattr(o, "op") else "?"
+                             for o in outs]
 
 
 def export(fn, example_inputs, dynamic_shapes=None, *, name="model", strict=None, verbose=False,

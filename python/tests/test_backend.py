@@ -237,6 +237,77 @@ class BackendTest(unittest.TestCase):
         finally:
             os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
+    def _region_texts(self, cache):
+        out = []
+        for n in sorted(os.listdir(cache)):
+            if n.endswith(".fg"):
+                with open(os.path.join(cache, n)) as f:
+                    out.append(f.read())
+        return out
+
+    def test_transposed_input_passed_as_is(self):
+        """A region fed a transposed (dense, column-major) tensor: its
+        parameter is compiled with layout=[1, 0] and the tensor is passed as
+        it is (no copy counted), with eager's results; a result whose traced
+        strides are transposed is written by fusec in that order (the region
+        returns a permute, the call permutes back: nothing restrided)."""
+        torch._dynamo.reset()
+        cache = tempfile.mkdtemp(prefix="fusec-backend-layout-")
+        os.environ["FUSEC_BACKEND_CACHE"] = cache
+        try:
+            def f(a, b):
+                y = torch.sin(a) * 2 + b
+                return y, (y * 3).t()
+
+            be = fb.make_backend("fgrun")
+            a = torch.randn(24, 40).t()  # [40, 24], strides (1, 40)
+            b = torch.randn(40, 24)
+            got = torch.compile(f, backend=be, dynamic=False)(a, b)
+            ref = f(a, b)
+            for g, r in zip(got, ref):
+                self.assertTrue(close(g, r))
+                self.assertEqual(g.stride(), r.stride())
+            self.assertEqual(be.stats.regions, 1)
+            self.assertEqual(be.stats.calls, 1)
+            self.assertEqual(be.stats.inputs_passed, 2)
+            self.assertEqual(dict(be.stats.inputs_copied), {})
+            self.assertEqual(dict(be.stats.results_restrided), {})
+            (text,) = self._region_texts(cache)
+            self.assertIn("v0: f32[40, 24] layout=[1, 0], v1: f32[40, 24])", text)
+            self.assertRegex(text, r"v\d+ = permute\(v\d+, dims=\[1, 0\]\)\n  return ")
+        finally:
+            os.environ["FUSEC_BACKEND_CACHE"] = CACHE
+
+    def test_layout_mismatch_at_call_time(self):
+        """A region compiled for a transposed input, called with a row-major
+        tensor (and with a slice, not dense): the input is copied into the
+        compiled layout (counted, by reason) and the results are right."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def f(a):
+            return torch.exp(a) + a.sum(dim=1, keepdim=True)
+
+        gm = make_fx(f, tracing_mode="fake")(torch.randn(24, 40).t())
+        be_stats = fb.Stats()
+        run = fb.compile_aten_graph(gm, None, runner="fgrun", stats=be_stats)
+        r = next(iter(run.fusec_partitioned.regions.values()))
+        self.assertEqual(r.in_layouts, [(1, 0)])
+        x = torch.randn(40, 24)
+        for arg, why in ((x.t().contiguous().t(), None), (x, "another dim order"),
+                         (torch.randn(40, 48)[:, ::2], "not dense")):
+            got = run(arg)
+            got = got[0] if isinstance(got, (tuple, list)) else got
+            self.assertTrue(close(got, f(arg)), why)
+            if why:
+                self.assertEqual(be_stats.inputs_copied["input (%s)" % why], 1, be_stats.copies())
+        self.assertEqual(be_stats.inputs_passed, 1)
+        self.assertEqual(sum(be_stats.inputs_copied.values()), 2)
+        # what is handed to fusec: the compiled layout's strides, whatever came in
+        io = fb._RegionIO(r, None, fb.Stats())
+        (t,) = io.inputs((x,))
+        self.assertEqual(t.stride(), (1, 40))
+        self.assertTrue(torch.equal(t, x))
+
 
 if __name__ == "__main__":
     unittest.main()
