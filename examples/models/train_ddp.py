@@ -284,6 +284,8 @@ def main(argv=None):
     ap.add_argument("--global-batch", type=int, default=None, help="sequences a step (default 16 small, 4 tiny)")
     ap.add_argument("--micro-batch", type=int, default=None, help="sequences a forward (default 8 small, 2 tiny)")
     ap.add_argument("--seq", type=int, default=None, help="default: the config's block size")
+    ap.add_argument("--vocab-size", type=int, default=None, help="the config's vocabulary (tests: a tiny model "
+                    "large enough for DDPOptimizer's buckets of at least 1 MB)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--lr", type=float, default=6e-4)
@@ -305,6 +307,8 @@ def main(argv=None):
     args.modes = [m for m in args.modes.split(",") if m]
     args.profile_modes = set(args.profile_modes.split(","))
     cfg = GPTConfig.small() if small else GPTConfig.tiny()
+    if args.vocab_size:
+        cfg.vocab_size = args.vocab_size
     args.seq = args.seq or cfg.block_size
 
     cuda = not args.cpu

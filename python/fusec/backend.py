@@ -201,7 +201,8 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
         ptx, why = compile_region(_region_text(r), fusec, stats)
         if ptx is None:
             stats.refused += stats.missing == missing
-            _log.warning("fusec.backend: region %s stays in PyTorch; fusec refused it:\n%s", r.name, why)
+            _log.warning("fusec.backend: region %s stays in PyTorch; %s:\n%s", r.name,
+                         "fusec refused it" if stats.missing == missing else "missing", why)
             continue
         stats.regions += 1
         stats.region_ops += len(r.ops)
