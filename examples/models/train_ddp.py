@@ -252,8 +252,9 @@ def summary(res, args):
             lines.append("  %-8s FAILED: %s" % (mode, r["error"][:300]))
             continue
         cmp = []
-        for what, d in (("eager", r.get("loss_vs_eager")), ("1-GPU eager", r.get("loss_vs_reference")),
-                        ("1-GPU same mode", r.get("loss_vs_reference_mode"))):
+        w = "world-%s run's" % (res["reference"] or {}).get("world_size")
+        for what, d in (("eager", r.get("loss_vs_eager")), (w + " eager", r.get("loss_vs_reference")),
+                        (w + " same mode", r.get("loss_vs_reference_mode"))):
             if d is not None:
                 cmp.append("vs %s %.1e" % (what, d))
         lines.append("  %-8s loss %.4f -> %.4f (%s)%s; step %.2f ms median (ranks: %s), %.0f tokens/s; first step "
@@ -262,6 +263,8 @@ def summary(res, args):
                          "" if r.get("loss_ok", True) else " OVER %.0e" % args.loss_tol, r["step_ms_median"],
                          " ".join("%.2f" % t for t in r["step_ms_median_per_rank"]), r["tokens_per_s"],
                          r["first_step_s"], r["graph_breaks"]))
+        if r["break_reasons"]:
+            lines.append("      graph breaks: %s" % "; ".join(b.splitlines()[0][:100] for b in r["break_reasons"]))
         if mode == "fusec":
             f = r["fusec_per_rank"]
             lines.append("      fusec per rank: %s" % "; ".join(
@@ -342,9 +345,11 @@ def main(argv=None):
     if args.reference:
         with open(args.reference) as f:
             ref = json.load(f)
-    res = {"world_size": world, "torch": torch.__version__, "gpus": gather(
-        torch.cuda.get_device_name(local_rank) if cuda else "cpu"), "optimize_ddp": args.optimize_ddp,
-        "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}, "modes": {}}
+    res = {"world_size": world, "torch": torch.__version__,
+           "gpus": gather(torch.cuda.get_device_name(local_rank) if cuda else "cpu"),
+           "optimize_ddp": args.optimize_ddp,
+           "reference": {"path": args.reference, "world_size": ref["world_size"]} if ref else None,
+           "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}, "modes": {}}
 
     torch.manual_seed(0)
     init = {k: v.clone() for k, v in GPT(cfg).state_dict().items()}
@@ -375,7 +380,12 @@ def main(argv=None):
         r["step_ms_median_per_rank"] = gather(r["step_ms_median"])
         if mode == "fusec":
             r["fusec_per_rank"] = gather(r["fusec"])
-        eager = res["modes"].get("eager", {}).get("losses")
+        res["modes"][mode] = r
+        write()
+    eager = res["modes"].get("eager", {}).get("losses")
+    for mode, r in res["modes"].items():  # the losses against eager's (any order of modes) and the reference's
+        if "error" in r:
+            continue
         r["loss_vs_eager"] = max_rel(r["losses"], eager) if mode != "eager" else None
         if ref:
             r["loss_vs_reference"] = max_rel(r["losses"], ref["modes"].get("eager", {}).get("losses"))
@@ -383,8 +393,6 @@ def main(argv=None):
         diffs = [d for d in (r["loss_vs_eager"], r.get("loss_vs_reference"), r.get("loss_vs_reference_mode"))
                  if d is not None]
         r["loss_ok"] = all(d <= args.loss_tol for d in diffs)
-        res["modes"][mode] = r
-        write()
     res["summary"] = summary(res, args)
     if rank == 0:
         print(res["summary"], flush=True)
