@@ -364,7 +364,9 @@ ddp() {
   if [ "$(ls "$FUSEC_BACKEND_PENDING" | wc -l)" = 0 ]; then
     ddp_run 1 ddp1 --modes "${FG_DDP_1GPU_MODES:-eager,default,fusec}" --reference "$LOG/ddp$n.json"
   fi
-  [ "${FG_DDP_OPTIMIZER:-1}" = 1 ] && ddp_run "$n" ddp${n}_opt --modes fusec,default --optimize-ddp ddp_optimizer
+  # losses against the first run's (its eager)
+  [ "${FG_DDP_OPTIMIZER:-1}" = 1 ] && ddp_run "$n" ddp${n}_opt --modes fusec,default --optimize-ddp ddp_optimizer \
+    $([ -f "$LOG/ddp$n.json" ] && echo --reference "$LOG/ddp$n.json")
   np=$(ls "$FUSEC_BACKEND_PENDING" | grep -c '\.fg$')
   tar czf "$OUT/ddp_pending.tgz" -C "$LOG" pending
   echo "ddp: $np regions missing from the cache, in \$OUT/ddp_pending.tgz (there: tar xzf it, then" \
