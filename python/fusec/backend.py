@@ -21,6 +21,13 @@ make_backend(runner="prepare") only compiles the regions into the cache and
 leaves them to PyTorch (to fill the cache on a machine with fusec, for a GPU
 machine without it: examples/models/train_step.py --prepare).
 
+On a machine without fusec, a region missing from the cache stays in
+PyTorch (Stats.missing); with $FUSEC_BACKEND_PENDING=DIR its text is written
+to DIR/<hash>.fg (atomically: the ranks of a distributed run may write the
+same region at once), for `python -m fusec.backend fill DIR` on a machine
+with fusec. $FUSEC_BACKEND_COMPILE=0 makes a machine with fusec behave as
+one without (tests of that flow).
+
 A region's cache key is the hash of its text with values named v0, v1, ...
 (partition(canonical=True)), so the same region traced on another device,
 where PyTorch's attention kernels give the graph other node names, or in
@@ -95,6 +102,8 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
             stats.cache_hits += 1
         return ptx, None
     try:
+        if os.environ.get("FUSEC_BACKEND_COMPILE") == "0":  # behave as a machine without fusec (tests)
+            raise FileNotFoundError("fusec.backend: compiling is off (FUSEC_BACKEND_COMPILE=0)")
         fusec = fusec or _export.find_tool("fusec")
     except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
         if stats:
@@ -102,8 +111,7 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
         pending = os.environ.get("FUSEC_BACKEND_PENDING")
         if pending:  # for a machine with fusec to compile: `python -m fusec.backend fill`
             os.makedirs(pending, exist_ok=True)
-            with open(os.path.join(pending, h + ".fg"), "w") as f:
-                f.write(fg_text)
+            _write_atomic(os.path.join(pending, h + ".fg"), fg_text)
         return None, "%s (and the region is not in the cache %s)" % (err, d)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         fg = os.path.join(tmp, "region.fg")
@@ -114,11 +122,19 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
         if r.returncode != 0:
             return None, r.stderr.strip()
         os.replace(out, ptx)  # atomic: a concurrent process sees the whole artifact or none
-        with open(os.path.join(d, h + ".fg"), "w") as f:
-            f.write(fg_text)
+        os.replace(fg, os.path.join(d, h + ".fg"))
     if stats:
         stats.compiled += 1
     return ptx, None
+
+
+def _write_atomic(path, text):
+    """Writes `path` whole or not at all: several processes (the ranks of a
+    distributed run) may record the same region at once."""
+    tmp = "%s.%d.%d.tmp" % (path, os.getpid(), threading.get_ident())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _region_text(r):
@@ -304,7 +320,8 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
         ptx, why = compile_region(_region_text(r), fusec, stats)
         if ptx is None:
             stats.refused += stats.missing == missing
-            _log.warning("fusec.backend: region %s stays in PyTorch; fusec refused it:\n%s", r.name, why)
+            _log.warning("fusec.backend: region %s stays in PyTorch; %s:\n%s", r.name,
+                         "fusec refused it" if stats.missing == missing else "missing", why)
             continue
         stats.regions += 1
         stats.region_ops += len(r.ops)

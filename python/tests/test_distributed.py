@@ -15,10 +15,21 @@ regions run through fusec's interpreter (make_backend(runner="fgrun")).
   pointwise work on either side is fusec's, forward and backward equal
   eager on both ranks.
 
+- examples/models/train_ddp.py under torchrun (2 processes, --cpu: gloo,
+  the regions through the interpreter), tiny GPT-2: the region-cache flow
+  of a machine without fusec (FUSEC_BACKEND_COMPILE=0: both ranks record
+  the missing regions in one FUSEC_BACKEND_PENDING directory, the run stops
+  at once with --require-cache, `python -m fusec.backend fill` compiles
+  them, the second run finds every region), the 2-process losses against a
+  1-process run at the same global batch (gradient accumulation), eager's
+  and fusec's; and Dynamo's DDPOptimizer (graphs cut at the buckets).
+
 Run: python3 python/tests/test_distributed.py [-v]. Exit 77 (skipped)
 without torch, torch.distributed's gloo or the built tools.
 """
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -160,6 +171,79 @@ class DistributedTest(unittest.TestCase):
             self.assertIn("_c10d_functional.all_reduce.default", out["collectives"], out)
             self.assertIn("_c10d_functional.wait_tensor.default", out["collectives"], out)
             self.assertGreaterEqual(out["regions"], 2, out)  # before and after the all-reduce
+
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TRAIN_DDP = os.path.join(ROOT, "examples", "models", "train_ddp.py")
+
+
+def torchrun(nproc, args, env=None, expect=0):
+    """examples/models/train_ddp.py under torchrun on the CPU; the JSON it wrote."""
+    out = os.path.join(tempfile.mkdtemp(prefix="fusec-ddp-"), "res.json")
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.join(ROOT, "python"), **(env or {}))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=%d" % nproc, TRAIN_DDP,
+           "--cpu", "--size", "tiny", "--warmup", "1", "--profile-steps", "0", "--out", out] + args
+    r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=800)
+    if r.returncode != expect:
+        raise AssertionError("%s: exit %d (expected %d)\n%s\n%s" % (" ".join(cmd), r.returncode, expect,
+                                                                     r.stdout[-4000:], r.stderr[-4000:]))
+    with open(out) as f:
+        return json.load(f)
+
+
+class TrainDDPTest(unittest.TestCase):
+    """examples/models/train_ddp.py on the CPU, 2 processes over gloo."""
+
+    def test_cache_flow_and_losses(self):
+        tmp = tempfile.mkdtemp(prefix="fusec-ddp-flow-")
+        cache, pending = os.path.join(tmp, "cache"), os.path.join(tmp, "pending")
+        nofusec = {"FUSEC_BACKEND_CACHE": cache, "FUSEC_BACKEND_PENDING": pending, "FUSEC_BACKEND_COMPILE": "0"}
+        steps = ["--steps", "3"]
+        # 1. a machine without fusec: both ranks record what they miss, the run stops after one step
+        # (train_ddp exits 3; torchrun says 1 for any failed rank)
+        res = torchrun(2, steps + ["--modes", "fusec", "--require-cache"], nofusec, expect=1)
+        self.assertTrue(res["modes"]["fusec"].get("missing"), res["modes"])
+        names = sorted(os.listdir(pending))
+        self.assertGreater(len(names), 0)
+        self.assertEqual([n for n in names if not n.endswith(".fg")], [], "left-over partial files")
+        # 2. here: compile them
+        import fusec.backend as fb
+
+        self.assertEqual(fb.fill(pending, directory=cache), len(names))
+        # 3. the 1-process reference (two micro-batches a step) and the 2-process run from the cache
+        ref = torchrun(1, steps + ["--modes", "eager"], {"FUSEC_BACKEND_CACHE": cache})
+        self.assertEqual(ref["args"]["accum"], 2)
+        refpath = os.path.join(tmp, "ref.json")
+        with open(refpath, "w") as f:
+            json.dump(ref, f)
+        res = torchrun(2, steps + ["--modes", "eager,fusec", "--require-cache", "--reference", refpath], nofusec)
+        self.assertEqual(res["world_size"], 2)
+        self.assertEqual(res["args"]["accum"], 1)
+        # DDP's all-reduce of the mean gradient = the 1-process accumulation of halves: the same step
+        self.assertLess(res["modes"]["eager"]["loss_vs_reference"], 1e-5, res["summary"])
+        f = res["modes"]["fusec"]
+        self.assertLess(f["loss_vs_eager"], 1e-3, res["summary"])
+        self.assertLess(f["loss_vs_reference"], 1e-3, res["summary"])
+        self.assertEqual(len(f["losses"]), 3)
+        for r in f["fusec_per_rank"]:
+            self.assertEqual((r["missing"], r["refused"], r["compiled"]), (0, 0, 0), r)
+            self.assertGreater(r["regions"], 0, r)
+            self.assertEqual(r["cache_hits"], r["regions"], r)
+            self.assertEqual(r["graphs"], 2, r)  # optimize_ddp off: one forward, one backward
+        self.assertEqual(f["unique_graphs"], 1)
+        self.assertEqual(sorted(os.listdir(pending)), names, "the second run recorded more regions")
+
+    def test_ddp_optimizer(self):
+        # a vocabulary of 8192 makes the tiny model 2.6 MB: DDPOptimizer's buckets are at least 1 MB
+        cache = tempfile.mkdtemp(prefix="fusec-ddp-opt-")
+        res = torchrun(2, ["--steps", "2", "--modes", "eager,fusec", "--optimize-ddp", "ddp_optimizer",
+                           "--bucket-mb", "1", "--vocab-size", "8192"], {"FUSEC_BACKEND_CACHE": cache})
+        f = res["modes"]["fusec"]
+        self.assertLess(f["loss_vs_eager"], 1e-3, res["summary"])
+        for r in f["fusec_per_rank"]:
+            self.assertGreaterEqual(r["graphs"], 4, r)  # cut at a bucket: forward and backward of each part
+            self.assertEqual(r["refused"], 0, r)
+            self.assertGreater(r["regions"], 0, r)
 
 
 if __name__ == "__main__":

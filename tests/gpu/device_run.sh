@@ -353,7 +353,53 @@ python_checks() {
     python3 tests/gpu/python_symbolic.py .gpu/ptx/bench__symbolic.ptx 2>&1 | tail -3 | tee "$LOG/python_symbolic.txt"
 }
 
+# GPT-2 small data-parallel (examples/models/train_ddp.py; docs/pytorch.md,
+# "More than one GPU"): torchrun on FG_DDP_NPROC (2) GPUs, eager /
+# torch.compile default / fusec, optimize_ddp off, then the same global
+# batch on one GPU (two micro-batches a step; FG_DDP_1GPU_MODES, default all
+# three), losses compared; then, unless FG_DDP_OPTIMIZER=0, Dynamo's
+# DDPOptimizer (graphs cut at DDP's buckets: regions of their own). Regions
+# come from $FUSEC_BACKEND_CACHE (default .gpu/models, carried from the build
+# machine); every rank writes those missing to $LOG/pending, packed into
+# $OUT/ddp_pending.tgz for `python3 -m fusec.backend fill` there. A run
+# that misses any stops after fusec's first step (--require-cache).
+# FG_DDP_ARGS: more flags for every run (e.g. "--steps 30").
+ddp() {
+  local n=${FG_DDP_NPROC:-2} ext np
+  ext=$(ls build-gpu/python/fusec/_fgcall*.so 2>/dev/null | head -1)
+  export FUSEC_BACKEND_CACHE=${FUSEC_BACKEND_CACHE:-$PWD/.gpu/models} FUSEC_BACKEND_PENDING=$LOG/pending \
+    FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0}
+  # NVLink multicast stays off (the machines' rule: KINDS.md)
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+  mkdir -p "$FUSEC_BACKEND_PENDING"
+  echo "ddp: cache $FUSEC_BACKEND_CACHE ($(ls "$FUSEC_BACKEND_CACHE"/*.ptx 2>/dev/null | wc -l) regions)," \
+    "$(python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.device_count(), "GPUs")')"
+  ddp_run() { # NPROC NAME FLAGS...: one torchrun, its log and JSON
+    local np=$1 name=$2 rc
+    shift 2
+    timeout "${FG_DDP_TIMEOUT:-500}" python3 -m torch.distributed.run --standalone --nproc_per_node="$np" examples/models/train_ddp.py \
+      --require-cache --out "$LOG/$name.json" ${FG_DDP_ARGS:-} "$@" >"$LOG/$name.log" 2>&1
+    rc=$?
+    grep -E '^(==|  [a-z]|      |FAIL|train_ddp)' "$LOG/$name.log" | grep -vE '^  [a-z]+ +step +[0-9]' | tee "$LOG/$name.summary"
+    cp "$LOG/$name.json" "$OUT/" 2>/dev/null
+    echo "ddp $name: exit $rc"
+    [ "$rc" = 0 ] || tail -5 "$LOG/$name.log" | sed 's/^/    /'
+  }
+  ddp_run "$n" ddp$n --modes fusec,eager,default
+  if [ "$(ls "$FUSEC_BACKEND_PENDING" | wc -l)" = 0 ]; then
+    ddp_run 1 ddp1 --modes "${FG_DDP_1GPU_MODES:-eager,default,fusec}" --reference "$LOG/ddp$n.json"
+  fi
+  # losses against the first run's (its eager)
+  [ "${FG_DDP_OPTIMIZER:-1}" = 1 ] && ddp_run "$n" ddp${n}_opt --modes fusec,default --optimize-ddp ddp_optimizer \
+    $([ -f "$LOG/ddp$n.json" ] && echo --reference "$LOG/ddp$n.json")
+  np=$(ls "$FUSEC_BACKEND_PENDING" | grep -c '\.fg$')
+  tar czf "$OUT/ddp_pending.tgz" -C "$LOG" pending
+  echo "ddp: $np regions missing from the cache, in \$OUT/ddp_pending.tgz (there: tar xzf it, then" \
+    "FUSEC_BIN_DIR=build/tools FUSEC_BACKEND_CACHE=\$PWD/.gpu/models python3 -m fusec.backend fill pending)"
+}
+
 case $what in
+  ddp) ddp ;;
   python) python_checks ;;
   profile) profile ;;
   loadtime) loadtime ;;
