@@ -79,6 +79,25 @@ def sig_with(sig, params, chosen, value):
     return "".join(pieces)
 
 
+def attrs_with_t(text, v):
+    """The leading size v written as T in the attributes where a user of
+    symbolic sizes writes T: the first entry of a reshape's, broadcast's or
+    expand's shape and of a slice's ends (v itself: T; a multiple k*v, a
+    reshape that merges T with the dims after it: k*T)."""
+    def lead(mm):
+        n = int(mm.group(2))
+        if n == v:
+            return mm.group(1) + "T,"
+        return mm.group(1) + "%d*T," % (n // v)
+    def entry(mm):
+        n = int(mm.group(2))
+        return lead(mm) if n % v == 0 and n >= v else mm.group(0)
+    out = re.sub(r"(\b(?:shape|ends)=\[)\s*(\d+)\s*,", entry, text)
+    # a one-entry shape (flattening to rank 1: [B*T] -> k*T)
+    return re.sub(r"(\bshape=\[)\s*(\d+)\s*\]",
+                  lambda mm: (lead(mm)[:-1] + "]") if int(mm.group(2)) % v == 0 else mm.group(0), out)
+
+
 def compile_ok(fusec, fg, ptx):
     p = subprocess.run([fusec, fg, "-o", ptx], capture_output=True, text=True)
     return p.returncode == 0, (p.stderr or p.stdout).strip().splitlines()[:1]
@@ -114,32 +133,41 @@ def prepare(fusec, out, only=None):
             entry["refused"] = "no leading static dim"
             plan.append(entry)
             continue
-        v = int(lead[0][2][0])
-        cand = [i for i, p in enumerate(params) if p[2] and p[2][0] == str(v)]
-        R = max(65536, 2 * v)
-        chosen, why, body_t = None, None, text
+        # the leading size: dim 0 of the first parameter, else of a later
+        # one (an embedding's token ids after its vocabulary table)
+        vs = []
+        for p in lead:
+            if p[2][0].isdigit() and int(p[2][0]) not in vs:
+                vs.append(int(p[2][0]))
+        chosen, why, body_t, v = None, None, text, None
         fg = os.path.join(out, name + ".try.fg")
-        # every subset containing the first parameter, largest first
-        first = cand[0]
-        rest = cand[1:][:6]
-        subsets = []
-        for k in range(len(rest), -1, -1):
-            for c in itertools.combinations(rest, k):
-                subsets.append((first,) + c)
-        # the leading size written in attributes (a reshape's or broadcast's
-        # shape, a slice's ends) is T where a user of symbolic sizes writes T
-        with_attrs = re.sub(r"(\b(?:shape|ends)=\[)\s*%d\s*," % v, r"\1T,", text)
-        for body in [text] + ([with_attrs] if with_attrs != text else []):
-            for c in subsets:
-                sig = sig_with(m.group(2), params, set(c), "T")
-                g = with_sig(body, first_graph(body), name + "_sym8", "<T: 1..%d %%8>" % R, sig)
-                with open(fg, "w") as f:
-                    f.write(g)
-                ok, msg = compile_ok(fusec, fg, os.path.join(out, name + ".try.ptx"))
-                if ok:
-                    chosen, body_t = c, body
+        for v in vs:
+            cand = [i for i, p in enumerate(params) if p[2] and p[2][0] == str(v)]
+            R = max(65536, 2 * v)
+            # every subset containing the first parameter, largest first
+            first = cand[0]
+            rest = cand[1:][:6]
+            subsets = []
+            for k in range(len(rest), -1, -1):
+                for c in itertools.combinations(rest, k):
+                    subsets.append((first,) + c)
+            with_attrs = attrs_with_t(text, v)
+            for body in [text] + ([with_attrs] if with_attrs != text else []):
+                for c in subsets:
+                    sig = sig_with(first_graph(body).group(2), params, set(c), "T")
+                    g = with_sig(body, first_graph(body), name + "_sym8", "<T: 1..%d %%8>" % R, sig)
+                    with open(fg, "w") as f:
+                        f.write(g)
+                    ok, msg = compile_ok(fusec, fg, os.path.join(out, name + ".try.ptx"))
+                    if ok:
+                        chosen, body_t = c, body
+                        break
+                    # the reason given: the most symbolic try (every candidate
+                    # parameter, T written in the attributes) of the first size
+                    if why is None or (body is with_attrs and c == subsets[0] and v == vs[0]):
+                        why = msg[0] if msg else "fusec failed"
+                if chosen is not None:
                     break
-                why = msg[0] if msg else "fusec failed"
             if chosen is not None:
                 break
         for f in (fg, os.path.join(out, name + ".try.ptx")):
@@ -159,7 +187,9 @@ def prepare(fusec, out, only=None):
         ]
         for s in sizes:
             # the static graph at size s: the symbolic text with T written as s
-            st = re.sub(r"\bT\b", str(s), with_sig(body_t, mt, "%s_s%d" % (name, s), "", sig_t))
+            st = with_sig(body_t, mt, "%s_s%d" % (name, s), "", sig_t)
+            st = re.sub(r"\b(\d+)\*T\b", lambda mm: str(int(mm.group(1)) * s), st)
+            st = re.sub(r"\bT\b", str(s), st)
             graphs.append(st)
         fgpath = os.path.join(out, name + ".fg")
         with open(fgpath, "w") as f:

@@ -521,7 +521,8 @@ static bool takes_size_exprs(const fg_op *op, const fg_attr_spec *sp) {
     const char *op, *attr;
   } ok[] = {
       {"slice", "starts"}, {"slice", "ends"},   {"pad", "pad"},    {"reshape", "shape"},
-      {"view", "shape"},   {"expand", "shape"}, {"full", "shape"}, {"broadcast_in_dim", "shape"}};
+      {"view", "shape"},   {"expand", "shape"}, {"full", "shape"}, {"broadcast_in_dim", "shape"},
+      {"iota", "length"}};
   for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
     if (strcmp(op->name, ok[i].op) == 0 && strcmp(sp->name, ok[i].attr) == 0)
       return true;
@@ -725,6 +726,32 @@ static int parse_attr(parser *ps, const fg_op *op, fg_attr *attrs) {
   return convert_attr(ps, op, &op->attrs[idx], &a, &attrs[idx]);
 }
 
+/* Whether the operand at the current token is a size expression (`T`,
+ * `T-1`, `2*T+1`: iota's length, docs/format.md 3.2.1): a size of the graph
+ * (sizes are a namespace of their own; a value of that name could not be
+ * iota's length anyway), or K*NAME. */
+static bool is_size_operand(parser *ps) {
+  const fg_token *t = &ps->tok;
+  if (t->kind == FG_TOK_INT)
+    return peek(ps)->kind == FG_TOK_STAR;
+  return t->kind == FG_TOK_IDENT && !is_keyword(t) && peek(ps)->kind != FG_TOK_LPAREN &&
+         fg_graph_sym(ps->g, tok_name(ps, t->text, t->len)) != NULL;
+}
+
+/* iota(T): the size expression as the one entry of attribute `length`. */
+static int parse_iota_length(parser *ps, const fg_op *op, fg_attr *attrs) {
+  int idx = fg_op_attr_index(op, "length");
+  aval a, list;
+  if (idx < 0 || !parse_aval(ps, &a))
+    return 0;
+  memset(&list, 0, sizeof list);
+  list.kind = AV_LIST;
+  list.loc = a.loc;
+  list.n = 1;
+  list.items = &a;
+  return convert_attr(ps, op, &op->attrs[idx], &list, &attrs[idx]);
+}
+
 /* NAME '(' args ')' with the current token at NAME. */
 static int parse_call(parser *ps, expr *e) {
   fg_token name = ps->tok;
@@ -747,6 +774,9 @@ static int parse_call(parser *ps, expr *e) {
     if (ps->tok.kind == FG_TOK_IDENT && peek(ps)->kind == FG_TOK_EQUAL) {
       seen_attr = 1;
       ok = parse_attr(ps, op, attrs);
+    } else if (op->code == FG_OP_IOTA && in.n == 0 && !seen_attr && is_size_operand(ps)) {
+      ok = parse_iota_length(ps, op, attrs);
+      seen_attr = 1;
     } else {
       if (seen_attr) {
         ok = fail(ps, ps->tok.loc, "positional operand after an attribute");

@@ -1088,16 +1088,43 @@ static bool infer_full(fg_node *n, fg_diag *d) {
   return true;
 }
 
+/* iota(n), n an integer literal operand, or iota(T) (no operand, the
+ * length in attribute `length`: an expression of a symbolic size, or its
+ * value once the size is bound; docs/format.md 3.2.1). */
 static bool infer_iota(fg_node *n, fg_diag *d) {
-  double len;
-  const fg_value *v = n->in[0];
-  if (!fg_value_is_literal(v, &len) || v->def->attrs[0].kind != FG_ATTR_INT) {
-    fg_error(d, n->loc, "the length of 'iota' must be an integer literal");
+  const fg_attr *la = fg_node_attr(n, "length");
+  bool has_len = la && la->kind == FG_ATTR_INTS;
+  fg_dim len = {0};
+  if (n->nin == 1 && has_len) {
+    fg_error(d, attr_loc(n, "length"),
+             "'iota' takes its length once: an operand or attribute 'length', not both");
     return false;
   }
-  int64_t k = v->def->attrs[0].i;
-  if (k < 0) {
-    fg_error(d, n->loc, "the length of 'iota' must not be negative (got %" PRId64 ")", k);
+  if (n->nin == 0 && !has_len) {
+    fg_error(d, n->loc,
+             "'iota' needs a length: iota(n), n an integer literal or a size "
+             "expression such as T");
+    return false;
+  }
+  if (has_len) {
+    if (la->n != 1) {
+      fg_error(d, attr_loc(n, "length"), "attribute 'length' of 'iota' has one entry, got %d",
+               la->n);
+      return false;
+    }
+    len = fg_attr_dim(la, 0);
+  } else {
+    double lit;
+    const fg_value *v = n->in[0];
+    if (!fg_value_is_literal(v, &lit) || v->def->attrs[0].kind != FG_ATTR_INT) {
+      fg_error(d, n->loc,
+               "the length of 'iota' must be an integer literal or a size expression such as T");
+      return false;
+    }
+    len = fg_dim_affine(NULL, 0, v->def->attrs[0].i);
+  }
+  if (!len.sym && len.size < 0) {
+    fg_error(d, n->loc, "the length of 'iota' must not be negative (got %" PRId64 ")", len.size);
     return false;
   }
   fg_dtype dt = fg_node_attr(n, "dtype")->dtype;
@@ -1105,7 +1132,9 @@ static bool infer_iota(fg_node *n, fg_diag *d) {
     fg_error(d, attr_loc(n, "dtype"), "'iota' needs a numeric dtype");
     return false;
   }
-  n->out[0]->type = fg_type_tensor(dt, 1, &k);
+  int64_t one = 1;
+  n->out[0]->type = fg_type_tensor(dt, 1, &one);
+  n->out[0]->type.dims[0] = len;
   return true;
 }
 

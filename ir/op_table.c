@@ -319,11 +319,15 @@ const fg_op fg_ops[FG_OP_COUNT] = {
           ATTRS(A_REQ("shape", FG_AT_INTS), A_REQ("value", FG_AT_SCALAR),
                 A_OPT("dtype", FG_AT_DTYPE)),
           fg_interp_full),
-    OTHER(FG_OP_IOTA, "iota", FG_KIND_CREATION, 1, 1, 1,
-          ATTRS({.name = "dtype",
-                 .type = FG_AT_DTYPE,
-                 .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_I64}}),
-          fg_interp_iota),
+    /* iota(n) with n an integer literal operand, or iota(T) with a length
+     * that is an expression of a symbolic size: no operand, the expression
+     * in `length` (one entry; docs/format.md 3.2.1) */
+    OTHER(
+        FG_OP_IOTA, "iota", FG_KIND_CREATION, 0, 1, 1,
+        ATTRS(
+            {.name = "dtype", .type = FG_AT_DTYPE, .def = {.kind = FG_ATTR_DTYPE, .dtype = FG_I64}},
+            A_OPT("length", FG_AT_INTS)),
+        fg_interp_iota),
 
     OTHER(FG_OP_SEGMENT_SET, "segment_set", FG_KIND_CONTROL, 1, 1, 1, NOATTRS, fg_interp_view),
 

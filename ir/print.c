@@ -262,8 +262,17 @@ static void print_node(FILE *f, const namer *nm, const fg_node *n) {
       fputs(", ", f);
     print_use(f, nm, n->in[i]);
   }
+  /* iota(T): its length (attribute `length`, one entry) as the operand */
+  int len_at = n->op->code == FG_OP_IOTA && !n->nin ? fg_op_attr_index(n->op, "length") : -1;
+  if (len_at >= 0 && n->attrs[len_at].kind == FG_ATTR_INTS && n->attrs[len_at].n == 1) {
+    char db[96];
+    fputs(fg_dim_str(fg_attr_dim(&n->attrs[len_at], 0), db, sizeof db), f);
+    first = 0;
+  } else {
+    len_at = -1;
+  }
   for (int i = 0; i < n->op->nattrs; i++) {
-    if (n->attrs[i].kind == FG_ATTR_NONE)
+    if (n->attrs[i].kind == FG_ATTR_NONE || i == len_at)
       continue;
     fprintf(f, "%s%s=", first ? "" : ", ", n->op->attrs[i].name);
     print_literal_attr(f, &n->attrs[i]);

@@ -34,14 +34,61 @@ static bool collides(const fg_graph *g, int64_t q) {
   return false;
 }
 
+/* The smallest placeholder of the plain lowering: a static offset below it
+ * is never read as a multiple of it. */
+#define PLAIN_MAX_OFF 1000003
+
+/* Whether the view node n, on an input whose leading dim is T, keeps T as
+ * it is: a slice from 0 to T along dim 0, a pad of nothing along it, a cat
+ * along another dim (RoPE's halves, a head's q/k/v), with a static offset
+ * along the other dims below the plain placeholder. Such a view needs no
+ * expression of T: its offset and its other sizes are static. */
+static bool keeps_leading(const fg_node *n) {
+  const fg_type *in = &n->in[0]->type;
+  fg_opcode c = n->op->code;
+  if (c == FG_OP_CAT) {
+    int64_t dim = fg_attr_int(n, "dim");
+    return (dim < 0 ? dim + in->rank : dim) != 0;
+  }
+  if (c == FG_OP_PAD) {
+    const fg_attr *p = fg_node_attr(n, "pad");
+    return p->n >= 2 && !fg_attr_has_sym(p) && p->ints[0] == 0 && p->ints[1] == 0;
+  }
+  /* FG_OP_SLICE */
+  const fg_attr *st = fg_node_attr(n, "starts");
+  const fg_attr *sp = fg_node_attr(n, "steps");
+  const fg_type *out = &n->out[0]->type;
+  if (st->n != in->rank || (st->syms && st->syms[0].sym) || st->ints[0] != 0 ||
+      (sp && sp->kind == FG_ATTR_INTS && sp->n && sp->ints[0] != 1) || !out->rank ||
+      !fg_dim_eq(out->dims[0], in->dims[0]))
+    return false;
+  int64_t strides[FG_MAX_RANK], off = 0;
+  fg_type_strides(in, strides);
+  for (int k = 1; k < in->rank; k++) {
+    int64_t z = in->dims[k].size, b = st->ints[k];
+    b = b < 0 ? b + z : b;
+    b = b < 0 ? 0 : b > z ? z : b;
+    if (strides[k] && b > (PLAIN_MAX_OFF - 1 - off) / strides[k])
+      return false;
+    off += b * strides[k];
+  }
+  return true;
+}
+
 /* Whether g needs extents a*T + b (fg_sym_lowering.affine): a size that is
  * an expression of T other than T itself, an attribute that writes one, or
- * a view that moves along T (a slice's start, a pad, a cat). */
+ * a view that moves along T (a slice's start, a pad, a cat along it). An
+ * attribute that writes T itself (`shape=[T, 8, 64]`, `ends=[T, 64]`) and
+ * a view along the other dims (keeps_leading) need none. */
 static bool needs_affine(const fg_graph *g) {
   for (const fg_node *n = g->first; n; n = n->next) {
     for (int i = 0; i < n->op->nattrs; i++)
       if (fg_attr_has_sym(&n->attrs[i]))
-        return true;
+        for (int k = 0; k < n->attrs[i].n; k++) {
+          fg_dim x = n->attrs[i].syms[k];
+          if (x.sym && (fg_dim_mul(x) != 1 || x.off))
+            return true;
+        }
     for (int o = 0; o < n->nout; o++)
       for (int k = 0; k < n->out[o]->type.rank; k++) {
         fg_dim x = n->out[o]->type.dims[k];
@@ -49,7 +96,7 @@ static bool needs_affine(const fg_graph *g) {
           return true;
       }
     fg_opcode c = n->op->code;
-    if (c == FG_OP_SLICE || c == FG_OP_PAD || c == FG_OP_CAT)
+    if ((c == FG_OP_SLICE || c == FG_OP_PAD || c == FG_OP_CAT) && !keeps_leading(n))
       for (int i = 0; i < n->nin; i++)
         if (n->in[i]->type.rank && n->in[i]->type.dims[0].sym)
           return true;
