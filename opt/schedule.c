@@ -1292,18 +1292,47 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
  * arrives last). Tensors sized by the symbolic size are not considered: their size is known only at
  * run time. */
 
-/* Whether k's CTAs can take their work in descending order. */
-static bool reversible(const fg_kernel *k) {
-  return k->grid[0] > 1 && !k->grid_runtime &&
-         (k->kind == FG_KERNEL_POINTWISE || (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails));
+/* More than one wave of CTAs: the CTAs launched last take the last part
+ * of the domain. In one wave, every CTA reads its share at once. */
+static bool several_waves(const fg_plan *p, const fg_kernel *k) {
+  return fg_kernel_cost(p, k, p->target.copy_gbs).waves > 1;
 }
 
-/* Whether k's CTAs go through its domain in ascending order (the order
- * the GPU launches CTAs; a column kernel's CTAs walk down the rows
- * together, unless split: its slices of rows are read at once). */
-static bool ascending(const fg_kernel *k) {
-  return !k->reverse && (k->kind == FG_KERNEL_POINTWISE || k->kind == FG_KERNEL_ROW ||
-                         (k->kind == FG_KERNEL_COLUMN && k->split == 1));
+/* A row kernel's rows are contiguous: its reduced dims are the trailing
+ * ones (not a batch norm's [N, C, H, W] reduced over N, H, W). */
+static bool rows_contiguous(const fg_kernel *k) {
+  bool reduced = false;
+  for (int d = 0; d < k->rank; d++) {
+    if (reduced && !k->mask[d])
+      return false;
+    reduced = reduced || k->mask[d];
+  }
+  return true;
+}
+
+/* Whether k's CTAs can take their work in descending order, and whether
+ * that orders its reads: several waves of pointwise chunks or of
+ * contiguous rows (or row slices). */
+static bool reversible(const fg_plan *p, const fg_kernel *k) {
+  return k->grid[0] > 1 && !k->grid_runtime &&
+         (k->kind == FG_KERNEL_POINTWISE ||
+          (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && rows_contiguous(k))) &&
+         several_waves(p, k);
+}
+
+/* Whether k goes through its domain in ascending order: the above in the
+ * order the GPU launches CTAs; the row + column form (its CTAs loop over
+ * the rows together); a column kernel in one wave, not split (its CTAs
+ * walk down the rows together; split, its slices of rows are read at
+ * once). */
+static bool ascending(const fg_plan *p, const fg_kernel *k) {
+  if (k->reverse)
+    return false;
+  if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
+    return true;
+  if (k->kind == FG_KERNEL_COLUMN)
+    return k->split == 1 && !several_waves(p, k);
+  return reversible(p, k);
 }
 
 /* The tensor a buffer holds (NULL: a workspace or a scalar). */
@@ -1359,14 +1388,14 @@ static void choose_l2_order(fg_plan *p, const fg_plan_options *o) {
       continue; /* not launched */
     k->l2_reread = (fg_buf_ref){FG_BUF_NONE, 0};
     if (mode == 2)
-      k->reverse = reversible(k);
-    else if (mode == 1 && before && reversible(k) && ascending(before)) {
+      k->reverse = reversible(p, k);
+    else if (mode == 1 && before && reversible(p, k) && ascending(p, before)) {
       k->l2_reread = shared_past_l2(p, before, k);
       k->reverse = k->l2_reread.kind != FG_BUF_NONE;
-    } else if (mode == 1 && before && before->reverse && ascending(k))
+    } else if (mode == 1 && before && before->reverse && ascending(p, k))
       k->l2_reread = shared_past_l2(p, before, k); /* descending, then ascending */
     else if (mode == 1 && before && !before->reverse && before->l2_reread.kind == FG_BUF_NONE &&
-             reversible(before) && ascending(k)) {
+             reversible(p, before) && ascending(p, k)) {
       /* k cannot take its work in descending order (a column kernel, the
        * row + column form): the kernel before it can, and leaves the
        * tensor's first part in L2 */
