@@ -114,6 +114,9 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
 LLVMValueRef fgb_const(fgb_emitter *e, int64_t v);       /* in the index type */
 LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis); /* tid, in the index type */
 LLVMValueRef fgb_block_index(fgb_emitter *e, int axis);  /* ctaid, in the index type */
+/* The CTA whose share of the work this CTA does (grid x): ctaid.x, or for
+ * a kernel in descending order (fg_kernel.reverse) nctaid.x - 1 - ctaid.x */
+LLVMValueRef fgb_work_block(fgb_emitter *e);
 /* Splits a linear index over sizes[0..n) (row-major) into coordinates. */
 void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n,
                      LLVMValueRef *out);

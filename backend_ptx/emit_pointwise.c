@@ -139,7 +139,8 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
   if (U > 8)
     U = 8;
   /* Chunk u of CTA b covers vectors (b*U + u)*T + tid: block-strided, so
-   * each chunk is one coalesced sweep of the CTA. */
+   * each chunk is one coalesced sweep of the CTA. In descending order
+   * (k->reverse) b counts from the last CTA, whose chunks hold the tail. */
   /* Over the symbolic size, n = T x rest with T a multiple of its divisor:
    * every chunk is in range when div x rest is a multiple of a CTA's span. */
   const fg_sym_lowering *sym = &e->p->sym;
@@ -148,8 +149,7 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
                : fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % span == 0
                                          : n % span == 0;
   LLVMValueRef nv = fgb_extent(e, n); /* the bound: T x the rest over a symbolic size */
-  LLVMValueRef cta =
-      LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), "");
+  LLVMValueRef cta = LLVMBuildMul(e->b, fgb_work_block(e), fgb_const(e, (int64_t)k->block * U), "");
   LLVMValueRef tid = fgb_thread_index(e, 0);
   pw_chunk ch[8];
   LLVMValueRef bases[8];

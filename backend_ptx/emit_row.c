@@ -20,14 +20,16 @@ typedef struct row_kernel {
   LLVMValueRef totals[64];
 } row_kernel;
 
-/* CTA cta takes row cta / split, slice cta % split of it. */
+/* CTA cta takes row cta / split, slice cta % split of it (cta counted from
+ * the last CTA in descending order, fg_kernel.reverse: the partials keep
+ * their slots, and the combine its order). */
 static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
   fgk_row_ctx_sizes(k, rc);
   int64_t R = k->red, S = k->split, V = e->vec;
   rk->split = S;
-  LLVMValueRef cta = fgb_block_index(e, 0);
+  LLVMValueRef cta = fgb_work_block(e);
   rk->row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
   rk->slice = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
   fgb_delinearize(e, rk->row, rc->kept_sizes, rc->nkept, rc->kc);

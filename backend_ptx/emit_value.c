@@ -174,6 +174,14 @@ static LLVMValueRef to_ity(fgb_emitter *e, LLVMValueRef v32) {
 LLVMValueRef fgb_thread_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_tid(e->m, axis)); }
 LLVMValueRef fgb_block_index(fgb_emitter *e, int axis) { return to_ity(e, fgb_ctaid(e->m, axis)); }
 
+LLVMValueRef fgb_work_block(fgb_emitter *e) {
+  LLVMValueRef c = fgb_ctaid(e->m, 0);
+  if (e->k->reverse) /* nctaid.x - 1 - ctaid.x: no wrap, ctaid.x < nctaid.x */
+    c = LLVMBuildSub(e->b, LLVMBuildSub(e->b, fgb_nctaid(e->m, 0), c, ""),
+                     LLVMConstInt(LLVMTypeOf(c), 1, 0), "");
+  return to_ity(e, c);
+}
+
 void fgb_delinearize(fgb_emitter *e, LLVMValueRef lin, const int64_t *sizes, int n,
                      LLVMValueRef *out) {
   for (int i = n - 1; i >= 0; i--) {

@@ -181,6 +181,29 @@ void fgb_store_vec(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, int n, unsigned
     fgb_store(m, ptr, dt, vals[0]);
     return;
   }
+  /* Bytes (f8, bool, i8) as 32-bit words: NVPTX splits an 8- or 16-byte
+   * vector of i8 into one st.u32 a word, but stores a vector of words as
+   * one st.v2 / st.v4 (issue 17: the f8 cast's stores, half or a quarter of
+   * the instructions). Each word a bitcast of 4 bytes (bfi), through an
+   * inline-asm move that instcombine cannot see through (it folds a
+   * bitcast word back into the vector of bytes). */
+  if (fg_dtype_size(dt) == 1 && n >= 8 && n % 4 == 0 && align >= 4) {
+    LLVMValueRef v = LLVMGetUndef(LLVMVectorType(m->i32, (unsigned)n / 4));
+    LLVMTypeRef word_fn = LLVMFunctionType(m->i32, &m->i32, 1, 0);
+    for (int w = 0; w < n / 4; w++) {
+      LLVMValueRef word = LLVMGetUndef(LLVMVectorType(m->i8, 4));
+      for (int j = 0; j < 4; j++)
+        word = LLVMBuildInsertElement(m->b, word, fgb_to_storage(m, vals[4 * w + j], dt),
+                                      LLVMConstInt(m->i32, (unsigned)j, 0), "");
+      LLVMValueRef asm_mov = LLVMGetInlineAsm(word_fn, (char *)"mov.b32 $0, $1;", 15,
+                                              (char *)"=r,r", 4, 0, 0, LLVMInlineAsmDialectATT, 0);
+      LLVMValueRef arg = LLVMBuildBitCast(m->b, word, m->i32, "");
+      v = LLVMBuildInsertElement(m->b, v, LLVMBuildCall2(m->b, word_fn, asm_mov, &arg, 1, ""),
+                                 LLVMConstInt(m->i32, (unsigned)w, 0), "");
+    }
+    LLVMSetAlignment(LLVMBuildStore(m->b, v, ptr), align);
+    return;
+  }
   LLVMTypeRef vt = LLVMVectorType(fgb_storage_type(m, dt), (unsigned)n);
   LLVMValueRef v = LLVMGetUndef(vt);
   for (int i = 0; i < n; i++)

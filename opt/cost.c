@@ -10,7 +10,8 @@
  *
  *   time = launch + bytes / (copy bandwidth x min(1, in flight / (bw x latency)))
  *
- * with the last wave of CTAs counted whole. Today it is printed in
+ * with the last wave of CTAs counted whole, and less the bytes expected
+ * to be read back from L2 (l2_hit_bytes). Today it is printed in
  * `--emit plan` ("cost:") and checked against measured runs
  * (docs/benchmarks.md, "The cost model against run T1"); no schedule
  * decision uses it yet. */
@@ -52,6 +53,32 @@ static int loads_in_flight(const fg_kernel *k) {
   return k->chunks > 1 ? k->chunks : 1;
 }
 
+/* issue 17: a kernel in descending order reads first the last part of the
+ * tensor that the kernel before it touched, from L2 (schedule.c
+ * choose_l2_order; or in ascending order the first part, after a kernel in
+ * descending order). Of the last L2's worth of bytes that kernel moved, the
+ * tensor's share; of L2, the part assumed still to hold them when the
+ * kernel starts: L2_KEPT, an estimate until measured (docs/benchmarks.md:
+ * fp8_scaled_cast with --knob L2_REVERSE=0 against 1 gives k1's saving,
+ * bytes = saving x copy bandwidth). */
+#define L2_KEPT 0.75
+
+static double l2_hit_bytes(const fg_plan *p, const fg_kernel *k) {
+  if (k->l2_reread.kind == FG_BUF_NONE)
+    return 0;
+  const fg_kernel *before = NULL;
+  for (int i = k->id - 1; i >= 0 && !before; i--)
+    if (p->kernels[i].grid[0] > 0)
+      before = &p->kernels[i];
+  if (!before)
+    return 0;
+  double moved = 0, tensor = arg_bytes(p, k->l2_reread);
+  for (int i = 0; i < before->nargs; i++)
+    moved += arg_bytes(p, before->args[i]);
+  double hit = moved > 0 ? L2_KEPT * (double)p->target.l2_bytes * tensor / moved : 0;
+  return hit < tensor ? hit : tensor;
+}
+
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   const fg_target *t = &p->target;
   fg_cost c = {0};
@@ -65,6 +92,8 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
     bytes += b;
   }
   c.bytes = bytes;
+  c.l2_bytes = l2_hit_bytes(p, k);
+  bytes -= c.l2_bytes;
   int64_t grid = k->grid[0] * k->grid[1] * k->grid[2];
   int per_sm = k->block > 0 ? t->threads_per_sm / k->block : 1;
   if (k->smem > 0 && t->dyn_smem_per_block > 0 && t->dyn_smem_per_block / k->smem < per_sm)

@@ -6,6 +6,7 @@
 typedef struct fg_cost {
   double us;        /* estimated device time */
   double bytes;     /* bytes it moves */
+  double l2_bytes;  /* ... of which expected to be read from L2, not DRAM (issue 17) */
   double in_flight; /* bytes its resident threads keep in flight */
   double waves;     /* CTAs / the CTAs the GPU holds at once */
 } fg_cost;

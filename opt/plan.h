@@ -149,7 +149,17 @@ typedef struct fg_kernel {
                         (knob COL_COMBINE; 0: by vector width) */
   bool inplace;      /* writes a parameter's storage (opt/inplace.c): every load of a chunk
                       * before any store, no noalias, no invariant loads */
-  const char *why;   /* one line: why this kind and schedule */
+  /* issue 17: the CTAs take their work in descending order (CTA c does what
+   * CTA grid - 1 - c would): the kernel before it read `reverse_why`'s
+   * tensor, larger than L2, in ascending order, so its last part, still in
+   * L2, is read first (schedule.c choose_l2_order; pointwise and row
+   * kernels) */
+  bool reverse;
+  /* ... the tensor larger than L2 that the kernel before it covered and
+   * this one reads in the opposite order (either way round), so that its
+   * first part comes from L2; FG_BUF_NONE: none (or knob L2_REVERSE=2) */
+  fg_buf_ref l2_reread;
+  const char *why; /* one line: why this kind and schedule */
   const char
       *warn; /* the lint's finding (fg_plan_lint): a plan likely slower than eager, or NULL */
   /* Column kernels beside a row kernel over the same domain: why the row +

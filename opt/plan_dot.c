@@ -168,6 +168,8 @@ static void write_kernel(dot *d, int k) {
           kn->vec);
   if (kn->split > 1)
     fprintf(f, " split %d", kn->split);
+  if (kn->reverse)
+    fputs(" reversed", f); /* CTAs in descending order (schedule.c choose_l2_order) */
   fputs("\\lwhy: ", f);
   esc(f, kn->why ? kn->why : "", "\\l", 72);
   if (kn->not_with >= 0) {

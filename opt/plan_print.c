@@ -178,6 +178,32 @@ static void print_temps(FILE *f, const fg_plan *p) {
   }
 }
 
+/* "order reversed (...)": the CTAs take their work in descending order
+ * (issue 17, schedule.c choose_l2_order), and the tensor whose part in L2
+ * a kernel reads first: this kernel, or the next one, after it. */
+static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
+  const fg_kernel *next = NULL;
+  for (int i = k->id + 1; i < p->nkernels && !next; i++)
+    if (p->kernels[i].grid[0] > 0)
+      next = &p->kernels[i];
+  bool for_next = k->reverse && k->l2_reread.kind == FG_BUF_NONE && next && !next->reverse &&
+                  next->l2_reread.kind != FG_BUF_NONE;
+  fg_buf_ref b = for_next ? next->l2_reread : k->l2_reread;
+  const fg_value *v = b.kind == FG_BUF_PARAM    ? p->g->params[b.index]
+                      : b.kind == FG_BUF_RESULT ? p->g->results[b.index]
+                      : b.kind == FG_BUF_TEMP   ? p->temps[b.index].value
+                                                : NULL;
+  char name[64], buf[64];
+  if (v && for_next)
+    fprintf(f, "    order reversed (%s re-read by k%d: L2; %s)\n", value_name(v, name, sizeof name),
+            next->id, fg_buf_str(b, buf, sizeof buf));
+  else if (v)
+    fprintf(f, "    order %s (%s re-read: L2; %s)\n", k->reverse ? "reversed" : "ascending",
+            value_name(v, name, sizeof name), fg_buf_str(b, buf, sizeof buf));
+  else if (k->reverse)
+    fputs("    order reversed (knob L2_REVERSE=2)\n", f);
+}
+
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (k->grid_formula)
@@ -231,6 +257,7 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, "    not in k%d (row + column form): %s\n", k->not_with, k->not_with_why);
   if (k->warn)
     fprintf(f, "    warning: %s (likely slower than eager PyTorch)\n", k->warn);
+  print_order(f, p, k);
 }
 
 static void print_reductions(FILE *f, const char *what, fg_node *const *l, int n) {
@@ -250,8 +277,10 @@ static void print_cost(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (k->grid[0] == 0 || (p->sym.n && fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0)))
     return; /* never launched; or sizes that are the stand-in's: no figure to show */
   fg_cost c = fg_kernel_cost(p, k, (double)gbs);
-  fprintf(f, "    cost: %.1f us at %" PRId64 " GB/s (%.1f MB, %.0f KB in flight, %.2f waves)\n",
-          c.us, gbs, c.bytes / 1e6, c.in_flight / 1024, c.waves);
+  fprintf(f, "    cost: %.1f us at %" PRId64 " GB/s (%.1f MB", c.us, gbs, c.bytes / 1e6);
+  if (c.l2_bytes > 0)
+    fprintf(f, ", %.1f MB of it from L2", c.l2_bytes / 1e6);
+  fprintf(f, ", %.0f KB in flight, %.2f waves)\n", c.in_flight / 1024, c.waves);
   /* issue 17: the arithmetic term, where it decides the schedule */
   if (fg_kernel_compute_heavy(p, k))
     fprintf(f, "    compute: %.1f us (%.0f instructions an element): arithmetic-heavy\n",

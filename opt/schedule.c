@@ -1278,6 +1278,135 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 
+/* ---- the order of a kernel's work: reading back from L2 (issue 17) ----
+ * A kernel that reads a tensor the kernel launched just before it also
+ * read (or wrote) in full, in ascending order, finds that tensor's last
+ * part still in L2 (the last L2's worth of what the earlier kernel
+ * touched). Where the tensor is larger than L2, ascending order would
+ * evict that part before reaching it; descending order reads it first.
+ * Pointwise and row kernels take their work in descending order cheaply
+ * (CTA c does CTA grid - 1 - c's chunks or slices, emit_pointwise.c and
+ * emit_row.c); the row + column form and column kernels do not, so where
+ * such a kernel re-reads the tensor, the kernel before it is reversed
+ * instead, and leaves the tensor's first part in L2. The order of CTAs changes nothing in the
+ * results: no kernel relies on it (a split row's partials are combined in slot order, whichever CTA
+ * arrives last). Tensors sized by the symbolic size are not considered: their size is known only at
+ * run time. */
+
+/* More than one wave of CTAs: the CTAs launched last take the last part
+ * of the domain. In one wave, every CTA reads its share at once. */
+static bool several_waves(const fg_plan *p, const fg_kernel *k) {
+  return fg_kernel_cost(p, k, p->target.copy_gbs).waves > 1;
+}
+
+/* A row kernel's rows are contiguous: its reduced dims are the trailing
+ * ones (not a batch norm's [N, C, H, W] reduced over N, H, W). */
+static bool rows_contiguous(const fg_kernel *k) {
+  bool reduced = false;
+  for (int d = 0; d < k->rank; d++) {
+    if (reduced && !k->mask[d])
+      return false;
+    reduced = reduced || k->mask[d];
+  }
+  return true;
+}
+
+/* Whether k's CTAs can take their work in descending order, and whether
+ * that orders its reads: several waves of pointwise chunks or of
+ * contiguous rows (or row slices). */
+static bool reversible(const fg_plan *p, const fg_kernel *k) {
+  return k->grid[0] > 1 && !k->grid_runtime &&
+         (k->kind == FG_KERNEL_POINTWISE ||
+          (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && rows_contiguous(k))) &&
+         several_waves(p, k);
+}
+
+/* Whether k goes through its domain in ascending order: the above in the
+ * order the GPU launches CTAs; the row + column form (its CTAs loop over
+ * the rows together); a column kernel in one wave, not split (its CTAs
+ * walk down the rows together; split, its slices of rows are read at
+ * once). */
+static bool ascending(const fg_plan *p, const fg_kernel *k) {
+  if (k->reverse)
+    return false;
+  if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
+    return true;
+  if (k->kind == FG_KERNEL_COLUMN)
+    return k->split == 1 && !several_waves(p, k);
+  return reversible(p, k);
+}
+
+/* The tensor a buffer holds (NULL: a workspace or a scalar). */
+static const fg_value *buf_value(const fg_plan *p, fg_buf_ref b) {
+  const fg_value *v = b.kind == FG_BUF_PARAM    ? p->g->params[b.index]
+                      : b.kind == FG_BUF_RESULT ? p->g->results[b.index]
+                      : b.kind == FG_BUF_TEMP   ? p->temps[b.index].value
+                                                : NULL;
+  return v && !v->type.scalar ? v : NULL;
+}
+
+/* Whether buffer b holds a static tensor of k's domain's size, larger than
+ * L2: k reads or writes it in full, in its order. */
+static bool covers_past_l2(const fg_plan *p, const fg_kernel *k, fg_buf_ref b) {
+  const fg_value *v = buf_value(p, b);
+  if (!v || fg_dtype_is_packed(v->type.dtype))
+    return false;
+  int64_t numel = 1, domain = 1;
+  for (int d = 0; d < v->type.rank; d++) {
+    if (fg_sym_involves(&p->sym, v->type.dims[d].size))
+      return false;
+    numel *= v->type.dims[d].size;
+  }
+  for (int d = 0; d < k->rank; d++)
+    domain *= k->dims[d];
+  return numel == domain && numel * fg_dtype_size(v->type.dtype) > p->target.l2_bytes;
+}
+
+/* A buffer past L2 that both kernels cover, or FG_BUF_NONE. */
+static fg_buf_ref shared_past_l2(const fg_plan *p, const fg_kernel *before, const fg_kernel *k) {
+  for (int i = 0; i < k->nargs; i++) {
+    fg_buf_ref b = k->args[i];
+    if (!covers_past_l2(p, k, b) || !covers_past_l2(p, before, b))
+      continue;
+    for (int j = 0; j < before->nargs; j++)
+      if (before->args[j].kind == b.kind && before->args[j].index == b.index)
+        return b;
+  }
+  return (fg_buf_ref){FG_BUF_NONE, 0};
+}
+
+/* Knob L2_REVERSE: 0 never, 1 by the rule above (after a descending
+ * kernel, the next re-reader stays ascending, and finds L2 holds the
+ * tensor's first part), 2 every kernel that can (the same results, bit
+ * for bit: the GPU check's comparison). */
+static void choose_l2_order(fg_plan *p, const fg_plan_options *o) {
+  int64_t mode = 1;
+  knob(o, FG_KNOB_L2_REVERSE, &mode);
+  fg_kernel *before = NULL; /* the kernel launched last */
+  for (int i = 0; i < p->nkernels; i++) {
+    fg_kernel *k = &p->kernels[i];
+    if (k->grid[0] == 0)
+      continue; /* not launched */
+    k->l2_reread = (fg_buf_ref){FG_BUF_NONE, 0};
+    if (mode == 2)
+      k->reverse = reversible(p, k);
+    else if (mode == 1 && before && reversible(p, k) && ascending(p, before)) {
+      k->l2_reread = shared_past_l2(p, before, k);
+      k->reverse = k->l2_reread.kind != FG_BUF_NONE;
+    } else if (mode == 1 && before && before->reverse && ascending(p, k))
+      k->l2_reread = shared_past_l2(p, before, k); /* descending, then ascending */
+    else if (mode == 1 && before && !before->reverse && before->l2_reread.kind == FG_BUF_NONE &&
+             reversible(p, before) && ascending(p, k)) {
+      /* k cannot take its work in descending order (a column kernel, the
+       * row + column form): the kernel before it can, and leaves the
+       * tensor's first part in L2 */
+      k->l2_reread = shared_past_l2(p, before, k);
+      before->reverse = k->l2_reread.kind != FG_BUF_NONE;
+    }
+    before = k;
+  }
+}
+
 /* A parameter of 1 MiB or more read by several kernels. */
 static void lint_reads(fg_plan *p) {
   for (int pi = 0; pi < p->g->nparams; pi++) {
@@ -1378,6 +1507,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     k->narrow_max = k->idx64 && !wide_partials ? narrow_limit(p, k) : 0;
     lint_kernel(p, k);
   }
+  choose_l2_order(p, o);
   lint_reads(p);
   return true;
 }

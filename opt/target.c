@@ -29,6 +29,14 @@ bool fg_target_init(fg_target *t, int arch, int sm_count) {
     return false;
   }
   t->bf16x2_minmax = arch >= 80;
+  /* L2 from the data sheets and whitepapers: A100 40 MB, GA102 6 MB,
+   * Orin 4 MB, AD102 72 MB (RTX 4090), H100 SXM and H200 50 MB. */
+  t->l2_bytes = (int64_t)(arch == 90   ? 50
+                          : arch == 80 ? 40
+                          : arch == 86 ? 6
+                          : arch == 87 ? 4
+                                       : 72) *
+                1000 * 1000;
   /* docs/benchmarks.md: an H100 SXM's copy 2866-2950 GB/s (runs R0-R2,
    * E9), an H200's 4107 (T1, also its empty kernel: 3.26 us); A100 and
    * the sm_86/89 parts at their data sheets' bandwidth times the H100's

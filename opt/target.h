@@ -5,6 +5,7 @@
 #ifndef FG_TARGET_H
 #define FG_TARGET_H
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct fg_target {
   int arch;                  /* compute capability x 10: 80, 86, 87, 89, 90 */
@@ -14,6 +15,8 @@ typedef struct fg_target {
   int static_smem_per_block; /* bytes of static shared memory a kernel may declare */
   int dyn_smem_per_block;    /* bytes of shared memory a kernel may opt in to */
   bool clusters;             /* thread-block clusters and distributed shared memory */
+  int64_t l2_bytes;          /* the L2 cache (issue 17: a kernel re-reading a tensor larger than
+                              * it reads in reverse order, schedule.c choose_l2_order) */
   /* What the cost model (cost.c) assumes of the memory and the launch; a
    * GPU of the same architecture may differ (--knob COST_GBS). */
   int copy_gbs;       /* device-to-device copy bandwidth, read + write, GB/s */

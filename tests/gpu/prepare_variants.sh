@@ -32,5 +32,8 @@ examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate_small -
 examples/sdpa_bwd_epilogue_separate.fg sdpa_bwd_epilogue_separate_small COL_VEC=8
 examples/sum_rows.fg sum_cols -
 examples/sum_rows.fg sum_cols COL_VEC=4
+examples/fp8_amax.fg fp8_scaled_cast -
+examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=0
+examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=2
 LIST
 ls .gpu/var | wc -l
