@@ -5,7 +5,8 @@
  * moves, limited by the innermost extent, which must be a multiple of it.
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
  * vectorization.
- * Row kernels give each row to one CTA; the row's chunks stay in registers
+ * Row kernels give each row to one CTA (short rows: a group of lanes of a
+ * warp, several rows a CTA, pack_rows); the row's chunks stay in registers
  * (persistent) when they fit in 8 vector chunks per thread, else phases
  * re-read the row. Few long rows (a full reduction) split each row over
  * several CTAs with a deterministic grid reduction: partials in a temp, and
