@@ -264,8 +264,10 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
  * the row stays in registers), a CTA block / L rows, reduced by shuffles
  * among the row's lanes (xor offsets below L), the last CTA's rows past
  * the end masked. The block: the cheapest by the cost model among 256,
- * 128, 512, 64 and 32 threads (of equals, the one whose grid reaches more
- * SMs, then the first), and the packed
+ * 128, 512, 64 and 32 threads (of equals, within 1%, the one whose grid
+ * reaches more SMs, then the one with a tenth fewer threads, then the
+ * first),
+ * and the packed
  * schedule replaces the CTA a row where the cost model predicts it no
  * slower (fg_kernel_cost counts the threads that load). */
 enum { PACK_MAX_LANES = 32 };
@@ -285,7 +287,7 @@ static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   packed.persistent = true;
   static const int blocks[] = {256, 128, 512, 64, 32};
   double best = -1;
-  int64_t best_reach = 0, sm = p->target.sm_count;
+  int64_t best_reach = 0, best_threads = 0, sm = p->target.sm_count;
   for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
     fg_kernel c = packed;
     c.block = blocks[i];
@@ -295,12 +297,18 @@ static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       continue;
     c.grid[0] = ceil_div(k->outer, c.block / lanes);
     double us = fg_kernel_cost(p, &c, p->target.copy_gbs).us;
-    /* of equal costs, the one that reaches more SMs (the model has no
-     * limit per SM): few rows take small CTAs */
-    int64_t reach = c.grid[0] < sm ? c.grid[0] : sm;
-    if (best < 0 || us < best * (1 - 1e-9) || (us <= best * (1 + 1e-9) && reach > best_reach)) {
-      best_reach = reach;
+    /* costs within 1% are equal (the last wave's rounding alone told 32
+     * threads from 256 at 2M rows); of equals, the one that reaches more
+     * SMs (the model has no limit per SM: few rows take small CTAs), then
+     * the one with a tenth fewer threads (a single row: a CTA its size) */
+    int64_t reach = c.grid[0] < sm ? c.grid[0] : sm, threads = c.grid[0] * c.block;
+    bool better = best < 0 || us < best * 0.99 ||
+                  (us <= best * 1.01 &&
+                   (reach > best_reach || (reach == best_reach && threads < best_threads * 0.9)));
+    if (better) {
       best = us;
+      best_reach = reach;
+      best_threads = threads;
       packed = c;
     }
   }
