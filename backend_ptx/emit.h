@@ -144,6 +144,11 @@ LLVMValueRef fgb_block_reduce(fgb_emitter *e, fg_opcode op, fg_dtype acc, LLVMVa
  * gets it); no barrier. */
 void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
                        LLVMValueRef *v);
+/* The total of each group of `lanes` lanes (a power of two <= 32: xor
+ * shuffles with offsets below it, so lanes never mix groups; fixed order;
+ * every lane of the group gets it); no barrier. */
+void fgb_group_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                        LLVMValueRef *v, int lanes);
 /* The same for n accumulators at once (slots first_slot..+n-1), with one
  * barrier; v[i] receives total i. */
 void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,

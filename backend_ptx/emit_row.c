@@ -1,6 +1,7 @@
 /* The row-reduction kernel: a CTA (or `split` CTAs, combined by the last
  * to arrive) per row, the row kept in registers across the phases where
- * the schedule says persistent (schedule_row). */
+ * the schedule says persistent (schedule_row); short rows packed several a
+ * CTA, a group of lanes of a warp each (emit_packed_rows). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,74 @@ static void combine_split(fgb_emitter *e, row_kernel *rk) {
   fgb_end_if(e, done);
 }
 
+/* Short rows packed (schedule.c pack_rows): thread t of CTA c takes row
+ * c * (block / L) + t / L and lane t % L of it, whose one chunk starts at
+ * element lane * V (lanes past the row load its first chunk and add the
+ * identity). Each reduction is summed by shuffles within the row's L lanes
+ * (every lane gets the total, so later reductions and full-size outputs
+ * use it at once); full-size outputs are stored by every lane, row-shaped
+ * results by lane 0. Rows past the end (the last CTA) compute row B - 1
+ * and store nothing, so every lane of a warp takes part in its shuffles. */
+static bool emit_packed_rows(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx rc;
+  memset(&rc, 0, sizeof rc);
+  fgk_row_ctx_sizes(k, &rc);
+  int64_t L = k->row_lanes, V = e->vec, R = k->red, rows = k->block / L;
+  int shift = 0;
+  while (((int64_t)1 << shift) < L)
+    shift++;
+  LLVMBuilderRef b = e->b;
+  LLVMValueRef tid = fgb_thread_index(e, 0);
+  LLVMValueRef lane = L == 1 ? fgb_const(e, 0) : LLVMBuildAnd(b, tid, fgb_const(e, L - 1), "");
+  LLVMValueRef group = shift ? LLVMBuildLShr(b, tid, fgb_const(e, shift), "") : tid;
+  LLVMValueRef row =
+      LLVMBuildAdd(b, LLVMBuildMul(b, fgb_block_index(e, 0), fgb_const(e, rows), ""), group, "");
+  LLVMValueRef in_rows = NULL;
+  if (fg_sym_involves(&e->p->sym, k->outer) || k->outer % rows) {
+    LLVMValueRef B = fgb_extent(e, k->outer);
+    in_rows = LLVMBuildICmp(b, LLVMIntULT, row, B, "");
+    row = LLVMBuildSelect(b, in_rows, row, LLVMBuildSub(b, B, fgb_const(e, 1), ""), "");
+  }
+  fgb_delinearize(e, row, rc.kept_sizes, rc.nkept, rc.kc);
+  rc.rstart = fgb_const(e, 0);
+  rc.rend = fgb_extent(e, R);
+  fgk_chunks ch;
+  ch.n = 1;
+  LLVMValueRef r0 = LLVMBuildMul(b, lane, fgb_const(e, V), "");
+  LLVMValueRef valid = L * V == R ? NULL : LLVMBuildICmp(b, LLVMIntSLT, r0, rc.rend, "");
+  if (valid)
+    r0 = LLVMBuildSelect(b, valid, r0, rc.rstart, "");
+  fgk_row_chunk(e, &rc, r0, ch.idx0[0]);
+  fgk_chunks_save(e, &ch, 0, valid);
+  for (int i = 0; i < k->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    fg_opcode op = fgk_red_op(n);
+    fg_dtype acc_t = fgk_red_acc(n);
+    LLVMValueRef acc = fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, op, acc_t));
+    if (!acc)
+      return false;
+    fgb_group_reduce_n(e, 1, &op, &acc_t, &acc, (int)L);
+    fgk_seed_reduction(e, n, rc.kc, acc);
+  }
+  if (in_rows)
+    ch.valid[0] = valid ? LLVMBuildAnd(b, valid, in_rows, "") : in_rows;
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_value *o = k->outs[i];
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+      fgk_chunks_store_full(e, &ch, o);
+  }
+  if (e->failed)
+    return false;
+  e->nuniform = 0;
+  for (int i = 0; i < rc.nkept; i++)
+    e->uniform[e->nuniform++] = rc.kc[i];
+  LLVMValueRef guard = LLVMBuildICmp(b, LLVMIntEQ, lane, fgb_const(e, 0), "");
+  if (in_rows)
+    guard = LLVMBuildAnd(b, guard, in_rows, "");
+  return fgk_store_rows(e, &rc, guard);
+}
+
 /* A CTA (or `split` CTAs) a row: coordinates, the reductions (the row in
  * registers, or streamed), then the row-shaped results. */
 bool fgb_emit_row_kernel(fgb_emitter *e) {
@@ -286,6 +355,8 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
     fgb_fail(e, "row kernel with %d reductions: the code generator supports at most 64", k->nreds);
     return false;
   }
+  if (k->row_lanes > 0)
+    return emit_packed_rows(e) && !e->failed;
   row_kernel rk;
   memset(&rk, 0, sizeof rk);
   row_coordinates(e, &rk);

@@ -97,6 +97,13 @@ void fgb_warp_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dty
       v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
 }
 
+void fgb_group_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
+                        LLVMValueRef *v, int lanes) {
+  for (int off = lanes / 2; off >= 1; off /= 2)
+    for (int i = 0; i < n; i++)
+      v[i] = fgb_reduce_combine(e->m, ops[i], v[i], fgb_shfl_bfly(e->m, v[i], off), accs[i]);
+}
+
 void fgb_block_reduce_n(fgb_emitter *e, int n, const fg_opcode *ops, const fg_dtype *accs,
                         LLVMValueRef *v, int first_slot) {
   fgb_warp_reduce_n(e, n, ops, accs, v);

@@ -174,6 +174,75 @@ def qkv_rope_mha(qkv, cos, sin):
     return _qkv_rope(qkv, cos, sin, qkv.shape[-1] // (3 * hs), 1)
 
 
+def _mx_scale(amax, emax):
+    """fusec's mx_scale (docs/format.md 5.10) as float8_e8m0fnu: the f32
+    exponent of amax less emax, clamped below at 0 (2^-127); inf or NaN
+    amax: 0xff (NaN)."""
+    e = (amax.to(f32).view(torch.int32) >> 23) & 0xFF
+    code = torch.where(e == 0xFF, torch.full_like(e, 0xFF), torch.clamp(e - emax, min=0))
+    return code.to(torch.uint8).view(torch.float8_e8m0fnu)
+
+
+# f4e2m1's magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 (codes 0..7) and the
+# midpoints between neighbours
+_F4_MID = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+def _f4_codes(v):
+    """fusec's f32 -> f4e2m1 cast as 4-bit codes: round to nearest, ties to
+    the even code, saturating at 6; the sign bit as the value's (-0.0 too)."""
+    a = v.abs()
+    mid = torch.tensor(_F4_MID, dtype=f32)
+    lo = torch.bucketize(a, mid, right=False)  # a tie to the lower code
+    hi = torch.bucketize(a, mid, right=True)  # ... to the upper one
+    code = torch.where((lo != hi) & (lo % 2 == 1), hi, lo)
+    return code | (torch.signbit(v).to(torch.int64) << 3)
+
+
+def _f4_pack(codes):
+    """Two codes a byte along the last dim, element 2k in the low nibble,
+    as float4_e2m1fn_x2 (the packed bytes)."""
+    c = codes.reshape(*codes.shape[:-1], codes.shape[-1] // 2, 2)
+    return (c[..., 0] | (c[..., 1] << 4)).to(torch.uint8).view(torch.float4_e2m1fn_x2)
+
+
+def mxfp8_quant(x):
+    """torchao's to_mx (FLOOR, e4m3, blocks of 32) as the graph of
+    bench/suite/mx_quant.fg computes it."""
+    R, K = x.shape
+    xb = x.reshape(R, K // 32, 32)
+    s = _mx_scale(torch.amax(torch.abs(xb), dim=2, keepdim=True), 8)
+    q = torch.clamp(xb.to(f32) / s.to(f32), min=-448.0, max=448.0).to(torch.float8_e4m3fn)
+    return q.reshape(R, K), s.reshape(R, K // 32)
+
+
+def nvfp4_quant(x):
+    """TransformerEngine's NVFP4 (blocks of 16, e4m3 scales under a
+    per-tensor f32 scale) as the graph of bench/suite/mx_quant.fg computes it."""
+    R, K = x.shape
+    xf = x.to(f32)
+    g = torch.amax(torch.abs(xf))
+    senc0 = torch.tensor(2688.0, dtype=f32) / g
+    senc = torch.where((g == 0.0) | torch.isinf(senc0), torch.tensor(1.0, dtype=f32), senc0)
+    xb = xf.reshape(R, K // 16, 16)
+    ab = torch.amax(torch.abs(xb), dim=2, keepdim=True)
+    sb = torch.clamp((ab / 6.0) * senc, max=448.0).to(torch.float8_e4m3fn)
+    sbf = sb.to(f32)
+    inv = torch.where(sbf == 0.0, torch.tensor(0.0, dtype=f32), senc / sbf)
+    q = _f4_pack(_f4_codes(xb * inv).reshape(R, K))
+    return q, sb.reshape(R, K // 16), senc
+
+
+# suite graphs (bench/suite/) whose ops bench/fg2torch.py does not take
+# (mx_scale, f8e8m0 and f4e2m1 results): hand-written references
+SUITE_REFS = {
+    "mxfp8_quant": mxfp8_quant,
+    "mxfp8_quant_small": mxfp8_quant,
+    "nvfp4_quant": nvfp4_quant,
+    "nvfp4_quant_small": nvfp4_quant,
+}
+
+
 def ref_for(kind, shape):
     """The reference of a workload (template kind + shape parameters)."""
     if kind == "qkv_rope":  # n_query_groups and q_per_kv are not recoverable from the input shapes
@@ -190,6 +259,8 @@ def ref_for_workload(wl, tiny=False):
     """The reference of a workload of bench/workloads.py: a suite graph
     (bench/suite/) as eager PyTorch through bench/fg2torch.py, or the
     hand-written reference of a template kind."""
+    if wl["kind"] == "suite" and wl["name"] in SUITE_REFS:
+        return SUITE_REFS[wl["name"]]
     if wl["kind"] == "suite":
         import fg2torch
         import workloads
@@ -272,6 +343,10 @@ def compare(got, want):
         return False, "shape %s, expected %s" % (tuple(got.shape), tuple(want.shape))
     if got.dtype != want.dtype:
         return False, "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if want.dtype in (torch.float8_e8m0fnu, torch.float4_e2m1fn_x2):  # codes, exactly
+        ok = torch.equal(got.view(torch.uint8), want.view(torch.uint8))
+        return ok, "exact" if ok else "codes differ (%d of %d)" % (
+            int((got.view(torch.uint8) != want.view(torch.uint8)).sum()), want.numel())
     if want.dtype not in TOL:
         ok = torch.equal(got, want)
         return ok, "exact" if ok else "integer values differ"

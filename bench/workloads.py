@@ -397,6 +397,10 @@ s("batchnorm_stats", "norm_stats.fg", "batch-norm statistics over N,H,W, f32 [32
   "batch-norm statistics, f32 [8,64,28,28]")
 s("groupnorm_fwd", "norm_stats.fg", "diffusers GroupNorm(32) fwd, f32 [16,512,64,64]",
   "GroupNorm fwd, f32 [2,128,16,16]")
+s("mxfp8_quant", "mx_quant.fg", "torchao to_mx MXFP8 (e4m3, 32-blocks, FLOOR), bf16 [8192,8192]",
+  "MXFP8 quantization, bf16 [512,1024]")
+s("nvfp4_quant", "mx_quant.fg", "TE NVFP4 (f4e2m1, 16-blocks, e4m3 scales), bf16 [8192,8192]",
+  "NVFP4 quantization, bf16 [512,1024]")
 s("softmax_bwd", "softmax_bwd.fg", "softmax bwd, bf16 [65536,1024]", "softmax bwd, bf16 [1024,1024]")
 s("rope_rotate_half", "rope.fg", "HF RoPE (rotate_half), bf16 [4,32,2048,128]", "RoPE rotate_half, bf16 [1,8,128,64]")
 s("rope_interleaved", "rope.fg", "Meta llama RoPE (interleaved pairs), bf16 [4,2048,32,128]",
@@ -615,7 +619,8 @@ def check_refs(fgrun, only=None):
                 a = np.load(os.path.join(d, "%d.npy" % j))
                 if r.dtype == torch.bfloat16:
                     got = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-                elif r.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+                elif r.dtype in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e8m0fnu,
+                                 torch.float4_e2m1fn_x2):  # (f4e2m1: its packed bytes)
                     got = torch.from_numpy(a).view(r.dtype)
                 else:
                     got = torch.from_numpy(a)

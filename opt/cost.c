@@ -13,8 +13,9 @@
  * with the last wave of CTAs counted whole, and less the bytes expected
  * to be read back from L2 (l2_hit_bytes). Today it is printed in
  * `--emit plan` ("cost:") and checked against measured runs
- * (docs/benchmarks.md, "The cost model against run T1"); no schedule
- * decision uses it yet. */
+ * (docs/benchmarks.md, "The cost model against run T1"); the scheduler
+ * uses it to decide whether and how short rows are packed several a CTA
+ * (schedule.c pack_rows). */
 #include "cost.h"
 
 #include <math.h>
@@ -79,6 +80,25 @@ static double l2_hit_bytes(const fg_plan *p, const fg_kernel *k) {
   return hit < tensor ? hit : tensor;
 }
 
+/* Threads that load, of `resident` CTAs: a row kernel's threads past its
+ * row's chunks have nothing to load (a short row in a CTA of its own: 2
+ * of 32), and packed short rows leave idle the lanes of a row past its
+ * chunks and the groups past the last row. */
+static double busy_threads(const fg_kernel *k, double resident) {
+  if (k->kind != FG_KERNEL_ROW || k->ncols || k->ntails || k->red <= 0 || k->vec <= 0)
+    return resident * k->block;
+  int64_t split = k->split > 1 ? k->split : 1, chunks = k->chunks > 1 ? k->chunks : 1;
+  int64_t slice = (k->red + split - 1) / split, nchunks = (slice + k->vec - 1) / k->vec;
+  if (k->row_lanes > 0) {
+    double rows = resident * (k->block / k->row_lanes);
+    if (rows > (double)k->outer)
+      rows = (double)k->outer;
+    return rows * (double)(nchunks < k->row_lanes ? nchunks : k->row_lanes);
+  }
+  int64_t busy = k->persistent ? (nchunks + chunks - 1) / chunks : nchunks;
+  return resident * (double)(busy < k->block ? busy : k->block);
+}
+
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   const fg_target *t = &p->target;
   fg_cost c = {0};
@@ -106,7 +126,7 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   c.waves = grid > 0 ? (double)grid / slots : 0;
   double resident = grid < slots ? (double)grid : slots;
   c.in_flight =
-      resident * k->block * (double)k->vec * fg_kernel_input_size(p, k) * loads_in_flight(k);
+      busy_threads(k, resident) * (double)k->vec * fg_kernel_input_size(p, k) * loads_in_flight(k);
   double bw = copy_gbs * 1e3; /* bytes a microsecond */
   double needed = bw * t->mem_latency_ns * 1e-3;
   double eff = c.in_flight >= needed ? 1.0 : c.in_flight / needed;

@@ -52,7 +52,10 @@
   X(ATTN_BC, 32, 128, FG_KNOB_POW2, "auto", "keys an attention key block (32, 64 or 128)")         \
   X(ATTN_WARP_ROWS, 16, 32, FG_KNOB_POW2, "auto", "query rows an attention warp owns (16 or 32)")  \
   X(L2_REVERSE, 0, 2, FG_KNOB_ANY, "1",                                                            \
-    "kernels in descending order: 0 never, 1 re-reads of a tensor past L2, 2 every one that can")
+    "kernels in descending order: 0 never, 1 re-reads of a tensor past L2, 2 every one that can")  \
+  X(ROW_PACK, 0, 1, FG_KNOB_ANY, "auto",                                                           \
+    "short rows: 1 several rows a CTA (lanes a row), 0 a CTA a row")                               \
+  X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

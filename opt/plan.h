@@ -162,6 +162,10 @@ typedef struct fg_kernel {
   const char *why; /* one line: why this kind and schedule */
   const char
       *warn; /* the lint's finding (fg_plan_lint): a plan likely slower than eager, or NULL */
+  /* ROW kernels, short rows packed (schedule.c pack_rows): > 0, a row takes
+   * this many lanes of a warp (a power of two <= 32) and a CTA block /
+   * row_lanes rows; 0, a CTA (or split CTAs) a row. */
+  int row_lanes;
   /* Column kernels beside a row kernel over the same domain: why the row +
    * column form did not take them (the two-kernel fallback). */
   int not_with; /* that row kernel, or -1 */

@@ -5,7 +5,8 @@
  * moves, limited by the innermost extent, which must be a multiple of it.
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
  * vectorization.
- * Row kernels give each row to one CTA; the row's chunks stay in registers
+ * Row kernels give each row to one CTA (short rows: a group of lanes of a
+ * warp, several rows a CTA, pack_rows); the row's chunks stay in registers
  * (persistent) when they fit in 8 vector chunks per thread, else phases
  * re-read the row. Few long rows (a full reduction) split each row over
  * several CTAs with a deterministic grid reduction: partials in a temp, and
@@ -255,6 +256,69 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->why = "pointwise: one thread per vector of adjacent output elements";
 }
 
+/* ---- short rows, several a CTA ----
+ * A row of at most 32 vector chunks (256 bf16 elements, 128 f32) in a CTA
+ * of its own leaves most of its threads idle (MXFP8's 32-element blocks:
+ * 2 of 32) and the GPU full of one-warp CTAs. Packed, a row takes L lanes
+ * of a warp (the power of two that covers its chunks, one chunk a lane, so
+ * the row stays in registers), a CTA block / L rows, reduced by shuffles
+ * among the row's lanes (xor offsets below L), the last CTA's rows past
+ * the end masked. The block: the cheapest by the cost model among 256,
+ * 128, 512, 64 and 32 threads (of equals, within 1%, the one whose grid
+ * reaches more SMs, then the one with a tenth fewer threads, then the
+ * first),
+ * and the packed
+ * schedule replaces the CTA a row where the cost model predicts it no
+ * slower (fg_kernel_cost counts the threads that load). */
+enum { PACK_MAX_LANES = 32 };
+
+static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t v, nchunks = ceil_div(k->red, k->vec);
+  bool forced = knob(o, FG_KNOB_ROW_PACK, &v);
+  if ((forced && v == 0) || k->split != 1 || k->ncols || k->ntails || k->outer < 1 ||
+      fg_sym_involves(&p->sym, k->red) || nchunks > PACK_MAX_LANES)
+    return;
+  int lanes = 1;
+  while (lanes < nchunks)
+    lanes *= 2;
+  fg_kernel packed = *k;
+  packed.row_lanes = lanes;
+  packed.chunks = 1;
+  packed.persistent = true;
+  static const int blocks[] = {256, 128, 512, 64, 32};
+  double best = -1;
+  int64_t best_reach = 0, best_threads = 0, sm = p->target.sm_count;
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+    fg_kernel c = packed;
+    c.block = blocks[i];
+    if (knob(o, FG_KNOB_ROW_PACK_BLOCK, &v))
+      c.block = (int)v;
+    if (c.block < lanes)
+      continue;
+    c.grid[0] = ceil_div(k->outer, c.block / lanes);
+    double us = fg_kernel_cost(p, &c, p->target.copy_gbs).us;
+    /* costs within 1% are equal (the last wave's rounding alone told 32
+     * threads from 256 at 2M rows); of equals, the one that reaches more
+     * SMs (the model has no limit per SM: few rows take small CTAs), then
+     * the one with a tenth fewer threads (a single row: a CTA its size) */
+    int64_t reach = c.grid[0] < sm ? c.grid[0] : sm, threads = c.grid[0] * c.block;
+    bool better = best < 0 || us < best * 0.99 ||
+                  (us <= best * 1.01 &&
+                   (reach > best_reach || (reach == best_reach && threads < best_threads * 0.9)));
+    if (better) {
+      best = us;
+      best_reach = reach;
+      best_threads = threads;
+      packed = c;
+    }
+  }
+  if (best < 0 || (!forced && best > fg_kernel_cost(p, k, p->target.copy_gbs).us))
+    return;
+  *k = packed;
+  k->why = "row reduction, short rows packed: a row a group of lanes of a warp, several rows a "
+           "CTA, reduced by shuffles within the group";
+}
+
 static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
@@ -332,6 +396,7 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
                    "row"
                  : "row reduction, one CTA per row, rows too long for registers: a variance's mean "
                    "and squared deviations in one pass (Welford, Chan)";
+  pack_rows(p, k, o);
 }
 
 /* Early arrival: a CTA writes its column partials and takes its ticket
@@ -1167,6 +1232,12 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
                                                       k->vec - 1, k->vec);
     k->grid_formula =
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
+  } else if (k->kind == FG_KERNEL_ROW && k->row_lanes > 0 && !k->mask[0]) {
+    /* packed short rows: block / lanes rows a CTA */
+    const char *rows = s->affine ? fg_sym_formula(s, k->dims[0] * kept, a)
+                                 : fg_sym_formula(s, s->placeholder * kept, a);
+    int rpc = k->block / k->row_lanes;
+    k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
   } else if (s->affine && k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
     k->grid_formula = fg_sym_formula(s, k->dims[0] * kept, a);
   else if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
