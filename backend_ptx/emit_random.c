@@ -27,13 +27,17 @@ static void split64(fgb_module *m, LLVMValueRef v, LLVMValueRef *lo, LLVMValueRe
   *hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, LLVMConstInt(LLVMTypeOf(v), 32, 0), ""), i32, "");
 }
 
-/* The 64-bit product of two 32-bit words, as its halves (NVPTX selects
- * mul.lo / mul.hi.u32). */
+/* The 64-bit product of two 32-bit words, as its halves: mul.lo.u32 and
+ * the mulhi intrinsic (mul.hi.u32), so that the words stay 32-bit. Written
+ * as an i64 product of zero-extended words, LLVM folds the round's xors
+ * and truncations into i64 operations, and the next round's product is
+ * no longer of zero-extended words: NVPTX then selects 64-bit multiplies
+ * (mul.lo.s64) and 64-bit xors and shifts, about twice the instructions. */
 static void mulhilo(fgb_module *m, uint32_t k, LLVMValueRef c, LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMBuilderRef b = fgb_builder(m);
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(fgb_ctx(m));
-  LLVMValueRef p = LLVMBuildNUWMul(b, LLVMBuildZExt(b, c, i64, ""), LLVMConstInt(i64, k, 0), "");
-  split64(m, p, lo, hi);
+  LLVMValueRef a[2] = {c, u32c(m, k)};
+  *lo = LLVMBuildMul(b, c, a[1], "");
+  *hi = fgb_call(m, "llvm.nvvm.mulhi.ui", LLVMInt32TypeInContext(fgb_ctx(m)), 2, a);
 }
 
 /* Philox-4x32-10 (ir/random.c's fg_philox4x32_10). */

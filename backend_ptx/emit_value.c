@@ -775,14 +775,23 @@ static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value 
   oidx[out->rank - 1] = e->lanes[0];
   map_reshape(e, in, out, oidx, res0);
   /* The last dim maps to the input's last dim as it is (size-1 dims added
-   * or removed): the plain mapping keeps the lanes themselves, so values
-   * the kernel computed at them (its reductions) are found again. */
-  if (res0[in->rank - 1] == oidx[out->rank - 1])
-    return false;
+   * or removed, or leading dims merged or split: llm.c's encoder reshapes
+   * its gathered [B*T,C] rows to [B,T,C]): the lanes keep their own values,
+   * so values the kernel computed at them (its reductions) are found
+   * again, and the input's other coordinates, functions of the output's
+   * other coordinates alone, are computed once for all lanes: where those
+   * are lane-independent, so are they (the gathered rows keep their vector
+   * loads, their index computed once, not once a lane). */
+  bool same_last = res0[in->rank - 1] == oidx[out->rank - 1];
+  for (int d = 0; d < out->rank - 1 && same_last; d++)
+    if (!is_uniform(e, idx[d]))
+      return false;
   int last = in->rank - 1, nuni = e->nuniform;
   memcpy(saved, e->lanes, sizeof saved);
   for (int j = 0; j < V; j++)
-    nl[j] = j ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "") : res0[last];
+    nl[j] = same_last ? e->lanes[j]
+            : j       ? LLVMBuildAdd(e->b, res0[last], fgb_const(e, j), "")
+                      : res0[last];
   memcpy(e->lanes, nl, sizeof(LLVMValueRef) * (size_t)V);
   for (int d = 0; d < last; d++)
     e->uniform[e->nuniform++] = res0[d];

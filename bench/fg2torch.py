@@ -186,6 +186,13 @@ def dtype_of(name):
             "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}[name]
 
 
+def _compiling():
+    """Under torch.compile's tracing (a constant there: the bookkeeping of
+    fn.gathered is left out of compiled code)."""
+    c = getattr(_torch(), "compiler", None)
+    return bool(c is not None and hasattr(c, "is_compiling") and c.is_compiling())
+
+
 def _is_t(x):
     return hasattr(x, "dtype") and hasattr(x, "shape")
 
@@ -435,6 +442,10 @@ def _call_typed(name, args, kw, device):
         return x
     if name in INDEXING:  # indices in range (PyTorch raises where fusec clamps: docs/format.md 5.11)
         return _indexing(name, args, kw["dim"])
+    if name == "rand":
+        return _rand(args[0], args[1], kw["shape"], kw.get("dtype", "f32"), device)
+    if name == "dropout":
+        return _dropout(args[0], args[1], args[2], float(kw["p"]))
     raise ValueError("fg2torch: no PyTorch form of '%s'" % name)
 
 
@@ -459,6 +470,68 @@ def _indexing(name, args, dim):
     return r.to(x.dtype) if narrow else r
 
 
+# ---- fusec's random stream (docs/format.md 5.12) in torch: the numbers of
+# python/fusec/random_ref.py (numpy), on the tensors' device, bit for bit.
+
+_M32 = 0xFFFFFFFF
+_SIGNIFICAND_BITS = {"f64": 32, "f32": 24, "f16": 11, "bf16": 8, "f8e4m3": 4, "f8e5m2": 3}
+
+
+def _word64(v):
+    """A seed or offset (an integer, or a tensor of one integer element) as
+    its 64-bit two's complement word."""
+    return int(v.reshape(()).item() if _is_t(v) else v) & 0xFFFFFFFFFFFFFFFF
+
+
+def _mulhilo(a, m):
+    """(high, low) 32-bit words of a * m (a: int64 tensor of 32-bit values,
+    m: a 32-bit constant), in int64 without overflow (16-bit halves of m)."""
+    p_lo = a * (m & 0xFFFF)  # < 2^48
+    p_hi = a * (m >> 16)  # < 2^48
+    low = p_lo + ((p_hi & 0xFFFF) << 16)  # < 2^49
+    return (p_hi >> 16) + (low >> 32), low & _M32
+
+
+def _philox_words(n, seed, offset, device):
+    """The 32-bit word (int64 tensor) of each element index 0..n-1: block
+    i // 4 of Philox-4x32-10 keyed by the seed, counter (lo32(i // 4),
+    hi32(i // 4), lo32(offset), hi32(offset)), word i % 4."""
+    torch = _torch()
+    seed, offset = _word64(seed), _word64(offset)
+    blk = torch.arange((n + 3) // 4, dtype=torch.int64, device=device)
+    c = [blk & _M32, blk >> 32, torch.full_like(blk, offset & _M32), torch.full_like(blk, offset >> 32)]
+    k0, k1 = seed & _M32, seed >> 32
+    for r in range(10):
+        if r:
+            k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+        hi0, lo0 = _mulhilo(c[0], 0xD2511F53)
+        hi1, lo1 = _mulhilo(c[2], 0xCD9E8D57)
+        c = [hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0]
+    return torch.stack(c, dim=1).reshape(-1)[:n]
+
+
+def _rand(seed, offset, shape, dt, device):
+    torch = _torch()
+    n = 1
+    for d in shape:
+        n *= d
+    b = _SIGNIFICAND_BITS[dt]
+    w = _philox_words(n, seed, offset, device) >> (32 - b)
+    u = w.double() * 2.0 ** -b if dt == "f64" else w.float() * 2.0 ** -b  # exact in the dtype
+    return u.reshape(shape).to(dtype_of(dt))
+
+
+def _dropout(x, seed, offset, p):
+    """where(rand_f32 >= f32(p), x * S, 0), S = 1/(1-p) a weak literal: the
+    product in f32 for f32 and narrower (rounded to x's dtype), f64 for f64."""
+    torch = _torch()
+    u = (_philox_words(x.numel(), seed, offset, x.device) >> 8).float() * 2.0 ** -24
+    keep = (u >= torch.tensor(p, dtype=torch.float32)).reshape(x.shape)
+    scale = 0.0 if p >= 1.0 else 1.0 / (1.0 - p)
+    wide = x if x.dtype == torch.float64 else x.float()
+    return torch.where(keep, wide * scale, torch.zeros((), dtype=wide.dtype, device=x.device)).to(x.dtype)
+
+
 CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
 
 
@@ -477,6 +550,31 @@ def load(text, graph=None):
             if target not in pindex or params[pindex[target]][2] is None:
                 raise ValueError("fg2torch: result %d is written into '%s', not a tensor parameter" % (j, target))
             inplace.append((j, pindex[target]))
+
+    # parameters read only as the data operand of gathers: what the gathers
+    # read of them, not the whole tensor (fn.gathered, after a call:
+    # {parameter index: bytes}, for the benchmark's byte count)
+    uses = {}
+
+    def walk(e, parent=None, pos=None):
+        if e[0] == "name" and e[1] in pindex:
+            uses.setdefault(e[1], []).append((parent, pos))
+        elif e[0] == "list":
+            for x in e[1]:
+                walk(x)
+        elif e[0] == "call":
+            for j, x in enumerate(e[2]):
+                walk(x, e[1], j)
+            for x in e[3].values():
+                walk(x)
+
+    for _, e in stmts:
+        walk(e)
+    for e, _ in results:
+        walk(e)
+    only_gathered = {n for n, us in uses.items()
+                     if all(par in ("index_select", "gather", "take_along_dim") and pos == 0 for par, pos in us)}
+    gathered = {}
 
     def ev(e, env, device):
         kind = e[0]
@@ -497,9 +595,17 @@ def load(text, graph=None):
         _, name, args, kw = e
         a = [ev(x, env, device) for x in args]
         k = {key: ev(v, env, device) for key, v in kw.items()}
-        return _call(name, a, k, device)
+        r = _call(name, a, k, device)
+        if (name in INDEXING and args and args[0][0] == "name" and args[0][1] in only_gathered
+                and not _compiling()):
+            i = pindex[args[0][1]]
+            full = a[0].numel() * a[0].element_size()
+            gathered[i] = min(full, gathered.get(i, 0) + r.numel() * r.element_size())
+        return r
 
     def fn(*inputs):
+        if not _compiling():
+            gathered.clear()
         if len(inputs) != len(params):
             raise ValueError("fg2torch: %d inputs for %d parameters" % (len(inputs), len(params)))
         device = next((x.device for x in inputs if _is_t(x)), "cpu")
@@ -524,6 +630,7 @@ def load(text, graph=None):
         return tuple(outs)
 
     fn.inplace = tuple(inplace)
+    fn.gathered = gathered
 
     sig = [(p[0], p[1], p[2]) for p in params]
     return fn, sig

@@ -21,9 +21,38 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "index.h"
+
+/* Bytes of a parameter the graph reads only through gathers (the data
+ * operand of index_select, gather, take_along_dim): at most the elements
+ * the gathers read, not the whole tensor (llm.c's encoder reads 8192 rows
+ * of its 50257-row table: 25 MB, not 154). `whole` where it is used
+ * otherwise, or where a size is symbolic. */
+static double gathered_bytes(const fg_plan *p, const fg_value *prm, double whole) {
+  double got = 0;
+  bool any = false;
+  for (const fg_node *n = p->g->first; n; n = n->next)
+    for (int i = 0; i < n->nin; i++) {
+      if (n->in[i] != prm)
+        continue;
+      if (n->op->kind != FG_KIND_INDEXING || fg_index_scatters(n) || i != 0)
+        return whole;
+      int64_t m = fg_type_numel(&n->out[0]->type);
+      if (m < 0)
+        return whole;
+      got += (double)m * fg_dtype_size(prm->type.dtype);
+      any = true;
+    }
+  return any && got < whole ? got : whole;
+}
+
 /* Bytes a buffer argument moves. */
 static double arg_bytes(const fg_plan *p, fg_buf_ref b) {
   const fg_type *t = NULL;
+  if (b.kind == FG_BUF_PARAM && !p->g->params[b.index]->type.scalar)
+    return gathered_bytes(p, p->g->params[b.index],
+                          (double)fg_type_numel(&p->g->params[b.index]->type) *
+                              fg_dtype_size(p->g->params[b.index]->type.dtype));
   if (b.kind == FG_BUF_PARAM)
     t = &p->g->params[b.index]->type;
   else if (b.kind == FG_BUF_RESULT)
@@ -141,6 +170,14 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
 /* ---- the arithmetic term (issue 17) ---- */
 
 static double op_weight(const fg_node *n) {
+  /* rand: a Philox-4x32-10 block (10 rounds of two 32 x 32 -> 64-bit
+   * multiplies, at half the f32 rate, two 3-way xors and the key's adds:
+   * about 60) shared by 4 elements, and the uniform (shift, convert, scale,
+   * and dropout's compare); randn adds Box-Muller's log, sqrt, sin, cos */
+  if (n->op->code == FG_OP_RAND)
+    return 20;
+  if (n->op->code == FG_OP_RANDN)
+    return 20 + 3 * 16 + 4;
   if (n->op->kind != FG_KIND_POINTWISE)
     return 0;
   if (fg_op_has(n->op, FG_PROP_LIBDEVICE))
