@@ -9,10 +9,34 @@
 #include "backend.h"
 #include "check.h"
 
+/* NVPTX intrinsics the emitted integer code uses, replaced by generic IR
+ * the host can select: llvm.nvvm.mulhi.ui(a, b) (Philox's mul.hi.u32) by
+ * the high word of the zero-extended product. */
+static void lower_nvvm_for_host(LLVMModuleRef mod) {
+  LLVMValueRef f = LLVMGetNamedFunction(mod, "llvm.nvvm.mulhi.ui");
+  if (!f)
+    return;
+  LLVMContextRef c = LLVMGetModuleContext(mod);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  for (LLVMUseRef u = LLVMGetFirstUse(f); u; u = LLVMGetFirstUse(f)) {
+    LLVMValueRef call = LLVMGetUser(u);
+    LLVMPositionBuilderBefore(b, call);
+    LLVMValueRef x = LLVMBuildZExt(b, LLVMGetOperand(call, 0), i64, "");
+    LLVMValueRef y = LLVMBuildZExt(b, LLVMGetOperand(call, 1), i64, "");
+    LLVMValueRef hi = LLVMBuildTrunc(
+        b, LLVMBuildLShr(b, LLVMBuildMul(b, x, y, ""), LLVMConstInt(i64, 32, 0), ""), i32, "");
+    LLVMReplaceAllUsesWith(call, hi);
+    LLVMInstructionEraseFromParent(call);
+  }
+  LLVMDisposeBuilder(b);
+}
+
 /* The engine (host_jit_free ends it and m), or NULL
  * after a failed CHECK. */
 static LLVMExecutionEngineRef host_jit(fgb_module *m) {
   LLVMModuleRef mod = fgb_llvm_module(m);
+  lower_nvvm_for_host(mod);
   char *triple = LLVMGetDefaultTargetTriple();
   LLVMSetTarget(mod, triple);
   LLVMDisposeMessage(triple);
