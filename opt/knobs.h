@@ -50,7 +50,10 @@
   X(ATTN_STAGES, 1, 3, FG_KNOB_ANY, "auto",                                                        \
     "K, V blocks in shared memory (1: attention loads each block, then computes it)")              \
   X(ATTN_BC, 32, 128, FG_KNOB_POW2, "auto", "keys an attention key block (32, 64 or 128)")         \
-  X(ATTN_WARP_ROWS, 16, 32, FG_KNOB_POW2, "auto", "query rows an attention warp owns (16 or 32)")
+  X(ATTN_WARP_ROWS, 16, 32, FG_KNOB_POW2, "auto", "query rows an attention warp owns (16 or 32)")  \
+  /* scatter2 */                                                                                   \
+  X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
