@@ -1,4 +1,4 @@
-/* issue 20: the five kernels of an index_add (opt/plan.h), deterministic
+/* issue 20: the kernels of an index_add or scatter_add (opt/plan.h), deterministic
  * with no float atomics. Each destination slice of the operand along dim
  * is a bin; the sources are the index's positions k.
  *
@@ -17,8 +17,16 @@
  *          (ir/interp_index.c), so the bits are the interpreter's and the
  *          same on every run.
  *
+ *   SORT   (scatter2) COUNT, SCAN, FILL and ORDER by one CTA, a barrier
+ *          between the steps, where a thread's sources fit in registers
+ *          and one SM's scattered accesses cost less than three launches
+ *          (segment.c scatter_fused)
+ *
  * bin(k) is the index at k clamped into [0, slices) (docs/format.md
- * 5.11). The temps are i32 (segment.c refuses 2^30 slices or sources). */
+ * 5.11); for scatter_add (scatter2) each destination element is a bin:
+ * the operand's row-major position at k's coordinates in the index with
+ * dim's replaced by the clamped index, and SUM is a thread an element.
+ * The temps are i32 (segment.c refuses 2^30 bins or sources). */
 #include <stdio.h>
 #include <string.h>
 
@@ -59,50 +67,68 @@ static LLVMValueRef source_of(fgb_emitter *e, LLVMBasicBlockRef *merge) {
   return gid;
 }
 
-/* The bin of source s: the index there, clamped into [0, slices). */
+/* The bin of source s (a position in the index, row-major): for
+ * index_add the index there clamped into [0, slices); for scatter_add the
+ * operand's element (row-major) at s's coordinates with dim's replaced by
+ * the index there, clamped into [0, size) (ir/index.h). */
 static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
-  const fg_value *iv = e->k->scat->in[1];
+  const fg_node *n = e->k->scat;
+  const fg_value *iv = n->in[1];
+  const fg_type *it = &iv->type, *xt = &n->in[0]->type;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  LLVMValueRef c[FG_MAX_RANK];
+  if (n->op->code == FG_OP_SCATTER_ADD) {
+    int64_t sizes[FG_MAX_RANK];
+    for (int d = 0; d < it->rank; d++)
+      sizes[d] = it->dims[d].size;
+    fgb_delinearize(e, s, sizes, it->rank, c);
+  } else {
+    c[0] = s;
+  }
   e->lanes[0] = s;
   e->nuniform = 0;
-  LLVMValueRef v = fgb_emit_value(e, iv, &s);
+  LLVMValueRef v = fgb_emit_value(e, iv, c);
   if (!v)
     return NULL;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
   v = fgb_convert(e->m, v, iv->type.dtype, FG_I64);
   LLVMValueRef lo = LLVMConstInt(i64, 0, 0),
-               hi = LLVMConstInt(i64, (unsigned long long)(e->k->scat_bins - 1), 0);
+               hi = LLVMConstInt(i64, (unsigned long long)(m.size - 1), 0);
   v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, lo, ""), lo, v, "");
   v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, hi, ""), hi, v, "");
-  return e->ity == i64 ? v : LLVMBuildTrunc(e->b, v, e->ity, "");
-}
-
-static bool emit_count(fgb_emitter *e, bool fill) {
-  const fg_kernel *k = e->k;
-  LLVMBasicBlockRef merge;
-  LLVMValueRef s = source_of(e, &merge);
-  LLVMValueRef b = bin_of(e, s);
-  if (!b)
-    return false;
-  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b),
-                                               LLVMConstInt(i32t(e), fill ? -1ull : 1, 1));
-  if (fill) {
-    if (e->ity != i32t(e))
-      old = LLVMBuildSExt(e->b, old, e->ity, "");
-    LLVMValueRef slot = LLVMBuildAdd(e->b, load_at(e, k->scat_off, b),
-                                     LLVMBuildSub(e->b, old, fgb_const(e, 1), ""), "");
-    store_at(e, k->scat_fill, slot, s);
+  v = e->ity == i64 ? v : LLVMBuildTrunc(e->b, v, e->ity, "");
+  if (n->op->code != FG_OP_SCATTER_ADD)
+    return v;
+  LLVMValueRef lin = fgb_const(e, 0);
+  for (int d = 0; d < xt->rank; d++) {
+    LLVMValueRef x = d == m.dim ? v : m.x_src[d] == FG_INDEX_ZERO ? fgb_const(e, 0) : c[d];
+    lin = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, lin, fgb_const(e, xt->dims[d].size), ""), x, "");
   }
-  fgb_end_if(e, merge);
-  return !e->failed;
+  return lin;
 }
 
-static bool emit_order(fgb_emitter *e) {
+/* COUNT's step for source s of bin b: its bin's count up by one. */
+static void count_one(fgb_emitter *e, LLVMValueRef b) {
+  fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), LLVMConstInt(i32t(e), 1, 0));
+}
+
+/* FILL's: the count down by one gives s a slot in its bin's segment. */
+static void fill_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
   const fg_kernel *k = e->k;
-  LLVMBasicBlockRef merge;
-  LLVMValueRef s = source_of(e, &merge);
-  LLVMValueRef b = bin_of(e, s);
-  if (!b)
-    return false;
+  LLVMValueRef old =
+      fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), LLVMConstInt(i32t(e), -1ull, 1));
+  if (e->ity != i32t(e))
+    old = LLVMBuildSExt(e->b, old, e->ity, "");
+  LLVMValueRef slot = LLVMBuildAdd(e->b, load_at(e, k->scat_off, b),
+                                   LLVMBuildSub(e->b, old, fgb_const(e, 1), ""), "");
+  store_at(e, k->scat_fill, slot, s);
+}
+
+/* ORDER's: s's rank among its segment's sources is its position in the
+ * ascending segment. */
+static void order_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
+  const fg_kernel *k = e->k;
   LLVMValueRef lo = load_at(e, k->scat_off, b),
                hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, b, fgb_const(e, 1), ""));
   LLVMValueRef rank = fgk_local_var(e, e->ity, fgb_const(e, 0));
@@ -113,6 +139,29 @@ static bool emit_order(fgb_emitter *e) {
   LLVMBuildStore(e->b, LLVMBuildAdd(e->b, r, LLVMBuildZExt(e->b, before, e->ity, ""), ""), rank);
   fgk_loop_end(e, &l, j);
   store_at(e, k->scat_order, LLVMBuildAdd(e->b, lo, LLVMBuildLoad2(e->b, e->ity, rank, ""), ""), s);
+}
+
+static bool emit_count(fgb_emitter *e, bool fill) {
+  LLVMBasicBlockRef merge;
+  LLVMValueRef s = source_of(e, &merge);
+  LLVMValueRef b = bin_of(e, s);
+  if (!b)
+    return false;
+  if (fill)
+    fill_one(e, s, b);
+  else
+    count_one(e, b);
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
+static bool emit_order(fgb_emitter *e) {
+  LLVMBasicBlockRef merge;
+  LLVMValueRef s = source_of(e, &merge);
+  LLVMValueRef b = bin_of(e, s);
+  if (!b)
+    return false;
+  order_one(e, s, b);
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -179,21 +228,95 @@ static LLVMValueRef block_exclusive_scan(fgb_emitter *e, LLVMValueRef total) {
   return LLVMBuildSub(e->b, incl, total, "");
 }
 
+/* A warp's inclusive prefix of an i32 a lane, by butterflies (integers:
+ * any order gives the same sums); *total gets the warp's total. */
+static LLVMValueRef warp_inclusive_scan(fgb_emitter *e, LLVMValueRef v, LLVMValueRef lane,
+                                        LLVMValueRef *total) {
+  LLVMValueRef incl = v, tot = v;
+  for (int d = 1; d < 32; d *= 2) {
+    LLVMValueRef other = fgb_shfl_bfly(e->m, tot, d);
+    LLVMValueRef upper = LLVMBuildICmp(
+        e->b, LLVMIntNE, LLVMBuildAnd(e->b, lane, LLVMConstInt(i32t(e), (unsigned)d, 0), ""),
+        LLVMConstInt(i32t(e), 0, 0), "");
+    incl = LLVMBuildAdd(e->b, incl,
+                        LLVMBuildSelect(e->b, upper, other, LLVMConstInt(i32t(e), 0, 0), ""), "");
+    tot = LLVMBuildAdd(e->b, tot, other, "");
+  }
+  *total = tot;
+  return incl;
+}
+
+/* The scan with coalesced accesses (scatter2): thread t of T takes the 4
+ * bins at 4 (q T + t) for each q < S/4, so a warp's 16-byte loads and
+ * stores are 512 contiguous bytes. Each q's 4T bins are a tile: the
+ * tile's thread totals are scanned within each warp by butterflies, the
+ * warps' totals (tile-major, then warp) by warp 0 into shared memory, and
+ * a thread's offset is its warp's prefix there plus its lane's. */
+static void emit_scan_striped(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int Q = k->scat_seg / 4, T = k->block, NW = T / 32;
+  LLVMTypeRef i32 = i32t(e);
+  LLVMValueRef tid = fgb_tid(e->m, 0);
+  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], incl[SCAN_UNROLL / 4],
+               tot[SCAN_UNROLL / 4], wt[SCAN_UNROLL / 4];
+  for (int q = 0; q < Q; q++) {
+    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
+    v[q] = load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""));
+  }
+  for (int q = 0; q < Q; q++) {
+    tot[q] = sum4(e, v[q]);
+    incl[q] = warp_inclusive_scan(e, tot[q], lane, &wt[q]);
+  }
+  char name[256];
+  snprintf(name, sizeof name, "%s_scanw", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)(Q * NW));
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  for (int q = 0; q < Q; q++) {
+    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
+    LLVMBuildStore(e->b, wt[q], fgb_gep(e->m, sh, i32, slot));
+  }
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  /* warp 0: the warps' totals, tile by tile, into exclusive prefixes */
+  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, warp, LLVMConstInt(i32, 0, 0), ""));
+  LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
+  LLVMValueRef carry = LLVMConstInt(i32, 0, 0);
+  for (int q = 0; q < Q; q++) {
+    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), lane, "");
+    LLVMValueRef p =
+        fgb_gep(e->m, sh, i32, LLVMBuildSelect(e->b, has, slot, LLVMConstInt(i32, 0, 0), ""));
+    LLVMValueRef x =
+        LLVMBuildSelect(e->b, has, LLVMBuildLoad2(e->b, i32, p, ""), LLVMConstInt(i32, 0, 0), "");
+    LLVMValueRef all, in = warp_inclusive_scan(e, x, lane, &all);
+    LLVMValueRef excl = LLVMBuildAdd(e->b, carry, LLVMBuildSub(e->b, in, x, ""), "");
+    LLVMBasicBlockRef m2 = fgb_begin_if(e, has);
+    LLVMBuildStore(e->b, excl, p);
+    fgb_end_if(e, m2);
+    carry = LLVMBuildAdd(e->b, carry, all, "");
+  }
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  for (int q = 0; q < Q; q++) {
+    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
+    LLVMValueRef run =
+        LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), ""),
+                     LLVMBuildSub(e->b, incl[q], tot[q], ""), "");
+    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
+    store4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""), v[q], &run);
+  }
+}
+
 static bool emit_scan(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   int S = k->scat_seg;
-  LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, S), "");
-  LLVMValueRef zero = LLVMConstInt(i32t(e), 0, 0);
   if (S <= SCAN_UNROLL) {
-    LLVMValueRef v[SCAN_UNROLL / 4], total = zero;
-    for (int q = 0; q < S / 4; q++)
-      v[q] = load4(e, LLVMBuildAdd(e->b, first, fgb_const(e, 4 * q), ""));
-    for (int q = 0; q < S / 4; q++)
-      total = LLVMBuildAdd(e->b, total, sum4(e, v[q]), "");
-    LLVMValueRef run = block_exclusive_scan(e, total);
-    for (int q = 0; q < S / 4; q++)
-      store4(e, LLVMBuildAdd(e->b, first, fgb_const(e, 4 * q), ""), v[q], &run);
-  } else {
+    emit_scan_striped(e);
+  } else { /* a thread S consecutive bins, in a loop */
+    LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, S), "");
+    LLVMValueRef zero = LLVMConstInt(i32t(e), 0, 0);
     LLVMValueRef acc = fgk_local_var(e, i32t(e), zero);
     LLVMValueRef end = LLVMBuildAdd(e->b, first, fgb_const(e, S), "");
     fgk_loop l;
@@ -217,14 +340,114 @@ static bool emit_scan(fgb_emitter *e) {
   return !e->failed;
 }
 
+/* SORT: COUNT, SCAN, FILL and ORDER by one CTA, a barrier after each
+ * (the block's global writes are then visible to all its threads). Thread
+ * t takes sources t, t + T, ... (scat_rounds of them, straight-line): their
+ * bins are computed once, every index load in flight at once, and kept in
+ * registers for the three steps. The counts return to zero as in FILL. */
+enum { SORT_MAX_ROUNDS = 16 };
+
+static bool emit_sort(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int R = k->scat_rounds;
+  if (R > SORT_MAX_ROUNDS) {
+    fgb_fail(e, "scatter sort kernel %d takes %d sources a thread (at most %d)", k->id, R,
+             SORT_MAX_ROUNDS);
+    return false;
+  }
+  LLVMValueRef tid = fgb_thread_index(e, 0), s[SORT_MAX_ROUNDS], b[SORT_MAX_ROUNDS],
+               ok[SORT_MAX_ROUNDS];
+  LLVMValueRef last = fgb_const(e, k->scat_sources - 1);
+  for (int r = 0; r < R; r++) {
+    s[r] = LLVMBuildAdd(e->b, tid, fgb_const(e, (int64_t)r * k->block), "");
+    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, s[r], fgb_const(e, k->scat_sources), "");
+    /* past the end: the last source's bin, computed and not used */
+    b[r] = bin_of(e, LLVMBuildSelect(e->b, ok[r], s[r], last, ""));
+    if (!b[r])
+      return false;
+  }
+  for (int step = 0; step < 3; step++) {
+    if (step == 1 && !emit_scan(e))
+      return false;
+    for (int r = 0; r < R && step != 1; r++) {
+      LLVMBasicBlockRef merge = fgb_begin_if(e, ok[r]);
+      if (step == 0)
+        count_one(e, b[r]);
+      else
+        fill_one(e, s[r], b[r]);
+      fgb_end_if(e, merge);
+    }
+    fgb_barrier(e->m);
+  }
+  for (int r = 0; r < R; r++) {
+    LLVMBasicBlockRef merge = fgb_begin_if(e, ok[r]);
+    order_one(e, s[r], b[r]);
+    fgb_end_if(e, merge);
+  }
+  return !e->failed;
+}
+
 /* The accumulator's add: f32 / f64 for floats, i64 (wrapping) for the
  * integers and bool (the interpreter's). */
 static LLVMValueRef acc_add(fgb_emitter *e, fg_dtype acc, LLVMValueRef a, LLVMValueRef b) {
   return fg_dtype_is_float(acc) ? LLVMBuildFAdd(e->b, a, b, "") : LLVMBuildAdd(e->b, a, b, "");
 }
 
+/* SUM of a scatter_add: a thread an element (each its own bin, the
+ * result's row-major position), its sources' positions in the index
+ * delinearized into the source's coordinates (the index's are a prefix of
+ * the source's, docs/format.md 5.11). */
+static bool emit_sum_elements(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  const fg_node *n = k->scat;
+  const fg_value *x = n->in[0], *src = n->in[2], *out = n->out[0];
+  const fg_type *it = &n->in[1]->type;
+  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  int rank = k->rank;
+  int64_t total = 1, isz[FG_MAX_RANK];
+  for (int d = 0; d < rank; d++)
+    total *= k->dims[d];
+  for (int d = 0; d < it->rank; d++)
+    isz[d] = it->dims[d].size;
+  LLVMValueRef gid =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
+                   fgb_thread_index(e, 0), "");
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, fgb_const(e, total), ""));
+  LLVMValueRef c[FG_MAX_RANK], sc[FG_MAX_RANK];
+  fgb_delinearize(e, gid, k->dims, rank, c);
+  e->lanes[0] = c[rank - 1];
+  e->nuniform = 0;
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  LLVMValueRef v = fgb_emit_value(e, x, c);
+  if (!v)
+    return false;
+  LLVMValueRef accv = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
+  LLVMValueRef lo = load_at(e, k->scat_off, gid),
+               hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, gid, fgb_const(e, 1), ""));
+  fgk_loop l;
+  LLVMValueRef jj = fgk_loop_begin(e, &l, lo, hi, fgb_const(e, 1));
+  int mark = fgb_memo_mark(e);
+  fgb_delinearize(e, load_at(e, k->scat_order, jj), isz, it->rank, sc);
+  e->lanes[0] = sc[rank - 1];
+  v = fgb_emit_value(e, src, sc);
+  if (!v)
+    return false;
+  LLVMValueRef a = LLVMBuildLoad2(e->b, at_ty, accv, "");
+  LLVMBuildStore(e->b, acc_add(e, acc, a, fgb_convert(e->m, v, src->type.dtype, acc)), accv);
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, jj);
+  e->lanes[0] = c[rank - 1];
+  LLVMValueRef val = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, accv, ""), acc, dt);
+  fgb_emit_store_lanes(e, out, c, &val);
+  fgb_end_if(e, merge);
+  return !e->failed;
+}
+
 static bool emit_sum(fgb_emitter *e) {
   const fg_kernel *k = e->k;
+  if (k->scat->op->code == FG_OP_SCATTER_ADD)
+    return emit_sum_elements(e);
   const fg_node *n = k->scat;
   const fg_value *x = n->in[0], *src = n->in[2], *out = n->out[0];
   fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
@@ -302,6 +525,8 @@ bool fgb_emit_scatter_kernel(fgb_emitter *e) {
     return emit_order(e);
   case FG_KERNEL_SCATTER_SUM:
     return emit_sum(e);
+  case FG_KERNEL_SCATTER_SORT:
+    return emit_sort(e);
   default:
     fgb_fail(e, "kernel %d is not a scatter kernel", e->k->id);
     return false;

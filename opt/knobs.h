@@ -55,7 +55,10 @@
     "kernels in descending order: 0 never, 1 re-reads of a tensor past L2, 2 every one that can")  \
   X(ROW_PACK, 0, 1, FG_KNOB_ANY, "auto",                                                           \
     "short rows: 1 several rows a CTA (lanes a row), 0 a CTA a row")                               \
-  X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")
+  X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
+  /* scatter2 */                                                                                   \
+  X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

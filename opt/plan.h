@@ -70,12 +70,18 @@ typedef enum fg_kernel_kind {
    * of one (batch, key head) and loops over the query heads of its group
    * and their query blocks of attn_bc for dk and dv */
   FG_KERNEL_ATTENTION_BWD,
+  /* issue 20 (scatter2): COUNT, SCAN, FILL and ORDER of a scatter in one
+   * CTA, a barrier between the steps, when every thread takes few enough
+   * sources to issue their loads at once (segment.c
+   * start_scatter_kernels): one launch, not four, before the SUM */
+  FG_KERNEL_SCATTER_SORT,
 } fg_kernel_kind;
 
 enum { FG_ATTN_DQ, FG_ATTN_DKDV };
 
 static inline bool fg_kernel_is_scatter(fg_kernel_kind k) {
-  return k >= FG_KERNEL_SCATTER_COUNT && k <= FG_KERNEL_SCATTER_SUM;
+  return (k >= FG_KERNEL_SCATTER_COUNT && k <= FG_KERNEL_SCATTER_SUM) ||
+         k == FG_KERNEL_SCATTER_SORT;
 }
 
 typedef struct fg_kernel {
@@ -178,9 +184,10 @@ typedef struct fg_kernel {
   int attn_stages;    /* 2, 3: the next K, V tiles load (cp.async in the aligned variant) while
                        * this block computes; 1: load, then compute */
   bool attn_q_regs;   /* Q's A fragments held in registers, not reloaded from shared memory */
-  /* SCATTER kernels (issue 20): the index_add node; its destination
-   * slices (the operand's extent along dim) and sources (the index's
-   * length); temps (i32): counts [scat_pad] (zero between runs), offsets
+  /* SCATTER kernels (issue 20): the index_add or scatter_add node; its
+   * destination slices (index_add: the operand's extent along dim;
+   * scatter_add: the operand's elements, each its own bin) and sources
+   * (the index's elements); temps (i32): counts [scat_pad] (zero between runs), offsets
    * [scat_pad + 1], source positions by segment as filled and as ordered
    * [sources]; the scan's elements a thread (a multiple of 4) and threads
    * (scat_pad = their product) */
@@ -188,6 +195,9 @@ typedef struct fg_kernel {
   int64_t scat_bins, scat_sources, scat_pad;
   int scat_cnt, scat_off, scat_fill, scat_order;
   int scat_seg, scat_threads;
+  /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
+   * code, each step's loads in flight at once); 0 for the other kinds */
+  int scat_rounds;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */

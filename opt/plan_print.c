@@ -61,6 +61,8 @@ static const char *kind_name(fg_kernel_kind k) {
     return "scatter-order";
   case FG_KERNEL_SCATTER_SUM:
     return "scatter-sum";
+  case FG_KERNEL_SCATTER_SORT:
+    return "scatter-sort";
   }
   return "?";
 }
@@ -251,6 +253,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (fg_kernel_is_scatter(k->kind))
     fprintf(f, " slices %" PRId64 " sources %" PRId64 " scan %d x %d", k->scat_bins,
             k->scat_sources, k->scat_threads, k->scat_seg);
+  if (k->kind == FG_KERNEL_SCATTER_SORT)
+    fprintf(f, " rounds %d", k->scat_rounds);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);
@@ -308,7 +312,9 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
             fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
-  if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {
+  if (k->kind == FG_KERNEL_SCATTER_SORT)
+    fprintf(f, " offsets->t%d ordered->t%d", k->scat_off, k->scat_order);
+  else if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {
     static const char *const what[] = {"counts", "offsets", "filled", "ordered"};
     int i = k->kind - FG_KERNEL_SCATTER_COUNT;
     int t[] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};

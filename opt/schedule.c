@@ -1136,8 +1136,9 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
 
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
-/* issue 20: the index_add kernels (plan.h). COUNT, FILL and ORDER take a
- * thread a source; SCAN is one CTA, scat_seg bins a thread; SUM is the
+/* issue 20: the scatter kernels (plan.h). COUNT, FILL and ORDER take a
+ * thread a source; SCAN is one CTA, scat_seg bins a thread, and so is
+ * SORT (scat_rounds sources a thread); SUM is the
  * pointwise form over the result, a thread a vector of adjacent elements
  * along the last dim (lanes share their destination slice unless dim is
  * the last), each looping over its slice's sources. */
@@ -1160,6 +1161,12 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     k->grid[0] = 1;
     k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
     return;
+  case FG_KERNEL_SCATTER_SORT:
+    k->block = k->scat_threads;
+    k->grid[0] = 1;
+    k->why = "scatter: count, scan, fill and order in one CTA (its scattered accesses take less "
+             "than the three launches they save)";
+    return;
   case FG_KERNEL_SCATTER_COUNT:
     k->why = "scatter: sources of each destination slice counted (integer atomics)";
     break;
@@ -1174,7 +1181,9 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     if (dim < 0)
       dim += k->rank;
     k->inner = k->dims[k->rank - 1];
-    k->vec = pick_vec(p, k, dim == k->rank - 1 ? 1 : k->inner, o);
+    /* scatter_add: each element its own bin, so lanes do not share one */
+    bool lanes = k->scat->op->code == FG_OP_INDEX_ADD && dim != k->rank - 1;
+    k->vec = pick_vec(p, k, lanes ? k->inner : 1, o);
     k->why = "scatter: each element its operand's plus its sources in ascending order";
     break;
   }

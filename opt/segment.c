@@ -726,10 +726,11 @@ static void start_attention_kernel(fg_plan *p, fg_node *n) {
   add_to_kernel(p, k, n->out[0]);
 }
 
-/* issue 20: an index_add node as its five kernels (plan.h), sharing its
- * four i32 temps. Each destination slice is a bin; the scan's CTA takes
- * scat_seg consecutive bins a thread (16-byte loads), so the counts and
- * offsets are padded to scat_threads x scat_seg bins (zero counts). */
+/* issue 20: an index_add or scatter_add node as its five kernels
+ * (plan.h), sharing its four i32 temps. Each destination slice (each
+ * element, for scatter_add) is a bin; the scan's CTA takes scat_seg
+ * consecutive bins a thread (16-byte loads), so the counts and offsets are
+ * padded to scat_threads x scat_seg bins (zero counts). */
 static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
   fg_temp t = {4 * (elems > 0 ? elems : 1), zero, NULL};
   p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
@@ -738,21 +739,68 @@ static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
 
 enum { SCAN_MAX_THREADS = 1024 };
 
+/* scatter2: the sources a thread of the fused sort's CTA may take, its
+ * bins held in registers and each step's accesses issued at once; and the
+ * scattered (uncoalesced) 4-byte accesses its steps make a source: the
+ * count's atomic, the fill's atomic and store, the order's segment bounds
+ * and store. */
+enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 5 };
+
+static int64_t scatter_bins(const fg_node *n) {
+  if (n->op->code == FG_OP_INDEX_ADD) {
+    fg_index_map m;
+    fg_index_map_of(n, &m);
+    return m.size;
+  }
+  int64_t e = 1;
+  for (int d = 0; d < n->in[0]->type.rank; d++)
+    e *= n->in[0]->type.dims[d].size;
+  return e;
+}
+
+static int64_t scatter_sources(const fg_node *n) {
+  int64_t e = 1;
+  for (int d = 0; d < n->in[1]->type.rank; d++)
+    e *= n->in[1]->type.dims[d].size;
+  return e;
+}
+
+/* Whether the count, scan, fill and order steps run as one CTA (SORT):
+ * one SM then makes every scattered access, about one a clock, which must
+ * take less time than the three launches it saves (opt/target.h); the
+ * knob SCATTER_SORT overrides the rule (the scheduler's knobs, read here
+ * because the choice decides the kernels). */
+static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
+  int64_t v;
+  if (!sources) /* an empty domain is not launched: the scan kernel writes the offsets */
+    return false;
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SORT, &v))
+    return v && sources <= threads * SORT_MAX_ROUNDS;
+  double us = (double)sources * SORT_SCATTERED / (p->target.clock_ghz * 1e3);
+  return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
+}
+
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
-  fg_index_map m;
-  fg_index_map_of(n, &m);
-  int64_t bins = m.size, sources = n->in[1]->type.dims[0].size;
+  int64_t bins = scatter_bins(n), sources = scatter_sources(n);
   int64_t threads = (bins + 3) / 4;
   threads = threads < 32                 ? 32
             : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
                                          : (threads + 31) / 32 * 32;
+  /* the fused sort's CTA: at least the threads its sources need */
+  int64_t want = (sources + SORT_MAX_ROUNDS - 1) / SORT_MAX_ROUNDS;
+  want = want > SCAN_MAX_THREADS ? SCAN_MAX_THREADS : (want + 31) / 32 * 32;
+  bool fused = scatter_fused(p, sources, threads > want ? threads : want);
+  if (fused && want > threads)
+    threads = want;
   int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
   int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
   int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
   fg_type one = {.dtype = FG_I32, .rank = 1};
   for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
+    if (fused && kind != FG_KERNEL_SCATTER_COUNT && kind != FG_KERNEL_SCATTER_SUM)
+      continue;
     fg_kernel *k = new_kernel(p);
-    k->kind = kind;
+    k->kind = fused && kind == FG_KERNEL_SCATTER_COUNT ? FG_KERNEL_SCATTER_SORT : kind;
     k->scat = n;
     k->scat_bins = bins;
     k->scat_sources = sources;
@@ -763,6 +811,8 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat_order = order;
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
+    if (k->kind == FG_KERNEL_SCATTER_SORT)
+      k->scat_rounds = (int)((sources + threads - 1) / threads);
     one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
@@ -1105,31 +1155,31 @@ static bool attention_bwd_supported(const fg_node *n, fg_diag *d) {
 }
 
 /* What the code generator cannot take: symbolic shapes, mean/var, dropout
- * and the other composites left for a disabled decompose, the scatters. */
-/* issue 20: index_add's kernels keep destination slices and source
- * positions in i32 temps. */
-static bool index_add_supported(const fg_node *n, fg_diag *d) {
-  fg_index_map m;
-  fg_index_map_of(n, &m);
-  int64_t sources = n->in[1]->type.dims[0].size;
-  if (m.size >= ((int64_t)1 << 30) || sources >= ((int64_t)1 << 30)) {
+ * and the other composites left for a disabled decompose, the scatters
+ * past their temps' range. */
+/* issue 20: the scatters' kernels keep destination slices (scatter_add:
+ * elements) and source positions in i32 temps. */
+static bool scatter_supported(const fg_node *n, fg_diag *d) {
+  int64_t bins = scatter_bins(n), sources = scatter_sources(n);
+  if (bins >= ((int64_t)1 << 30) || sources >= ((int64_t)1 << 30)) {
     fg_error(d, n->loc,
-             "'index_add' with %lld sources into %lld slices: the code generator supports fewer "
-             "than 2^30 of each",
-             (long long)sources, (long long)m.size);
+             "'%s' with %lld sources into %lld %s: the code generator supports fewer than 2^30 "
+             "of each",
+             n->op->name, (long long)sources, (long long)bins,
+             n->op->code == FG_OP_INDEX_ADD ? "slices" : "elements");
     return false;
   }
   return true;
 }
 
 /* ... and static sizes: its temps and the scan's CTA are sized by them. */
-static bool index_add_static(const fg_plan *p, fg_diag *d) {
+static bool scatter_static(const fg_plan *p, fg_diag *d) {
   for (const fg_node *n = p->g->first; p->sym.n && n; n = n->next)
-    if (n->op->code == FG_OP_INDEX_ADD) {
+    if (fg_index_scatters(n)) {
       fg_error(d, n->loc,
-               "'index_add' in a graph with the symbolic size '%s' is not supported by the code "
+               "'%s' in a graph with the symbolic size '%s' is not supported by the code "
                "generator yet",
-               p->sym.name);
+               n->op->name, p->sym.name);
       return false;
     }
   return true;
@@ -1153,14 +1203,7 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
       return false;
     if (n->op->code == FG_OP_SDPA && !attention_supported(n, d))
       return false;
-    if (c == FG_OP_SCATTER_ADD) {
-      fg_error(d, n->loc,
-               "'scatter_add' is not supported by the code generator yet (the reference "
-               "interpreter runs it; index_add is: an embedding backward is "
-               "index_add(zeros, ids, dy, dim=0))");
-      return false;
-    }
-    if (c == FG_OP_INDEX_ADD && !index_add_supported(n, d))
+    if (fg_index_scatters(n) && !scatter_supported(n, d))
       return false;
   }
   return true;
@@ -1239,7 +1282,7 @@ static void mark_stored(fg_plan *p) {
       for (int i = 0; i < n->nin; i++)
         store_attn_operand(p, n->in[i]);
     }
-    if (n->op->kind == FG_KIND_REDUCTION || n->op->code == FG_OP_INDEX_ADD)
+    if (n->op->kind == FG_KIND_REDUCTION || fg_index_scatters(n))
       for (int i = 0; i < n->nout; i++)
         p->store[n->out[i]->id].stored = true;
     if (n->op->code == FG_OP_SEGMENT_SET && n->in[0]->param_index < 0 && n->in[0]->def &&
@@ -1269,7 +1312,7 @@ static void group_into_kernels(fg_plan *p) {
           add_to_kernel(p, &p->kernels[p->store[n->out[0]->id].kernel], v);
         continue;
       }
-      if (n->op->code == FG_OP_INDEX_ADD) {
+      if (fg_index_scatters(n)) {
         start_scatter_kernels(p, n);
         continue;
       }
@@ -1416,7 +1459,7 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!check_supported(g, d))
     return NULL;
   fg_plan *p = new_plan(g, o);
-  if (!index_add_static(p, d) || !plan_results(p, d))
+  if (!scatter_static(p, d) || !plan_results(p, d))
     return NULL;
   mark_stored(p);
   if (!store_deep_values(p))

@@ -203,8 +203,9 @@ symlarge() {
 }
 
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
-# with a grid reduction of the row + column form, and of index_add's
-# kernels (issue 20: the counts left zero for the next run).
+# with a grid reduction of the row + column form, and of the scatters'
+# kernels (issue 20: the counts left zero for the next run; scatter2: the
+# fused sort and scatter_add).
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
@@ -213,7 +214,9 @@ repeat() {
       bench__norm_bwd:rmsnorm_bwd_4k bench__norm_bwd:layernorm_bwd_4k bench__norm_bwd:rmsnorm_bwd_64k \
       bench__norm_bwd:layernorm_bwd_64k bench__norm_bwd:rmsnorm_bwd_32k bench__norm_bwd:layernorm_bwd_32k \
       tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise \
-      tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same; do
+      tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same \
+      tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
+      tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
