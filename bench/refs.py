@@ -192,7 +192,7 @@ def _f4_codes(v):
     """fusec's f32 -> f4e2m1 cast as 4-bit codes: round to nearest, ties to
     the even code, saturating at 6; the sign bit as the value's (-0.0 too)."""
     a = v.abs()
-    mid = torch.tensor(_F4_MID, dtype=f32)
+    mid = torch.tensor(_F4_MID, dtype=f32, device=v.device)
     lo = torch.bucketize(a, mid, right=False)  # a tie to the lower code
     hi = torch.bucketize(a, mid, right=True)  # ... to the upper one
     code = torch.where((lo != hi) & (lo % 2 == 1), hi, lo)
@@ -222,13 +222,13 @@ def nvfp4_quant(x):
     R, K = x.shape
     xf = x.to(f32)
     g = torch.amax(torch.abs(xf))
-    senc0 = torch.tensor(2688.0, dtype=f32) / g
-    senc = torch.where((g == 0.0) | torch.isinf(senc0), torch.tensor(1.0, dtype=f32), senc0)
+    senc0 = torch.tensor(2688.0, dtype=f32, device=x.device) / g
+    senc = torch.where((g == 0.0) | torch.isinf(senc0), torch.tensor(1.0, dtype=f32, device=x.device), senc0)
     xb = xf.reshape(R, K // 16, 16)
     ab = torch.amax(torch.abs(xb), dim=2, keepdim=True)
     sb = torch.clamp((ab / 6.0) * senc, max=448.0).to(torch.float8_e4m3fn)
     sbf = sb.to(f32)
-    inv = torch.where(sbf == 0.0, torch.tensor(0.0, dtype=f32), senc / sbf)
+    inv = torch.where(sbf == 0.0, torch.tensor(0.0, dtype=f32, device=x.device), senc / sbf)
     q = _f4_pack(_f4_codes(xb * inv).reshape(R, K))
     return q, sb.reshape(R, K // 16), senc
 
