@@ -902,6 +902,7 @@ static bool combine_block(fgb_emitter *e, fgk_row_ctx *rc, LLVMValueRef blk, LLV
     }
     LLVMValueRef idx[FG_MAX_RANK];
     col_index(e, n->out[0], redc, idx);
+    acc = fgk_empty_reduction(e, n, acc, ad);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, acc, ad, n->out[0]->type.dtype));
   }
   if (!fgk_store_phase(e, FG_PHASE_COLUMNS, col_out_index, redc, fvalid))
@@ -936,6 +937,7 @@ static bool combine_tails(fgb_emitter *e) {
         fgb_block_reduce(e, fgk_red_op(n), ad, LLVMBuildLoad2(e->b, rt, accv, ""), 0);
     LLVMValueRef idx[FG_MAX_RANK];
     zero_index(e, n->out[0], idx);
+    tot = fgk_empty_reduction(e, n, tot, ad);
     fgb_memo_put(e, n->out[0], idx, fgb_convert(e->m, tot, ad, n->out[0]->type.dtype));
   }
   if (!fgk_store_phase(e, FG_PHASE_TAIL, tail_out_index, NULL, is_thread0(e)))

@@ -2,6 +2,7 @@
  * block reductions, the grid reduction's arrival and partials, and the
  * rows of the row kernels (chunks, stores by phase), which the row +
  * column form (emit_rowcol.c) uses too. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,8 +151,34 @@ fg_dtype fgk_red_acc(const fg_node *n) { return fg_reduce_acc_dtype(n->in[0]->ty
 
 /* Seeds reduction n's result for the row whose kept coordinates are kc
  * (in kept-dim order). */
+/* amax/amin of floats over an extent that is empty at run time (a
+ * symbolic size of 0): NaN, as docs/format.md states and the interpreter
+ * gives, not the combining identity (±inf) that the loops leave; static
+ * empty extents are folded into `full` before code generation. */
+LLVMValueRef fgk_empty_reduction(fgb_emitter *e, const fg_node *n, LLVMValueRef total,
+                                 fg_dtype acc) {
+  fg_opcode op = fgk_red_op(n);
+  if ((op != FG_OP_AMAX && op != FG_OP_AMIN) || !fg_dtype_is_float(acc))
+    return total;
+  bool mask[FG_MAX_RANK];
+  fg_reduce_mask(n, mask);
+  const fg_type *t = &n->in[0]->type;
+  LLVMValueRef empty = NULL;
+  for (int d = 0; d < t->rank; d++) {
+    if (!mask[d] || !fg_sym_involves(&e->p->sym, t->dims[d].size))
+      continue;
+    LLVMValueRef z =
+        LLVMBuildICmp(e->b, LLVMIntEQ, fgb_extent(e, t->dims[d].size), fgb_const(e, 0), "");
+    empty = empty ? LLVMBuildOr(e->b, empty, z, "") : z;
+  }
+  if (!empty)
+    return total;
+  return LLVMBuildSelect(e->b, empty, LLVMConstReal(LLVMTypeOf(total), NAN), total, "");
+}
+
 void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc,
                         LLVMValueRef total) {
+  total = fgk_empty_reduction(e, n, total, fgk_red_acc(n));
   const fg_value *o = n->out[0];
   LLVMValueRef idx[FG_MAX_RANK];
   int j = 0;

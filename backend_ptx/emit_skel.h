@@ -40,6 +40,9 @@ fg_opcode fgk_red_op(const fg_node *n); /* the combining op */
 fg_dtype fgk_red_acc(const fg_node *n); /* the accumulator type */
 bool fgk_is_reduction_result(const fg_value *o);
 /* Seeds reduction n's result for the row at kept coordinates kc. */
+/* amax/amin over an extent that is empty at run time: NaN (docs/format.md). */
+LLVMValueRef fgk_empty_reduction(fgb_emitter *e, const fg_node *n, LLVMValueRef total,
+                                 fg_dtype acc);
 void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc,
                         LLVMValueRef total);
 /* The index of row-shaped value o for the row at kept coordinates kc. */

@@ -74,7 +74,7 @@ check() {
       echo "$ptx $g" | grep -Eq "${FG_CHECK_FILTER:-.}" || continue
       # A graph with a symbolic size (plan v2 `sym` lines): one artifact
       # checked at several sizes, odd ones and 1 among them.
-      dims=$(sym_dims "$ptx" "$g" ${FG_SYM_SIZES:-1 2 37 1000 4097})
+      dims=$(sym_dims "$ptx" "$g" ${FG_SYM_SIZES:-0 1 2 37 1000 4097})
       if [ -n "$dims" ]; then
         while read -r dim; do
           echo "$ptx $src $g $dim" >>"$jobs"
