@@ -428,6 +428,19 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                                       int(r.inplace_param) if r.inplace_param >= 0 else None))
         self.params = tuple(params)
         self.results = tuple(results)
+        # f4e2m1 (two elements a byte) has no torch dtype of fusec's element
+        # shape (float4_e2m1fn_x2 halves the last dim): refused here rather
+        # than allocated as another dtype (run Y5: an [8192, 8192] float32
+        # result for NVFP4's packed bytes).
+        for what, infos in (("parameter", params), ("result", results)):
+            for x in infos:
+                if x.dtype == "f4e2m1":
+                    h, self._h = self._h, None
+                    module._release_graph(h)
+                    raise FusecError(_capi.FGL_ERR_UNSUPPORTED,
+                                     "graph '%s': %s %d is f4e2m1, which the Python binding does not take "
+                                     "(torch's float4_e2m1fn_x2 is packed along the last dim); run it "
+                                     "through libfgload or fgrun" % (name, what, x.index))
         # Symbolic graphs: the results' shapes per input shapes (written
         # results, views), from fgl_graph_result_shape.
         self.symbolic = bool(syms)

@@ -41,6 +41,7 @@ FAKE = os.environ.get("FGL_FAKE_CUDA")
 ADD_PTX = os.path.join(ROOT, "tests", "loader", "add.ptx")
 SYM_PTX = os.path.join(ROOT, "tests", "loader", "sym.ptx")
 INPLACE_PTX = os.path.join(ROOT, "tests", "loader", "inplace.ptx")
+F4_PTX = os.path.join(ROOT, "tests", "loader", "f4.ptx")  # cast(x: f32[64], dtype=f4e2m1)
 
 if not (LIB and FAKE and os.path.exists(LIB) and os.path.exists(FAKE)
         and importlib.util.find_spec("torch") is not None):
@@ -152,6 +153,15 @@ class FastCalls(unittest.TestCase):
         self.errors(g, (x, y), "graph 'axpy' takes 3 inputs, got 2")
         self.errors(g, (x, y, "a"), "input 2 ('alpha'): expected a torch.Tensor or a number, got str")
         self.errors(g, (x, y, 1.0), "out=: expected a sequence", kw={"out": 5})
+
+    def test_f4_refused(self):
+        """f4e2m1 has no torch dtype of fusec's element shape: the graph is
+        refused when it is opened, never run into a tensor of another dtype."""
+        m = fusec.load(F4_PTX, LIB)
+        with self.assertRaises(fusec.FusecError) as cm:
+            m.graph("f4_result")
+        self.assertIn("result 0 is f4e2m1, which the Python binding does not take", str(cm.exception))
+        self.assertEqual(cm.exception.status, "FGL_ERR_UNSUPPORTED")
 
     def test_wrong_device(self):
         # On the fake driver the module's device is the CPU (index -1); a
