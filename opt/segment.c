@@ -1472,7 +1472,8 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!order_arguments(p))
     return out_of_memory(g, d), NULL;
   explain_fallbacks(p);
-  if (!check_results_written(p, d) || !fg_plan_schedule(p, o, d) || !fg_sym_check(p, d))
+  if (!check_results_written(p, d) || !fg_sym_check_values(p, d) || !fg_plan_schedule(p, o, d) ||
+      !fg_sym_check(p, d))
     return NULL;
   return p;
 }

@@ -58,6 +58,11 @@ const char *fg_sym_formula(const fg_sym_lowering *s, int64_t extent, fg_arena *a
 /* After segmentation and scheduling: refuses (an error in d at the node) what
  * the placeholder cannot stand for, so that it never reaches the code. */
 struct fg_plan;
+/* The values' part, before scheduling (T the leading dim of every value
+ * that has it, no op along T that the code generator lacks), so that a
+ * value with T inside is refused for that, not by a grid check of its
+ * stand-in size; fg_sym_check, after scheduling, the kernels' part. */
+bool fg_sym_check_values(const struct fg_plan *p, fg_diag *d);
 bool fg_sym_check(const struct fg_plan *p, fg_diag *d);
 
 #endif
