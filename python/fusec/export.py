@@ -427,16 +427,23 @@ def _fg_param(p):
     return bool(ts) and all(_val_dtype(t) is not None for t in ts)
 
 
+def _permuted_order(v):
+    """The dim order (outermost first) of a tensor value of 2 or more dims
+    whose strides are not in row-major order; None otherwise (or unknown)."""
+    if not hasattr(v, "stride") or v.dim() < 2:
+        return None
+    order = _dim_order(v)
+    return None if order is None or order == tuple(range(v.dim())) else order
+
+
 def dense_layout(v):
     """The dim order (outermost first) of a tensor value that is dense in an
     order other than row-major: its .fg `layout=[...]`; None for a row-major
     tensor, one with gaps or overlaps (a slice, an expand), symbolic strides
     or fewer than 2 dims. Size-1 dims keep their place (any stride fits
     them)."""
-    if not hasattr(v, "stride") or v.dim() < 2:
-        return None
-    order = _dim_order(v)
-    if order is None or order == tuple(range(v.dim())):
+    order = _permuted_order(v)
+    if order is None:
         return None
     try:
         shape = [int(s) for s in v.shape]
@@ -453,15 +460,12 @@ def result_perm(v):
     traced graph's strides (the permute the region returns, which the call
     undoes): None where that is row-major (or unknown, or a result of fewer
     than 2 elements or dims)."""
-    if not hasattr(v, "stride") or v.dim() < 2:
-        return None
-    order = _dim_order(v)
-    if order is None or order == tuple(range(v.dim())):
+    order = _permuted_order(v)
+    if order is None:
         return None
     try:
         big = [d for d in order if int(v.shape[d]) != 1]
         if int(v.numel()) <= 1 or big == sorted(big):  # row-major but for size-1 dims
-            return None
             return None
     except Exception:
         return None
