@@ -277,6 +277,15 @@ int fg_plan_version(const fg_plan *p);
  * coordinates (FG_PHASE_COLUMNS) or once (FG_PHASE_TAIL). */
 typedef enum fg_phase { FG_PHASE_ROWS, FG_PHASE_COLUMNS, FG_PHASE_TAIL } fg_phase;
 fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v);
+/* The tensor a buffer holds: a parameter, a result or a stored temp's
+ * value (NULL for a workspace without one, or FG_BUF_NONE). */
+static inline const fg_value *fg_plan_buf_value(const fg_plan *p, fg_buf_ref b) {
+  return b.kind == FG_BUF_PARAM    ? p->g->params[b.index]
+         : b.kind == FG_BUF_RESULT ? p->g->results[b.index]
+         : b.kind == FG_BUF_TEMP   ? p->temps[b.index].value
+                                   : NULL;
+}
+
 /* Whether k computes v from one of its row reductions (for a reduction
  * node's result: whether its input is). */
 bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v);

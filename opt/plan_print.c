@@ -191,10 +191,7 @@ static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
   bool for_next = k->reverse && k->l2_reread.kind == FG_BUF_NONE && next && !next->reverse &&
                   next->l2_reread.kind != FG_BUF_NONE;
   fg_buf_ref b = for_next ? next->l2_reread : k->l2_reread;
-  const fg_value *v = b.kind == FG_BUF_PARAM    ? p->g->params[b.index]
-                      : b.kind == FG_BUF_RESULT ? p->g->results[b.index]
-                      : b.kind == FG_BUF_TEMP   ? p->temps[b.index].value
-                                                : NULL;
+  const fg_value *v = fg_plan_buf_value(p, b);
   char name[64], buf[64];
   if (v && for_next)
     fprintf(f, "    order reversed (%s re-read by k%d: L2; %s)\n", value_name(v, name, sizeof name),

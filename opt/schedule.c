@@ -46,13 +46,8 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   int m = 1;
   for (int i = 0; i < k->nargs; i++) {
     fg_buf_ref b = k->args[i];
-    const fg_type *t = NULL;
-    if (b.kind == FG_BUF_PARAM)
-      t = &p->g->params[b.index]->type;
-    else if (b.kind == FG_BUF_RESULT)
-      t = &p->g->results[b.index]->type;
-    else if (b.kind == FG_BUF_TEMP && p->temps[b.index].value)
-      t = &p->temps[b.index].value->type;
+    const fg_value *bv = fg_plan_buf_value(p, b);
+    const fg_type *t = bv ? &bv->type : NULL;
     /* Only tensors indexed along the domain's last dim move in vectors; a
      * row kernel's per-row vector (rstd) may match that extent by chance. */
     if (t && !t->scalar && t->rank && k->rank &&
@@ -1418,10 +1413,7 @@ static bool ascending(const fg_plan *p, const fg_kernel *k) {
 
 /* The tensor a buffer holds (NULL: a workspace or a scalar). */
 static const fg_value *buf_value(const fg_plan *p, fg_buf_ref b) {
-  const fg_value *v = b.kind == FG_BUF_PARAM    ? p->g->params[b.index]
-                      : b.kind == FG_BUF_RESULT ? p->g->results[b.index]
-                      : b.kind == FG_BUF_TEMP   ? p->temps[b.index].value
-                                                : NULL;
+  const fg_value *v = fg_plan_buf_value(p, b);
   return v && !v->type.scalar ? v : NULL;
 }
 
