@@ -202,6 +202,24 @@ symlarge() {
   wait
 }
 
+# CTAs counting down (opt/schedule.c choose_l2_order) change no bit: each
+# graph of tests/graphs/l2_reverse.fg as compiled (reversed) against all
+# ascending (.gpu/l2/ascending.ptx, tests/gpu/prepare.sh), same inputs.
+l2order() {
+  local rev=.gpu/ptx/tests_graphs__l2_reverse.ptx g
+  for g in $(sed -n 's|^// graph \([^ ]*\) .*|\1|p' "$rev"); do
+    rm -rf "$LOG/l2a" "$LOG/l2r"
+    if ! "$FGRUN" .gpu/l2/ascending.ptx --graph "$g" --seed 7 --out "$LOG/l2a" >/dev/null 2>&1 ||
+      ! "$FGRUN" "$rev" --graph "$g" --seed 7 --out "$LOG/l2r" >/dev/null 2>&1; then
+      echo "FAIL l2order $g: a run failed"
+    elif diff -rq "$LOG/l2a" "$LOG/l2r" >/dev/null; then
+      echo "PASS l2order $g: reversed == ascending, bitwise"
+    else
+      echo "FAIL l2order $g: outputs differ"
+    fi
+  done
+}
+
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
 # with a grid reduction of the row + column form, and of the scatters'
 # kernels (issue 20: the counts left zero for the next run; scatter2: the
@@ -415,6 +433,7 @@ case $what in
   symsuite) symsuite ;;
   symcheck) symcheck ;;
   symlarge) symlarge ;;
+  l2order) l2order ;;
   variants) variants ;;
   trace) trace ;;
   all) check; difftest; repeat; bench; loadtime ;;

@@ -25,6 +25,11 @@ done
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
+# tests/graphs/l2_reverse.fg with every kernel ascending (knob L2_REVERSE=0),
+# for tests/gpu/device_run.sh l2order: the outputs must equal the default's
+# bit for bit.
+mkdir -p .gpu/l2
+"$FUSEC" tests/graphs/l2_reverse.fg --knob L2_REVERSE=0 -o .gpu/l2/ascending.ptx
 mkdir -p .gpu/trace
 "$FUSEC" examples/fp8_amax.fg --graph amax_rowcol --knob TRACE=1 -o .gpu/trace/amax_rowcol.ptx
 for g in rmsnorm_bwd_4k layernorm_bwd_4k; do
