@@ -183,7 +183,8 @@ def dtype_of(name):
     torch = _torch()
     return {"bool": torch.bool, "i8": torch.int8, "u8": torch.uint8, "i16": torch.int16, "i32": torch.int32,
             "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
-            "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}[name]
+            "f64": torch.float64, "f8e4m3": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2,
+            "f8e8m0": torch.float8_e8m0fnu}[name]
 
 
 def _compiling():
@@ -270,7 +271,7 @@ UNARY = {
     "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
     "tanh": "tanh", "erf": "erf", "sigmoid": "sigmoid", "relu": "relu", "floor": "floor", "ceil": "ceil",
     "round": "round", "trunc": "trunc", "sign": "sign", "isnan": "isnan", "isinf": "isinf",
-    "logical_not": "logical_not",
+    "logical_not": "logical_not", "sinh": "sinh", "cosh": "cosh",
 }
 BINARY = ("add", "sub", "mul", "div", "pow", "fmod", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
           "logical_and", "logical_or")
@@ -278,7 +279,7 @@ REDUCTIONS = ("sum", "mean", "prod", "amax", "amin", "var", "var_mean")
 
 
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
-               "erf", "sigmoid", "silu", "gelu")
+               "erf", "sigmoid", "silu", "gelu", "sinh", "cosh", "softmax", "log_softmax", "logsumexp")
 KEEP_F8 = ("cast", "reshape", "view", "permute", "transpose", "broadcast_in_dim", "expand", "squeeze", "unsqueeze",
            "slice", "split", "segment_set", "full", "iota")
 
@@ -438,8 +439,11 @@ def _call_typed(name, args, kw, device):
         return torch.full(kw["shape"], v, dtype=dt, device=device)
     if name == "iota":
         return torch.arange(args[0], dtype=dtype_of(kw.get("dtype", "i64")), device=device)
-    if name == "segment_set":
-        return x
+    if name in ("segment_set", "contiguous"):
+        return x.contiguous() if name == "contiguous" else x
+    if name in ("fma", "lerp", "stack", "cumsum", "argmax", "argmin", "logsumexp", "softmax", "log_softmax",
+                "mx_scale"):
+        return _ops20(name, args, kw)
     if name in INDEXING:  # indices in range (PyTorch raises where fusec clamps: docs/format.md 5.11)
         return _indexing(name, args, kw["dim"])
     if name == "rand":
@@ -447,6 +451,55 @@ def _call_typed(name, args, kw, device):
     if name == "dropout":
         return _dropout(args[0], args[1], args[2], float(kw["p"]))
     raise ValueError("fg2torch: no PyTorch form of '%s'" % name)
+
+
+def _ops20(name, args, kw):
+    """The ops of docs/format.md 5.13 and mx_scale (5.10) as PyTorch computes them."""
+    torch = _torch()
+    if name == "fma":  # a*b + c rounded once in f32 (f64 for f64): PyTorch has no fused form; f64 is close
+        a, b, c = args
+        ts = [v for v in (a, b, c) if _is_t(v)]
+        rt = ts[0].dtype
+        for v in ts[1:]:
+            rt = torch.promote_types(rt, v.dtype)
+        if not rt.is_floating_point:
+            return a * b + c
+        w = [v.double() if _is_t(v) else v for v in (a, b, c)]
+        return (w[0] * w[1] + w[2]).to(rt)
+    if name == "lerp":
+        a, b, w = args
+        like = next(v for v in (a, b, w) if _is_t(v))
+        a, b = [v if _is_t(v) else torch.full_like(like, float(v)) for v in (a, b)]
+        return torch.lerp(a, b, w if _is_t(w) else float(w))
+    if name == "stack":
+        rt = args[0].dtype
+        for a in args[1:]:
+            rt = torch.promote_types(rt, a.dtype)
+        return torch.stack([a.to(rt) for a in args], dim=kw.get("dim", 0))
+    x = args[0]
+    if name == "cumsum":
+        dt = dtype_of(kw["dtype"]) if "dtype" in kw else (x.dtype if x.dtype.is_floating_point else torch.int64)
+        acc = torch.float32 if dt in (torch.float16, torch.bfloat16) else dt
+        return torch.cumsum(x.to(acc), dim=kw["dim"]).to(dt)
+    if name in ("argmax", "argmin"):
+        f = torch.argmax if name == "argmax" else torch.argmin
+        if "dim" not in kw:
+            r = f(x.reshape(-1))
+            return r.reshape([1] * x.dim()) if kw.get("keepdim", False) else r
+        return f(x, dim=kw["dim"], keepdim=kw.get("keepdim", False))
+    if name == "logsumexp":
+        xs = x if x.dtype.is_floating_point else x.float()
+        return torch.logsumexp(xs, dim=_dims(xs, kw.get("dims")), keepdim=kw.get("keepdim", False))
+    if name in ("softmax", "log_softmax"):
+        f = torch.softmax if name == "softmax" else torch.log_softmax
+        return f(x, dim=kw["dim"], dtype=dtype_of(kw["dtype"]) if "dtype" in kw else None)
+    if name == "mx_scale":  # 2^(floor(log2 |amax|) - emax) as f8e8m0 (docs/format.md 5.10)
+        emax = {"f8e4m3": 8, "f8e5m2": 15, "f4e2m1": 2}[kw.get("elem", "f8e4m3")]
+        a = x.float().abs()
+        e = ((a.view(torch.int32) >> 23) & 0xFF) - emax
+        e = torch.where(torch.isfinite(a), e.clamp(min=0), torch.full_like(e, 255))
+        return e.to(torch.uint8).view(torch.float8_e8m0fnu)
+    raise ValueError(name)
 
 
 INDEXING = ("index_select", "gather", "take_along_dim", "index_add", "scatter_add")
