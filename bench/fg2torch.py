@@ -351,7 +351,7 @@ def _call(name, args, kw, device):
     if name not in KEEP_F8 and any(_is_t(a) and a.dtype in f8 for a in args):
         back = None
         for a in args:
-            if _is_t(a):
+            if _is_t(a) and a.dtype != torch.bool:  # (where's condition does not promote)
                 back = a.dtype if back is None else torch.promote_types(back, a.dtype) if a.dtype not in f8 else back
         wide = [a.float() if _is_t(a) and a.dtype in f8 else a for a in args]
         r = _call(name, wide, kw, device)

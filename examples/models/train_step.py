@@ -182,7 +182,8 @@ def profile(step, data, n):
             step(x, y)
         torch.cuda.synchronize()
     if os.environ.get("FG_PROFILE_TRACE"):  # the profiler timeline (host time against kernels)
-        p.export_chrome_trace(os.environ["FG_PROFILE_TRACE"] + ".%d.json" % os.getpid())
+        profile.n = getattr(profile, "n", 0) + 1  # one file a profiled mode
+        p.export_chrome_trace("%s.%d.%d.json" % (os.environ["FG_PROFILE_TRACE"], os.getpid(), profile.n))
     kern = {}
     for e in p.events():
         if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA"):
