@@ -48,6 +48,7 @@
  * parameter, a view of one, or a stored value), so transposed or packed
  * layouts need no copy. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,6 +76,7 @@ typedef struct attn {
   int br, bc, pitch;
   attn_src q, k_, v;
   LLVMValueRef smem;                   /* i8 array in shared memory */
+  LLVMValueRef saddr;                  /* wgmma: smem's shared address (i32, 1024-byte aligned) */
   LLVMValueRef tid, warp, g, t, tzero; /* i32; tzero: t == 0 */
   LLVMValueRef q0;                     /* the CTA's first query row (i32) */
   int mt;                              /* m16 row tiles a warp owns: br / (16 warps) */
@@ -184,6 +186,13 @@ static LLVMValueRef src_at(attn *a, const attn_src *src, LLVMValueRef row, LLVMV
   return fgb_gep_global(a->m, src->ptr, a->m->i16, off);
 }
 
+static void copy_rows(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
+                      LLVMValueRef rr, LLVMValueRef c, int step, int n, LLVMValueRef sp, int srow,
+                      bool async);
+
+static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
+                         LLVMValueRef at, bool async);
+
 /* Copies rows [r0, r0 + rows) of a (batch, head) slice into the shared
  * tile at byte `at`, rows at or past `limit` as zeros (a row past the end
  * reads the last row, in bounds, and stores zeros). A thread copies pieces
@@ -196,6 +205,10 @@ static LLVMValueRef src_at(attn *a, const attn_src *src, LLVMValueRef row, LLVMV
  * length is not a multiple of the tile). */
 static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
                       LLVMValueRef at, bool async) {
+  if (a->k->attn_wgmma) {
+    load_tile_sw(a, src, r0, limit, rows, at, async);
+    return;
+  }
   LLVMBuilderRef b = a->b;
   int per_row = (int)(a->D / 8), pieces = rows * per_row, block = a->k->block;
   if (block % per_row) { /* D = 96: each piece's row and column, from a tid made in the
@@ -233,6 +246,16 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
     c = LLVMBuildMul(b, LLVMBuildURem(b, a->tid, i32c(a, per_row), ""), i32c(a, 8), "");
   }
   LLVMValueRef sp = fgb_tc_tile_base(a->m, a->smem, at, rr, c, a->pitch);
+  copy_rows(a, src, r0, limit, rows, rr, c, step, n, sp, a->pitch * 2, async);
+}
+
+/* The pieces of load_tile from the thread's first (row rr, column c),
+ * rows rr + step u (u < n) of the tile at shared sp, srow bytes a row:
+ * where the tile may pass limit, a branch to clamped copies. */
+static void copy_rows(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
+                      LLVMValueRef rr, LLVMValueRef c, int step, int n, LLVMValueRef sp, int srow,
+                      bool async) {
+  LLVMBuilderRef b = a->b;
   LLVMValueRef row0 = LLVMBuildAdd(b, r0, rr, "");
   LLVMBasicBlockRef merge = NULL;
   if (limit % rows) { /* a tile may pass the end: clamp its rows */
@@ -248,8 +271,7 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
       LLVMValueRef row = LLVMBuildAdd(b, row0, i32c(a, (int64_t)u * step), "");
       LLVMValueRef valid = LLVMBuildICmp(b, LLVMIntSLT, row, i32c(a, limit), "");
       LLVMValueRef safe = LLVMBuildSelect(b, valid, row, i32c(a, limit - 1), "");
-      copy_piece(a, src, src_at(a, src, safe, c), 0, valid, sp, (int64_t)u * step * a->pitch * 2,
-                 async);
+      copy_piece(a, src, src_at(a, src, safe, c), 0, valid, sp, (int64_t)u * step * srow, async);
     }
     LLVMBuildBr(b, merge);
     LLVMPositionBuilderAtEnd(b, fast);
@@ -259,7 +281,7 @@ static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
   LLVMValueRef gp = src_at(a, src, LLVMBuildAdd(b, row0, i32c(a, (int64_t)mid * step), ""), c);
   for (int u = 0; u < n; u++)
     copy_piece(a, src, gp, (int64_t)(u - mid) * step * src->s.strides[2], NULL, sp,
-               (int64_t)u * step * a->pitch * 2, async);
+               (int64_t)u * step * srow, async);
   if (merge) {
     LLVMBuildBr(b, merge);
     LLVMPositionBuilderAtEnd(b, merge);
@@ -395,6 +417,8 @@ static void block_mask(attn *a, attn_state *st, LLVMValueRef k0, LLVMValueRef s[
       }
 }
 
+static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc);
+
 /* The online softmax of one block and O = O alpha + P V from the V tile at
  * vbase. Row maxima: two butterfly shuffles a row a block; row sums stay
  * per thread until the end; P = 2^(S scale2 - m) in one FMA and ex2. */
@@ -457,6 +481,19 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
       pa[r][j][2] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][0], s[r][2 * j + 1][1]);
       pa[r][j][3] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][2], s[r][2 * j + 1][3]);
     }
+  }
+  if (a->k->attn_wgmma) { /* O alpha, then one chain of wgmma (vbase: V's descriptor) */
+    LLVMValueRef acc[MAX_D / 2];
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        acc[4 * d + i] =
+            LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[0][d][i], ""), alpha[0][i / 2], "");
+    if (!wg_pv(a, pa[0], vbase, acc))
+      return;
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        LLVMBuildStore(b, acc[4 * d + i], st->o[0][d][i]);
+    return;
   }
   /* O = O alpha + P V, two 8-column tiles of O at a time; each V fragment
    * feeds an mma of every row tile */
@@ -545,6 +582,222 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
   load_tile(a, &a->v, k0, a->Sk, a->bc, LLVMBuildAdd(b, stage, i32c(a, v_at), ""), async);
 }
 
+/* ---- wgmma (sm_90a; the plan's attn_wgmma) ----
+ *
+ * The same loop with the products on Hopper's warpgroup MMA (PTX ISA,
+ * "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"): a warpgroup
+ * (4 warps, 128 threads) owns 64 query rows, warp w of it rows 16 w to 16 w
+ * + 15 (mt = 1), so that S's and O's accumulators are the mma.sync
+ * fragments above row tile by row tile:
+ *
+ *   S = Q K^T   wgmma m64n{bc}k16, D/16 of them: A = the warpgroup's 64 Q
+ *               rows and B = the K tile, both from shared memory by matrix
+ *               descriptors (both K-major: the head dim contiguous)
+ *   O += P V    wgmma m64n{D}k16, bc/16 of them: A = P from registers (the
+ *               packed S fragments, as for mma.sync: the register A layout
+ *               of m64nNk16 is m16n8k16's warp by warp), B = the V tile by
+ *               descriptor, MN-major (D contiguous: imm-trans-b 1)
+ *
+ * D fragment of m64nNk16 .f32 (thread l of warp w, g = l / 4, t = l % 4):
+ * d[4 j + 2 h + c] = (row 16 w + g + 8 h, column 8 j + 2 t + c), the mma.sync
+ * C fragment of 8-column tile j; so s[0][j][i] = d[4 j + i].
+ *
+ * Tiles in the 128-byte swizzle, unpadded: a tile of R rows x D is D / 64
+ * atoms of R rows x 128 bytes (columns 64 a .. 64 a + 63), one after the
+ * other; the 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its
+ * 128-byte row: the pattern the hardware applies to address bits 4-6 with
+ * bits 7-9, so every atom starts at a multiple of 1024 bytes (the dynamic
+ * shared memory is rounded up to one at run time: the plan's smem has 1
+ * KiB for it). Descriptors: K-major (Q, K): rows 128 bytes apart, groups of
+ * 8 rows 1024 apart (stride byte offset), the leading byte offset unused
+ * (1); key step kk starts at atom kk / 4, byte 32 (kk % 4) of the row (the
+ * swizzle applies to the address the hardware forms, as CUTLASS's
+ * descriptor iterator advances). MN-major (V): 64 columns of D a 128-byte
+ * row, a key a row, groups of 8 keys 1024 bytes apart (stride byte
+ * offset), the next 64 columns the next atom, bc 128 bytes on (leading
+ * byte offset); key step j starts 2048 j bytes on.
+ *
+ * Each product is one inline-assembly statement (LLVM 19 has no wgmma
+ * intrinsics): wgmma.fence, the chain of wgmma.mma_async, commit_group,
+ * wait_group 0, so that its results are complete when LLVM sees them.
+ * Shared memory written by cp.async or st.shared (the generic proxy) is
+ * made visible to wgmma (the async proxy) by fence.proxy.async before the
+ * barrier that publishes it. */
+
+/* load_tile in the swizzle: thread tid's pieces are chunk tid % (D / 8)
+ * of rows tid / (D / 8) + step u, step = block / (D / 8) a multiple of 8,
+ * so that a piece's swizzled chunk is the thread's for every u: one shared
+ * base and constant offsets (128 step u bytes). */
+static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
+                         LLVMValueRef at, bool async) {
+  LLVMBuilderRef b = a->b;
+  int per_row = (int)(a->D / 8), block = a->k->block;
+  int step = block / per_row, n = rows * per_row / block;
+  LLVMValueRef rr = LLVMBuildUDiv(b, a->tid, i32c(a, per_row), "");
+  LLVMValueRef cc = LLVMBuildURem(b, a->tid, i32c(a, per_row), "");
+  LLVMValueRef sw =
+      LLVMBuildXor(b, LLVMBuildAnd(b, cc, i32c(a, 7), ""), LLVMBuildAnd(b, rr, i32c(a, 7), ""), "");
+  LLVMValueRef off = LLVMBuildAdd(
+      b, LLVMBuildMul(b, LLVMBuildLShr(b, cc, i32c(a, 3), ""), i32c(a, (int64_t)rows * 128), ""),
+      LLVMBuildAdd(b, LLVMBuildMul(b, rr, i32c(a, 128), ""), LLVMBuildMul(b, sw, i32c(a, 16), ""),
+                   ""),
+      "");
+  LLVMValueRef sp = fgb_tc_smem_at(a->m, a->smem, LLVMBuildAdd(b, off, at, ""));
+  copy_rows(a, src, r0, limit, rows, rr, LLVMBuildMul(b, cc, i32c(a, 8), ""), step, n, sp, 128,
+            async);
+}
+
+/* The matrix descriptor (PTX ISA, "Matrix Descriptor Format") of the tile
+ * at byte `at` (i32) of the aligned shared memory: start address >> 4
+ * (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+ * (32-45: 1024, 8 rows of 128 bytes), base offset 0 (49-51: atoms
+ * 1024-byte aligned), swizzle mode 1 (62-63: 128 bytes). */
+static LLVMValueRef wg_desc(attn *a, LLVMValueRef at, int lbo) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef addr = LLVMBuildAdd(b, a->saddr, at, "");
+  LLVMValueRef lo = LLVMBuildAnd(b, LLVMBuildLShr(b, addr, i32c(a, 4), ""), i32c(a, 0x3FFF), "");
+  lo = LLVMBuildOr(b, lo, i32c(a, (int64_t)(lbo >> 4) << 16), "");
+  unsigned long long hi = (1024 >> 4) | (1ull << 30);
+  return LLVMBuildOr(b, LLVMBuildZExt(b, lo, a->m->i64, ""), LLVMConstInt(a->m->i64, hi << 32, 0),
+                     "");
+}
+
+/* desc advanced by `bytes` (a multiple of 16; i32) */
+static LLVMValueRef wg_desc_add(attn *a, LLVMValueRef desc, LLVMValueRef bytes) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef x = LLVMBuildLShr(b, bytes, i32c(a, 4), "");
+  return LLVMBuildAdd(b, desc, LLVMBuildZExt(b, x, a->m->i64, ""), "");
+}
+
+/* An inline-assembly statement with side effects and a memory clobber
+ * (ordered with the shared stores, loads and barriers around it). */
+static LLVMValueRef wg_asm(attn *a, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
+                           const char *text, const char *cons) {
+  LLVMTypeRef tys[2 * MAX_D / 2 + MAX_BC / 4 + 4];
+  for (int i = 0; i < nargs; i++)
+    tys[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(a->b, fty, fn, args, (unsigned)nargs, "");
+}
+
+/* Appends to buf (cap bytes at *len) printf-style. */
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *len, *len < cap ? cap - *len : 0, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *len += (size_t)n;
+}
+
+/* "{$first, ..., $first + n - 1}" */
+static void put_regs(char *buf, size_t cap, size_t *len, int first, int n) {
+  put(buf, cap, len, "{");
+  for (int i = 0; i < n; i++)
+    put(buf, cap, len, "%s$%d", i ? ", " : "", first + i);
+  put(buf, cap, len, "}");
+}
+
+/* S = Q K^T of the warpgroup's rows: qdesc the Q tile's descriptor at the
+ * warpgroup's first row, kdesc the K tile's. */
+static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
+                      LLVMValueRef s[][MAX_BC / 8][4]) {
+  fgb_module *m = a->m;
+  const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
+  int n = a->bc / 2, nkq = (int)(a->D / 16);
+  char text[8192], cons[1024];
+  size_t len = 0, cl = 0;
+  put(text, sizeof text, &len, "{\n.reg .b64 qd, kd;\nwgmma.fence.sync.aligned;\n");
+  for (int kk = 0; kk < nkq; kk++) {
+    int64_t qoff = (int64_t)(kk / 4) * a->br * 128 + (kk % 4) * 32;
+    int64_t koff = (int64_t)(kk / 4) * a->bc * 128 + (kk % 4) * 32;
+    put(text, sizeof text, &len, "add.s64 qd, $%d, %lld;\nadd.s64 kd, $%d, %lld;\n", n,
+        (long long)(qoff >> 4), n + 1, (long long)(koff >> 4));
+    put(text, sizeof text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", a->bc, ty,
+        ty);
+    put_regs(text, sizeof text, &len, 0, n);
+    put(text, sizeof text, &len, ", qd, kd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
+  }
+  put(text, sizeof text, &len,
+      "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  for (int i = 0; i < n; i++)
+    put(cons, sizeof cons, &cl, "=f,");
+  put(cons, sizeof cons, &cl, "l,l,~{memory}");
+  if (len >= sizeof text || cl >= sizeof cons) {
+    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
+    return false;
+  }
+  LLVMTypeRef fl[MAX_BC / 2];
+  for (int i = 0; i < n; i++)
+    fl[i] = m->f32;
+  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
+  LLVMValueRef args[2] = {qdesc, kdesc};
+  LLVMValueRef r = wg_asm(a, ret, args, 2, text, cons);
+  for (int j = 0; j < a->bc / 8; j++)
+    for (int i = 0; i < 4; i++)
+      s[0][j][i] = LLVMBuildExtractValue(a->b, r, (unsigned)(4 * j + i), "");
+  return true;
+}
+
+/* acc (D / 2 f32, O's fragments) += P V: pa the P A fragments of the
+ * block's bc / 16 key steps, vdesc the V tile's descriptor. */
+static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc) {
+  fgb_module *m = a->m;
+  const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
+  int n = (int)(a->D / 2), nk = a->bc / 16, nargs = n + 4 * nk + 1;
+  char text[8192], cons[2048];
+  size_t len = 0, cl = 0;
+  put(text, sizeof text, &len, "{\n.reg .b64 vd;\nwgmma.fence.sync.aligned;\n");
+  for (int j = 0; j < nk; j++) {
+    put(text, sizeof text, &len, "add.s64 vd, $%d, %d;\n", 2 * n + 4 * nk, j * 2048 >> 4);
+    put(text, sizeof text, &len, "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s ",
+        (long long)a->D, ty, ty);
+    put_regs(text, sizeof text, &len, 0, n);
+    put(text, sizeof text, &len, ", ");
+    put_regs(text, sizeof text, &len, 2 * n + 4 * j, 4);
+    put(text, sizeof text, &len, ", vd, 1, 1, 1, 1;\n");
+  }
+  put(text, sizeof text, &len,
+      "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  for (int i = 0; i < n; i++)
+    put(cons, sizeof cons, &cl, "=f,");
+  for (int i = 0; i < n; i++)
+    put(cons, sizeof cons, &cl, "%d,", i);
+  for (int i = 0; i < 4 * nk; i++)
+    put(cons, sizeof cons, &cl, "r,");
+  put(cons, sizeof cons, &cl, "l,~{memory}");
+  if (len >= sizeof text || cl >= sizeof cons) {
+    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
+    return false;
+  }
+  LLVMValueRef args[MAX_D / 2 + MAX_BC / 4 + 1];
+  for (int i = 0; i < n; i++)
+    args[i] = acc[i];
+  for (int j = 0; j < nk; j++)
+    for (int i = 0; i < 4; i++)
+      args[n + 4 * j + i] = pa[j][i];
+  args[nargs - 1] = vdesc;
+  LLVMTypeRef fl[MAX_D / 2];
+  for (int i = 0; i < n; i++)
+    fl[i] = m->f32;
+  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
+  LLVMValueRef r = wg_asm(a, ret, args, nargs, text, cons);
+  for (int i = 0; i < n; i++)
+    acc[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
+  return true;
+}
+
+/* fence.proxy.async.shared::cta: this thread's shared stores (cp.async
+ * ones complete) visible to the async proxy (wgmma's operand reads). */
+static void wg_fence_proxy(attn *a) {
+  const char *text = "fence.proxy.async.shared::cta;";
+  wg_asm(a, LLVMVoidTypeInContext(a->m->ctx), NULL, 0, text, "~{memory}");
+}
+
 bool fgb_emit_attention_kernel(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   const fg_node *n = k->attn;
@@ -571,6 +824,14 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
              (long long)a->D, a->br, a->bc, k->block);
     return false;
   }
+  bool wg = k->attn_wgmma;
+  if (wg &&
+      ((a->D != 64 && a->D != 128) || a->mt != 1 || k->attn_warps % 4 || k->block % (a->D / 8) ||
+       (k->block / (a->D / 8)) % 8 || a->pitch != a->D || (a->dt != FG_BF16 && a->dt != FG_F16))) {
+    fgb_fail(e, "attention kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d, block %d)",
+             k->id, (long long)a->D, a->br, a->bc, k->block);
+    return false;
+  }
   const fg_attr *sa = fg_node_attr(n, "scale");
   double scale =
       sa ? (sa->kind == FG_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)a->D);
@@ -583,6 +844,12 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   char name[256];
   snprintf(name, sizeof name, "fg_attn_%s", LLVMGetValueName(e->fn));
   a->smem = fgb_dynamic_shared(m, name);
+  if (wg) { /* the tiles from the first multiple of 1024 bytes (the swizzle's atoms) */
+    LLVMValueRef addr = LLVMBuildTrunc(b, LLVMBuildPtrToInt(b, a->smem, m->i64, ""), m->i32, "");
+    LLVMValueRef pad = LLVMBuildAnd(b, LLVMBuildNeg(b, addr, ""), i32c(a, 1023), "");
+    a->smem = fgb_tc_smem_at(m, a->smem, pad);
+    a->saddr = LLVMBuildAdd(b, addr, pad, "");
+  }
   int64_t kv_bytes = (int64_t)a->bc * a->pitch * 2;
   int64_t q_at = 0, k_at = (int64_t)a->br * a->pitch * 2, v_at = k_at + kv_bytes;
   int64_t stage_bytes = 2 * kv_bytes;
@@ -654,6 +921,18 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   st.vbase = fgb_tc_tile_base(m, a->smem, i32c(a, v_at), ldm ? alt_row : two_t, ldm ? hi8 : a->g,
                               a->pitch);
   int nkq = (int)(a->D / 16), nd = (int)(a->D / 8);
+  /* wgmma: the descriptors of the warpgroup's Q rows and of stage 0's K
+   * and V tiles (K-major: leading byte offset unused, 16; V MN-major: the
+   * next 64 columns bc rows on) */
+  LLVMValueRef qdesc = NULL, kdesc0 = NULL, vdesc0 = NULL, wgrow0 = NULL;
+  if (wg) {
+    LLVMValueRef wfirst = LLVMBuildAnd(b, a->warp, i32c(a, ~3), ""); /* the warpgroup's warp 0 */
+    wgrow0 = LLVMBuildAdd(b, a->q0, LLVMBuildMul(b, wfirst, i32c(a, 16), ""), "");
+    qdesc = wg_desc(
+        a, LLVMBuildAdd(b, i32c(a, q_at), LLVMBuildMul(b, wfirst, i32c(a, 16 * 128), ""), ""), 16);
+    kdesc0 = wg_desc(a, i32c(a, k_at), 16);
+    vdesc0 = wg_desc(a, i32c(a, v_at), a->bc * 128);
+  }
   if (k->attn_q_regs) { /* Q's fragments once: wait for the Q tile (group 0) */
     if (async)
       fgb_cp_async_wait(m, stages - 2);
@@ -682,6 +961,8 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   if (stages == 1) {
     fgb_barrier(m); /* every warp is done with the previous block's tiles */
     load_kv(a, kb, cur, k_at, v_at, false);
+    if (wg)
+      wg_fence_proxy(a);
     fgb_barrier(m);
   } else {
     /* wait for this block's tiles; the barrier also says every warp is
@@ -689,6 +970,8 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
      * stages - 1 (one cp.async group an iteration, empty past the end) */
     if (async)
       fgb_cp_async_wait(m, stages - 2);
+    if (wg)
+      wg_fence_proxy(a);
     fgb_barrier(m);
     cur = LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
     LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, stages - 1), "");
@@ -700,19 +983,27 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
     if (async)
       fgb_cp_async_commit(m);
   }
-  if (!k->attn_q_regs)
+  if (!k->attn_q_regs && !wg)
     st.qbase = opaque_ptr(a, st.qbase);
-  LLVMValueRef kbase = fgb_gep(m, st.kbase, m->i8, cur);
-  LLVMValueRef vbase = fgb_gep(m, st.vbase, m->i8, cur);
+  LLVMValueRef kbase = wg ? wg_desc_add(a, kdesc0, cur) : fgb_gep(m, st.kbase, m->i8, cur);
+  LLVMValueRef vbase = wg ? wg_desc_add(a, vdesc0, cur) : fgb_gep(m, st.vbase, m->i8, cur);
   LLVMValueRef s[MAX_MT][MAX_BC / 8][4];
   /* causal: a warp whose rows all precede the block's first key skips it
-   * (its m, l and O stay as they are; warp-uniform) */
+   * (its m, l and O stay as they are; warp-uniform); wgmma: a warpgroup
+   * (its 4 warps run each wgmma together; a warp of it whose rows precede
+   * the block masks all its scores, and P = 0 adds nothing) */
   LLVMBasicBlockRef seen = NULL;
   if (a->causal)
     seen =
         fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLE, k0,
-                                      LLVMBuildAdd(b, st.wrow0, i32c(a, 16 * a->mt - 1), ""), ""));
-  block_scores(a, &st, kbase, s);
+                                      wg ? LLVMBuildAdd(b, wgrow0, i32c(a, 63), "")
+                                         : LLVMBuildAdd(b, st.wrow0, i32c(a, 16 * a->mt - 1), ""),
+                                      ""));
+  if (wg) {
+    if (!wg_scores(a, qdesc, kbase, s))
+      return false;
+  } else
+    block_scores(a, &st, kbase, s);
   block_mask(a, &st, k0, s);
   block_update(a, &st, vbase, s);
   if (seen)

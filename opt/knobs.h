@@ -58,7 +58,11 @@
   X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
   /* scatter2 */                                                                                   \
   X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
-    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")   \
+  /* wgmma (issue 19) */                                                                           \
+  X(ATTN_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                            \
+    "sm_90a: 0 keeps the attention forward on mma.sync (1: wgmma at head dims 64, 128)")           \
+  X(ATTN_WG, 1, 2, FG_KNOB_ANY, "auto", "warpgroups (64 query rows each) a wgmma attention CTA")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -184,6 +184,10 @@ typedef struct fg_kernel {
   int attn_stages;    /* 2, 3: the next K, V tiles load (cp.async in the aligned variant) while
                        * this block computes; 1: load, then compute */
   bool attn_q_regs;   /* Q's A fragments held in registers, not reloaded from shared memory */
+  /* issue 19 (wgmma, sm_90a): the forward by wgmma.mma_async, a warpgroup
+   * (4 warps) owning 64 query rows, tiles in shared memory in the 128-byte
+   * swizzle (attn_pitch = D: no padding) */
+  bool attn_wgmma;
   /* SCATTER kernels (issue 20): the index_add or scatter_add node; its
    * destination slices (index_add: the operand's extent along dim;
    * scatter_add: the operand's elements, each its own bin) and sources

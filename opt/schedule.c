@@ -960,6 +960,50 @@ static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k, int first, int n) 
   return true;
 }
 
+/* issue 19 (wgmma): the forward by wgmma.mma_async where the target is
+ * sm_90a (knob ATTN_WGMMA=0: never), the head dim 64 or 128 and the dtype
+ * 16-bit (emit_attention.c, "wgmma"; FlashAttention-3's consumer loop
+ * without its producer warp and TMA). A warpgroup owns 64 query rows
+ * (m64), two a CTA (knob ATTN_WG): br 128. Registers a thread: S (bc / 2
+ * f32), O (D / 2), P (bc / 4 pairs) and about 80 for the rest; bc 128
+ * keeps that within 255 at both head dims (240 at D = 128, 208 at D = 64:
+ * one CTA of 256 threads an SM either way), so bc = 128 (knob ATTN_BC: 64
+ * or 128). Two stages of K, V tiles (knob ATTN_STAGES 1-3 where they
+ * fit); tiles unpadded in the 128-byte swizzle, 1 KiB more to align them
+ * to 1024 bytes: (br + 2 stages bc) D 2 + 1024 bytes, 164864 at D = 128,
+ * 82944 at D = 64. */
+enum { ATTN_WG_ROWS = 64 };
+
+static bool attn_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
+  const fg_type *q = &k->attn->in[0]->type;
+  int64_t v, D = q->dims[3].size;
+  if (!p->target.arch_specific || p->target.arch != 90 || (D != 64 && D != 128) ||
+      (q->dtype != FG_BF16 && q->dtype != FG_F16))
+    return false;
+  return !(o && knob(o, FG_KNOB_ATTN_WGMMA, &v) && v == 0);
+}
+
+static int attn_wgmma_smem(int br, int bc, int stages, int64_t D) {
+  return (int)((br + stages * 2 * bc) * D * 2) + 1024;
+}
+
+static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t v, D = k->attn->in[0]->type.dims[3].size;
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
+  k->attn_wgmma = true;
+  k->attn_warps = 4 * wg;
+  k->block = 32 * k->attn_warps;
+  k->attn_br = ATTN_WG_ROWS * wg;
+  k->attn_pitch = (int)D;
+  k->attn_bc = o && knob(o, FG_KNOB_ATTN_BC, &v) ? (int)v : 128;
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  k->attn_ldmatrix = false;
+  k->attn_q_regs = false;
+  k->min_ctas_per_sm = 1;
+  k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D);
+  (void)p;
+}
+
 static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *o, fg_diag *d) {
   const fg_node *n = k->attn;
   const fg_type *q = &n->in[0]->type, *kt = &n->in[1]->type;
@@ -980,6 +1024,10 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   int64_t B = q->dims[0].size, H = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
   const fg_target *t = &p->target;
   int64_t v;
+  if (attn_wgmma_ok(p, k, o)) {
+    schedule_attention_wgmma(p, k, o);
+    goto tiles_done;
+  }
   k->attn_warps = ATTN_WARPS;
   k->block = 32 * k->attn_warps;
   k->attn_pitch = (int)D + ATTN_PAD;
@@ -1017,11 +1065,12 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   if (o && knob(o, FG_KNOB_ATTN_STAGES, &v))
     k->attn_stages = (int)v;
   k->min_ctas_per_sm = ctas;
+  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+  k->smem = attn_smem(k->attn_br, bc, k->attn_stages, k->attn_pitch);
+tiles_done:
   k->grid[0] = ceil_div(Sq, k->attn_br);
   k->grid[1] = B * H;
   k->grid[2] = 1;
-  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
-  k->smem = attn_smem(k->attn_br, bc, k->attn_stages, k->attn_pitch);
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 3) ? 8 : 1;
   k->outer = B * H * Sq;
   k->red = kt->dims[2].size;
@@ -1029,8 +1078,13 @@ static bool schedule_attention(fg_plan *p, fg_kernel *k, const fg_plan_options *
   k->chunks = 1;
   k->split = 1;
   k->persistent = true;
-  k->why = "attention: a CTA owns br query rows of one (batch, head) and loops over key blocks "
-           "of bc (FlashAttention-2's forward: mma.sync m16n8k16, online softmax in f32)";
+  k->why = k->attn_wgmma
+               ? "attention: a CTA owns br query rows of one (batch, head), 64 a warpgroup, and "
+                 "loops over key blocks of bc (wgmma.mma_async m64: S = Q K^T from shared "
+                 "memory, O += P V with P from registers; online softmax in f32)"
+               : "attention: a CTA owns br query rows of one (batch, head) and loops over key "
+                 "blocks of bc (FlashAttention-2's forward: mma.sync m16n8k16, online softmax in "
+                 "f32)";
   if (k->smem > p->target.dyn_smem_per_block) {
     fg_error(d, n->loc, "'sdpa' needs %d bytes of shared memory a CTA; the target allows %d",
              k->smem, p->target.dyn_smem_per_block);

@@ -15,8 +15,12 @@ typedef struct fg_target {
   int static_smem_per_block; /* bytes of static shared memory a kernel may declare */
   int dyn_smem_per_block;    /* bytes of shared memory a kernel may opt in to */
   bool clusters;             /* thread-block clusters and distributed shared memory */
-  int64_t l2_bytes;          /* the L2 cache (issue 17: a kernel re-reading a tensor larger than
-                              * it reads in reverse order, schedule.c choose_l2_order) */
+  /* issue 19 (wgmma): the architecture-specific features of sm_90a
+   * (`--arch sm_90a`: wgmma.mma_async, `.target sm_90a`); set by the
+   * caller after fg_target_init, which describes the GPU, not the PTX */
+  bool arch_specific;
+  int64_t l2_bytes; /* the L2 cache (issue 17: a kernel re-reading a tensor larger than
+                     * it reads in reverse order, schedule.c choose_l2_order) */
   /* What the cost model (cost.c) assumes of the memory and the launch; a
    * GPU of the same architecture may differ (--knob COST_GBS). */
   int copy_gbs;       /* device-to-device copy bandwidth, read + write, GB/s */

@@ -35,6 +35,7 @@ typedef struct fusec_opts {
   const char *input, *output;
   const char *arch; /* "sm_90" */
   int sm;           /* 90 */
+  bool sm_a;        /* sm_90a: the architecture-specific features (wgmma) */
   int opt_level;    /* 0..2 */
   emit_kind emit;
   const char *graphs[MAX_LIST];
@@ -59,8 +60,8 @@ typedef struct fusec_opts {
 static void usage(FILE *f) {
   fputs("usage: fusec MODEL.fg -o OUT [options]\n"
         "  -o PATH               output file ('-' for stdout)\n"
-        "  --arch sm_NN          target architecture: sm_80, sm_86, sm_87, sm_89 or sm_90\n"
-        "                        (default sm_90)\n"
+        "  --arch sm_NN          target architecture: sm_80, sm_86, sm_87, sm_89, sm_90 or\n"
+        "                        sm_90a (sm_90 with wgmma; default sm_90)\n"
         "  --sm-count N          SMs of the GPU grids are sized for, 1..1024 (default 132,\n"
         "                        the H100 SXM's)\n"
         "  -O0 | -O1 | -O2       optimization level (default -O2)\n"
@@ -176,10 +177,14 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
       char *end;
       long sm = strncmp(val, "sm_", 3) == 0 ? strtol(val + 3, &end, 10) : 0;
       fg_target t;
-      if (sm < 80 || sm > 999 || *end || !fg_target_init(&t, (int)sm, 0))
-        return usage_error("unsupported --arch '%s' (sm_80, sm_86, sm_87, sm_89 or sm_90)", val);
+      /* sm_90a: sm_90 with its architecture-specific instructions (wgmma) */
+      bool suffix_a = sm == 90 && strcmp(end, "a") == 0;
+      if (sm < 80 || sm > 999 || (*end && !suffix_a) || !fg_target_init(&t, (int)sm, 0))
+        return usage_error("unsupported --arch '%s' (sm_80, sm_86, sm_87, sm_89, sm_90 or sm_90a)",
+                           val);
       o->arch = val;
       o->sm = (int)sm;
+      o->sm_a = suffix_a;
     } else if (flag && strcmp(flag, "--graph") == 0) {
       rc = push(o->graphs, &o->ngraphs, val, "--graph");
     } else if (flag && strcmp(flag, "--emit") == 0) {
@@ -243,7 +248,11 @@ static int parse_args(int argc, char **argv, fusec_opts *o) {
     if (!fg_pass_exists(o->print_after[i]))
       return unknown_pass(o->print_after[i], "--print-after");
   for (int i = 0; i < o->ncubin; i++)
-    if (fg_cubin_arch(o->cubin[i]) < o->sm)
+    if (o->sm_a && strcmp(o->cubin[i], o->arch) != 0)
+      return usage_error("--cubin %s: PTX for an arch-specific target (--arch sm_90a) "
+                         "assembles only for that target",
+                         o->cubin[i]);
+    else if (fg_cubin_arch(o->cubin[i]) < o->sm)
       return usage_error("--cubin %s is older than the PTX's target (--arch): ptxas cannot "
                          "assemble it for that GPU",
                          o->cubin[i]);
@@ -276,6 +285,7 @@ static int emit_stage(const fusec_opts *o, fg_graph **graphs, int n, FILE *out, 
   co.libdevice = o->libdevice;
   co.jobs = o->jobs;
   fg_target_init(&co.plan.target, o->sm, o->sm_count); /* the arch was checked with the arguments */
+  co.plan.target.arch_specific = o->sm_a;
   co.plan.knobs = o->knobs;
   co.passes.disabled = o->disabled;
   co.passes.ndisabled = o->ndisabled;

@@ -85,7 +85,7 @@ check() {
       echo "$ptx $src $g" >>"$jobs"
       # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
       # Not for bench/: its shapes are large, its kernels the same.
-      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
+      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
@@ -419,7 +419,26 @@ ddp() {
     "FUSEC_BIN_DIR=build/tools FUSEC_BACKEND_CACHE=\$PWD/.gpu/models python3 -m fusec.backend fill pending)"
 }
 
+# issue 19 (wgmma): the attention forward at the issue's shapes, the
+# wgmma kernel (--arch sm_90a) and the mma.sync one (sm_90) in the same run
+# (tests/gpu/prepare.sh), fgrun's bench line a graph and target in
+# $LOG/wgmmabench.txt (TFLOP/s: 4 B H Sq Sk D a forward over its time,
+# half of that causal).
+wgmmabench() {
+  : >"$LOG/wgmmabench.txt"
+  local g t art
+  for g in attn_fwd attn_fwd_causal attn_fwd_d64 attn_fwd_long_causal; do
+    for t in sm90a sm90; do
+      art=.gpu/bench-sm90a/attention_$t.ptx
+      [ -f "$art" ] || continue
+      "$FGRUN" "$art" --graph "$g" --bench "${FG_BENCH_N:-50}" --seed 1 2>&1 | grep -E '^(bench|load|error)' |
+        sed "s|^|$t |" | tee -a "$LOG/wgmmabench.txt"
+    done
+  done
+}
+
 case $what in
+  wgmmabench) wgmmabench ;;
   ddp) ddp ;;
   python) python_checks ;;
   profile) profile ;;

@@ -23,6 +23,18 @@ for f in examples/*.fg tests/graphs/views.fg tests/graphs/strided.fg; do
   "$FUSEC" "$f" --disable-pass=bookend -o "$out" 2>.gpu/err.txt || echo "skip $f (no bookend): $(head -1 .gpu/err.txt)"
 done
 rm -f .gpu/err.txt
+# issue 19 (wgmma): the attention graphs again for sm_90a, where head dims
+# 64 and 128 take the wgmma forward (checked by device_run.sh check, with
+# misaligned pointers too), and the forward benchmark graphs for both
+# targets (device_run.sh wgmmabench: the same run times both kernels).
+mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg; do
+  out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+  "$FUSEC" "$f" --arch sm_90a -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
+done
+"$FUSEC" bench/suite/attention.fg --arch sm_90a -o .gpu/bench-sm90a/attention_sm90a.ptx
+"$FUSEC" bench/suite/attention.fg -o .gpu/bench-sm90a/attention_sm90.ptx
+rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
 # tests/graphs/l2_reverse.fg with every kernel ascending (knob L2_REVERSE=0),
