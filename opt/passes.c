@@ -49,13 +49,17 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+bool fg_run_pass(const fg_pass *p, fg_graph *g, const fg_pass_options *o, fg_diag *d) {
+  return p->run ? p->run(g, d) : p->run_with(g, o, d);
+}
+
 bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
   FILE *out = o && o->print_out ? o->print_out : stderr;
   for (const fg_pass *p = fg_pipeline; p->name; p++) {
     if (disabled(o, p->name))
       continue;
     double t0 = now_ms();
-    if (!(p->run ? p->run(g, d) : p->run_with(g, o, d)))
+    if (!fg_run_pass(p, g, o, d))
       return false;
     /* A pass that leaves the graph inconsistent is a compiler bug; catch it
      * at the pass that did it. */

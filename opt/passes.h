@@ -32,6 +32,8 @@ typedef struct fg_pass {
 extern const fg_pass fg_pipeline[];
 bool fg_pass_exists(const char *name);
 bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
+/* One pass of the pipeline (o may be NULL: the defaults). */
+bool fg_run_pass(const fg_pass *p, fg_graph *g, const fg_pass_options *o, fg_diag *d);
 
 /* Individual passes (opt/<name>.c). */
 bool fg_pass_decompose(fg_graph *g, fg_diag *d);
