@@ -299,7 +299,9 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     }
     if (lowered != g) /* freed at the end: the caller's module keeps the graph as written */
       g = copies[gi] = lowered;
-    if (!fg_run_pipeline(g, &o->passes, d)) {
+    fg_pass_options passes = o->passes;
+    passes.cluster_rows = o->plan.target.clusters;
+    if (!fg_run_pipeline(g, &passes, d)) {
       rc = failed(d);
       goto done;
     }

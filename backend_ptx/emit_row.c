@@ -17,6 +17,7 @@
 typedef struct row_kernel {
   fgk_row_ctx rc;
   int64_t split;
+  bool cluster; /* the split's CTAs are a thread-block cluster (cluster_sum) */
   LLVMValueRef row, slice, tid, tv;
   LLVMValueRef totals[64];
 } row_kernel;
@@ -30,9 +31,14 @@ static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   fgk_row_ctx_sizes(k, rc);
   int64_t R = k->red, S = k->split, V = e->vec;
   rk->split = S;
+  rk->cluster = S > 1 && k->cluster == S;
   LLVMValueRef cta = fgb_work_block(e);
   rk->row = S > 1 ? LLVMBuildUDiv(e->b, cta, fgb_const(e, S), "") : cta;
-  rk->slice = S > 1 ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "") : fgb_const(e, 0);
+  /* a cluster's slices by rank (its CTAs take the same row counted either
+   * way: the grid is whole clusters) */
+  rk->slice = rk->cluster ? LLVMBuildURem(e->b, fgb_block_index(e, 0), fgb_const(e, S), "")
+              : S > 1     ? LLVMBuildURem(e->b, cta, fgb_const(e, S), "")
+                          : fgb_const(e, 0);
   fgb_delinearize(e, rk->row, rc->kept_sizes, rc->nkept, rc->kc);
   /* A slice: ceil(ceil(R / S) / V) x V elements; R is T x the rest over
    * the symbolic size (opt/symbolic.h), a run-time value (constants fold). */
@@ -43,6 +49,42 @@ static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, slicev, ""), Rv);
   rk->tid = fgb_thread_index(e, 0);
   rk->tv = LLVMBuildMul(e->b, rk->tid, fgb_const(e, V), "");
+}
+
+/* A row a cluster (schedule.c cluster_split): the cluster's total of a
+ * reduction from its CTAs' (t, every thread's after the block reduction).
+ * Thread 0 puts t in entry i of the flag slot of its shared memory; after
+ * a cluster barrier every thread sums the entries of ranks 0..C-1 in
+ * order (mapa), so every CTA has the same bits. Each reduction its own
+ * entry: none is rewritten, and the barrier at the kernel's end keeps
+ * each CTA's shared memory alive until its cluster has read it. */
+static LLVMValueRef cluster_sum(fgb_emitter *e, const row_kernel *rk, int i, LLVMValueRef t) {
+  const fg_node *n = e->k->reds[i];
+  fg_opcode op = fgk_red_op(n);
+  fg_dtype acc = fgk_red_acc(n);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef slot = fgk_smem_slot(e, fgk_flag_area(e->k), LLVMConstInt(i32, (unsigned)i, 0));
+  LLVMBasicBlockRef merge = fgb_begin_if(
+      e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), ""));
+  LLVMBuildStore(e->b, t, slot);
+  fgb_end_if(e, merge);
+  fgb_cluster_barrier(e->m);
+  LLVMValueRef got[16];
+  for (int64_t r = 0; r < rk->split; r++) /* every load issued before any sum */
+    got[r] = LLVMBuildLoad2(e->b, LLVMTypeOf(t),
+                            fgb_cluster_map(e->m, slot, LLVMConstInt(i32, (unsigned)r, 0)), "");
+  LLVMValueRef sum = fgb_reduce_identity(e->m, op, acc);
+  for (int64_t r = 0; r < rk->split; r++)
+    sum = fgb_reduce_combine(e->m, op, sum, got[r], acc);
+  return sum;
+}
+
+/* Reduction i's total over the CTA, and over the cluster where a cluster
+ * takes the row. */
+static LLVMValueRef row_total(fgb_emitter *e, const row_kernel *rk, int i, LLVMValueRef v) {
+  const fg_node *n = e->k->reds[i];
+  LLVMValueRef t = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), v, i);
+  return rk->cluster ? cluster_sum(e, rk, i, t) : t;
 }
 
 /* The row kept in registers: the thread's chunks are loaded once, every
@@ -70,8 +112,8 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
         fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
     if (!acc)
       return false;
-    rk->totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-    if (S == 1)
+    rk->totals[i] = row_total(e, rk, i, acc);
+    if (S == 1 || rk->cluster)
       fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
   for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
@@ -152,7 +194,7 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   fgb_memo_release(e, mark);
   fgk_loop_end(e, &l, r0);
   sum = LLVMBuildLoad2(b, f32, sumv, "");
-  rk->totals[i] = fgb_block_reduce(e, FG_OP_SUM, FG_F32, sum, i);
+  rk->totals[i] = row_total(e, rk, i, sum);
   fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   /* this thread's M2 about the row's mean m; nothing from a thread
    * without elements (0 x an infinite m would be NaN) */
@@ -163,7 +205,7 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   LLVMValueRef mine = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, m2v, ""),
                                     LLVMBuildFMul(b, cnt, LLVMBuildFMul(b, dm, dm, ""), ""), "");
   mine = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cnt, zero, ""), mine, zero, "");
-  rk->totals[j] = fgb_block_reduce(e, FG_OP_SUM, FG_F32, mine, j);
+  rk->totals[j] = row_total(e, rk, j, mine);
   fgk_seed_reduction(e, k->reds[j], rc->kc, rk->totals[j]);
   return true;
 }
@@ -209,8 +251,8 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     fgb_memo_release(e, mark);
     fgk_loop_end(e, &l, r0);
     acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-    rk->totals[i] = fgb_block_reduce(e, fgk_red_op(n), fgk_red_acc(n), acc, i);
-    if (S == 1)
+    rk->totals[i] = row_total(e, rk, i, acc);
+    if (S == 1 || rk->cluster)
       fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
   for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
@@ -370,7 +412,13 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
   e->nuniform = 0;
   for (int i = 0; i < rk.rc.nkept; i++)
     e->uniform[e->nuniform++] = rk.rc.kc[i];
-  if (rk.split > 1)
+  if (rk.cluster) { /* the row's results from rank 0, then the barrier cluster_sum needs */
+    LLVMValueRef first = LLVMBuildAnd(
+        e->b, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, 0), ""),
+        LLVMBuildICmp(e->b, LLVMIntEQ, rk.slice, fgb_const(e, 0), ""), "");
+    fgk_store_rows(e, &rk.rc, first);
+    fgb_cluster_barrier(e->m);
+  } else if (rk.split > 1)
     combine_split(e, &rk);
   else
     fgk_store_rows(e, &rk.rc, NULL);

@@ -11,22 +11,22 @@ const fg_pass fg_pipeline[] = {
      "rewrite mean, var, var_mean and the composites (softmax, log_softmax, logsumexp, argmax, "
      "argmin, cumsum, stack) into reductions, views and pointwise ops, dropout into rand and "
      "pointwise ops",
-     fg_pass_decompose},
+     fg_pass_decompose, NULL},
     {"canonicalize", "fold constants, drop exact identities, shorten exact cast chains",
-     fg_pass_canonicalize},
-    {"cse", "merge nodes that compute the same values", fg_pass_cse},
+     fg_pass_canonicalize, NULL},
+    {"cse", "merge nodes that compute the same values", fg_pass_cse, NULL},
     {"reduce-reuse", "a reduction over a superset of another's dims reuses its result",
-     fg_pass_reduce_reuse},
-    {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat},
+     fg_pass_reduce_reuse, NULL},
+    {"zip-cat", "a cat of views that tile one tensor becomes a view of it", fg_pass_zip_cat, NULL},
     {"sink-reshape", "a reshape between a reduction's rows and pointwise ops moves below them",
-     fg_pass_sink_reshape},
+     NULL, fg_pass_sink_reshape},
     {"merge-views", "merge adjacent reshapes and permutes, drop identity views",
-     fg_pass_merge_views},
-    {"dce", "remove nodes whose values are never used", fg_pass_dce},
+     fg_pass_merge_views, NULL},
+    {"dce", "remove nodes whose values are never used", fg_pass_dce, NULL},
     {"bookend",
      "view ops at the fusion's edges leave the kernels (results as views, strided loads)",
-     fg_pass_bookend},
-    {NULL, NULL, NULL},
+     fg_pass_bookend, NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 bool fg_pass_exists(const char *name) {
@@ -49,13 +49,17 @@ static double now_ms(void) {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+bool fg_run_pass(const fg_pass *p, fg_graph *g, const fg_pass_options *o, fg_diag *d) {
+  return p->run ? p->run(g, d) : p->run_with(g, o, d);
+}
+
 bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
   FILE *out = o && o->print_out ? o->print_out : stderr;
   for (const fg_pass *p = fg_pipeline; p->name; p++) {
     if (disabled(o, p->name))
       continue;
     double t0 = now_ms();
-    if (!p->run(g, d))
+    if (!fg_run_pass(p, g, o, d))
       return false;
     /* A pass that leaves the graph inconsistent is a compiler bug; catch it
      * at the pass that did it. */

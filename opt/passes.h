@@ -15,19 +15,25 @@ typedef struct fg_pass_options {
   const char *print_after; /* a pass name, or NULL */
   bool print_after_all;
   bool time_passes;
-  FILE *print_out; /* where --print-after* and --time-passes write (stderr) */
+  FILE *print_out;   /* where --print-after* and --time-passes write (stderr) */
+  bool cluster_rows; /* the target splits a long row over a thread-block cluster (sm_90;
+                      * schedule.c cluster_split): sink-reshape takes longer rows */
 } fg_pass_options;
 
 typedef struct fg_pass {
   const char *name;
   const char *what;                     /* one line for --help */
   bool (*run)(fg_graph *g, fg_diag *d); /* false: an error was reported */
+  /* instead of run, for a pass that reads the options */
+  bool (*run_with)(fg_graph *g, const fg_pass_options *o, fg_diag *d);
 } fg_pass;
 
 /* The pipeline, in order; NULL-terminated by name. */
 extern const fg_pass fg_pipeline[];
 bool fg_pass_exists(const char *name);
 bool fg_run_pipeline(fg_graph *g, const fg_pass_options *o, fg_diag *d);
+/* One pass of the pipeline (o may be NULL: the defaults). */
+bool fg_run_pass(const fg_pass *p, fg_graph *g, const fg_pass_options *o, fg_diag *d);
 
 /* Individual passes (opt/<name>.c). */
 bool fg_pass_decompose(fg_graph *g, fg_diag *d);
@@ -41,6 +47,6 @@ bool fg_pass_canonicalize(fg_graph *g, fg_diag *d);
 bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 bool fg_pass_bookend(fg_graph *g, fg_diag *d);
 /* issue 17: reshapes below the pointwise ops that finish a reduction's rows */
-bool fg_pass_sink_reshape(fg_graph *g, fg_diag *d);
+bool fg_pass_sink_reshape(fg_graph *g, const fg_pass_options *o, fg_diag *d);
 
 #endif

@@ -219,6 +219,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " chunks %d", k->chunks);
   if (k->split > 1)
     fprintf(f, " split %d", k->split);
+  if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && k->cluster > 1)
+    fprintf(f, " cluster %d", k->cluster);
   if (k->kind == FG_KERNEL_ATTENTION)
     fprintf(f, " br %d bc %d warps %d pitch %d stages %d%s%s%s%s smem %d min-ctas-per-sm %d",
             k->attn_br, k->attn_bc, k->attn_warps, k->attn_pitch, k->attn_stages,

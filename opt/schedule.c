@@ -314,6 +314,54 @@ static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
            "CTA, reduced by shuffles within the group";
 }
 
+/* ---- long rows with full-size outputs, a row a cluster ----
+ * A row whose full-size outputs need its totals (normalization) cannot
+ * split over CTAs that combine partials through memory: each CTA needs
+ * the totals before its outputs. A CTA a row keeps rows of up to 64 KB of
+ * inputs in registers well (sink_reshape.c, SINK_MAX_ROW); longer ones
+ * took every register of an SM in one CTA of 1024 threads, so that one
+ * row's barrier and stores left the SM without loads in flight (group
+ * norm's rows of 65536 f32 in one kernel: 0.68x torch.compile, spills;
+ * docs/benchmarks.md, run X2). On sm_90 such a row is split over a
+ * thread-block cluster of C CTAs (2, 4 or 8, the fewest whose slices take
+ * at most 32 KB of inputs each, CLUSTER_SLICE_BYTES): each keeps its
+ * slice in registers, and each reduction's CTA totals are summed in rank
+ * order from the cluster's shared memory (mapa), the same bits in every
+ * CTA, so every CTA writes its slice's outputs from registers. The rows
+ * are read once; several CTAs share an SM. Returns C, or 1. */
+enum { CLUSTER_MIN_ROW_BYTES = 64 * 1024, CLUSTER_SLICE_BYTES = 32 * 1024, CLUSTER_MAX = 8 };
+
+/* The widest element of the row's reduced values and full-size outputs
+ * (its arguments are not known yet). */
+static int row_elem_size(const fg_kernel *k) {
+  int m = 1;
+  for (int i = 0; i < k->nreds; i++)
+    if (fg_dtype_size(k->reds[i]->in[0]->type.dtype) > m)
+      m = fg_dtype_size(k->reds[i]->in[0]->type.dtype);
+  for (int i = 0; i < k->nouts; i++)
+    if (full_size(k, &k->outs[i]->type) && fg_dtype_size(k->outs[i]->type.dtype) > m)
+      m = fg_dtype_size(k->outs[i]->type.dtype);
+  return m;
+}
+
+static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
+  int64_t v;
+  if (knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0)
+    return 1;
+  if (!p->target.clusters || k->ncols || k->ntails || k->nreds > 32 ||
+      fg_sym_involves(&p->sym, r) || !dependent_phases(p, k) || !writes_full(k))
+    return 1;
+  int64_t bytes = r * row_elem_size(k);
+  if (bytes <= CLUSTER_MIN_ROW_BYTES)
+    return 1;
+  int64_t c = 2;
+  while (c < CLUSTER_MAX && ceil_div(bytes, c) > CLUSTER_SLICE_BYTES)
+    c *= 2;
+  /* slices of whole vectors (the last one shorter), none empty */
+  int64_t slice = ceil_div(ceil_div(r, c), k->vec) * k->vec;
+  return ceil_div(r, slice) == c ? c : 1;
+}
+
 static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
@@ -345,6 +393,10 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     if (k->split < 1)
       k->split = 1;
   }
+  k->cluster = 1;
+  int64_t cs = cluster_split(p, k, r);
+  if (cs > 1)
+    k->split = k->cluster = (int)cs;
   int64_t slice = ceil_div(r, k->split);
   if (k->split > 1) { /* keep slices vector-aligned */
     slice = ceil_div(slice, k->vec) * k->vec;
@@ -380,7 +432,9 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
   k->why =
-      k->split > 1 ? "row reduction split over CTAs with a deterministic grid reduction"
+      k->cluster > 1 ? "row reduction, a row a thread-block cluster, its slices in registers, the "
+                       "totals summed in distributed shared memory"
+      : k->split > 1 ? "row reduction split over CTAs with a deterministic grid reduction"
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
@@ -1297,7 +1351,7 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
     int rpc = k->block / k->row_lanes;
     k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
   } else if (s->affine && k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
-    k->grid_formula = fg_sym_formula(s, k->dims[0] * kept, a);
+    k->grid_formula = fg_sym_formula(s, k->dims[0] * kept * k->split, a);
   else if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
     /* ceil(T x n / vec): T x (n / vec) when whole */
     const char *lanes = n % k->vec == 0 ? fg_sym_formula(s, s->placeholder * (n / k->vec), a)
@@ -1306,7 +1360,8 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
     k->grid_formula =
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
   } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
-    k->grid_formula = fg_sym_formula(s, s->placeholder * kept, a);
+    /* a CTA a row, or a cluster a row (cluster_split) */
+    k->grid_formula = fg_sym_formula(s, s->placeholder * kept * k->split, a);
   } else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails)) {
     /* The row + column form: half a CTA a row group, as schedule_rowcol
      * sizes a static grid (choose_ctas: at least two groups a CTA), between
@@ -1616,7 +1671,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
-    if (k->split > 1) {
+    if (k->split > 1 && k->cluster <= 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element
        * (column) or row (row), per split slice. */
       int64_t per = k->kind == FG_KERNEL_ROW ? k->outer : k->outer * k->inner;
@@ -1625,8 +1680,9 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       k->counter_temp = add_temp(p, 4 * counters, true);
       add_workspace_args(p, k);
     }
-    bool wide_partials = k->split > 1 && 8 * (int64_t)k->nreds * k->outer * k->inner * k->split >=
-                                             ((int64_t)1 << 31);
+    bool wide_partials =
+        k->split > 1 && k->cluster <= 1 &&
+        8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31);
     /* 64-bit indices when an extent reaches INDEX32_LIMIT or a workspace
      * offset 2^31 */
     k->idx64 = max_extent(p, k) >= INDEX32_LIMIT || wide_partials;

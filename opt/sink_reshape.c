@@ -22,13 +22,16 @@
 
 /* Rows (the last dim of the reduced value) of at most this many elements:
  * the row kernel keeps a row for its full-size output, and group norm's
- * rows of 65536 f32 elements in one kernel ran at 0.44 of copy bandwidth,
+ * rows of 65536 f32 elements in one CTA ran at 0.44 of copy bandwidth,
  * 0.68x torch.compile (docs/benchmarks.md, run X2), so longer rows keep
- * their reshape and a second kernel. */
-enum { SINK_MAX_ROW = 16384 };
+ * their reshape and a second kernel; where the target splits a long row
+ * over a thread-block cluster (schedule.c cluster_split: up to 8 CTAs of
+ * a slice in registers each), rows up to 8 times as long. */
+enum { SINK_MAX_ROW = 16384, SINK_MAX_CLUSTER_ROW = 8 * SINK_MAX_ROW };
 
 typedef struct sink {
   fg_graph *g;
+  int64_t max_row;
   int64_t *dom; /* by value id: the largest input of a reduction it is computed from (elements) */
   int cap;
 } sink;
@@ -85,7 +88,7 @@ static const fg_value *rows_operand(const sink *s, const fg_node *n) {
     if (!a && r && r->op->code == FG_OP_RESHAPE && is_reduced(s, r->in[0]) &&
         !r->in[0]->type.has_layout && fg_type_is_static(&r->in[0]->type) &&
         !same_dims(&r->in[0]->type, t) &&
-        r->in[0]->type.dims[r->in[0]->type.rank - 1].size <= SINK_MAX_ROW)
+        r->in[0]->type.dims[r->in[0]->type.rank - 1].size <= s->max_row)
       a = r->in[0];
   }
   return a;
@@ -132,7 +135,7 @@ static bool sink_one(sink *s, fg_node *n, const fg_value *a, fg_diag *d) {
   return true;
 }
 
-bool fg_pass_sink_reshape(fg_graph *g, fg_diag *d) {
+bool fg_pass_sink_reshape(fg_graph *g, const fg_pass_options *o, fg_diag *d) {
   bool reduces = false, reshapes = false; /* nothing to do without both */
   for (const fg_node *n = g->first; n && !(reduces && reshapes); n = n->next) {
     reduces |= n->op->kind == FG_KIND_REDUCTION;
@@ -140,7 +143,7 @@ bool fg_pass_sink_reshape(fg_graph *g, fg_diag *d) {
   }
   if (!reduces || !reshapes)
     return true;
-  sink s = {g, NULL, 0};
+  sink s = {g, o && o->cluster_rows ? SINK_MAX_CLUSTER_ROW : SINK_MAX_ROW, NULL, 0};
   bool ok = true;
   for (fg_node *n = g->first; n && ok; n = n->next) {
     /* what it is computed from: through pointwise and view ops */

@@ -355,13 +355,14 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
      * a run-time bound, and no partials, which are laid out by the kept
      * extent); row kernels take a row a CTA; row + column kernels loop over
      * T's rows, a CTA with none arriving after its loop (emit_rowcol.c); row
-     * kernels that reduce over T take slices of a run-time length
+     * kernels that reduce over T take slices of a run-time length, and a
+     * cluster a row (schedule.c cluster_split), T x rows x C CTAs
      * (schedule_row, emit_row.c's row_coordinates; GPU-checked with
      * tests/graphs/symbolic_rows.fg). */
     const char *what = NULL;
     if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
       what = "a column reduction split over CTAs";
-    else if (k->kind == FG_KERNEL_ROW && k->split != 1 && !k->mask[0])
+    else if (k->kind == FG_KERNEL_ROW && k->split != 1 && k->cluster != k->split && !k->mask[0])
       what = "a row kernel whose CTAs share rows";
     if (what) {
       const fg_node *n = k->nreds ? k->reds[0] : NULL;

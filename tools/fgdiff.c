@@ -952,7 +952,7 @@ static finding check_passes(fg_graph *g, int64_t hint, fg_diag *d, FILE *sink, c
       fg_graph_free(s);
   }
   for (const fg_pass *p = fg_pipeline; f == FD_OK && p->name; p++) {
-    if (!p->run(g, d) || !fg_verify_graph(g, d)) {
+    if (!fg_run_pass(p, g, NULL, d) || !fg_verify_graph(g, d)) {
       snprintf(msg, cap, "pass %s: %s", p->name, d->buf ? d->buf : "failed");
       f = FD_PASS_ERROR;
       break;
