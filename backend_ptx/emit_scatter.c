@@ -222,7 +222,8 @@ static LLVMValueRef warp_inclusive_scan(fgb_emitter *e, LLVMValueRef v, LLVMValu
 
 /* The scan with coalesced accesses (scatter2): thread t of T takes the 4
  * bins at 4 (q T + t) for each q < S/4, so a warp's 16-byte loads and
- * stores are 512 contiguous bytes. Each q's 4T bins are a tile: the
+ * stores are 512 contiguous bytes; with `zero`, each count is zeroed after
+ * its offset is stored. Each q's 4T bins are a tile: the
  * tile's thread totals are scanned within each warp by butterflies, the
  * warps' totals (tile-major, then warp) by warp 0 into shared memory, and
  * a thread's offset is its warp's prefix there plus its lane's. */
@@ -233,32 +234,30 @@ static void emit_scan_striped(fgb_emitter *e, bool zero) {
   LLVMValueRef tid = fgb_tid(e->m, 0);
   LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], incl[SCAN_UNROLL / 4],
-               tot[SCAN_UNROLL / 4], wt[SCAN_UNROLL / 4];
+  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], excl[SCAN_UNROLL / 4];
   for (int q = 0; q < Q; q++) {
     LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
     v[q] = load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""));
   }
-  for (int q = 0; q < Q && zero; q++)
-    zero4(e, LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, ""),
-                          fgb_const(e, 4), ""));
-  for (int q = 0; q < Q; q++) {
-    tot[q] = sum4(e, v[q]);
-    incl[q] = warp_inclusive_scan(e, tot[q], lane, &wt[q], false);
-  }
   char name[256];
   snprintf(name, sizeof name, "%s_scanw", LLVMGetValueName(e->fn));
   LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)(Q * NW));
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
+  /* each tile's warp totals stored as soon as scanned, and only the lane's
+   * prefix within its warp kept (embbwd: fewer registers across the
+   * barriers) */
+  LLVMValueRef lane0 = LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), "");
   for (int q = 0; q < Q; q++) {
+    LLVMValueRef wt, tot = sum4(e, v[q]);
+    excl[q] = LLVMBuildSub(e->b, warp_inclusive_scan(e, tot, lane, &wt, false), tot, "");
     LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMBuildStore(e->b, wt[q], fgb_gep(e->m, sh, i32, slot));
+    LLVMBasicBlockRef merge = fgb_begin_if(e, lane0);
+    LLVMBuildStore(e->b, wt, fgb_gep(e->m, sh, i32, slot));
+    fgb_end_if(e, merge);
   }
-  fgb_end_if(e, merge);
   fgb_barrier(e->m);
   /* warp 0: the warps' totals, tile by tile, into exclusive prefixes */
-  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, warp, LLVMConstInt(i32, 0, 0), ""));
+  LLVMBasicBlockRef merge =
+      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, warp, LLVMConstInt(i32, 0, 0), ""));
   LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
   LLVMValueRef carry = LLVMConstInt(i32, 0, 0);
   for (int q = 0; q < Q; q++) {
@@ -278,11 +277,18 @@ static void emit_scan_striped(fgb_emitter *e, bool zero) {
   fgb_barrier(e->m);
   for (int q = 0; q < Q; q++) {
     LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMValueRef run =
-        LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), ""),
-                     LLVMBuildSub(e->b, incl[q], tot[q], ""), "");
-    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    store4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""), v[q], &run);
+    LLVMValueRef run = LLVMBuildAdd(
+        e->b, LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), ""), excl[q], "");
+    /* the counts loaded again (embbwd: keeping the 4 S values across the
+     * barriers spilled past S = 32 at 1024 threads), volatile so that they
+     * are not taken for the first loads' values */
+    LLVMValueRef g = LLVMBuildMul(e->b, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, ""),
+                                  fgb_const(e, 4), "");
+    LLVMValueRef again = load4(e, g);
+    LLVMSetVolatile(again, 1);
+    store4(e, g, again, &run);
+    if (zero)
+      zero4(e, g);
   }
 }
 
@@ -322,7 +328,8 @@ static bool emit_scan(fgb_emitter *e, bool zero) {
 
 /* embbwd: the stable radix sort of a CTA's chunk of sources by bin, in
  * linear time (no comparison of a source with its segment's others).
- * Dynamic shared memory (segment.c radix_smem), C = T x R positions:
+ * Dynamic shared memory (segment.c radix_smem), C = T x R positions, each
+ * array with a word of padding every 32 (padded below):
  *   key[C]      each chunk position's bin (-1, every digit 15, past the
  *               sources: they sort last)
  *   perm[C]     the positions in sorted order, after each pass
@@ -346,6 +353,21 @@ static void sh_st(fgb_emitter *e, LLVMValueRef base, LLVMValueRef i, LLVMValueRe
   LLVMBuildStore(e->b, v, fgb_gep(e->m, base, i32t(e), i));
 }
 
+/* The radix arrays' element i at i + i/32: a word of padding every 32, so
+ * that a warp's strided accesses (thread t's items at tR + r, its 16 digit
+ * counts at 16t + d) fall in distinct banks (segment.c radix_smem). */
+static LLVMValueRef padded(fgb_emitter *e, LLVMValueRef i) {
+  return LLVMBuildAdd(e->b, i, LLVMBuildLShr(e->b, i, c32(e, 5), ""), "");
+}
+
+static LLVMValueRef rx_ld(fgb_emitter *e, LLVMValueRef base, LLVMValueRef i) {
+  return sh_ld(e, base, padded(e, i));
+}
+
+static void rx_st(fgb_emitter *e, LLVMValueRef base, LLVMValueRef i, LLVMValueRef v) {
+  sh_st(e, base, padded(e, i), v);
+}
+
 static LLVMValueRef as32(fgb_emitter *e, LLVMValueRef v) {
   return LLVMTypeOf(v) == i32t(e) ? v : LLVMBuildTrunc(e->b, v, i32t(e), "");
 }
@@ -357,12 +379,12 @@ static LLVMValueRef as_ity(fgb_emitter *e, LLVMValueRef v) {
 static radix_mem radix_mem_of(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   char name[256];
-  int64_t C = (int64_t)k->block * k->scat_rounds;
+  int64_t C = (int64_t)k->block * k->scat_rounds, Cp = C + C / 32;
   LLVMTypeRef i8 = LLVMInt8TypeInContext(e->ctx);
   snprintf(name, sizeof name, "%s_radix", LLVMGetValueName(e->fn));
   LLVMValueRef base = fgb_dynamic_shared(e->m, name);
-  radix_mem r = {base, fgb_gep(e->m, base, i8, c32(e, 4 * C)),
-                 fgb_gep(e->m, base, i8, c32(e, 8 * C)), NULL};
+  radix_mem r = {base, fgb_gep(e->m, base, i8, c32(e, 4 * Cp)),
+                 fgb_gep(e->m, base, i8, c32(e, 8 * Cp)), NULL};
   snprintf(name, sizeof name, "%s_cta", LLVMGetValueName(e->fn));
   r.sh = fgb_shared_array(e->m, name, 4 * 33);
   return r;
@@ -418,35 +440,42 @@ static void radix_sort(fgb_emitter *e, const radix_mem *rm) {
   int T = k->block, R = k->scat_rounds;
   LLVMValueRef t = fgb_tid(e->m, 0);
   LLVMValueRef tR = LLVMBuildMul(e->b, t, c32(e, R), "");
-  LLVMValueRef pos[RADIX_MAX_ROUNDS], slot[RADIX_MAX_ROUNDS], loc[RADIX_MAX_ROUNDS];
+  /* a position, and its digit count's slot (< 16 T <= 2^14) with its
+   * running count (< 16) above bit 16: few registers at 1024 threads */
+  LLVMValueRef pos[RADIX_MAX_ROUNDS], sl[RADIX_MAX_ROUNDS];
   for (int p = 0; p < k->scat_passes; p++) {
     for (int d = 0; d < RADIX_DIGITS; d++)
-      sh_st(e, rm->dcnt, LLVMBuildAdd(e->b, c32(e, (int64_t)d * T), t, ""), c32(e, 0));
+      rx_st(e, rm->dcnt, LLVMBuildAdd(e->b, c32(e, (int64_t)d * T), t, ""), c32(e, 0));
     fgb_barrier(e->m);
     for (int r = 0; r < R; r++) {
       LLVMValueRef j = LLVMBuildAdd(e->b, tR, c32(e, r), "");
-      pos[r] = p == 0 ? j : sh_ld(e, rm->perm, j);
+      pos[r] = p == 0 ? j : rx_ld(e, rm->perm, j);
       LLVMValueRef dig = LLVMBuildAnd(
-          e->b, LLVMBuildLShr(e->b, sh_ld(e, rm->key, pos[r]), c32(e, 4 * p), ""), c32(e, 15), "");
-      slot[r] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, dig, c32(e, T), ""), t, "");
-      loc[r] = sh_ld(e, rm->dcnt, slot[r]);
-      sh_st(e, rm->dcnt, slot[r], LLVMBuildAdd(e->b, loc[r], c32(e, 1), ""));
+          e->b, LLVMBuildLShr(e->b, rx_ld(e, rm->key, pos[r]), c32(e, 4 * p), ""), c32(e, 15), "");
+      LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, dig, c32(e, T), ""), t, "");
+      LLVMValueRef loc = rx_ld(e, rm->dcnt, slot);
+      rx_st(e, rm->dcnt, slot, LLVMBuildAdd(e->b, loc, c32(e, 1), ""));
+      sl[r] = LLVMBuildOr(e->b, slot, LLVMBuildShl(e->b, loc, c32(e, 16), ""), "");
     }
     fgb_barrier(e->m);
-    LLVMValueRef first = LLVMBuildMul(e->b, t, c32(e, RADIX_DIGITS), ""), c[RADIX_DIGITS];
+    LLVMValueRef first = LLVMBuildMul(e->b, t, c32(e, RADIX_DIGITS), "");
     LLVMValueRef sum = c32(e, 0);
-    for (int i = 0; i < RADIX_DIGITS; i++) {
-      c[i] = sh_ld(e, rm->dcnt, LLVMBuildAdd(e->b, first, c32(e, i), ""));
-      sum = LLVMBuildAdd(e->b, sum, c[i], "");
-    }
+    for (int i = 0; i < RADIX_DIGITS; i++)
+      sum =
+          LLVMBuildAdd(e->b, sum, rx_ld(e, rm->dcnt, LLVMBuildAdd(e->b, first, c32(e, i), "")), "");
     LLVMValueRef run = LLVMBuildSub(e->b, cta_inclusive_scan(e, sum, rm->sh, false), sum, "");
-    for (int i = 0; i < RADIX_DIGITS; i++) {
-      sh_st(e, rm->dcnt, LLVMBuildAdd(e->b, first, c32(e, i), ""), run);
-      run = LLVMBuildAdd(e->b, run, c[i], "");
+    for (int i = 0; i < RADIX_DIGITS; i++) { /* the counts read again: no barrier wrote them */
+      LLVMValueRef at_i = LLVMBuildAdd(e->b, first, c32(e, i), "");
+      LLVMValueRef c = rx_ld(e, rm->dcnt, at_i);
+      rx_st(e, rm->dcnt, at_i, run);
+      run = LLVMBuildAdd(e->b, run, c, "");
     }
     fgb_barrier(e->m);
-    for (int r = 0; r < R; r++)
-      sh_st(e, rm->perm, LLVMBuildAdd(e->b, sh_ld(e, rm->dcnt, slot[r]), loc[r], ""), pos[r]);
+    for (int r = 0; r < R; r++) {
+      LLVMValueRef slot = LLVMBuildAnd(e->b, sl[r], c32(e, 0xffff), "");
+      LLVMValueRef loc = LLVMBuildLShr(e->b, sl[r], c32(e, 16), "");
+      rx_st(e, rm->perm, LLVMBuildAdd(e->b, rx_ld(e, rm->dcnt, slot), loc, ""), pos[r]);
+    }
     fgb_barrier(e->m);
   }
 }
@@ -467,7 +496,7 @@ static bool store_keys(fgb_emitter *e, const radix_mem *rm, LLVMValueRef first, 
     LLVMValueRef b = bin_of(e, LLVMBuildSelect(e->b, ok, s, last, ""));
     if (!b)
       return false;
-    sh_st(e, rm->key, l, LLVMBuildSelect(e->b, ok, as32(e, b), c32(e, -1), ""));
+    rx_st(e, rm->key, l, LLVMBuildSelect(e->b, ok, as32(e, b), c32(e, -1), ""));
     if (count) {
       LLVMBasicBlockRef m = fgb_begin_if(e, ok);
       count_one(e, b);
@@ -501,7 +530,7 @@ static bool emit_sort(fgb_emitter *e) {
     LLVMValueRef j = LLVMBuildAdd(e->b, t, c32(e, (int64_t)r * k->block), "");
     LLVMBasicBlockRef m =
         fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, j, c32(e, k->scat_sources), ""));
-    store_at(e, k->scat_order, j, as_ity(e, sh_ld(e, rm.perm, j)));
+    store_at(e, k->scat_order, j, as_ity(e, rx_ld(e, rm.perm, j)));
     fgb_end_if(e, m);
   }
   return !e->failed;
@@ -542,31 +571,30 @@ static bool emit_rank(fgb_emitter *e) {
   if (!store_keys(e, &rm, first, n, false))
     return false;
   radix_sort(e, &rm);
-  /* thread t's sorted positions tR + r: bins, heads, group starts */
+  /* thread t's sorted positions tR + r: heads, group starts (the bins and
+   * sources are read again from shared memory where needed, which nothing
+   * writes after the sort: few registers at 1024 threads) */
   LLVMValueRef tR = LLVMBuildMul(e->b, t, c32(e, R), "");
-  LLVMValueRef j[RADIX_MAX_ROUNDS], src[RADIX_MAX_ROUNDS], bin[RADIX_MAX_ROUNDS],
-      head[RADIX_MAX_ROUNDS], ok[RADIX_MAX_ROUNDS], g0[RADIX_MAX_ROUNDS];
+  LLVMValueRef g0[RADIX_MAX_ROUNDS], head[RADIX_MAX_ROUNDS];
   LLVMValueRef run = c32(e, 0);
   for (int r = 0; r < R; r++) {
-    j[r] = LLVMBuildAdd(e->b, tR, c32(e, r), "");
-    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, j[r], n, "");
-    src[r] = sh_ld(e, rm.perm, j[r]);
-    bin[r] = sh_ld(e, rm.key, src[r]);
-    LLVMValueRef at0 = LLVMBuildICmp(e->b, LLVMIntEQ, j[r], c32(e, 0), "");
+    LLVMValueRef j = LLVMBuildAdd(e->b, tR, c32(e, r), "");
+    LLVMValueRef ok = LLVMBuildICmp(e->b, LLVMIntSLT, j, n, "");
+    LLVMValueRef at0 = LLVMBuildICmp(e->b, LLVMIntEQ, j, c32(e, 0), "");
     LLVMValueRef prev =
-        LLVMBuildSelect(e->b, at0, c32(e, 0), LLVMBuildSub(e->b, j[r], c32(e, 1), ""), "");
-    prev = sh_ld(e, rm.key, sh_ld(e, rm.perm, prev));
+        LLVMBuildSelect(e->b, at0, c32(e, 0), LLVMBuildSub(e->b, j, c32(e, 1), ""), "");
+    prev = rx_ld(e, rm.key, rx_ld(e, rm.perm, prev));
+    LLVMValueRef bin = rx_ld(e, rm.key, rx_ld(e, rm.perm, j));
     head[r] = LLVMBuildAnd(
-        e->b, ok[r], LLVMBuildOr(e->b, at0, LLVMBuildICmp(e->b, LLVMIntNE, prev, bin[r], ""), ""),
-        "");
-    run = combine(e, true, run, LLVMBuildSelect(e->b, head[r], j[r], c32(e, 0), ""));
+        e->b, ok, LLVMBuildOr(e->b, at0, LLVMBuildICmp(e->b, LLVMIntNE, prev, bin, ""), ""), "");
+    run = combine(e, true, run, LLVMBuildSelect(e->b, head[r], j, c32(e, 0), ""));
     g0[r] = run;
   }
   /* the heads before thread t's: the inclusive max of the thread before */
   LLVMValueRef incl = cta_inclusive_scan(e, run, rm.sh, true);
-  sh_st(e, rm.dcnt, t, incl);
+  rx_st(e, rm.dcnt, t, incl);
   fgb_barrier(e->m);
-  LLVMValueRef before = sh_ld(
+  LLVMValueRef before = rx_ld(
       e, rm.dcnt, LLVMBuildSelect(e->b, is0, c32(e, 0), LLVMBuildSub(e->b, t, c32(e, 1), ""), ""));
   before = LLVMBuildSelect(e->b, is0, c32(e, 0), before, "");
   fgb_barrier(e->m);
@@ -589,20 +617,22 @@ static bool emit_rank(fgb_emitter *e) {
   /* each head: its group's base (dcnt at the head's position) */
   for (int r = 0; r < R; r++) {
     LLVMBasicBlockRef mh = fgb_begin_if(e, head[r]);
-    LLVMValueRef b = bin[r];
+    LLVMValueRef j = LLVMBuildAdd(e->b, tR, c32(e, r), "");
+    LLVMValueRef b = rx_ld(e, rm.key, rx_ld(e, rm.perm, j));
     LLVMValueRef left = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), c32(e, 0));
     LLVMValueRef end = as32(e, load_at(e, k->scat_off, LLVMBuildAdd(e->b, b, c32(e, 1), "")));
-    sh_st(e, rm.dcnt, j[r], LLVMBuildSub(e->b, LLVMBuildSub(e->b, end, left, ""), j[r], ""));
+    rx_st(e, rm.dcnt, j, LLVMBuildSub(e->b, LLVMBuildSub(e->b, end, left, ""), j, ""));
     fgb_end_if(e, mh);
   }
   fgb_barrier(e->m);
   for (int r = 0; r < R; r++) {
-    LLVMBasicBlockRef mo = fgb_begin_if(e, ok[r]);
-    fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, bin[r]), c32(e, -1));
+    LLVMValueRef j = LLVMBuildAdd(e->b, tR, c32(e, r), "");
+    LLVMBasicBlockRef mo = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, j, n, ""));
+    LLVMValueRef src = rx_ld(e, rm.perm, j);
+    fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, rx_ld(e, rm.key, src)), c32(e, -1));
     LLVMValueRef g = combine(e, true, g0[r], before);
-    LLVMValueRef pos = LLVMBuildAdd(e->b, sh_ld(e, rm.dcnt, g), j[r], "");
-    LLVMValueRef s = LLVMBuildAdd(e->b, first, src[r], "");
-    store_at(e, k->scat_order, pos, as_ity(e, s));
+    LLVMValueRef pos = LLVMBuildAdd(e->b, rx_ld(e, rm.dcnt, g), j, "");
+    store_at(e, k->scat_order, pos, as_ity(e, LLVMBuildAdd(e->b, first, src, "")));
     fgb_end_if(e, mo);
   }
   /* the chunk's atomics done before its turn passes on (release) */

@@ -768,15 +768,18 @@ static int64_t scatter_sources(const fg_node *n) {
 /* embbwd: the radix sort of a CTA's chunk (emit_scatter.c radix_sort)
  * keeps, in dynamic shared memory, each source's bin and the sorted
  * permutation (an i32 each, threads x rounds of them) and its 16 digit
- * counts a thread. */
+ * counts a thread, each array with a word of padding every 32 (threads
+ * is a multiple of 32). */
 static int64_t radix_smem(int64_t threads, int64_t rounds) {
-  return 4 * (2 * threads * rounds + 16 * threads);
+  int64_t c = threads * rounds;
+  return 4 * (2 * (c + c / 32) + 16 * threads + threads / 2);
 }
 
-/* The most sources a thread whose CTA's radix sort fits the target. */
+/* The most sources a thread whose CTA's radix sort fits the target, with
+ * 1 KB left for its static shared arrays (the scans'). */
 static int64_t radix_rounds_max(const fg_plan *p, int64_t threads) {
   int64_t r = SORT_MAX_ROUNDS;
-  while (r > 1 && radix_smem(threads, r) > p->target.dyn_smem_per_block)
+  while (r > 1 && radix_smem(threads, r) > p->target.dyn_smem_per_block - 1024)
     r--;
   return r;
 }
