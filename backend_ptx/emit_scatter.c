@@ -234,10 +234,10 @@ static void emit_scan_striped(fgb_emitter *e, bool zero) {
   LLVMValueRef tid = fgb_tid(e->m, 0);
   LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], excl[SCAN_UNROLL / 4];
-  for (int q = 0; q < Q; q++) {
+  LLVMValueRef t = fgb_thread_index(e, 0), tot[SCAN_UNROLL / 4], excl[SCAN_UNROLL / 4];
+  for (int q = 0; q < Q; q++) { /* every load in flight, each summed as it comes */
     LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    v[q] = load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""));
+    tot[q] = sum4(e, load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), "")));
   }
   char name[256];
   snprintf(name, sizeof name, "%s_scanw", LLVMGetValueName(e->fn));
@@ -247,8 +247,8 @@ static void emit_scan_striped(fgb_emitter *e, bool zero) {
    * barriers) */
   LLVMValueRef lane0 = LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), "");
   for (int q = 0; q < Q; q++) {
-    LLVMValueRef wt, tot = sum4(e, v[q]);
-    excl[q] = LLVMBuildSub(e->b, warp_inclusive_scan(e, tot, lane, &wt, false), tot, "");
+    LLVMValueRef wt;
+    excl[q] = LLVMBuildSub(e->b, warp_inclusive_scan(e, tot[q], lane, &wt, false), tot[q], "");
     LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
     LLVMBasicBlockRef merge = fgb_begin_if(e, lane0);
     LLVMBuildStore(e->b, wt, fgb_gep(e->m, sh, i32, slot));
