@@ -23,6 +23,8 @@ typedef struct fg_target {
   int mem_latency_ns; /* a load's latency under load */
   double launch_us;   /* an empty kernel's device time, queued back to back */
   bool bf16x2_minmax; /* max/min.NaN.bf16x2 */
+  bool f8_cvt;        /* issue 17: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (two f32 to two f8
+                       * codes) and cvt.rn.f16x2.{e4m3x2,e5m2x2}: sm_89+ (PTX ISA 7.8) */
   /* issue 17: what the cost model assumes of arithmetic (cost.c,
    * fg_kernel_compute_us): f32 lanes an SM issues to a cycle, the clock
    * under load */
