@@ -118,8 +118,10 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
  *   e5m2: a code whose x is at least 61440 gets 1 added (0x7b -> 0x7c),
  *         and a NaN's byte becomes 0x7e.
  * The range test is left out where the value is known to be inside it
- * (f32_bounds: a clamp to +-448 before the cast, the usual fp8 recipe),
- * so that a pair of clamped lanes costs the cvt, a prmt and an and/or. */
+ * (f32_bounds), and a clamp to +-448 (+-57344) before the cast, the usual
+ * fp8 recipe, is left to the instruction's saturation
+ * (saturating_clamp_of), so that a pair of clamped lanes costs the cvt, a
+ * prmt and an and/or. */
 
 static LLVMValueRef asm_call(fgb_module *m, LLVMTypeRef ret, LLVMTypeRef *args, unsigned n,
                              const char *text, const char *cons, LLVMValueRef *vals) {
@@ -205,6 +207,33 @@ static void f32_bounds(LLVMValueRef v, int depth, double *lo, double *hi) {
   *hi = max ? fmax(xh, kv) : fmin(xh, kv);
 }
 
+/* y where v is clamp(y, L, H) (lower_pointwise.c clamp_f: `y < L ? L : y`,
+ * then `. > H ? H : .`) with H from the largest finite value (e4m3 448,
+ * e5m2 57344) up to the rounding boundary (464, 61440 excluded) and L the
+ * same negated: the hardware's saturation is that clamp (a y past H gives
+ * max, as H does; NaN passes both), so the cvt takes y and the clamp's
+ * compares and selects go (the usual fp8 recipe, clamp(v, min=-448.0,
+ * max=448.0) before the cast). v otherwise. */
+static LLVMValueRef saturating_clamp_of(LLVMValueRef v, fg_dtype dt) {
+  double maxv = dt == FG_F8E4M3 ? 448.0 : 57344.0, edge = dt == FG_F8E4M3 ? 464.0 : 61440.0;
+  LLVMValueRef y = v;
+  for (int side = 0; side < 2; side++) { /* the upper select, then the lower */
+    if (!LLVMIsASelectInst(y))
+      return v;
+    LLVMValueRef c = LLVMGetOperand(y, 0), k = LLVMGetOperand(y, 1), x = LLVMGetOperand(y, 2);
+    if (!LLVMIsAFCmpInst(c) || !LLVMIsAConstantFP(k) || LLVMGetOperand(c, 0) != x ||
+        LLVMGetOperand(c, 1) != k ||
+        LLVMGetFCmpPredicate(c) != (side == 0 ? LLVMRealOGT : LLVMRealOLT))
+      return v;
+    LLVMBool loses;
+    double kv = LLVMConstRealGetDouble(k, &loses) * (side == 0 ? 1 : -1);
+    if (!(kv >= maxv && (dt == FG_F8E4M3 ? kv <= edge : kv < edge)))
+      return v;
+    y = x;
+  }
+  return y;
+}
+
 /* The sources of n (1 or 2) f32 values: the f32 that fgb_round_narrow
  * rounded to a value, that value itself otherwise (encoding a decoded code
  * gives the code back). */
@@ -221,10 +250,16 @@ static LLVMValueRef hw_encode(fgb_module *m, LLVMValueRef *x, int n, fg_dtype dt
   bool e4 = dt == FG_F8E4M3;
   LLVMValueRef in[2], u[2];
   bool bounded[2];
+  LLVMValueRef xs[2];
   for (int i = 0; i < n; i++) {
     double lo, hi;
-    f32_bounds(x[i], 0, &lo, &hi);
-    bounded[i] = e4 ? lo >= -464.0 && hi <= 464.0 : lo > -61440.0 && hi < 61440.0;
+    xs[i] = saturating_clamp_of(x[i], dt);
+    bool sat = xs[i] != x[i];
+    f32_bounds(xs[i], 0, &lo, &hi);
+    bounded[i] = sat || (e4 ? lo >= -464.0 && hi <= 464.0 : lo > -61440.0 && hi < 61440.0);
+  }
+  x = xs;
+  for (int i = 0; i < n; i++) {
     in[i] = x[i];
     u[i] = LLVMBuildBitCast(b, x[i], m->i32, "");
     if (e4 && !bounded[i]) {

@@ -178,12 +178,28 @@ static void test_hw_model(bool exhaustive) {
         if ((in_bounds || nan) && hw_fixed(u, h, f, true) != want && bad++ < 5)
           fprintf(stderr, "  hw %s bounded 0x%08x (hw %02x): %02x, dtype.c %02x\n",
                   fg_dtype_name(dts[d]), u, h, hw_fixed(u, h, f, true), want);
+        /* cast(clamp(x, -max, max)): the cvt takes x itself (the
+         * instruction saturates as the clamp does), without a range test */
+        /* (saturating_clamp_of takes bounds from max up to the rounding
+         * boundary: both ends) */
+        float bounds[2] = {d ? 57344.0f : 448.0f, d ? nextafterf(61440.0f, 0.0f) : 464.0f};
+        for (int k = 0; k < 2; k++) {
+          float c = x < -bounds[k] ? -bounds[k] : x;
+          c = c > bounds[k] ? bounds[k] : c;
+          uint32_t cu;
+          memcpy(&cu, &c, 4);
+          if (hw_fixed(u, h, f, true) != ref_encode(cu, dts[d]) && bad++ < 5)
+            fprintf(stderr, "  hw %s clamp %g 0x%08x (hw %02x): %02x, dtype.c %02x\n",
+                    fg_dtype_name(dts[d]), bounds[k], u, h, hw_fixed(u, h, f, true),
+                    ref_encode(cu, dts[d]));
+        }
       }
     }
     CHECK_MSG(bad == 0, "%s: hardware conversion + fix-ups differ from dtype.c on %llu of %llu",
               fg_dtype_name(dts[d]), (unsigned long long)bad, (unsigned long long)total);
     printf("  %s: hardware model + fix-ups == dtype.c on %llu inputs (%llu within the bounds, "
-           "also without the range test), every NaN code\n",
+           "also without the range test; a clamp to +-max left to the instruction), every NaN "
+           "code\n",
            fg_dtype_name(dts[d]), (unsigned long long)total, (unsigned long long)nbounded);
   }
 }
