@@ -196,6 +196,7 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->v, pt, (unsigned)nparams, 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   m->nf8_codes = 0; /* codes of another kernel are not values of this one */
+  m->ne8m0 = 0;
   add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   for (int i = 0; i < nparams; i++) {
     if (kinds[i] == FGB_PARAM_PTR_NOALIAS || kinds[i] == FGB_PARAM_PTR_NOALIAS_PLAIN)
