@@ -998,9 +998,28 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
   }
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)r);
+  /* f8 lanes stored one by one still convert two at a time */
+  bool paired = (dt == FG_F8E4M3 || dt == FG_F8E5M2) && e->vec % 2 == 0 && e->vec <= 16 &&
+                fgb_has_f8_cvt(e->m);
+  LLVMValueRef pairs[8];
+  for (int j = 0; paired && j < e->vec / 2; j++)
+    pairs[j] = fgb_f8_encode2(e->m, vals[2 * j], vals[2 * j + 1], dt);
   for (int j = 0; j < e->vec; j++) {
     if (r > 0 && e->lanes[j])
       lidx[r - 1] = e->lanes[j]; /* no lanes: the index as it is (fgk_lane_index) */
-    fgb_emit_store(e, v, lidx, vals[j]);
+    if (!paired) {
+      fgb_emit_store(e, v, lidx, vals[j]);
+      continue;
+    }
+    LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
+    if (!ptr)
+      return;
+    LLVMValueRef p16 = j % 2 ? LLVMBuildLShr(e->b, pairs[j / 2],
+                                             LLVMConstInt(LLVMInt16TypeInContext(e->ctx), 8, 0), "")
+                             : pairs[j / 2];
+    LLVMValueRef code = LLVMBuildTrunc(e->b, p16, LLVMInt8TypeInContext(e->ctx), "");
+    LLVMValueRef addr =
+        fgb_gep_global(e->m, ptr, LLVMInt8TypeInContext(e->ctx), dense_offset(e, v, lidx));
+    LLVMSetAlignment(LLVMBuildStore(e->b, code, addr), 1);
   }
 }

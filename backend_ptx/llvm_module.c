@@ -2,6 +2,7 @@
  * passes, PTX). See llvm_module.h. */
 #include <pthread.h>
 #include "llvm_module.h"
+#include "target.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +78,9 @@ fgb_module *fgb_module_create(const char *name, const char *arch, char *err, siz
     return NULL;
   }
   m->sm = arches[ai].sm;
+  fg_target t;
+  fg_target_init(&t, m->sm, 0);
+  m->f8_cvt = t.f8_cvt;
   /* Default, not Aggressive: ptxas optimizes the PTX again; Aggressive cost
    * ~10% of fusec's time on the examples for 4 lines of PTX in 21,000. */
   m->tm = LLVMCreateTargetMachine(target, TRIPLE, arch, arches[ai].feat, LLVMCodeGenLevelDefault,
@@ -192,6 +196,7 @@ LLVMValueRef fgb_kernel_begin(fgb_module *m, const char *name, int nparams,
   LLVMValueRef fn = LLVMAddFunction(m->mod, name, LLVMFunctionType(m->v, pt, (unsigned)nparams, 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   m->nf8_codes = 0; /* codes of another kernel are not values of this one */
+  m->ne8m0 = 0;
   add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   for (int i = 0; i < nparams; i++) {
     if (kinds[i] == FGB_PARAM_PTR_NOALIAS || kinds[i] == FGB_PARAM_PTR_NOALIAS_PLAIN)

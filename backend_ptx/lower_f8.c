@@ -103,53 +103,232 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
 }
 
 /* ---- sm_89+: the hardware conversions (PTX cvt ... e4m3x2 / e5m2x2) ----
- * cvt.rn.satfinite rounds to nearest even like small_encode but saturates
- * out-of-range values to the largest finite code, where the interpreter (as
- * PyTorch) gives NaN for e4m3 and inf for e5m2: a select restores that for
- * |x| past the rounding boundary (e4m3: > 464; e5m2: >= 61440, the tie that
- * rounds up to 2^16), and NaN inputs get dtype.c's NaN codes. Decoding to
- * f16 is exact for both formats. */
+ * `cvt.rn.satfinite.e4m3x2.f32 d, a, b` converts two f32 values at once
+ * (b to the low byte of d, a to the high byte), rounding to nearest even
+ * like small_encode, but it saturates: a finite value past the largest
+ * finite code, and +-inf, become +-max (0x7e / 0x7b with the sign), and a
+ * NaN becomes some NaN code, where the interpreter (as PyTorch) gives
+ * e4m3 sign|0x7f and e5m2 sign|0x7c (inf) past the rounding boundary
+ * (e4m3 |x| > 464; e5m2 |x| >= 61440, the tie that rounds up to 2^16) and
+ * NaN codes e4m3 sign|0x7f, e5m2 0x7e (sign dropped). The fix-ups, so that
+ * every f32 gives small_encode's code (tests/unit/test_backend_f8.c checks
+ * them on a model of the instruction over every f32 pattern):
+ *   e4m3: an x past 464 goes in as NaN (its code: 0x7f, e4m3's only NaN
+ *         magnitude), and every code takes its sign bit from x;
+ *   e5m2: a code whose x is at least 61440 gets 1 added (0x7b -> 0x7c),
+ *         and a NaN's byte becomes 0x7e.
+ * The range test is left out where the value is known to be inside it
+ * (f32_bounds), and a clamp to +-448 (+-57344) before the cast, the usual
+ * fp8 recipe, is left to the instruction's saturation
+ * (saturating_clamp_of), so that a pair of clamped lanes costs the cvt, a
+ * prmt and an and/or. */
 
-static LLVMValueRef asm_call(fgb_module *m, LLVMTypeRef ret, LLVMTypeRef arg, const char *text,
-                             const char *cons, LLVMValueRef v) {
-  LLVMTypeRef fty = LLVMFunctionType(ret, &arg, 1, 0);
+static LLVMValueRef asm_call(fgb_module *m, LLVMTypeRef ret, LLVMTypeRef *args, unsigned n,
+                             const char *text, const char *cons, LLVMValueRef *vals) {
+  LLVMTypeRef fty = LLVMFunctionType(ret, args, n, 0);
   LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 0,
                                      0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(m->b, fty, fn, &v, 1, "");
+  LLVMValueRef call = LLVMBuildCall2(m->b, fty, fn, vals, n, "");
+  /* a pure function of its operands: dead when unused (a cast whose value
+   * only the paired store takes), merged with its twin */
+  static const char *attrs[] = {"nounwind", "willreturn", "memory"};
+  for (int i = 0; i < 3; i++) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(attrs[i], strlen(attrs[i]));
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                             LLVMCreateEnumAttribute(m->ctx, kind, 0)); /* memory(none) */
+  }
+  return call;
+}
+
+/* Bounds [lo, hi] of the values other than NaN that f32 value v can take,
+ * read off the IR that computes it: constants, selects (a clamp is
+ * `x < K ? K : x` and `x > K ? K : x`, fmaxmin's compare-and-select the
+ * same with the arms swapped), fabs; anything else is unbounded. */
+static void f32_bounds(LLVMValueRef v, int depth, double *lo, double *hi) {
+  *lo = -INFINITY, *hi = INFINITY;
+  if (depth > 8)
+    return;
+  if (LLVMIsAConstantFP(v)) {
+    LLVMBool loses;
+    double c = LLVMConstRealGetDouble(v, &loses);
+    if (isnan(c)) /* no value but NaN: the empty range */
+      *lo = INFINITY, *hi = -INFINITY;
+    else
+      *lo = *hi = c;
+    return;
+  }
+  if (LLVMIsACallInst(v)) {
+    LLVMValueRef callee = LLVMGetCalledValue(v);
+    size_t len;
+    const char *name = callee && LLVMIsAFunction(callee) ? LLVMGetValueName2(callee, &len) : "";
+    if (strcmp(name, "llvm.fabs.f32") == 0) {
+      double a, b;
+      f32_bounds(LLVMGetOperand(v, 0), depth + 1, &a, &b);
+      if (a > b) { /* empty */
+        *lo = a, *hi = b;
+        return;
+      }
+      *lo = a > 0 ? a : b < 0 ? -b : 0;
+      *hi = fmax(fabs(a), fabs(b));
+    }
+    return;
+  }
+  if (!LLVMIsASelectInst(v))
+    return;
+  LLVMValueRef c = LLVMGetOperand(v, 0), t = LLVMGetOperand(v, 1), f = LLVMGetOperand(v, 2);
+  double tl, th, fl, fh;
+  f32_bounds(t, depth + 1, &tl, &th);
+  f32_bounds(f, depth + 1, &fl, &fh);
+  *lo = fmin(tl, fl), *hi = fmax(th, fh); /* either arm */
+  if (!LLVMIsAFCmpInst(c))
+    return;
+  LLVMRealPredicate p = LLVMGetFCmpPredicate(c);
+  bool less = p == LLVMRealOLT || p == LLVMRealOLE || p == LLVMRealULT || p == LLVMRealULE;
+  bool greater = p == LLVMRealOGT || p == LLVMRealOGE || p == LLVMRealUGT || p == LLVMRealUGE;
+  LLVMValueRef x = LLVMGetOperand(c, 0), k = LLVMGetOperand(c, 1);
+  if (!LLVMIsAConstantFP(k) || !(less || greater))
+    return;
+  /* the value that is not x is K; the compare of a non-NaN x decides */
+  double xl, xh, kv = tl; /* t or f is k, a constant: its bound is its value */
+  bool max;               /* the select is max(x, K) (else min(x, K)) on non-NaN x */
+  if (f == x && t == k) { /* x < K ? K : x */
+    max = less;
+  } else if (t == x && f == k) { /* x < K ? x : K */
+    max = greater, kv = fl;
+  } else {
+    return;
+  }
+  f32_bounds(x, depth + 1, &xl, &xh);
+  if (xl > xh) { /* x is NaN: the select gives NaN or K */
+    *lo = *hi = kv;
+    return;
+  }
+  *lo = max ? fmax(xl, kv) : fmin(xl, kv);
+  *hi = max ? fmax(xh, kv) : fmin(xh, kv);
+}
+
+/* y where v is clamp(y, L, H) (lower_pointwise.c clamp_f: `y < L ? L : y`,
+ * then `. > H ? H : .`) with H from the largest finite value (e4m3 448,
+ * e5m2 57344) up to the rounding boundary (464, 61440 excluded) and L the
+ * same negated: the hardware's saturation is that clamp (a y past H gives
+ * max, as H does; NaN passes both), so the cvt takes y and the clamp's
+ * compares and selects go (the usual fp8 recipe, clamp(v, min=-448.0,
+ * max=448.0) before the cast). v otherwise. */
+static LLVMValueRef saturating_clamp_of(LLVMValueRef v, fg_dtype dt) {
+  double maxv = dt == FG_F8E4M3 ? 448.0 : 57344.0, edge = dt == FG_F8E4M3 ? 464.0 : 61440.0;
+  LLVMValueRef y = v;
+  for (int side = 0; side < 2; side++) { /* the upper select, then the lower */
+    if (!LLVMIsASelectInst(y))
+      return v;
+    LLVMValueRef c = LLVMGetOperand(y, 0), k = LLVMGetOperand(y, 1), x = LLVMGetOperand(y, 2);
+    if (!LLVMIsAFCmpInst(c) || !LLVMIsAConstantFP(k) || LLVMGetOperand(c, 0) != x ||
+        LLVMGetOperand(c, 1) != k ||
+        LLVMGetFCmpPredicate(c) != (side == 0 ? LLVMRealOGT : LLVMRealOLT))
+      return v;
+    LLVMBool loses;
+    double kv = LLVMConstRealGetDouble(k, &loses) * (side == 0 ? 1 : -1);
+    if (!(kv >= maxv && (dt == FG_F8E4M3 ? kv <= edge : kv < edge)))
+      return v;
+    y = x;
+  }
+  return y;
+}
+
+/* The sources of n (1 or 2) f32 values: the f32 that fgb_round_narrow
+ * rounded to a value, that value itself otherwise (encoding a decoded code
+ * gives the code back). */
+static LLVMValueRef f8_source(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
+  for (unsigned i = 0; i < 64 && i < m->nf8_codes; i++)
+    if (m->f8_codes[i].decoded == v && m->f8_codes[i].dt == dt)
+      return m->f8_codes[i].src;
+  return v;
+}
+
+/* Codes of x[0] (low byte) and x[n - 1] (high byte) as an i16, n 1 or 2. */
+static LLVMValueRef hw_encode(fgb_module *m, LLVMValueRef *x, int n, fg_dtype dt) {
+  LLVMBuilderRef b = m->b;
+  bool e4 = dt == FG_F8E4M3;
+  LLVMValueRef in[2], u[2];
+  bool bounded[2];
+  LLVMValueRef xs[2];
+  for (int i = 0; i < n; i++) {
+    double lo, hi;
+    xs[i] = saturating_clamp_of(x[i], dt);
+    bool sat = xs[i] != x[i];
+    f32_bounds(xs[i], 0, &lo, &hi);
+    bounded[i] = sat || (e4 ? lo >= -464.0 && hi <= 464.0 : lo > -61440.0 && hi < 61440.0);
+  }
+  x = xs;
+  for (int i = 0; i < n; i++) {
+    in[i] = x[i];
+    u[i] = LLVMBuildBitCast(b, x[i], m->i32, "");
+    if (e4 && !bounded[i]) {
+      LLVMValueRef past =
+          LLVMBuildFCmp(b, LLVMRealUGT, fgb_call(m, "llvm.fabs.f32", m->f32, 1, &x[i]),
+                        LLVMConstReal(m->f32, 464.0), "");
+      in[i] = LLVMBuildSelect(b, past, LLVMConstReal(m->f32, NAN), x[i], "");
+    }
+  }
+  LLVMTypeRef args[2] = {m->f32, m->f32};
+  LLVMValueRef ops[2] = {in[n - 1], in[0]};
+  LLVMValueRef h = asm_call(m, m->i16, args, 2,
+                            e4 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;"
+                               : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;",
+                            "=h,f,f", ops);
+  if (e4) {
+    /* the sign bytes of the two f32 (byte 3 of each) side by side */
+    LLVMValueRef sel[3] = {u[0], u[n - 1], LLVMConstInt(m->i32, 0x73, 0)};
+    LLVMValueRef signs =
+        LLVMBuildTrunc(b, fgb_call(m, "llvm.nvvm.prmt", m->i32, 3, sel), m->i16, "");
+    return LLVMBuildOr(b, LLVMBuildAnd(b, h, LLVMConstInt(m->i16, 0x7f7f, 0), ""),
+                       LLVMBuildAnd(b, signs, LLVMConstInt(m->i16, 0x8080, 0), ""), "");
+  }
+  for (int i = 0; i < n; i++) {
+    unsigned sh = 8u * (unsigned)i;
+    if (!bounded[i]) {
+      LLVMValueRef past =
+          LLVMBuildFCmp(b, LLVMRealOGE, fgb_call(m, "llvm.fabs.f32", m->f32, 1, &x[i]),
+                        LLVMConstReal(m->f32, 61440.0), "");
+      h = LLVMBuildAdd(
+          b, h,
+          LLVMBuildShl(b, LLVMBuildZExt(b, past, m->i16, ""), LLVMConstInt(m->i16, sh, 0), ""), "");
+    }
+    LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x[i], x[i], "");
+    LLVMValueRef fixed =
+        LLVMBuildOr(b, LLVMBuildAnd(b, h, LLVMConstInt(m->i16, ~(0xffu << sh) & 0xffffu, 0), ""),
+                    LLVMConstInt(m->i16, 0x7eu << sh, 0), "");
+    h = LLVMBuildSelect(b, nan, fixed, h, "");
+  }
+  return h;
 }
 
 LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef x, fg_dtype dt) {
-  if (m->sm < 89)
+  if (!m->f8_cvt)
     return fgb_f8_encode_int(m, x, dt);
+  return LLVMBuildTrunc(m->b, hw_encode(m, &x, 1, dt), m->i8, "");
+}
+
+bool fgb_has_f8_cvt(const fgb_module *m) { return m->f8_cvt; }
+
+LLVMValueRef fgb_f8_encode2(fgb_module *m, LLVMValueRef lo, LLVMValueRef hi, fg_dtype dt) {
+  LLVMValueRef x[2] = {f8_source(m, lo, dt), f8_source(m, hi, dt)};
+  if (m->f8_cvt)
+    return hw_encode(m, x, 2, dt);
   LLVMBuilderRef b = m->b;
-  bool e4 = dt == FG_F8E4M3;
-  const char *text =
-      e4 ? "{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }"
-         : "{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, $1, $1; cvt.u32.u16 $0, t; }";
-  LLVMValueRef code =
-      LLVMBuildAnd(b, asm_call(m, m->i32, m->f32, text, "=r,f", x), c32(m, 0xff), "");
-  LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
-  LLVMValueRef a = LLVMBuildAnd(b, u, c32(m, 0x7fffffff), "");
-  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 24), ""), c32(m, 0x80), "");
-  /* 464 = 0x43e80000, 61440 = 0x47700000 */
-  LLVMValueRef over = e4 ? LLVMBuildICmp(b, LLVMIntUGT, a, c32(m, 0x43e80000), "")
-                         : LLVMBuildICmp(b, LLVMIntUGE, a, c32(m, 0x47700000), "");
-  code = LLVMBuildSelect(b, over, LLVMBuildOr(b, sign, c32(m, e4 ? 0x7f : 0x7c), ""), code, "");
-  LLVMValueRef isnan = LLVMBuildICmp(b, LLVMIntUGT, a, c32(m, 0x7f800000), "");
-  LLVMValueRef nan = e4 ? LLVMBuildOr(b, sign, c32(m, 0x7f), "") : c32(m, 0x7e);
-  code = LLVMBuildSelect(b, isnan, nan, code, "");
-  return LLVMBuildTrunc(b, code, m->i8, "");
+  LLVMValueRef l = LLVMBuildZExt(b, fgb_to_storage(m, lo, dt), m->i16, "");
+  LLVMValueRef h = LLVMBuildZExt(b, fgb_to_storage(m, hi, dt), m->i16, "");
+  return LLVMBuildOr(b, l, LLVMBuildShl(b, h, LLVMConstInt(m->i16, 8, 0), ""), "");
 }
 
 LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt) {
-  if (m->sm < 89)
+  if (!m->f8_cvt)
     return fgb_f8_decode_int(m, bits, dt);
   const char *text = dt == FG_F8E4M3 ? "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e4m3x2 h, "
                                        "$1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }"
                                      : "{ .reg .b32 h; .reg .b16 lo, hi; cvt.rn.f16x2.e5m2x2 h, "
                                        "$1; mov.b32 {lo, hi}, h; cvt.f32.f16 $0, lo; }";
   LLVMValueRef w = LLVMBuildZExt(m->b, bits, m->i16, "");
-  return asm_call(m, m->f32, m->i16, text, "=f,h", w);
+  return asm_call(m, m->f32, &m->i16, 1, text, "=f,h", &w);
 }
 
 /* ---- MX formats: f8e8m0 and f4e2m1, in integer arithmetic ----
@@ -180,6 +359,34 @@ LLVMValueRef fgb_e8m0_decode(fgb_module *m, LLVMValueRef bits) {
   LLVMValueRef r = LLVMBuildShl(b, v, c32(m, 23), "");
   r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, v, c32(m, 0), ""), c32(m, 0x400000), r, "");
   r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, v, c32(m, 0xff), ""), c32(m, 0x7fc00000), r,
+                      "");
+  r = LLVMBuildBitCast(b, r, m->f32, "");
+  fgb_e8m0_note(m, r, bits);
+  return r;
+}
+
+void fgb_e8m0_note(fgb_module *m, LLVMValueRef value, LLVMValueRef code) {
+  unsigned i = m->ne8m0++ % 16;
+  m->e8m0[i].value = value;
+  m->e8m0[i].code = code;
+}
+
+LLVMValueRef fgb_e8m0_code_of(fgb_module *m, LLVMValueRef value) {
+  for (unsigned i = 0; i < 16 && i < m->ne8m0; i++)
+    if (m->e8m0[i].value == value)
+      return m->e8m0[i].code;
+  return NULL;
+}
+
+/* 1 / 2^(c - 127) = 2^(127 - c): the exponent field 254 - c, for c = 254
+ * the subnormal 2^-127 (0x00400000); NaN for c = 255. Every one is an f32,
+ * so x * (1 / s) rounds the same real number as x / s. */
+LLVMValueRef fgb_e8m0_recip(fgb_module *m, LLVMValueRef code) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef c = LLVMBuildZExt(b, code, m->i32, "");
+  LLVMValueRef r = LLVMBuildShl(b, LLVMBuildSub(b, c32(m, 254), c, ""), c32(m, 23), "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, c, c32(m, 254), ""), c32(m, 0x400000), r, "");
+  r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, c, c32(m, 255), ""), c32(m, 0x7fc00000), r,
                       "");
   return LLVMBuildBitCast(b, r, m->f32, "");
 }

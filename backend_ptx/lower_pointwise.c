@@ -164,7 +164,9 @@ static LLVMValueRef pow_by_literal(fgb_module *m, LLVMValueRef x, LLVMValueRef y
 
 /* mx_scale in f32 (op_table.c's mx_scale_f): the biased scale exponent is
  * |x|'s f32 exponent field minus emax_elem, at least 0 (2^-127, the f32
- * subnormal 0x00400000); a non-finite x gives NaN. */
+ * subnormal 0x00400000); a non-finite x gives NaN. That exponent is the
+ * result's f8e8m0 code (noted: the cast to f8e8m0 is then no work, and a
+ * division by the scale a multiplication). */
 static LLVMValueRef mx_scale(fgb_module *m, const fg_node *n, LLVMValueRef x) {
   LLVMBuilderRef b = m->b;
   if (LLVMTypeOf(x) != m->f32)
@@ -179,7 +181,11 @@ static LLVMValueRef mx_scale(fgb_module *m, const fg_node *n, LLVMValueRef x) {
                                    LLVMConstInt(m->i32, 0x400000, 0), "");
   LLVMValueRef special = LLVMBuildICmp(b, LLVMIntEQ, e, LLVMConstInt(m->i32, 0xff, 0), "");
   r = LLVMBuildSelect(b, special, LLVMConstInt(m->i32, 0x7fc00000, 0), r, "");
-  return LLVMBuildBitCast(b, r, m->f32, "");
+  LLVMValueRef code = LLVMBuildSelect(b, pos, s, LLVMConstInt(m->i32, 0, 0), "");
+  code = LLVMBuildSelect(b, special, LLVMConstInt(m->i32, 0xff, 0), code, "");
+  r = LLVMBuildBitCast(b, r, m->f32, "");
+  fgb_e8m0_note(m, r, LLVMBuildTrunc(b, code, m->i8, ""));
+  return r;
 }
 
 /* llvm.fma: one rounding (fma.rn.f32 / .f64) */
@@ -268,8 +274,13 @@ static LLVMValueRef float_op(fgb_module *m, fg_opcode op, const fg_node *n, LLVM
     return LLVMBuildFSub(b, x, y, "");
   case FG_OP_MUL:
     return LLVMBuildFMul(b, x, y, "");
-  case FG_OP_DIV:
+  case FG_OP_DIV: {
+    /* by an f8e8m0 value (an MX scale): times its exact reciprocal */
+    LLVMValueRef code = t == m->f32 ? fgb_e8m0_code_of(m, y) : NULL;
+    if (code)
+      return LLVMBuildFMul(b, x, fgb_e8m0_recip(m, code), "");
     return LLVMBuildFDiv(b, x, y, "");
+  }
   case FG_OP_POW: {
     LLVMValueRef r = pow_by_literal(m, x, y);
     return r ? r : nv(m, "pow", 2, a);

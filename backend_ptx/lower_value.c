@@ -128,8 +128,10 @@ LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
       if (m->f8_codes[i].decoded == v && m->f8_codes[i].dt == dt)
         return m->f8_codes[i].code;
     return fgb_f8_encode(m, v, dt);
-  case FG_F8E8M0:
-    return fgb_e8m0_encode(m, v);
+  case FG_F8E8M0: {
+    LLVMValueRef code = fgb_e8m0_code_of(m, v);
+    return code ? code : fgb_e8m0_encode(m, v);
+  }
   case FG_F4E2M1:
     return fgb_f4_encode(m, v);
   case FG_F64:
@@ -187,12 +189,24 @@ void fgb_store_vec(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, int n, unsigned
    * the instructions). Each word a bitcast of 4 bytes (bfi), through an
    * inline-asm move that instcombine cannot see through (it folds a
    * bitcast word back into the vector of bytes). */
+  /* f8 on a target with the paired conversion: the codes two lanes at a
+   * time (fgb_f8_encode2), an i16 each */
+  LLVMValueRef pairs[32];
+  bool paired = m->f8_cvt && (dt == FG_F8E4M3 || dt == FG_F8E5M2) && n % 2 == 0 && n <= 64;
+  for (int j = 0; paired && j < n / 2; j++)
+    pairs[j] = fgb_f8_encode2(m, vals[2 * j], vals[2 * j + 1], dt);
   if (fg_dtype_size(dt) == 1 && n >= 8 && n % 4 == 0 && align >= 4) {
     LLVMValueRef v = LLVMGetUndef(LLVMVectorType(m->i32, (unsigned)n / 4));
     LLVMTypeRef word_fn = LLVMFunctionType(m->i32, &m->i32, 1, 0);
     for (int w = 0; w < n / 4; w++) {
       LLVMValueRef word = LLVMGetUndef(LLVMVectorType(m->i8, 4));
-      for (int j = 0; j < 4; j++)
+      if (paired) {
+        word = LLVMGetUndef(LLVMVectorType(m->i16, 2));
+        for (int j = 0; j < 2; j++)
+          word = LLVMBuildInsertElement(m->b, word, pairs[2 * w + j],
+                                        LLVMConstInt(m->i32, (unsigned)j, 0), "");
+      }
+      for (int j = 0; !paired && j < 4; j++)
         word = LLVMBuildInsertElement(m->b, word, fgb_to_storage(m, vals[4 * w + j], dt),
                                       LLVMConstInt(m->i32, (unsigned)j, 0), "");
       LLVMValueRef asm_mov = LLVMGetInlineAsm(word_fn, (char *)"mov.b32 $0, $1;", 15,
@@ -206,9 +220,16 @@ void fgb_store_vec(fgb_module *m, LLVMValueRef ptr, fg_dtype dt, int n, unsigned
   }
   LLVMTypeRef vt = LLVMVectorType(fgb_storage_type(m, dt), (unsigned)n);
   LLVMValueRef v = LLVMGetUndef(vt);
-  for (int i = 0; i < n; i++)
-    v = LLVMBuildInsertElement(m->b, v, fgb_to_storage(m, vals[i], dt),
-                               LLVMConstInt(m->i32, (unsigned)i, 0), "");
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef code = paired
+                            ? LLVMBuildTrunc(m->b,
+                                             i % 2 ? LLVMBuildLShr(m->b, pairs[i / 2],
+                                                                   LLVMConstInt(m->i16, 8, 0), "")
+                                                   : pairs[i / 2],
+                                             m->i8, "")
+                            : fgb_to_storage(m, vals[i], dt);
+    v = LLVMBuildInsertElement(m->b, v, code, LLVMConstInt(m->i32, (unsigned)i, 0), "");
+  }
   LLVMValueRef st = LLVMBuildStore(m->b, v, ptr);
   LLVMSetAlignment(st, align);
 }
@@ -305,11 +326,12 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
     unsigned i = m->nf8_codes++ % 64;
     m->f8_codes[i].decoded = r;
     m->f8_codes[i].code = code;
+    m->f8_codes[i].src = v;
     m->f8_codes[i].dt = dt;
     return r;
   }
-  case FG_F8E8M0:
-    return fgb_e8m0_decode(m, fgb_e8m0_encode(m, v));
+  case FG_F8E8M0: /* a noted value is one already */
+    return fgb_e8m0_code_of(m, v) ? v : fgb_e8m0_decode(m, fgb_e8m0_encode(m, v));
   case FG_F4E2M1:
     return fgb_f4_decode(m, fgb_f4_encode(m, v));
   default:

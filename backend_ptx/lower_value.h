@@ -71,6 +71,12 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
  * small_decode (f32 -> i8 bits, i8 bits -> f32). dt is FG_F8E4M3 or FG_F8E5M2. */
 LLVMValueRef fgb_f8_encode(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
 LLVMValueRef fgb_f8_decode(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
+/* The codes of two lanes (register form, as fgb_to_storage takes them) as
+ * an i16, lo's in the low byte: one hardware conversion for both where the
+ * target has it (fg_target.f8_cvt), a cast's f32 source converted rather
+ * than its rounded value (issue 17). */
+LLVMValueRef fgb_f8_encode2(fgb_module *m, LLVMValueRef lo, LLVMValueRef hi, fg_dtype dt);
+bool fgb_has_f8_cvt(const fgb_module *m); /* the target has the paired conversion */
 /* The integer forms behind them (every arch; the only forms before sm_89,
  * where fgb_f8_* use the hardware conversions with the same results). */
 LLVMValueRef fgb_f8_encode_int(fgb_module *m, LLVMValueRef f32v, fg_dtype dt);
@@ -80,6 +86,14 @@ LLVMValueRef fgb_f8_decode_int(fgb_module *m, LLVMValueRef bits, fg_dtype dt);
  * f32). */
 LLVMValueRef fgb_e8m0_encode(fgb_module *m, LLVMValueRef f32v);
 LLVMValueRef fgb_e8m0_decode(fgb_module *m, LLVMValueRef bits);
+/* issue 17: values known to be f8e8m0 values. fgb_e8m0_note records that
+ * f32 `value` is the value of i8 `code` (fgb_e8m0_decode notes its results,
+ * mx_scale its own); fgb_e8m0_code_of gives a noted value's code (NULL
+ * for another value); fgb_e8m0_recip the exact f32 reciprocal of a code's
+ * value (a division by a scale is a multiplication). */
+void fgb_e8m0_note(fgb_module *m, LLVMValueRef value, LLVMValueRef code);
+LLVMValueRef fgb_e8m0_code_of(fgb_module *m, LLVMValueRef value);
+LLVMValueRef fgb_e8m0_recip(fgb_module *m, LLVMValueRef code);
 LLVMValueRef fgb_f4_encode(fgb_module *m, LLVMValueRef f32v);
 LLVMValueRef fgb_f4_decode(fgb_module *m, LLVMValueRef bits);
 

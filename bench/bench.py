@@ -287,7 +287,8 @@ def plan_bytes(g, inputs, ref=None):
             numel = 1
             for s in r.shape:
                 numel *= s
-            n += numel * fusec.dtype_size(r.dtype)
+            # f4e2m1: two elements a byte (the loader's fgl_dtype_bytes)
+            n += (numel + 1) // 2 if r.dtype == "f4e2m1" else numel * fusec.dtype_size(r.dtype)
     return n
 
 

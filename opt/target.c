@@ -29,6 +29,7 @@ bool fg_target_init(fg_target *t, int arch, int sm_count) {
     return false;
   }
   t->bf16x2_minmax = arch >= 80;
+  t->f8_cvt = arch >= 90;
   /* L2 from the data sheets and whitepapers: A100 40 MB, GA102 6 MB,
    * Orin 4 MB, AD102 72 MB (RTX 4090), H100 SXM and H200 50 MB. */
   t->l2_bytes = (int64_t)(arch == 90   ? 50

@@ -27,6 +27,11 @@ typedef struct fg_target {
   int mem_latency_ns; /* a load's latency under load */
   double launch_us;   /* an empty kernel's device time, queued back to back */
   bool bf16x2_minmax; /* max/min.NaN.bf16x2 */
+  bool f8_cvt;        /* issue 17: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (two f32 to two f8
+                       * codes) and cvt.rn.f16x2.{e4m3x2,e5m2x2}: sm_90 with PTX ISA 7.8;
+                       * sm_89 has them from PTX ISA 8.1 only (ptxas: "cvt with
+                       * .e4m3x2/.e5m2x2 on sm_89 requires PTX ISA .version 8.1"), and
+                       * fusec writes 7.8 for it (llvm_module.c) */
   /* issue 17: what the cost model assumes of arithmetic (cost.c,
    * fg_kernel_compute_us): f32 lanes an SM issues to a cycle, the clock
    * under load */

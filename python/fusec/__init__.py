@@ -51,7 +51,7 @@ from . import _capi
 
 __all__ = [
     "load", "library", "Module", "Graph", "FusecError", "ParamInfo", "ResultInfo", "GraphInfo", "SymInfo",
-    "DTYPE_NAMES", "dtype_size", "torch_dtype", "register", "FAST_CALLS",
+    "DTYPE_NAMES", "dtype_size", "torch_dtype", "torch_layout", "register", "FAST_CALLS",
 ]
 __version__ = "0.1.0"
 
@@ -165,9 +165,8 @@ def _torch():
             "f64": torch.float64, "f8e4m3": getattr(torch, "float8_e4m3fn", None),
             "f8e5m2": getattr(torch, "float8_e5m2", None),
             "f8e8m0": getattr(torch, "float8_e8m0fnu", None),
-            # torch.float4_e2m1fn_x2 has the packed shape (last dim halved), fusec the
-            # element shape: not mapped, so f4e2m1 tensors are refused here.
-            "f4e2m1": None,
+            # two elements a byte: the tensor's last dim is half fusec's (_packed)
+            "f4e2m1": getattr(torch, "float4_e2m1fn_x2", None),
         }
         _torch_of_fgl = tuple(names[n] for n in _capi.DTYPE_NAMES)
         _fgl_of_torch = {t: i for i, t in enumerate(_torch_of_fgl) if t is not None}
@@ -176,9 +175,56 @@ def _torch():
 
 
 def torch_dtype(name):
-    """The torch dtype of a fusec dtype name (f8e4m3 is torch.float8_e4m3fn)."""
+    """The torch dtype of a fusec dtype name (f8e4m3 is torch.float8_e4m3fn,
+    f4e2m1 torch.float4_e2m1fn_x2: see torch_layout)."""
     _torch()
     return _torch_of_fgl[_capi.DTYPE_INDEX[name]]
+
+
+_F4 = _capi.DTYPE_INDEX["f4e2m1"]
+
+
+def _packed(shape, strides, offset=0):
+    """An f4e2m1 tensor's element sizes, strides and offset (fusec's, in
+    elements) as torch.float4_e2m1fn_x2's, which holds two elements a byte
+    along the last dim (element 2k in the low nibble of byte k, as fusec
+    stores them): the last size halved, the other strides and the offset
+    halved. None where that is no float4_e2m1fn_x2 layout: an odd last
+    size, a last dim of stride other than 1, an odd stride or offset."""
+    if not shape:
+        return None
+    last, step = shape[-1], strides[-1]
+    if not isinstance(last, int) or last % 2 or (step != 1 and last > 1) or offset % 2:
+        return None
+    if any(not isinstance(st, int) or st % 2 for st, sz in zip(strides[:-1], shape[:-1]) if sz != 1):
+        return None
+    return (tuple(shape[:-1]) + (last // 2,), tuple(st // 2 for st in strides[:-1]) + (1,), offset // 2)
+
+
+def _unpacked(shape, strides):
+    """A float4_e2m1fn_x2 tensor's sizes and strides as fusec's element
+    sizes and strides (the inverse of _packed), None where its last dim
+    is not of stride 1."""
+    if not shape or (strides[-1] != 1 and shape[-1] > 1):
+        return None
+    return tuple(shape[:-1]) + (2 * shape[-1],), tuple(2 * st for st in strides[:-1]) + (1,)
+
+
+def torch_layout(name, shape, strides):
+    """(sizes, strides) of the torch tensor that holds a fusec tensor of
+    dtype name with these element sizes and strides: the same, except for
+    f4e2m1 (torch.float4_e2m1fn_x2: the last dim halved, see _packed);
+    FusecError where f4e2m1's cannot be."""
+    if _capi.DTYPE_INDEX[name] != _F4:
+        return tuple(shape), tuple(strides)
+    p = _packed(tuple(shape), tuple(strides))
+    if p is None:
+        raise FusecError(_capi.FGL_ERR_UNSUPPORTED, _F4_LAYOUT % (list(shape), list(strides)))
+    return p[0], p[1]
+
+
+_F4_LAYOUT = ("f4e2m1 %s strides %s: torch.float4_e2m1fn_x2 packs two elements a byte along the last "
+              "dim, which must be even and of stride 1 (the other strides even)")
 
 
 # ---- modules ----------------------------------------------------------------
@@ -428,19 +474,35 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                                       int(r.inplace_param) if r.inplace_param >= 0 else None))
         self.params = tuple(params)
         self.results = tuple(results)
-        # f4e2m1 (two elements a byte) has no torch dtype of fusec's element
-        # shape (float4_e2m1fn_x2 halves the last dim): refused here rather
-        # than allocated as another dtype (run Y5: an [8192, 8192] float32
-        # result for NVFP4's packed bytes).
+        # f4e2m1 (two elements a byte) is torch.float4_e2m1fn_x2, whose last
+        # dim is half fusec's (_packed): a graph whose f4e2m1 tensors have no
+        # such layout (an odd last dim) is refused here, before anything is
+        # allocated as another shape (run Y5: an [8192, 8192] float32 result
+        # for NVFP4's packed bytes). Its calls go through ctypes (_set_tensor
+        # and the allocations convert the shapes; the fast path does not).
+        self._has_f4 = False
         for what, infos in (("parameter", params), ("result", results)):
             for x in infos:
-                if x.dtype == "f4e2m1":
+                if x.dtype != "f4e2m1" or getattr(x, "is_scalar", False):
+                    continue
+                self._has_f4 = True
+                why = None
+                try:
+                    _torch()
+                    have = _torch_of_fgl[_F4] is not None
+                except ImportError:
+                    have = True  # no torch, no calls: the graph's description stays readable
+                static = all(isinstance(v, int) for v in x.shape + x.strides)
+                if not have:
+                    why = "this torch has no float4_e2m1fn_x2"
+                elif static and not getattr(x, "is_view", False) and _packed(x.shape, x.strides) is None:
+                    why = _F4_LAYOUT % (list(x.shape), list(x.strides))
+                if why:
                     h, self._h = self._h, None
                     module._release_graph(h)
                     raise FusecError(_capi.FGL_ERR_UNSUPPORTED,
-                                     "graph '%s': %s %d is f4e2m1, which the Python binding does not take "
-                                     "(torch's float4_e2m1fn_x2 is packed along the last dim); run it "
-                                     "through libfgload or fgrun" % (name, what, x.index))
+                                     "graph '%s': %s %d ('%s'): %s" % (name, what, x.index,
+                                                                      getattr(x, "name", x.dtype), why))
         # Symbolic graphs: the results' shapes per input shapes (written
         # results, views), from fgl_graph_result_shape.
         self.symbolic = bool(syms)
@@ -472,8 +534,9 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
         self._setup_fast()
 
     def _setup_fast(self):
-        """Binds the extension's call to this instance (needs torch)."""
-        if _fgcall is None:
+        """Binds the extension's call to this instance (needs torch; not for
+        f4e2m1 tensors, whose shapes the ctypes path converts)."""
+        if _fgcall is None or self._has_f4:
             return
         try:
             torch = _torch()
@@ -579,7 +642,7 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
             raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: expected a torch.Tensor in out=, got %s"
                              % (who, type(t).__name__))
         tt.dtype = self._checked_dtype(who, t)
-        shape, strides = t.shape, t.stride()
+        shape, strides = self._element_layout(who, tt.dtype, t)
         if len(shape) > _capi.MAX_RANK:
             raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: rank %d is above the loader's maximum %d"
                              % (who, len(shape), _capi.MAX_RANK))
@@ -610,13 +673,24 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                                  % (r.index, r.inplace, self.params[r.inplace].name))
         return outs
 
+    @staticmethod
+    def _element_layout(who, dt, t):
+        """t's sizes and strides as fusec's elements (f4e2m1: _unpacked)."""
+        if dt != _F4:
+            return t.shape, t.stride()
+        el = _unpacked(tuple(t.shape), tuple(t.stride()))
+        if el is None:
+            raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: a float4_e2m1fn_x2 tensor must have stride 1 in its "
+                             "last dim (two elements a byte along it), got strides %s" % (who, tuple(t.stride())))
+        return el
+
     def _set_tensor(self, a, i, t, cached):
         dt = self._checked_dtype(self._who(i), t)
         a.is_scalar = 0
         tt = a.tensor
         tt.ptr = t.data_ptr()
         tt.dtype = dt
-        shape, strides = t.shape, t.stride()
+        shape, strides = self._element_layout(self._who(i), dt, t)
         if cached is not None and i < len(cached) and cached[i] is not None and cached[i][0] == shape \
                 and cached[i][1] == strides:
             return
@@ -696,7 +770,11 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                         t = outs_given[j]
                         self._set_out(outs[j], j, t)
                     else:
-                        t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
+                        if dt == _F4:
+                            t = torch.empty_strided(*torch_layout("f4e2m1", shape, strides), dtype=tdt[dt],
+                                                    device=dev)
+                        else:
+                            t = torch.empty_strided(shape, strides, dtype=tdt[dt], device=dev)
                         outs[j].ptr = t.data_ptr()
                         if custom is not None:
                             t.record_stream(custom)
@@ -713,6 +791,12 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
                             t.sizes[k], t.strides[k] = sz, sd
             for j, from_param, bi, shape, strides, off in views:
                 base = args[bi] if from_param else res[bi]
+                if base.dtype == tdt[_F4]:  # in bytes, as the base's
+                    p = _packed(shape, strides, off)
+                    if p is None:
+                        raise FusecError(_capi.FGL_ERR_UNSUPPORTED, "result %d: a view of " % j +
+                                         _F4_LAYOUT % (list(shape), list(strides)) + " at element %d" % off)
+                    shape, strides, off = p
                 v = base.as_strided(shape, strides, base.storage_offset() + off)
                 if v.numel() and v.data_ptr() != outs[j].ptr:  # torch gives an empty tensor address 0
                     raise FusecError(_capi.FGL_ERR_INVALID_ARGUMENT, "result %d: the loader's view pointer 0x%x is "

@@ -138,6 +138,16 @@ class _Layouts:
         return tuple(f(*vals) for f in sizes), tuple(f(*vals) for f in strides), offset(*vals)
 
 
+class _Sized:
+    """sizes and strides with a tensor's shape / stride() (for _element_layout)."""
+
+    def __init__(self, sizes, strides):
+        self.shape, self._strides = tuple(sizes), tuple(strides)
+
+    def stride(self):
+        return self._strides
+
+
 def _check_args(g, args):
     """The loader's checks of a call's inputs without running it
     (fgl_graph_result_shape: dtypes, ranks, sizes, syms and their facts;
@@ -157,8 +167,12 @@ def _check_args(g, args):
                 raise FusecError(_capi.FGL_ERR_MISMATCH, "%s: rank %d is above the loader's maximum %d"
                                  % (g._who(i), a.dim(), _capi.MAX_RANK))
             t.rank = a.dim()
+            sizes = [_hint(a.shape[k]) for k in range(a.dim())]
+            strides = [_hint(a.stride(k)) for k in range(a.dim())]
+            if t.dtype == _capi.DTYPE_INDEX["f4e2m1"]:  # fusec's element sizes
+                sizes, strides = g._element_layout(g._who(i), t.dtype, _Sized(sizes, strides))
             for k in range(a.dim()):
-                t.sizes[k], t.strides[k] = _hint(a.shape[k]), _hint(a.stride(k))
+                t.sizes[k], t.strides[k] = sizes[k], strides[k]
         elif isinstance(a, (int, float, bool)):
             g._set_scalar(ins[i], i, a)
         elif isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -206,7 +220,7 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
     place a function building them around it (see the module doc). Scalar parameters take Python numbers
     (float for float dtypes, int for integers, bool). Raises ValueError when
     the name is taken."""
-    from . import Module, _torch, load, torch_dtype
+    from . import Module, _torch, load, torch_dtype, torch_layout
 
     torch = _torch()
     if not isinstance(module, Module):
@@ -252,6 +266,7 @@ def register(module, graph, name=None, *, namespace="fusec", lib=None):
         out = []
         for r in written:
             shape, strides, _ = layouts.result(r.index, a)
+            shape, strides = torch_layout(r.dtype, shape, strides)  # f4e2m1: packed
             out.append(torch.empty_strided(shape, strides, dtype=torch_dtype(r.dtype), device=dev))
         return out[0] if len(out) == 1 else (tuple(out) or None)
 

@@ -154,14 +154,54 @@ class FastCalls(unittest.TestCase):
         self.errors(g, (x, y, "a"), "input 2 ('alpha'): expected a torch.Tensor or a number, got str")
         self.errors(g, (x, y, 1.0), "out=: expected a sequence", kw={"out": 5})
 
-    def test_f4_refused(self):
-        """f4e2m1 has no torch dtype of fusec's element shape: the graph is
-        refused when it is opened, never run into a tensor of another dtype."""
+    def test_f4(self):
+        """f4e2m1 tensors are torch.float4_e2m1fn_x2 (two elements a byte
+        along the last dim): results allocated with the last dim halved,
+        inputs and out= read as fusec's element shapes, calls through ctypes
+        (the fast path does not convert the shapes)."""
         m = fusec.load(F4_PTX, LIB)
-        with self.assertRaises(fusec.FusecError) as cm:
-            m.graph("f4_result")
-        self.assertIn("result 0 is f4e2m1, which the Python binding does not take", str(cm.exception))
-        self.assertEqual(cm.exception.status, "FGL_ERR_UNSUPPORTED")
+        f4 = torch.float4_e2m1fn_x2
+        g = m.graph("f4_result")  # cast(x: f32[64], dtype=f4e2m1)
+        r = g(torch.randn(64))
+        self.assertEqual((r.dtype, tuple(r.shape), r.stride()), (f4, (32,), (1,)))
+        o = torch.empty(32, dtype=f4)
+        self.assertIs(g(torch.randn(64), out=o), o)
+        self.errors(g, (torch.randn(64),), "output 0: expected f4e2m1[64] strides [1], got f4e2m1[128]",
+                    kw={"out": torch.empty(64, dtype=f4)})
+        io = m.graph("f4_io")  # (q: f4e2m1[4, 8], y: f32[4, 8]) -> cast(q, f32), cast(y, f4e2m1)
+        q = torch.zeros(4, 4, dtype=torch.uint8).view(f4)
+        a, b = io(q, torch.randn(4, 8))
+        self.assertEqual((a.dtype, tuple(a.shape)), (torch.float32, (4, 8)))
+        self.assertEqual((b.dtype, tuple(b.shape), b.stride()), (f4, (4, 4), (4, 1)))
+        # a [4, 8] tensor of bytes holds [4, 16] elements
+        self.errors(io, (torch.zeros(4, 8, dtype=torch.uint8).view(f4), torch.randn(4, 8)),
+                    "input 0 ('q'): expected f4e2m1[4,8] strides [8,1], got f4e2m1[4,16] strides [16,1]")
+        wide = torch.zeros(4, 8, dtype=torch.uint8).view(f4)
+        self.errors(io, (wide[:, ::2], torch.randn(4, 8)),
+                    "input 0 ('q'): a float4_e2m1fn_x2 tensor must have stride 1 in its last dim")
+        self.errors(io, (torch.zeros(4, 8, dtype=torch.uint8), torch.randn(4, 8)),
+                    "input 0 ('q'): expected f4e2m1[4,8] strides [8,1], got u8[4,8]")
+        if FAST:  # f4e2m1 graphs take the ctypes path
+            self.assertEqual(self.stats(io)["fast"], 0)
+
+    def test_f4_layout(self):
+        """The shape mapping on its own: element shapes to packed ones and
+        back, and the layouts float4_e2m1fn_x2 cannot hold."""
+        self.assertEqual(fusec.torch_layout("f4e2m1", (4, 8), (8, 1)), ((4, 4), (4, 1)))
+        self.assertEqual(fusec.torch_layout("f4e2m1", (2, 3, 16), (48, 16, 1)), ((2, 3, 8), (24, 8, 1)))
+        self.assertEqual(fusec.torch_layout("f4e2m1", (1, 2), (7, 1)), ((1, 1), (3, 1)))  # a size-1 dim's stride
+        self.assertEqual(fusec.torch_layout("f32", (4, 7), (7, 1)), ((4, 7), (7, 1)))
+        for shape, strides in (((4, 7), (7, 1)), ((4, 8), (1, 4)), ((3, 8), (9, 1)), ((), ())):
+            with self.assertRaises(fusec.FusecError) as cm:
+                fusec.torch_layout("f4e2m1", shape, strides)
+            self.assertIn("packs two elements a byte along the last dim, which must be even",
+                          str(cm.exception))
+            self.assertEqual(cm.exception.status, "FGL_ERR_UNSUPPORTED")
+        self.assertEqual(fusec._unpacked((4, 4), (4, 1)), ((4, 8), (8, 1)))
+        self.assertEqual(fusec._unpacked((5,), (1,)), ((10,), (1,)))
+        self.assertIsNone(fusec._unpacked((4, 4), (1, 4)))
+        self.assertEqual(fusec._packed((4, 8), (8, 1), 16), ((4, 4), (4, 1), 8))
+        self.assertIsNone(fusec._packed((4, 8), (8, 1), 3))  # a view from an odd element
 
     def test_wrong_device(self):
         # On the fake driver the module's device is the CPU (index -1); a

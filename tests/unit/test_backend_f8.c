@@ -93,6 +93,159 @@ static uint32_t sample(uint64_t k) {
 }
 #define NSAMPLE ((uint64_t)7 << 20)
 
+/* ---- sm_89+: the hardware conversion and lower_f8.c's fix-ups ----
+ * hw_cvt models `cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32` on one f32: NVIDIA's
+ * own host model of it (cuda_fp8.hpp, __nv_cvt_double_to_fp8 with
+ * __NV_SATFINITE, written afresh here): round to nearest even, magnitudes
+ * past max + ulp/2 (and +-inf) to +-max. Its NaN code is left open: the
+ * fix-ups must give dtype.c's code whichever NaN code the hardware gives
+ * (e4m3: 0x7f 0xff; e5m2: the six codes with exponent 31, mantissa != 0). */
+static double code_value(int c, f8fmt f) {
+  uint32_t vb = c_decode((uint8_t)c, f);
+  float v;
+  memcpy(&v, &vb, 4);
+  return v;
+}
+
+static uint8_t hw_cvt(uint32_t u, f8fmt f) {
+  float xf;
+  memcpy(&xf, &u, 4);
+  double x = fabs((double)xf);
+  uint8_t sign = (uint8_t)((u >> 31) << 7);
+  int maxc = (int)f.maxcode;
+  if (x >= code_value(maxc, f)) /* satfinite: whatever it rounds to, +-max */
+    return sign | (uint8_t)maxc;
+  /* the nearest of the two codes around x (binary search over the
+   * increasing finite codes: an algorithm independent of c_encode's), a
+   * tie to the even code */
+  int lo = 0, hi = maxc; /* value(lo) <= x < value(hi) */
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (code_value(mid, f) <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double dl = x - code_value(lo, f), dh = code_value(hi, f) - x;
+  int c = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
+  return sign | (uint8_t)c;
+}
+
+/* lower_f8.c's hw_encode on one lane, given the hardware's code h;
+ * bounded: the lane's value is known to be within the range test's bounds
+ * (the test left out). */
+static uint8_t hw_fixed(uint32_t u, uint8_t h, f8fmt f, bool bounded) {
+  float x;
+  memcpy(&x, &u, 4);
+  if (f.ebits == 4) {
+    if (!bounded && !(fabsf(x) <= 464.0f)) /* fcmp ugt: NaN too */
+      h = 0x7f;                            /* NaN in: e4m3's NaN magnitude out */
+    return (uint8_t)((h & 0x7f) | ((u >> 24) & 0x80));
+  }
+  if (!bounded && fabsf(x) >= 61440.0f)
+    h = (uint8_t)(h + 1);
+  if (isnan(x))
+    h = 0x7e;
+  return h;
+}
+
+static void test_hw_model(bool exhaustive) {
+  const fg_dtype dts[2] = {FG_F8E4M3, FG_F8E5M2};
+  for (int d = 0; d < 2; d++) {
+    f8fmt f = d ? E5M2 : E4M3;
+    static const uint8_t nan4[] = {0x7f, 0xff}, nan5[] = {0x7d, 0x7e, 0x7f, 0xfd, 0xfe, 0xff};
+    const uint8_t *nans = d ? nan5 : nan4;
+    int nnan = d ? 6 : 2;
+    uint64_t bad = 0, nbounded = 0, total = exhaustive ? (uint64_t)1 << 32 : NSAMPLE;
+    for (uint64_t k = 0; k < total; k++) {
+      uint32_t u = exhaustive ? (uint32_t)k : sample(k);
+      float x;
+      memcpy(&x, &u, 4);
+      uint8_t want = ref_encode(u, dts[d]);
+      bool nan = isnan(x);
+      /* hw_encode leaves the range test out for values within these */
+      bool in_bounds = d ? fabsf(x) < 61440.0f : fabsf(x) <= 464.0f;
+      nbounded += in_bounds;
+      for (int j = 0; j < (nan ? nnan : 1); j++) {
+        /* e4m3 puts NaN in for a value past 464: the hardware's NaN code */
+        uint8_t h = nan ? nans[j] : hw_cvt(u, f);
+        uint8_t got = hw_fixed(u, h, f, false);
+        if (!d && !nan && !(fabsf(x) <= 464.0f))
+          got = hw_fixed(u, nans[u & 1], f, false);
+        if (got != want && bad++ < 5)
+          fprintf(stderr, "  hw %s 0x%08x (hw %02x): %02x, dtype.c %02x\n", fg_dtype_name(dts[d]),
+                  u, h, got, want);
+        if ((in_bounds || nan) && hw_fixed(u, h, f, true) != want && bad++ < 5)
+          fprintf(stderr, "  hw %s bounded 0x%08x (hw %02x): %02x, dtype.c %02x\n",
+                  fg_dtype_name(dts[d]), u, h, hw_fixed(u, h, f, true), want);
+        /* cast(clamp(x, -max, max)): the cvt takes x itself (the
+         * instruction saturates as the clamp does), without a range test */
+        /* (saturating_clamp_of takes bounds from max up to the rounding
+         * boundary: both ends) */
+        float bounds[2] = {d ? 57344.0f : 448.0f, d ? nextafterf(61440.0f, 0.0f) : 464.0f};
+        for (int k = 0; k < 2; k++) {
+          float c = x < -bounds[k] ? -bounds[k] : x;
+          c = c > bounds[k] ? bounds[k] : c;
+          uint32_t cu;
+          memcpy(&cu, &c, 4);
+          if (hw_fixed(u, h, f, true) != ref_encode(cu, dts[d]) && bad++ < 5)
+            fprintf(stderr, "  hw %s clamp %g 0x%08x (hw %02x): %02x, dtype.c %02x\n",
+                    fg_dtype_name(dts[d]), bounds[k], u, h, hw_fixed(u, h, f, true),
+                    ref_encode(cu, dts[d]));
+        }
+      }
+    }
+    CHECK_MSG(bad == 0, "%s: hardware conversion + fix-ups differ from dtype.c on %llu of %llu",
+              fg_dtype_name(dts[d]), (unsigned long long)bad, (unsigned long long)total);
+    printf("  %s: hardware model + fix-ups == dtype.c on %llu inputs (%llu within the bounds, "
+           "also without the range test; a clamp to +-max left to the instruction), every NaN "
+           "code\n",
+           fg_dtype_name(dts[d]), (unsigned long long)total, (unsigned long long)nbounded);
+  }
+}
+
+/* The MX scale's exact reciprocal (fgb_e8m0_recip) and mx_scale's code:
+ * 1/s is an f32 for every code, so x * (1/s) == x / s; mx_scale's code is
+ * dtype.c's encoding of its value. */
+static void test_e8m0_recip(void) {
+  uint64_t bad = 0;
+  for (int c = 0; c < 255; c++) {
+    uint32_t r = c == 254 ? 0x400000u : (uint32_t)(254 - c) << 23;
+    float rf, s = fg_f8e8m0_to_f32((uint8_t)c);
+    memcpy(&rf, &r, 4);
+    if ((double)rf * (double)s != 1.0)
+      bad++;
+    for (uint64_t k = 0; k < NSAMPLE; k += 97) {
+      uint32_t u = sample(k);
+      float x, q, p;
+      memcpy(&x, &u, 4);
+      volatile float vs = s, vr = rf; /* host f32 arithmetic, no contraction */
+      q = x / vs;
+      p = x * vr;
+      if (memcmp(&q, &p, 4) != 0 && !(isnan(q) && isnan(p)))
+        bad++;
+    }
+  }
+  CHECK_MSG(bad == 0, "e8m0 reciprocal: %llu mismatches", (unsigned long long)bad);
+  const fg_dtype elems[3] = {FG_F8E4M3, FG_F8E5M2, FG_F4E2M1};
+  for (int i = 0; i < 3; i++) {
+    int emax = fg_mx_elem_emax(elems[i]);
+    for (uint32_t e = 0; e < 256; e++) {
+      /* lower_pointwise.c mx_scale: value and code from the exponent field */
+      int sft = (int)e - emax;
+      uint32_t vb = e == 255 ? 0x7fc00000u : sft > 0 ? (uint32_t)sft << 23 : 0x400000u;
+      uint8_t code = e == 255 ? 0xff : sft > 0 ? (uint8_t)sft : 0;
+      float v;
+      memcpy(&v, &vb, 4);
+      if (fg_f32_to_f8e8m0(v) != code)
+        bad++;
+    }
+  }
+  CHECK_MSG(bad == 0, "mx_scale code: %llu mismatches", (unsigned long long)bad);
+  printf("  e8m0: x / s == x * recip(code) for 255 codes on %llu inputs each; mx_scale codes\n",
+         (unsigned long long)(NSAMPLE / 97 + 1));
+}
+
 /* ---- the emitted IR, JIT-compiled for the host ---- */
 
 typedef void (*enc_fn)(const uint32_t *in, uint8_t *out, int64_t n);
@@ -291,6 +444,8 @@ int main(void) {
   const char *ex = getenv("FGB_F8_EXHAUSTIVE");
   bool exhaustive = ex && *ex && *ex != '0';
   test_c_algorithm(exhaustive);
+  test_hw_model(exhaustive);
+  test_e8m0_recip();
   test_jit(exhaustive);
   printf("test_backend_f8%s: %d passed, %d failed\n", exhaustive ? " (exhaustive)" : "", npass,
          nfail);
