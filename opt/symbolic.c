@@ -352,14 +352,14 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     }
     /* What the emitters take with T an argument: column kernels loop over
      * T (reduced: each slice bounded at run time) or own its outputs (kept:
-     * a run-time bound, and no partials, which are laid out by the kept
-     * extent); row kernels take a row a CTA; row + column kernels loop over
-     * T's rows, a CTA with none arriving after its loop (emit_rowcol.c); row
+     * a run-time bound; split, the split and the partials' layout are
+     * formulas of T, schedule.c's col_split_formula); row kernels take a row a CTA; row + column
+     * kernels loop over T's rows, a CTA with none arriving after its loop (emit_rowcol.c); row
      * kernels that reduce over T take slices of a run-time length
      * (schedule_row, emit_row.c's row_coordinates; GPU-checked with
      * tests/graphs/symbolic_rows.fg). */
     const char *what = NULL;
-    if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
+    if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1 && !k->split_formula)
       what = "a column reduction split over CTAs";
     else if (k->kind == FG_KERNEL_ROW && k->split != 1 && !k->mask[0])
       what = "a row kernel whose CTAs share rows";
