@@ -116,17 +116,14 @@ typedef struct fg_kernel {
   int vec;                   /* elements per vector access (1: scalar) */
   int block;                 /* threads per CTA */
   int64_t grid[3];
-  const char *grid_formula;  /* grid x as a formula of the symbolic size (plan v2), NULL: static */
-  bool grid_runtime;         /* the code reads grid x (%nctaid.x), at most grid[0] (row + column) */
-  int split;                 /* CTAs cooperating on one row/column tile (>1: grid reduction) */
-  const char *split_formula; /* column kernels keeping the symbolic size: grid y (the split) as a
-                              * formula of it, chosen at run time (split: its largest value); the
-                              * code reads it (%nctaid.y). NULL: split is static */
-  int chunks;                /* per-thread vector chunks of a row kept in registers (ROW) */
-  bool persistent;           /* ROW: the row stays in registers across phases */
-  bool idx64;                /* 64-bit index arithmetic */
-  int64_t narrow_max;        /* > 0: 64-bit only for the symbolic size's larger values: entries
-                              * with 32-bit indices serve it up to this (kernel-narrow, the plan) */
+  const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
+  bool grid_runtime;        /* the code reads grid x (%nctaid.x), at most grid[0] (row + column) */
+  int split;                /* CTAs cooperating on one row/column tile (>1: grid reduction) */
+  int chunks;               /* per-thread vector chunks of a row kept in registers (ROW) */
+  bool persistent;          /* ROW: the row stays in registers across phases */
+  bool idx64;               /* 64-bit index arithmetic */
+  int64_t narrow_max;       /* > 0: 64-bit only for the symbolic size's larger values: entries
+                             * with 32-bit indices serve it up to this (kernel-narrow, the plan) */
   const char *narrow_entry, *narrow_vec_entry; /* ... their names (compile.c) */
   int partial_temp;                            /* grid reduction partials (split > 1), else -1 */
   int counter_temp;                            /* arrival counters (split > 1), else -1 */
@@ -206,6 +203,11 @@ typedef struct fg_kernel {
    * dv kernel (after it) reads */
   int attn_part;
   int attn_delta_temp;
+  /* Column kernels keeping the symbolic size, split (schedule.c,
+   * col_split_formula): grid y, the split, as a formula of it, chosen at
+   * run time (split: its largest value); the code reads it (%nctaid.y).
+   * NULL: the split is static. */
+  const char *split_formula;
 } fg_kernel;
 
 typedef struct fg_temp {
