@@ -15,13 +15,14 @@
 enum { COL_COMBINE_VALUES = 64 };
 
 /* The column kernel's partials: row (red, s) of `kept` accumulators,
- * packed (acc-sized), rows 8 * kept bytes apart (the temp's size), so a
- * thread's V lanes are contiguous and vector-aligned. */
+ * packed (acc-sized), rows 8 * kept bytes apart (the temp's size; kept is
+ * T x the rest when it keeps the symbolic size), so a thread's V lanes are
+ * contiguous and vector-aligned. */
 static LLVMValueRef col_partial_ptr(fgb_emitter *e, int64_t kept, LLVMValueRef row,
                                     LLVMValueRef elem, fg_dtype acc) {
   LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->partial_temp});
   LLVMValueRef byte =
-      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_const(e, 8 * kept), ""),
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, row, fgb_extent(e, 8 * kept), ""),
                    LLVMBuildMul(e->b, elem, fgb_const(e, fg_dtype_size(acc)), ""), "");
   return fgb_gep_global(e->m, base, LLVMInt8TypeInContext(e->ctx), byte);
 }
@@ -130,6 +131,7 @@ typedef struct col_kernel {
   int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept;
   bool lane_dim; /* the schedule vectorizes only a kept last dim */
   LLVMValueRef base, basec, valid, s, rstart, rend;
+  LLVMValueRef split; /* split at run time (fg_kernel.split_formula): %nctaid.y, else NULL */
   LLVMValueRef kc[FG_MAX_RANK], kc_lane[16][FG_MAX_RANK], lanes[16];
   LLVMValueRef accv[8][16], tot[8][16];
 } col_kernel;
@@ -166,7 +168,22 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
       ck->kc_lane[j][nk - 1] = ck->lanes[j];
   }
   /* slices of ceil(R / S) rows; R is T x the rest over the symbolic size */
-  LLVMValueRef Rv = fgb_extent(e, R), rs = fgb_ceil_div(e, Rv, S);
+  LLVMValueRef Rv = fgb_extent(e, R);
+  if (k->split_formula) {
+    /* S chosen at run time (the grid's y, at most k->split): a slice may
+     * start past R (S near R / 2), and is empty then */
+    ck->split = fgb_nctaid(e->m, 1);
+    if (LLVMTypeOf(ck->split) != e->ity)
+      ck->split = LLVMBuildZExt(e->b, ck->split, e->ity, "");
+    LLVMValueRef rs = LLVMBuildUDiv(
+        e->b, LLVMBuildAdd(e->b, Rv, LLVMBuildSub(e->b, ck->split, fgb_const(e, 1), ""), ""),
+        ck->split, "");
+    ck->s = fgb_block_index(e, 1);
+    ck->rstart = fgk_imin(e, LLVMBuildMul(e->b, ck->s, rs, ""), Rv);
+    ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
+    return;
+  }
+  LLVMValueRef rs = fgb_ceil_div(e, Rv, S);
   ck->s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
   ck->rstart = LLVMBuildMul(e->b, ck->s, rs, "");
   ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
@@ -275,6 +292,84 @@ static LLVMBasicBlockRef combine_partials(fgb_emitter *e, col_kernel *ck) {
   return done;
 }
 
+/* combine_partials with the split S read at run time (%nctaid.y): with S
+ * = 1 (many tiles) a CTA keeps its totals and writes no partials, else as
+ * combine_partials, the loops bounded by S. */
+static LLVMBasicBlockRef combine_partials_runtime(fgb_emitter *e, col_kernel *ck) {
+  const fg_kernel *k = e->k;
+  int64_t V = e->vec;
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(e->ctx), i32 = LLVMInt32TypeInContext(e->ctx);
+  LLVMValueRef S = ck->split;
+  LLVMValueRef multi = LLVMBuildICmp(e->b, LLVMIntUGT, S, fgb_const(e, 1), "");
+  LLVMValueRef last_var = fgk_local_var(e, i1, LLVMConstInt(i1, 1, 0));
+  LLVMValueRef counters = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, k->counter_temp});
+  LLVMValueRef cptr = fgb_gep_global(e->m, counters, i32, fgb_block_index(e, 0));
+  /* (multi is the same for every thread of the CTA: the arrival's
+   * barriers are reached by all or none) */
+  LLVMBasicBlockRef mb = fgb_begin_if(e, multi);
+  LLVMBasicBlockRef merge = fgb_begin_if(e, ck->valid);
+  for (int i = 0; i < ck->nreds; i++) {
+    LLVMValueRef row = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_const(e, i), S, ""), ck->s, "");
+    col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->base, fgk_red_acc(k->reds[i])),
+                      fgk_red_acc(k->reds[i]), (int)V, ck->tot[i], true);
+  }
+  fgb_end_if(e, merge);
+  LLVMValueRef s32 = LLVMBuildTrunc(e->b, S, i32, "");
+  LLVMBuildStore(e->b, fgk_arrive_n(e, cptr, LLVMBuildSub(e->b, s32, LLVMConstInt(i32, 1, 0), "")),
+                 last_var);
+  fgb_end_if(e, mb);
+  LLVMBasicBlockRef done = fgb_begin_if(e, LLVMBuildLoad2(e->b, i1, last_var, ""));
+  mb = fgb_begin_if(e, multi);
+  fgb_fence_gpu(e->m);
+  for (int i = 0; i < ck->nreds; i++) {
+    const fg_node *n = k->reds[i];
+    fg_dtype ad = fgk_red_acc(n);
+    for (int j = 0; j < V; j++)
+      LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), ck->accv[i][j]);
+    int64_t B = (e->aligned ? COL_COMBINE_VALUES : 8) / V;
+    if (B > 16)
+      B = 16;
+    if (B < 1)
+      B = 1;
+    if (k->combine_batch > 0)
+      B = k->combine_batch;
+    LLVMValueRef full =
+        LLVMBuildMul(e->b, LLVMBuildUDiv(e->b, S, fgb_const(e, B), ""), fgb_const(e, B), "");
+    LLVMValueRef first = LLVMBuildMul(e->b, fgb_const(e, i), S, "");
+    for (int pass = 0; pass < 2; pass++) {
+      int64_t step = pass ? 1 : B;
+      if (pass && B == 1) /* (full is S) */
+        continue;
+      fgk_loop sl;
+      LLVMValueRef si = fgk_loop_begin(e, &sl, pass ? full : fgb_const(e, 0), pass ? S : full,
+                                       fgb_const(e, step));
+      LLVMValueRef got[16][16], lv[16];
+      for (int q = 0; q < step; q++) {
+        LLVMValueRef sq = q ? LLVMBuildAdd(e->b, si, fgb_const(e, q), "") : si;
+        LLVMValueRef row = LLVMBuildAdd(e->b, first, sq, "");
+        col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->basec, ad), ad, (int)V, lv,
+                          false);
+        for (int j = 0; j < V; j++)
+          got[j][q] = lv[j];
+      }
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), ck->accv[i][j], "");
+        for (int q = 0; q < step; q++)
+          acc = fgb_reduce_combine(e->m, fgk_red_op(n), acc, got[j][q], ad);
+        LLVMBuildStore(e->b, acc, ck->accv[i][j]);
+      }
+      fgk_loop_end(e, &sl, si);
+    }
+  }
+  fgk_reset_counter(e, cptr);
+  fgb_end_if(e, mb);
+  for (int i = 0; i < ck->nreds; i++)
+    for (int j = 0; j < V; j++)
+      ck->tot[i][j] =
+          LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), ck->accv[i][j], "");
+  return done;
+}
+
 /* The totals seed the reductions; the row-shaped outputs, one a lane. */
 static bool store_results(fgb_emitter *e, col_kernel *ck) {
   const fg_kernel *k = e->k;
@@ -321,7 +416,9 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   column_coordinates(e, &ck);
   if (!accumulate_rows(e, &ck))
     return false;
-  LLVMBasicBlockRef done = k->split > 1 ? combine_partials(e, &ck) : NULL;
+  LLVMBasicBlockRef done = k->split_formula ? combine_partials_runtime(e, &ck)
+                           : k->split > 1   ? combine_partials(e, &ck)
+                                            : NULL;
   if (!store_results(e, &ck))
     return false;
   if (done)

@@ -209,6 +209,12 @@ bool fgk_is_reduction_result(const fg_value *o) { return o->def->op->kind == FG_
 /* Every thread stores its partials (when `store_ok`), then thread 0 counts
  * the arrival; returns the flag "this CTA is the last of `split`". */
 LLVMValueRef fgk_arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) {
+  return fgk_arrive_n(
+      e, counter_ptr,
+      LLVMConstInt(LLVMInt32TypeInContext(e->ctx), (unsigned long long)(split - 1), 0));
+}
+
+LLVMValueRef fgk_arrive_n(fgb_emitter *e, LLVMValueRef counter_ptr, LLVMValueRef split_less_1) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   fgb_fence_gpu(e->m);
   fgb_barrier(e->m);
@@ -217,8 +223,7 @@ LLVMValueRef fgk_arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split) {
       LLVMBuildICmp(e->b, LLVMIntEQ, fgb_tid(e->m, 0), LLVMConstInt(i32, 0, 0), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, is_t0);
   LLVMValueRef old = fgb_atomic_add_i32_global(e->m, counter_ptr, LLVMConstInt(i32, 1, 0));
-  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, old,
-                                    LLVMConstInt(i32, (unsigned long long)(split - 1), 0), "");
+  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, old, split_less_1, "");
   LLVMBuildStore(e->b, LLVMBuildZExt(e->b, last, i32, ""), flag_slot);
   fgb_end_if(e, merge);
   fgb_barrier(e->m);

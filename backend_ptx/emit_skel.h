@@ -31,6 +31,8 @@ void fgk_reset_counter(fgb_emitter *e, LLVMValueRef counter_ptr);
 /* Every thread stores its partials, then thread 0 counts the arrival;
  * returns the flag "this CTA is the last of `split`". */
 LLVMValueRef fgk_arrive(fgb_emitter *e, LLVMValueRef counter_ptr, int split);
+/* ... of a split known at run time: split_less_1, an i32, is the split less 1 */
+LLVMValueRef fgk_arrive_n(fgb_emitter *e, LLVMValueRef counter_ptr, LLVMValueRef split_less_1);
 /* 8-byte slot slot_index of the kernel's partials temp, and a volatile load
  * of it (other CTAs wrote it). */
 LLVMValueRef fgk_partial_ptr(fgb_emitter *e, fg_dtype acc, LLVMValueRef slot_index);

@@ -212,12 +212,21 @@ typedef struct fg_kernel {
    * dv kernel (after it) reads */
   int attn_part;
   int attn_delta_temp;
+  /* Column kernels keeping the symbolic size, split (schedule.c,
+   * col_split_formula): grid y, the split, as a formula of it, chosen at
+   * run time (split: its largest value); the code reads it (%nctaid.y).
+   * NULL: the split is static. */
+  const char *split_formula;
 } fg_kernel;
 
 typedef struct fg_temp {
   int64_t bytes;
   bool zero;       /* must be zero before the first run (counters) */
   fg_value *value; /* the value it holds, NULL for workspaces */
+  /* A workspace sized by a formula of the symbolic size that is not a*T + b
+   * (a column kernel's partials, split at run time): the plan's byte count;
+   * bytes then holds its largest value over the admitted sizes. */
+  const char *bytes_formula;
 } fg_temp;
 
 /* In-place results (opt/inplace.c, docs/format.md 6.1). */

@@ -159,7 +159,7 @@ int fg_plan_version(const fg_plan *p) {
     if (p->results[i].into >= 0 && !p->results[i].is_view)
       return 3;
   for (int i = 0; i < p->nkernels; i++)
-    if (p->kernels[i].grid_runtime) /* its grid formula has min and max */
+    if (p->kernels[i].grid_runtime || p->kernels[i].split_formula) /* min and max */
       return 3;
   return 2;
 }
@@ -168,7 +168,8 @@ static void print_temps(FILE *f, const fg_plan *p) {
   char b1[64];
   for (int i = 0; i < p->ntemps; i++) {
     const fg_temp *t = &p->temps[i];
-    fprintf(f, "  temp t%d %s bytes%s", i, fg_sym_formula(&p->sym, t->bytes, &p->g->arena),
+    fprintf(f, "  temp t%d %s bytes%s", i,
+            t->bytes_formula ? t->bytes_formula : fg_sym_formula(&p->sym, t->bytes, &p->g->arena),
             t->zero ? " zeroed" : "");
     if (t->value)
       fprintf(f, " holds %s", value_name(t->value, b1, sizeof b1));
@@ -203,7 +204,10 @@ static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
 
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
-  if (k->grid_formula)
+  if (k->split_formula)
+    fprintf(f, "\n    schedule: vec %d block %d grid [%s,%s,%" PRId64 "]", k->vec, k->block,
+            k->grid_formula, k->split_formula, k->grid[2]);
+  else if (k->grid_formula)
     fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
             k->block, k->grid_formula, k->grid[1], k->grid[2]);
   else
@@ -216,7 +220,7 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
     fprintf(f, " chunks %d", k->chunks);
   if (k->split > 1)
-    fprintf(f, " split %d", k->split);
+    fprintf(f, k->split_formula ? " split at most %d" : " split %d", k->split);
   if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && k->cluster > 1)
     fprintf(f, " cluster %d", k->cluster);
   if (k->kind == FG_KERNEL_ATTENTION)
@@ -382,12 +386,17 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
   for (int i = 0; i < p->ntemps; i++) {
     int64_t bytes = p->temps[i].bytes;
     fprintf(f, "// temp %d bytes %s align 256 %s\n", i,
-            fg_sym_formula(&p->sym, bytes > 0 ? bytes : 1, &p->g->arena),
+            p->temps[i].bytes_formula
+                ? p->temps[i].bytes_formula
+                : fg_sym_formula(&p->sym, bytes > 0 ? bytes : 1, &p->g->arena),
             p->temps[i].zero ? "zero" : "nozero");
   }
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    if (k->grid_formula)
+    if (k->split_formula)
+      fprintf(f, "// kernel %d %s grid %s %s %" PRId64 " block %d 1 1 smem %d args ", i, k->entry,
+              k->grid_formula, k->split_formula, k->grid[2], k->block, k->smem);
+    else if (k->grid_formula)
       fprintf(f, "// kernel %d %s grid %s %" PRId64 " %" PRId64 " block %d 1 1 smem %d args ", i,
               k->entry, k->grid_formula, k->grid[1], k->grid[2], k->block, k->smem);
     else

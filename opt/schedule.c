@@ -209,7 +209,7 @@ static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
 }
 
 static int add_temp(fg_plan *p, int64_t bytes, bool zero) {
-  fg_temp t = {bytes, zero, NULL};
+  fg_temp t = {bytes, zero, NULL, NULL};
   p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
   return p->ntemps - 1;
 }
@@ -914,7 +914,21 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   int sm = p->target.sm_count;
   int64_t v;
   k->split = 1;
-  if (k->grid[0] < (heavy ? 8 : 2) * sm && r >= 64 && !dependent_phases(p, k)) {
+  if (k->rank && !k->mask[0] && fg_sym_involves(&p->sym, k->dims[0])) {
+    /* Keeping the symbolic size T: the tiles (grid x) are a formula of T,
+     * and so is the split, the rule below evaluated at each run
+     * (symbolic_grid, col_split_formula); here its largest value. Where
+     * tiles are few, the static compile narrows a thread's vector to 8
+     * bytes (more threads), which a choice made at run time cannot: a wider
+     * vector's slices are as much shorter, the same bytes a thread. */
+    int64_t ms = k->vec * wsz > 8 ? min_slice * 8 / (k->vec * wsz) : min_slice;
+    if (r >= 64 && !dependent_phases(p, k)) {
+      int64_t max_split = ceil_div(r, ms > 0 ? ms : 1);
+      k->split = (int)(max_split < 32 ? max_split : 32);
+      if (knob(o, FG_KNOB_COL_SPLIT, &v) && v <= max_split)
+        k->split = (int)v;
+    }
+  } else if (k->grid[0] < (heavy ? 8 : 2) * sm && r >= 64 && !dependent_phases(p, k)) {
     int64_t want = ceil_div((heavy ? 8 : 4) * (int64_t)sm, k->grid[0]);
     int64_t max_split = ceil_div(r, min_slice);
     k->split = (int)(want < max_split ? want : max_split);
@@ -1318,6 +1332,27 @@ static bool within_limits(const fg_kernel *k, fg_diag *d) {
   return true;
 }
 
+/* A column kernel keeping the symbolic size, split (schedule_column): the
+ * CTAs a tile of outputs wants, C = 4 (8 compute-heavy) a SM, over its
+ * tiles G (grid x, a formula of T). */
+static int64_t col_split_ctas(const fg_plan *p, const fg_kernel *k) {
+  return (fg_kernel_compute_heavy(p, k) ? 8 : 4) * (int64_t)p->target.sm_count;
+}
+
+/* ... its split as a formula of T: schedule_column's static rule at each
+ * run, ceil(C / G) slices of the reduced extent at most k->split of them,
+ * where G is below 2 a SM (below 8 compute-heavy: there, ceil(C / G) >= 2
+ * exactly when it is; with C = 4 a SM, ceil(C / G) >= 3 exactly when G <
+ * 2 a SM), else 1. The kernel reads it (%nctaid.y, emit_column.c). */
+static void col_split_formula(fg_plan *p, fg_kernel *k) {
+  fg_arena *a = &p->g->arena;
+  int64_t C = col_split_ctas(p, k);
+  const char *s = fg_arena_printf(a, "%lld/max(1,%s)+1", (long long)(C - 1), k->grid_formula);
+  k->split_formula = fg_kernel_compute_heavy(p, k)
+                         ? fg_arena_printf(a, "min(%d,%s)", k->split, s)
+                         : fg_arena_printf(a, "max(1,min(%d,%s)*min(1,(%s)/3))", k->split, s, s);
+}
+
 /* A kernel over the symbolic size T (symbolic.h) takes T as an argument
  * (`z0`: the bounds). Where its grid depends on T, the grid is a formula
  * of T, which the loader evaluates and checks at each run: pointwise,
@@ -1360,6 +1395,8 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
                                                           (long long)n, k->vec - 1, k->vec);
     k->grid_formula =
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
+    if (!pw && k->split > 1)
+      col_split_formula(p, k);
   } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
     /* a CTA a row, or a cluster a row (cluster_split) */
     k->grid_formula = fg_sym_formula(s, s->placeholder * kept * k->split, a);
@@ -1672,7 +1709,23 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
-    if (k->split > 1 && k->cluster <= 1) {
+    if (k->split_formula) {
+      /* Split at run time (col_split_formula): nreds rows of split x kept
+       * 8-byte partials, none where the split is 1; split x kept is at most
+       * block x vec x G x ceil(C / G) <= block x vec x (C + G - 1), G < C
+       * (the size `bytes` states), and there are G < C counters. */
+      fg_arena *a = &p->g->arena;
+      int64_t C = col_split_ctas(p, k), per = k->outer * k->inner;
+      int64_t most = (int64_t)k->block * k->vec * 2 * C, at_max = fg_sym_at_max(&p->sym, per);
+      if (at_max < most / k->split)
+        most = at_max * k->split;
+      k->partial_temp = add_temp(p, 8 * (int64_t)k->nreds * most, false);
+      p->temps[k->partial_temp].bytes_formula =
+          fg_arena_printf(a, "max(1,%lld*(%s)*%s*min(1,%s-1))", 8 * (long long)k->nreds,
+                          fg_sym_formula(&p->sym, per, a), k->split_formula, k->split_formula);
+      k->counter_temp = add_temp(p, 4 * C, true);
+      add_workspace_args(p, k);
+    } else if (k->split > 1 && k->cluster <= 1) {
       /* Partials: one 8-byte accumulator per reduction, per output element
        * (column) or row (row), per split slice. */
       int64_t per = k->kind == FG_KERNEL_ROW ? k->outer : k->outer * k->inner;
@@ -1682,8 +1735,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       add_workspace_args(p, k);
     }
     bool wide_partials =
-        k->split > 1 && k->cluster <= 1 &&
-        8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31);
+        k->split_formula
+            ? p->temps[k->partial_temp].bytes >= ((int64_t)1 << 31)
+            : k->split > 1 && k->cluster <= 1 &&
+                  8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31);
     /* 64-bit indices when an extent reaches INDEX32_LIMIT or a workspace
      * offset 2^31 */
     k->idx64 = max_extent(p, k) >= INDEX32_LIMIT || wide_partials;

@@ -732,7 +732,7 @@ static void start_attention_kernel(fg_plan *p, fg_node *n) {
  * consecutive bins a thread (16-byte loads), so the counts and offsets are
  * padded to scat_threads x scat_seg bins (zero counts). */
 static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
-  fg_temp t = {4 * (elems > 0 ? elems : 1), zero, NULL};
+  fg_temp t = {4 * (elems > 0 ? elems : 1), zero, NULL, NULL};
   p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
   return p->ntemps - 1;
 }
@@ -1416,7 +1416,7 @@ static void add_temps(fg_plan *p) {
       if (!s->stored || s->buf.kind != FG_BUF_NONE)
         continue;
       int64_t bytes = fg_type_numel(&v->type) * fg_dtype_size(v->type.dtype);
-      fg_temp t = {bytes > 0 ? bytes : 1, false, v};
+      fg_temp t = {bytes > 0 ? bytes : 1, false, v, NULL};
       s->buf = (fg_buf_ref){FG_BUF_TEMP, p->ntemps};
       p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
     }

@@ -12,12 +12,21 @@
  * (one CTA a row, no split), small enough that T times the other dims
  * stays far from int64's limit. */
 static const int64_t PLACEHOLDERS[] = {1000003, 1000033, 1000037, 1000039};
-/* With expressions of T (fg_sym_lowering.affine): primes near 2^38, so that
- * a*P + b is read back exactly for |b| up to 2^35 bytes, and a*P times 16
- * bytes stays within int64 for a up to 2^20 elements. */
-static const int64_t AFFINE_PLACEHOLDER = 274877906951;
-#define AFFINE_MAX_OFF ((int64_t)1 << 31) /* |b| and static extents, in elements */
-#define AFFINE_MAX_MUL ((int64_t)1 << 20) /* a, in elements */
+/* With expressions of T (fg_sym_lowering.affine): a prime P near 2^e, so
+ * that a*P + b is read back exactly for |b| up to P/8 bytes (2^(e-7)
+ * elements of 16 bytes at most), and a*P times 16 bytes stays within int64
+ * for a up to 2^(58-e) elements: near 2^38 (2^31 and 2^20) unless a row
+ * along T is longer, then the largest that fits (affine_placeholder; the
+ * packed dQKV epilogue's [T, 2048, 3, 32, 128], 2^24.6 elements a row and
+ * no offset: near 2^33). */
+static const struct {
+  int e;
+  int64_t p;
+} AFFINE_PLACEHOLDERS[] = {{38, 274877906951}, {37, 137438953481}, {36, 68719476767},
+                           {35, 34359738421},  {34, 17179869209},  {33, 8589934609},
+                           {32, 4294967311},   {31, 2147483659},   {30, 1073741827}};
+#define AFFINE_MAX_OFF(e) ((int64_t)1 << ((e) - 7))  /* |b| and static extents, in elements */
+#define AFFINE_MAX_MUL(e) ((int64_t)1 << (58 - (e))) /* a, in elements */
 
 /* Whether a static dim of g (a parameter's or a value's) reaches q: a
  * product of static dims can be a multiple of the prime q only then. */
@@ -104,12 +113,14 @@ static bool needs_affine(const fg_graph *g) {
   return false;
 }
 
-/* The limits that make fg_sym_split exact, on one value: T's coefficient
- * times the other dims, the offset times them, and a static extent. */
-static bool affine_limits_value(const fg_value *v, fg_loc loc, fg_diag *d) {
+/* What the stand-in must cover, on one value: T's coefficient times the
+ * other dims (*mul), the offset times them and a static extent (*off), in
+ * elements, saturating at 2^40. */
+#define AFFINE_SAT ((int64_t)1 << 40)
+static void affine_needs_value(const fg_value *v, int64_t *mul, int64_t *off) {
   const fg_type *t = &v->type;
   if (t->scalar)
-    return true;
+    return;
   int64_t rest = 1, a = 0, b = 1;
   for (int k = 0; k < t->rank; k++) {
     fg_dim x = t->dims[k];
@@ -118,33 +129,64 @@ static bool affine_limits_value(const fg_value *v, fg_loc loc, fg_diag *d) {
       a = fg_dim_mul(x);
       b = x.off < 0 ? -x.off : x.off;
     }
-    if (rest > AFFINE_MAX_OFF || z > AFFINE_MAX_OFF)
-      rest = AFFINE_MAX_OFF + 1;
-    else
-      rest *= z;
+    rest = rest > AFFINE_SAT / z ? AFFINE_SAT : rest * z;
   }
-  if (rest > AFFINE_MAX_OFF || (a && (a > AFFINE_MAX_MUL || rest > AFFINE_MAX_MUL / a)) ||
-      (b > AFFINE_MAX_OFF / rest)) {
-    char buf[256];
-    fg_error(d, loc,
-             "%s of type %s is too large for the code generator with sizes that are expressions "
-             "of a symbolic size (at most 2^20 elements a row along it, offsets and static "
-             "tensors of at most 2^31 elements)",
-             v->name ? v->name : "a value", fg_type_str(t, buf, sizeof buf));
-    return false;
-  }
-  return true;
+  a = a < 0 ? -a : a;
+  int64_t m = a && rest > AFFINE_SAT / a ? AFFINE_SAT : a * rest;
+  int64_t o = b && rest > AFFINE_SAT / b ? AFFINE_SAT : b * rest;
+  if (m > *mul)
+    *mul = m;
+  if (rest > *off)
+    *off = rest;
+  if (o > *off)
+    *off = o;
 }
 
-static bool affine_limits(const fg_graph *g, fg_diag *d) {
+/* The largest stand-in whose limits the graph keeps (AFFINE_PLACEHOLDERS),
+ * or 0 after an error in d at the value that needs the most. */
+static int64_t affine_placeholder(const fg_graph *g, fg_diag *d) {
+  int64_t mul = 0, off = 0;
   for (int i = 0; i < g->nparams; i++)
-    if (!affine_limits_value(g->params[i], g->params[i]->loc, d))
-      return false;
+    affine_needs_value(g->params[i], &mul, &off);
   for (const fg_node *n = g->first; n; n = n->next)
     for (int o = 0; o < n->nout; o++)
-      if (!affine_limits_value(n->out[o], n->loc, d))
-        return false;
-  return true;
+      affine_needs_value(n->out[o], &mul, &off);
+  for (size_t i = 0; i < sizeof AFFINE_PLACEHOLDERS / sizeof *AFFINE_PLACEHOLDERS; i++) {
+    int e = AFFINE_PLACEHOLDERS[i].e;
+    if (mul <= AFFINE_MAX_MUL(e) && off <= AFFINE_MAX_OFF(e))
+      return AFFINE_PLACEHOLDERS[i].p;
+  }
+  /* the value with the longest row along T */
+  const fg_value *worst = NULL;
+  fg_loc loc = g->loc;
+  int64_t best = -1;
+  for (int i = 0; i < g->nparams; i++) {
+    int64_t m = 0, f = 0;
+    affine_needs_value(g->params[i], &m, &f);
+    if (m > best) {
+      best = m;
+      worst = g->params[i];
+      loc = worst->loc;
+    }
+  }
+  for (const fg_node *n = g->first; n; n = n->next)
+    for (int o = 0; o < n->nout; o++) {
+      int64_t m = 0, f = 0;
+      affine_needs_value(n->out[o], &m, &f);
+      if (m > best) {
+        best = m;
+        worst = n->out[o];
+        loc = n->loc;
+      }
+    }
+  char buf[256];
+  fg_error(d, loc,
+           "%s of type %s is too large for the code generator with sizes that are expressions "
+           "of a symbolic size (the elements of a row along it, at most 2^28, times the largest "
+           "offset or static tensor, in elements, at most 2^51 together)",
+           worst && worst->name ? worst->name : "a value",
+           worst ? fg_type_str(&worst->type, buf, sizeof buf) : "?");
+  return 0;
 }
 
 fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
@@ -184,10 +226,10 @@ fg_graph *fg_sym_lower(fg_graph *g, fg_sym_lowering *out, fg_diag *d) {
   out->max = f ? f->max : FG_SYM_DEFAULT_MAX;
   out->div = f ? f->div : 1;
   if (needs_affine(g)) {
-    if (!affine_limits(g, d))
-      return NULL;
     out->affine = true;
-    out->placeholder = AFFINE_PLACEHOLDER;
+    out->placeholder = affine_placeholder(g, d);
+    if (!out->placeholder)
+      return NULL;
     return fg_graph_bind_stand_in(g, out->name, out->placeholder, d);
   }
   for (size_t i = 0; i < sizeof PLACEHOLDERS / sizeof *PLACEHOLDERS; i++)
@@ -281,7 +323,29 @@ static bool carries(const fg_sym_lowering *s, const fg_value *v) {
                                         : v->type.dims[0].size == s->placeholder);
 }
 
-static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
+/* Whether v is only a result that is a view (no node reads it, no kernel
+ * writes it) whose offset and strides do not involve T: T may then be any
+ * dim of it, since only the plan states its sizes (formulas). The transpose
+ * of a [K*T, N] view of the parameter, [N, K*T] (the packed dQKV
+ * epilogue's dqkv_t), is such a result. */
+static bool view_only_result(const fg_plan *p, const fg_value *v) {
+  const fg_sym_lowering *s = &p->sym;
+  int results = 0;
+  for (int i = 0; i < p->g->nresults; i++) {
+    if (p->g->results[i] != v)
+      continue;
+    const fg_result_plan *r = &p->results[i];
+    if (!r->is_view || fg_sym_involves(s, r->view.offset))
+      return false;
+    for (int k = 0; k < r->view.rank; k++)
+      if (fg_sym_involves(s, r->view.strides[k]))
+        return false;
+    results++;
+  }
+  return results > 0 && fg_count_uses(p->g, v) == results;
+}
+
+static bool nodes_ok(const fg_plan *p, const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++) {
     const fg_value *v = g->params[i];
     if (!value_ok(s, v, v->loc, d))
@@ -302,23 +366,17 @@ static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
     for (int i = 0; i < n->nin; i++)
       in |= carries(s, n->in[i]);
     for (int i = 0; i < n->nout; i++) {
+      if (view_only_result(p, n->out[i]))
+        continue;
       if (!value_ok(s, n->out[i], n->loc, d))
         return false;
-      /* a reduction over T: its kernel decides (fg_sym_check); with
-       * expressions of T, not yet */
-      if (!in || carries(s, n->out[i]) || (n->op->kind == FG_KIND_REDUCTION && !s->affine))
+      /* a reduction over T: its kernel decides (fg_sym_check) */
+      if (!in || carries(s, n->out[i]) || n->op->kind == FG_KIND_REDUCTION)
         continue;
       /* a slice of static length along T (the last rows: from T-4 to T):
        * its start is computed from T's argument, which every kernel takes */
       if (s->affine && n->op->code == FG_OP_SLICE)
         continue;
-      if (s->affine && n->op->kind == FG_KIND_REDUCTION) {
-        fg_error(d, n->loc,
-                 "'%s' over the symbolic size '%s' in a graph with sizes that are expressions "
-                 "of it is not supported by the code generator yet",
-                 n->op->name, s->name);
-        return false;
-      }
       fg_error(d, n->loc,
                "'%s' along the symbolic size '%s' is not supported by the code generator yet",
                n->op->name, s->name);
@@ -329,7 +387,7 @@ static bool nodes_ok(const fg_sym_lowering *s, const fg_graph *g, fg_diag *d) {
 }
 
 bool fg_sym_check_values(const fg_plan *p, fg_diag *d) {
-  return !p->sym.n || nodes_ok(&p->sym, p->g, d);
+  return !p->sym.n || nodes_ok(p, &p->sym, p->g, d);
 }
 
 bool fg_sym_check(const fg_plan *p, fg_diag *d) {
@@ -340,27 +398,32 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     const fg_kernel *k = &p->kernels[i];
     if (k->rank == 0 || !fg_sym_involves(s, k->dims[0]))
       continue;
+    /* With expressions of T (a*T + b): pointwise kernels, row kernels with
+     * a CTA a row, and column kernels that reduce over T (a static grid,
+     * each slice bounded at run time by fgb_extent's a*T + b) */
     if (s->affine && k->kind != FG_KERNEL_POINTWISE &&
-        (k->kind != FG_KERNEL_ROW || k->ncols || k->ntails || k->split != 1 || k->mask[0])) {
+        (k->kind != FG_KERNEL_ROW || k->ncols || k->ntails || k->split != 1 || k->mask[0]) &&
+        (k->kind != FG_KERNEL_COLUMN || !k->mask[0])) {
       const fg_node *n = k->nreds ? k->reds[0] : NULL;
       fg_error(d, n ? n->loc : p->g->loc,
                "graph '%s', kernel k%d over the symbolic size '%s': with sizes that are "
-               "expressions of it, the code generator takes pointwise kernels and row kernels "
-               "(a CTA a row) only",
+               "expressions of it, the code generator takes pointwise kernels, row kernels "
+               "(a CTA a row) and column kernels reducing over it only",
                p->g->name, k->id, s->name);
       return false;
     }
     /* What the emitters take with T an argument: column kernels loop over
      * T (reduced: each slice bounded at run time) or own its outputs (kept:
-     * a run-time bound, and no partials, which are laid out by the kept
-     * extent); row kernels take a row a CTA; row + column kernels loop over
-     * T's rows, a CTA with none arriving after its loop (emit_rowcol.c); row
-     * kernels that reduce over T take slices of a run-time length, and a
-     * cluster a row (schedule.c cluster_split), T x rows x C CTAs
+     * a run-time bound; split, the split and the partials' layout are
+     * formulas of T, schedule.c's col_split_formula); row kernels take a
+     * row a CTA; row + column kernels loop over T's rows, a CTA with none
+     * arriving after its loop (emit_rowcol.c); row kernels that reduce over
+     * T take slices of a run-time length, and a cluster a row (schedule.c
+     * cluster_split), T x rows x C CTAs
      * (schedule_row, emit_row.c's row_coordinates; GPU-checked with
      * tests/graphs/symbolic_rows.fg). */
     const char *what = NULL;
-    if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1)
+    if (k->kind == FG_KERNEL_COLUMN && !k->mask[0] && k->split != 1 && !k->split_formula)
       what = "a column reduction split over CTAs";
     else if (k->kind == FG_KERNEL_ROW && k->split != 1 && k->cluster != k->split && !k->mask[0])
       what = "a row kernel whose CTAs share rows";
