@@ -26,16 +26,24 @@ static fg_value *reduce_sum(fg_graph *g, fg_value *x, const fg_node *like, bool 
 }
 
 /* The count as a scalar of dtype acc: a literal, or over the symbolic size
- * (a multiple of the stand-in) an `extent` the code generator reads as T x
- * the rest at run time. */
+ * an `extent` the code generator reads as T x the rest at run time, plus a
+ * literal where the reduced extent is an expression of T (T - 1 rows of a
+ * slice, T + 3 of a pad): the count is q P + r with P the stand-in, and
+ * since static extents stay far below P (opt/symbolic.c), q and r are q T's
+ * coefficient and the constant. */
 static fg_value *count_value(fg_graph *g, double count, fg_dtype acc, fg_loc loc, fg_diag *d) {
-  int64_t c = (int64_t)count;
-  if (!g->stand_in || c == 0 || c % g->stand_in != 0)
+  int64_t c = (int64_t)count, P = g->stand_in;
+  int64_t q = P ? (c + P / 2) / P : 0;
+  if (!P || c == 0 || q == 0)
     return fg_literal_float(g, count, loc);
+  int64_t r = c - q * P;
   fg_node *e = fgo_node(g, FG_OP_EXTENT, 0, NULL, loc);
-  fgo_set_int(e, "value", c);
+  fgo_set_int(e, "value", q * P);
   fgo_set_dtype(e, "dtype", acc);
-  return fgo_finish(e, d);
+  fg_value *t = fgo_finish(e, d);
+  if (!t || r == 0)
+    return t;
+  return fgo_binary(g, FG_OP_ADD, t, fg_literal_float(g, (double)r, loc), loc, d);
 }
 
 static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
