@@ -46,6 +46,61 @@ static void col_partial_lanes(fgb_emitter *e, LLVMValueRef ptr, fg_dtype acc, in
 
 /* ---- column reductions ---- */
 
+/* A variance's mean and squared deviations in one pass (opt/variance.c):
+ * reduction i sums x, reduction j sums (x - sum / R)^2. The thread keeps
+ * the sum as reduction i alone would (the same bits), and for each of its
+ * columns a running (count n, mean, M2) by Welford's update a row, the
+ * mean relative to the column's first value K (exact differences where
+ * values are close, so the mean keeps the digits of the spread, not of
+ * the offset); n is the thread's rows, the same for every column:
+ *   d = x - K, delta = d - mean, mean' = mean + delta / n',
+ *   M2' = M2 + delta (d - mean').
+ * With the graph's mean m = sum / R, reduction j is M2 + n ((K - m) +
+ * mean)^2 (exact in real arithmetic for any m). Split slices write their
+ * sum, M2 and the offset of their own mean from their sum's mean m_s =
+ * sum_s / n_s, dev_s = (K - m_s) + mean; the last CTA adds, slice by slice
+ * in order, M2_s + n_s ((m_s - m) + dev_s)^2 (Chan's formula around m). */
+typedef struct col_variance {
+  int pair[8];  /* pair[i]: the j whose mean i is, -2: j (done with its i), -1: alone */
+  int index[8]; /* index[j]: j's row of mean offsets among the partials' extra rows */
+  int n;
+  LLVMValueRef cntv;
+  LLVMValueRef shiftv[8][16], meanv[8][16], m2v[8][16]; /* a j and lane */
+} col_variance;
+
+static void find_variances(const fg_kernel *k, col_variance *cv) {
+  cv->n = 0;
+  for (int i = 0; i < 8; i++)
+    cv->pair[i] = cv->index[i] = -1;
+  for (int j = 0; j < k->nreds && j < 8; j++) {
+    int i = fg_plan_column_variance(k, j);
+    if (i >= 0 && cv->pair[i] == -1) {
+      cv->pair[i] = j;
+      cv->pair[j] = -2;
+      cv->index[j] = cv->n++;
+    }
+  }
+}
+
+/* One row's value x of lane l into variance j's (n, K, mean, M2); first:
+ * the thread's first row, w: 1 / n' */
+static void welford_update(fgb_emitter *e, const col_variance *cv, int j, int l, LLVMValueRef x,
+                           LLVMValueRef first, LLVMValueRef w) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef shift =
+      LLVMBuildSelect(b, first, x, LLVMBuildLoad2(b, f32, cv->shiftv[j][l], ""), "");
+  LLVMBuildStore(b, shift, cv->shiftv[j][l]);
+  LLVMValueRef d = LLVMBuildFSub(b, x, shift, "");
+  LLVMValueRef mean = LLVMBuildLoad2(b, f32, cv->meanv[j][l], "");
+  LLVMValueRef delta = LLVMBuildFSub(b, d, mean, "");
+  LLVMValueRef mean1 = LLVMBuildFAdd(b, mean, LLVMBuildFMul(b, delta, w, ""), "");
+  LLVMBuildStore(b, mean1, cv->meanv[j][l]);
+  LLVMValueRef m2 = LLVMBuildLoad2(b, f32, cv->m2v[j][l], "");
+  m2 = LLVMBuildFAdd(b, m2, LLVMBuildFMul(b, delta, LLVMBuildFSub(b, d, mean1, ""), ""), "");
+  LLVMBuildStore(b, m2, cv->m2v[j][l]);
+}
+
 /* What a column kernel's rows share: the thread's kept coordinates and
  * lanes, the reduced dims, the accumulators. */
 typedef struct col_rows_ctx {
@@ -58,6 +113,7 @@ typedef struct col_rows_ctx {
   LLVMValueRef (*accv)[16];
   int nreds;
   LLVMValueRef valid;
+  col_variance *var;
 } col_rows_ctx;
 
 static void col_row_enter(fgb_emitter *e, const col_rows_ctx *cx, const LLVMValueRef *rc) {
@@ -90,17 +146,31 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
       LLVMValueRef idx[FG_MAX_RANK];
       fgk_lane_index(e, idx0[u], j, idx);
       for (int i = 0; i < cx->nreds; i++)
-        fgb_prefetch_value(e, k->reds[i]->in[0], idx);
+        if (cx->var->pair[i] != -2) /* a variance's squared deviations: its mean's loads */
+          fgb_prefetch_value(e, k->reds[i]->in[0], idx);
       for (int i = 0; i < k->nouts; i++)
         if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
           fgb_prefetch_value(e, k->outs[i], idx);
     }
   }
+  const col_variance *cv = cx->var;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
   for (int u = 0; u < U; u++) {
     col_row_enter(e, cx, rc[u]);
+    LLVMValueRef first = NULL, w = NULL, cnt1 = NULL;
+    if (cv->n) { /* the row's count, shared by every column and variance */
+      LLVMValueRef cnt = LLVMBuildLoad2(e->b, f32, cv->cntv, "");
+      first = LLVMBuildFCmp(e->b, LLVMRealOEQ, cnt, LLVMConstReal(f32, 0.0), "");
+      cnt1 = LLVMBuildFAdd(e->b, cnt, LLVMConstReal(f32, 1.0), "");
+      /* 1 / n': the fast reciprocal (one MUFU op, as emit_row.c's
+       * one-pass variance), not div.rn's long chain */
+      w = fgb_call(e->m, "llvm.nvvm.rcp.approx.ftz.f", f32, 1, &cnt1);
+    }
     for (int i = 0; i < cx->nreds; i++) {
       const fg_node *n = k->reds[i];
       fg_dtype ad = fgk_red_acc(n);
+      if (cv->pair[i] == -2)
+        continue; /* with its mean's, below */
       for (int j = 0; j < V; j++) {
         LLVMValueRef idx[FG_MAX_RANK];
         fgk_lane_index(e, idx0[u], j, idx);
@@ -110,8 +180,12 @@ static bool col_rows(fgb_emitter *e, const col_rows_ctx *cx, LLVMValueRef r, int
         x = fgb_convert(e->m, x, n->in[0]->type.dtype, ad);
         LLVMValueRef acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, ad), cx->accv[i][j], "");
         LLVMBuildStore(e->b, fgb_reduce_combine(e->m, fgk_red_op(n), acc, x, ad), cx->accv[i][j]);
+        if (cv->pair[i] >= 0)
+          welford_update(e, cv, cv->pair[i], j, x, first, w);
       }
     }
+    if (cv->n)
+      LLVMBuildStore(e->b, cnt1, cv->cntv);
     for (int i = 0; i < k->nouts; i++) {
       const fg_value *o = k->outs[i];
       if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
@@ -130,10 +204,12 @@ typedef struct col_kernel {
   int nkept, nred, nreds;
   int64_t kept_sizes[FG_MAX_RANK], red_sizes[FG_MAX_RANK], kept;
   bool lane_dim; /* the schedule vectorizes only a kept last dim */
-  LLVMValueRef base, basec, valid, s, rstart, rend;
+  LLVMValueRef base, basec, valid, s, rstart, rend, Rv, rs;
   LLVMValueRef split; /* split at run time (fg_kernel.split_formula): %nctaid.y, else NULL */
   LLVMValueRef kc[FG_MAX_RANK], kc_lane[16][FG_MAX_RANK], lanes[16];
   LLVMValueRef accv[8][16], tot[8][16];
+  col_variance var;
+  LLVMValueRef dev[8][16]; /* split: a variance j's slice mean offset a lane */
 } col_kernel;
 
 static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
@@ -169,6 +245,7 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
   }
   /* slices of ceil(R / S) rows; R is T x the rest over the symbolic size */
   LLVMValueRef Rv = fgb_extent(e, R);
+  ck->Rv = Rv;
   if (k->split_formula) {
     /* S chosen at run time (the grid's y, at most k->split): a slice may
      * start past R (S near R / 2), and is empty then */
@@ -178,15 +255,48 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
     LLVMValueRef rs = LLVMBuildUDiv(
         e->b, LLVMBuildAdd(e->b, Rv, LLVMBuildSub(e->b, ck->split, fgb_const(e, 1), ""), ""),
         ck->split, "");
+    ck->rs = rs;
     ck->s = fgb_block_index(e, 1);
     ck->rstart = fgk_imin(e, LLVMBuildMul(e->b, ck->s, rs, ""), Rv);
     ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
     return;
   }
   LLVMValueRef rs = fgb_ceil_div(e, Rv, S);
+  ck->rs = rs;
   ck->s = S > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
   ck->rstart = LLVMBuildMul(e->b, ck->s, rs, "");
   ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
+}
+
+/* Variance j's total from the thread's (n, K, mean, M2) and its mean's
+ * sum (reduction i): unsplit, M2 + n ((K - m) + mean)^2 about the graph's
+ * mean m = sum / R; split, the slice's M2 and its mean offset dev about
+ * m_s = sum / n (nothing from a slice without rows: 0 x an infinite or
+ * NaN offset would be NaN). */
+static void variance_totals(fgb_emitter *e, col_kernel *ck, int i, int j) {
+  const fg_kernel *k = e->k;
+  const col_variance *cv = &ck->var;
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0);
+  LLVMValueRef cnt = LLVMBuildLoad2(b, f32, cv->cntv, "");
+  LLVMValueRef some = LLVMBuildFCmp(b, LLVMRealOGT, cnt, zero, "");
+  for (int l = 0; l < e->vec; l++) {
+    LLVMValueRef m = LLVMBuildFDiv(b, ck->tot[i][l],
+                                   k->split > 1 ? cnt : LLVMConstReal(f32, (double)k->red), "");
+    LLVMValueRef dm =
+        LLVMBuildFAdd(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, cv->shiftv[j][l], ""), m, ""),
+                      LLVMBuildLoad2(b, f32, cv->meanv[j][l], ""), "");
+    LLVMValueRef m2 = LLVMBuildLoad2(b, f32, cv->m2v[j][l], "");
+    if (k->split > 1) {
+      ck->dev[j][l] = LLVMBuildSelect(b, some, dm, zero, "");
+      ck->tot[j][l] = m2;
+      continue;
+    }
+    LLVMValueRef t =
+        LLVMBuildFAdd(b, m2, LLVMBuildFMul(b, cnt, LLVMBuildFMul(b, dm, dm, ""), ""), "");
+    ck->tot[j][l] = LLVMBuildSelect(b, some, t, zero, "");
+  }
 }
 
 /* The thread's rows: in groups of rows_per_iter (all their loads issued
@@ -200,8 +310,20 @@ static bool accumulate_rows(fgb_emitter *e, col_kernel *ck) {
       ck->accv[i][j] =
           fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])),
                         fgb_reduce_identity(e->m, fgk_red_op(k->reds[i]), fgk_red_acc(k->reds[i])));
+  col_variance *cv = &ck->var;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0);
+  if (cv->n) {
+    cv->cntv = fgk_local_var(e, f32, zero);
+    for (int j = 0; j < ck->nreds; j++)
+      for (int l = 0; cv->pair[j] == -2 && l < V; l++) {
+        cv->shiftv[j][l] = fgk_local_var(e, f32, zero);
+        cv->meanv[j][l] = fgk_local_var(e, f32, zero);
+        cv->m2v[j][l] = fgk_local_var(e, f32, zero);
+      }
+  }
   col_rows_ctx cx = {ck->kc,   ck->nkept, ck->lane_dim, ck->lanes, ck->red_sizes,
-                     ck->nred, ck->accv,  ck->nreds,    ck->valid};
+                     ck->nred, ck->accv,  ck->nreds,    ck->valid, cv};
   int U = k->rows_per_iter > 1 && e->aligned ? k->rows_per_iter : 1;
   LLVMValueRef rmain = ck->rstart;
   if (U > 1) {
@@ -221,10 +343,78 @@ static bool accumulate_rows(fgb_emitter *e, col_kernel *ck) {
   if (e->failed)
     return false;
   for (int i = 0; i < ck->nreds; i++)
-    for (int j = 0; j < V; j++)
+    for (int j = 0; j < V && cv->pair[i] != -2; j++)
       ck->tot[i][j] =
           LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(k->reds[i])), ck->accv[i][j], "");
+  for (int i = 0; i < ck->nreds; i++)
+    if (cv->pair[i] >= 0)
+      variance_totals(e, ck, i, cv->pair[i]);
   return true;
+}
+
+/* Variance j's total over the slices (the last CTA; its mean's total
+ * already in ck->tot): for each slice s in order, M2_s + n_s ((m_s - m) +
+ * dev_s)^2 with m_s = sum_s / n_s (the bits the slice computed) and m =
+ * sum / R, the graph's mean; B slices' partials loaded before any is
+ * used. */
+static void combine_variance(fgb_emitter *e, col_kernel *ck, int j, int64_t B) {
+  const fg_kernel *k = e->k;
+  int64_t V = e->vec, S = k->split;
+  int i = 0;
+  while (ck->var.pair[i] != j)
+    i++;
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0), m[16];
+  for (int l = 0; l < V; l++) {
+    m[l] = LLVMBuildFDiv(b, ck->tot[i][l], LLVMConstReal(f32, (double)k->red), "");
+    LLVMBuildStore(b, zero, ck->accv[j][l]);
+  }
+  if (B > 16)
+    B = 16;
+  int64_t full = S / B * B;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
+    if (lo >= hi)
+      continue;
+    fgk_loop sl;
+    LLVMValueRef si =
+        fgk_loop_begin(e, &sl, fgb_const(e, lo), fgb_const(e, hi), fgb_const(e, step));
+    LLVMValueRef sum[16][16], m2[16][16], dev[16][16], cnt[16], lv[16];
+    for (int q = 0; q < step; q++) {
+      LLVMValueRef sq = q ? LLVMBuildAdd(b, si, fgb_const(e, q), "") : si;
+      int rows[3] = {i, j, ck->nreds + ck->var.index[j]};
+      LLVMValueRef(*dst[3])[16] = {sum, m2, dev};
+      for (int r = 0; r < 3; r++) {
+        LLVMValueRef row = LLVMBuildAdd(b, fgb_const(e, (int64_t)rows[r] * S), sq, "");
+        col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->basec, FG_F32), FG_F32, (int)V,
+                          lv, false);
+        for (int l = 0; l < V; l++)
+          dst[r][l][q] = lv[l];
+      }
+      /* n_s = clamp(R - s rs, 0, rs) */
+      LLVMValueRef left = LLVMBuildSub(b, ck->Rv, LLVMBuildMul(b, sq, ck->rs, ""), "");
+      LLVMValueRef ns = fgk_imin(e, left, ck->rs);
+      ns = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, ns, fgb_const(e, 0), ""), ns,
+                           fgb_const(e, 0), "");
+      cnt[q] = LLVMBuildSIToFP(b, ns, f32, "");
+    }
+    for (int l = 0; l < V; l++) {
+      LLVMValueRef acc = LLVMBuildLoad2(b, f32, ck->accv[j][l], "");
+      for (int q = 0; q < step; q++) {
+        LLVMValueRef ms = LLVMBuildFDiv(b, sum[l][q], cnt[q], "");
+        LLVMValueRef t = LLVMBuildFAdd(b, LLVMBuildFSub(b, ms, m[l], ""), dev[l][q], "");
+        LLVMValueRef term = LLVMBuildFAdd(
+            b, m2[l][q], LLVMBuildFMul(b, cnt[q], LLVMBuildFMul(b, t, t, ""), ""), "");
+        LLVMValueRef some = LLVMBuildFCmp(b, LLVMRealOGT, cnt[q], zero, "");
+        acc = LLVMBuildFAdd(b, acc, LLVMBuildSelect(b, some, term, zero, ""), "");
+      }
+      LLVMBuildStore(b, acc, ck->accv[j][l]);
+    }
+    fgk_loop_end(e, &sl, si);
+  }
+  for (int l = 0; l < V; l++)
+    ck->tot[j][l] = LLVMBuildLoad2(b, f32, ck->accv[j][l], "");
 }
 
 /* split > 1: each CTA writes its totals as partials; the last of the
@@ -240,6 +430,11 @@ static LLVMBasicBlockRef combine_partials(fgb_emitter *e, col_kernel *ck) {
     LLVMValueRef row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)i * S), ck->s, "");
     col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->base, fgk_red_acc(k->reds[i])),
                       fgk_red_acc(k->reds[i]), (int)V, ck->tot[i], true);
+    if (ck->var.index[i] < 0)
+      continue;
+    row = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)(ck->nreds + ck->var.index[i]) * S), ck->s, "");
+    col_partial_lanes(e, col_partial_ptr(e, ck->kept, row, ck->base, FG_F32), FG_F32, (int)V,
+                      ck->dev[i], true);
   }
   fgb_end_if(e, merge);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
@@ -260,6 +455,10 @@ static LLVMBasicBlockRef combine_partials(fgb_emitter *e, col_kernel *ck) {
       B = 1;
     if (k->combine_batch > 0)
       B = k->combine_batch;
+    if (ck->var.pair[i] == -2) {
+      combine_variance(e, ck, i, k->combine_batch > 0 || B < 3 ? B : B / 3);
+      continue;
+    }
     int64_t full = S / B * B;
     for (int pass = 0; pass < 2; pass++) {
       int64_t lo = pass ? full : 0, hi = pass ? S : full, step = pass ? 1 : B;
@@ -413,6 +612,7 @@ bool fgb_emit_column_kernel(fgb_emitter *e) {
   col_kernel ck;
   memset(&ck, 0, sizeof ck);
   ck.nreds = k->nreds;
+  find_variances(k, &ck.var);
   column_coordinates(e, &ck);
   if (!accumulate_rows(e, &ck))
     return false;

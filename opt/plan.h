@@ -321,9 +321,10 @@ bool fg_plan_attn_source(const fg_plan *p, const fg_value *v, int k, const fg_va
 bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t);
 
 /* ---- one-pass variance (issue 17; variance.c) ---- */
-/* Whether reduction n, over k's rows, is the sum of squared deviations
- * sum((x - sum(x) / R)^2) (f32, R the row's length) of the values a
- * reduction of k sums: that reduction's index in k->reds, or -1. */
+/* Whether reduction n, over k's rows (row or column kernel k), is the
+ * sum of squared deviations sum((x - sum(x) / R)^2) (f32, R the row's
+ * length) of the values a reduction of k sums: that reduction's index in
+ * k->reds, or -1. */
 int fg_plan_variance_pair(const fg_kernel *k, const fg_node *n);
 /* Whether scheduled kernel k computes reduction j in the same pass as
  * reduction i (returned; -1: no), by Welford's and Chan's updates: rows
@@ -331,5 +332,12 @@ int fg_plan_variance_pair(const fg_kernel *k, const fg_node *n);
 int fg_plan_one_pass_variance(const fg_kernel *k, int j);
 /* The passes a streamed row kernel's reductions make over each row. */
 int fg_plan_row_passes(const fg_kernel *k);
+/* Whether column kernel k computes reduction j in the same pass as
+ * reduction i (returned; -1: no): Welford's update a thread, Chan's
+ * formula over split slices (emit_column.c). */
+int fg_plan_column_variance(const fg_kernel *k, int j);
+/* How many of column kernel k's reductions are so computed (each takes
+ * one more row of partials when split: the slice's mean offset). */
+int fg_plan_column_variances(const fg_kernel *k);
 
 #endif

@@ -191,7 +191,7 @@ static bool writes_full(const fg_kernel *k) {
 static bool dependent_phases(const fg_plan *p, const fg_kernel *k) {
   for (int i = 0; i < k->nreds; i++)
     for (int j = 0; j < i; j++)
-      if (reaches(p, k, k->reds[i]->in[0], k->reds[j]))
+      if (fg_plan_column_variance(k, i) != j && reaches(p, k, k->reds[i]->in[0], k->reds[j]))
         return true;
   for (int i = 0; i < k->nouts; i++) {
     const fg_value *o = k->outs[i];
@@ -954,6 +954,13 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   k->why = k->split > 1 ? "column reduction: threads own outputs, reduced extent split over CTAs "
                           "(deterministic grid reduction)"
                         : "column reduction: threads own outputs and loop over the reduced extent";
+  if (fg_plan_column_variances(k))
+    k->why = k->split > 1
+                 ? "column reduction: threads own outputs, reduced extent split over CTAs "
+                   "(deterministic grid reduction); a variance's mean and squared deviations in "
+                   "one pass (Welford a thread, Chan over the slices in order)"
+                 : "column reduction: threads own outputs and loop over the reduced extent; a "
+                   "variance's mean and squared deviations in one pass (Welford)";
 }
 
 /* issue 19: the attention kernel (FlashAttention-2's forward). Each warp
@@ -1729,16 +1736,18 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
       /* Partials: one 8-byte accumulator per reduction, per output element
        * (column) or row (row), per split slice. */
       int64_t per = k->kind == FG_KERNEL_ROW ? k->outer : k->outer * k->inner;
-      k->partial_temp = add_temp(p, 8 * (int64_t)k->nreds * per * k->split, false);
+      int64_t rows = k->nreds + fg_plan_column_variances(k); /* a variance's mean offsets */
+      k->partial_temp = add_temp(p, 8 * rows * per * k->split, false);
       int64_t counters = k->kind == FG_KERNEL_ROW ? k->outer : k->grid[0];
       k->counter_temp = add_temp(p, 4 * counters, true);
       add_workspace_args(p, k);
     }
-    bool wide_partials =
-        k->split_formula
-            ? p->temps[k->partial_temp].bytes >= ((int64_t)1 << 31)
-            : k->split > 1 && k->cluster <= 1 &&
-                  8 * (int64_t)k->nreds * k->outer * k->inner * k->split >= ((int64_t)1 << 31);
+    bool wide_partials = k->split_formula
+                             ? p->temps[k->partial_temp].bytes >= ((int64_t)1 << 31)
+                             : k->split > 1 && k->cluster <= 1 &&
+                                   8 * (int64_t)(k->nreds + fg_plan_column_variances(k)) *
+                                           k->outer * k->inner * k->split >=
+                                       ((int64_t)1 << 31);
     /* 64-bit indices when an extent reaches INDEX32_LIMIT or a workspace
      * offset 2^31 */
     k->idx64 = max_extent(p, k) >= INDEX32_LIMIT || wide_partials;

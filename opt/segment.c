@@ -392,6 +392,20 @@ static bool one_pass_variance_ok(const fg_plan *p, const fg_kernel *k, const fg_
   return b >= p->target.sm_count && fg_plan_variance_pair(k, n) >= 0;
 }
 
+/* A variance's sum of squared deviations joins the column kernel of its
+ * mean: one pass over the columns (variance.c), where two kernels read
+ * the input twice (issue 17, perf fuzzing g92: 0.81x torch.compile). One
+ * for each mean: a second would be its own pass. */
+static bool column_variance_ok(const fg_kernel *k, const fg_node *n) {
+  int i = fg_plan_variance_pair(k, n);
+  if (i < 0)
+    return false;
+  for (int l = i + 1; l < k->nreds; l++)
+    if (fg_plan_variance_pair(k, k->reds[l]) == i)
+      return false;
+  return true;
+}
+
 /* Is t the shape of one row of k's domain (the reduced dims), with or
  * without the kept dims as size-1 dims? */
 static bool col_shaped(const fg_kernel *k, const fg_type *t) {
@@ -551,6 +565,8 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
         return false;
       if (!f.reaches_red)
         return true;
+      if (k->kind == FG_KERNEL_COLUMN)
+        return !f.bad_path && column_variance_ok(k, n) && reads_rows_in_place(p, k, v);
       return k->kind == FG_KERNEL_ROW && !f.bad_path &&
              (!few_rows(p, k) || one_pass_variance_ok(p, k, n)) && reads_rows_in_place(p, k, v);
     }

@@ -25,7 +25,8 @@ static const fg_value *peel_row_reshapes(const fg_kernel *k, const fg_value *v) 
 }
 
 int fg_plan_variance_pair(const fg_kernel *k, const fg_node *n) {
-  if (k->kind != FG_KERNEL_ROW || n->op->code != FG_OP_SUM || n->in[0]->type.dtype != FG_F32)
+  if ((k->kind != FG_KERNEL_ROW && k->kind != FG_KERNEL_COLUMN) || n->op->code != FG_OP_SUM ||
+      n->in[0]->type.dtype != FG_F32)
     return -1;
   int64_t count = 1;
   for (int d = 0; d < k->rank; d++)
@@ -75,6 +76,31 @@ int fg_plan_one_pass_variance(const fg_kernel *k, int j) {
     if (fg_plan_variance_pair(k, k->reds[l]) == i)
       return -1;
   return i;
+}
+
+/* Column kernels (issue 17: var over a non-last dim read its input twice,
+ * a kernel for the mean and one for the squared deviations): each thread
+ * keeps (count, mean, M2) of each output column it owns by Welford's
+ * update a row, split slices add their own by Chan's formula around the
+ * graph's mean (emit_column.c). Split or not: the slices' partials carry
+ * what the combine needs. */
+int fg_plan_column_variance(const fg_kernel *k, int j) {
+  if (k->kind != FG_KERNEL_COLUMN || j < 0 || j >= k->nreds)
+    return -1;
+  int i = fg_plan_variance_pair(k, k->reds[j]);
+  if (i < 0 || i >= j)
+    return -1;
+  for (int l = i + 1; l < j; l++)
+    if (fg_plan_variance_pair(k, k->reds[l]) == i)
+      return -1;
+  return i;
+}
+
+int fg_plan_column_variances(const fg_kernel *k) {
+  int n = 0;
+  for (int j = 0; j < k->nreds; j++)
+    n += fg_plan_column_variance(k, j) >= 0;
+  return n;
 }
 
 int fg_plan_row_passes(const fg_kernel *k) {
