@@ -114,6 +114,11 @@ typedef struct fg_kernel {
   /* ---- schedule ---- */
   int64_t outer, red, inner; /* B, R, I: the domain folded to 3 extents */
   int vec;                   /* elements per vector access (1: scalar) */
+  /* issue 17: POINTWISE, a thread's vec lanes are consecutive linear
+   * indices of the domain (its outputs dense), not adjacent elements of the
+   * last dim, which need not be a multiple of vec (schedule_pointwise,
+   * emit_pointwise.c) */
+  bool flat;
   int block;                 /* threads per CTA */
   int64_t grid[3];
   const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
