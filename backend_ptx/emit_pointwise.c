@@ -243,8 +243,8 @@ static bool pw_chunk_in(fgb_emitter *e, LLVMValueRef base, pw_chunk *ch, LLVMVal
     pw_enter(e, ch);
     return pw_outputs(e, ch, false);
   }
-  LLVMValueRef whole = LLVMBuildICmp(
-      e->b, LLVMIntSLE, LLVMBuildAdd(e->b, base, fgb_const(e, e->vec), ""), nv, "");
+  LLVMValueRef whole =
+      LLVMBuildICmp(e->b, LLVMIntSLE, LLVMBuildAdd(e->b, base, fgb_const(e, e->vec), ""), nv, "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, whole);
   int mark = fgb_memo_mark(e);
   pw_chunk_at(e, base, ch);
@@ -294,9 +294,10 @@ bool fgb_emit_pointwise_kernel(fgb_emitter *e) {
                : fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % span == 0
                                          : n % span == 0;
   /* flat lanes: whether the domain may end inside a vector */
-  bool tail = k->flat && !(sym->affine               ? fg_sym_multiple(sym, n, e->vec)
-                           : fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % e->vec == 0
-                                                     : n % e->vec == 0);
+  bool tail =
+      k->flat && !(sym->affine               ? fg_sym_multiple(sym, n, e->vec)
+                   : fg_sym_involves(sym, n) ? (n / sym->placeholder * sym->div) % e->vec == 0
+                                             : n % e->vec == 0);
   if (k->flat)
     e->flat = e->vec;
   LLVMValueRef nv = fgb_extent(e, n); /* the bound: T x the rest over a symbolic size */

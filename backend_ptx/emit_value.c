@@ -333,8 +333,8 @@ static int flat_lane(const fgb_emitter *e, const fg_value *v, const fg_strided *
       lane = -1;
     stride *= k->dims[d]; /* (never past the leading dim: a size of T) */
   }
-  if (lane >= 0 && (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->flat)
-                                     : s->offset % e->flat))
+  if (lane >= 0 &&
+      (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->flat) : s->offset % e->flat))
     lane = -1;
   return lane;
 }

@@ -58,10 +58,11 @@
   X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
   /* scatter2 */                                                                                   \
   X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
-    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never") \
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")   \
   /* issue 17, flat vectors */                                                                     \
   X(PW_FLAT, 0, 2, FG_KNOB_ANY, "1",                                                               \
-    "pointwise lanes over the linear index: 0 never, 1 where the cost model says, 2 wherever valid")
+    "pointwise lanes over the linear index: 0 never, 1 where the cost model says, 2 wherever "     \
+    "valid")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

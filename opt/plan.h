@@ -119,7 +119,7 @@ typedef struct fg_kernel {
    * last dim, which need not be a multiple of vec (schedule_pointwise,
    * emit_pointwise.c) */
   bool flat;
-  int block;                 /* threads per CTA */
+  int block; /* threads per CTA */
   int64_t grid[3];
   const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
   bool grid_runtime;        /* the code reads grid x (%nctaid.x), at most grid[0] (row + column) */

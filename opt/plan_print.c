@@ -208,8 +208,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   /* flat: the lanes run over the linear index (issue 17, schedule.c choose_flat) */
   fprintf(f, "\n    schedule: vec %d%s", k->vec, k->flat ? " (flat)" : "");
   if (k->grid_formula)
-    fprintf(f, " block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->block, k->grid_formula,
-            k->grid[1], k->grid[2]);
+    fprintf(f, " block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->block, k->grid_formula, k->grid[1],
+            k->grid[2]);
   else
     fprintf(f, " block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->block, k->grid[0],
             k->grid[1], k->grid[2]);

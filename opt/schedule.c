@@ -4,7 +4,9 @@
  * Vector width: 16-byte accesses for the widest element type a kernel
  * moves, limited by the innermost extent, which must be a multiple of it.
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
- * vectorization.
+ * vectorization. Where it does not allow the width, a pointwise kernel may
+ * take its lanes over the linear index of its dense outputs (flat,
+ * choose_flat).
  * Row kernels give each row to one CTA (short rows: a group of lanes of a
  * warp, several rows a CTA, pack_rows); the row's chunks stay in registers
  * (persistent) when they fit in 8 vector chunks per thread, else phases
@@ -289,9 +291,11 @@ static int flat_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options 
  * memory term or the arithmetic with the lanes' index arithmetic, the
  * longer) puts the flat schedule 2% or more below the one along the last
  * extent (where a thread's loads along it keep too few bytes in flight:
- * narrow inputs, a domain of several waves), 2 wherever flat lanes apply
- * and are wider. A flat thread takes 1 or 2 chunks, the cheaper (a quarter
- * of the CTAs may leave a last wave mostly empty). */
+ * narrow inputs), for a wave of CTAs or more (in less, every thread's
+ * loads are issued at once either way, and the model's in-flight term,
+ * which counts whole CTAs, would only see the block's rounding), 2
+ * wherever flat lanes apply and are wider. A flat thread takes 1 or 2 chunks, the cheaper (a
+ * quarter of the CTAs may leave a last wave mostly empty). */
 static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t mode = 1, v;
   knob(o, FG_KNOB_PW_FLAT, &mode);
@@ -312,7 +316,8 @@ static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o
       us = fg_pointwise_us(p, &one);
     }
   }
-  if (mode == 1 && !(us < 0.98 * fg_pointwise_us(p, k)))
+  if (mode == 1 &&
+      (fg_kernel_cost(p, k, p->target.copy_gbs).waves < 1 || !(us < 0.98 * fg_pointwise_us(p, k))))
     return;
   *k = flat;
   k->why = fg_arena_printf(&p->g->arena,
