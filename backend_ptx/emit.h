@@ -46,6 +46,15 @@ typedef struct fgb_emitter {
   LLVMValueRef uniform[64]; /* lane-independent coordinates (set by skeletons) */
   int nuniform;
   int nvec_loads; /* vector loads emitted (for the plan's kernel-vec) */
+  /* Flat lanes (issue 17, fg_kernel.flat; emit_pointwise.c): > 1, a
+   * thread's lanes are `flat` consecutive linear indices of the domain from
+   * flat_base (a multiple of flat), lane j at coordinates flat_idx[j]. A
+   * load of a tensor dense in the domain's order at a lane's coordinates is
+   * one vector load for all lanes (aligned variant); vec is 1 meanwhile, so
+   * nothing vectorizes along the last dim. */
+  int flat;
+  LLVMValueRef flat_base;
+  LLVMValueRef (*flat_idx)[FG_MAX_RANK];
   /* memo: open hashing with LIFO removal for loop scopes */
   fgb_memo_entry *memo;
   int nmemo, capmemo;

@@ -313,6 +313,55 @@ static fg_buf_ref buf_of_value(const fgb_emitter *e, const fg_value *v) {
   return e->p->store[v->id].buf;
 }
 
+/* Flat lanes (emit.h): the lane whose coordinates idx are, where view s
+ * is dense in the domain's order (the kernel's outputs' layout) from an
+ * offset that is a multiple of the lanes; else -1. */
+static int flat_lane(const fgb_emitter *e, const fg_value *v, const fg_strided *s,
+                     const LLVMValueRef *idx) {
+  const fg_kernel *k = e->k;
+  if (e->flat < 2 || !e->aligned || fg_dtype_is_packed(v->type.dtype) || s->rank != k->rank)
+    return -1;
+  int lane = -1;
+  for (int j = 0; j < e->flat && lane < 0; j++)
+    if (memcmp(idx, e->flat_idx[j], sizeof(LLVMValueRef) * (size_t)k->rank) == 0)
+      lane = j;
+  int64_t stride = 1;
+  for (int d = k->rank - 1; d >= 0 && lane >= 0; d--) {
+    if (k->dims[d] == 1)
+      continue;
+    if (s->sizes[d] != k->dims[d] || s->strides[d] != stride)
+      lane = -1;
+    stride *= k->dims[d]; /* (never past the leading dim: a size of T) */
+  }
+  if (lane >= 0 &&
+      (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->flat) : s->offset % e->flat))
+    lane = -1;
+  return lane;
+}
+
+/* Flat lanes: every lane of v from buffer ptr through view s, dense in the
+ * domain's order, as vector loads (16 bytes at most each) at the chunk's
+ * linear index; all memoized, lane `lane` returned. */
+static LLVMValueRef load_flat(fgb_emitter *e, const fg_value *v, LLVMValueRef ptr,
+                              const fg_strided *s, unsigned flags, int lane) {
+  fg_dtype dt = v->type.dtype;
+  LLVMValueRef off = LLVMBuildAdd(e->b, view_extent(e, s->offset), e->flat_base, "");
+  LLVMValueRef addr = fgb_gep_global(e->m, ptr, fgb_storage_type(e->m, dt), off);
+  int per = 16 / fg_dtype_size(dt);
+  if (per > e->flat)
+    per = e->flat;
+  LLVMValueRef vals[16];
+  for (int done = 0; done < e->flat; done += per) {
+    LLVMValueRef a =
+        done ? fgb_gep_global(e->m, addr, fgb_storage_type(e->m, dt), fgb_const(e, done)) : addr;
+    fgb_load_vec(e->m, a, dt, per, (unsigned)(per * fg_dtype_size(dt)), flags, vals + done);
+  }
+  e->nvec_loads++;
+  for (int j = 0; j < e->flat; j++)
+    fgb_memo_put(e, v, e->flat_idx[j], vals[j]);
+  return vals[lane];
+}
+
 /* Loads value v (whose elements live in buffer `buf` through view s) at
  * idx; lanes of a unit-stride dim become one vector load when aligned. */
 static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
@@ -326,6 +375,9 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
   /* a kernel that writes a parameter in place may not call its loads invariant */
   unsigned flags =
       buf.kind == FG_BUF_PARAM && !e->reload_zero && !e->k->inplace ? FGB_LD_INVARIANT : 0;
+  int flat = flat_lane(e, v, s, idx);
+  if (flat >= 0)
+    return load_flat(e, v, ptr, s, flags, flat);
   int lane_dim = -1, lane = 0;
   bool vec_ok = e->aligned && e->vec > 1 && !fg_dtype_is_packed(dt);
   for (int d = 0; d < s->rank && vec_ok; d++) {

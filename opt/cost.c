@@ -259,3 +259,32 @@ bool fg_kernel_compute_heavy(const fg_plan *p, const fg_kernel *k) {
   double mem_us = bytes / ((double)p->target.copy_gbs * 1e3);
   return mem_us > 0 && fg_kernel_compute_us(p, k) >= 0.5 * mem_us;
 }
+
+/* ---- flat vectors (issue 17) ----
+ * A chunk's lane 0 delinearizes its linear index: a division and a
+ * remainder by a constant (multiply-high, shift, multiply, subtract: 4) for
+ * each dim past the first of extent above 1. Along the last extent, the
+ * other lanes share its coordinates; flat (schedule.c choose_flat), each
+ * next lane adds one with a carry: an add, a compare and a select a dim. */
+double fg_pointwise_index_ops(const fg_kernel *k) {
+  int dims = 0;
+  for (int d = 0; d < k->rank; d++)
+    dims += k->dims[d] != 1;
+  int vec = k->vec > 0 ? k->vec : 1;
+  double chunk = 4.0 * (dims > 1 ? dims - 1 : 0);
+  double lanes = k->flat ? 3.0 * dims * (vec - 1) : 0;
+  return (chunk + lanes) / vec;
+}
+
+double fg_pointwise_us(const fg_plan *p, const fg_kernel *k) {
+  const fg_target *t = &p->target;
+  fg_cost c = fg_kernel_cost(p, k, (double)t->copy_gbs);
+  double launch = k->grid[0] > 0 ? t->launch_us : 0, mem = c.us - launch;
+  double numel = 1;
+  for (int i = 0; i < k->rank; i++)
+    numel *= (double)k->dims[i];
+  double lanes_per_us = (double)t->sm_count * t->alu_lanes_per_sm * t->clock_ghz * 1e3;
+  double ops = fg_kernel_ops_per_element(p, k) + fg_pointwise_index_ops(k);
+  double compute = lanes_per_us > 0 ? numel * ops / lanes_per_us : 0;
+  return launch + (mem > compute ? mem : compute);
+}

@@ -27,4 +27,11 @@ double fg_kernel_compute_us(const fg_plan *p, const fg_kernel *k);
  * bytes in flight (schedule_column). */
 bool fg_kernel_compute_heavy(const fg_plan *p, const fg_kernel *k);
 
+/* issue 17, flat vectors: integer instructions an element of pointwise
+ * kernel k spends on its coordinates, and k's estimate with its arithmetic
+ * (launch, then the longer of the memory term and its instructions, the
+ * index arithmetic's included, at the target's lanes). */
+double fg_pointwise_index_ops(const fg_kernel *k);
+double fg_pointwise_us(const fg_plan *p, const fg_kernel *k);
+
 #endif

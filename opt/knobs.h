@@ -65,7 +65,11 @@
   X(ATTN_WG, 1, 2, FG_KNOB_ANY, "auto", "warpgroups (64 query rows each) a wgmma attention CTA")   \
   /* gnfuse: long rows with full-size outputs, a row a cluster */                                  \
   X(ROW_CLUSTER, 0, 1, FG_KNOB_ANY, "1",                                                           \
-    "0: a long row with full-size outputs takes one CTA, not a thread-block cluster")
+    "0: a long row with full-size outputs takes one CTA, not a thread-block cluster")              \
+  /* issue 17, flat vectors */                                                                     \
+  X(PW_FLAT, 0, 2, FG_KNOB_ANY, "1",                                                               \
+    "pointwise lanes over the linear index: 0 never, 1 where the cost model says, 2 wherever "     \
+    "valid")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -115,7 +115,12 @@ typedef struct fg_kernel {
   /* ---- schedule ---- */
   int64_t outer, red, inner; /* B, R, I: the domain folded to 3 extents */
   int vec;                   /* elements per vector access (1: scalar) */
-  int block;                 /* threads per CTA */
+  /* issue 17: POINTWISE, a thread's vec lanes are consecutive linear
+   * indices of the domain (its outputs dense), not adjacent elements of the
+   * last dim, which need not be a multiple of vec (schedule_pointwise,
+   * emit_pointwise.c) */
+  bool flat;
+  int block; /* threads per CTA */
   int64_t grid[3];
   const char *grid_formula; /* grid x as a formula of the symbolic size (plan v2), NULL: static */
   bool grid_runtime;        /* the code reads grid x (%nctaid.x), at most grid[0] (row + column) */

@@ -204,15 +204,17 @@ static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
 
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
+  /* flat: the lanes run over the linear index (issue 17, schedule.c choose_flat) */
+  fprintf(f, "\n    schedule: vec %d%s", k->vec, k->flat ? " (flat)" : "");
   if (k->split_formula)
-    fprintf(f, "\n    schedule: vec %d block %d grid [%s,%s,%" PRId64 "]", k->vec, k->block,
-            k->grid_formula, k->split_formula, k->grid[2]);
+    fprintf(f, " block %d grid [%s,%s,%" PRId64 "]", k->block, k->grid_formula, k->split_formula,
+            k->grid[2]);
   else if (k->grid_formula)
-    fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
-            k->block, k->grid_formula, k->grid[1], k->grid[2]);
+    fprintf(f, " block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->block, k->grid_formula, k->grid[1],
+            k->grid[2]);
   else
-    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
-            k->block, k->grid[0], k->grid[1], k->grid[2]);
+    fprintf(f, " block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->block, k->grid[0],
+            k->grid[1], k->grid[2]);
   if (k->kind == FG_KERNEL_ROW)
     fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
   if (k->kind == FG_KERNEL_ROW && k->row_lanes > 0)

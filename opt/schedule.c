@@ -4,7 +4,9 @@
  * Vector width: 16-byte accesses for the widest element type a kernel
  * moves, limited by the innermost extent, which must be a multiple of it.
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
- * vectorization.
+ * vectorization. Where it does not allow the width, a pointwise kernel may
+ * take its lanes over the linear index of its dense outputs (flat,
+ * choose_flat).
  * Row kernels give each row to one CTA (short rows: a group of lanes of a
  * warp, several rows a CTA, pack_rows); the row's chunks stay in registers
  * (persistent) when they fit in 8 vector chunks per thread, else phases
@@ -220,14 +222,9 @@ static void add_workspace_args(fg_plan *p, fg_kernel *k) {
   k->args = fg_arena_append(&p->g->arena, k->args, &k->nargs, &counter, sizeof counter);
 }
 
-static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
-  int64_t n = 1;
-  for (int i = 0; i < k->rank; i++)
-    n *= k->dims[i];
-  k->outer = n;
-  k->red = 1;
-  k->inner = k->rank ? k->dims[k->rank - 1] : 1;
-  k->vec = pick_vec(p, k, k->inner, o);
+/* Block, chunks and grid of a pointwise kernel of vector width k->vec. */
+static void size_pointwise(const fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t n = k->outer;
   k->block = PW_THREADS;
   int64_t groups = ceil_div(n, k->vec);
   if (groups < k->block)
@@ -247,8 +244,100 @@ static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *
     k->block = (int)v;
   k->grid[0] = groups ? ceil_div(groups, (int64_t)k->block * k->chunks) : 1;
   k->grid[1] = k->grid[2] = 1;
+}
+
+/* ---- flat vectors (issue 17) ----
+ * The vector width runs along the last extent, which must be a multiple of
+ * it: an output f32[1795,1025,36,3] took vec 1 and wrote 795 MB 4 bytes a
+ * thread. A pointwise kernel's outputs are dense, though, one contiguous
+ * block each. Flat, a thread's vec lanes are consecutive linear indices of
+ * the domain: each output is one vector store (aligned variant), and so is
+ * each load of a tensor dense in the domain's order; other operands
+ * (broadcasts, pads, transposes, slices) are read an element at a time at
+ * each lane's coordinates: lane 0's delinearized from the linear index, the
+ * next lanes' by adding one with carries (emit_pointwise.c). Lanes past
+ * the end of the last chunk go one at a time. */
+
+/* The flat vector width: 16 bytes of the widest element k moves (its
+ * outputs, its tensors); 0 where flat lanes do not apply: 4-bit elements,
+ * an output not of the domain's shape, a size of T past the leading dim. */
+static int flat_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
+  if ((o && o->no_vectorize) || k->kind != FG_KERNEL_POINTWISE || k->rank < 1 || k->nouts < 1)
+    return 0;
+  for (int d = 1; d < k->rank; d++)
+    if (fg_sym_involves(&p->sym, k->dims[d]))
+      return 0;
+  int m = 1;
+  for (int i = 0; i < k->nouts; i++) {
+    const fg_type *t = &k->outs[i]->type;
+    if (!full_size(k, t) || fg_dtype_is_packed(t->dtype))
+      return 0;
+    if (fg_dtype_size(t->dtype) > m)
+      m = fg_dtype_size(t->dtype);
+  }
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *v = fg_plan_buf_value(p, k->args[i]);
+    if (!v || v->type.scalar)
+      continue;
+    if (fg_dtype_is_packed(v->type.dtype))
+      return 0;
+    if (fg_dtype_size(v->type.dtype) > m)
+      m = fg_dtype_size(v->type.dtype);
+  }
+  return 16 / m;
+}
+
+/* Knob PW_FLAT: 0 never, 1 where the cost model (fg_pointwise_us: the
+ * memory term or the arithmetic with the lanes' index arithmetic, the
+ * longer) puts the flat schedule 2% or more below the one along the last
+ * extent (where a thread's loads along it keep too few bytes in flight:
+ * narrow inputs), for a wave of CTAs or more (in less, every thread's
+ * loads are issued at once either way, and the model's in-flight term,
+ * which counts whole CTAs, would only see the block's rounding), 2
+ * wherever flat lanes apply and are wider. A flat thread takes 1 or 2 chunks, the cheaper (a
+ * quarter of the CTAs may leave a last wave mostly empty). */
+static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t mode = 1, v;
+  knob(o, FG_KNOB_PW_FLAT, &mode);
+  int fv = flat_vec(p, k, o);
+  if (mode == 0 || fv <= k->vec)
+    return;
+  fg_kernel flat = *k;
+  flat.vec = fv;
+  flat.flat = true;
+  size_pointwise(p, &flat, o);
+  double us = fg_pointwise_us(p, &flat);
+  if (flat.chunks > 1 && !knob(o, FG_KNOB_PW_CHUNKS, &v)) {
+    fg_kernel one = flat;
+    one.chunks = 1;
+    one.grid[0] = ceil_div(ceil_div(one.outer, fv), one.block);
+    if (fg_pointwise_us(p, &one) < us) {
+      flat = one;
+      us = fg_pointwise_us(p, &one);
+    }
+  }
+  if (mode == 1 &&
+      (fg_kernel_cost(p, k, p->target.copy_gbs).waves < 1 || !(us < 0.98 * fg_pointwise_us(p, k))))
+    return;
+  *k = flat;
+  k->why = fg_arena_printf(&p->g->arena,
+                           "pointwise: one thread per %d consecutive elements of its dense outputs "
+                           "(flat: the last extent, %s, is not a multiple of %d)",
+                           fv, fg_sym_formula(&p->sym, k->inner, &p->g->arena), fv);
+}
+
+static void schedule_pointwise(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t n = 1;
+  for (int i = 0; i < k->rank; i++)
+    n *= k->dims[i];
+  k->outer = n;
+  k->red = 1;
+  k->inner = k->rank ? k->dims[k->rank - 1] : 1;
+  k->vec = pick_vec(p, k, k->inner, o);
+  size_pointwise(p, k, o);
   k->split = 1;
   k->why = "pointwise: one thread per vector of adjacent output elements";
+  choose_flat(p, k, o);
 }
 
 /* ---- short rows, several a CTA ----
