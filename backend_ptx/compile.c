@@ -101,7 +101,8 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
       break;
     case FG_KERNEL_SCATTER_COUNT:
     case FG_KERNEL_SCATTER_SCAN:
-    case FG_KERNEL_SCATTER_RANK:
+    case FG_KERNEL_SCATTER_FILL:
+    case FG_KERNEL_SCATTER_ORDER:
     case FG_KERNEL_SCATTER_SUM:
     case FG_KERNEL_SCATTER_SORT:
       ok = fgb_emit_scatter_kernel(&e);

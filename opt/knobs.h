@@ -58,7 +58,7 @@
   X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
   /* scatter2 */                                                                                   \
   X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
-    "scatters: 1 count, scan and sort in one CTA where its radix sort fits, 0 never")              \
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")   \
   /* wgmma (issue 19) */                                                                           \
   X(ATTN_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                            \
     "sm_90a: 0 keeps the attention forward on mma.sync (1: wgmma at head dims 64, 128)")           \

@@ -50,18 +50,18 @@ typedef enum fg_kernel_kind {
    * CTA owns attn_br query rows of one (batch, head) and loops over key
    * blocks of attn_bc (emit_attention.c) */
   FG_KERNEL_ATTENTION,
-  /* issue 20: an index_add (scatter) as four kernels, deterministic with
+  /* issue 20: an index_add (scatter) as five kernels, deterministic with
    * no float atomics (segment.c start_scatter_kernels, emit_scatter.c):
    * COUNT the sources of each destination slice (integer atomics), SCAN
-   * the counts into offsets (one CTA), RANK each source into its slice's
-   * segment in ascending order (embbwd: a CTA a chunk of sources, sorted
-   * by slice in shared memory by a stable radix sort, the chunks' places
-   * in each segment taken in chunk order; the counts return to zero), SUM
+   * the counts into offsets (one CTA), FILL each destination's segment
+   * with its source positions (in any order; the counts return to zero),
+   * ORDER each segment ascending (a source's rank among its segment), SUM
    * each destination element: the operand's element plus its sources in
    * ascending order, the interpreter's order (docs/format.md 5.11). */
   FG_KERNEL_SCATTER_COUNT,
   FG_KERNEL_SCATTER_SCAN,
-  FG_KERNEL_SCATTER_RANK,
+  FG_KERNEL_SCATTER_FILL,
+  FG_KERNEL_SCATTER_ORDER,
   FG_KERNEL_SCATTER_SUM,
   /* issue 19: one part of an `sdpa_bwd` node (emit_attention_bwd.c):
    * attn_part FG_ATTN_DQ, a CTA owns attn_br query rows of one (batch,
@@ -70,11 +70,10 @@ typedef enum fg_kernel_kind {
    * of one (batch, key head) and loops over the query heads of its group
    * and their query blocks of attn_bc for dk and dv */
   FG_KERNEL_ATTENTION_BWD,
-  /* issue 20 (scatter2): COUNT, SCAN and RANK of a scatter in one CTA,
-   * a barrier between the steps, when every thread takes few enough
-   * sources to issue their loads at once and the radix sort's shared
-   * memory holds them all (segment.c start_scatter_kernels): one launch,
-   * not three, before the SUM */
+  /* issue 20 (scatter2): COUNT, SCAN, FILL and ORDER of a scatter in one
+   * CTA, a barrier between the steps, when every thread takes few enough
+   * sources to issue their loads at once (segment.c
+   * start_scatter_kernels): one launch, not four, before the SUM */
   FG_KERNEL_SCATTER_SORT,
 } fg_kernel_kind;
 
@@ -198,20 +197,16 @@ typedef struct fg_kernel {
    * destination slices (index_add: the operand's extent along dim;
    * scatter_add: the operand's elements, each its own bin) and sources
    * (the index's elements); temps (i32): counts [scat_pad] (zero between runs), offsets
-   * [scat_pad + 1], source positions by segment in ascending order
-   * [sources], RANK's chunk ticket and turn [2] (zero between runs); the
-   * scan's elements a thread (a multiple of 4) and threads (scat_pad =
-   * their product) */
+   * [scat_pad + 1], source positions by segment as filled and as ordered
+   * [sources]; the scan's elements a thread (a multiple of 4) and threads
+   * (scat_pad = their product) */
   const fg_node *scat;
   int64_t scat_bins, scat_sources, scat_pad;
-  int scat_cnt, scat_off, scat_order, scat_chain;
+  int scat_cnt, scat_off, scat_fill, scat_order;
   int scat_seg, scat_threads;
-  /* SCATTER_SORT and SCATTER_RANK: the sources a thread of a CTA takes
-   * (straight-line code, each step's loads in flight at once; a CTA's
-   * chunk is scat_block x rounds sources), the radix sort's 4-bit passes
-   * (the bits of the largest slice) and the CTA's threads; 0 for the
-   * other kinds */
-  int scat_rounds, scat_passes, scat_block;
+  /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
+   * code, each step's loads in flight at once); 0 for the other kinds */
+  int scat_rounds;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */

@@ -55,8 +55,10 @@ static const char *kind_name(fg_kernel_kind k) {
     return "scatter-count";
   case FG_KERNEL_SCATTER_SCAN:
     return "scatter-scan";
-  case FG_KERNEL_SCATTER_RANK:
-    return "scatter-rank";
+  case FG_KERNEL_SCATTER_FILL:
+    return "scatter-fill";
+  case FG_KERNEL_SCATTER_ORDER:
+    return "scatter-order";
   case FG_KERNEL_SCATTER_SUM:
     return "scatter-sum";
   case FG_KERNEL_SCATTER_SORT:
@@ -257,8 +259,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (fg_kernel_is_scatter(k->kind))
     fprintf(f, " slices %" PRId64 " sources %" PRId64 " scan %d x %d", k->scat_bins,
             k->scat_sources, k->scat_threads, k->scat_seg);
-  if (k->kind == FG_KERNEL_SCATTER_SORT || k->kind == FG_KERNEL_SCATTER_RANK)
-    fprintf(f, " rounds %d passes %d smem %d", k->scat_rounds, k->scat_passes, k->smem);
+  if (k->kind == FG_KERNEL_SCATTER_SORT)
+    fprintf(f, " rounds %d", k->scat_rounds);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);
@@ -319,9 +321,9 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   if (k->kind == FG_KERNEL_SCATTER_SORT)
     fprintf(f, " offsets->t%d ordered->t%d", k->scat_off, k->scat_order);
   else if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {
-    static const char *const what[] = {"counts", "offsets", "ordered"};
+    static const char *const what[] = {"counts", "offsets", "filled", "ordered"};
     int i = k->kind - FG_KERNEL_SCATTER_COUNT;
-    int t[] = {k->scat_cnt, k->scat_off, k->scat_order};
+    int t[] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
     fprintf(f, " %s->t%d", what[i], t[i]);
   }
   print_reductions(f, "reductions", k->reds, k->nreds);

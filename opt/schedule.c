@@ -1349,10 +1349,9 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
 
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
-/* issue 20: the scatter kernels (plan.h). COUNT takes a thread a source;
- * SCAN is one CTA, scat_seg bins a thread, and so is SORT (scat_rounds
- * sources a thread); RANK a CTA a chunk of scat_block x scat_rounds
- * sources; SUM is the
+/* issue 20: the scatter kernels (plan.h). COUNT, FILL and ORDER take a
+ * thread a source; SCAN is one CTA, scat_seg bins a thread, and so is
+ * SORT (scat_rounds sources a thread); SUM is the
  * pointwise form over the result, a thread a vector of adjacent elements
  * along the last dim (lanes share their destination slice unless dim is
  * the last), each looping over its slice's sources. */
@@ -1376,19 +1375,19 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
     return;
   case FG_KERNEL_SCATTER_SORT:
-    k->block = k->scat_block;
+    k->block = k->scat_threads;
     k->grid[0] = 1;
-    k->why = "scatter: count, scan and a stable radix sort by slice in one CTA (its scattered "
-             "accesses take less than the two launches they save)";
-    return;
-  case FG_KERNEL_SCATTER_RANK:
-    k->block = k->scat_block;
-    k->grid[0] = ceil_div(n, (int64_t)k->scat_block * k->scat_rounds);
-    k->why = "scatter: a CTA's chunk of sources radix-sorted by slice, its places in each "
-             "segment taken in chunk order (ascending sources)";
+    k->why = "scatter: count, scan, fill and order in one CTA (its scattered accesses take less "
+             "than the three launches they save)";
     return;
   case FG_KERNEL_SCATTER_COUNT:
     k->why = "scatter: sources of each destination slice counted (integer atomics)";
+    break;
+  case FG_KERNEL_SCATTER_FILL:
+    k->why = "scatter: source positions placed in their slice's segment (any order)";
+    break;
+  case FG_KERNEL_SCATTER_ORDER:
+    k->why = "scatter: each segment ordered ascending (a source's rank among its segment)";
     break;
   default: {
     int dim = (int)fg_attr_int(k->scat, "dim");

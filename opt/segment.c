@@ -742,7 +742,7 @@ static void start_attention_kernel(fg_plan *p, fg_node *n) {
   add_to_kernel(p, k, n->out[0]);
 }
 
-/* issue 20: an index_add or scatter_add node as its four kernels
+/* issue 20: an index_add or scatter_add node as its five kernels
  * (plan.h), sharing its four i32 temps. Each destination slice (each
  * element, for scatter_add) is a bin; the scan's CTA takes scat_seg
  * consecutive bins a thread (16-byte loads), so the counts and offsets are
@@ -755,12 +755,12 @@ static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
 
 enum { SCAN_MAX_THREADS = 1024 };
 
-/* scatter2, embbwd: the sources a thread of the fused sort's or a rank
- * CTA may take, their bins computed at once (straight-line code); the
- * scattered (uncoalesced) 4-byte accesses the fused sort makes a source
- * (the count's atomic: its radix sort is in shared memory and its order
- * stores are coalesced); a rank CTA's threads. */
-enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 1, RANK_THREADS = 1024 };
+/* scatter2: the sources a thread of the fused sort's CTA may take, its
+ * bins held in registers and each step's accesses issued at once; and the
+ * scattered (uncoalesced) 4-byte accesses its steps make a source: the
+ * count's atomic, the fill's atomic and store, the order's segment bounds
+ * and store. */
+enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 5 };
 
 static int64_t scatter_bins(const fg_node *n) {
   if (n->op->code == FG_OP_INDEX_ADD) {
@@ -781,50 +781,19 @@ static int64_t scatter_sources(const fg_node *n) {
   return e;
 }
 
-/* embbwd: the radix sort of a CTA's chunk (emit_scatter.c radix_sort)
- * keeps, in dynamic shared memory, each source's bin and the sorted
- * permutation (an i32 each, threads x rounds of them) and its 16 digit
- * counts a thread, each array with a word of padding every 32 (threads
- * is a multiple of 32). */
-static int64_t radix_smem(int64_t threads, int64_t rounds) {
-  int64_t c = threads * rounds;
-  return 4 * (2 * (c + c / 32) + 16 * threads + threads / 2);
-}
-
-/* The most sources a thread whose CTA's radix sort fits the target, with
- * 1 KB left for its static shared arrays (the scans'). */
-static int64_t radix_rounds_max(const fg_plan *p, int64_t threads) {
-  int64_t r = SORT_MAX_ROUNDS;
-  while (r > 1 && radix_smem(threads, r) > p->target.dyn_smem_per_block - 1024)
-    r--;
-  return r;
-}
-
-/* The radix sort's 4-bit passes: the digits of the largest bin (one at
- * least). */
-static int radix_passes(int64_t bins) {
-  int bits = 0;
-  while (bits < 31 && ((int64_t)1 << bits) < bins)
-    bits++;
-  return bits ? (bits + 3) / 4 : 1;
-}
-
-/* Whether the count, scan and rank steps run as one CTA (SORT):
+/* Whether the count, scan, fill and order steps run as one CTA (SORT):
  * one SM then makes every scattered access, about one a clock, which must
- * take less time than the two launches it saves (opt/target.h), and its
- * radix sort's shared memory must hold every source; the knob SCATTER_SORT
- * overrides the rule (the scheduler's knobs, read here because the choice
- * decides the kernels). */
+ * take less time than the three launches it saves (opt/target.h); the
+ * knob SCATTER_SORT overrides the rule (the scheduler's knobs, read here
+ * because the choice decides the kernels). */
 static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   int64_t v;
   if (!sources) /* an empty domain is not launched: the scan kernel writes the offsets */
     return false;
-  if (sources > threads * radix_rounds_max(p, threads))
-    return false;
   if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SORT, &v))
-    return v;
+    return v && sources <= threads * SORT_MAX_ROUNDS;
   double us = (double)sources * SORT_SCATTERED / (p->target.clock_ghz * 1e3);
-  return us <= 2 * p->target.launch_us;
+  return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
 }
 
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
@@ -841,7 +810,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     threads = want;
   int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
   int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
-  int order = scatter_temp(p, sources, false), chain = scatter_temp(p, 2, true);
+  int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
   fg_type one = {.dtype = FG_I32, .rank = 1};
   for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
     if (fused && kind != FG_KERNEL_SCATTER_COUNT && kind != FG_KERNEL_SCATTER_SUM)
@@ -854,25 +823,12 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat_pad = threads * seg;
     k->scat_cnt = cnt;
     k->scat_off = off;
+    k->scat_fill = fill;
     k->scat_order = order;
-    k->scat_chain = chain;
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
-    if (k->kind == FG_KERNEL_SCATTER_SORT || k->kind == FG_KERNEL_SCATTER_RANK) {
-      /* RANK: 1024 threads, or the fewest (a warp's multiple) that take
-       * every source at the most rounds */
-      int64_t t = threads;
-      if (k->kind == FG_KERNEL_SCATTER_RANK) {
-        t = (sources + SORT_MAX_ROUNDS - 1) / SORT_MAX_ROUNDS;
-        t = t > RANK_THREADS ? RANK_THREADS : t < 32 ? 32 : (t + 31) / 32 * 32;
-      }
-      int64_t r = (sources + t - 1) / t, rmax = radix_rounds_max(p, t);
-      r = r > rmax ? rmax : r;
-      k->scat_rounds = (int)r;
-      k->scat_block = (int)t;
-      k->scat_passes = radix_passes(bins);
-      k->smem = (int)radix_smem(t, r);
-    }
+    if (k->kind == FG_KERNEL_SCATTER_SORT)
+      k->scat_rounds = (int)((sources + threads - 1) / threads);
     one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
@@ -1074,7 +1030,7 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
 
 /* The scatter kernels' temps, after the buffers they read and write. */
 static void add_scatter_args(fg_plan *p, fg_kernel *k) {
-  int t[4] = {k->scat_cnt, k->scat_off, k->scat_order, k->scat_chain};
+  int t[4] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
   for (int i = 0; i < 4; i++)
     add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
 }

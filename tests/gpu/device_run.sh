@@ -223,8 +223,7 @@ l2order() {
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
 # with a grid reduction of the row + column form, and of the scatters'
 # kernels (issue 20: the counts left zero for the next run; scatter2: the
-# fused sort and scatter_add; embbwd: the radix sort, and the rank's chunks
-# taking their turns, ticket and turn back to zero for the next run).
+# fused sort and scatter_add).
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
@@ -235,9 +234,7 @@ repeat() {
       tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise \
       tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same \
       tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
-      tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine \
-      tests_graphs__scatter3:rank_all_same tests_graphs__scatter3:rank_dups_bf16 \
-      tests_graphs__scatter3:rank_sparse_i32 tests_graphs__scatter3:sort_gpt2_odd; do
+      tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
