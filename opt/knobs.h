@@ -58,7 +58,10 @@
   X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
   /* scatter2 */                                                                                   \
   X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
-    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")   \
+  /* issue 21 (rowpeel) */                                                                         \
+  X(ROW_PEEL, 0, 1, FG_KNOB_ANY, "1",                                                              \
+    "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -205,12 +205,14 @@ static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
 
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
+  /* issue 21: "(peeled)", rows as head, vector body and tail */
+  const char *peel = k->peeled ? " (peeled)" : "";
   if (k->grid_formula)
-    fprintf(f, "\n    schedule: vec %d block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec,
+    fprintf(f, "\n    schedule: vec %d%s block %d grid [%s,%" PRId64 ",%" PRId64 "]", k->vec, peel,
             k->block, k->grid_formula, k->grid[1], k->grid[2]);
   else
-    fprintf(f, "\n    schedule: vec %d block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->vec,
-            k->block, k->grid[0], k->grid[1], k->grid[2]);
+    fprintf(f, "\n    schedule: vec %d%s block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]",
+            k->vec, peel, k->block, k->grid[0], k->grid[1], k->grid[2]);
   if (k->kind == FG_KERNEL_ROW)
     fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
   if (k->kind == FG_KERNEL_ROW && k->row_lanes > 0)
