@@ -166,6 +166,8 @@ static void write_kernel(dot *d, int k) {
     fprintf(f, "%" PRId64, kn->grid[0]);
   fprintf(f, "x%" PRId64 "x%" PRId64 " block %d vec %d", kn->grid[1], kn->grid[2], kn->block,
           kn->vec);
+  if (kn->peeled) /* issue 21: head, vector body, tail */
+    fputs(" (peeled)", f);
   if (kn->split > 1)
     fprintf(f, " split %d", kn->split);
   if (kn->reverse)
