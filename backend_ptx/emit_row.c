@@ -21,7 +21,7 @@ typedef struct row_kernel {
   LLVMValueRef totals[64];
   /* issue 21, rows peeled (fg_kernel.peeled): the head's length, the end
    * of the aligned body (rc's slices cover [head, body_end)), and this
-   * thread's one element of the head or tail (edge_chunk) */
+   * thread's one element of the head or tail (peel_coordinates) */
   LLVMValueRef head, body_end;
   fgk_chunks edge;
 } row_kernel;
@@ -122,7 +122,8 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
     LLVMValueRef r0 = LLVMBuildAdd(
         e->b, rc->rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), rk->tv, ""), "");
     LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc->rend, "");
-    /* (a peeled row's slice may start past its body: the head's end is in it) */
+    /* (a peeled row's slice may start past its body's end: invalid chunks
+     * load the body's first vector, inside the row) */
     if (valid)
       r0 = LLVMBuildSelect(e->b, valid, r0, k->peeled ? rk->head : rc->rstart, "");
     fgk_row_chunk(e, rc, r0, ch.idx0[c]);

@@ -2,7 +2,8 @@
  * split and index width of each kernel, from static shapes and dtypes.
  *
  * Vector width: 16-byte accesses for the widest element type a kernel
- * moves, limited by the innermost extent, which must be a multiple of it.
+ * moves, limited by the innermost extent, which must be a multiple of it
+ * (a row kernel's row need not be: its rows are peeled, peel_vec).
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
  * vectorization.
  * Row kernels give each row to one CTA (short rows: a group of lanes of a
