@@ -90,6 +90,13 @@ typedef struct fgb_emitter {
     int pieces;
   } *pipe;
   int npipe, cappipe, pipe_pos;
+  /* issue 21 (rowpeel): non-NULL in a peeled row kernel (fg_kernel.peeled):
+   * the row's kept coordinates (one a dim before the last, the reduced
+   * one). lanes[0] is then not a multiple of vec but the position where
+   * the domain's dense linear index is: a load or store is one vector
+   * only where its operand's element offset agrees with that index modulo
+   * vec (peel_aligned in emit_value.c). */
+  const LLVMValueRef *peel_kc;
 } fgb_emitter;
 
 enum { FGB_PIPE_OFF, FGB_PIPE_ISSUE, FGB_PIPE_READ };

@@ -20,7 +20,68 @@ typedef struct row_kernel {
   bool cluster; /* the split's CTAs are a thread-block cluster (cluster_sum) */
   LLVMValueRef row, slice, tid, tv;
   LLVMValueRef totals[64];
+  /* issue 21, rows peeled (fg_kernel.peeled): the head's length, the end
+   * of the aligned body (rc's slices cover [head, body_end)), and this
+   * thread's one element of the head or tail (peel_coordinates) */
+  LLVMValueRef head, body_end;
+  fgk_chunks edge;
 } row_kernel;
+
+/* issue 21: a peeled row (fg_kernel.peeled) starts at the domain's dense
+ * index row * R; its head is the h = -row * R mod V elements before the
+ * first multiple of V, its body the whole vectors after them (up to
+ * body_end), its tail the rest. The slices cover the body, shifted by h;
+ * thread t of slice 0 takes head element t (t < h) or tail element
+ * t - h (fewer than V of each, so one warp's threads), the others
+ * element 0, not valid: its edge chunk, of one lane. */
+static void peel_coordinates(fgb_emitter *e, row_kernel *rk, LLVMValueRef Rv) {
+  LLVMBuilderRef b = e->b;
+  fgk_row_ctx *rc = &rk->rc;
+  int64_t V = e->vec;
+  LLVMValueRef start = LLVMBuildMul(b, rk->row, Rv, "");
+  rk->head = LLVMBuildAnd(b, LLVMBuildNeg(b, start, ""), fgb_const(e, V - 1), "");
+  LLVMValueRef body = LLVMBuildUDiv(b, LLVMBuildSub(b, Rv, rk->head, ""), fgb_const(e, V), "");
+  rk->body_end = LLVMBuildAdd(b, rk->head, LLVMBuildMul(b, body, fgb_const(e, V), ""), "");
+  rc->rstart = LLVMBuildAdd(b, rc->rstart, rk->head, "");
+  rc->rend = fgk_imin(e, LLVMBuildAdd(b, rc->rend, rk->head, ""), rk->body_end);
+  LLVMValueRef t = rk->tid,
+               edges = LLVMBuildAdd(b, rk->head, LLVMBuildSub(b, Rv, rk->body_end, ""), "");
+  LLVMValueRef valid = LLVMBuildICmp(b, LLVMIntULT, t, edges, "");
+  if (rk->split > 1)
+    valid = LLVMBuildAnd(b, valid, LLVMBuildICmp(b, LLVMIntEQ, rk->slice, fgb_const(e, 0), ""), "");
+  LLVMValueRef tail = LLVMBuildAdd(b, rk->body_end, LLVMBuildSub(b, t, rk->head, ""), "");
+  LLVMValueRef pos = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, t, rk->head, ""), t, tail, "");
+  pos = LLVMBuildSelect(b, valid, pos, fgb_const(e, 0), "");
+  int vec = e->vec;
+  e->vec = 1;
+  rk->edge.n = 1;
+  fgk_row_chunk(e, rc, pos, rk->edge.idx0[0]);
+  fgk_chunks_save(e, &rk->edge, 0, valid);
+  e->vec = vec;
+}
+
+/* Reduction n accumulated over this thread's edge element (a peeled row;
+ * acc as it is otherwise): one lane, loaded element-wise. */
+static LLVMValueRef edge_accumulate(fgb_emitter *e, row_kernel *rk, const fg_node *n,
+                                    LLVMValueRef acc) {
+  if (!e->k->peeled || !acc)
+    return acc;
+  int vec = e->vec;
+  e->vec = 1;
+  acc = fgk_chunks_accumulate(e, &rk->edge, n, acc);
+  e->vec = vec;
+  return acc;
+}
+
+/* Full-size output o stored at this thread's edge element (a peeled row). */
+static void edge_store_full(fgb_emitter *e, row_kernel *rk, const fg_value *o) {
+  if (!e->k->peeled)
+    return;
+  int vec = e->vec;
+  e->vec = 1;
+  fgk_chunks_store_full(e, &rk->edge, o);
+  e->vec = vec;
+}
 
 /* CTA cta takes row cta / split, slice cta % split of it (cta counted from
  * the last CTA in descending order, fg_kernel.reverse: the partials keep
@@ -49,6 +110,8 @@ static void row_coordinates(fgb_emitter *e, row_kernel *rk) {
   rc->rend = fgk_imin(e, LLVMBuildAdd(e->b, rc->rstart, slicev, ""), Rv);
   rk->tid = fgb_thread_index(e, 0);
   rk->tv = LLVMBuildMul(e->b, rk->tid, fgb_const(e, V), "");
+  if (k->peeled)
+    peel_coordinates(e, rk, Rv);
 }
 
 /* A row a cluster (schedule.c cluster_split): the cluster's total of a
@@ -96,13 +159,15 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
   int E = k->chunks;
   fgk_chunks ch;
   ch.n = E;
-  bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R;
+  bool exact = (R % (T * V * E)) == 0 && S == 1 && T * V * E == R && !k->peeled;
   for (int c = 0; c < E; c++) {
     LLVMValueRef r0 = LLVMBuildAdd(
         e->b, rc->rstart, LLVMBuildAdd(e->b, fgb_const(e, (int64_t)c * T * V), rk->tv, ""), "");
     LLVMValueRef valid = exact ? NULL : LLVMBuildICmp(e->b, LLVMIntSLT, r0, rc->rend, "");
+    /* (a peeled row's slice may start past its body's end: invalid chunks
+     * load the body's first vector, inside the row) */
     if (valid)
-      r0 = LLVMBuildSelect(e->b, valid, r0, rc->rstart, "");
+      r0 = LLVMBuildSelect(e->b, valid, r0, k->peeled ? rk->head : rc->rstart, "");
     fgk_row_chunk(e, rc, r0, ch.idx0[c]);
     fgk_chunks_save(e, &ch, c, valid);
   }
@@ -110,6 +175,7 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
     const fg_node *n = k->reds[i];
     LLVMValueRef acc =
         fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
+    acc = edge_accumulate(e, rk, n, acc);
     if (!acc)
       return false;
     rk->totals[i] = row_total(e, rk, i, acc);
@@ -118,10 +184,60 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
   }
   for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
     const fg_value *o = k->outs[i];
-    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o))
+    if (fgb_is_full(e, o) && !fgk_is_reduction_result(o)) {
       fgk_chunks_store_full(e, &ch, o);
+      edge_store_full(e, rk, o);
+    }
   }
   return true;
+}
+
+/* A thread's running Welford state (reduce_variance_pair): locals. */
+typedef struct welford {
+  LLVMValueRef sum, cnt, mean, m2, shift;
+} welford;
+
+/* Stores v, or where valid is false (not NULL) keeps what var holds. */
+static void store_if(fgb_emitter *e, LLVMValueRef valid, LLVMValueRef v, LLVMValueRef var,
+                     LLVMValueRef old) {
+  LLVMBuildStore(e->b, valid ? LLVMBuildSelect(e->b, valid, v, old, "") : v, var);
+}
+
+/* Merges a chunk of nv values x into w's count, mean and M2 (Chan's
+ * update above; where valid is false, not NULL, w is left as it is). */
+static void chan_merge(fgb_emitter *e, const welford *w, LLVMValueRef *x, int nv,
+                       LLVMValueRef valid) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0), vf = LLVMConstReal(f32, (double)nv);
+  LLVMValueRef cnt = LLVMBuildLoad2(b, f32, w->cnt, ""), mean = LLVMBuildLoad2(b, f32, w->mean, ""),
+               m2 = LLVMBuildLoad2(b, f32, w->m2, "");
+  LLVMValueRef first = LLVMBuildFCmp(b, LLVMRealOEQ, cnt, zero, "");
+  LLVMValueRef old_shift = LLVMBuildLoad2(b, f32, w->shift, "");
+  LLVMValueRef shift = LLVMBuildSelect(b, first, x[0], old_shift, "");
+  store_if(e, valid, shift, w->shift, old_shift);
+  LLVMValueRef d[16] = {0}, cs = NULL;
+  for (int c = 0; c < nv; c++) {
+    d[c] = LLVMBuildFSub(b, x[c], shift, "");
+    cs = cs ? LLVMBuildFAdd(b, cs, d[c], "") : d[c];
+  }
+  LLVMValueRef cm = LLVMBuildFMul(b, cs, LLVMConstReal(f32, 1.0 / (double)nv), ""), cm2 = zero;
+  for (int c = 0; c < nv; c++) {
+    LLVMValueRef dd = LLVMBuildFSub(b, d[c], cm, "");
+    cm2 = LLVMBuildFAdd(b, cm2, LLVMBuildFMul(b, dd, dd, ""), "");
+  }
+  LLVMValueRef cnt1 = LLVMBuildFAdd(b, cnt, vf, "");
+  /* V / n': the fast reciprocal (one MUFU op; its ulp of error moves the
+   * mean and M2 updates by as little), not div.rn, a long chain in every
+   * iteration of a loop that should wait only for its load */
+  LLVMValueRef wt =
+      LLVMBuildFMul(b, vf, fgb_call(e->m, "llvm.nvvm.rcp.approx.ftz.f", f32, 1, &cnt1), "");
+  LLVMValueRef delta = LLVMBuildFSub(b, cm, mean, "");
+  store_if(e, valid, LLVMBuildFAdd(b, mean, LLVMBuildFMul(b, delta, wt, ""), ""), w->mean, mean);
+  LLVMValueRef corr =
+      LLVMBuildFMul(b, LLVMBuildFMul(b, delta, delta, ""), LLVMBuildFMul(b, cnt, wt, ""), "");
+  store_if(e, valid, LLVMBuildFAdd(b, LLVMBuildFAdd(b, m2, cm2, ""), corr, ""), w->m2, m2);
+  store_if(e, valid, cnt1, w->cnt, cnt);
 }
 
 /* A variance's mean and squared deviations in one pass over the row
@@ -136,7 +252,8 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
  * The row's sum gives m = sum / R (the graph's division), and reduction j
  * is the CTA's sum of M2_t + n_t ((K_t - m) + mean_t)^2. Rounding within
  * 1e-7 of the two-pass form on N(0,1) rows, 4e-4 on rows whose spread is
- * 1e-6 of their offset (simulated in f32; docs/benchmarks.md, S21). */
+ * 1e-6 of their offset (simulated in f32; docs/benchmarks.md, S21). A
+ * peeled row's edge element (issue 21) merges as a chunk of one. */
 static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
@@ -144,17 +261,20 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   int64_t V = e->vec, T = k->block;
   LLVMBuilderRef b = e->b;
   LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
-  LLVMValueRef zero = LLVMConstReal(f32, 0.0), vf = LLVMConstReal(f32, (double)V);
-  LLVMValueRef sumv = fgk_local_var(e, f32, zero), cntv = fgk_local_var(e, f32, zero),
-               meanv = fgk_local_var(e, f32, zero), m2v = fgk_local_var(e, f32, zero),
-               shiftv = fgk_local_var(e, f32, zero);
+  LLVMValueRef zero = LLVMConstReal(f32, 0.0);
+  welford w;
+  w.sum = fgk_local_var(e, f32, zero);
+  w.cnt = fgk_local_var(e, f32, zero);
+  w.mean = fgk_local_var(e, f32, zero);
+  w.m2 = fgk_local_var(e, f32, zero);
+  w.shift = fgk_local_var(e, f32, zero);
   fgk_loop l;
   LLVMValueRef r0 =
       fgk_loop_begin(e, &l, LLVMBuildAdd(b, rc->rstart, rk->tv, ""), rc->rend, fgb_const(e, T * V));
   int mark = fgb_memo_mark(e);
   LLVMValueRef idx0[FG_MAX_RANK], x[16] = {0};
   fgk_row_chunk(e, rc, r0, idx0);
-  LLVMValueRef sum = LLVMBuildLoad2(b, f32, sumv, "");
+  LLVMValueRef sum = LLVMBuildLoad2(b, f32, w.sum, "");
   for (int c = 0; c < V; c++) {
     LLVMValueRef idx[FG_MAX_RANK];
     fgk_lane_index(e, idx0, c, idx);
@@ -163,46 +283,31 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
       return false;
     sum = LLVMBuildFAdd(b, sum, x[c], "");
   }
-  LLVMBuildStore(b, sum, sumv);
-  LLVMValueRef cnt = LLVMBuildLoad2(b, f32, cntv, ""), mean = LLVMBuildLoad2(b, f32, meanv, ""),
-               m2 = LLVMBuildLoad2(b, f32, m2v, "");
-  LLVMValueRef first = LLVMBuildFCmp(b, LLVMRealOEQ, cnt, zero, "");
-  LLVMValueRef shift = LLVMBuildSelect(b, first, x[0], LLVMBuildLoad2(b, f32, shiftv, ""), "");
-  LLVMBuildStore(b, shift, shiftv);
-  LLVMValueRef d[16] = {0}, cs = NULL;
-  for (int c = 0; c < V; c++) {
-    d[c] = LLVMBuildFSub(b, x[c], shift, "");
-    cs = cs ? LLVMBuildFAdd(b, cs, d[c], "") : d[c];
-  }
-  LLVMValueRef cm = LLVMBuildFMul(b, cs, LLVMConstReal(f32, 1.0 / (double)V), ""), cm2 = zero;
-  for (int c = 0; c < V; c++) {
-    LLVMValueRef dd = LLVMBuildFSub(b, d[c], cm, "");
-    cm2 = LLVMBuildFAdd(b, cm2, LLVMBuildFMul(b, dd, dd, ""), "");
-  }
-  LLVMValueRef cnt1 = LLVMBuildFAdd(b, cnt, vf, "");
-  /* V / n': the fast reciprocal (one MUFU op; its ulp of error moves the
-   * mean and M2 updates by as little), not div.rn, a long chain in every
-   * iteration of a loop that should wait only for its load */
-  LLVMValueRef w =
-      LLVMBuildFMul(b, vf, fgb_call(e->m, "llvm.nvvm.rcp.approx.ftz.f", f32, 1, &cnt1), "");
-  LLVMValueRef delta = LLVMBuildFSub(b, cm, mean, "");
-  LLVMBuildStore(b, LLVMBuildFAdd(b, mean, LLVMBuildFMul(b, delta, w, ""), ""), meanv);
-  LLVMValueRef corr =
-      LLVMBuildFMul(b, LLVMBuildFMul(b, delta, delta, ""), LLVMBuildFMul(b, cnt, w, ""), "");
-  LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildFAdd(b, m2, cm2, ""), corr, ""), m2v);
-  LLVMBuildStore(b, cnt1, cntv);
+  LLVMBuildStore(b, sum, w.sum);
+  chan_merge(e, &w, x, (int)V, NULL);
   fgb_memo_release(e, mark);
   fgk_loop_end(e, &l, r0);
-  sum = LLVMBuildLoad2(b, f32, sumv, "");
+  if (k->peeled) { /* the edge element: one lane, element-wise */
+    fgk_chunks_enter(e, &rk->edge, 0);
+    e->vec = 1;
+    LLVMValueRef xe = fgb_emit_value(e, n->in[0], rk->edge.idx0[0]), valid = rk->edge.valid[0];
+    e->vec = (int)V;
+    if (!xe)
+      return false;
+    sum = LLVMBuildLoad2(b, f32, w.sum, "");
+    store_if(e, valid, LLVMBuildFAdd(b, sum, xe, ""), w.sum, sum);
+    chan_merge(e, &w, &xe, 1, valid);
+  }
+  sum = LLVMBuildLoad2(b, f32, w.sum, "");
   rk->totals[i] = row_total(e, rk, i, sum);
   fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   /* this thread's M2 about the row's mean m; nothing from a thread
    * without elements (0 x an infinite m would be NaN) */
   LLVMValueRef m = LLVMBuildFDiv(b, rk->totals[i], LLVMConstReal(f32, (double)k->red), "");
-  cnt = LLVMBuildLoad2(b, f32, cntv, "");
-  LLVMValueRef dm = LLVMBuildFAdd(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, shiftv, ""), m, ""),
-                                  LLVMBuildLoad2(b, f32, meanv, ""), "");
-  LLVMValueRef mine = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, m2v, ""),
+  LLVMValueRef cnt = LLVMBuildLoad2(b, f32, w.cnt, "");
+  LLVMValueRef dm = LLVMBuildFAdd(b, LLVMBuildFSub(b, LLVMBuildLoad2(b, f32, w.shift, ""), m, ""),
+                                  LLVMBuildLoad2(b, f32, w.mean, ""), "");
+  LLVMValueRef mine = LLVMBuildFAdd(b, LLVMBuildLoad2(b, f32, w.m2, ""),
                                     LLVMBuildFMul(b, cnt, LLVMBuildFMul(b, dm, dm, ""), ""), "");
   mine = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, cnt, zero, ""), mine, zero, "");
   rk->totals[j] = row_total(e, rk, j, mine);
@@ -251,6 +356,9 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     fgb_memo_release(e, mark);
     fgk_loop_end(e, &l, r0);
     acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
+    acc = edge_accumulate(e, rk, n, acc);
+    if (!acc)
+      return false;
     rk->totals[i] = row_total(e, rk, i, acc);
     if (S == 1 || rk->cluster)
       fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
@@ -268,6 +376,7 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     fgk_store_full(e, o, idx0, NULL);
     fgb_memo_release(e, mark);
     fgk_loop_end(e, &l, r0);
+    edge_store_full(e, rk, o);
   }
   return true;
 }
@@ -402,6 +511,8 @@ bool fgb_emit_row_kernel(fgb_emitter *e) {
   row_kernel rk;
   memset(&rk, 0, sizeof rk);
   row_coordinates(e, &rk);
+  if (k->peeled)
+    e->peel_kc = rk.rc.kc;
   /* The fallback variant for misaligned pointers (vec > 1, not aligned)
    * re-reads the row in each phase instead of unrolling it into registers:
    * far less code, and it runs only when a caller passes odd pointers. */

@@ -362,6 +362,44 @@ static LLVMValueRef load_flat(fgb_emitter *e, const fg_value *v, LLVMValueRef pt
   return vals[lane];
 }
 
+/* issue 21 (rowpeel): in a peeled row kernel (fgb_emitter.peel_kc), whether
+ * an access through view s at idx, lane 0 at its last dim (stride 1), has
+ * an element offset congruent modulo vec to the domain's dense linear
+ * index of the same element, which the peel makes a multiple of vec for
+ * lane 0 of a body chunk: s's offset a multiple of vec, and at every other
+ * dim the row's own coordinate, through a stride congruent to the
+ * domain's dense stride there (a broadcast or another layout: no). */
+static bool peel_aligned(const fgb_emitter *e, const fg_strided *s, const LLVMValueRef *idx) {
+  const fg_kernel *k = e->k;
+  const fg_sym_lowering *sym = &e->p->sym;
+  int64_t V = e->vec, dense = k->dims[k->rank - 1];
+  if (s->rank != k->rank || fg_sym_involves(sym, s->offset) || s->offset % V)
+    return false;
+  for (int d = k->rank - 2; d >= 0; d--) {
+    if (k->dims[d] == 1 && s->sizes[d] == 1)
+      continue;
+    if (s->sizes[d] != k->dims[d] || idx[d] != e->peel_kc[d])
+      return false;
+    if (s->strides[d] != dense && (fg_sym_involves(sym, s->strides[d]) ||
+                                   fg_sym_involves(sym, dense) || (s->strides[d] - dense) % V))
+      return false;
+    if (d > 0)
+      dense *= k->dims[d];
+  }
+  return true;
+}
+
+/* ... and the lane dim of a load there: the last, where idx holds a lane
+ * and s's stride is 1; -1 where the load is not one vector. */
+static int peel_lane_dim(const fgb_emitter *e, const fg_strided *s, const LLVMValueRef *idx,
+                         int *lane) {
+  int last = e->k->rank - 1;
+  if (s->rank != e->k->rank || !is_lane(e, idx[last], lane) || s->strides[last] != 1 ||
+      !peel_aligned(e, s, idx))
+    return -1;
+  return last;
+}
+
 /* Loads value v (whose elements live in buffer `buf` through view s) at
  * idx; lanes of a unit-stride dim become one vector load when aligned. */
 static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
@@ -380,7 +418,11 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
     return load_flat(e, v, ptr, s, flags, flat);
   int lane_dim = -1, lane = 0;
   bool vec_ok = e->aligned && e->vec > 1 && !fg_dtype_is_packed(dt);
-  for (int d = 0; d < s->rank && vec_ok; d++) {
+  if (vec_ok && e->peel_kc) { /* issue 21: rows peeled (fgb_emitter.peel_kc) */
+    lane_dim = peel_lane_dim(e, s, idx, &lane);
+    vec_ok = lane_dim >= 0;
+  }
+  for (int d = 0; d < s->rank && vec_ok && !e->peel_kc; d++) {
     int j;
     if (is_lane(e, idx[d], &j)) {
       if (lane_dim >= 0 || s->strides[d] != 1)
@@ -392,8 +434,9 @@ static LLVMValueRef load_view(fgb_emitter *e, const fg_value *v, fg_buf_ref buf,
         vec_ok = false;
     }
   }
-  if (vec_ok && (lane_dim < 0 || (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->vec)
-                                                   : s->offset % e->vec)))
+  if (vec_ok && !e->peel_kc &&
+      (lane_dim < 0 ||
+       (e->p->sym.affine ? !fg_sym_multiple(&e->p->sym, s->offset, e->vec) : s->offset % e->vec)))
     vec_ok = false;
   LLVMValueRef lidx[FG_MAX_RANK];
   memcpy(lidx, idx, sizeof(LLVMValueRef) * (size_t)s->rank);
@@ -698,7 +741,7 @@ static LLVMValueRef emit_cat(fgb_emitter *e, const fg_node *n, const LLVMValueRe
   if (dim < 0)
     dim += ot->rank;
   int lane;
-  if (e->vec > 1 && !e->prefetch && is_lane(e, idx[dim], &lane)) {
+  if (e->vec > 1 && !e->prefetch && !e->peel_kc && is_lane(e, idx[dim], &lane)) {
     bool aligned = n->nin <= 64;
     for (int i = 0; i < n->nin; i++)
       aligned &= e->p->sym.affine
@@ -818,9 +861,10 @@ static bool emit_reshape_lanes(fgb_emitter *e, const fg_node *n, const fg_value 
                                const LLVMValueRef *idx, LLVMValueRef *r) {
   const fg_type *in = &n->in[0]->type, *out = &v->type;
   int lane, V = e->vec;
-  if (V <= 1 || (n->op->code != FG_OP_RESHAPE && n->op->code != FG_OP_VIEW) || in->rank < 1 ||
-      out->rank < 1 || !is_lane(e, idx[out->rank - 1], &lane) || in->dims[in->rank - 1].size % V ||
-      out->dims[out->rank - 1].size % V || e->nuniform + in->rank > 64)
+  if (V <= 1 || e->peel_kc || (n->op->code != FG_OP_RESHAPE && n->op->code != FG_OP_VIEW) ||
+      in->rank < 1 || out->rank < 1 || !is_lane(e, idx[out->rank - 1], &lane) ||
+      in->dims[in->rank - 1].size % V || out->dims[out->rank - 1].size % V ||
+      e->nuniform + in->rank > 64)
     return false;
   LLVMValueRef oidx[FG_MAX_RANK], res0[FG_MAX_RANK], saved[16], nl[16];
   memcpy(oidx, idx, sizeof(LLVMValueRef) * (size_t)out->rank);
@@ -1017,12 +1061,29 @@ void fgb_emit_store(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx, 
   fgb_store(e->m, addr, v->type.dtype, val);
 }
 
+/* issue 21: a store of v's lanes at idx (lane 0 last) in a peeled row
+ * kernel is one vector where v's dense layout puts it at the domain's
+ * dense index modulo vec (peel_aligned): v full-size, at the row's own
+ * coordinates. */
+static bool peel_store_aligned(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx) {
+  fg_type t = v->type;
+  t.has_layout = false;
+  fg_strided s;
+  fg_strided_dense(&t, &s);
+  int lane;
+  return peel_lane_dim(e, &s, idx, &lane) >= 0 && lane == 0;
+}
+
 void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef *idx,
                           LLVMValueRef *vals) {
   int r = v->type.rank;
   fg_dtype dt = v->type.dtype;
-  if (fg_dtype_is_packed(dt) && e->vec % 2 == 0 && e->vec <= 16 && r > 0 &&
-      v->type.dims[r - 1].size % e->vec == 0 && e->lanes[0]) {
+  /* lanes at a multiple of vec: the last dim a whole number of vectors,
+   * or (issue 21, rows peeled) the dense offset that of the domain */
+  bool whole = r > 0 && (e->peel_kc ? peel_store_aligned(e, v, idx)
+                                    : v->type.dims[r - 1].size % e->vec == 0);
+  if (fg_dtype_is_packed(dt) && e->vec % 2 == 0 && e->vec <= 16 && whole && !e->peel_kc &&
+      e->lanes[0]) {
     /* lanes[0] is a multiple of vec: whole bytes */
     LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
     if (!ptr)
@@ -1030,8 +1091,7 @@ void fgb_emit_store_lanes(fgb_emitter *e, const fg_value *v, const LLVMValueRef 
     fgb_store_packed_pairs(e->m, ptr, dense_offset(e, v, idx), e->vec, e->aligned, vals);
     return;
   }
-  if (e->aligned && e->vec > 1 && r > 0 && v->type.dims[r - 1].size % e->vec == 0 &&
-      !fg_dtype_is_packed(dt)) {
+  if (e->aligned && e->vec > 1 && whole && !fg_dtype_is_packed(dt)) {
     LLVMValueRef ptr = fgb_buffer_of(e, e->p->store[v->id].buf);
     if (!ptr)
       return;

@@ -69,7 +69,10 @@
   /* issue 17, flat vectors */                                                                     \
   X(PW_FLAT, 0, 2, FG_KNOB_ANY, "1",                                                               \
     "pointwise lanes over the linear index: 0 never, 1 where the cost model says, 2 wherever "     \
-    "valid")
+    "valid")                                                                                       \
+  /* issue 21 (rowpeel) */                                                                         \
+  X(ROW_PEEL, 0, 1, FG_KNOB_ANY, "1",                                                              \
+    "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -217,6 +217,14 @@ typedef struct fg_kernel {
    * run time (split: its largest value); the code reads it (%nctaid.y).
    * NULL: the split is static. */
   const char *split_formula;
+  /* issue 21 (rowpeel): ROW kernels whose row length is not a multiple of
+   * vec (GPT-2's vocabulary of 50257): each row is a head of
+   * h = -row_start mod vec elements, an aligned body of vector chunks and
+   * a tail of fewer than vec; head and tail are loaded (and full-size
+   * outputs stored) element-wise by a few threads, the body in vectors
+   * where the operand's row starts share the domain's phase (schedule.c
+   * peel_vec, emit_row.c). Printed `vec V (peeled)`. */
+  bool peeled;
 } fg_kernel;
 
 typedef struct fg_temp {

@@ -168,6 +168,8 @@ static void write_kernel(dot *d, int k) {
           kn->vec);
   if (kn->flat)
     fputs(" flat", f); /* lanes over the linear index (schedule.c choose_flat) */
+  if (kn->peeled)      /* issue 21: head, vector body, tail */
+    fputs(" (peeled)", f);
   if (kn->split > 1)
     fprintf(f, " split %d", kn->split);
   if (kn->reverse)

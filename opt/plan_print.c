@@ -207,7 +207,10 @@ static void print_order(FILE *f, const fg_plan *p, const fg_kernel *k) {
 /* "schedule: ..." and the lines after it: why, warnings. */
 static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   /* flat: the lanes run over the linear index (issue 17, schedule.c choose_flat) */
-  fprintf(f, "\n    schedule: vec %d%s", k->vec, k->flat ? " (flat)" : "");
+  fprintf(f, "\n    schedule: vec %d%s", k->vec,
+          k->flat     ? " (flat)"
+          : k->peeled ? " (peeled)"
+                      : ""); /* peeled: issue 21, rows as head, body, tail */
   if (k->split_formula)
     fprintf(f, " block %d grid [%s,%s,%" PRId64 "]", k->block, k->grid_formula, k->split_formula,
             k->grid[2]);

@@ -2,7 +2,8 @@
  * split and index width of each kernel, from static shapes and dtypes.
  *
  * Vector width: 16-byte accesses for the widest element type a kernel
- * moves, limited by the innermost extent, which must be a multiple of it.
+ * moves, limited by the innermost extent, which must be a multiple of it
+ * (a row kernel's row need not be: its rows are peeled, peel_vec).
  * Only the innermost extent matters: broadcast (stride 0) dims never cost
  * vectorization. Where it does not allow the width, a pointwise kernel may
  * take its lanes over the linear index of its dense outputs (flat,
@@ -437,7 +438,7 @@ static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   int64_t v;
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0)
     return 1;
-  if (!p->target.clusters || k->ncols || k->ntails || k->nreds > 32 ||
+  if (!p->target.clusters || k->peeled || k->ncols || k->ntails || k->nreds > 32 ||
       fg_sym_involves(&p->sym, r) || !dependent_phases(p, k) || !writes_full(k))
     return 1;
   int64_t bytes = r * row_elem_size(k);
@@ -451,6 +452,36 @@ static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   return ceil_div(r, slice) == c ? c : 1;
 }
 
+/* issue 21 (rowpeel): the vector width a row kernel takes by peeling its
+ * rows (fg_kernel.peeled: head, aligned body, tail), or 0. It is the
+ * width of 16-byte accesses to the widest element, where the row is the
+ * domain's last dim alone, static, not a multiple of that width and at
+ * least 4 vectors long; not for the row + column form, nor where a
+ * tensor has packed (4-bit) elements. */
+static int peel_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
+  int64_t v;
+  if (o->no_vectorize || (knob(o, FG_KNOB_ROW_PEEL, &v) && v == 0) || k->ncols || k->ntails ||
+      k->rank < 1 || !k->mask[k->rank - 1])
+    return 0;
+  for (int d = 0; d < k->rank - 1; d++)
+    if (k->mask[d])
+      return 0;
+  int64_t R = k->dims[k->rank - 1];
+  int full = 16 / max_elem_size(p, k);
+  if (fg_sym_involves(&p->sym, R) || full <= k->vec || R % full == 0 || R < 4 * (int64_t)full)
+    return 0;
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *bv = fg_plan_buf_value(p, k->args[i]);
+    if (bv && fg_dtype_is_packed(bv->type.dtype))
+      return 0;
+  }
+  return full;
+}
+
+static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o);
+
+/* A row kernel: the widest vector that divides the row, then, where it
+ * does not pack short rows and peeling allows a wider one, that. */
 static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = 1, r = 1;
   for (int i = 0; i < k->rank; i++) {
@@ -462,7 +493,20 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->outer = b;
   k->red = r;
   k->inner = 1;
+  k->peeled = false;
   k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  shape_row(p, k, o);
+  int peel = k->row_lanes == 0 ? peel_vec(p, k, o) : 0;
+  if (peel > 0) {
+    k->peeled = true;
+    k->vec = peel;
+    shape_row(p, k, o);
+  }
+}
+
+/* Split, chunks, block and grid of a row kernel at its vector width. */
+static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t b = k->outer, r = k->red;
   int sm = p->target.sm_count;
   k->split = 1;
   /* (The row + column form loops over rows: never split.) */
@@ -534,7 +578,8 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
                    "row"
                  : "row reduction, one CTA per row, rows too long for registers: a variance's mean "
                    "and squared deviations in one pass (Welford, Chan)";
-  pack_rows(p, k, o);
+  if (!k->peeled)
+    pack_rows(p, k, o);
 }
 
 /* Early arrival: a CTA writes its column partials and takes its ticket
