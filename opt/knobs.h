@@ -58,7 +58,11 @@
   X(ROW_PACK_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto", "threads a CTA of packed short rows")         \
   /* scatter2 */                                                                                   \
   X(SCATTER_SORT, 0, 1, FG_KNOB_ANY, "auto",                                                       \
-    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")
+    "scatters: 1 count, scan, fill and order in one CTA where 16 sources a thread fit, 0 never")   \
+  /* issue 20: scan */                                                                             \
+  X(SCAN_CHUNKS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
+    "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
+  X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
