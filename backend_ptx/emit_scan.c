@@ -140,9 +140,8 @@ static bool col_rows(fgb_emitter *e, const scan_ctx *s, col_scan *c, LLVMValueRe
 static LLVMValueRef chunk_sum_ptr(fgb_emitter *e, const scan_ctx *s, const col_scan *c,
                                   LLVMValueRef chunk, int j) {
   LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->scan_temp});
-  LLVMValueRef elem =
-      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, chunk, fgb_const(e, c->kept), ""),
-                   LLVMBuildAdd(e->b, c->basec, fgb_const(e, j), ""), "");
+  LLVMValueRef elem = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, chunk, fgb_const(e, c->kept), ""),
+                                   LLVMBuildAdd(e->b, c->basec, fgb_const(e, j), ""), "");
   return fgb_gep_global(e->m, base, s->acc_ty, elem);
 }
 
@@ -159,13 +158,12 @@ static void col_carry(fgb_emitter *e, const scan_ctx *s, col_scan *c) {
     LLVMValueRef got[CARRY_BATCH][16];
     for (int q = 0; q < n; q++)
       for (int j = 0; j < e->vec; j++)
-        got[q][j] = LLVMBuildLoad2(e->b, s->acc_ty,
-                                   chunk_sum_ptr(e, s, c, fgb_const(e, c0 + q), j), "");
+        got[q][j] =
+            LLVMBuildLoad2(e->b, s->acc_ty, chunk_sum_ptr(e, s, c, fgb_const(e, c0 + q), j), "");
     for (int j = 0; j < e->vec; j++) {
       LLVMValueRef a = LLVMBuildLoad2(e->b, s->acc_ty, c->acc[j], "");
       for (int q = 0; q < n; q++) {
-        LLVMValueRef before =
-            LLVMBuildICmp(e->b, LLVMIntSLT, fgb_const(e, c0 + q), c->chunk, "");
+        LLVMValueRef before = LLVMBuildICmp(e->b, LLVMIntSLT, fgb_const(e, c0 + q), c->chunk, "");
         a = scan_add(e, s, a, LLVMBuildSelect(e->b, before, got[q][j], acc_zero(s), ""));
       }
       LLVMBuildStore(e->b, a, c->acc[j]);
@@ -188,17 +186,21 @@ static bool column_scan(fgb_emitter *e, const scan_ctx *s) {
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
                    fgb_thread_index(e, 0), "");
   c.base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-  c.valid = LLVMBuildICmp(e->b, LLVMIntSLT, c.base, fgb_const(e, c.kept), "");
+  /* over the symbolic size (opt/symbolic.h) the kept extent or the
+   * scanned one may be T x the rest, a run-time value */
+  c.valid = LLVMBuildICmp(e->b, LLVMIntSLT, c.base, fgb_extent(e, c.kept), "");
   c.basec = LLVMBuildSelect(e->b, c.valid, c.base, fgb_const(e, 0), "");
   fgb_delinearize(e, c.basec, c.kept_sizes, c.nkept, c.kc);
   for (int j = 0; j < V; j++)
-    c.lanes[j] = V == 1 ? NULL
+    c.lanes[j] = V == 1   ? NULL
                  : j == 0 ? c.kc[c.nkept - 1]
                           : LLVMBuildAdd(e->b, c.kc[c.nkept - 1], fgb_const(e, j), "");
   int64_t C = k->scan_chunks > 1 ? k->scan_chunks : 1, rs = (k->red + C - 1) / C;
   c.chunk = C > 1 ? fgb_block_index(e, 1) : fgb_const(e, 0);
-  c.rstart = LLVMBuildMul(e->b, c.chunk, fgb_const(e, rs), "");
-  c.rend = fgk_imin(e, LLVMBuildAdd(e->b, c.rstart, fgb_const(e, rs), ""), fgb_const(e, k->red));
+  c.rstart = C > 1 ? LLVMBuildMul(e->b, c.chunk, fgb_const(e, rs), "") : fgb_const(e, 0);
+  c.rend =
+      C > 1 ? fgk_imin(e, LLVMBuildAdd(e->b, c.rstart, fgb_const(e, rs), ""), fgb_const(e, k->red))
+            : fgb_extent(e, k->red);
   for (int j = 0; j < V; j++)
     c.acc[j] = fgk_local_var(e, s->acc_ty, acc_zero(s));
   if (k->kind == FG_KERNEL_SCAN && C > 1)
@@ -241,7 +243,8 @@ static LLVMValueRef warp_scan(fgb_emitter *e, const scan_ctx *s, LLVMValueRef v,
   LLVMTypeRef i32 = LLVMInt32TypeInContext(e->ctx);
   for (int off = 1; off < 32; off *= 2) {
     LLVMValueRef y = fgb_shfl_up(e->m, v, off);
-    LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntUGE, lane, LLVMConstInt(i32, (unsigned)off, 0), "");
+    LLVMValueRef has =
+        LLVMBuildICmp(e->b, LLVMIntUGE, lane, LLVMConstInt(i32, (unsigned)off, 0), "");
     v = LLVMBuildSelect(e->b, has, scan_add(e, s, y, v), v, "");
   }
   return v;
@@ -261,10 +264,10 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
   LLVMValueRef warp = LLVMBuildLShr(e->b, tid32, LLVMConstInt(i32, 5, 0), "");
   LLVMValueRef tid = fgb_thread_index(e, 0);
   LLVMValueRef t = LLVMBuildURem(e->b, tid, fgb_const(e, G), ""); /* thread in the row */
-  LLVMValueRef row = LLVMBuildAdd(
-      e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block / G), ""),
-      LLVMBuildUDiv(e->b, tid, fgb_const(e, G), ""), "");
-  LLVMValueRef rvalid = LLVMBuildICmp(e->b, LLVMIntSLT, row, fgb_const(e, k->outer), "");
+  LLVMValueRef row =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block / G), ""),
+                   LLVMBuildUDiv(e->b, tid, fgb_const(e, G), ""), "");
+  LLVMValueRef rvalid = LLVMBuildICmp(e->b, LLVMIntSLT, row, fgb_extent(e, k->outer), "");
   LLVMValueRef kc[FG_MAX_RANK];
   fgb_delinearize(e, LLVMBuildSelect(e->b, rvalid, row, fgb_const(e, 0), ""), kept_sizes, nkept,
                   kc);
@@ -272,12 +275,14 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
   bool lane_dim = k->mask[k->rank - 1] && V > 1;
   LLVMValueRef carry = fgk_local_var(e, s->acc_ty, acc_zero(s));
   fgk_loop l;
-  LLVMValueRef c0 = fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, N), fgb_const(e, G * V));
+  LLVMValueRef Nv = fgb_extent(e, N); /* T x the rest over the symbolic size */
+  LLVMValueRef c0 = fgk_loop_begin(e, &l, fgb_const(e, 0), Nv, fgb_const(e, G * V));
   int mark = fgb_memo_mark(e);
   LLVMValueRef n0 = LLVMBuildAdd(e->b, c0, LLVMBuildMul(e->b, t, fgb_const(e, V), ""), "");
-  LLVMValueRef nvalid = LLVMBuildICmp(e->b, LLVMIntSLT, n0, fgb_const(e, N), "");
+  LLVMValueRef nvalid = LLVMBuildICmp(e->b, LLVMIntSLT, n0, Nv, "");
   /* N is a multiple of V (schedule.c): the last whole vector */
-  LLVMValueRef n0c = LLVMBuildSelect(e->b, nvalid, n0, fgb_const(e, N - V), "");
+  LLVMValueRef n0c =
+      LLVMBuildSelect(e->b, nvalid, n0, LLVMBuildSub(e->b, Nv, fgb_const(e, V), ""), "");
   LLVMValueRef idx0[FG_MAX_RANK], idx[FG_MAX_RANK];
   domain_index(e, kc, n0c, idx0);
   e->nuniform = 0;
@@ -298,10 +303,10 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
     run = pre[j] = run ? scan_add(e, s, run, x) : x;
   }
   LLVMValueRef incl = warp_scan(e, s, run, lane);
-  LLVMValueRef excl = LLVMBuildSelect(
-      e->b, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""), acc_zero(s),
-      fgb_shfl_up(e->m, incl, 1), "");
-  LLVMValueRef total = fgb_shfl_idx(e->m, incl, 31), before = NULL;
+  LLVMValueRef excl =
+      LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""),
+                      acc_zero(s), fgb_shfl_up(e->m, incl, 1), "");
+  LLVMValueRef total = W > 1 ? NULL : fgb_shfl_idx(e->m, incl, 31), before = NULL;
   if (W > 1) {
     /* the warps' totals through shared memory: each thread adds those of
      * the warps before its own, and all of them for the carry, in order */
@@ -313,10 +318,11 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
     total = acc_zero(s);
     before = acc_zero(s);
     for (int w = 0; w < W; w++) {
-      LLVMValueRef y = LLVMBuildLoad2(
-          e->b, s->acc_ty, fgk_smem_slot(e, 0, LLVMConstInt(i32, (unsigned)w, 0)), "");
+      LLVMValueRef y = LLVMBuildLoad2(e->b, s->acc_ty,
+                                      fgk_smem_slot(e, 0, LLVMConstInt(i32, (unsigned)w, 0)), "");
       total = scan_add(e, s, total, y);
-      LLVMValueRef lt = LLVMBuildICmp(e->b, LLVMIntULT, LLVMConstInt(i32, (unsigned)w, 0), warp, "");
+      LLVMValueRef lt =
+          LLVMBuildICmp(e->b, LLVMIntULT, LLVMConstInt(i32, (unsigned)w, 0), warp, "");
       before = LLVMBuildSelect(e->b, lt, scan_add(e, s, before, y), before, "");
     }
   }

@@ -1218,7 +1218,11 @@ static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     if (knob(o, FG_KNOB_SCAN_ROWS, &v))
       k->rows_per_iter = (int)v;
     int64_t threads = ceil_div(cols, k->vec);
+    /* smaller CTAs where that reaches more SMs (g34: 128 CTAs of 128,
+     * not 64 of 256) */
     k->block = SCAN_THREADS;
+    while (k->block > 64 && ceil_div(threads, k->block) * k->scan_chunks < p->target.sm_count)
+      k->block /= 2;
     if (threads < k->block)
       k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
     k->grid[0] = ceil_div(threads, k->block);
@@ -1302,9 +1306,14 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
                                  : fg_sym_formula(s, s->placeholder * kept, a);
     int rpc = k->block / k->row_lanes;
     k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
+  } else if (fg_kernel_is_scan(k->kind) && k->scan_lanes > 0 && !k->mask[0]) {
+    /* row scans: block / lanes rows a CTA, T x the kept rest rows */
+    const char *rows = fg_sym_formula(s, s->placeholder * kept, a);
+    int rpc = k->block / k->scan_lanes;
+    k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
   } else if (s->affine && k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
     k->grid_formula = fg_sym_formula(s, k->dims[0] * kept, a);
-  else if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
+  else if (pw || ((k->kind == FG_KERNEL_COLUMN || fg_kernel_is_scan(k->kind)) && !k->mask[0])) {
     /* ceil(T x n / vec): T x (n / vec) when whole */
     const char *lanes = n % k->vec == 0 ? fg_sym_formula(s, s->placeholder * (n / k->vec), a)
                                         : fg_arena_printf(a, "(%s*%lld+%d)/%d", s->name,

@@ -877,7 +877,8 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
  * most SCAN_MAX_CHUNKS of them, as many as make up the difference: the
  * chunk sums kernel then reads the input once more, but every chunk is
  * walked at once. The knob SCAN_CHUNKS overrides the rule (read here
- * because the choice decides the kernels, as SCATTER_SORT's). */
+ * because the choice decides the kernels, as SCATTER_SORT's). Never over
+ * a symbolic size: one pass, bounded at run time. */
 enum {
   SCAN_INFLIGHT = 2 << 20,
   SCAN_THREAD_BYTES = 128,
@@ -888,6 +889,8 @@ enum {
 static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int64_t len,
                        int64_t last) {
   int64_t v;
+  if (p->sym.n)
+    return 1; /* the chunk sums are laid out by static extents */
   if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCAN_CHUNKS, &v))
     return (int)(v < len ? v : len > 0 ? len : 1);
   if (columns <= 0)
@@ -1346,19 +1349,6 @@ static bool scatter_static(const fg_plan *p, fg_diag *d) {
   return true;
 }
 
-/* issue 20 (scan): cumsum's kernels are sized by static extents. */
-static bool scan_static(const fg_plan *p, fg_diag *d) {
-  for (const fg_node *n = p->g->first; p->sym.n && n; n = n->next)
-    if (n->op->code == FG_OP_CUMSUM) {
-      fg_error(d, n->loc,
-               "'cumsum' in a graph with the symbolic size '%s' is not supported by the code "
-               "generator yet",
-               p->sym.name);
-      return false;
-    }
-  return true;
-}
-
 static bool check_supported(const fg_graph *g, fg_diag *d) {
   for (int i = 0; i < g->nparams; i++)
     if (!fg_type_is_static(&g->params[i]->type)) {
@@ -1639,7 +1629,7 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!check_supported(g, d))
     return NULL;
   fg_plan *p = new_plan(g, o);
-  if (!scatter_static(p, d) || !scan_static(p, d) || !plan_results(p, d))
+  if (!scatter_static(p, d) || !plan_results(p, d))
     return NULL;
   mark_stored(p);
   if (!store_deep_values(p))
