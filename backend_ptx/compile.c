@@ -110,6 +110,10 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
     case FG_KERNEL_ATTENTION_BWD:
       ok = fgb_emit_attention_bwd_kernel(&e);
       break;
+    case FG_KERNEL_SCAN:
+    case FG_KERNEL_SCAN_CHUNKS:
+      ok = fgb_emit_scan_kernel(&e);
+      break;
     default:
       ok = fgb_emit_column_kernel(&e);
       break;

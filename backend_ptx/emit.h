@@ -182,5 +182,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e);
 bool fgb_emit_scatter_kernel(fgb_emitter *e);
 /* issue 19: the sdpa_bwd kernels, dq (with delta) or dk, dv (emit_attention_bwd.c) */
 bool fgb_emit_attention_bwd_kernel(fgb_emitter *e);
+/* issue 20 (scan): cumsum's column and row scans and chunk sums (emit_scan.c) */
+bool fgb_emit_scan_kernel(fgb_emitter *e);
 
 #endif

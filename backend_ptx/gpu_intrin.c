@@ -24,34 +24,53 @@ LLVMValueRef fgb_laneid(fgb_module *m) {
 
 void fgb_barrier(fgb_module *m) { fgb_call(m, "llvm.nvvm.barrier0", m->v, 0, NULL); }
 
-static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask) {
+/* The shuffle modes: the lane read is laneid ^ b (BFLY), laneid - b (UP:
+ * clamp 0, so lanes below b read their own) or b (IDX). */
+enum { SHFL_BFLY, SHFL_UP, SHFL_IDX };
+
+static LLVMValueRef shfl32(fgb_module *m, LLVMValueRef v, int lane_mask, int mode) {
   bool f = LLVMTypeOf(v) == m->f32;
   LLVMValueRef args[4] = {LLVMConstInt(m->i32, 0xffffffffu, 0), v,
                           LLVMConstInt(m->i32, (unsigned)lane_mask, 0),
-                          LLVMConstInt(m->i32, 0x1f, 0)};
-  return fgb_call(m, f ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32",
-                  f ? m->f32 : m->i32, 4, args);
+                          LLVMConstInt(m->i32, mode == SHFL_UP ? 0 : 0x1f, 0)};
+  static const char *const names[3][2] = {
+      {"llvm.nvvm.shfl.sync.bfly.i32", "llvm.nvvm.shfl.sync.bfly.f32"},
+      {"llvm.nvvm.shfl.sync.up.i32", "llvm.nvvm.shfl.sync.up.f32"},
+      {"llvm.nvvm.shfl.sync.idx.i32", "llvm.nvvm.shfl.sync.idx.f32"}};
+  return fgb_call(m, names[mode][f], f ? m->f32 : m->i32, 4, args);
 }
 
-LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
+static LLVMValueRef shfl(fgb_module *m, LLVMValueRef v, int lane_mask, int mode) {
   LLVMBuilderRef b = m->b;
   LLVMTypeRef t = LLVMTypeOf(v);
   if (t == m->f32 || t == m->i32)
-    return shfl32(m, v, lane_mask);
+    return shfl32(m, v, lane_mask, mode);
   if (t == m->f64 || t == m->i64) {
     LLVMValueRef i = t == m->f64 ? LLVMBuildBitCast(b, v, m->i64, "") : v;
-    LLVMValueRef lo = shfl32(m, LLVMBuildTrunc(b, i, m->i32, ""), lane_mask);
+    LLVMValueRef lo = shfl32(m, LLVMBuildTrunc(b, i, m->i32, ""), lane_mask, mode);
     LLVMValueRef hi = shfl32(
         m, LLVMBuildTrunc(b, LLVMBuildLShr(b, i, LLVMConstInt(m->i64, 32, 0), ""), m->i32, ""),
-        lane_mask);
+        lane_mask, mode);
     LLVMValueRef r = LLVMBuildOr(
         b, LLVMBuildZExt(b, lo, m->i64, ""),
         LLVMBuildShl(b, LLVMBuildZExt(b, hi, m->i64, ""), LLVMConstInt(m->i64, 32, 0), ""), "");
     return t == m->f64 ? LLVMBuildBitCast(b, r, m->f64, "") : r;
   }
   /* i1, i8, i16: widen */
-  LLVMValueRef r = shfl32(m, LLVMBuildZExt(b, v, m->i32, ""), lane_mask);
+  LLVMValueRef r = shfl32(m, LLVMBuildZExt(b, v, m->i32, ""), lane_mask, mode);
   return LLVMBuildTrunc(b, r, t, "");
+}
+
+LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask) {
+  return shfl(m, v, lane_mask, SHFL_BFLY);
+}
+
+LLVMValueRef fgb_shfl_up(fgb_module *m, LLVMValueRef v, int delta) {
+  return shfl(m, v, delta, SHFL_UP);
+}
+
+LLVMValueRef fgb_shfl_idx(fgb_module *m, LLVMValueRef v, int lane) {
+  return shfl(m, v, lane, SHFL_IDX);
 }
 
 static void asm_call(fgb_module *m, const char *text, const char *cons, int n, LLVMValueRef *args) {

@@ -25,6 +25,11 @@ void fgb_fence_gpu(fgb_module *m);
  * v of type i1, i8..i32, f32 (one shuffle) or i64, f64 (two 32-bit
  * shuffles). Returns the value of lane (laneid ^ lane_mask). */
 LLVMValueRef fgb_shfl_bfly(fgb_module *m, LLVMValueRef v, int lane_mask);
+/* shfl.sync.up over the full warp, the same types: the value of lane
+ * laneid - delta, or v itself in lanes below delta. */
+LLVMValueRef fgb_shfl_up(fgb_module *m, LLVMValueRef v, int delta);
+/* shfl.sync.idx over the full warp, the same types: lane `lane`'s value. */
+LLVMValueRef fgb_shfl_idx(fgb_module *m, LLVMValueRef v, int lane);
 
 /* nanosleep.u32 ns (sm_70+), to back off in a spin loop. */
 void fgb_nanosleep(fgb_module *m, int ns);

@@ -1463,33 +1463,13 @@ static bool infer_argminmax(fg_node *n, fg_diag *d) {
 }
 
 /* cumsum(x, dim=, dtype=): x's shape; dtype= or x's dtype, i64 for
- * integers and bool (as torch.cumsum). The scanned extent must be static
- * and at most FG_CUMSUM_MAX (its composite is quadratic). */
+ * integers and bool (as torch.cumsum). Any extent along dim: the code
+ * generator's scan kernels (opt/segment.c start_scan_kernels) take it. */
 static bool infer_cumsum(fg_node *n, fg_diag *d) {
   const fg_type *in = &n->in[0]->type;
   int dim = norm_dim(n, "dim", fg_attr_int(n, "dim"), in->rank, d);
   if (dim < 0)
     return false;
-  if (in->rank + 1 > FG_MAX_RANK) {
-    fg_error(d, n->loc, "'cumsum' of a tensor of rank %d: at most %d is supported", in->rank,
-             FG_MAX_RANK - 1);
-    return false;
-  }
-  if (in->dims[dim].sym) {
-    fg_error(
-        d, attr_loc(n, "dim"),
-        "'cumsum' along symbolic dimension %d (%s) is not supported: its extent must be static",
-        dim, in->dims[dim].sym);
-    return false;
-  }
-  if (in->dims[dim].size > FG_CUMSUM_MAX) {
-    fg_error(d, attr_loc(n, "dim"),
-             "'cumsum' along a dimension of %" PRId64
-             " elements is not supported: at most %d (there is no scan kernel yet; the composite "
-             "it becomes reads the prefix of every element)",
-             in->dims[dim].size, FG_CUMSUM_MAX);
-    return false;
-  }
   const fg_attr *dt = fg_node_attr(n, "dtype");
   fg_dtype t = dt ? dt->dtype : fg_dtype_is_float(in->dtype) ? in->dtype : FG_I64;
   if (dt && fg_dtype_category(t) < fg_dtype_category(in->dtype)) {

@@ -160,10 +160,6 @@ typedef struct fg_attr_spec {
   const char *const *choices; /* STRING: NULL-terminated allowed values */
 } fg_attr_spec;
 
-/* cumsum's composite is quadratic in the scanned extent (issue 20: no scan
- * kernel yet); longer scans are refused. */
-#define FG_CUMSUM_MAX 1024
-
 typedef struct fg_interp_ctx fg_interp_ctx;
 /* Evaluates one non-pointwise node (interp.h). */
 typedef bool (*fg_interp_fn)(fg_interp_ctx *cx, const fg_node *n);

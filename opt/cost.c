@@ -76,7 +76,7 @@ int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k) {
 /* Loads a thread issues before it uses the first: its chunks (pointwise,
  * rows kept in registers) or the rows it loads together (column kernels). */
 static int loads_in_flight(const fg_kernel *k) {
-  if (k->kind == FG_KERNEL_COLUMN)
+  if (k->kind == FG_KERNEL_COLUMN || (fg_kernel_is_scan(k->kind) && !k->scan_lanes))
     return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   if (k->kind == FG_KERNEL_ROW && !k->persistent)
     return 1;

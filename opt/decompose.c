@@ -5,8 +5,8 @@
  * dropout becomes rand and pointwise ops (docs/format.md 5.11), so it fuses
  * wherever they do. */
 /* Issue 20's composites (stack, softmax, log_softmax, logsumexp, argmax,
- * argmin, cumsum) become the ops a user would write for them by hand, at
- * the end of this file. */
+ * argmin) become the ops a user would write for them by hand, at the end
+ * of this file; cumsum stays, for the scan kernels (opt/segment.c). */
 #include <math.h>
 #include <string.h>
 
@@ -299,46 +299,8 @@ static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
   return r;
 }
 
-/* cumsum(x, dim=d)[..., i, ...] = sum over j <= i of x[..., j, ...]: x
- * unsqueezed to [..., 1, N, ...], masked by j <= i into [..., N, N, ...]
- * and summed over the j dim, in the accumulation dtype. Quadratic in N
- * (inference caps N at FG_CUMSUM_MAX), but an ordinary row reduction. */
-static fg_value *cumsum_of(fg_graph *g, fg_node *n, fg_diag *d) {
-  fg_loc loc = n->loc;
-  fg_dtype out = n->out[0]->type.dtype;
-  fg_value *x = fgo_cast(g, fgo_cast(g, n->in[0], out, loc, d), fg_reduce_acc_dtype(out), loc, d);
-  int rank = n->in[0]->type.rank;
-  int64_t dim = fg_attr_int(n, "dim");
-  if (dim < 0)
-    dim += rank;
-  int64_t len = n->in[0]->type.dims[dim].size;
-  int rest = rank - 1 - (int)dim;
-  fg_node *u = fgo_node(g, FG_OP_UNSQUEEZE, 1, &x, loc);
-  fgo_set_int(u, "dim", dim);
-  fg_value *xe = fgo_finish(u, d);
-  fg_value *l = fg_literal_int(g, len, loc);
-  fg_node *io = fgo_node(g, FG_OP_IOTA, 1, &l, loc);
-  fgo_set_dtype(io, "dtype", FG_I32);
-  fg_value *iota = fgo_finish(io, d);
-  fg_type ti = {.rank = rest + 2}, tj = {.rank = rest + 1};
-  for (int k = 0; k < ti.rank; k++)
-    ti.dims[k].size = k == 0 ? len : 1;
-  for (int k = 0; k < tj.rank; k++)
-    tj.dims[k].size = k == 0 ? len : 1;
-  fg_value *ii = reshape_to(g, iota, &ti, loc, d), *jj = reshape_to(g, iota, &tj, loc, d);
-  fg_value *mask = fgo_binary(g, FG_OP_LE, jj, ii, loc, d);
-  fg_value *r = NULL;
-  if (mask && xe) {
-    fg_value *w[3] = {mask, xe, fg_literal_int(g, 0, loc)};
-    int64_t jdim = dim + 1;
-    r = reduce_of(g, FG_OP_SUM, fgo_finish(fgo_node(g, FG_OP_WHERE, 3, w, loc), d), &jdim, 1, false,
-                  loc, d);
-  }
-  return fgo_cast(g, r, out, loc, d);
-}
-
 /* Symbolic dims are fine: inference keeps the extents these read as
- * literals (argmax's, cumsum's) static, and the rest is shape-generic. */
+ * literals (argmax's) static, and the rest is shape-generic. */
 static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
   g->insert_point = n;
   fg_value *r = NULL;
@@ -352,9 +314,6 @@ static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
     break;
   case FG_OP_LOGSUMEXP:
     r = logsumexp_of(g, n, d);
-    break;
-  case FG_OP_CUMSUM:
-    r = cumsum_of(g, n, d);
     break;
   default:
     r = argminmax_of(g, n, d);
@@ -372,7 +331,7 @@ static bool decompose_ops20(fg_graph *g, fg_node *n, fg_diag *d) {
 
 static bool is_ops20_composite(fg_opcode c) {
   return c == FG_OP_STACK || c == FG_OP_SOFTMAX || c == FG_OP_LOG_SOFTMAX || c == FG_OP_LOGSUMEXP ||
-         c == FG_OP_ARGMAX || c == FG_OP_ARGMIN || c == FG_OP_CUMSUM;
+         c == FG_OP_ARGMAX || c == FG_OP_ARGMIN;
 }
 
 bool fg_decompose_rewrites(fg_opcode c) {

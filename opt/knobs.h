@@ -72,7 +72,11 @@
     "valid")                                                                                       \
   /* issue 21 (rowpeel) */                                                                         \
   X(ROW_PEEL, 0, 1, FG_KNOB_ANY, "1",                                                              \
-    "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")
+    "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")       \
+  /* issue 20: scan */                                                                             \
+  X(SCAN_CHUNKS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
+    "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
+  X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -9,7 +9,7 @@
 const fg_pass fg_pipeline[] = {
     {"decompose",
      "rewrite mean, var, var_mean and the composites (softmax, log_softmax, logsumexp, argmax, "
-     "argmin, cumsum, stack) into reductions, views and pointwise ops, dropout into rand and "
+     "argmin, stack) into reductions, views and pointwise ops, dropout into rand and "
      "pointwise ops",
      fg_pass_decompose, NULL},
     {"canonicalize", "fold constants, drop exact identities, shorten exact cast chains",

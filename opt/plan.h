@@ -75,6 +75,18 @@ typedef enum fg_kernel_kind {
    * sources to issue their loads at once (segment.c
    * start_scatter_kernels): one launch, not four, before the SUM */
   FG_KERNEL_SCATTER_SORT,
+  /* issue 20 (scan): one cumsum node, an inclusive prefix sum along its
+   * dim (emit_scan.c), with its fused producers and the full-size outputs
+   * of its domain. A column scan (inner > 1: the scanned dim is not the
+   * innermost): a thread owns `vec` adjacent columns and walks
+   * the scanned extent with a running sum; else a row scan: scan_lanes
+   * threads a row (a warp or a CTA), shfl.up within warps and shared
+   * memory across them, chunk after chunk with a running carry. With
+   * scan_chunks > 1 (column scans only) the scanned extent is cut into
+   * chunks: SCAN_CHUNKS, launched first, writes each chunk's sums into
+   * temp scan_temp; SCAN adds the sums of the chunks before its own. */
+  FG_KERNEL_SCAN,
+  FG_KERNEL_SCAN_CHUNKS,
 } fg_kernel_kind;
 
 enum { FG_ATTN_DQ, FG_ATTN_DKDV };
@@ -225,7 +237,20 @@ typedef struct fg_kernel {
    * where the operand's row starts share the domain's phase (schedule.c
    * peel_vec, emit_row.c). Printed `vec V (peeled)`. */
   bool peeled;
+  /* SCAN, SCAN_CHUNKS (issue 20, scan): the cumsum is reds[0]; the
+   * domain is its input's shape, mask[] its dim; outer, red, inner: the
+   * extents before, along and after it. scan_chunks: the scanned extent's
+   * chunks (1: none), scan_temp their sums ([chunks][outer x inner] in the
+   * accumulation dtype; -1: none). scan_lanes: row scans, threads a row (32:
+   * block / 32 rows a CTA; block: a CTA a row); 0 for column scans. */
+  int scan_chunks;
+  int scan_temp;
+  int scan_lanes;
 } fg_kernel;
+
+static inline bool fg_kernel_is_scan(fg_kernel_kind k) {
+  return k == FG_KERNEL_SCAN || k == FG_KERNEL_SCAN_CHUNKS;
+}
 
 typedef struct fg_temp {
   int64_t bytes;

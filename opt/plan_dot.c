@@ -30,10 +30,12 @@ static void esc(FILE *f, const char *s, const char *nl, int wrap) {
 }
 
 static const char *kind_name(fg_kernel_kind k) {
-  return k == FG_KERNEL_POINTWISE ? "pointwise"
-         : k == FG_KERNEL_ROW     ? "row-reduction"
-         : k == FG_KERNEL_COLUMN  ? "column-reduction"
-                                  : "attention";
+  return k == FG_KERNEL_POINTWISE     ? "pointwise"
+         : k == FG_KERNEL_ROW         ? "row-reduction"
+         : k == FG_KERNEL_COLUMN      ? "column-reduction"
+         : k == FG_KERNEL_SCAN        ? "scan"
+         : k == FG_KERNEL_SCAN_CHUNKS ? "scan-chunks"
+                                      : "attention";
 }
 
 /* "f32[T,4096]": sizes as the plan writes them, formulas of the symbolic

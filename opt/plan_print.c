@@ -63,6 +63,10 @@ static const char *kind_name(fg_kernel_kind k) {
     return "scatter-sum";
   case FG_KERNEL_SCATTER_SORT:
     return "scatter-sort";
+  case FG_KERNEL_SCAN:
+    return "scan";
+  case FG_KERNEL_SCAN_CHUNKS:
+    return "scan-chunks";
   }
   return "?";
 }
@@ -264,6 +268,13 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
             k->scat_sources, k->scat_threads, k->scat_seg);
   if (k->kind == FG_KERNEL_SCATTER_SORT)
     fprintf(f, " rounds %d", k->scat_rounds);
+  if (fg_kernel_is_scan(k->kind) && k->scan_lanes)
+    fprintf(f, " lanes/row %d rows/cta %d", k->scan_lanes, k->block / k->scan_lanes);
+  else if (fg_kernel_is_scan(k->kind))
+    fprintf(f, " rows %d", k->rows_per_iter);
+  if (fg_kernel_is_scan(k->kind) && k->scan_chunks > 1)
+    fprintf(f, " chunks %d of %" PRId64 " sums t%d", k->scan_chunks,
+            (k->red + k->scan_chunks - 1) / k->scan_chunks, k->scan_temp);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);
@@ -307,8 +318,8 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
   char b1[64], b2[64];
   fprintf(f, "  kernel k%d %s domain ", i, kind_name(k->kind));
   extents(f, p, k->dims, k->rank);
-  if (k->kind == FG_KERNEL_ROW || k->kind == FG_KERNEL_COLUMN) {
-    fputs(" reduce", f);
+  if (k->kind == FG_KERNEL_ROW || k->kind == FG_KERNEL_COLUMN || fg_kernel_is_scan(k->kind)) {
+    fputs(fg_kernel_is_scan(k->kind) ? " scan" : " reduce", f);
     int64_t md[FG_MAX_RANK];
     int nm = 0;
     for (int d = 0; d < k->rank; d++)
@@ -329,7 +340,9 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
     int t[] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
     fprintf(f, " %s->t%d", what[i], t[i]);
   }
-  print_reductions(f, "reductions", k->reds, k->nreds);
+  if (k->kind == FG_KERNEL_SCAN_CHUNKS)
+    fprintf(f, " chunk-sums->t%d", k->scan_temp);
+  print_reductions(f, fg_kernel_is_scan(k->kind) ? "scans" : "reductions", k->reds, k->nreds);
   print_reductions(f, "column reductions", k->cols, k->ncols);
   print_reductions(f, "reductions over all rows", k->tails, k->ntails);
   fputs("\n    args", f);

@@ -1452,6 +1452,70 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   k->grid[0] = ceil_div(groups, k->block);
 }
 
+/* issue 20 (scan): cumsum's kernels (plan.h). A column scan: a thread
+ * owns vec adjacent columns of the kept extent and walks the scanned
+ * extent (its chunk, with scan_chunks > 1) with a running sum, its loads
+ * SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
+ * before the first is used): the vector narrows to 4 bytes where the
+ * threads fill less than a quarter of the GPU, as a column reduction's,
+ * since the bytes in flight are the columns' whatever the vector, and
+ * narrower vectors leave registers for more rows. A row scan: a warp a
+ * row where a row is at most SCAN_WARP_CHUNKS chunks of 32 vectors
+ * (SCAN_THREADS / 32 rows a CTA), else a CTA of up to 1024 threads a row;
+ * both walk the row in chunks of their threads' vectors. */
+enum { SCAN_THREADS = 256, SCAN_THREAD_BYTES = 128, SCAN_WARP_CHUNKS = 8 };
+
+static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t v, cols = k->outer * k->inner,
+             slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  int wsz = max_elem_size(p, k);
+  k->split = 1;
+  k->chunks = 1;
+  k->grid[2] = 1;
+  if (k->inner > 1) {
+    k->vec = pick_vec(p, k, k->dims[k->rank - 1], o);
+    while (k->vec > 1 && k->vec * wsz > 4 && ceil_div(cols, k->vec) * k->scan_chunks < slots / 4)
+      k->vec /= 2;
+    int rows = SCAN_THREAD_BYTES / (k->vec * wsz);
+    k->rows_per_iter = rows < 2 ? 2 : rows > 32 ? 32 : rows;
+    if (knob(o, FG_KNOB_SCAN_ROWS, &v))
+      k->rows_per_iter = (int)v;
+    int64_t threads = ceil_div(cols, k->vec);
+    /* smaller CTAs where that reaches more SMs (g34: 128 CTAs of 128,
+     * not 64 of 256) */
+    k->block = SCAN_THREADS;
+    while (k->block > 64 && ceil_div(threads, k->block) * k->scan_chunks < p->target.sm_count)
+      k->block /= 2;
+    if (threads < k->block)
+      k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
+    k->grid[0] = ceil_div(threads, k->block);
+    k->grid[1] = k->scan_chunks;
+    k->why = k->kind == FG_KERNEL_SCAN_CHUNKS
+                 ? "scan chunk sums: a thread sums vec columns over one chunk of the scanned extent"
+             : k->scan_chunks > 1
+                 ? "column scan: a thread walks vec columns over one chunk of the scanned "
+                   "extent, from the sums of the chunks before it"
+                 : "column scan: a thread walks vec columns over the scanned extent with a "
+                   "running sum";
+    return;
+  }
+  k->vec = k->mask[k->rank - 1] ? pick_vec(p, k, k->red, o) : 1;
+  int64_t threads = ceil_div(k->red, k->vec);
+  if (threads <= 32 * SCAN_WARP_CHUNKS) {
+    k->scan_lanes = 32;
+    k->block = SCAN_THREADS;
+    k->grid[0] = ceil_div(k->outer, SCAN_THREADS / 32);
+    k->why = "row scan: a warp a row, shfl.up within it, chunks with a running carry";
+  } else {
+    k->block = threads >= 1024 ? 1024 : (int)ceil_div(threads, 32) * 32;
+    k->scan_lanes = k->block;
+    k->grid[0] = k->outer;
+    k->why = "row scan: a CTA a row, shfl.up within warps and shared memory across them, chunks "
+             "with a running carry";
+  }
+  k->grid[1] = 1;
+}
+
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
   if (k->kind == FG_KERNEL_ROW && k->nreds > FG_MAX_ROW_REDUCTIONS) {
     fg_error(
@@ -1526,9 +1590,14 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
                                  : fg_sym_formula(s, s->placeholder * kept, a);
     int rpc = k->block / k->row_lanes;
     k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
+  } else if (fg_kernel_is_scan(k->kind) && k->scan_lanes > 0 && !k->mask[0]) {
+    /* row scans: block / lanes rows a CTA, T x the kept rest rows */
+    const char *rows = fg_sym_formula(s, s->placeholder * kept, a);
+    int rpc = k->block / k->scan_lanes;
+    k->grid_formula = rpc == 1 ? rows : fg_arena_printf(a, "(%s+%d)/%d", rows, rpc - 1, rpc);
   } else if (s->affine && k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0])
     k->grid_formula = fg_sym_formula(s, k->dims[0] * kept * k->split, a);
-  else if (pw || (k->kind == FG_KERNEL_COLUMN && !k->mask[0])) {
+  else if (pw || ((k->kind == FG_KERNEL_COLUMN || fg_kernel_is_scan(k->kind)) && !k->mask[0])) {
     /* ceil(T x n / vec): T x (n / vec) when whole */
     const char *lanes = n % k->vec == 0 ? fg_sym_formula(s, s->placeholder * (n / k->vec), a)
                                         : fg_arena_printf(a, "(%s*%lld+%d)/%d", s->name,
@@ -1833,6 +1902,10 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     case FG_KERNEL_ATTENTION_BWD:
       if (!schedule_attention_bwd(p, k, o, d))
         return false;
+      break;
+    case FG_KERNEL_SCAN:
+    case FG_KERNEL_SCAN_CHUNKS:
+      schedule_scan(p, k, o);
       break;
     default:
       schedule_scatter(p, k, o);

@@ -279,6 +279,53 @@ static bool reads_rows_in_place(const fg_plan *p, const fg_kernel *k, const fg_v
   return ok;
 }
 
+/* ---- issue 20 (scan): cumsum's kernels ---- */
+
+/* How a value uses kernel k's scan (memo: 0 not yet known, then one of
+ * these): not at all; only at its own index, through pointwise ops of the
+ * domain's shape (the kernel knows the running sum at the element it is
+ * at, and nowhere else); or otherwise (a view, a broadcast, a reduction). */
+enum { SCAN_UNUSED = 1, SCAN_HERE, SCAN_ELSEWHERE };
+
+static int scan_use(const fg_plan *p, const fg_kernel *k, const fg_value *v, unsigned char *memo) {
+  if (fg_plan_in_memory(p, v, k->id) || !v->def)
+    return SCAN_UNUSED;
+  if (memo[v->id])
+    return memo[v->id];
+  const fg_node *n = v->def;
+  int r = SCAN_UNUSED;
+  if (n == k->reds[0])
+    r = SCAN_HERE;
+  else
+    for (int i = 0; i < n->nin; i++) {
+      int u = scan_use(p, k, n->in[i], memo);
+      if (u == SCAN_UNUSED)
+        continue;
+      bool here = u == SCAN_HERE && n->op->kind == FG_KIND_POINTWISE &&
+                  same_shape(&n->in[i]->type, k->rank, k->dims) &&
+                  same_shape(&v->type, k->rank, k->dims);
+      r = here && r != SCAN_ELSEWHERE ? SCAN_HERE : SCAN_ELSEWHERE;
+    }
+  memo[v->id] = (unsigned char)r;
+  return r;
+}
+
+/* A scan kernel takes the stored values of its domain's shape that use its
+ * cumsum at their own index or not at all (a pointwise result beside it,
+ * or computed from it); no reductions, no second cumsum. The chunk sums
+ * kernel takes nothing else. */
+static bool scan_can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+  if (k->kind != FG_KERNEL_SCAN || v->def->op->kind == FG_KIND_REDUCTION ||
+      !same_shape(&v->type, k->rank, k->dims) || walk_value(p, k->id, v).crosses_segment)
+    return false;
+  unsigned char *memo = calloc((size_t)p->g->next_value_id + 1, 1);
+  if (!memo)
+    return false;
+  bool ok = scan_use(p, k, v, memo) != SCAN_ELSEWHERE;
+  free(memo);
+  return ok;
+}
+
 /* ---- kernels ---- */
 
 static fg_kernel *new_kernel(fg_plan *p) {
@@ -287,6 +334,7 @@ static fg_kernel *new_kernel(fg_plan *p) {
   fg_kernel *k = &p->kernels[nk.id];
   k->partial_temp = k->counter_temp = -1;
   k->not_with = -1;
+  k->scan_temp = -1;
   return k;
 }
 
@@ -544,6 +592,8 @@ static bool reductions_full(const fg_kernel *k) {
 /* May stored value v (not yet in a kernel) join kernel k? */
 static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   const fg_node *n = v->def;
+  if (fg_kernel_is_scan(k->kind))
+    return scan_can_join(p, k, v);
   if (k->kind == FG_KERNEL_ATTENTION || k->kind == FG_KERNEL_ATTENTION_BWD ||
       fg_kernel_is_scatter(k->kind))
     return false; /* its own sdpa's, sdpa_bwd's or index_add's results only (group_into_kernels) */
@@ -836,10 +886,124 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   }
 }
 
+/* A column scan's threads keep about SCAN_THREAD_BYTES of rows in flight
+ * (schedule.c schedule_scan): where all of them hold less than
+ * SCAN_INFLIGHT, too little to keep the memory busy (few columns), the
+ * scanned extent is cut into chunks of at least SCAN_MIN_CHUNK rows, at
+ * most SCAN_MAX_CHUNKS of them, as many as make up the difference: the
+ * chunk sums kernel then reads the input once more, but every chunk is
+ * walked at once. The knob SCAN_CHUNKS overrides the rule (read here
+ * because the choice decides the kernels, as SCATTER_SORT's). Never over
+ * a symbolic size: one pass, bounded at run time. */
+enum {
+  SCAN_INFLIGHT = 2 << 20,
+  SCAN_THREAD_BYTES = 128,
+  SCAN_MIN_CHUNK = 64,
+  SCAN_MAX_CHUNKS = 32
+};
+
+static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int64_t len,
+                       int64_t last) {
+  int64_t v;
+  if (p->sym.n)
+    return 1; /* the chunk sums are laid out by static extents */
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCAN_CHUNKS, &v))
+    return (int)(v < len ? v : len > 0 ? len : 1);
+  if (columns <= 0)
+    return 1;
+  int wsz = fg_dtype_size(n->in[0]->type.dtype), osz = fg_dtype_size(n->out[0]->type.dtype);
+  if (osz > wsz)
+    wsz = osz;
+  /* the scheduler's vector: 16 bytes along the last dim, narrowed to 4
+   * while the threads fill less than a quarter of the GPU */
+  int vec = 16 / wsz;
+  while (vec > 1 && last % vec)
+    vec /= 2;
+  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec < slots / 4)
+    vec /= 2;
+  int64_t inflight = (columns + vec - 1) / vec * SCAN_THREAD_BYTES;
+  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight, most = len / SCAN_MIN_CHUNK;
+  if (want > most)
+    want = most;
+  if (want > SCAN_MAX_CHUNKS)
+    want = SCAN_MAX_CHUNKS;
+  return want > 1 ? (int)want : 1;
+}
+
+/* A pointwise kernel over cumsum n's domain that may become its scan
+ * kernel (one pass only: the chunk sums would have to come before it):
+ * the newest one after every kernel n's input needs. Its outputs are then
+ * written from the scan's walk, and n's input, which it may have stored
+ * (g34 of the perf fuzzing: v1 = sinh(p1) a result, v4 = cumsum(v1)), is
+ * computed inline instead of read back. */
+static fg_kernel *scan_host(fg_plan *p, const fg_node *n) {
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen)
+    return NULL;
+  int lo = earliest_kernel(p, n->in[0], seen);
+  free(seen);
+  const fg_type *t = &n->in[0]->type;
+  for (int ki = p->nkernels - 1; ki >= 0 && ki >= lo; ki--) {
+    fg_kernel *k = &p->kernels[ki];
+    if (k->kind == FG_KERNEL_POINTWISE && same_shape(t, k->rank, k->dims) &&
+        args_fit(p, k, n->out[0]))
+      return k;
+  }
+  return NULL;
+}
+
+/* cumsum n as its scan kernel (plan.h), after its chunk sums kernel when
+ * the scanned extent is cut into chunks; the domain is n's input's shape
+ * with its dim marked. */
+static void start_scan_kernels(fg_plan *p, fg_node *n) {
+  const fg_type *t = &n->in[0]->type;
+  int dim = (int)fg_attr_int(n, "dim");
+  if (dim < 0)
+    dim += t->rank;
+  bool mask[FG_MAX_RANK] = {false};
+  mask[dim] = true;
+  int64_t outer = 1, inner = 1, len = t->dims[dim].size;
+  for (int d = 0; d < t->rank; d++)
+    if (d < dim)
+      outer *= t->dims[d].size;
+    else if (d > dim)
+      inner *= t->dims[d].size;
+  int chunks = inner > 1 ? scan_chunks(p, n, outer * inner, len, t->dims[t->rank - 1].size) : 1;
+  int temp = -1;
+  if (chunks > 1) {
+    int64_t bytes =
+        chunks * outer * inner * fg_dtype_size(fg_reduce_acc_dtype(n->out[0]->type.dtype));
+    fg_temp tt = {bytes > 0 ? bytes : 1, false, NULL, NULL};
+    p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &tt, sizeof tt);
+    temp = p->ntemps - 1;
+  }
+  fg_kernel *host = chunks > 1 ? NULL : scan_host(p, n);
+  for (int pass = chunks > 1 ? 0 : 1; pass < 2; pass++) {
+    fg_kernel *k = pass && host ? host : new_kernel(p);
+    k->kind = pass ? FG_KERNEL_SCAN : FG_KERNEL_SCAN_CHUNKS;
+    set_domain(k, t, mask);
+    k->outer = outer;
+    k->red = len;
+    k->inner = inner;
+    k->scan_chunks = chunks;
+    k->scan_temp = temp;
+    push_node(p->g, &k->reds, &k->nreds, n);
+    if (pass) {
+      p->store[n->out[0]->id].kernel = k->id;
+      push_value(p->g, &k->outs, &k->nouts, n->out[0]);
+    }
+  }
+}
+
 /* The values a kernel computes from: its outputs (a reduction's input),
  * or for the scatter kernels the operands each reads (the index; the
  * operand and the source). */
 static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
+  if (k->kind == FG_KERNEL_SCAN_CHUNKS) {
+    roots[0] = k->reds[0]->in[0];
+    return 1;
+  }
   if (fg_kernel_is_scatter(k->kind)) {
     if (k->kind == FG_KERNEL_SCATTER_SCAN)
       return 0;
@@ -1332,6 +1496,10 @@ static void group_into_kernels(fg_plan *p) {
         start_scatter_kernels(p, n);
         continue;
       }
+      if (n->op->code == FG_OP_CUMSUM) {
+        start_scan_kernels(p, n);
+        continue;
+      }
       fg_kernel *k = pick_kernel(p, v);
       if (k)
         add_to_kernel(p, k, v);
@@ -1438,6 +1606,8 @@ static bool order_arguments(fg_plan *p) {
       add_arg(p, k, p->store[k->outs[i]->id].buf);
     if (fg_kernel_is_scatter(k->kind))
       add_scatter_args(p, k);
+    if (fg_kernel_is_scan(k->kind) && k->scan_temp >= 0)
+      add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, k->scan_temp});
     free(loads);
   }
   return true;
