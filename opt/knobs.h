@@ -65,7 +65,10 @@
   X(ATTN_WG, 1, 2, FG_KNOB_ANY, "auto", "warpgroups (64 query rows each) a wgmma attention CTA")   \
   /* gnfuse: long rows with full-size outputs, a row a cluster */                                  \
   X(ROW_CLUSTER, 0, 1, FG_KNOB_ANY, "1",                                                           \
-    "0: a long row with full-size outputs takes one CTA, not a thread-block cluster")
+    "0: a long row with full-size outputs takes one CTA, not a thread-block cluster")              \
+  /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
+  X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \
+    "sm_90a: 0 keeps the attention backward on mma.sync (1: wgmma at head dims 64, 128)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
