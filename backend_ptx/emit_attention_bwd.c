@@ -248,21 +248,55 @@ static void frag_b_kn(bwd *w, LLVMValueRef base, int j, int d, LLVMValueRef *out
     out[i] = fgb_tc_lds16x2(w->m, base, w->pitch, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
 }
 
+/* wgmma: acc[p] = A_p B_p^T for np products in one chain, adesc[p] the
+ * descriptor of the warpgroup's rows of a [br] tile, bdesc[p] of a [bc]
+ * one (both K-major). */
+static void wg_abt(bwd *w, int np, LLVMValueRef *adesc, LLVMValueRef *bdesc, int nn,
+                   LLVMValueRef (**acc)[4]) {
+  LLVMValueRef d[2 * MAX_BC / 2];
+  if (!fgb_tc_wg_ss(w->m, w->dt, nn * 8, (int)(w->D / 16), np, adesc, w->br, bdesc, w->bc, d)) {
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+    return;
+  }
+  for (int p = 0; p < np; p++)
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        acc[p][j][i] = d[p * nn * 4 + 4 * j + i];
+}
+
+/* wgmma: acc[p] (locals, D / 8 tiles of 16 x 8) += pa[p] B_p for np
+ * products in one chain, pa[p] nn / 2 A blocks, bdesc[p] the MN-major
+ * descriptor of a [bc] tile. */
+static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef *bdesc,
+                   LLVMValueRef (**acc)[4]) {
+  LLVMBuilderRef b = w->b;
+  int nd = (int)(w->D / 8), nk = nn / 2;
+  LLVMValueRef c[2 * MAX_D / 2], a[2 * MAX_BC / 16][4];
+  for (int p = 0; p < np; p++) {
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        c[p * nd * 4 + 4 * d + i] = LLVMBuildLoad2(b, w->m->f32, acc[p][d][i], "");
+    for (int j = 0; j < nk; j++)
+      for (int i = 0; i < 4; i++)
+        a[p * nk + j][i] = pa[p][j][i];
+  }
+  if (!fgb_tc_wg_rs(w->m, w->dt, (int)w->D, nk, np, a, bdesc, c)) {
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+    return;
+  }
+  for (int p = 0; p < np; p++)
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        LLVMBuildStore(b, c[p * nd * 4 + 4 * d + i], acc[p][d][i]);
+}
+
 /* acc[0..nn) = A B^T for A the warp's 16 rows of the tile at a_at and B
  * the tile at b_at ([n][k], n-tiles 0..nn), over the head dim. */
 static void gemm_abt(bwd *w, LLVMValueRef abase, LLVMValueRef bbase, int nn,
                      LLVMValueRef acc[][4]) {
   int nkq = (int)(w->D / 16);
-  if (w->wg) { /* abase, bbase: descriptors of the warpgroup's rows of a [br] tile and of a [bc] one
-                */
-    LLVMValueRef d[MAX_BC / 2];
-    if (!fgb_tc_wg_ss(w->m, w->dt, nn * 8, nkq, abase, w->br, bbase, w->bc, d)) {
-      fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
-      return;
-    }
-    for (int j = 0; j < nn; j++)
-      for (int i = 0; i < 4; i++)
-        acc[j][i] = d[4 * j + i];
+  if (w->wg) { /* abase, bbase: descriptors (wg_abt) */
+    wg_abt(w, 1, &abase, &bbase, nn, &acc);
     return;
   }
   for (int j = 0; j < nn; j++)
@@ -298,18 +332,8 @@ static void gemm_acc(bwd *w, LLVMValueRef pa[][4], int nn, LLVMValueRef bbase,
                      LLVMValueRef acc[][4]) {
   LLVMBuilderRef b = w->b;
   int nd = (int)(w->D / 8);
-  if (w->wg) { /* bbase: the MN-major descriptor of a [bc] tile */
-    LLVMValueRef c[MAX_D / 2];
-    for (int d = 0; d < nd; d++)
-      for (int i = 0; i < 4; i++)
-        c[4 * d + i] = LLVMBuildLoad2(b, w->m->f32, acc[d][i], "");
-    if (!fgb_tc_wg_rs(w->m, w->dt, (int)w->D, nn / 2, pa, bbase, c)) {
-      fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
-      return;
-    }
-    for (int d = 0; d < nd; d++)
-      for (int i = 0; i < 4; i++)
-        LLVMBuildStore(b, c[4 * d + i], acc[d][i]);
+  if (w->wg) { /* bbase: a descriptor (wg_acc) */
+    wg_acc(w, 1, &pa, nn, &bbase, &acc);
     return;
   }
   for (int d = 0; d < nd; d += 2) {
@@ -586,7 +610,12 @@ static bool emit_dq(bwd *w) {
   vbase_nk = at_stage(w, vbase_nk, cur);
   kbase_kn = at_stage(w, kbase_kn, cur);
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  gemm_abt(w, qbase, kbase_nk, nn, s);
+  if (w->wg) { /* S and dP in one chain */
+    LLVMValueRef ad[2] = {qbase, dobase}, bd[2] = {kbase_nk, vbase_nk};
+    LLVMValueRef(*out[2])[4] = {s, dp};
+    wg_abt(w, 2, ad, bd, nn, out);
+  } else
+    gemm_abt(w, qbase, kbase_nk, nn, s);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], w->scale2, "");
@@ -597,7 +626,8 @@ static bool emit_dq(bwd *w) {
         b, need, LLVMBuildICmp(b, LLVMIntSGT, LLVMBuildSub(b, kend_b, i32c(w, 1), ""), wrow0, ""),
         "");
   mask_block(w, need, row, k0, nn, false, s);
-  gemm_abt(w, dobase, vbase_nk, nn, dp);
+  if (!w->wg)
+    gemm_abt(w, dobase, vbase_nk, nn, dp);
   /* P = 2^(S - lse), dS = P (dP - delta) */
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++) {
@@ -757,8 +787,13 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef lse_cur = fgb_gep(m, lse_lane, m->i8, cur);
   LLVMValueRef delta_cur = fgb_gep(m, delta_lane, m->i8, cur);
   /* S^T = K Q^T, masked: queries past Sq; causal, key > query */
-  LLVMValueRef s[MAX_BC / 8][4];
-  gemm_abt(w, kbase, qb_nk, nn, s);
+  LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
+  if (w->wg) { /* S^T and dP^T in one chain */
+    LLVMValueRef ad[2] = {kbase, vbase}, bd[2] = {qb_nk, dob_nk};
+    LLVMValueRef(*out[2])[4] = {s, dp};
+    wg_abt(w, 2, ad, bd, nn, out);
+  } else
+    gemm_abt(w, kbase, qb_nk, nn, s);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], w->scale2, "");
@@ -786,15 +821,23 @@ static bool emit_dkdv(bwd *w) {
       s[j][i] = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse[j][i & 1], ""));
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, dob_kn, dv);
+  if (!w->wg)
+    gemm_acc(w, pa, nn, dob_kn, dv);
   /* dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T Q */
-  LLVMValueRef dp[MAX_BC / 8][4];
-  gemm_abt(w, vbase, dob_nk, nn, dp);
+  if (!w->wg)
+    gemm_abt(w, vbase, dob_nk, nn, dp);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], LLVMBuildFSub(b, dp[j][i], dl[j][i & 1], ""), "");
-  pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, qb_kn, dk);
+  if (w->wg) { /* dV += P^T dO and dK += dS^T Q in one chain */
+    LLVMValueRef pb[MAX_BC / 16][4];
+    pack_a(w, s, nn, pb);
+    LLVMValueRef(*a[2])[4] = {pa, pb}, (*acc[2])[4] = {dv, dk}, bd[2] = {dob_kn, qb_kn};
+    wg_acc(w, 2, a, nn, bd, acc);
+  } else {
+    pack_a(w, s, nn, pa);
+    gemm_acc(w, pa, nn, qb_kn, dk);
+  }
   if (stages == 2)
     fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, it);

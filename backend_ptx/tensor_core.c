@@ -146,7 +146,7 @@ LLVMValueRef fgb_tc_wg_desc_add(fgb_module *m, LLVMValueRef desc, LLVMValueRef b
   return LLVMBuildAdd(m->b, desc, LLVMBuildZExt(m->b, x, m->i64, ""), "");
 }
 
-enum { WG_TEXT = 16384, WG_MAXARGS = 256 };
+enum { WG_TEXT = 32768, WG_MAXARGS = 512, WG_MAXPROD = 4 };
 
 static LLVMValueRef wg_asm(fgb_module *m, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
                            const char *text, const char *cons) {
@@ -190,73 +190,85 @@ static LLVMTypeRef wg_f32s(fgb_module *m, int n) {
   return LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
 }
 
-bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, LLVMValueRef adesc, int64_t a_rows,
-                  LLVMValueRef bdesc, int64_t b_rows, LLVMValueRef *d) {
+bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMValueRef *adesc,
+                  int64_t a_rows, const LLVMValueRef *bdesc, int64_t b_rows, LLVMValueRef *d) {
   const char *ty = dt == FG_BF16 ? "bf16" : "f16";
-  int nd = n / 2;
+  int nd = n / 2, nout = np * nd;
   char text[WG_TEXT], cons[WG_TEXT];
   size_t len = 0, cl = 0;
-  if (nd + 2 > WG_MAXARGS)
+  if (nout + 2 * np > WG_MAXARGS)
     return false;
   wg_put(text, &len, "{\n.reg .b64 ad, bd;\nwgmma.fence.sync.aligned;\n");
   for (int kk = 0; kk < nk; kk++) { /* k step kk: atom kk / 4, byte 32 (kk % 4) of the row */
     int64_t aoff = (int64_t)(kk / 4) * a_rows * 128 + (kk % 4) * 32;
     int64_t boff = (int64_t)(kk / 4) * b_rows * 128 + (kk % 4) * 32;
-    wg_put(text, &len, "add.s64 ad, $%d, %lld;\nadd.s64 bd, $%d, %lld;\n", nd,
-           (long long)(aoff >> 4), nd + 1, (long long)(boff >> 4));
-    wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
-    wg_regs(text, &len, 0, nd);
-    wg_put(text, &len, ", ad, bd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
+    for (int p = 0; p < np; p++) {
+      wg_put(text, &len, "add.s64 ad, $%d, %lld;\nadd.s64 bd, $%d, %lld;\n", nout + 2 * p,
+             (long long)(aoff >> 4), nout + 2 * p + 1, (long long)(boff >> 4));
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_regs(text, &len, p * nd, nd);
+      wg_put(text, &len, ", ad, bd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
+    }
   }
   wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
-  for (int i = 0; i < nd; i++)
+  for (int i = 0; i < nout; i++)
     wg_put(cons, &cl, "=f,");
-  wg_put(cons, &cl, "l,l,~{memory}");
+  for (int p = 0; p < np; p++)
+    wg_put(cons, &cl, "l,l,");
+  wg_put(cons, &cl, "~{memory}");
   if (len >= WG_TEXT || cl >= WG_TEXT)
     return false;
-  LLVMValueRef args[2] = {adesc, bdesc};
-  LLVMValueRef r = wg_asm(m, wg_f32s(m, nd), args, 2, text, cons);
-  for (int i = 0; i < nd; i++)
+  LLVMValueRef args[2 * WG_MAXPROD];
+  for (int p = 0; p < np; p++) {
+    args[2 * p] = adesc[p];
+    args[2 * p + 1] = bdesc[p];
+  }
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, nout), args, 2 * np, text, cons);
+  for (int i = 0; i < nout; i++)
     d[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
   return true;
 }
 
-bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, LLVMValueRef (*a)[4],
-                  LLVMValueRef bdesc, LLVMValueRef *acc) {
+bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRef (*a)[4],
+                  const LLVMValueRef *bdesc, LLVMValueRef *acc) {
   const char *ty = dt == FG_BF16 ? "bf16" : "f16";
-  int nd = n / 2, nargs = nd + 4 * nk + 1;
+  int nd = n / 2, nout = np * nd, nargs = nout + 4 * nk * np + np;
   char text[WG_TEXT], cons[WG_TEXT];
   size_t len = 0, cl = 0;
-  if (nargs > WG_MAXARGS)
+  if (nout + nargs > WG_MAXARGS)
     return false;
   wg_put(text, &len, "{\n.reg .b64 bd;\nwgmma.fence.sync.aligned;\n");
-  for (int j = 0; j < nk; j++) {
-    wg_put(text, &len, "add.s64 bd, $%d, %d;\n", 2 * nd + 4 * nk, j * 2048 >> 4);
-    wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
-    wg_regs(text, &len, 0, nd);
-    wg_put(text, &len, ", ");
-    wg_regs(text, &len, 2 * nd + 4 * j, 4);
-    wg_put(text, &len, ", bd, 1, 1, 1, 1;\n");
-  }
+  for (int j = 0; j < nk; j++)
+    for (int p = 0; p < np; p++) {
+      wg_put(text, &len, "add.s64 bd, $%d, %d;\n", 2 * nout + 4 * nk * np + p, j * 2048 >> 4);
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_regs(text, &len, p * nd, nd);
+      wg_put(text, &len, ", ");
+      wg_regs(text, &len, 2 * nout + 4 * (p * nk + j), 4);
+      wg_put(text, &len, ", bd, 1, 1, 1, 1;\n");
+    }
   wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
-  for (int i = 0; i < nd; i++)
+  for (int i = 0; i < nout; i++)
     wg_put(cons, &cl, "=f,");
-  for (int i = 0; i < nd; i++)
+  for (int i = 0; i < nout; i++)
     wg_put(cons, &cl, "%d,", i);
-  for (int i = 0; i < 4 * nk; i++)
+  for (int i = 0; i < 4 * nk * np; i++)
     wg_put(cons, &cl, "r,");
-  wg_put(cons, &cl, "l,~{memory}");
+  for (int p = 0; p < np; p++)
+    wg_put(cons, &cl, "l,");
+  wg_put(cons, &cl, "~{memory}");
   if (len >= WG_TEXT || cl >= WG_TEXT)
     return false;
   LLVMValueRef args[WG_MAXARGS];
-  for (int i = 0; i < nd; i++)
+  for (int i = 0; i < nout; i++)
     args[i] = acc[i];
-  for (int j = 0; j < nk; j++)
-    for (int i = 0; i < 4; i++)
-      args[nd + 4 * j + i] = a[j][i];
-  args[nargs - 1] = bdesc;
-  LLVMValueRef r = wg_asm(m, wg_f32s(m, nd), args, nargs, text, cons);
-  for (int i = 0; i < nd; i++)
+  for (int i = 0; i < np * nk; i++)
+    for (int e = 0; e < 4; e++)
+      args[nout + 4 * i + e] = a[i][e];
+  for (int p = 0; p < np; p++)
+    args[nout + 4 * nk * np + p] = bdesc[p];
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, nout), args, nargs, text, cons);
+  for (int i = 0; i < nout; i++)
     acc[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
   return true;
 }

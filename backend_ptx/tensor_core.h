@@ -81,20 +81,23 @@ LLVMValueRef fgb_tc_wg_desc_add(fgb_module *m, LLVMValueRef desc, LLVMValueRef b
 /* fence.proxy.async.shared::cta: this thread's shared stores visible to
  * wgmma's operand reads (before the barrier that publishes them). */
 void fgb_tc_wg_fence_proxy(fgb_module *m);
-/* d[0 .. n/2) = A B^T by nk wgmma m64n{n}k16 (f32 accumulators): A the
- * 64 rows at adesc of a K-major tile of a_rows rows, B the n rows at
- * bdesc of a K-major tile of b_rows rows (both: the k dim contiguous;
- * descriptors with lbo 16). d[4 j + 2 h + c] is row 16 w + g + 8 h,
- * column 8 j + 2 t + c (w the warp of the warpgroup): the mma.sync C
- * fragment of n-tile j. One inline-assembly statement (fence, the chain,
- * commit, wait 0). False where the statement does not fit (a bug). */
-bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, LLVMValueRef adesc, int64_t a_rows,
-                  LLVMValueRef bdesc, int64_t b_rows, LLVMValueRef *d);
-/* acc[0 .. n/2) += A B by nk wgmma m64n{n}k16: A from registers (a[j]:
- * the mma.sync A fragment of k step j, warp by warp), B the MN-major tile
- * at bdesc (the n dim contiguous, imm-trans-b 1; descriptor lbo: the
- * next 64 columns' atom), k step j 2048 j bytes on. */
-bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, LLVMValueRef (*a)[4],
-                  LLVMValueRef bdesc, LLVMValueRef *acc);
+/* np products (at most 4) as one chain: d[p n/2 .. (p + 1) n/2) = A_p
+ * B_p^T by nk wgmma m64n{n}k16 each (f32 accumulators; the products'
+ * k steps interleaved): A_p the 64 rows at adesc[p] of a K-major tile of
+ * a_rows rows, B_p the n rows at bdesc[p] of a K-major tile of b_rows
+ * rows (both: the k dim contiguous; descriptors with lbo 16). d[4 j + 2 h
+ * + c] of a product is row 16 w + g + 8 h, column 8 j + 2 t + c (w the
+ * warp of the warpgroup): the mma.sync C fragment of n-tile j. One
+ * inline-assembly statement (fence, the chain, commit, wait 0). False
+ * where the statement does not fit (a bug). */
+bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMValueRef *adesc,
+                  int64_t a_rows, const LLVMValueRef *bdesc, int64_t b_rows, LLVMValueRef *d);
+/* acc[p n/2 .. (p + 1) n/2) += A_p B_p for np products by nk wgmma
+ * m64n{n}k16 each: A_p from registers (a[p nk + j]: the mma.sync A
+ * fragment of k step j, warp by warp), B_p the MN-major tile at bdesc[p]
+ * (the n dim contiguous, imm-trans-b 1; descriptor lbo: the next 64
+ * columns' atom), k step j 2048 j bytes on. */
+bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRef (*a)[4],
+                  const LLVMValueRef *bdesc, LLVMValueRef *acc);
 
 #endif
