@@ -526,8 +526,9 @@ static bool emit_dq(bwd *w) {
     LLVMValueRef sum = f32c(w, 0.0);
     for (int d = 0; d < nd; d++)
       for (int c = 0; c < 2; c++) {
-        LLVMValueRef x = w->wg ? lds_sw(w, do_at, br, rt, d, c) : lds_elem(w, dob, 0, d * 8 + c);
+        /* O's element loaded first: the mma.sync kernel's PTX as before */
         LLVMValueRef y = w->wg ? lds_sw(w, o_at, br, rt, d, c) : lds_elem(w, ob, 0, d * 8 + c);
+        LLVMValueRef x = w->wg ? lds_sw(w, do_at, br, rt, d, c) : lds_elem(w, dob, 0, d * 8 + c);
         sum = LLVMBuildFAdd(b, sum, LLVMBuildFMul(b, x, y, ""), "");
       }
     sum = LLVMBuildFAdd(b, sum, fgb_shfl_bfly(m, sum, 1), "");
