@@ -65,6 +65,10 @@ typedef struct bwd {
   LLVMValueRef a_row, a_col, nk_row, nk_col, kn_row, kn_col;
   LLVMValueRef scale2; /* scale x log2 e */
   double scale;
+  /* wgmma (sm_90a; the plan's attn_wgmma): tiles in the 128-byte swizzle,
+   * pitch D; saddr: smem's shared address (i32, 1024-byte aligned) */
+  bool wg;
+  LLVMValueRef saddr;
 } bwd;
 
 static LLVMValueRef i32c(bwd *w, int64_t v) { return fgb_tc_i32(w->m, v); }
@@ -99,6 +103,18 @@ static void source_at(bwd *w, int op, LLVMValueRef bi, LLVMValueRef hi) {
   src->base = off;
 }
 
+/* wgmma: the byte offset in a swizzled tile of `rows` rows of the chunk
+ * holding element (r, c) (c a multiple of 8): atom c / 64, row r, chunk
+ * (c / 8) % 8 ^ r % 8 (tensor_core.h). */
+static LLVMValueRef sw_off(bwd *w, int rows, LLVMValueRef r, LLVMValueRef c) {
+  LLVMBuilderRef b = w->b;
+  LLVMValueRef ch = LLVMBuildLShr(b, c, i32c(w, 3), "");
+  LLVMValueRef x =
+      LLVMBuildXor(b, LLVMBuildAnd(b, ch, i32c(w, 7), ""), LLVMBuildAnd(b, r, i32c(w, 7), ""), "");
+  LLVMValueRef atom = mul(w, LLVMBuildLShr(b, ch, i32c(w, 3), ""), i32c(w, (int64_t)rows * 128));
+  return add(w, atom, add(w, mul(w, r, i32c(w, 128)), mul(w, x, i32c(w, 16))));
+}
+
 /* Copies rows [r0, r0 + rows) of operand op's current (batch, head) into
  * the shared tile at byte `at` (i32), rows at or past `limit` as zeros. A
  * thread copies pieces tid, tid + block, ... of 8 elements: one 16-byte
@@ -124,7 +140,8 @@ static void load_tile(bwd *w, int op, LLVMValueRef r0, int64_t limit, int rows, 
     LLVMValueRef goff = add(w, src->base,
                             add(w, mul(w, to_ity(w, safe), fgb_const(e, src->s.strides[2])),
                                 mul(w, to_ity(w, c), fgb_const(e, src->s.strides[3]))));
-    LLVMValueRef soff = mul(w, add(w, mul(w, r, i32c(w, w->pitch)), c), i32c(w, 2));
+    LLVMValueRef soff =
+        w->wg ? sw_off(w, rows, r, c) : mul(w, add(w, mul(w, r, i32c(w, w->pitch)), c), i32c(w, 2));
     LLVMValueRef sptr = fgb_tc_smem_at(m, w->smem, add(w, soff, at));
     LLVMValueRef vv;
     if (vec && async) { /* 0 bytes read past the end: zeros */
@@ -231,11 +248,57 @@ static void frag_b_kn(bwd *w, LLVMValueRef base, int j, int d, LLVMValueRef *out
     out[i] = fgb_tc_lds16x2(w->m, base, w->pitch, j * 16 + (i & 1) * 8, (d + i / 2) * 8);
 }
 
+/* wgmma: acc[p] = A_p B_p^T for np products in one chain, adesc[p] the
+ * descriptor of the warpgroup's rows of a [br] tile, bdesc[p] of a [bc]
+ * one (both K-major). */
+static void wg_abt(bwd *w, int np, LLVMValueRef *adesc, LLVMValueRef *bdesc, int nn,
+                   LLVMValueRef (**acc)[4]) {
+  LLVMValueRef d[2 * MAX_BC / 2];
+  if (!fgb_tc_wg_ss(w->m, w->dt, nn * 8, (int)(w->D / 16), np, adesc, w->br, bdesc, w->bc, d)) {
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+    return;
+  }
+  for (int p = 0; p < np; p++)
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        acc[p][j][i] = d[p * nn * 4 + 4 * j + i];
+}
+
+/* wgmma: acc[p] (locals, D / 8 tiles of 16 x 8) += pa[p] B_p for np
+ * products in one chain, pa[p] nn / 2 A blocks, bdesc[p] the MN-major
+ * descriptor of a [bc] tile. */
+static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef *bdesc,
+                   LLVMValueRef (**acc)[4]) {
+  LLVMBuilderRef b = w->b;
+  int nd = (int)(w->D / 8), nk = nn / 2;
+  LLVMValueRef c[2 * MAX_D / 2], a[2 * MAX_BC / 16][4];
+  for (int p = 0; p < np; p++) {
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        c[p * nd * 4 + 4 * d + i] = LLVMBuildLoad2(b, w->m->f32, acc[p][d][i], "");
+    for (int j = 0; j < nk; j++)
+      for (int i = 0; i < 4; i++)
+        a[p * nk + j][i] = pa[p][j][i];
+  }
+  if (!fgb_tc_wg_rs(w->m, w->dt, (int)w->D, nk, np, a, bdesc, c)) {
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+    return;
+  }
+  for (int p = 0; p < np; p++)
+    for (int d = 0; d < nd; d++)
+      for (int i = 0; i < 4; i++)
+        LLVMBuildStore(b, c[p * nd * 4 + 4 * d + i], acc[p][d][i]);
+}
+
 /* acc[0..nn) = A B^T for A the warp's 16 rows of the tile at a_at and B
  * the tile at b_at ([n][k], n-tiles 0..nn), over the head dim. */
 static void gemm_abt(bwd *w, LLVMValueRef abase, LLVMValueRef bbase, int nn,
                      LLVMValueRef acc[][4]) {
   int nkq = (int)(w->D / 16);
+  if (w->wg) { /* abase, bbase: descriptors (wg_abt) */
+    wg_abt(w, 1, &abase, &bbase, nn, &acc);
+    return;
+  }
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       acc[j][i] = f32c(w, 0.0);
@@ -269,6 +332,10 @@ static void gemm_acc(bwd *w, LLVMValueRef pa[][4], int nn, LLVMValueRef bbase,
                      LLVMValueRef acc[][4]) {
   LLVMBuilderRef b = w->b;
   int nd = (int)(w->D / 8);
+  if (w->wg) { /* bbase: a descriptor (wg_acc) */
+    wg_acc(w, 1, &pa, nn, &bbase, &acc);
+    return;
+  }
   for (int d = 0; d < nd; d += 2) {
     LLVMValueRef c[2][4];
     for (int h = 0; h < 2; h++)
@@ -375,6 +442,40 @@ static LLVMValueRef lds_elem(bwd *w, LLVMValueRef base, int64_t row, int64_t col
   return fgb_load(w->m, p, w->dt, 0);
 }
 
+/* wgmma: element (rt, 8 d + 2 t + c) of the swizzled tile of `rows`
+ * rows at byte `at` in f32, for rt % 8 = g (this lane's rows). */
+static LLVMValueRef lds_sw(bwd *w, int64_t at, int rows, LLVMValueRef rt, int d, int c) {
+  LLVMBuilderRef b = w->b;
+  LLVMValueRef x = LLVMBuildXor(b, w->g, i32c(w, d % 8), "");
+  LLVMValueRef off = add(w, add(w, mul(w, rt, i32c(w, 128)), mul(w, x, i32c(w, 16))),
+                         mul(w, add(w, w->two_t, i32c(w, c)), i32c(w, 2)));
+  off = add(w, off, i32c(w, at + (int64_t)(d / 8) * rows * 128));
+  return fgb_load(w->m, fgb_tc_smem_at(w->m, w->smem, off), w->dt, 0);
+}
+
+/* wgmma: the descriptor of the tile at byte `at` from row `row` (i32, a
+ * multiple of 8; NULL: 0); lbo 16 for a K-major operand, the tile's rows
+ * x 128 for an MN-major one (the next 64 columns' atom). */
+static LLVMValueRef tile_desc(bwd *w, int64_t at, LLVMValueRef row, int64_t lbo) {
+  LLVMValueRef off = i32c(w, at);
+  if (row)
+    off = add(w, off, mul(w, row, i32c(w, 128)));
+  return fgb_tc_wg_desc(w->m, add(w, w->saddr, off), lbo);
+}
+
+/* A fragment base (mma.sync: a shared pointer; wgmma: a descriptor)
+ * moved to the stage at byte offset cur. */
+static LLVMValueRef at_stage(bwd *w, LLVMValueRef base, LLVMValueRef cur) {
+  return w->wg ? fgb_tc_wg_desc_add(w->m, base, cur) : fgb_gep(w->m, base, w->m->i8, cur);
+}
+
+/* wgmma: shared stores of this thread visible to wgmma (before a barrier
+ * that publishes tiles) */
+static void fence_tiles(bwd *w) {
+  if (w->wg)
+    fgb_tc_wg_fence_proxy(w->m);
+}
+
 /* ---- dq (and delta) ---- */
 
 static bool emit_dq(bwd *w) {
@@ -410,6 +511,7 @@ static bool emit_dq(bwd *w) {
   load_tile(w, OP_Q, q0, w->Sq, br, i32c(w, q_at), false);
   load_tile(w, OP_DO, q0, w->Sq, br, i32c(w, do_at), false);
   load_tile(w, OP_O, q0, w->Sq, br, i32c(w, o_at), false);
+  fence_tiles(w);
   fgb_barrier(m);
 
   /* delta of rows g, g + 8: this lane's columns 8 d + 2 t, +1, then the
@@ -423,11 +525,12 @@ static bool emit_dq(bwd *w) {
     LLVMValueRef dob = tile_at(w, do_at, rt, w->two_t), ob = tile_at(w, o_at, rt, w->two_t);
     LLVMValueRef sum = f32c(w, 0.0);
     for (int d = 0; d < nd; d++)
-      for (int c = 0; c < 2; c++)
-        sum = LLVMBuildFAdd(
-            b, sum,
-            LLVMBuildFMul(b, lds_elem(w, dob, 0, d * 8 + c), lds_elem(w, ob, 0, d * 8 + c), ""),
-            "");
+      for (int c = 0; c < 2; c++) {
+        /* O's element loaded first: the mma.sync kernel's PTX as before */
+        LLVMValueRef y = w->wg ? lds_sw(w, o_at, br, rt, d, c) : lds_elem(w, ob, 0, d * 8 + c);
+        LLVMValueRef x = w->wg ? lds_sw(w, do_at, br, rt, d, c) : lds_elem(w, dob, 0, d * 8 + c);
+        sum = LLVMBuildFAdd(b, sum, LLVMBuildFMul(b, x, y, ""), "");
+      }
     sum = LLVMBuildFAdd(b, sum, fgb_shfl_bfly(m, sum, 1), "");
     sum = LLVMBuildFAdd(b, sum, fgb_shfl_bfly(m, sum, 2), "");
     delta[r] = sum;
@@ -444,11 +547,21 @@ static bool emit_dq(bwd *w) {
 
   LLVMValueRef acc[MAX_D / 8][4];
   zero_locals(w, acc);
-  LLVMValueRef qbase = tile_at(w, q_at, add(w, wrow, w->a_row), w->a_col);
-  LLVMValueRef dobase = tile_at(w, do_at, add(w, wrow, w->a_row), w->a_col);
-  LLVMValueRef kbase_nk = tile_at(w, k_at, w->nk_row, w->nk_col);
-  LLVMValueRef vbase_nk = tile_at(w, v_at, w->nk_row, w->nk_col);
-  LLVMValueRef kbase_kn = tile_at(w, k_at, w->kn_row, w->kn_col);
+  LLVMValueRef qbase, dobase, kbase_nk, vbase_nk, kbase_kn;
+  if (w->wg) { /* the warpgroup's Q and dO rows, K and V K-major, K MN-major */
+    LLVMValueRef wgrow = mul(w, LLVMBuildAnd(b, w->warp, i32c(w, ~3), ""), i32c(w, 16));
+    qbase = tile_desc(w, q_at, wgrow, 16);
+    dobase = tile_desc(w, do_at, wgrow, 16);
+    kbase_nk = tile_desc(w, k_at, NULL, 16);
+    vbase_nk = tile_desc(w, v_at, NULL, 16);
+    kbase_kn = tile_desc(w, k_at, NULL, (int64_t)bc * 128);
+  } else {
+    qbase = tile_at(w, q_at, add(w, wrow, w->a_row), w->a_col);
+    dobase = tile_at(w, do_at, add(w, wrow, w->a_row), w->a_col);
+    kbase_nk = tile_at(w, k_at, w->nk_row, w->nk_col);
+    vbase_nk = tile_at(w, v_at, w->nk_row, w->nk_col);
+    kbase_kn = tile_at(w, k_at, w->kn_row, w->kn_col);
+  }
 
   /* key blocks: all, or under the causal mask those up to the CTA's last row */
   LLVMValueRef kend = i32c(w, w->Sk);
@@ -473,6 +586,7 @@ static bool emit_dq(bwd *w) {
     fgb_barrier(m); /* every warp is done with the previous tiles (and O) */
     load_tile(w, OP_K, k0, w->Sk, bc, i32c(w, k_at), false);
     load_tile(w, OP_V, k0, w->Sk, bc, i32c(w, v_at), false);
+    fence_tiles(w);
     fgb_barrier(m);
   } else {
     /* the next block into the other stage (freed by the barrier that ended
@@ -490,13 +604,19 @@ static bool emit_dq(bwd *w) {
       fgb_cp_async_commit(m); /* empty after the last block: still one group */
       fgb_cp_async_wait(m, 1);
     }
+    fence_tiles(w);
     fgb_barrier(m);
   }
-  kbase_nk = fgb_gep(m, kbase_nk, m->i8, cur);
-  vbase_nk = fgb_gep(m, vbase_nk, m->i8, cur);
-  kbase_kn = fgb_gep(m, kbase_kn, m->i8, cur);
+  kbase_nk = at_stage(w, kbase_nk, cur);
+  vbase_nk = at_stage(w, vbase_nk, cur);
+  kbase_kn = at_stage(w, kbase_kn, cur);
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  gemm_abt(w, qbase, kbase_nk, nn, s);
+  if (w->wg) { /* S and dP in one chain */
+    LLVMValueRef ad[2] = {qbase, dobase}, bd[2] = {kbase_nk, vbase_nk};
+    LLVMValueRef(*out[2])[4] = {s, dp};
+    wg_abt(w, 2, ad, bd, nn, out);
+  } else
+    gemm_abt(w, qbase, kbase_nk, nn, s);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], w->scale2, "");
@@ -507,7 +627,8 @@ static bool emit_dq(bwd *w) {
         b, need, LLVMBuildICmp(b, LLVMIntSGT, LLVMBuildSub(b, kend_b, i32c(w, 1), ""), wrow0, ""),
         "");
   mask_block(w, need, row, k0, nn, false, s);
-  gemm_abt(w, dobase, vbase_nk, nn, dp);
+  if (!w->wg)
+    gemm_abt(w, dobase, vbase_nk, nn, dp);
   /* P = 2^(S - lse), dS = P (dP - delta) */
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++) {
@@ -592,12 +713,23 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef dk[MAX_D / 8][4], dv[MAX_D / 8][4];
   zero_locals(w, dk);
   zero_locals(w, dv);
-  LLVMValueRef kbase = tile_at(w, k_at, add(w, wrow, w->a_row), w->a_col);
-  LLVMValueRef vbase = tile_at(w, v_at, add(w, wrow, w->a_row), w->a_col);
-  LLVMValueRef qbase_nk = tile_at(w, q_at, w->nk_row, w->nk_col);
-  LLVMValueRef qbase_kn = tile_at(w, q_at, w->kn_row, w->kn_col);
-  LLVMValueRef dobase_nk = tile_at(w, do_at, w->nk_row, w->nk_col);
-  LLVMValueRef dobase_kn = tile_at(w, do_at, w->kn_row, w->kn_col);
+  LLVMValueRef kbase, vbase, qbase_nk, qbase_kn, dobase_nk, dobase_kn;
+  if (w->wg) { /* the warpgroup's K and V rows; Q and dO K-major and MN-major */
+    LLVMValueRef wgrow = mul(w, LLVMBuildAnd(b, w->warp, i32c(w, ~3), ""), i32c(w, 16));
+    kbase = tile_desc(w, k_at, wgrow, 16);
+    vbase = tile_desc(w, v_at, wgrow, 16);
+    qbase_nk = tile_desc(w, q_at, NULL, 16);
+    qbase_kn = tile_desc(w, q_at, NULL, (int64_t)bc * 128);
+    dobase_nk = tile_desc(w, do_at, NULL, 16);
+    dobase_kn = tile_desc(w, do_at, NULL, (int64_t)bc * 128);
+  } else {
+    kbase = tile_at(w, k_at, add(w, wrow, w->a_row), w->a_col);
+    vbase = tile_at(w, v_at, add(w, wrow, w->a_row), w->a_col);
+    qbase_nk = tile_at(w, q_at, w->nk_row, w->nk_col);
+    qbase_kn = tile_at(w, q_at, w->kn_row, w->kn_col);
+    dobase_nk = tile_at(w, do_at, w->nk_row, w->nk_col);
+    dobase_kn = tile_at(w, do_at, w->kn_row, w->kn_col);
+  }
   /* this lane's lse and delta pairs: columns 2 t, 2 t + 1 of each n-tile */
   LLVMValueRef lse_lane =
       fgb_tc_smem_at(m, w->smem, add(w, i32c(w, lse_at), mul(w, w->two_t, i32c(w, 4))));
@@ -615,8 +747,9 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef total = mul(w, nqe, i32c(w, w->group));
   int stages = k->attn_stages;
   bool async = e->aligned && e->vec == 8 && stages == 2;
-  int64_t stage_bytes = 2 * bc * tile + 8 * bc; /* Q, dO, lse, delta */
-  if (stages == 2) {                            /* the first pair */
+  /* Q, dO, lse, delta (wgmma: lse and delta in 1 KiB, tiles 1024-byte aligned) */
+  int64_t stage_bytes = 2 * bc * tile + (w->wg ? 1024 : 8 * bc);
+  if (stages == 2) { /* the first pair */
     LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSGT, total, i32c(w, 0), ""));
     dkdv_issue(w, bi, hk, i32c(w, 0), qb0, nqe, i32c(w, 0), async);
     fgb_end_if(e, merge);
@@ -630,6 +763,7 @@ static bool emit_dkdv(bwd *w) {
   if (stages == 1) {
     fgb_barrier(m); /* every warp is done with the previous block's tiles */
     dkdv_issue(w, bi, hk, it, qb0, nqe, cur, false);
+    fence_tiles(w);
     fgb_barrier(m);
   } else {
     /* the next pair into the other stage (freed by the barrier that ended
@@ -645,16 +779,22 @@ static bool emit_dkdv(bwd *w) {
       fgb_cp_async_commit(m); /* empty after the last pair: still one group */
       fgb_cp_async_wait(m, 1);
     }
+    fence_tiles(w);
     fgb_barrier(m);
   }
-  LLVMValueRef qb_nk = fgb_gep(m, qbase_nk, m->i8, cur), qb_kn = fgb_gep(m, qbase_kn, m->i8, cur);
-  LLVMValueRef dob_nk = fgb_gep(m, dobase_nk, m->i8, cur);
-  LLVMValueRef dob_kn = fgb_gep(m, dobase_kn, m->i8, cur);
+  LLVMValueRef qb_nk = at_stage(w, qbase_nk, cur), qb_kn = at_stage(w, qbase_kn, cur);
+  LLVMValueRef dob_nk = at_stage(w, dobase_nk, cur);
+  LLVMValueRef dob_kn = at_stage(w, dobase_kn, cur);
   LLVMValueRef lse_cur = fgb_gep(m, lse_lane, m->i8, cur);
   LLVMValueRef delta_cur = fgb_gep(m, delta_lane, m->i8, cur);
   /* S^T = K Q^T, masked: queries past Sq; causal, key > query */
-  LLVMValueRef s[MAX_BC / 8][4];
-  gemm_abt(w, kbase, qb_nk, nn, s);
+  LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
+  if (w->wg) { /* S^T and dP^T in one chain */
+    LLVMValueRef ad[2] = {kbase, vbase}, bd[2] = {qb_nk, dob_nk};
+    LLVMValueRef(*out[2])[4] = {s, dp};
+    wg_abt(w, 2, ad, bd, nn, out);
+  } else
+    gemm_abt(w, kbase, qb_nk, nn, s);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], w->scale2, "");
@@ -682,15 +822,23 @@ static bool emit_dkdv(bwd *w) {
       s[j][i] = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse[j][i & 1], ""));
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, dob_kn, dv);
+  if (!w->wg)
+    gemm_acc(w, pa, nn, dob_kn, dv);
   /* dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T Q */
-  LLVMValueRef dp[MAX_BC / 8][4];
-  gemm_abt(w, vbase, dob_nk, nn, dp);
+  if (!w->wg)
+    gemm_abt(w, vbase, dob_nk, nn, dp);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], LLVMBuildFSub(b, dp[j][i], dl[j][i & 1], ""), "");
-  pack_a(w, s, nn, pa);
-  gemm_acc(w, pa, nn, qb_kn, dk);
+  if (w->wg) { /* dV += P^T dO and dK += dS^T Q in one chain */
+    LLVMValueRef pb[MAX_BC / 16][4];
+    pack_a(w, s, nn, pb);
+    LLVMValueRef(*a[2])[4] = {pa, pb}, (*acc[2])[4] = {dv, dk}, bd[2] = {dob_kn, qb_kn};
+    wg_acc(w, 2, a, nn, bd, acc);
+  } else {
+    pack_a(w, s, nn, pa);
+    gemm_acc(w, pa, nn, qb_kn, dk);
+  }
   if (stages == 2)
     fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, it);
@@ -727,6 +875,13 @@ bool fgb_emit_attention_bwd_kernel(fgb_emitter *e) {
              k->id, (long long)w->D, w->br, w->bc, k->block);
     return false;
   }
+  w->wg = k->attn_wgmma;
+  if (w->wg && ((w->D != 64 && w->D != 128) || k->attn_warps % 4 || w->pitch != w->D ||
+                (w->dt != FG_BF16 && w->dt != FG_F16))) {
+    fgb_fail(e, "attention backward kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d)",
+             k->id, (long long)w->D, w->br, w->bc);
+    return false;
+  }
   const fg_attr *sa = fg_node_attr(n, "scale");
   double scale =
       sa ? (sa->kind == FG_ATTR_FLOAT ? sa->f : (double)sa->i) : 1.0 / sqrt((double)w->D);
@@ -741,6 +896,12 @@ bool fgb_emit_attention_bwd_kernel(fgb_emitter *e) {
   char name[256];
   snprintf(name, sizeof name, "fg_attn_bwd_%s", LLVMGetValueName(e->fn));
   w->smem = fgb_dynamic_shared(m, name);
+  if (w->wg) { /* the tiles from the first multiple of 1024 bytes (the swizzle's atoms) */
+    LLVMValueRef addr = LLVMBuildTrunc(b, LLVMBuildPtrToInt(b, w->smem, m->i64, ""), m->i32, "");
+    LLVMValueRef pad = LLVMBuildAnd(b, LLVMBuildNeg(b, addr, ""), i32c(w, 1023), "");
+    w->smem = fgb_tc_smem_at(m, w->smem, pad);
+    w->saddr = add(w, addr, pad);
+  }
   w->tid = fgb_tid(m, 0);
   w->warp = LLVMBuildLShr(b, w->tid, i32c(w, 5), "");
   w->lane = LLVMBuildAnd(b, w->tid, i32c(w, 31), "");

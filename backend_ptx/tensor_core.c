@@ -5,6 +5,7 @@
 #include "gpu_intrin.h"
 #include "lower_value.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,4 +126,149 @@ void fgb_tc_cp_async16_at(fgb_module *m, LLVMValueRef sbase, int64_t soff, LLVMV
   LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons), 1, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
+}
+
+/* ---- issue 19 (wgmma backward): descriptors and chains (tensor_core.h) ---- */
+
+LLVMValueRef fgb_tc_wg_desc(fgb_module *m, LLVMValueRef saddr, int64_t lbo) {
+  LLVMBuilderRef b = m->b;
+  /* start address >> 4 (bits 0-13), lbo >> 4 (16-29), stride byte offset
+   * >> 4 (32-45: 1024), base offset 0, swizzle mode 1 (62-63: 128 bytes) */
+  LLVMValueRef lo =
+      LLVMBuildAnd(b, LLVMBuildLShr(b, saddr, fgb_tc_i32(m, 4), ""), fgb_tc_i32(m, 0x3FFF), "");
+  lo = LLVMBuildOr(b, lo, fgb_tc_i32(m, (lbo >> 4) << 16), "");
+  unsigned long long hi = (1024 >> 4) | (1ull << 30);
+  return LLVMBuildOr(b, LLVMBuildZExt(b, lo, m->i64, ""), LLVMConstInt(m->i64, hi << 32, 0), "");
+}
+
+LLVMValueRef fgb_tc_wg_desc_add(fgb_module *m, LLVMValueRef desc, LLVMValueRef bytes) {
+  LLVMValueRef x = LLVMBuildLShr(m->b, bytes, fgb_tc_i32(m, 4), "");
+  return LLVMBuildAdd(m->b, desc, LLVMBuildZExt(m->b, x, m->i64, ""), "");
+}
+
+enum { WG_TEXT = 32768, WG_MAXARGS = 512, WG_MAXPROD = 4 };
+
+static LLVMValueRef wg_asm(fgb_module *m, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
+                           const char *text, const char *cons) {
+  LLVMTypeRef tys[WG_MAXARGS];
+  for (int i = 0; i < nargs; i++)
+    tys[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(m->b, fty, fn, args, (unsigned)nargs, "");
+}
+
+void fgb_tc_wg_fence_proxy(fgb_module *m) {
+  wg_asm(m, m->v, NULL, 0, "fence.proxy.async.shared::cta;", "~{memory}");
+}
+
+/* appends to buf (WG_TEXT bytes, *len used) printf-style; *len past the
+ * end says it did not fit */
+static void wg_put(char *buf, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void wg_put(char *buf, size_t *len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *len, *len < WG_TEXT ? WG_TEXT - *len : 0, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *len += (size_t)n;
+}
+
+static void wg_regs(char *buf, size_t *len, int first, int n) {
+  wg_put(buf, len, "{");
+  for (int i = 0; i < n; i++)
+    wg_put(buf, len, "%s$%d", i ? ", " : "", first + i);
+  wg_put(buf, len, "}");
+}
+
+static LLVMTypeRef wg_f32s(fgb_module *m, int n) {
+  LLVMTypeRef fl[WG_MAXARGS];
+  for (int i = 0; i < n; i++)
+    fl[i] = m->f32;
+  return LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
+}
+
+bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMValueRef *adesc,
+                  int64_t a_rows, const LLVMValueRef *bdesc, int64_t b_rows, LLVMValueRef *d) {
+  const char *ty = dt == FG_BF16 ? "bf16" : "f16";
+  int nd = n / 2, nout = np * nd;
+  char text[WG_TEXT], cons[WG_TEXT];
+  size_t len = 0, cl = 0;
+  if (nout + 2 * np > WG_MAXARGS)
+    return false;
+  wg_put(text, &len, "{\n.reg .b64 ad, bd;\nwgmma.fence.sync.aligned;\n");
+  for (int kk = 0; kk < nk; kk++) { /* k step kk: atom kk / 4, byte 32 (kk % 4) of the row */
+    int64_t aoff = (int64_t)(kk / 4) * a_rows * 128 + (kk % 4) * 32;
+    int64_t boff = (int64_t)(kk / 4) * b_rows * 128 + (kk % 4) * 32;
+    for (int p = 0; p < np; p++) {
+      wg_put(text, &len, "add.s64 ad, $%d, %lld;\nadd.s64 bd, $%d, %lld;\n", nout + 2 * p,
+             (long long)(aoff >> 4), nout + 2 * p + 1, (long long)(boff >> 4));
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_regs(text, &len, p * nd, nd);
+      wg_put(text, &len, ", ad, bd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
+    }
+  }
+  wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  for (int i = 0; i < nout; i++)
+    wg_put(cons, &cl, "=f,");
+  for (int p = 0; p < np; p++)
+    wg_put(cons, &cl, "l,l,");
+  wg_put(cons, &cl, "~{memory}");
+  if (len >= WG_TEXT || cl >= WG_TEXT)
+    return false;
+  LLVMValueRef args[2 * WG_MAXPROD];
+  for (int p = 0; p < np; p++) {
+    args[2 * p] = adesc[p];
+    args[2 * p + 1] = bdesc[p];
+  }
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, nout), args, 2 * np, text, cons);
+  for (int i = 0; i < nout; i++)
+    d[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
+  return true;
+}
+
+bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRef (*a)[4],
+                  const LLVMValueRef *bdesc, LLVMValueRef *acc) {
+  const char *ty = dt == FG_BF16 ? "bf16" : "f16";
+  int nd = n / 2, nout = np * nd, nargs = nout + 4 * nk * np + np;
+  char text[WG_TEXT], cons[WG_TEXT];
+  size_t len = 0, cl = 0;
+  if (nout + nargs > WG_MAXARGS)
+    return false;
+  wg_put(text, &len, "{\n.reg .b64 bd;\nwgmma.fence.sync.aligned;\n");
+  for (int j = 0; j < nk; j++)
+    for (int p = 0; p < np; p++) {
+      wg_put(text, &len, "add.s64 bd, $%d, %d;\n", 2 * nout + 4 * nk * np + p, j * 2048 >> 4);
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_regs(text, &len, p * nd, nd);
+      wg_put(text, &len, ", ");
+      wg_regs(text, &len, 2 * nout + 4 * (p * nk + j), 4);
+      wg_put(text, &len, ", bd, 1, 1, 1, 1;\n");
+    }
+  wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  for (int i = 0; i < nout; i++)
+    wg_put(cons, &cl, "=f,");
+  for (int i = 0; i < nout; i++)
+    wg_put(cons, &cl, "%d,", i);
+  for (int i = 0; i < 4 * nk * np; i++)
+    wg_put(cons, &cl, "r,");
+  for (int p = 0; p < np; p++)
+    wg_put(cons, &cl, "l,");
+  wg_put(cons, &cl, "~{memory}");
+  if (len >= WG_TEXT || cl >= WG_TEXT)
+    return false;
+  LLVMValueRef args[WG_MAXARGS];
+  for (int i = 0; i < nout; i++)
+    args[i] = acc[i];
+  for (int i = 0; i < np * nk; i++)
+    for (int e = 0; e < 4; e++)
+      args[nout + 4 * i + e] = a[i][e];
+  for (int p = 0; p < np; p++)
+    args[nout + 4 * nk * np + p] = bdesc[p];
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, nout), args, nargs, text, cons);
+  for (int i = 0; i < nout; i++)
+    acc[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
+  return true;
 }

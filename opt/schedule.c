@@ -1302,6 +1302,37 @@ tiles_done:
   return true;
 }
 
+/* issue 19 (wgmma backward): the dq and the dk, dv kernels by
+ * wgmma.mma_async where the forward would take it (sm_90a, head dim 64 or
+ * 128, bf16 or f16; knob ATTN_BWD_WGMMA=0: never). A warpgroup owns 64 of
+ * the accumulating rows (dq: queries; dk, dv: keys), two a CTA (knob
+ * ATTN_WG): br 128, 8 warps, warp w rows 16 w.. as the mma.sync kernels,
+ * whose masks and fragment layouts it shares. bc, the looped block, 64:
+ * registers a thread at D = 128 are dK and dV (64 f32 each), S^T and dP^T
+ * (32 each) and P^T's packed pairs (16), within 255 at one CTA of 256
+ * threads an SM. Two stages (knob ATTN_STAGES 1, 2); tiles unpadded in the
+ * 128-byte swizzle (pitch D). */
+static bool attn_bwd_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
+  const fg_type *q = &k->attn->in[1]->type;
+  int64_t v, D = q->dims[3].size;
+  if (!p->target.arch_specific || p->target.arch != 90 || (D != 64 && D != 128) ||
+      (q->dtype != FG_BF16 && q->dtype != FG_F16))
+    return false;
+  return !(o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 0);
+}
+
+static void schedule_attention_bwd_wgmma(fg_kernel *k, const fg_plan_options *o) {
+  int64_t v, D = k->attn->in[1]->type.dims[3].size;
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
+  k->attn_wgmma = true;
+  k->attn_warps = 4 * wg;
+  k->attn_br = ATTN_WG_ROWS * wg;
+  k->attn_bc = 64;
+  k->attn_pitch = (int)D;
+  k->attn_ldmatrix = false;
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) && v < 2 ? 1 : 2;
+}
+
 /* issue 19: the two kernels of sdpa_bwd (emit_attention_bwd.c; the split
  * of the Triton fused-attention tutorial and FlashAttention-2's backward,
  * without atomics). Each warp owns 16 rows of the CTA's block (one
@@ -1338,23 +1369,32 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   int64_t B = q->dims[0].size, Hq = q->dims[1].size, Sq = q->dims[2].size, D = q->dims[3].size;
   int64_t Hk = kt->dims[1].size, Sk = kt->dims[2].size;
   bool dq = k->attn_part == FG_ATTN_DQ;
-  k->attn_warps = ATTN_WARPS;
-  k->attn_br = 16 * k->attn_warps;
-  k->attn_bc = D > 64 ? 32 : 64; /* the dk, dv accumulators hold 128 registers at D 128 */
-  k->attn_pitch = (int)D + ATTN_PAD;
   int64_t v;
-  k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
-  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  if (attn_bwd_wgmma_ok(p, k, o)) {
+    schedule_attention_bwd_wgmma(k, o);
+  } else {
+    k->attn_warps = ATTN_WARPS;
+    k->attn_br = 16 * k->attn_warps;
+    k->attn_bc = D > 64 ? 32 : 64; /* the dk, dv accumulators hold 128 registers at D 128 */
+    k->attn_pitch = (int)D + ATTN_PAD;
+    k->attn_ldmatrix = !(o && knob(o, FG_KNOB_ATTN_LDMATRIX, &v) && v == 0);
+    k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  }
   k->block = 32 * k->attn_warps;
   k->grid[0] = ceil_div(dq ? Sq : Sk, k->attn_br);
   k->grid[1] = B * (dq ? Hq : Hk);
   k->grid[2] = 1;
   /* dq: Q, dO [br], then per stage K, V [bc] (O [br] in the first stage's
    * place before the key loop: 2 bc >= br); dk, dv: K, V [br], then per
-   * stage Q, dO [bc] and lse, delta [bc] (f32) */
+   * stage Q, dO [bc] and lse, delta [bc] (f32; wgmma: in 1 KiB, so that
+   * every tile stays 1024-byte aligned, and 1 KiB more to align them) */
   int tiles = k->attn_bc * k->attn_pitch * 2;
-  k->smem = 2 * k->attn_br * k->attn_pitch * 2 +
-            k->attn_stages * (2 * tiles + (dq ? 0 : 2 * k->attn_bc * 4));
+  if (k->attn_wgmma)
+    k->smem =
+        2 * k->attn_br * k->attn_pitch * 2 + k->attn_stages * (2 * tiles + (dq ? 0 : 1024)) + 1024;
+  else
+    k->smem = 2 * k->attn_br * k->attn_pitch * 2 +
+              k->attn_stages * (2 * tiles + (dq ? 0 : 2 * k->attn_bc * 4));
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 5) ? 8 : 1;
   k->outer = B * Hq * Sq;
   k->red = Sk;
@@ -1362,15 +1402,25 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   /* .minnctapersm 2 (no register cap at 128 threads): without a
    * directive ptxas held some variants to 168 registers and spilled 12
    * bytes; with it, 128-250 registers and no spills (docs/attention.md) */
-  k->min_ctas_per_sm = 2;
+  k->min_ctas_per_sm = k->attn_wgmma ? 1 : 2;
   k->chunks = 1;
   k->split = 1;
   k->persistent = true;
-  k->why = dq ? "attention backward, dq: a CTA owns br query rows of one (batch, head), writes "
-                "their delta = rowsum(dO o O) and loops over key blocks of bc (mma.sync m16n8k16)"
-              : "attention backward, dk and dv: a CTA owns br keys of one (batch, key head) and "
-                "loops over its group's query heads and their query blocks of bc (mma.sync "
-                "m16n8k16; no atomics)";
+  if (k->attn_wgmma)
+    k->why = dq ? "attention backward, dq: a CTA owns br query rows of one (batch, head), 64 a "
+                  "warpgroup, writes their delta = rowsum(dO o O) and loops over key blocks of bc "
+                  "(wgmma.mma_async m64: S = Q K^T, dP = dO V^T from shared memory, dQ += dS K "
+                  "with dS from registers)"
+                : "attention backward, dk and dv: a CTA owns br keys of one (batch, key head), 64 "
+                  "a warpgroup, and loops over its group's query heads and their query blocks of "
+                  "bc (wgmma.mma_async m64: S^T = K Q^T, dP^T = V dO^T from shared memory, dV += "
+                  "P^T dO, dK += dS^T Q with P^T, dS^T from registers; no atomics)";
+  else
+    k->why = dq ? "attention backward, dq: a CTA owns br query rows of one (batch, head), writes "
+                  "their delta = rowsum(dO o O) and loops over key blocks of bc (mma.sync m16n8k16)"
+                : "attention backward, dk and dv: a CTA owns br keys of one (batch, key head) and "
+                  "loops over its group's query heads and their query blocks of bc (mma.sync "
+                  "m16n8k16; no atomics)";
   if (dq) {
     k->attn_delta_temp = add_temp(p, 4 * B * Hq * Sq, false);
   } else {

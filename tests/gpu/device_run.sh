@@ -423,11 +423,14 @@ ddp() {
 # wgmma kernel (--arch sm_90a) and the mma.sync one (sm_90) in the same run
 # (tests/gpu/prepare.sh), fgrun's bench line a graph and target in
 # $LOG/wgmmabench.txt (TFLOP/s: 4 B H Sq Sk D a forward over its time,
-# half of that causal).
+# half of that causal). The backward's graphs too (wgmmabwd: the wgmma dq
+# and dk, dv kernels at sm_90a, mma.sync at sm_90; TFLOP/s: 10 B H Sq Sk
+# D, half of that causal, as bench/suite/attention.fg's attn_bwd* count).
 wgmmabench() {
   : >"$LOG/wgmmabench.txt"
   local g t art
-  for g in attn_fwd attn_fwd_causal attn_fwd_d64 attn_fwd_long_causal; do
+  for g in attn_fwd attn_fwd_causal attn_fwd_d64 attn_fwd_long_causal \
+    attn_bwd attn_bwd_causal attn_bwd_d64 attn_bwd_long_causal; do
     for t in sm90a sm90; do
       art=.gpu/bench-sm90a/attention_$t.ptx
       [ -f "$art" ] || continue
