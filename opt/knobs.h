@@ -78,8 +78,8 @@
     "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
   X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")                \
   /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
-  X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \
-    "sm_90a: 0 keeps the attention backward on mma.sync (1: wgmma at head dims 64, 128)")
+  X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "0",                                                        \
+    "sm_90a: 1 the attention backward by wgmma at head dims 64, 128 (not yet GPU-checked)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -1304,7 +1304,9 @@ tiles_done:
 
 /* issue 19 (wgmma backward): the dq and the dk, dv kernels by
  * wgmma.mma_async where the forward would take it (sm_90a, head dim 64 or
- * 128, bf16 or f16; knob ATTN_BWD_WGMMA=0: never). A warpgroup owns 64 of
+ * 128, bf16 or f16) and knob ATTN_BWD_WGMMA=1 asks for it: off by default
+ * until the GPU has checked it against the interpreter (it was merged
+ * without a GPU run, docs/benchmarks.md "runs Z6-Z8"). A warpgroup owns 64 of
  * the accumulating rows (dq: queries; dk, dv: keys), two a CTA (knob
  * ATTN_WG): br 128, 8 warps, warp w rows 16 w.. as the mma.sync kernels,
  * whose masks and fragment layouts it shares. bc, the looped block, 64:
@@ -1318,7 +1320,7 @@ static bool attn_bwd_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_pla
   if (!p->target.arch_specific || p->target.arch != 90 || (D != 64 && D != 128) ||
       (q->dtype != FG_BF16 && q->dtype != FG_F16))
     return false;
-  return !(o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 0);
+  return o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 1;
 }
 
 static void schedule_attention_bwd_wgmma(fg_kernel *k, const fg_plan_options *o) {
