@@ -62,7 +62,11 @@
   /* wgmma (issue 19) */                                                                           \
   X(ATTN_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                            \
     "sm_90a: 0 keeps the attention forward on mma.sync (1: wgmma at head dims 64, 128)")           \
-  X(ATTN_WG, 1, 2, FG_KNOB_ANY, "auto", "warpgroups (64 query rows each) a wgmma attention CTA")
+  X(ATTN_WG, 1, 2, FG_KNOB_ANY, "auto", "warpgroups (64 query rows each) a wgmma attention CTA")   \
+  /* wgmma2 (issue 19) */                                                                          \
+  X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "0",                                                          \
+    "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
+    "softmax (3 K, V stages or more)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
