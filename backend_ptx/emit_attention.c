@@ -52,6 +52,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "emit.h"
 #include "emit_skel.h"
 #include "fgb_internal.h"
@@ -871,11 +873,37 @@ static LLVMValueRef wg_block_top(attn *a, LLVMValueRef kb, LLVMValueRef nkb, int
   return LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
 }
 
-/* O's accumulators (this thread's D / 2) from st */
-static void wg_load_o(attn *a, attn_state *st, LLVMValueRef *acc) {
+/* Marks the loop whose back edge is br llvm.loop.unroll.disable: LLVM
+ * keeps it rolled and the PTX says .pragma "nounroll" at its header, so
+ * that ptxas does not unroll it either (unrolled, the overlapped loop's
+ * in-flight registers of two iterations spill at head dim 128). */
+static void no_unroll(attn *a, LLVMValueRef br) {
+  LLVMContextRef ctx = a->m->ctx;
+  const char *key = "llvm.loop.unroll.disable";
+  LLVMMetadataRef flag = LLVMMDStringInContext2(ctx, key, strlen(key));
+  LLVMMetadataRef flagnode = LLVMMDNodeInContext2(ctx, &flag, 1);
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+  LLVMMetadataRef ops[2] = {tmp, flagnode};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+}
+
+/* O's accumulators (this thread's D / 2) from st, times alpha (avar: its
+ * rows g and g + 8), here: alpha through opaque(), or LLVM would hoist
+ * the products out of the place they overlap S's wgmmas in (GVN: the
+ * loop's and the epilogue's are the same) */
+static void wg_rescale_o(attn *a, attn_state *st, LLVMValueRef avar[2], LLVMValueRef *acc) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef alpha[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef x = LLVMBuildBitCast(b, LLVMBuildLoad2(b, a->m->f32, avar[h], ""), a->m->i32, "");
+    alpha[h] = LLVMBuildBitCast(b, opaque(a, x), a->m->f32, "");
+  }
   for (int d = 0; d < a->D / 8; d++)
     for (int i = 0; i < 4; i++)
-      acc[4 * d + i] = LLVMBuildLoad2(a->b, a->m->f32, st->o[0][d][i], "");
+      acc[4 * d + i] =
+          LLVMBuildFMul(b, LLVMBuildLoad2(b, a->m->f32, st->o[0][d][i], ""), alpha[i / 2], "");
 }
 
 static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
@@ -888,17 +916,19 @@ static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
  * intra-warpgroup overlap, its Algorithm 2): block 0's S and softmax
  * first, then for each key block j >= 1
  *
- *   issue S = Q K_j^T; issue O += P_{j-1} V_{j-1}   (two wgmma groups)
- *   wait_group 1: S complete; mask, softmax of block j -> alpha, P_j in
+ *   issue S = Q K_j^T; O *= alpha_{j-1} (while S runs);
+ *   issue O += P_{j-1} V_{j-1}   (two wgmma groups in flight)
+ *   wait_group 1: S complete; mask, softmax of block j -> alpha_j, P_j in
  *   f32 (the tensor cores run P_{j-1} V_{j-1} meanwhile)
- *   wait_group 0: O complete; O *= alpha; P_j packed (after the wait, as
+ *   wait_group 0: O complete; P_j packed (after the wait, as
  *   FlashAttention-3 does: ptxas may give P_j the registers of P_{j-1},
  *   and serializes every wgmma of the kernel where an instruction writes
  *   a register an unfinished wgmma reads)
  *
- * and O += P_last V_last after the loop. P_{j-1} is a local (packed
- * pairs) from one iteration to the next; O is rescaled after the P V it
- * carries (alpha of block j applies to everything up to block j - 1).
+ * and O = O alpha_last + P_last V_last after the loop. P_{j-1} (packed
+ * pairs) and alpha_{j-1} are locals from one iteration to the next
+ * (alpha_j applies to everything up to block j - 1; block 0's multiplies
+ * O = 0).
  * Block j - 1's V is still read in iteration j, so a stage is reloaded
  * two blocks after its own (wg_block_top): stages >= 3. A warpgroup
  * whose rows all precede a causal block runs it anyway (only where bc <
@@ -923,9 +953,14 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pvar[j][i] = fgk_local_var(e, m->i32, pa[0][j][i]);
+  LLVMValueRef avar[2]; /* alpha of the previous block */
+  for (int h = 0; h < 2; h++)
+    avar[h] = fgk_local_var(e, m->f32, alpha[0][h]);
 
+  /* the bound through opaque(): a loop of one iteration would be straight
+   * code that ptxas schedules into spills at head dim 128 (no_unroll) */
   fgk_loop loop;
-  LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 1), nkb, i32c(a, 1));
+  LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 1), opaque(a, nkb), i32c(a, 1));
   LLVMValueRef k0 = LLVMBuildMul(b, kb, i32c(a, a->bc), "");
   cur = wg_block_top(a, kb, nkb, stage_bytes, k_at, v_at, async);
   LLVMValueRef prev =
@@ -936,7 +971,7 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
-  wg_load_o(a, st, acc);
+  wg_rescale_o(a, st, avar, acc);
   if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, prev), acc, false))
     return;
   for (int j = 0; j < nn; j++)
@@ -951,15 +986,16 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   block_softmax(a, st, s, alpha, NULL);
   if (!wg_wait(a, 0, acc, 4 * nd))
     return;
-  for (int d = 0; d < nd; d++)
-    for (int i = 0; i < 4; i++)
-      acc[4 * d + i] = LLVMBuildFMul(b, acc[4 * d + i], alpha[0][i / 2], "");
   wg_store_o(a, st, acc);
   block_pack(a, s[0], pa[0]);
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       LLVMBuildStore(b, pa[0][j][i], pvar[j][i]);
+  for (int h = 0; h < 2; h++)
+    LLVMBuildStore(b, alpha[0][h], avar[h]);
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
   fgk_loop_end(e, &loop, kb);
+  no_unroll(a, LLVMGetBasicBlockTerminator(latch));
 
   /* the last block's P V (its stage is not reloaded) */
   LLVMValueRef last =
@@ -968,7 +1004,7 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
-  wg_load_o(a, st, acc);
+  wg_rescale_o(a, st, avar, acc);
   if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, last), acc, true))
     return;
   wg_store_o(a, st, acc);
@@ -1065,7 +1101,10 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
 
   /* Q into shared memory with the first stages - 1 key blocks (one
    * cp.async group each; block 0 exists: every CTA sees key 0) */
-  bool overlap = wg && k->attn_overlap;
+  /* the overlap in the cp.async variant only: the plain copies' loaded
+   * pieces on top of its in-flight registers spill at head dim 128 (the
+   * plain variant, for misaligned operands, keeps the loop below) */
+  bool overlap = wg && k->attn_overlap && async;
   if (overlap && stages < 3) {
     fgb_fail(e, "attention kernel %d: the wgmma overlap needs 3 stages or more", k->id);
     return false;
