@@ -28,7 +28,7 @@ rm -f .gpu/err.txt
 # misaligned pointers too), and the forward benchmark graphs for both
 # targets (device_run.sh wgmmabench: the same run times both kernels).
 mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg; do
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   "$FUSEC" "$f" --arch sm_90a -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
 done
@@ -39,7 +39,7 @@ done
 # variant keeps the plain loop at 3 stages), and the bench variants timed
 # in the same wgmmabench run: attention_sm90a-<name>.ptx, name = the knobs.
 mkdir -p .gpu/ptx-sm90a-overlap
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg; do
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a-overlap/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   "$FUSEC" "$f" --arch sm_90a --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a overlap): $(head -1 .gpu/err.txt)"
 done
