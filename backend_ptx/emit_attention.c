@@ -640,7 +640,9 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
  *
  * Each product is one inline-assembly statement (LLVM 19 has no wgmma
  * intrinsics): wgmma.fence, the chain of wgmma.mma_async, commit_group,
- * wait_group 0, so that its results are complete when LLVM sees them.
+ * wait_group 0, so that its results are complete when LLVM sees them
+ * (the overlapped loop, plan overlap, issues chains without the wait and
+ * waits in a statement of its own: wg_wait, wg_overlap_loop).
  * Shared memory written by cp.async or st.shared (the generic proxy) is
  * made visible to wgmma (the async proxy) by fence.proxy.async before the
  * barrier that publishes it. */
