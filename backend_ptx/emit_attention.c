@@ -52,6 +52,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "emit.h"
 #include "emit_skel.h"
 #include "fgb_internal.h"
@@ -417,18 +419,31 @@ static void block_mask(attn *a, attn_state *st, LLVMValueRef k0, LLVMValueRef s[
       }
 }
 
-static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc);
+static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc, bool wait);
 
-/* The online softmax of one block and O = O alpha + P V from the V tile at
- * vbase. Row maxima: two butterfly shuffles a row a block; row sums stay
- * per thread until the end; P = 2^(S scale2 - m) in one FMA and ex2. */
-static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
-                         LLVMValueRef s[][MAX_BC / 8][4]) {
+/* P (s: one row tile's f32 values) packed into A fragments of 16 keys */
+static void block_pack(attn *a, LLVMValueRef s[][4], LLVMValueRef pa[][4]) {
+  fgb_module *m = a->m;
+  for (int j = 0; j < a->bc / 16; j++) {
+    pa[j][0] = fgb_tc_cvt_pack2(m, a->dt, s[2 * j][0], s[2 * j][1]);
+    pa[j][1] = fgb_tc_cvt_pack2(m, a->dt, s[2 * j][2], s[2 * j][3]);
+    pa[j][2] = fgb_tc_cvt_pack2(m, a->dt, s[2 * j + 1][0], s[2 * j + 1][1]);
+    pa[j][3] = fgb_tc_cvt_pack2(m, a->dt, s[2 * j + 1][2], s[2 * j + 1][3]);
+  }
+}
+
+/* The online softmax of one block: the rows' new maxima and sums (st's m
+ * and l), the factors alpha = 2^(m_old - m_new) O is to be scaled by, and
+ * P = 2^(S scale2 - m), in s and, unless pa is NULL, as A fragments of 16
+ * keys (pa). Row maxima: two butterfly shuffles a row a block; row sums
+ * stay per thread until the end; P in one FMA and ex2. */
+static void block_softmax(attn *a, attn_state *st, LLVMValueRef s[][MAX_BC / 8][4],
+                          LLVMValueRef alpha[][2], LLVMValueRef pa[][MAX_BC / 16][4]) {
   LLVMBuilderRef b = a->b;
   fgb_module *m = a->m;
-  int nn = a->bc / 8, nd = (int)(a->D / 8);
+  int nn = a->bc / 8;
   LLVMValueRef ninf = f32c(a, -INFINITY), zero = f32c(a, 0.0);
-  LLVMValueRef alpha[MAX_MT][2], nmuse[MAX_MT][2];
+  LLVMValueRef nmuse[MAX_MT][2];
   for (int r = 0; r < a->mt; r++)
     for (int h = 0; h < 2; h++) {     /* a row's values are in the 4 lanes of a quad */
       LLVMValueRef v[2 * MAX_BC / 8]; /* the row's values here, by a tree of max */
@@ -459,7 +474,6 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
       nmuse[r][h] = LLVMBuildFNeg(b, muse, "");
     }
   /* P = 2^(S - m), its row sums, and P as A fragments of 16 keys */
-  LLVMValueRef pa[MAX_MT][MAX_BC / 16][4];
   for (int r = 0; r < a->mt; r++) {
     /* row sums: two chains a row (its even and odd columns), added at the end */
     LLVMValueRef rs[4] = {NULL, NULL, NULL, NULL};
@@ -475,20 +489,27 @@ static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
       LLVMValueRef sum = LLVMBuildFAdd(b, rs[2 * h], rs[2 * h + 1], "");
       LLVMBuildStore(b, fgb_tc_fma(m, l, alpha[r][h], sum), st->l[r][h]);
     }
-    for (int j = 0; j < nn / 2; j++) {
-      pa[r][j][0] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j][0], s[r][2 * j][1]);
-      pa[r][j][1] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j][2], s[r][2 * j][3]);
-      pa[r][j][2] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][0], s[r][2 * j + 1][1]);
-      pa[r][j][3] = fgb_tc_cvt_pack2(m, a->dt, s[r][2 * j + 1][2], s[r][2 * j + 1][3]);
-    }
+    if (pa)
+      block_pack(a, s[r], pa[r]);
   }
+}
+
+/* The online softmax of one block (block_softmax) and O = O alpha + P V
+ * from the V tile at vbase. */
+static void block_update(attn *a, attn_state *st, LLVMValueRef vbase,
+                         LLVMValueRef s[][MAX_BC / 8][4]) {
+  LLVMBuilderRef b = a->b;
+  fgb_module *m = a->m;
+  int nn = a->bc / 8, nd = (int)(a->D / 8);
+  LLVMValueRef alpha[MAX_MT][2], pa[MAX_MT][MAX_BC / 16][4];
+  block_softmax(a, st, s, alpha, pa);
   if (a->k->attn_wgmma) { /* O alpha, then one chain of wgmma (vbase: V's descriptor) */
     LLVMValueRef acc[MAX_D / 2];
     for (int d = 0; d < nd; d++)
       for (int i = 0; i < 4; i++)
         acc[4 * d + i] =
             LLVMBuildFMul(b, LLVMBuildLoad2(b, m->f32, st->o[0][d][i], ""), alpha[0][i / 2], "");
-    if (!wg_pv(a, pa[0], vbase, acc))
+    if (!wg_pv(a, pa[0], vbase, acc, true))
       return;
     for (int d = 0; d < nd; d++)
       for (int i = 0; i < 4; i++)
@@ -619,7 +640,9 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
  *
  * Each product is one inline-assembly statement (LLVM 19 has no wgmma
  * intrinsics): wgmma.fence, the chain of wgmma.mma_async, commit_group,
- * wait_group 0, so that its results are complete when LLVM sees them.
+ * wait_group 0, so that its results are complete when LLVM sees them
+ * (the overlapped loop, plan overlap, issues chains without the wait and
+ * waits in a statement of its own: wg_wait, wg_overlap_loop).
  * Shared memory written by cp.async or st.shared (the generic proxy) is
  * made visible to wgmma (the async proxy) by fence.proxy.async before the
  * barrier that publishes it. */
@@ -705,7 +728,7 @@ static void put_regs(char *buf, size_t cap, size_t *len, int first, int n) {
 /* S = Q K^T of the warpgroup's rows: qdesc the Q tile's descriptor at the
  * warpgroup's first row, kdesc the K tile's. */
 static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
-                      LLVMValueRef s[][MAX_BC / 8][4]) {
+                      LLVMValueRef s[][MAX_BC / 8][4], bool wait) {
   fgb_module *m = a->m;
   const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
   int n = a->bc / 2, nkq = (int)(a->D / 16);
@@ -722,8 +745,8 @@ static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
     put_regs(text, sizeof text, &len, 0, n);
     put(text, sizeof text, &len, ", qd, kd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
   }
-  put(text, sizeof text, &len,
-      "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  put(text, sizeof text, &len, "wgmma.commit_group.sync.aligned;\n%s}",
+      wait ? "wgmma.wait_group.sync.aligned 0;\n" : "");
   for (int i = 0; i < n; i++)
     put(cons, sizeof cons, &cl, "=f,");
   put(cons, sizeof cons, &cl, "l,l,~{memory}");
@@ -745,7 +768,7 @@ static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
 
 /* acc (D / 2 f32, O's fragments) += P V: pa the P A fragments of the
  * block's bc / 16 key steps, vdesc the V tile's descriptor. */
-static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc) {
+static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc, bool wait) {
   fgb_module *m = a->m;
   const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
   int n = (int)(a->D / 2), nk = a->bc / 16, nargs = n + 4 * nk + 1;
@@ -761,8 +784,8 @@ static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRe
     put_regs(text, sizeof text, &len, 2 * n + 4 * j, 4);
     put(text, sizeof text, &len, ", vd, 1, 1, 1, 1;\n");
   }
-  put(text, sizeof text, &len,
-      "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  put(text, sizeof text, &len, "wgmma.commit_group.sync.aligned;\n%s}",
+      wait ? "wgmma.wait_group.sync.aligned 0;\n" : "");
   for (int i = 0; i < n; i++)
     put(cons, sizeof cons, &cl, "=f,");
   for (int i = 0; i < n; i++)
@@ -791,11 +814,202 @@ static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRe
   return true;
 }
 
+/* wgmma.wait_group `pending`: the n accumulators in v (outputs of a
+ * chain issued without its wait) come back complete, as the statement's
+ * outputs tied to them, so that nothing reads them before the wait
+ * (PTX ISA: reading a wgmma's accumulators or A registers before a
+ * wait_group covering it is undefined). */
+static bool wg_wait(attn *a, int pending, LLVMValueRef *v, int n) {
+  fgb_module *m = a->m;
+  char text[64], cons[1024];
+  size_t len = 0, cl = 0;
+  put(text, sizeof text, &len, "wgmma.wait_group.sync.aligned %d;", pending);
+  for (int i = 0; i < n; i++)
+    put(cons, sizeof cons, &cl, "=f,");
+  for (int i = 0; i < n; i++)
+    put(cons, sizeof cons, &cl, "%d,", i);
+  put(cons, sizeof cons, &cl, "~{memory}");
+  if (len >= sizeof text || cl >= sizeof cons) {
+    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
+    return false;
+  }
+  LLVMTypeRef fl[MAX_D / 2 > MAX_BC / 2 ? MAX_D / 2 : MAX_BC / 2];
+  for (int i = 0; i < n; i++)
+    fl[i] = m->f32;
+  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
+  LLVMValueRef r = wg_asm(a, ret, v, n, text, cons);
+  for (int i = 0; i < n; i++)
+    v[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
+  return true;
+}
+
 /* fence.proxy.async.shared::cta: this thread's shared stores (cp.async
  * ones complete) visible to the async proxy (wgmma's operand reads). */
 static void wg_fence_proxy(attn *a) {
   const char *text = "fence.proxy.async.shared::cta;";
   wg_asm(a, LLVMVoidTypeInContext(a->m->ctx), NULL, 0, text, "~{memory}");
+}
+
+/* The top of key block kb in the overlapped loop: wait for its tiles
+ * (cp.async groups: one a block, `ahead` blocks ahead), make them visible
+ * to wgmma and publish them (the barrier also says every warp is done with
+ * block kb - 2, whose stage takes block kb + ahead = kb + stages - 2); the
+ * byte offset of kb's stage. */
+static LLVMValueRef wg_block_top(attn *a, LLVMValueRef kb, LLVMValueRef nkb, int64_t stage_bytes,
+                                 int64_t k_at, int64_t v_at, bool async) {
+  fgb_emitter *e = a->e;
+  LLVMBuilderRef b = a->b;
+  int stages = a->k->attn_stages, ahead = stages - 2;
+  if (async)
+    fgb_cp_async_wait(a->m, ahead - 1);
+  wg_fence_proxy(a);
+  fgb_barrier(a->m);
+  LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, ahead), "");
+  LLVMValueRef nxt =
+      LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
+  load_kv(a, kn, nxt, k_at, v_at, async);
+  fgb_end_if(e, merge);
+  if (async)
+    fgb_cp_async_commit(a->m);
+  return LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+}
+
+/* Marks the loop whose back edge is br llvm.loop.unroll.disable: LLVM
+ * keeps it rolled and the PTX says .pragma "nounroll" at its header, so
+ * that ptxas does not unroll it either (unrolled, the overlapped loop's
+ * in-flight registers of two iterations spill at head dim 128). */
+static void no_unroll(attn *a, LLVMValueRef br) {
+  LLVMContextRef ctx = a->m->ctx;
+  const char *key = "llvm.loop.unroll.disable";
+  LLVMMetadataRef flag = LLVMMDStringInContext2(ctx, key, strlen(key));
+  LLVMMetadataRef flagnode = LLVMMDNodeInContext2(ctx, &flag, 1);
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+  LLVMMetadataRef ops[2] = {tmp, flagnode};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, id); /* the loop id refers to itself */
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9), LLVMMetadataAsValue(ctx, id));
+}
+
+/* O's accumulators (this thread's D / 2) from st, times alpha (avar: its
+ * rows g and g + 8), here: alpha through opaque(), or LLVM would hoist
+ * the products out of the place they overlap S's wgmmas in (GVN: the
+ * loop's and the epilogue's are the same) */
+static void wg_rescale_o(attn *a, attn_state *st, LLVMValueRef avar[2], LLVMValueRef *acc) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef alpha[2];
+  for (int h = 0; h < 2; h++) {
+    LLVMValueRef x = LLVMBuildBitCast(b, LLVMBuildLoad2(b, a->m->f32, avar[h], ""), a->m->i32, "");
+    alpha[h] = LLVMBuildBitCast(b, opaque(a, x), a->m->f32, "");
+  }
+  for (int d = 0; d < a->D / 8; d++)
+    for (int i = 0; i < 4; i++)
+      acc[4 * d + i] =
+          LLVMBuildFMul(b, LLVMBuildLoad2(b, a->m->f32, st->o[0][d][i], ""), alpha[i / 2], "");
+}
+
+static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
+  for (int d = 0; d < a->D / 8; d++)
+    for (int i = 0; i < 4; i++)
+      LLVMBuildStore(a->b, acc[4 * d + i], st->o[0][d][i]);
+}
+
+/* The wgmma loop software-pipelined (plan: overlap; FlashAttention-3's
+ * intra-warpgroup overlap, its Algorithm 2): block 0's S and softmax
+ * first, then for each key block j >= 1
+ *
+ *   issue S = Q K_j^T; O *= alpha_{j-1} (while S runs);
+ *   issue O += P_{j-1} V_{j-1}   (two wgmma groups in flight)
+ *   wait_group 1: S complete; mask, softmax of block j -> alpha_j, P_j in
+ *   f32 (the tensor cores run P_{j-1} V_{j-1} meanwhile)
+ *   wait_group 0: O complete; P_j packed (after the wait, as
+ *   FlashAttention-3 does: ptxas may give P_j the registers of P_{j-1},
+ *   and serializes every wgmma of the kernel where an instruction writes
+ *   a register an unfinished wgmma reads)
+ *
+ * and O = O alpha_last + P_last V_last after the loop. P_{j-1} (packed
+ * pairs) and alpha_{j-1} are locals from one iteration to the next
+ * (alpha_j applies to everything up to block j - 1; block 0's multiplies
+ * O = 0).
+ * Block j - 1's V is still read in iteration j, so a stage is reloaded
+ * two blocks after its own (wg_block_top): stages >= 3. A warpgroup
+ * whose rows all precede a causal block runs it anyway (only where bc <
+ * br: its scores masked, P = 0), the groups of the chain being the same
+ * in every warp. */
+static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValueRef qdesc,
+                            LLVMValueRef kdesc0, LLVMValueRef vdesc0, int64_t stage_bytes,
+                            int64_t k_at, int64_t v_at, bool async) {
+  fgb_emitter *e = a->e;
+  fgb_module *m = a->m;
+  LLVMBuilderRef b = a->b;
+  int nk = a->bc / 16, nn = a->bc / 8, nd = (int)(a->D / 8), stages = a->k->attn_stages;
+  LLVMValueRef s[MAX_MT][MAX_BC / 8][4], alpha[MAX_MT][2], pa[MAX_MT][MAX_BC / 16][4];
+  LLVMValueRef acc[MAX_D / 2], sv[MAX_BC / 2];
+  LLVMValueRef pvar[MAX_BC / 16][4]; /* P of the previous block */
+  /* block 0: S, its softmax (O is 0: no rescale) */
+  LLVMValueRef cur = wg_block_top(a, i32c(a, 0), nkb, stage_bytes, k_at, v_at, async);
+  if (!wg_scores(a, qdesc, wg_desc_add(a, kdesc0, cur), s, true))
+    return;
+  block_mask(a, st, i32c(a, 0), s);
+  block_softmax(a, st, s, alpha, pa);
+  for (int j = 0; j < nk; j++)
+    for (int i = 0; i < 4; i++)
+      pvar[j][i] = fgk_local_var(e, m->i32, pa[0][j][i]);
+  LLVMValueRef avar[2]; /* alpha of the previous block */
+  for (int h = 0; h < 2; h++)
+    avar[h] = fgk_local_var(e, m->f32, alpha[0][h]);
+
+  /* the bound through opaque(): a loop of one iteration would be straight
+   * code that ptxas schedules into spills at head dim 128 (no_unroll) */
+  fgk_loop loop;
+  LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 1), opaque(a, nkb), i32c(a, 1));
+  LLVMValueRef k0 = LLVMBuildMul(b, kb, i32c(a, a->bc), "");
+  cur = wg_block_top(a, kb, nkb, stage_bytes, k_at, v_at, async);
+  LLVMValueRef prev =
+      LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, kb, i32c(a, 1), ""), i32c(a, stages), ""),
+                   i32c(a, stage_bytes), "");
+  if (!wg_scores(a, qdesc, wg_desc_add(a, kdesc0, cur), s, false))
+    return;
+  for (int j = 0; j < nk; j++)
+    for (int i = 0; i < 4; i++)
+      pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
+  wg_rescale_o(a, st, avar, acc);
+  if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, prev), acc, false))
+    return;
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      sv[4 * j + i] = s[0][j][i];
+  if (!wg_wait(a, 1, sv, 4 * nn))
+    return;
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      s[0][j][i] = sv[4 * j + i];
+  block_mask(a, st, k0, s);
+  block_softmax(a, st, s, alpha, NULL);
+  if (!wg_wait(a, 0, acc, 4 * nd))
+    return;
+  wg_store_o(a, st, acc);
+  block_pack(a, s[0], pa[0]);
+  for (int j = 0; j < nk; j++)
+    for (int i = 0; i < 4; i++)
+      LLVMBuildStore(b, pa[0][j][i], pvar[j][i]);
+  for (int h = 0; h < 2; h++)
+    LLVMBuildStore(b, alpha[0][h], avar[h]);
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+  fgk_loop_end(e, &loop, kb);
+  no_unroll(a, LLVMGetBasicBlockTerminator(latch));
+
+  /* the last block's P V (its stage is not reloaded) */
+  LLVMValueRef last =
+      LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, nkb, i32c(a, 1), ""), i32c(a, stages), ""),
+                   i32c(a, stage_bytes), "");
+  for (int j = 0; j < nk; j++)
+    for (int i = 0; i < 4; i++)
+      pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
+  wg_rescale_o(a, st, avar, acc);
+  if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, last), acc, true))
+    return;
+  wg_store_o(a, st, acc);
 }
 
 bool fgb_emit_attention_kernel(fgb_emitter *e) {
@@ -889,8 +1103,17 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
 
   /* Q into shared memory with the first stages - 1 key blocks (one
    * cp.async group each; block 0 exists: every CTA sees key 0) */
+  /* the overlap in the cp.async variant only: the plain copies' loaded
+   * pieces on top of its in-flight registers spill at head dim 128 (the
+   * plain variant, for misaligned operands, keeps the loop below) */
+  bool overlap = wg && k->attn_overlap && async;
+  if (overlap && stages < 3) {
+    fgb_fail(e, "attention kernel %d: the wgmma overlap needs 3 stages or more", k->id);
+    return false;
+  }
+  int ahead = overlap ? stages - 2 : stages - 1; /* key blocks loading while one computes */
   load_tile(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), async);
-  for (int sg = 0; sg < stages - 1; sg++) {
+  for (int sg = 0; sg < ahead; sg++) {
     LLVMBasicBlockRef merge =
         sg ? fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, i32c(a, sg), nkb, "")) : NULL;
     load_kv(a, i32c(a, sg), i32c(a, sg * stage_bytes), k_at, v_at, async);
@@ -954,6 +1177,10 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
         st.o[r][j][i] = fgk_local_var(e, m->f32, zero);
   }
 
+  if (overlap) {
+    wg_overlap_loop(a, &st, nkb, qdesc, kdesc0, vdesc0, stage_bytes, k_at, v_at, async);
+    return !e->failed && store_results(a, &st, bh) && !e->failed;
+  }
   fgk_loop loop;
   LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 0), nkb, i32c(a, 1));
   LLVMValueRef k0 = LLVMBuildMul(b, kb, i32c(a, a->bc), "");
@@ -1000,7 +1227,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
                                          : LLVMBuildAdd(b, st.wrow0, i32c(a, 16 * a->mt - 1), ""),
                                       ""));
   if (wg) {
-    if (!wg_scores(a, qdesc, kbase, s))
+    if (!wg_scores(a, qdesc, kbase, s, true))
       return false;
   } else
     block_scores(a, &st, kbase, s);

@@ -205,6 +205,10 @@ typedef struct fg_kernel {
    * (4 warps) owning 64 query rows, tiles in shared memory in the 128-byte
    * swizzle (attn_pitch = D: no padding) */
   bool attn_wgmma;
+  /* issue 19 (wgmma2): the wgmma loop software-pipelined (knob ATTN_OVERLAP):
+   * block j's S = Q K^T and block j - 1's P V issued together, block j's
+   * softmax while P V runs (stages >= 3: V of block j - 1 still read) */
+  bool attn_overlap;
   /* SCATTER kernels (issue 20): the index_add or scatter_add node; its
    * destination slices (index_add: the operand's extent along dim;
    * scatter_add: the operand's elements, each its own bin) and sources

@@ -235,10 +235,10 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && k->cluster > 1)
     fprintf(f, " cluster %d", k->cluster);
   if (k->kind == FG_KERNEL_ATTENTION)
-    fprintf(f, " br %d bc %d warps %d pitch %d stages %d%s%s%s%s smem %d min-ctas-per-sm %d",
+    fprintf(f, " br %d bc %d warps %d pitch %d stages %d%s%s%s%s%s smem %d min-ctas-per-sm %d",
             k->attn_br, k->attn_bc, k->attn_warps, k->attn_pitch, k->attn_stages,
-            k->attn_wgmma ? " wgmma" : "", k->attn_ldmatrix ? " ldmatrix" : "",
-            k->attn_q_regs ? " q-in-registers" : "",
+            k->attn_wgmma ? " wgmma" : "", k->attn_overlap ? " overlap" : "",
+            k->attn_ldmatrix ? " ldmatrix" : "", k->attn_q_regs ? " q-in-registers" : "",
             fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem, k->min_ctas_per_sm);
   if (k->kind == FG_KERNEL_ATTENTION_BWD)
     fprintf(f, " part %s br %d bc %d warps %d pitch %d stages %d%s%s%s smem %d delta t%d",

@@ -1205,7 +1205,10 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_br = ATTN_WG_ROWS * wg;
   k->attn_pitch = (int)D;
   k->attn_bc = o && knob(o, FG_KNOB_ATTN_BC, &v) ? (int)v : 128;
-  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : 2;
+  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 1;
+  k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
+  if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
+    k->attn_overlap = false;
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;

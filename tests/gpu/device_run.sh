@@ -85,7 +85,7 @@ check() {
       echo "$ptx $src $g" >>"$jobs"
       # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
       # Not for bench/: its shapes are large, its kernels the same.
-      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
+      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/* | .gpu/ptx-sm90a-overlap/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
@@ -426,12 +426,15 @@ ddp() {
 # half of that causal). The backward's graphs too (wgmmabwd: the wgmma dq
 # and dk, dv kernels at sm_90a, mma.sync at sm_90; TFLOP/s: 10 B H Sq Sk
 # D, half of that causal, as bench/suite/attention.fg's attn_bwd* count).
+# wgmma2: every knob variant prepare.sh wrote (attention_sm90a-*.ptx)
+# too, each line tagged with its name.
 wgmmabench() {
   : >"$LOG/wgmmabench.txt"
   local g t art
+  local ts="sm90a $(ls .gpu/bench-sm90a/ 2>/dev/null | sed -n 's/^attention_\(sm90a-.*\)\.ptx$/\1/p' | tr '\n' ' ') sm90"
   for g in attn_fwd attn_fwd_causal attn_fwd_d64 attn_fwd_long_causal \
     attn_bwd attn_bwd_causal attn_bwd_d64 attn_bwd_long_causal; do
-    for t in sm90a sm90; do
+    for t in $ts; do
       art=.gpu/bench-sm90a/attention_$t.ptx
       [ -f "$art" ] || continue
       "$FGRUN" "$art" --graph "$g" --bench "${FG_BENCH_N:-50}" --seed 1 2>&1 | grep -E '^(bench|load|error)' |

@@ -31,13 +31,25 @@ mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
 # The backward too (wgmmabwd): attention_bwd_wgmma.fg and attention_bwd.fg
 # take the wgmma dq and dk, dv kernels at sm_90a with knob ATTN_BWD_WGMMA=1
 # (off by default until this check has passed on a GPU).
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg; do
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   "$FUSEC" "$f" --arch sm_90a --knob ATTN_BWD_WGMMA=1 -o "$out" 2>.gpu/err.txt ||
     echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
 done
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_BWD_WGMMA=1 -o .gpu/bench-sm90a/attention_sm90a.ptx
 "$FUSEC" bench/suite/attention.fg -o .gpu/bench-sm90a/attention_sm90.ptx
+# wgmma2: the software-pipelined loop (knob ATTN_OVERLAP=1, 3 stages)
+# checked like the default (.gpu/ptx-sm90a-overlap/, misaligned too: that
+# variant keeps the plain loop at 3 stages), and the bench variants timed
+# in the same wgmmabench run: attention_sm90a-<name>.ptx, name = the knobs.
+mkdir -p .gpu/ptx-sm90a-overlap
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
+  out=.gpu/ptx-sm90a-overlap/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+  "$FUSEC" "$f" --arch sm_90a --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a overlap): $(head -1 .gpu/err.txt)"
+done
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 -o .gpu/bench-sm90a/attention_sm90a-overlap.ptx
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_STAGES=3 -o .gpu/bench-sm90a/attention_sm90a-stages3.ptx
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 --knob ATTN_WG=1 -o .gpu/bench-sm90a/attention_sm90a-overlap-wg1.ptx
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
