@@ -78,12 +78,12 @@
     "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
   X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")                \
   /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
-  X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "0",                                                        \
-    "sm_90a: 1 the attention backward by wgmma at head dims 64, 128 (not yet GPU-checked)")        \
+  X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \
+    "sm_90a: 0 the attention backward by mma.sync instead of wgmma")                               \
   /* wgmma2 (issue 19) */                                                                          \
-  X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "0",                                                          \
+  X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "auto",                                                       \
     "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
-    "softmax (3 K, V stages or more)")
+    "softmax (3 K, V stages or more; auto: at head dim 128)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -1205,7 +1205,9 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_br = ATTN_WG_ROWS * wg;
   k->attn_pitch = (int)D;
   k->attn_bc = o && knob(o, FG_KNOB_ATTN_BC, &v) ? (int)v : 128;
-  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 1;
+  /* The overlapped loop at head dim 128 only: at 128 it was 1-4% faster,
+   * at 64 20% slower (docs/benchmarks.md, run Z9b). */
+  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) ? v == 1 : D == 128;
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
   if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
     k->attn_overlap = false;
@@ -1307,9 +1309,8 @@ tiles_done:
 
 /* issue 19 (wgmma backward): the dq and the dk, dv kernels by
  * wgmma.mma_async where the forward would take it (sm_90a, head dim 64 or
- * 128, bf16 or f16) and knob ATTN_BWD_WGMMA=1 asks for it: off by default
- * until the GPU has checked it against the interpreter (it was merged
- * without a GPU run, docs/benchmarks.md "runs Z6-Z8"). A warpgroup owns 64 of
+ * 128, bf16 or f16) unless knob ATTN_BWD_WGMMA=0 (checked on the GPU and
+ * 1.1-1.55x faster than mma.sync: docs/benchmarks.md, run Z9). A warpgroup owns 64 of
  * the accumulating rows (dq: queries; dk, dv: keys), two a CTA (knob
  * ATTN_WG): br 128, 8 warps, warp w rows 16 w.. as the mma.sync kernels,
  * whose masks and fragment layouts it shares. bc, the looped block, 64:
@@ -1323,7 +1324,7 @@ static bool attn_bwd_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_pla
   if (!p->target.arch_specific || p->target.arch != 90 || (D != 64 && D != 128) ||
       (q->dtype != FG_BF16 && q->dtype != FG_F16))
     return false;
-  return o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 1;
+  return !(o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 0);
 }
 
 static void schedule_attention_bwd_wgmma(fg_kernel *k, const fg_plan_options *o) {

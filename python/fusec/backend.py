@@ -90,10 +90,43 @@ class Stats:
                 "results_restrided": dict(self.results_restrided.most_common())}
 
 
-def compile_region(fg_text, fusec=None, stats=None, directory=None):
+_ARCH = []
+
+
+def target_arch():
+    """The `--arch` regions are compiled for ("" for fusec's default):
+    $FUSEC_BACKEND_ARCH, else sm_90a on a Hopper GPU (the wgmma attention
+    kernels need the arch-specific target, docs/attention.md), else the
+    default. The arch is part of the cache key."""
+    env = os.environ.get("FUSEC_BACKEND_ARCH")
+    if env is not None:
+        return env
+    if not _ARCH:
+        arch = ""
+        try:
+            import torch
+
+            if torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0):
+                arch = "sm_90a"
+        except Exception:  # no usable CUDA: fusec's default
+            pass
+        _ARCH.append(arch)
+    return _ARCH[0]
+
+
+def _arch_line(arch):
+    """The line an arch-specific region's cache text starts with (a .fg
+    comment): the cache key and the pending file carry the arch."""
+    return "# fusec --arch %s\n" % arch if arch else ""
+
+
+def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
     """(path of the artifact, None) for one region's .fg text (graph `g`),
-    compiled once into the cache; (None, fusec's message) when fusec refuses
-    or there is no fusec binary (stats.missing) and the cache lacks it."""
+    compiled once into the cache for `arch` (None: target_arch()); (None,
+    fusec's message) when fusec refuses or there is no fusec binary
+    (stats.missing) and the cache lacks it."""
+    arch = target_arch() if arch is None else arch
+    fg_text = _arch_line(arch) + fg_text
     h = hashlib.sha256(fg_text.encode()).hexdigest()[:32]
     d = directory or cache_dir()
     ptx = os.path.join(d, h + ".ptx")
@@ -118,7 +151,8 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None):
         with open(fg, "w") as f:
             f.write(fg_text)
         out = os.path.join(tmp, "region.ptx")
-        r = subprocess.run([fusec, fg, "-o", out], capture_output=True, text=True)
+        r = subprocess.run([fusec, fg, "-o", out] + (["--arch", arch] if arch else []), capture_output=True,
+                           text=True)
         if r.returncode != 0:
             return None, r.stderr.strip()
         os.replace(out, ptx)  # atomic: a concurrent process sees the whole artifact or none
@@ -381,7 +415,11 @@ def fill(pending, directory=None):
             continue
         with open(os.path.join(pending, name)) as f:
             text = f.read()
-        path, why = compile_region(text, directory=directory)
+        arch = ""  # the arch the running process asked for (_arch_line)
+        if text.startswith("# fusec --arch "):
+            line, text = text.split("\n", 1)
+            arch = line.split()[-1]
+        path, why = compile_region(text, directory=directory, arch=arch)
         if path:
             n += 1
         else:

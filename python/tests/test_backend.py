@@ -237,6 +237,40 @@ class BackendTest(unittest.TestCase):
         finally:
             os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
+    def test_arch_in_key_and_fill(self):
+        """$FUSEC_BACKEND_ARCH (on a Hopper GPU: sm_90a by default) is passed
+        to fusec and is part of the cache key; a region written as pending
+        where fusec is missing is compiled by `fill` for the same arch."""
+        text = "graph g(v0: f32[4, 8]) {\n  v1 = mul(v0, v0)\n  return v1\n}\n"
+        cache, pending = tempfile.mkdtemp(prefix="fusec-arch-"), tempfile.mkdtemp(prefix="fusec-pend-")
+        old = os.environ.get("FUSEC_BACKEND_ARCH")
+        try:
+            os.environ["FUSEC_BACKEND_ARCH"] = ""
+            plain, why = fb.compile_region(text, directory=cache)
+            self.assertIsNotNone(plain, why)
+            os.environ["FUSEC_BACKEND_ARCH"] = "sm_90a"
+            a90, why = fb.compile_region(text, directory=cache)
+            self.assertIsNotNone(a90, why)
+            self.assertNotEqual(plain, a90)
+            self.assertIn(".target sm_90a", open(a90).read())
+            self.assertNotIn(".target sm_90a", open(plain).read())
+            os.environ["FUSEC_BACKEND_COMPILE"], os.environ["FUSEC_BACKEND_PENDING"] = "0", pending
+            cache2 = tempfile.mkdtemp(prefix="fusec-arch2-")
+            self.assertEqual(fb.compile_region(text, directory=cache2)[0], None)
+            del os.environ["FUSEC_BACKEND_COMPILE"], os.environ["FUSEC_BACKEND_PENDING"]
+            os.environ["FUSEC_BACKEND_ARCH"] = ""  # fill takes the arch from the pending file
+            self.assertEqual(fb.fill(pending, directory=cache2), 1)
+            self.assertEqual(os.listdir(pending)[0].replace(".fg", ".ptx"),
+                             [n for n in os.listdir(cache2) if n.endswith(".ptx")][0])
+            self.assertEqual(os.path.basename(a90), os.listdir(pending)[0].replace(".fg", ".ptx"))
+        finally:
+            for k in ("FUSEC_BACKEND_COMPILE", "FUSEC_BACKEND_PENDING"):
+                os.environ.pop(k, None)
+            if old is None:
+                os.environ.pop("FUSEC_BACKEND_ARCH", None)
+            else:
+                os.environ["FUSEC_BACKEND_ARCH"] = old
+
     def _region_texts(self, cache):
         out = []
         for n in sorted(os.listdir(cache)):

@@ -29,14 +29,13 @@ rm -f .gpu/err.txt
 # targets (device_run.sh wgmmabench: the same run times both kernels).
 mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
 # The backward too (wgmmabwd): attention_bwd_wgmma.fg and attention_bwd.fg
-# take the wgmma dq and dk, dv kernels at sm_90a with knob ATTN_BWD_WGMMA=1
-# (off by default until this check has passed on a GPU).
+# take the wgmma dq and dk, dv kernels at sm_90a (the default since run Z9).
 for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a --knob ATTN_BWD_WGMMA=1 -o "$out" 2>.gpu/err.txt ||
+  "$FUSEC" "$f" --arch sm_90a -o "$out" 2>.gpu/err.txt ||
     echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
 done
-"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_BWD_WGMMA=1 -o .gpu/bench-sm90a/attention_sm90a.ptx
+"$FUSEC" bench/suite/attention.fg --arch sm_90a -o .gpu/bench-sm90a/attention_sm90a.ptx
 "$FUSEC" bench/suite/attention.fg -o .gpu/bench-sm90a/attention_sm90.ptx
 # wgmma2: the software-pipelined loop (knob ATTN_OVERLAP=1, 3 stages)
 # checked like the default (.gpu/ptx-sm90a-overlap/, misaligned too: that
@@ -48,8 +47,7 @@ for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/gra
   "$FUSEC" "$f" --arch sm_90a --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a overlap): $(head -1 .gpu/err.txt)"
 done
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 -o .gpu/bench-sm90a/attention_sm90a-overlap.ptx
-"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_STAGES=3 -o .gpu/bench-sm90a/attention_sm90a-stages3.ptx
-"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 --knob ATTN_WG=1 -o .gpu/bench-sm90a/attention_sm90a-overlap-wg1.ptx
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=0 -o .gpu/bench-sm90a/attention_sm90a-nooverlap.ptx
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
