@@ -444,57 +444,25 @@ static bool emit_sum_elements(fgb_emitter *e) {
   return !e->failed;
 }
 
-static bool emit_sum(fgb_emitter *e) {
+/* One source's elements at s added into the accumulators of a vector at
+ * coordinates c (index_add's SUM). */
+static bool add_source(fgb_emitter *e, const fg_index_map *m, const LLVMValueRef *c,
+                       const LLVMValueRef *lanes, LLVMValueRef s, LLVMValueRef *accs) {
   const fg_kernel *k = e->k;
-  if (k->scat->op->code == FG_OP_SCATTER_ADD)
-    return emit_sum_elements(e);
-  const fg_node *n = k->scat;
-  const fg_value *x = n->in[0], *src = n->in[2], *out = n->out[0];
-  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  const fg_value *src = k->scat->in[2];
+  fg_dtype acc = fg_reduce_acc_dtype(k->scat->out[0]->type.dtype);
   int rank = k->rank, last = rank - 1, V = e->vec;
-  fg_index_map m;
-  fg_index_map_of(n, &m);
-  int64_t total = 1;
-  for (int d = 0; d < rank; d++)
-    total *= k->dims[d];
-  LLVMValueRef gid =
-      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
-                   fgb_thread_index(e, 0), "");
-  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), ""));
-  LLVMValueRef c[FG_MAX_RANK], idx[FG_MAX_RANK];
-  fgb_delinearize(e, base, k->dims, rank, c);
-  for (int j = 0; j < V; j++)
-    e->lanes[j] = j == 0 ? c[last] : LLVMBuildAdd(e->b, c[last], fgb_const(e, j), "");
-  e->nuniform = 0;
-  for (int d = 0; d < last; d++)
-    e->uniform[e->nuniform++] = c[d];
   LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
-  LLVMValueRef accs[16];
-  memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
-  for (int j = 0; j < V; j++) {
-    idx[last] = e->lanes[j];
-    LLVMValueRef v = fgb_emit_value(e, x, idx);
-    if (!v)
-      return false;
-    accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
-  }
-  LLVMValueRef slice = c[m.dim];
-  LLVMValueRef lo = load_at(e, k->scat_off, slice),
-               hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
-  fgk_loop l;
-  LLVMValueRef jj = fgk_loop_begin(e, &l, lo, hi, fgb_const(e, 1));
+  LLVMValueRef idx[FG_MAX_RANK];
   int mark = fgb_memo_mark(e);
-  LLVMValueRef s = load_at(e, k->scat_order, jj);
   int nuni = e->nuniform;
-  if (m.dim != last)
+  if (m->dim != last)
     e->uniform[e->nuniform++] = s;
   memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
-  idx[m.dim] = s;
+  idx[m->dim] = s;
   for (int j = 0; j < V; j++) {
-    if (m.dim != last)
-      idx[last] = e->lanes[j];
+    if (m->dim != last)
+      idx[last] = lanes[j];
     LLVMValueRef v = fgb_emit_value(e, src, idx);
     if (!v)
       return false;
@@ -503,13 +471,113 @@ static bool emit_sum(fgb_emitter *e) {
   }
   e->nuniform = nuni;
   fgb_memo_release(e, mark);
-  fgk_loop_end(e, &l, jj);
-  LLVMValueRef vals[16];
-  for (int j = 0; j < V; j++)
-    vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, accs[j], ""), acc, dt);
-  memcpy(idx, c, sizeof(LLVMValueRef) * (size_t)rank);
-  fgb_emit_store_lanes(e, out, idx, vals);
-  fgb_end_if(e, merge);
+  return true;
+}
+
+/* A vector of index_add's SUM: its coordinates, lanes, accumulators (the
+ * operand's elements), its slice's segment [lo, hi) and that segment's
+ * first source (loaded ahead, at the segment's start clamped into the
+ * order array; used only where the segment is not empty). */
+typedef struct {
+  LLVMValueRef c[FG_MAX_RANK], lanes[16], accs[16];
+  LLVMValueRef lo, hi, first, ok;
+} sum_vec;
+
+/* SUM of an index_add: each thread k->chunks vectors of V adjacent elements
+ * along the last dim, block-strided (embbwd2): every vector's operand
+ * loads, segment bounds and first source are issued before any segment
+ * is walked; then each vector adds its slice's sources in ascending
+ * order (the first one, then the rest of the segment) and is stored. A
+ * vector past the end takes the last vector's place (its loads valid)
+ * and is not stored. */
+static bool emit_sum(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  if (k->scat->op->code == FG_OP_SCATTER_ADD)
+    return emit_sum_elements(e);
+  const fg_node *n = k->scat;
+  const fg_value *x = n->in[0], *out = n->out[0];
+  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  int rank = k->rank, last = rank - 1, V = e->vec, U = k->chunks > 1 ? k->chunks : 1;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  int64_t total = 1;
+  for (int d = 0; d < rank; d++)
+    total *= k->dims[d];
+  if (!total) /* an empty result: nothing to launch */
+    return true;
+  if (U > 4 || total % V) {
+    fgb_fail(e, "scatter sum kernel %d: %d chunks of %d lanes over %lld elements", k->id, U, V,
+             (long long)total);
+    return false;
+  }
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  LLVMValueRef gid0 = LLVMBuildAdd(
+      e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), ""),
+      fgb_thread_index(e, 0), "");
+  sum_vec sv[4];
+  for (int u = 0; u < U; u++) {
+    sum_vec *q = &sv[u];
+    LLVMValueRef gid = LLVMBuildAdd(e->b, gid0, fgb_const(e, (int64_t)u * k->block), "");
+    LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+    q->ok = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), "");
+    base = fgk_imin(e, base, fgb_const(e, total - V));
+    fgb_delinearize(e, base, k->dims, rank, q->c);
+    for (int j = 0; j < V; j++)
+      q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
+    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
+    e->nuniform = 0;
+    for (int d = 0; d < last; d++)
+      e->uniform[e->nuniform++] = q->c[d];
+    int mark = fgb_memo_mark(e);
+    LLVMValueRef idx[FG_MAX_RANK];
+    memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
+    for (int j = 0; j < V; j++) {
+      idx[last] = q->lanes[j];
+      LLVMValueRef v = fgb_emit_value(e, x, idx);
+      if (!v)
+        return false;
+      q->accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
+    }
+    fgb_memo_release(e, mark);
+    LLVMValueRef slice = q->c[m.dim];
+    q->lo = load_at(e, k->scat_off, slice);
+    q->hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
+    q->first = NULL;
+    if (k->scat_sources > 0)
+      q->first = load_at(e, k->scat_order, fgk_imin(e, q->lo, fgb_const(e, k->scat_sources - 1)));
+  }
+  for (int u = 0; u < U; u++) {
+    sum_vec *q = &sv[u];
+    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
+    e->nuniform = 0;
+    for (int d = 0; d < last; d++)
+      e->uniform[e->nuniform++] = q->c[d];
+    if (!q->first)
+      continue;
+    LLVMBasicBlockRef some = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, q->lo, q->hi, ""));
+    if (!add_source(e, &m, q->c, q->lanes, q->first, q->accs))
+      return false;
+    fgk_loop l;
+    LLVMValueRef jj = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, q->lo, fgb_const(e, 1), ""), q->hi,
+                                     fgb_const(e, 1));
+    if (!add_source(e, &m, q->c, q->lanes, load_at(e, k->scat_order, jj), q->accs))
+      return false;
+    fgk_loop_end(e, &l, jj);
+    fgb_end_if(e, some);
+  }
+  for (int u = 0; u < U; u++) {
+    sum_vec *q = &sv[u];
+    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
+    e->nuniform = 0;
+    for (int d = 0; d < last; d++)
+      e->uniform[e->nuniform++] = q->c[d];
+    LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
+    LLVMValueRef vals[16];
+    for (int j = 0; j < V; j++)
+      vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, q->accs[j], ""), acc, dt);
+    fgb_emit_store_lanes(e, out, q->c, vals);
+    fgb_end_if(e, merge);
+  }
   return !e->failed;
 }
 

@@ -83,7 +83,10 @@
   /* wgmma2 (issue 19) */                                                                          \
   X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "auto",                                                       \
     "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
-    "softmax (3 K, V stages or more; auto: at head dim 128)")
+    "softmax (3 K, V stages or more; auto: at head dim 128)")                                      \
+  /* embbwd2: the index_add SUM's chunks (issue 20) */                                             \
+  X(SCATTER_CHUNKS, 1, 4, FG_KNOB_ANY, "auto",                                                     \
+    "index_add's SUM: result vectors a thread takes (block-strided, all loads first)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -228,7 +228,7 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
   if (k->kind == FG_KERNEL_ROW && k->row_lanes > 0)
     fprintf(f, " lanes/row %d rows/cta %d", k->row_lanes, k->block / k->row_lanes);
-  else if (k->kind == FG_KERNEL_POINTWISE && k->chunks > 1)
+  else if ((k->kind == FG_KERNEL_POINTWISE || k->kind == FG_KERNEL_SCATTER_SUM) && k->chunks > 1)
     fprintf(f, " chunks %d", k->chunks);
   if (k->split > 1)
     fprintf(f, k->split_formula ? " split at most %d" : " split %d", k->split);

@@ -1505,7 +1505,18 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   int64_t groups = ceil_div(n, k->vec);
   if (groups < k->block)
     k->block = groups < 32 ? 32 : (int)ceil_div(groups, 32) * 32;
-  k->grid[0] = ceil_div(groups, k->block);
+  /* embbwd2: index_add's SUM takes 2 block-strided vectors a thread where
+   * the result is large, as the pointwise kernels do (size_pointwise): its
+   * operand's loads, segment bounds and first sources all in flight before
+   * any segment is walked, so a slice's sources wait on fewer latencies */
+  int64_t v;
+  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD) {
+    if (knob(o, FG_KNOB_SCATTER_CHUNKS, &v))
+      k->chunks = (int)v;
+    else if (groups >= (int64_t)k->block * 2 * p->target.sm_count * 8)
+      k->chunks = 2;
+  }
+  k->grid[0] = ceil_div(groups, (int64_t)k->block * k->chunks);
 }
 
 /* issue 20 (scan): cumsum's kernels (plan.h). A column scan: a thread

@@ -234,7 +234,9 @@ repeat() {
       tests_graphs__random:bias_dropout_add_layernorm tests_graphs__random:dropout_pointwise \
       tests_graphs__scatter:emb_bwd_gpt2 tests_graphs__scatter:dups_bf16 tests_graphs__scatter:all_same \
       tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
-      tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine; do
+      tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine \
+      tests_graphs__scatter4:chunks_gpt2ish tests_graphs__scatter4:chunks_one_bin \
+      tests_graphs__scatter4:chunks_dups_bf16_odd; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
