@@ -199,7 +199,9 @@ def profile(step, data, n):
             "fusec_share": fus_t / total if total else 0.0, "fusec_kernel_launches_per_step": sum(
                 v[0] for v in fus.values()) / n, "fusec_distinct_kernels": len(fus),
             "top_other_kernels": [{"name": k[:120], "calls": v[0] // n, "us_per_step": v[1] / n}
-                                  for k, v in others[:12]]}
+                                  for k, v in others[:12]],
+            "top_fusec_kernels": [{"name": k[:120], "calls": v[0] // n, "us_per_step": v[1] / n}
+                                  for k, v in sorted(fus.items(), key=lambda kv: -kv[1][1])[:40]]}
 
 
 def prepare(args):
@@ -278,6 +280,8 @@ def summary(results, args):
                                                p["fusec_kernel_launches_per_step"], p["fusec_distinct_kernels"]))
                 for k in p["top_other_kernels"][:6]:
                     lines.append("        %8.0f us x%-3d %s" % (k["us_per_step"], k["calls"], k["name"][:90]))
+                for k in p.get("top_fusec_kernels", [])[:8]:
+                    lines.append("        %8.0f us x%-3d fusec %s" % (k["us_per_step"], k["calls"], k["name"][:84]))
     return "\n".join(lines)
 
 
