@@ -190,7 +190,6 @@ class _RegionIO:
         self.laid = [i for i, o in enumerate(self.layouts) if o is not None]
         self.inv = [[o.index(i) for i in range(len(o))] if o else None for o in self.layouts]
         self.want = {}  # (input index, shape) -> the compiled layout's strides
-        self.seen_ok = set()  # (input index, shape, strides) of the laid-out inputs that matched
         self.src_out = getattr(r, "out_sources", None) or ["?"] * len(r.out_orders)
         perms = getattr(r, "out_perms", None) or [None] * len(r.out_orders)
         self.out_inv = [tuple(p.index(i) for i in range(len(p))) if p else None for p in perms]
@@ -198,9 +197,13 @@ class _RegionIO:
         # the results that may need a permute or a copy (a traced order of 2 or more dims)
         self.out_work = [k for k, (o, inv) in enumerate(zip(self.out_orders, self.out_inv))
                          if inv is not None or (o is not None and len(o) >= 2)]
-        self.static = "<" not in r.fg.split("(", 1)[0]  # `graph g<T>(...)`: symbolic sizes
-        self.out_seen = [{} for _ in self.out_orders]  # per result: layout key -> whether it is copied
+        # `graph g<T>(...)`: symbolic sizes; a static region's inputs and results have the
+        # shapes it was compiled for (the loader refuses others), so strides alone tell layouts apart
+        self.static = "<" not in r.fg.split("(", 1)[0]
+        self.in_ok = None  # static: the strides of every input of the last call that passed them all
+        self.out_acts = {}  # the results' layout key -> [(result, inverse perm or None, copied)]
         self._contig = torch.Tensor.is_contiguous
+        self._stride = torch.Tensor.stride
         self._tensor = torch.Tensor
 
     def inputs(self, args):
@@ -209,17 +212,28 @@ class _RegionIO:
         ins = args if self.sel is None else [args[i] for i in self.sel]
         st = self.stats
         st.calls += 1
-        if not self.laid:
-            try:
-                if all(map(self._contig, ins)):
+        key = None
+        try:
+            if self.static:  # the strides of every input at once, against the last call's
+                key = tuple(map(self._stride, ins))
+                if key == self.in_ok:
                     st.inputs_passed += self.n_in
                     return ins
-            except TypeError:  # not a tensor: the loop below passes it as it is
-                pass
-        return self._inputs_checked(list(ins))
+            elif all(map(self._contig, ins)):  # symbolic: row-major inputs only (no layouts)
+                st.inputs_passed += self.n_in
+                return ins
+        except TypeError:  # not a tensor: the loop below passes it as it is
+            key = None
+        ins, passed = self._inputs_checked(list(ins))
+        if passed and key is not None:
+            self.in_ok = key
+        return ins
 
     def _inputs_checked(self, ins):
+        """(inputs, whether all were passed as they are): each input checked
+        on its own, copied into its compiled layout where it is not in it."""
         st = self.stats
+        passed = True
         for i, a in enumerate(ins):
             if not isinstance(a, self._tensor):
                 continue
@@ -230,43 +244,42 @@ class _RegionIO:
                     continue
                 ins[i] = a.contiguous()
             else:
-                shape, strides = tuple(a.shape), a.stride()
-                if (i, shape, strides) in self.seen_ok:
-                    st.inputs_passed += 1
-                    continue
+                shape = tuple(a.shape)
                 want = self.want.get((i, shape))
                 if want is None:
                     want = self.want[(i, shape)] = _export.dense_strides(shape, order)
-                if _export.strides_match(strides, shape, want):
-                    self.seen_ok.add((i, shape, strides))
+                if _export.strides_match(a.stride(), shape, want):
                     st.inputs_passed += 1
                     continue
                 t = a.new_empty([shape[d] for d in order]).permute(self.inv[i])
                 t.copy_(a)
                 ins[i] = t
+            passed = False
             why = "another dim order" if _export.dense_layout(a) is not None or a.is_contiguous() \
                 else "not dense"
             st.inputs_copied["%s (%s)" % (self.src_in[i], why)] += 1
-        return ins
+        return ins, passed
 
     def outputs(self, outs):
         """The results as the traced graph lays them out: a result the
         region returns permuted into the traced dim order (export.result_perm)
         is permuted back (a view with the traced strides); one whose dim
-        order still differs is copied (export.restride; counted)."""
+        order still differs is copied (export.restride; counted). What each
+        result needs is decided once per layout key (the results' strides,
+        and shapes for a symbolic region)."""
+        key = tuple(map(self._stride, outs))
+        if not self.static:
+            key = (key, tuple(o.shape for o in outs))
+        acts = self.out_acts.get(key)
+        if acts is None:
+            acts = self.out_acts[key] = self._out_actions(outs)
+        if not acts:
+            return outs
         outs = list(outs)
-        for k in self.out_work:
+        for k, inv, copy in acts:
             o = outs[k]
-            seen = self.out_seen[k]
-            key = o.stride() if self.static else (o.stride(), tuple(o.shape))
-            copy = seen.get(key)
-            inv = self.out_inv[k]
             if inv is not None:
                 o = o.t() if inv == (1, 0) else o.permute(*inv)  # .t(): the cheapest view call
-            if copy is None:
-                order = self.out_orders[k]
-                copy = seen[key] = (order is not None and o.dim() >= 2 and o.numel() > 1
-                                    and _export._dim_order(o) != order)
             if copy:
                 self.stats.results_restrided[self.src_out[k]] += 1
                 order = self.out_orders[k]
@@ -275,6 +288,19 @@ class _RegionIO:
                 o = t
             outs[k] = o
         return outs
+
+    def _out_actions(self, outs):
+        """[(result, inverse perm or None, copied)] of the results that need
+        a permute back or a copy (export.restride's test)."""
+        acts = []
+        for k in self.out_work:
+            o, inv, order = outs[k], self.out_inv[k], self.out_orders[k]
+            if inv is not None:
+                o = o.permute(*inv)
+            copy = order is not None and o.dim() >= 2 and o.numel() > 1 and _export._dim_order(o) != order
+            if inv is not None or copy:
+                acts.append((k, inv, copy))
+        return acts
 
 
 def _region_call(name, call):
