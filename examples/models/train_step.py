@@ -35,6 +35,12 @@ PyTorch and is counted ("missing" in the results).
 
 --cpu-check runs the tiny configurations on the CPU with the regions run by
 fusec's interpreter (the backend's runner "fgrun"), for the losses only.
+
+On the GPU each model runs in a process of its own (--isolate model, the
+default there; --isolate mode: each model and mode; none: all in this
+process, the default with --cpu-check): step times measured after other
+models ran in the same process varied by several ms with the same CUDA
+time. The parent process merges the results and prints the summary.
 """
 import argparse
 import json
@@ -290,8 +296,8 @@ def isolated(args):
     import tempfile
 
     base = ["--size", args.size, "--batch", str(args.batch), "--seq", str(args.seq), "--steps", str(args.steps),
-            "--warmup", str(args.warmup), "--lr", repr(args.lr), "--profile-modes", ",".join(sorted(args.profile_modes)),
-            "--profile-steps", str(args.profile_steps), "--loss-tol", repr(args.loss_tol)]
+            "--warmup", str(args.warmup), "--lr", repr(args.lr), "--loss-tol", repr(args.loss_tol),
+            "--profile-modes", ",".join(sorted(args.profile_modes)), "--profile-steps", str(args.profile_steps)]
     if args.cpu_check:
         base.append("--cpu-check")
     jobs = [(name, args.modes) for name in args.models] if args.isolate == "model" else \

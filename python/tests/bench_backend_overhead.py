@@ -213,19 +213,30 @@ def main(argv=None):
                 continue
             io_ins = []
             g = _graph_of(standin, io_ins, a)
+            c0 = stats.copies()
             call_us = best_us(lambda: standin(*a), args.reps, args.rounds, sync)
+            c1 = stats.copies()
             g_us = best_us(lambda: g(*io_ins), args.reps, args.rounds, sync)
+            n_calls = c1["calls"] - c0["calls"]
+            copies = (sum(c1["inputs_copied"].values()) - sum(c0["inputs_copied"].values())
+                      + sum(c1["results_restrided"].values()) - sum(c0["results_restrided"].values()))
             rows.append({"graph": gi, "region": n.name, "inputs": len(a), "call_us": call_us, "graph_call_us": g_us,
-                         "overhead_us": call_us - g_us})
+                         "overhead_us": call_us - g_us, "copies_per_call": copies / max(n_calls, 1)})
     ov = [r["overhead_us"] for r in rows]
+    ov_nc = [r["overhead_us"] for r in rows if not r["copies_per_call"]]
     res = {"model": args.model, "size": args.size, "runner": args.runner, "device": device, "regions": len(rows),
            "overhead_us_median": statistics.median(ov), "overhead_us_mean": statistics.fmean(ov),
            "overhead_us_step": sum(ov), "call_us_step": sum(r["call_us"] for r in rows),
-           "graph_call_us_step": sum(r["graph_call_us"] for r in rows), "rows": rows}
+           "graph_call_us_step": sum(r["graph_call_us"] for r in rows),
+           "regions_without_copies": len(ov_nc),
+           "overhead_us_median_without_copies": statistics.median(ov_nc) if ov_nc else None, "rows": rows}
     print("%s %s, runner %s: %d region calls a step; wrapper overhead a call: median %.2f us, mean %.2f us; "
           "a step: %.0f us overhead of %.0f us in region calls (Graph calls %.0f us)" % (
               args.model, args.size, args.runner, len(rows), res["overhead_us_median"], res["overhead_us_mean"],
               res["overhead_us_step"], res["call_us_step"], res["graph_call_us_step"]))
+    if ov_nc and len(ov_nc) < len(rows):
+        print("  %d region calls copy an input or a result (their copies are in the overhead); the other %d: "
+              "median %.2f us" % (len(rows) - len(ov_nc), len(ov_nc), res["overhead_us_median_without_copies"]))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(res, f, indent=1)
