@@ -169,11 +169,14 @@ class _RegionIO:
     fusec's dim order differs: export.restride).
 
     The checks are made cheap for the hundreds of calls a training step
-    makes (issue 21): the row-major inputs are tested together (one
-    is_contiguous each, in C through map), an input with a layout against
-    the (shape, strides) already seen to match, and what a result needs
-    (nothing, a permute, a copy) is decided once per strides it comes with
-    (and shape, for a region of symbolic sizes) and remembered."""
+    makes (issue 21): a static region's inputs are passed when their
+    strides, all read at once, are those of the last call whose inputs all
+    matched (their shapes are the compiled ones: the loader refuses others);
+    a symbolic region's (row-major only) when each is_contiguous, tested in
+    C through map; otherwise each input is checked and copied on its own.
+    What the results need (nothing, a permute back, a copy) is decided once
+    per layout key (their strides, and shapes for a symbolic region) and
+    remembered."""
 
     def __init__(self, r, node, stats):
         import torch
