@@ -35,6 +35,12 @@ PyTorch and is counted ("missing" in the results).
 
 --cpu-check runs the tiny configurations on the CPU with the regions run by
 fusec's interpreter (the backend's runner "fgrun"), for the losses only.
+
+On the GPU each model runs in a process of its own (--isolate model, the
+default there; --isolate mode: each model and mode; none: all in this
+process, the default with --cpu-check): step times measured after other
+models ran in the same process varied by several ms with the same CUDA
+time. The parent process merges the results and prints the summary.
 """
 import argparse
 import json
@@ -285,6 +291,39 @@ def summary(results, args):
     return "\n".join(lines)
 
 
+def isolated(args):
+    """{model: {mode: results}}, each model (--isolate model) or each model
+    and mode (--isolate mode) run by this script in a process of its own
+    (its output passed through); a process that fails without results
+    (a crash) gives its modes an error."""
+    import subprocess
+    import tempfile
+
+    base = ["--size", args.size, "--batch", str(args.batch), "--seq", str(args.seq), "--steps", str(args.steps),
+            "--warmup", str(args.warmup), "--lr", repr(args.lr), "--loss-tol", repr(args.loss_tol),
+            "--profile-modes", ",".join(sorted(args.profile_modes)), "--profile-steps", str(args.profile_steps)]
+    if args.cpu_check:
+        base.append("--cpu-check")
+    jobs = [(name, args.modes) for name in args.models] if args.isolate == "model" else \
+        [(name, [mode]) for name in args.models for mode in args.modes]
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="train_step-") as tmp:
+        for k, (name, modes) in enumerate(jobs):
+            path = os.path.join(tmp, "%d.json" % k)
+            cmd = [sys.executable, os.path.abspath(__file__)] + base + [
+                "--models", name, "--modes", ",".join(modes), "--isolate", "none", "--out", path]
+            print("== process: %s %s" % (name, ",".join(modes)), flush=True)
+            rc = subprocess.run(cmd).returncode
+            got = {}
+            if os.path.exists(path):
+                with open(path) as f:
+                    got = json.load(f)["models"].get(name, {})
+            for mode in modes:
+                out.setdefault(name, {})[mode] = got.get(mode) or {
+                    "error": "the process running it exited with status %d and no results" % rc}
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="gpt2,llama")
@@ -302,6 +341,10 @@ def main(argv=None):
     ap.add_argument("--prepare", action="store_true", help="fill $FUSEC_BACKEND_CACHE here (CPU, fake tensors)")
     ap.add_argument("--cpu-check", action="store_true", help="tiny models on the CPU, regions through fgrun")
     ap.add_argument("--out", default=None, help="JSON results")
+    ap.add_argument("--isolate", choices=("model", "mode", "none"), default=None,
+                    help="run each model (or each model and mode) in a process of its own, so that a step time "
+                         "does not depend on what ran before it in the process (the allocator, Dynamo's caches); "
+                         "default: model on the GPU, none with --cpu-check")
     args = ap.parse_args(argv)
     args.models = [m for m in args.models.split(",") if m]
     args.modes = [m for m in args.modes.split(",") if m] + (["max-autotune"] if args.max_autotune else [])
@@ -326,9 +369,11 @@ def main(argv=None):
             # maps to fusec's sdpa/sdpa_bwd (cuDNN's, picked by default on
             # the H100, stay in PyTorch: run X5 in docs/benchmarks.md)
             torch.backends.cuda.enable_cudnn_sdp(False)
+        if args.isolate is None:
+            args.isolate = "none" if device == "cpu" else "model"
         res = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
                "args": {k: (sorted(v) if isinstance(v, set) else v) for k, v in vars(args).items()}, "models": {}}
-        for name in args.models:
+        for name in args.models if args.isolate == "none" else ():
             cfg = make_config(name, args.size)
             torch.manual_seed(0)
             init = {k: v.clone() for k, v in MODELS[name][0](cfg).state_dict().items()}
@@ -341,6 +386,8 @@ def main(argv=None):
                 except Exception as ex:  # one mode failing must not lose the others' numbers
                     res["models"][name][mode] = {"error": "%s: %s" % (type(ex).__name__, str(ex)[:2000])}
                     print("   failed: %s" % res["models"][name][mode]["error"][:500], flush=True)
+        if args.isolate != "none":
+            res["models"] = isolated(args)
         text = summary(res, args)
         res["summary"] = text
         print(text)

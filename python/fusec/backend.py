@@ -189,7 +189,7 @@ def _source(a):
         return "input"
     if a.target is operator.getitem and hasattr(a.args[0], "op"):
         a = a.args[0]
-    if a.op == "call_module":
+    if a.op == "call_module" or getattr(a.target, "fusec_region", None):
         return "region"
     return _export.op_name(a).replace("aten.", "").replace(".default", "")
 
@@ -200,29 +200,79 @@ class _RegionIO:
     layout its .fg parameter was compiled with (row-major, or the
     `layout=[...]` of a dense permuted example), else copied into that
     layout; each result is laid out as the traced graph had it (a copy where
-    fusec's dim order differs: export.restride)."""
+    fusec's dim order differs: export.restride).
+
+    The checks are made cheap for the hundreds of calls a training step
+    makes (issue 21): a static region's inputs are passed when their
+    strides, all read at once, are those of the last call whose inputs all
+    matched (their shapes are the compiled ones: the loader refuses others);
+    a symbolic region's (row-major only) when each is_contiguous, tested in
+    C through map; otherwise each input is checked and copied on its own.
+    What the results need (nothing, a permute back, a copy) is decided once
+    per layout key (their strides, and shapes for a symbolic region) and
+    remembered."""
 
     def __init__(self, r, node, stats):
+        import torch
+
         self.r, self.stats = r, stats
         args = [a for a, t in zip(node.args, r.tensor_in) if t] if node is not None else []
-        n_in = sum(r.tensor_in)
+        n_in = self.n_in = sum(r.tensor_in)
+        # the positions of the .fg's tensor parameters among the call's arguments
+        # (None: every argument is one)
+        self.sel = None if all(r.tensor_in) else [i for i, t in enumerate(r.tensor_in) if t]
         self.src_in = [_source(a) for a in args] if len(args) == n_in else ["?"] * n_in
         layouts = getattr(r, "in_layouts", None) or [None] * n_in
         self.layouts = [tuple(x) if x else None for x in layouts]
+        self.laid = [i for i, o in enumerate(self.layouts) if o is not None]
         self.inv = [[o.index(i) for i in range(len(o))] if o else None for o in self.layouts]
         self.want = {}  # (input index, shape) -> the compiled layout's strides
         self.src_out = getattr(r, "out_sources", None) or ["?"] * len(r.out_orders)
         perms = getattr(r, "out_perms", None) or [None] * len(r.out_orders)
-        self.out_inv = [[p.index(i) for i in range(len(p))] if p else None for p in perms]
+        self.out_inv = [tuple(p.index(i) for i in range(len(p))) if p else None for p in perms]
+        self.out_orders = list(r.out_orders)
+        # the results that may need a permute or a copy (a traced order of 2 or more dims)
+        self.out_work = [k for k, (o, inv) in enumerate(zip(self.out_orders, self.out_inv))
+                         if inv is not None or (o is not None and len(o) >= 2)]
+        # `graph g<T>(...)`: symbolic sizes; a static region's inputs and results have the
+        # shapes it was compiled for (the loader refuses others), so strides alone tell layouts apart
+        self.static = "<" not in r.fg.split("(", 1)[0]
+        self.in_ok = None  # static: the strides of every input of the last call that passed them all
+        self.out_acts = {}  # the results' layout key -> [(result, inverse perm or None, copied)]
+        self._contig = torch.Tensor.is_contiguous
+        self._stride = torch.Tensor.stride
+        self._tensor = torch.Tensor
 
     def inputs(self, args):
-        import torch
-
-        ins = [a for a, t in zip(args, self.r.tensor_in) if t]
+        """The tensor inputs of a call, each in its compiled layout (the
+        counts updated)."""
+        ins = args if self.sel is None else [args[i] for i in self.sel]
         st = self.stats
         st.calls += 1
+        key = None
+        try:
+            if self.static:  # the strides of every input at once, against the last call's
+                key = tuple(map(self._stride, ins))
+                if key == self.in_ok:
+                    st.inputs_passed += self.n_in
+                    return ins
+            elif all(map(self._contig, ins)):  # symbolic: row-major inputs only (no layouts)
+                st.inputs_passed += self.n_in
+                return ins
+        except TypeError:  # not a tensor: the loop below passes it as it is
+            key = None
+        ins, passed = self._inputs_checked(list(ins))
+        if passed and key is not None:
+            self.in_ok = key
+        return ins
+
+    def _inputs_checked(self, ins):
+        """(inputs, whether all were passed as they are): each input checked
+        on its own, copied into its compiled layout where it is not in it."""
+        st = self.stats
+        passed = True
         for i, a in enumerate(ins):
-            if not isinstance(a, torch.Tensor):
+            if not isinstance(a, self._tensor):
                 continue
             order = self.layouts[i]
             if order is None:
@@ -241,19 +291,70 @@ class _RegionIO:
                 t = a.new_empty([shape[d] for d in order]).permute(self.inv[i])
                 t.copy_(a)
                 ins[i] = t
+            passed = False
             why = "another dim order" if _export.dense_layout(a) is not None or a.is_contiguous() \
                 else "not dense"
             st.inputs_copied["%s (%s)" % (self.src_in[i], why)] += 1
-        return ins
+        return ins, passed
 
     def outputs(self, outs):
-        def count(k):
-            self.stats.results_restrided[self.src_out[k]] += 1
+        """The results as the traced graph lays them out: a result the
+        region returns permuted into the traced dim order (export.result_perm)
+        is permuted back (a view with the traced strides); one whose dim
+        order still differs is copied (export.restride; counted). What each
+        result needs is decided once per layout key (the results' strides,
+        and shapes for a symbolic region)."""
+        key = tuple(map(self._stride, outs))
+        if not self.static:
+            key = (key, tuple(o.shape for o in outs))
+        acts = self.out_acts.get(key)
+        if acts is None:
+            acts = self.out_acts[key] = self._out_actions(outs)
+        if not acts:
+            return outs
+        outs = list(outs)
+        for k, inv, copy in acts:
+            o = outs[k]
+            if inv is not None:
+                o = o.t() if inv == (1, 0) else o.permute(*inv)  # .t(): the cheapest view call
+            if copy:
+                self.stats.results_restrided[self.src_out[k]] += 1
+                order = self.out_orders[k]
+                t = o.new_empty([o.shape[i] for i in order]).permute([order.index(i) for i in range(o.dim())])
+                t.copy_(o)
+                o = t
+            outs[k] = o
+        return outs
 
-        # a result the region returns permuted into the traced dim order
-        # (export.result_perm): the permute back is a view with the traced strides
-        outs = [o if inv is None else o.permute(inv) for o, inv in zip(outs, self.out_inv)]
-        return _export.restride(outs, self.r.out_orders, count)
+    def _out_actions(self, outs):
+        """[(result, inverse perm or None, copied)] of the results that need
+        a permute back or a copy (export.restride's test)."""
+        acts = []
+        for k in self.out_work:
+            o, inv, order = outs[k], self.out_inv[k], self.out_orders[k]
+            if inv is not None:
+                o = o.permute(*inv)
+            copy = order is not None and o.dim() >= 2 and o.numel() > 1 and _export._dim_order(o) != order
+            if inv is not None or copy:
+                acts.append((k, inv, copy))
+        return acts
+
+
+def _region_call(name, call):
+    """`call` named for the region `name`, as the graph module's code calls
+    it (a call_function node: no nn.Module call around it)."""
+    call.__name__ = call.__qualname__ = "fusec_" + name
+    call.fusec_region = name
+    return call
+
+
+def _install(gm, node, call):
+    """Puts `call` in place of a region's submodule call in gm's graph: a
+    plain function call (an nn.Module's __call__ costs microseconds, and a
+    step makes hundreds of region calls)."""
+    name = node.target
+    node.op, node.target = "call_function", call
+    gm.delete_submodule(name)
 
 
 def _loader_call(ptx, r, io):
@@ -264,21 +365,28 @@ def _loader_call(ptx, r, io):
         if m is None:
             m = _modules[ptx] = load(ptx)
     g = m.graph("g")
-    state = {"checked": False}
+    inputs, outputs = io.inputs, io.outputs
+    tuple_out = r.tuple_out
+    plain_out = not io.out_work  # no result needs a permute or a copy
+    checked = False
 
     def call(*args):
-        out = g(*io.inputs(args))
-        outs = out if isinstance(out, tuple) else (out,)
-        if not state["checked"]:
-            got = [o.dtype for o in outs]
+        nonlocal checked
+        out = g(*inputs(args))
+        if not checked:
+            got = [o.dtype for o in (out if isinstance(out, tuple) else (out,))]
             if got != list(r.out_dtypes):
                 raise RuntimeError("fusec.backend: region %s returns %s where torch expects %s (a bug in the "
                                    "mapping: please report it with the region's .fg)" % (r.name, got, r.out_dtypes))
-            state["checked"] = True
-        outs = io.outputs(outs)
-        return tuple(outs) if r.tuple_out else outs[0]
+            checked = True
+        if plain_out:
+            if isinstance(out, tuple):
+                return out if tuple_out else out[0]
+            return (out,) if tuple_out else out
+        outs = outputs(out if isinstance(out, tuple) else (out,))
+        return tuple(outs) if tuple_out else outs[0]
 
-    return call
+    return _region_call(r.name, call)
 
 
 _PLAN_RESULT = None
@@ -324,7 +432,7 @@ def _fgrun_call(r, fgrun, work, io, ptx):
         outs = io.outputs(laid)
         return tuple(outs) if r.tuple_out else outs[0]
 
-    return call
+    return _region_call(r.name, call)
 
 
 def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=None):
@@ -345,6 +453,7 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
             stats.unsupported[op] += d["count"]
     work = tempfile.mkdtemp(prefix="fusec-backend-") if runner == "fgrun" else None
     fgrun = _export.find_tool("fgrun") if runner == "fgrun" else None
+    calls = []  # (node, the region's call)
     for r in pt.regions.values():
         if r.note:  # symbolic sizes fusec can't take, in a graph that runs at every size: PyTorch runs it
             stats.refused += 1
@@ -363,7 +472,9 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
             continue
         io = _RegionIO(r, nodes.get(r.name), stats)
         call = _fgrun_call(r, fgrun, work, io, ptx) if runner == "fgrun" else _loader_call(ptx, r, io)
-        setattr(pt.gm, r.name, _export._region_module(call))
+        calls.append((nodes[r.name], call))
+    for node, call in calls:  # after every _RegionIO: _source reads the region nodes
+        _install(pt.gm, node, call)
     pt.gm.recompile()
     pt.gm.fusec_partitioned = pt
     return pt.gm

@@ -342,6 +342,143 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(t.stride(), (1, 40))
         self.assertTrue(torch.equal(t, x))
 
+    def test_regions_are_plain_calls(self):
+        """The regions run as call_function nodes (no nn.Module around the
+        call, issue 21): the graph module keeps no submodule for them, and
+        the counts are the same over several calls."""
+        torch._dynamo.reset()
+        torch.manual_seed(1)
+        m = MLP()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=False)
+        x = torch.randn(6, 32)
+        with torch.no_grad():
+            for _ in range(3):
+                self.assertTrue(close(cm(x), m(x)))
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        gm = make_fx(lambda a: torch.exp(a) * 2 + 1)(torch.randn(4, 8))
+        stats = fb.Stats()
+        run = fb.compile_aten_graph(gm, None, runner="fgrun", stats=stats)
+        calls = [n for n in run.graph.nodes if n.op == "call_function" and getattr(n.target, "fusec_region", None)]
+        self.assertEqual(len(calls), 1)
+        self.assertFalse([n for n in run.graph.nodes if n.op == "call_module"])
+        self.assertFalse(any(name.startswith("fused_") for name, _ in run.named_children()))
+        a = torch.randn(4, 8)
+        for _ in range(2):
+            got = run(a)
+            got = got[0] if isinstance(got, (tuple, list)) else got
+            self.assertTrue(close(got, torch.exp(a) * 2 + 1))
+        self.assertEqual((stats.calls, stats.inputs_passed), (2, 2))
+
+    def test_row_major_input_not_contiguous_is_copied(self):
+        """A region compiled for row-major inputs, called with a slice and a
+        transposed view: each is copied (counted, by reason) and the results
+        are right; the contiguous input next to them is passed as it is."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def f(a, b):
+            return torch.tanh(a) * b
+
+        gm = make_fx(f, tracing_mode="fake")(torch.randn(16, 24), torch.randn(16, 24))
+        stats = fb.Stats()
+        run = fb.compile_aten_graph(gm, None, runner="fgrun", stats=stats)
+        (r,) = run.fusec_partitioned.regions.values()
+        self.assertEqual(r.in_layouts, [None, None])
+        b = torch.randn(16, 24)
+        for a, why in ((torch.randn(16, 24), None), (torch.randn(16, 48)[:, ::2], "not dense"),
+                       (torch.randn(24, 16).t(), "another dim order"), (torch.randn(16, 24), None)):
+            got = run(a, b)
+            got = got[0] if isinstance(got, (tuple, list)) else got
+            self.assertTrue(close(got, f(a, b)), why)
+        self.assertEqual(stats.calls, 4)
+        self.assertEqual(stats.inputs_passed, 6)
+        self.assertEqual(dict(stats.inputs_copied), {"input (not dense)": 1, "input (another dim order)": 1})
+        # what is handed to fusec: row-major, whatever came in
+        io = fb._RegionIO(r, None, fb.Stats())
+        x = torch.randn(24, 16).t()
+        t, u = io.inputs((x, b))
+        self.assertTrue(t.is_contiguous() and torch.equal(t, x))
+        self.assertIs(u, b)
+
+    def test_layout_changes_between_calls(self):
+        """A region compiled for a transposed input, called alternately with
+        that layout (passed: remembered once matched) and row-major (copied
+        every time): the counts and what is handed to fusec follow each call."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def f(a):
+            return torch.exp(a) + a.sum(dim=1, keepdim=True)
+
+        gm = make_fx(f, tracing_mode="fake")(torch.randn(24, 40).t())
+        stats = fb.Stats()
+        run = fb.compile_aten_graph(gm, None, runner="fgrun", stats=stats)
+        (r,) = run.fusec_partitioned.regions.values()
+        self.assertEqual(r.in_layouts, [(1, 0)])
+        io = fb._RegionIO(r, None, fb.Stats())
+        x = torch.randn(40, 24)
+        xt = x.t().contiguous().t()  # the same values, strides (1, 40)
+        for k, arg in enumerate((xt, x, xt, x, xt)):
+            (t,) = io.inputs((arg,))
+            self.assertEqual(t.stride(), (1, 40))
+            self.assertTrue(torch.equal(t, x))
+            if arg is xt:
+                self.assertIs(t, xt)
+            got = run(arg)
+            got = got[0] if isinstance(got, (tuple, list)) else got
+            self.assertTrue(close(got, f(arg)), k)
+        self.assertEqual((stats.calls, stats.inputs_passed), (5, 3))
+        self.assertEqual(dict(stats.inputs_copied), {"input (another dim order)": 2})
+        self.assertEqual((io.stats.calls, io.stats.inputs_passed), (5, 3))
+
+    def test_result_layout_decided_per_strides(self):
+        """What a result needs (nothing, or a copy into the traced dim order)
+        is remembered per strides it comes with: a result that comes back
+        in another layout on a later call is still restrided (and counted)."""
+        import types
+
+        r = types.SimpleNamespace(name="r", fg="graph g(v0: f32[8, 6]) {}", tensor_in=[True], in_layouts=[None],
+                                  out_orders=[(1, 0), (0, 1)], out_perms=[None, None], out_sources=["a", "b"],
+                                  out_dtypes=[torch.float32] * 2, tuple_out=True)
+        stats = fb.Stats()
+        io = fb._RegionIO(r, None, stats)
+        row = torch.randn(8, 6)
+        col = torch.randn(6, 8).t()
+        for k, (o0, copied) in enumerate(((row, True), (col, False), (row, True), (col, False))):
+            o1 = torch.randn(8, 6)
+            a, b = io.outputs((o0, o1))
+            self.assertEqual(a.stride(), (1, 8), k)
+            self.assertTrue(torch.equal(a, o0))
+            self.assertIs(b, o1)
+            self.assertEqual(a is o0, not copied, k)
+        self.assertEqual(dict(stats.results_restrided), {"a": 2})
+        # a region of symbolic sizes: the decision is keyed by the shape too
+        r.fg = "graph g<N>(v0: f32[N, 6]) {}"
+        io = fb._RegionIO(r, None, fb.Stats())
+        one = torch.randn(1, 6)  # strides (6, 1): size-1 rows take any order
+        a, _ = io.outputs((one, torch.randn(1, 6)))
+        self.assertIs(a, one)
+        six = torch.randn(6, 6)  # the same strides (6, 1), row-major: copied
+        a, _ = io.outputs((six, torch.randn(6, 6)))
+        self.assertEqual(a.stride(), (1, 6))
+        self.assertTrue(torch.equal(a, six))
+        self.assertEqual(io.stats.results_restrided["a"], 1)
+
+    def test_overhead_bench_runs(self):
+        """python/tests/bench_backend_overhead.py (the host time around the
+        region calls, stub runner) finds and times every region call."""
+        import json
+        import subprocess
+
+        out = os.path.join(tempfile.mkdtemp(prefix="fusec-bench-"), "b.json")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "bench_backend_overhead.py"), "--reps", "3",
+                            "--rounds", "1", "--out", out], capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(out) as f:
+            res = json.load(f)
+        self.assertGreaterEqual(res["regions"], 10)
+        self.assertTrue(all(row["call_us"] > 0 and row["graph_call_us"] > 0 for row in res["rows"]))
+
 
 if __name__ == "__main__":
     unittest.main()
