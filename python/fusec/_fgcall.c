@@ -142,7 +142,8 @@ typedef struct {
 } GraphBase;
 
 static PyObject *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_storage_offset,
-    *s_as_strided, *s_record_stream, *s_cuda_stream, *s_call_ctypes, *s_stream, *s_out;
+    *s_as_strided, *s_record_stream, *s_is_contiguous, *s_cuda_stream, *s_call_ctypes, *s_stream,
+    *s_out;
 static PyTypeObject *tensor_type;
 static PyObject *increment_version; /* torch._C._increment_version (a sequence of tensors) */
 
@@ -166,7 +167,7 @@ typedef struct {
 static struct {
   int ready;
   PyTypeObject *exact[2]; /* torch.Tensor, torch.nn.Parameter (NULL: none) */
-  Accessor dtype, shape, data_ptr, get_device, stride;
+  Accessor dtype, shape, data_ptr, get_device, stride, is_contiguous;
 } acc;
 
 static PyObject *empty_tuple;
@@ -212,12 +213,14 @@ static int acc_find(Accessor *a, PyObject *name, int is_getset) {
 /* Sets acc from tensor_type; a Parameter type gets the direct calls too
  * when it overrides none of them. */
 static int acc_setup(PyTypeObject *param_type) {
-  Accessor *all[] = {&acc.dtype, &acc.shape, &acc.data_ptr, &acc.get_device, &acc.stride};
-  PyObject *names[] = {s_dtype, s_shape, s_data_ptr, s_get_device, s_stride};
+  Accessor *all[] = {&acc.dtype,      &acc.shape,  &acc.data_ptr,
+                     &acc.get_device, &acc.stride, &acc.is_contiguous};
+  PyObject *names[] = {s_dtype, s_shape, s_data_ptr, s_get_device, s_stride, s_is_contiguous};
+  enum { N_ACC = sizeof all / sizeof all[0] };
   acc.ready = 0;
   acc.exact[0] = acc.exact[1] = NULL;
   int off = 0;
-  for (int k = 0; k < 5; k++) {
+  for (int k = 0; k < N_ACC; k++) {
     int r = acc_find(all[k], names[k], k < 2);
     if (r < 0)
       return -1;
@@ -228,7 +231,7 @@ static int acc_setup(PyTypeObject *param_type) {
   acc.exact[0] = tensor_type;
   if (param_type && PyType_IsSubtype(param_type, tensor_type)) {
     int same = 1;
-    for (int k = 0; k < 5 && same; k++) {
+    for (int k = 0; k < N_ACC && same; k++) {
       PyObject *d = PyObject_GetAttr((PyObject *)param_type, names[k]);
       if (!d)
         return -1;
@@ -452,9 +455,26 @@ static PyObject *call0(PyObject *obj, PyObject *name) {
   return PyObject_VectorcallMethod(name, &obj, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* t's strides from stride(): READ_FALLBACK (no error set) when it is not a
+ * tuple of the rank's length. */
+static int read_strides(PyObject *obj, int direct, fgl_tensor *t, int rank) {
+  PyObject *stride = direct ? acc_call0(&acc.stride, obj) : call0(obj, s_stride);
+  if (!stride)
+    return READ_ERROR;
+  if (!PyTuple_Check(stride) || PyTuple_GET_SIZE(stride) != rank) {
+    Py_DECREF(stride);
+    return READ_FALLBACK;
+  }
+  int bad = read_int64_tuple(stride, t->strides, rank);
+  Py_DECREF(stride);
+  return bad ? READ_ERROR : READ_OK;
+}
+
 /* Fills t from a torch tensor: READ_FALLBACK where the Python path must
- * report (a dtype fusec lacks, another device, rank above FGL_MAX_RANK). */
-static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
+ * report (a dtype fusec lacks, another device, rank above FGL_MAX_RANK).
+ * With `computed` (not NULL), t's strides may be computed from its sizes
+ * (contiguous), which sets *computed. */
+static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t, int *computed) {
   int direct = is_exact_tensor(obj);
   PyObject *dt = direct ? acc_get(&acc.dtype, obj) : PyObject_GetAttr(obj, s_dtype);
   if (!dt)
@@ -489,17 +509,31 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
   Py_DECREF(shape);
   if (bad)
     return READ_ERROR;
-  PyObject *stride = direct ? acc_call0(&acc.stride, obj) : call0(obj, s_stride);
-  if (!stride)
-    return READ_ERROR;
-  if (!PyTuple_Check(stride) || PyTuple_GET_SIZE(stride) != rank) {
-    Py_DECREF(stride);
-    return READ_FALLBACK;
+  /* A contiguous tensor's strides are the row-major ones of its sizes in
+   * every dim the loader compares (it skips dims of size 1 and empty
+   * tensors, where torch's is_contiguous() does not look either): the
+   * bool costs less than the tuple of stride(). *computed says so, for
+   * the error path (strides_exact). */
+  int contiguous = 0;
+  if (direct && computed) {
+    PyObject *c = acc_call0(&acc.is_contiguous, obj);
+    if (!c)
+      return READ_ERROR;
+    contiguous = c == Py_True;
+    Py_DECREF(c);
   }
-  bad = read_int64_tuple(stride, t->strides, (int)rank);
-  Py_DECREF(stride);
-  if (bad)
-    return READ_ERROR;
+  if (contiguous) {
+    int64_t st = 1;
+    for (int k = (int)rank - 1; k >= 0; k--) {
+      t->strides[k] = st;
+      st *= t->sizes[k] > 1 ? t->sizes[k] : 1;
+    }
+    *computed = 1;
+  } else {
+    int r = read_strides(obj, direct, t, (int)rank);
+    if (r != READ_OK)
+      return r;
+  }
   PyObject *ptr = direct ? acc_call0(&acc.data_ptr, obj) : call0(obj, s_data_ptr);
   if (!ptr)
     return READ_ERROR;
@@ -513,10 +547,10 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
 }
 
 /* Fills input i from a Python argument. */
-static int read_arg(GraphBase *self, int i, PyObject *a, fgl_arg *out) {
+static int read_arg(GraphBase *self, int i, PyObject *a, fgl_arg *out, int *computed) {
   if (PyObject_TypeCheck(a, tensor_type)) {
     memset(out, 0, sizeof *out);
-    return read_tensor(self, a, &out->tensor);
+    return read_tensor(self, a, &out->tensor, computed);
   }
   fgl_dtype pd = self->param_dtype[i];
   int is_float = pd == FGL_F16 || pd == FGL_BF16 || pd == FGL_F32 || pd == FGL_F64 ||
@@ -602,7 +636,7 @@ static int bind_shapes(GraphBase *self, const fgl_arg *in, int n_in) {
  * result written in place). Fills outs[] and given[] (the written results
  * only); READ_FALLBACK for anything else. */
 static int read_outs(GraphBase *self, PyObject *const *args, PyObject *out, fgl_tensor *outs,
-                     PyObject **given) {
+                     PyObject **given, int *computed) {
   int n = self->n_results;
   PyObject *seq = NULL;
   if (PyObject_TypeCheck(out, tensor_type)) {
@@ -628,7 +662,7 @@ static int read_outs(GraphBase *self, PyObject *const *args, PyObject *out, fgl_
     }
     if (!PyObject_TypeCheck(o, tensor_type))
       return READ_FALLBACK;
-    int st = read_tensor(self, o, &outs[j]);
+    int st = read_tensor(self, o, &outs[j], computed);
     if (st != READ_OK)
       return st;
     given[j] = o;
@@ -703,7 +737,7 @@ static PyObject *graph_vectorcall(PyObject *callable, PyObject *const *args, siz
   PyObject *res_stack[FAST_ARGS], **res = res_stack;
   PyObject *given_stack[FAST_ARGS], **given = given_stack;
   PyObject *ret = NULL;
-  int locked = 0, st = READ_OK;
+  int locked = 0, st = READ_OK, computed = 0;
   if (n_in > FAST_ARGS || n_out > FAST_ARGS) {
     in = PyMem_Calloc(n_in + 1, sizeof *in);
     outs = PyMem_Calloc(n_out + 1, sizeof *outs);
@@ -717,9 +751,9 @@ static PyObject *graph_vectorcall(PyObject *callable, PyObject *const *args, siz
   for (int j = 0; j < n_out; j++)
     res[j] = given[j] = NULL;
   for (int i = 0; i < n_in && st == READ_OK; i++)
-    st = read_arg(self, i, args[i], &in[i]);
+    st = read_arg(self, i, args[i], &in[i], &computed);
   if (st == READ_OK && out != Py_None)
-    st = read_outs(self, args, out, outs, given);
+    st = read_outs(self, args, out, outs, given, &computed);
   if (st == READ_FALLBACK) {
     ret = fallback(self, args, nargsf, kwnames);
     goto done;
@@ -794,7 +828,22 @@ static PyObject *graph_vectorcall(PyObject *callable, PyObject *const *args, siz
     }
   }
   fgl_error e;
-  if (self->run(self->h, in, n_in, outs, n_out, raw, &e) != FGL_OK) {
+  fgl_status rs = self->run(self->h, in, n_in, outs, n_out, raw, &e);
+  if (rs != FGL_OK && computed) {
+    /* the loader refused: again with every tensor's own strides, so that
+     * its message shows them (it accepts the computed ones exactly where
+     * it accepts these: it launched nothing) */
+    for (int i = 0; i < n_in && st == READ_OK; i++)
+      if (!in[i].is_scalar)
+        st = read_strides(args[i], is_exact_tensor(args[i]), &in[i].tensor, in[i].tensor.rank);
+    for (int j = 0; j < n_out && st == READ_OK; j++)
+      if (given[j])
+        st = read_strides(given[j], is_exact_tensor(given[j]), &outs[j], outs[j].rank);
+    if (st == READ_ERROR)
+      goto done;
+    rs = self->run(self->h, in, n_in, outs, n_out, raw, &e);
+  }
+  if (rs != FGL_OK) {
     raise_fusec(self, e.status, e.msg);
     goto done;
   }
@@ -977,6 +1026,7 @@ PyMODINIT_FUNC PyInit__fgcall(void) {
       {&s_get_device, "get_device"},
       {&s_storage_offset, "storage_offset"},
       {&s_as_strided, "as_strided"},
+      {&s_is_contiguous, "is_contiguous"},
       {&s_record_stream, "record_stream"},
       {&s_cuda_stream, "cuda_stream"},
       {&s_call_ctypes, "_call_ctypes"},

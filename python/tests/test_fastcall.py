@@ -154,6 +154,28 @@ class FastCalls(unittest.TestCase):
         self.errors(g, (x, y, "a"), "input 2 ('alpha'): expected a torch.Tensor or a number, got str")
         self.errors(g, (x, y, 1.0), "out=: expected a sequence", kw={"out": 5})
 
+    def test_contiguous_strides(self):
+        """The fast path takes a contiguous tensor's strides from its sizes
+        (is_contiguous(), cheaper than stride()); a refusal still shows the
+        tensor's own strides (a size-1 dim's stride, which torch and the
+        loader ignore) and a non-contiguous tensor is read as it is."""
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        odd = torch.randn(n, 1).t()  # [1, n] strides [1, 1]: contiguous to torch
+        self.assertTrue(odd.is_contiguous())
+        self.errors(g, (x, odd, 1.0), "input 1 ('y'): expected f32[1048576] strides [1], got f32[1,1048576] strides [1,1]")
+        self.errors(g, (x, y, 1.0), "output 0: expected f32[1048576] strides [1], got f32[1,1048576] strides [1,1]",
+                    kw={"out": (torch.randn(n, 1).t(), None, None)})
+        m = fusec.load(ADD_PTX, LIB)
+        t = m.graph("ident")
+        for a in (torch.randn(4, 8), torch.randn(8, 4).t().contiguous(), torch.randn(1, 4, 8)[0]):
+            self.assertTrue(torch.equal(t(a), a.t()))
+        self.errors(t, (torch.randn(8, 4).t(),), "input 0 ('x'): expected f32[4,8] strides [8,1], got f32[4,8] strides [1,4]")
+        self.errors(t, (torch.randn(8, 16)[:4, ::2],), "got f32[4,8] strides [16,2]")
+        if FAST:
+            self.assertEqual(self.stats(g)["fallback"], 0)
+
     def test_f4(self):
         """f4e2m1 tensors are torch.float4_e2m1fn_x2 (two elements a byte
         along the last dim): results allocated with the last dim halved,
