@@ -1,18 +1,31 @@
 /* _fgcall: the fast call path of the fusec Python binding (issue 21, item 3).
  *
  * A CPython extension (the Python C API only; no torch C++ API, no
- * pybind11) holding the base type of fusec.Graph. Its tp_call reads each
- * torch tensor through the cheapest calls the Python API offers (the dtype
- * attribute, compared by identity with a cached table; get_device(),
- * data_ptr(), .shape, stride()), fills fgl_arg/fgl_tensor arrays on the
- * stack, allocates the written results with torch.empty_strided from
- * argument tuples built once per graph (per input sizes for a graph with
- * syms), calls fgl_run through a function pointer and builds view results
- * with as_strided. A result written in place into a parameter (plan
- * version 3) is the tensor passed for that parameter, its version counter
- * bumped (torch._C._increment_version). It takes libfgload's functions as
+ * pybind11) holding the base type of fusec.Graph. It is called by
+ * vectorcall (no args tuple, no kwargs dict; fusec.Graph gets the flag
+ * through enable_vectorcall on Python 3.11). Its call reads each torch
+ * tensor through the cheapest calls the Python API offers: for a tensor
+ * whose type is exactly torch.Tensor or nn.Parameter, TensorBase's own C
+ * accessors called through their function pointers (the dtype and shape
+ * getters, get_device(), is_contiguous(), data_ptr(); stride() only for a
+ * non-contiguous tensor, the strides of a contiguous one being computed
+ * from its sizes), for any other subclass attribute lookups (it may
+ * override them). The dtype is compared by identity with a cached table.
+ * It fills fgl_arg/fgl_tensor arrays on the stack, allocates the written
+ * results with torch.empty_strided from argument tuples built once per
+ * graph (per input sizes for a graph with syms), calls fgl_run through a
+ * function pointer and builds view results with as_strided. A result
+ * written in place into a parameter (plan version 3) is the tensor passed
+ * for that parameter, its version counter bumped
+ * (torch._C._increment_version). It takes libfgload's functions as
  * addresses from the ctypes library the package opened, so it never links
  * a second copy.
+ *
+ * Each result has its own allocation: one torch.empty for all of them with
+ * the results as views of it would cost more (a view, as_strided, costs
+ * about what a small allocation from torch's caching allocator does:
+ * python/tests/bench_fastcall.py), and would tie their memory together
+ * (a small result kept alive would keep a large one's memory).
  *
  * Anything it does not handle itself (an argument count or type the loader
  * would not get, a dtype fusec lacks, a tensor on another device, a closed
