@@ -961,6 +961,8 @@ static PyObject *mod_set_tensor_type(PyObject *mod, PyObject *args) {
     return NULL;
   if (!PyType_Check(t) || (param && !PyType_Check(param)))
     return PyErr_Format(PyExc_TypeError, "expected torch.Tensor (and torch.nn.Parameter)");
+  if (acc.ready && (PyTypeObject *)t == tensor_type && (PyTypeObject *)param == acc.exact[1])
+    Py_RETURN_NONE; /* each graph instance sets them: the same types */
   Py_INCREF(t);
   Py_XSETREF(tensor_type, (PyTypeObject *)t);
   if (acc_setup((PyTypeObject *)param) < 0)
