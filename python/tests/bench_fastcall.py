@@ -17,7 +17,11 @@ the stream getter (_cuda_getCurrentRawStream) is extra, and fgl_run adds
 its ~0.17 us of checks plus cuLaunchKernel.
 
   FGLOAD_LIBRARY=build/loader/libfgload.so FGL_FAKE_CUDA=build/loader/tests/libfake_cuda.so \\
-  FUSEC_FGCALL=build/python/fusec/_fgcall*.so python3 python/tests/bench_fastcall.py [build/tools/fusec]
+  FUSEC_FGCALL=build/python/fusec/_fgcall*.so python3 python/tests/bench_fastcall.py [build/tools/fusec] [--torch-cpp]
+
+--torch-cpp also builds python/tests/bench_torch_cpp.cpp (the same reads
+and allocations through the torch C++ API; $CXX or g++, C++20, a few
+minutes) and times it: the floor of a binding that would link libtorch.
 """
 import ctypes
 import os
@@ -78,8 +82,29 @@ def us(stmt, ns, number=2000, repeat=31):
     return statistics.median(r) * 1e6 / number, min(r) * 1e6 / number
 
 
+def torch_cpp(tmp):
+    """python/tests/bench_torch_cpp.cpp, built against this torch."""
+    import importlib.util
+    import sysconfig
+
+    tdir = os.path.dirname(torch.__file__)
+    so = os.path.join(tmp, "bench_torch_cpp" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.check_call([os.environ.get("CXX", "g++"), "-O2", "-shared", "-fPIC", "-std=c++20",
+                           "-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI),
+                           "-I", os.path.join(tdir, "include"),
+                           "-I", os.path.join(tdir, "include", "torch", "csrc", "api", "include"),
+                           "-I", sysconfig.get_paths()["include"], os.path.join(HERE, "bench_torch_cpp.cpp"), "-o", so,
+                           "-L", os.path.join(tdir, "lib"), "-ltorch", "-ltorch_cpu", "-lc10", "-ltorch_python",
+                           "-Wl,-rpath," + os.path.join(tdir, "lib")])
+    spec = importlib.util.spec_from_file_location("bench_torch_cpp", so)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main():
-    fusec_bin = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "tools", "fusec")
+    args = [a for a in sys.argv[1:] if a != "--torch-cpp"]
+    fusec_bin = args[0] if args else os.path.join(ROOT, "build", "tools", "fusec")
     tmp = tempfile.mkdtemp(prefix="fusec-bench-")
     ptx, so = build(tmp, fusec_bin)
     m = fusec.load(ptx, os.environ["FGLOAD_LIBRARY"])
@@ -117,6 +142,12 @@ def main():
         ("part: (a, b) tuple", "(x, y)"),
         ("floor: torch.add(x, y, out=o[0])", "torch.add(x, y, out=o[0])"),
     ]
+    if "--torch-cpp" in sys.argv:
+        ns["cpp"] = torch_cpp(tmp)
+        rows += [
+            ("torch C++ API: 4 reads + 2 allocations (bench_torch_cpp)", "cpp.call_alloc(x, y, w, b)"),
+            ("torch C++ API: 6 reads, out= (bench_torch_cpp)", "cpp.call_out(x, y, w, b, o[0], o[1])"),
+        ]
     print("| call | host µs on the CPU, thread CPU time: median | min |")
     print("|---|---|---|")
     for name, stmt in rows:
