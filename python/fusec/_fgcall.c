@@ -163,7 +163,8 @@ static PyObject *increment_version; /* torch._C._increment_version (a sequence o
 /* torch.Tensor's own C accessors, called directly (no attribute lookup, no
  * bound method) for tensors whose type is exactly torch.Tensor or
  * torch.nn.Parameter: dtype and shape are getset descriptors, data_ptr(),
- * get_device() and stride() method descriptors of torch._C.TensorBase. Any
+ * get_device(), is_contiguous() and stride() method descriptors of
+ * torch._C.TensorBase. Any
  * other subclass goes through attribute lookups (it may override them, as
  * test_fastcall's Elsewhere overrides get_device). */
 typedef PyObject *(*fast_fn)(PyObject *, PyObject *const *, Py_ssize_t);
@@ -526,7 +527,7 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t, int *compu
    * every dim the loader compares (it skips dims of size 1 and empty
    * tensors, where torch's is_contiguous() does not look either): the
    * bool costs less than the tuple of stride(). *computed says so, for
-   * the error path (strides_exact). */
+   * graph_vectorcall's error path (a refusal shows the own strides). */
   int contiguous = 0;
   if (direct && computed) {
     PyObject *c = acc_call0(&acc.is_contiguous, obj);
