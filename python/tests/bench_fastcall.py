@@ -17,8 +17,9 @@ the stream getter (_cuda_getCurrentRawStream) is extra, and fgl_run adds
 its ~0.17 us of checks plus cuLaunchKernel.
 
   FGLOAD_LIBRARY=build/loader/libfgload.so FGL_FAKE_CUDA=build/loader/tests/libfake_cuda.so \\
-  FUSEC_FGCALL=build/python/fusec/_fgcall*.so python3 python/tests/bench_fastcall.py [build/tools/fusec] [--torch-cpp]
+  FUSEC_FGCALL=build/python/fusec/_fgcall*.so python3 python/tests/bench_fastcall.py [build/tools/fusec] [--calls] [--torch-cpp]
 
+--calls times the calls only (not their parts).
 --torch-cpp also builds python/tests/bench_torch_cpp.cpp (the same reads
 and allocations through the torch C++ API; $CXX or g++, C++20, a few
 minutes) and times it: the floor of a binding that would link libtorch.
@@ -103,7 +104,7 @@ def torch_cpp(tmp):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--torch-cpp"]
+    args = [a for a in sys.argv[1:] if a not in ("--torch-cpp", "--calls")]
     fusec_bin = args[0] if args else os.path.join(ROOT, "build", "tools", "fusec")
     tmp = tempfile.mkdtemp(prefix="fusec-bench-")
     ptx, so = build(tmp, fusec_bin)
@@ -142,6 +143,8 @@ def main():
         ("part: (a, b) tuple", "(x, y)"),
         ("floor: torch.add(x, y, out=o[0])", "torch.add(x, y, out=o[0])"),
     ]
+    if "--calls" in sys.argv:  # the calls alone, not the parts
+        rows = rows[:3]
     if "--torch-cpp" in sys.argv:
         ns["cpp"] = torch_cpp(tmp)
         rows += [
