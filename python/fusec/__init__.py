@@ -552,7 +552,7 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
         else:
             stream_fn = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
                 (lambda idx: torch.cuda.current_stream(idx).cuda_stream)
-        _fgcall.set_tensor_type(torch.Tensor)
+        _fgcall.set_tensor_type(torch.Tensor, torch.nn.Parameter)
         _fgcall.set_increment_version(torch._C._increment_version)
         self._fg_setup(self._h.value, (addr("fgl_run"), addr("fgl_graph_result_shape"), addr("fgl_graph_param"),
                                        addr("fgl_graph_result")), len(self.params), len(self.results),
@@ -811,6 +811,8 @@ class Graph(_fgcall.GraphBase if _fgcall is not None else object):
 
 if _fgcall is None:
     Graph.__call__ = Graph._call_ctypes
+else:
+    _fgcall.enable_vectorcall(Graph)  # calls without an args tuple or kwargs dict (Python 3.11)
 
 
 def register(module, graph, name=None, *, namespace="fusec", lib=None):

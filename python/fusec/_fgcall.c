@@ -1,18 +1,31 @@
 /* _fgcall: the fast call path of the fusec Python binding (issue 21, item 3).
  *
  * A CPython extension (the Python C API only; no torch C++ API, no
- * pybind11) holding the base type of fusec.Graph. Its tp_call reads each
- * torch tensor through the cheapest calls the Python API offers (the dtype
- * attribute, compared by identity with a cached table; get_device(),
- * data_ptr(), .shape, stride()), fills fgl_arg/fgl_tensor arrays on the
- * stack, allocates the written results with torch.empty_strided from
- * argument tuples built once per graph (per input sizes for a graph with
- * syms), calls fgl_run through a function pointer and builds view results
- * with as_strided. A result written in place into a parameter (plan
- * version 3) is the tensor passed for that parameter, its version counter
- * bumped (torch._C._increment_version). It takes libfgload's functions as
+ * pybind11) holding the base type of fusec.Graph. It is called by
+ * vectorcall (no args tuple, no kwargs dict; fusec.Graph gets the flag
+ * through enable_vectorcall on Python 3.11). Its call reads each torch
+ * tensor through the cheapest calls the Python API offers: for a tensor
+ * whose type is exactly torch.Tensor or nn.Parameter, TensorBase's own C
+ * accessors called through their function pointers (the dtype and shape
+ * getters, get_device(), is_contiguous(), data_ptr(); stride() only for a
+ * non-contiguous tensor, the strides of a contiguous one being computed
+ * from its sizes), for any other subclass attribute lookups (it may
+ * override them). The dtype is compared by identity with a cached table.
+ * It fills fgl_arg/fgl_tensor arrays on the stack, allocates the written
+ * results with torch.empty_strided from argument tuples built once per
+ * graph (per input sizes for a graph with syms), calls fgl_run through a
+ * function pointer and builds view results with as_strided. A result
+ * written in place into a parameter (plan version 3) is the tensor passed
+ * for that parameter, its version counter bumped
+ * (torch._C._increment_version). It takes libfgload's functions as
  * addresses from the ctypes library the package opened, so it never links
  * a second copy.
+ *
+ * Each result has its own allocation: one torch.empty for all of them with
+ * the results as views of it would cost more (a view, as_strided, costs
+ * about what a small allocation from torch's caching allocator does:
+ * python/tests/bench_fastcall.py), and would tie their memory together
+ * (a small result kept alive would keep a large one's memory).
  *
  * Anything it does not handle itself (an argument count or type the loader
  * would not get, a dtype fusec lacks, a tensor on another device, a closed
@@ -120,7 +133,8 @@ typedef struct {
 } ResultSpec;
 
 typedef struct {
-  PyObject_HEAD fgl_graph *h;
+  PyObject_HEAD vectorcallfunc vectorcall; /* graph_vectorcall: the call without an args tuple */
+  fgl_graph *h;
   run_fn run;
   result_shape_fn result_shape;
   PyObject *open; /* the module's bytearray(b"\1"): cleared when it is closed */
@@ -141,9 +155,113 @@ typedef struct {
 } GraphBase;
 
 static PyObject *s_dtype, *s_shape, *s_stride, *s_data_ptr, *s_get_device, *s_storage_offset,
-    *s_as_strided, *s_record_stream, *s_cuda_stream, *s_call_ctypes, *s_stream, *s_out;
+    *s_as_strided, *s_record_stream, *s_is_contiguous, *s_cuda_stream, *s_call_ctypes, *s_stream,
+    *s_out;
 static PyTypeObject *tensor_type;
 static PyObject *increment_version; /* torch._C._increment_version (a sequence of tensors) */
+
+/* torch.Tensor's own C accessors, called directly (no attribute lookup, no
+ * bound method) for tensors whose type is exactly torch.Tensor or
+ * torch.nn.Parameter: dtype and shape are getset descriptors, data_ptr(),
+ * get_device(), is_contiguous() and stride() method descriptors of
+ * torch._C.TensorBase. Any
+ * other subclass goes through attribute lookups (it may override them, as
+ * test_fastcall's Elsewhere overrides get_device). */
+typedef PyObject *(*fast_fn)(PyObject *, PyObject *const *, Py_ssize_t);
+typedef PyObject *(*fast_kw_fn)(PyObject *, PyObject *const *, Py_ssize_t, PyObject *);
+
+typedef struct {
+  PyObject *descr; /* the descriptor (a strong reference) */
+  getter get;      /* getset descriptors */
+  void *closure;
+  PyCFunction meth; /* method descriptors */
+  int flags;
+} Accessor;
+
+static struct {
+  int ready;
+  PyTypeObject *exact[2]; /* torch.Tensor, torch.nn.Parameter (NULL: none) */
+  Accessor dtype, shape, data_ptr, get_device, stride, is_contiguous;
+} acc;
+
+static PyObject *empty_tuple;
+
+static PyObject *acc_get(const Accessor *a, PyObject *obj) { return a->get(obj, a->closure); }
+
+static PyObject *acc_call0(const Accessor *a, PyObject *obj) {
+  switch (a->flags & ~METH_COEXIST) {
+  case METH_NOARGS:
+    return a->meth(obj, NULL);
+  case METH_VARARGS | METH_KEYWORDS:
+    return ((PyCFunctionWithKeywords)(void (*)(void))a->meth)(obj, empty_tuple, NULL);
+  case METH_FASTCALL:
+    return ((fast_fn)(void (*)(void))a->meth)(obj, NULL, 0);
+  case METH_FASTCALL | METH_KEYWORDS:
+    return ((fast_kw_fn)(void (*)(void))a->meth)(obj, NULL, 0, NULL);
+  default:
+    return PyObject_Vectorcall(a->descr, &obj, 1, NULL);
+  }
+}
+
+/* Takes tensor_type's descriptor for `name` (0), or 1 where it is not one
+ * of a C getset/method of a base of tensor_type (then no direct calls). */
+static int acc_find(Accessor *a, PyObject *name, int is_getset) {
+  PyObject *d = PyObject_GetAttr((PyObject *)tensor_type, name);
+  if (!d)
+    return -1;
+  Py_XSETREF(a->descr, d);
+  if (is_getset && Py_IS_TYPE(d, &PyGetSetDescr_Type) &&
+      ((PyGetSetDescrObject *)d)->d_getset->get) {
+    a->get = ((PyGetSetDescrObject *)d)->d_getset->get;
+    a->closure = ((PyGetSetDescrObject *)d)->d_getset->closure;
+    return 0;
+  }
+  if (!is_getset && Py_IS_TYPE(d, &PyMethodDescr_Type)) {
+    a->meth = ((PyMethodDescrObject *)d)->d_method->ml_meth;
+    a->flags = ((PyMethodDescrObject *)d)->d_method->ml_flags;
+    return (a->flags & METH_CLASS) || (a->flags & METH_STATIC) ? 1 : 0;
+  }
+  return 1;
+}
+
+/* Sets acc from tensor_type; a Parameter type gets the direct calls too
+ * when it overrides none of them. */
+static int acc_setup(PyTypeObject *param_type) {
+  Accessor *all[] = {&acc.dtype,      &acc.shape,  &acc.data_ptr,
+                     &acc.get_device, &acc.stride, &acc.is_contiguous};
+  PyObject *names[] = {s_dtype, s_shape, s_data_ptr, s_get_device, s_stride, s_is_contiguous};
+  enum { N_ACC = sizeof all / sizeof all[0] };
+  acc.ready = 0;
+  acc.exact[0] = acc.exact[1] = NULL;
+  int off = 0;
+  for (int k = 0; k < N_ACC; k++) {
+    int r = acc_find(all[k], names[k], k < 2);
+    if (r < 0)
+      return -1;
+    off |= r;
+  }
+  if (off)
+    return 0; /* this torch's accessors are not what the direct calls expect: lookups */
+  acc.exact[0] = tensor_type;
+  if (param_type && PyType_IsSubtype(param_type, tensor_type)) {
+    int same = 1;
+    for (int k = 0; k < N_ACC && same; k++) {
+      PyObject *d = PyObject_GetAttr((PyObject *)param_type, names[k]);
+      if (!d)
+        return -1;
+      same = d == all[k]->descr;
+      Py_DECREF(d);
+    }
+    if (same)
+      acc.exact[1] = param_type;
+  }
+  acc.ready = 1;
+  return 0;
+}
+
+static int is_exact_tensor(PyObject *obj) {
+  return acc.ready && (Py_IS_TYPE(obj, acc.exact[0]) || Py_IS_TYPE(obj, acc.exact[1]));
+}
 
 static void graph_clear_specs(GraphBase *self) {
   if (self->res)
@@ -351,10 +469,28 @@ static PyObject *call0(PyObject *obj, PyObject *name) {
   return PyObject_VectorcallMethod(name, &obj, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* t's strides from stride(): READ_FALLBACK (no error set) when it is not a
+ * tuple of the rank's length. */
+static int read_strides(PyObject *obj, int direct, fgl_tensor *t, int rank) {
+  PyObject *stride = direct ? acc_call0(&acc.stride, obj) : call0(obj, s_stride);
+  if (!stride)
+    return READ_ERROR;
+  if (!PyTuple_Check(stride) || PyTuple_GET_SIZE(stride) != rank) {
+    Py_DECREF(stride);
+    return READ_FALLBACK;
+  }
+  int bad = read_int64_tuple(stride, t->strides, rank);
+  Py_DECREF(stride);
+  return bad ? READ_ERROR : READ_OK;
+}
+
 /* Fills t from a torch tensor: READ_FALLBACK where the Python path must
- * report (a dtype fusec lacks, another device, rank above FGL_MAX_RANK). */
-static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
-  PyObject *dt = PyObject_GetAttr(obj, s_dtype);
+ * report (a dtype fusec lacks, another device, rank above FGL_MAX_RANK).
+ * With `computed` (not NULL), t's strides may be computed from its sizes
+ * (contiguous), which sets *computed. */
+static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t, int *computed) {
+  int direct = is_exact_tensor(obj);
+  PyObject *dt = direct ? acc_get(&acc.dtype, obj) : PyObject_GetAttr(obj, s_dtype);
   if (!dt)
     return READ_ERROR;
   int code = -1;
@@ -366,7 +502,7 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
   Py_DECREF(dt);
   if (code < 0)
     return READ_FALLBACK;
-  PyObject *dev = call0(obj, s_get_device);
+  PyObject *dev = direct ? acc_call0(&acc.get_device, obj) : call0(obj, s_get_device);
   if (!dev)
     return READ_ERROR;
   long di = PyLong_AsLong(dev);
@@ -375,7 +511,7 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
     return READ_ERROR;
   if (di != self->dev_index)
     return READ_FALLBACK;
-  PyObject *shape = PyObject_GetAttr(obj, s_shape);
+  PyObject *shape = direct ? acc_get(&acc.shape, obj) : PyObject_GetAttr(obj, s_shape);
   if (!shape)
     return READ_ERROR;
   Py_ssize_t rank = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : FGL_MAX_RANK + 1;
@@ -387,18 +523,32 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
   Py_DECREF(shape);
   if (bad)
     return READ_ERROR;
-  PyObject *stride = call0(obj, s_stride);
-  if (!stride)
-    return READ_ERROR;
-  if (!PyTuple_Check(stride) || PyTuple_GET_SIZE(stride) != rank) {
-    Py_DECREF(stride);
-    return READ_FALLBACK;
+  /* A contiguous tensor's strides are the row-major ones of its sizes in
+   * every dim the loader compares (it skips dims of size 1 and empty
+   * tensors, where torch's is_contiguous() does not look either): the
+   * bool costs less than the tuple of stride(). *computed says so, for
+   * graph_vectorcall's error path (a refusal shows the own strides). */
+  int contiguous = 0;
+  if (direct && computed) {
+    PyObject *c = acc_call0(&acc.is_contiguous, obj);
+    if (!c)
+      return READ_ERROR;
+    contiguous = c == Py_True;
+    Py_DECREF(c);
   }
-  bad = read_int64_tuple(stride, t->strides, (int)rank);
-  Py_DECREF(stride);
-  if (bad)
-    return READ_ERROR;
-  PyObject *ptr = call0(obj, s_data_ptr);
+  if (contiguous) {
+    int64_t st = 1;
+    for (int k = (int)rank - 1; k >= 0; k--) {
+      t->strides[k] = st;
+      st *= t->sizes[k] > 1 ? t->sizes[k] : 1;
+    }
+    *computed = 1;
+  } else {
+    int r = read_strides(obj, direct, t, (int)rank);
+    if (r != READ_OK)
+      return r;
+  }
+  PyObject *ptr = direct ? acc_call0(&acc.data_ptr, obj) : call0(obj, s_data_ptr);
   if (!ptr)
     return READ_ERROR;
   t->ptr = PyLong_AsUnsignedLongLong(ptr);
@@ -411,10 +561,10 @@ static int read_tensor(GraphBase *self, PyObject *obj, fgl_tensor *t) {
 }
 
 /* Fills input i from a Python argument. */
-static int read_arg(GraphBase *self, int i, PyObject *a, fgl_arg *out) {
+static int read_arg(GraphBase *self, int i, PyObject *a, fgl_arg *out, int *computed) {
   if (PyObject_TypeCheck(a, tensor_type)) {
     memset(out, 0, sizeof *out);
-    return read_tensor(self, a, &out->tensor);
+    return read_tensor(self, a, &out->tensor, computed);
   }
   fgl_dtype pd = self->param_dtype[i];
   int is_float = pd == FGL_F16 || pd == FGL_BF16 || pd == FGL_F32 || pd == FGL_F64 ||
@@ -440,13 +590,23 @@ static int read_arg(GraphBase *self, int i, PyObject *a, fgl_arg *out) {
 
 /* ---- the call ----------------------------------------------------------------- */
 
-static PyObject *fallback(GraphBase *self, PyObject *args, PyObject *kw) {
+/* The call through Graph._call_ctypes, with the same arguments. */
+static PyObject *fallback(GraphBase *self, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames) {
   self->n_fallback++;
-  PyObject *fn = PyObject_GetAttr((PyObject *)self, s_call_ctypes);
-  if (!fn)
-    return NULL;
-  PyObject *r = PyObject_Call(fn, args, kw);
-  Py_DECREF(fn);
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf), total = n + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  PyObject *stack[1 + FAST_ARGS + 2], **argv = stack;
+  if (total + 1 > (Py_ssize_t)(sizeof stack / sizeof stack[0])) {
+    argv = PyMem_Malloc((size_t)(total + 1) * sizeof *argv);
+    if (!argv)
+      return PyErr_NoMemory();
+  }
+  argv[0] = (PyObject *)self;
+  if (total)
+    memcpy(argv + 1, args, (size_t)total * sizeof *argv);
+  PyObject *r = PyObject_VectorcallMethod(s_call_ctypes, argv, (size_t)(n + 1), kwnames);
+  if (argv != stack)
+    PyMem_Free(argv);
   return r;
 }
 
@@ -489,8 +649,8 @@ static int bind_shapes(GraphBase *self, const fgl_arg *in, int n_in) {
  * result (None for view results; None or the parameter's own tensor for a
  * result written in place). Fills outs[] and given[] (the written results
  * only); READ_FALLBACK for anything else. */
-static int read_outs(GraphBase *self, PyObject *args, PyObject *out, fgl_tensor *outs,
-                     PyObject **given) {
+static int read_outs(GraphBase *self, PyObject *const *args, PyObject *out, fgl_tensor *outs,
+                     PyObject **given, int *computed) {
   int n = self->n_results;
   PyObject *seq = NULL;
   if (PyObject_TypeCheck(out, tensor_type)) {
@@ -510,13 +670,13 @@ static int read_outs(GraphBase *self, PyObject *args, PyObject *out, fgl_tensor 
       continue;
     }
     if (self->res[j].inplace_param >= 0) {
-      if (o != Py_None && o != PyTuple_GET_ITEM(args, self->res[j].inplace_param))
+      if (o != Py_None && o != args[self->res[j].inplace_param])
         return READ_FALLBACK;
       continue;
     }
     if (!PyObject_TypeCheck(o, tensor_type))
       return READ_FALLBACK;
-    int st = read_tensor(self, o, &outs[j]);
+    int st = read_tensor(self, o, &outs[j], computed);
     if (st != READ_OK)
       return st;
     given[j] = o;
@@ -567,33 +727,31 @@ static PyObject *make_view(GraphBase *self, int j, PyObject *base, fgl_devptr wa
   return v;
 }
 
-static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
+static PyObject *graph_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+  GraphBase *self = (GraphBase *)callable;
   PyObject *stream = Py_None, *out = Py_None;
   if (!self->h || !PyByteArray_AS_STRING(self->open)[0])
-    return fallback(self, args, kw);
-  if (kw && PyDict_GET_SIZE(kw)) {
-    Py_ssize_t pos = 0, seen = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(kw, &pos, &k, &v)) {
-      if (PyUnicode_Compare(k, s_stream) == 0)
-        stream = v;
-      else if (PyUnicode_Compare(k, s_out) == 0)
-        out = v;
+    return fallback(self, args, nargsf, kwnames);
+  int n_in = (int)PyVectorcall_NARGS(nargsf), n_out = self->n_results;
+  if (kwnames)
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(kwnames); k++) {
+      PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+      if (name == s_out || PyUnicode_Compare(name, s_out) == 0)
+        out = args[n_in + k];
+      else if (name == s_stream || PyUnicode_Compare(name, s_stream) == 0)
+        stream = args[n_in + k];
       else
-        return fallback(self, args, kw);
-      seen++;
+        return fallback(self, args, nargsf, kwnames);
     }
-    (void)seen;
-  }
-  int n_in = (int)PyTuple_GET_SIZE(args), n_out = self->n_results;
   if (n_in != self->n_params)
-    return fallback(self, args, kw);
+    return fallback(self, args, nargsf, kwnames);
   fgl_arg in_stack[FAST_ARGS], *in = in_stack;
   fgl_tensor out_stack[FAST_ARGS], *outs = out_stack;
   PyObject *res_stack[FAST_ARGS], **res = res_stack;
   PyObject *given_stack[FAST_ARGS], **given = given_stack;
   PyObject *ret = NULL;
-  int locked = 0, st = READ_OK;
+  int locked = 0, st = READ_OK, computed = 0;
   if (n_in > FAST_ARGS || n_out > FAST_ARGS) {
     in = PyMem_Calloc(n_in + 1, sizeof *in);
     outs = PyMem_Calloc(n_out + 1, sizeof *outs);
@@ -607,11 +765,11 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
   for (int j = 0; j < n_out; j++)
     res[j] = given[j] = NULL;
   for (int i = 0; i < n_in && st == READ_OK; i++)
-    st = read_arg(self, i, PyTuple_GET_ITEM(args, i), &in[i]);
+    st = read_arg(self, i, args[i], &in[i], &computed);
   if (st == READ_OK && out != Py_None)
-    st = read_outs(self, args, out, outs, given);
+    st = read_outs(self, args, out, outs, given, &computed);
   if (st == READ_FALLBACK) {
-    ret = fallback(self, args, kw);
+    ret = fallback(self, args, nargsf, kwnames);
     goto done;
   }
   if (st == READ_ERROR)
@@ -646,7 +804,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
   if (!self->h) { /* closed while this thread waited */
     PyThread_release_lock(self->lock);
     locked = 0;
-    ret = fallback(self, args, kw);
+    ret = fallback(self, args, nargsf, kwnames);
     goto done;
   }
   if (self->symbolic && bind_shapes(self, in, n_in) < 0)
@@ -684,7 +842,22 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
     }
   }
   fgl_error e;
-  if (self->run(self->h, in, n_in, outs, n_out, raw, &e) != FGL_OK) {
+  fgl_status rs = self->run(self->h, in, n_in, outs, n_out, raw, &e);
+  if (rs != FGL_OK && computed) {
+    /* the loader refused: again with every tensor's own strides, so that
+     * its message shows them (it accepts the computed ones exactly where
+     * it accepts these: it launched nothing) */
+    for (int i = 0; i < n_in && st == READ_OK; i++)
+      if (!in[i].is_scalar)
+        st = read_strides(args[i], is_exact_tensor(args[i]), &in[i].tensor, in[i].tensor.rank);
+    for (int j = 0; j < n_out && st == READ_OK; j++)
+      if (given[j])
+        st = read_strides(given[j], is_exact_tensor(given[j]), &outs[j], outs[j].rank);
+    if (st == READ_ERROR)
+      goto done;
+    rs = self->run(self->h, in, n_in, outs, n_out, raw, &e);
+  }
+  if (rs != FGL_OK) {
     raise_fusec(self, e.status, e.msg);
     goto done;
   }
@@ -694,7 +867,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
       goto done;
     for (int j = 0, k = 0; j < n_out; j++)
       if (self->res[j].inplace_param >= 0) {
-        res[j] = PyTuple_GET_ITEM(args, self->res[j].inplace_param);
+        res[j] = args[self->res[j].inplace_param];
         Py_INCREF(res[j]);
         Py_INCREF(res[j]);
         PyTuple_SET_ITEM(dirty, k++, res[j]);
@@ -710,7 +883,7 @@ static PyObject *graph_call(GraphBase *self, PyObject *args, PyObject *kw) {
     ResultSpec *r = &self->res[j];
     if (!r->is_view)
       continue;
-    PyObject *base = r->base_is_param ? PyTuple_GET_ITEM(args, r->base_index) : res[r->base_index];
+    PyObject *base = r->base_is_param ? args[r->base_index] : res[r->base_index];
     res[j] = make_view(self, j, base, outs[j].ptr);
     if (!res[j])
       goto done;
@@ -759,27 +932,49 @@ static PyGetSetDef graph_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyObject *graph_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  GraphBase *self = (GraphBase *)PyType_GenericNew(type, args, kw);
+  if (self)
+    self->vectorcall = graph_vectorcall;
+  return (PyObject *)self;
+}
+
 static PyTypeObject GraphBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fusec._fgcall.GraphBase",
     .tp_basicsize = sizeof(GraphBase),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "Base of fusec.Graph: its call, in C.",
-    .tp_new = PyType_GenericNew,
+    .tp_new = graph_new,
     .tp_dealloc = (destructor)graph_dealloc,
-    .tp_call = (ternaryfunc)graph_call,
+    .tp_vectorcall_offset = offsetof(GraphBase, vectorcall),
+    .tp_call = PyVectorcall_Call,
     .tp_methods = graph_methods,
     .tp_getset = graph_getset,
 };
 
 /* ---- module ----------------------------------------------------------------------- */
 
-static PyObject *mod_set_tensor_type(PyObject *mod, PyObject *t) {
+/* set_tensor_type(torch.Tensor[, torch.nn.Parameter]) */
+static PyObject *mod_set_tensor_type(PyObject *mod, PyObject *args) {
   (void)mod;
-  if (!PyType_Check(t))
-    return PyErr_Format(PyExc_TypeError, "expected torch.Tensor");
+  PyObject *t, *param = NULL;
+  if (!PyArg_ParseTuple(args, "O|O", &t, &param))
+    return NULL;
+  if (!PyType_Check(t) || (param && !PyType_Check(param)))
+    return PyErr_Format(PyExc_TypeError, "expected torch.Tensor (and torch.nn.Parameter)");
+  if (acc.ready && (PyTypeObject *)t == tensor_type && (PyTypeObject *)param == acc.exact[1])
+    Py_RETURN_NONE; /* each graph instance sets them: the same types */
   Py_INCREF(t);
   Py_XSETREF(tensor_type, (PyTypeObject *)t);
+  if (acc_setup((PyTypeObject *)param) < 0)
+    return NULL;
   Py_RETURN_NONE;
+}
+
+static PyObject *mod_direct_accessors(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  return PyBool_FromLong(acc.ready);
 }
 
 static PyObject *mod_set_increment_version(PyObject *mod, PyObject *f) {
@@ -791,8 +986,33 @@ static PyObject *mod_set_increment_version(PyObject *mod, PyObject *f) {
   Py_RETURN_NONE;
 }
 
+/* enable_vectorcall(cls): a Python subclass of GraphBase (fusec.Graph) that
+ * keeps its call takes it by vectorcall too (no args tuple, no kwargs
+ * dict). Python 3.12 passes the flag on to such heap types itself; 3.11
+ * only to static ones, so the binding sets it on fusec.Graph. */
+static PyObject *mod_enable_vectorcall(PyObject *mod, PyObject *cls) {
+  (void)mod;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &GraphBaseType))
+    return PyErr_Format(PyExc_TypeError, "expected a subclass of fusec._fgcall.GraphBase");
+  PyTypeObject *t = (PyTypeObject *)cls;
+  if (t->tp_call != PyVectorcall_Call ||
+      t->tp_vectorcall_offset != GraphBaseType.tp_vectorcall_offset)
+    Py_RETURN_FALSE; /* it has its own __call__ */
+  if (!(t->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
+    t->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    PyType_Modified(t);
+  }
+  Py_RETURN_TRUE;
+}
+
 static PyMethodDef mod_methods[] = {
-    {"set_tensor_type", mod_set_tensor_type, METH_O, "Sets the tensor type (torch.Tensor)."},
+    {"enable_vectorcall", mod_enable_vectorcall, METH_O,
+     "Lets a subclass of GraphBase that keeps its call be called by vectorcall (Python 3.11)."},
+    {"set_tensor_type", mod_set_tensor_type, METH_VARARGS,
+     "Sets the tensor type (torch.Tensor) and optionally torch.nn.Parameter, whose accessors are "
+     "then called directly."},
+    {"direct_accessors", mod_direct_accessors, METH_NOARGS,
+     "Whether exact torch.Tensor arguments are read through direct calls of their C accessors."},
     {"set_increment_version", mod_set_increment_version, METH_O,
      "Sets the function that marks tensors written in place (torch._C._increment_version)."},
     {NULL, NULL, 0, NULL},
@@ -822,6 +1042,7 @@ PyMODINIT_FUNC PyInit__fgcall(void) {
       {&s_get_device, "get_device"},
       {&s_storage_offset, "storage_offset"},
       {&s_as_strided, "as_strided"},
+      {&s_is_contiguous, "is_contiguous"},
       {&s_record_stream, "record_stream"},
       {&s_cuda_stream, "cuda_stream"},
       {&s_call_ctypes, "_call_ctypes"},
@@ -831,6 +1052,8 @@ PyMODINIT_FUNC PyInit__fgcall(void) {
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
     if (!*names[k].s && !(*names[k].s = PyUnicode_InternFromString(names[k].text)))
       return NULL;
+  if (!empty_tuple && !(empty_tuple = PyTuple_New(0)))
+    return NULL;
   if (PyType_Ready(&LockType) < 0 || PyType_Ready(&GraphBaseType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&fgcall_module);

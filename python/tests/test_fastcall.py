@@ -154,6 +154,28 @@ class FastCalls(unittest.TestCase):
         self.errors(g, (x, y, "a"), "input 2 ('alpha'): expected a torch.Tensor or a number, got str")
         self.errors(g, (x, y, 1.0), "out=: expected a sequence", kw={"out": 5})
 
+    def test_contiguous_strides(self):
+        """The fast path takes a contiguous tensor's strides from its sizes
+        (is_contiguous(), cheaper than stride()); a refusal still shows the
+        tensor's own strides (a size-1 dim's stride, which torch and the
+        loader ignore) and a non-contiguous tensor is read as it is."""
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        odd = torch.randn(n, 1).t()  # [1, n] strides [1, 1]: contiguous to torch
+        self.assertTrue(odd.is_contiguous())
+        self.errors(g, (x, odd, 1.0), "input 1 ('y'): expected f32[1048576] strides [1], got f32[1,1048576] strides [1,1]")
+        self.errors(g, (x, y, 1.0), "output 0: expected f32[1048576] strides [1], got f32[1,1048576] strides [1,1]",
+                    kw={"out": (torch.randn(n, 1).t(), None, None)})
+        m = fusec.load(ADD_PTX, LIB)
+        t = m.graph("ident")
+        for a in (torch.randn(4, 8), torch.randn(8, 4).t().contiguous(), torch.randn(1, 4, 8)[0]):
+            self.assertTrue(torch.equal(t(a), a.t()))
+        self.errors(t, (torch.randn(8, 4).t(),), "input 0 ('x'): expected f32[4,8] strides [8,1], got f32[4,8] strides [1,4]")
+        self.errors(t, (torch.randn(8, 16)[:4, ::2],), "got f32[4,8] strides [16,2]")
+        if FAST:
+            self.assertEqual(self.stats(g)["fallback"], 0)
+
     def test_f4(self):
         """f4e2m1 tensors are torch.float4_e2m1fn_x2 (two elements a byte
         along the last dim): results allocated with the last dim halved,
@@ -220,6 +242,75 @@ class FastCalls(unittest.TestCase):
 
         e = y.as_subclass(Elsewhere)
         self.errors(g, (x, e, 1.0), "input 1 ('y'): tensor on cuda:1, the module runs on cpu")
+
+    def test_vectorcall(self):
+        """fusec.Graph is called by vectorcall (no args tuple, no kwargs
+        dict); keywords, *args/**kw, a bound __call__ and an unknown
+        keyword (handed to the ctypes path: the same TypeError) all work."""
+        if not FAST:
+            self.skipTest("ctypes path (FUSEC_FGCALL=0)")
+        self.assertTrue(type.__getattribute__(fusec.Graph, "__flags__") & (1 << 11))  # Py_TPFLAGS_HAVE_VECTORCALL
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y, o = torch.randn(n), torch.randn(n), torch.empty(n)
+        before = self.stats(g)
+        for r in (g(x, y, 2.0, out=(o, None, None), stream=0), g(*(x, y, 2.0), **{"stream": 0, "out": [o, None, None]}),
+                  g.__call__(x, y, 2.0, out=(o, None, None))):
+            self.assertIs(r[0], o)
+            self.assertTrue(torch.equal(o, x + 2.0 * y))
+        self.assertEqual(self.stats(g)["fast"], before["fast"] + 3)
+        self.assertEqual(self.stats(g)["fallback"], before["fallback"])
+        msgs = []
+        for call in (g, g._call_ctypes):
+            with self.assertRaises(TypeError) as cm:
+                call(x, y, 2.0, bogus=1)
+            msgs.append(str(cm.exception))
+        self.assertEqual(msgs[0], msgs[1])
+        self.assertIn("bogus", msgs[0])
+
+    def test_parameters_and_subclasses(self):
+        """nn.Parameter arguments take the fast path (TensorBase's accessors
+        called directly), as exact tensors do; other subclasses too, read
+        through attribute lookups (they may override them)."""
+        g = self.m.graph("axpy")
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        if FAST:
+            self.assertTrue(fusec._fgcall.direct_accessors())
+
+        class Sub(torch.Tensor):
+            pass
+
+        before = self.stats(g)
+        for a, b in ((torch.nn.Parameter(x), y), (x, torch.nn.Parameter(y, requires_grad=False)),
+                     (x.as_subclass(Sub), y)):
+            r = g(a, b, 2.0)
+            self.assertTrue(torch.equal(r[0], x + 2.0 * y))
+            self.assertEqual(r[1].data_ptr(), x.data_ptr())
+        if FAST:
+            self.assertEqual(self.stats(g)["fast"], before["fast"] + 3)
+            self.assertEqual(self.stats(g)["fallback"], before["fallback"])
+
+    def test_other_device_refused(self):
+        """A tensor on another device than the module's is refused with the
+        binding's message, whether it is a torch.Tensor, an nn.Parameter (read
+        through the direct accessors) or an out= tensor: the fast path hands
+        it to the ctypes path, which names it. (The module is made to look
+        as if on cuda:0, so that the host tensors here are the foreign ones,
+        as CPU tensors are on the GPU machine; stream=0: no CUDA here.)"""
+        m = fusec.load(ADD_PTX, LIB)
+        g = m.graph("axpy")
+        g._dev_index, g._dev = 0, "cuda:0"
+        g._setup_fast()
+        n = 1 << 20
+        x, y = torch.randn(n), torch.randn(n)
+        before = self.stats(g)
+        for args in ((x, y, 1.0), (torch.nn.Parameter(x), y, 1.0)):
+            self.errors(g, args, "input 0 ('x'): tensor on cpu, the module runs on cuda:0", kw={"stream": 0})
+        if FAST:
+            self.assertEqual(self.stats(g)["fast"], before["fast"])
+            self.assertEqual(self.stats(g)["fallback"], before["fallback"] + 2)
+        g.close()
 
     def test_symbolic(self):
         g = self.ms.graph("axpy_n")
