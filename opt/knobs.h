@@ -83,7 +83,11 @@
   /* wgmma2 (issue 19) */                                                                          \
   X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "0",                                                          \
     "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
-    "softmax (3 K, V stages or more)")
+    "softmax (3 K, V stages or more)")                                                             \
+  /* sched17 (issue 17): pointwise widths from dense operands, row clusters' occupancy */          \
+  X(PW_FLAT_DENSE, 0, 1, FG_KNOB_ANY, "1",                                                         \
+    "1: a pointwise kernel's flat width and loads in flight count its full-size operands only, "   \
+    "not broadcasts")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -276,13 +276,17 @@ static int flat_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options 
     if (fg_dtype_size(t->dtype) > m)
       m = fg_dtype_size(t->dtype);
   }
+  /* (sched17: with PW_FLAT_DENSE, the operands of the domain's size only:
+   * a broadcast is read an element a lane; cost.c) */
+  bool dense = fg_pointwise_dense_size(p, k) > 0;
   for (int i = 0; i < k->nargs; i++) {
     const fg_value *v = fg_plan_buf_value(p, k->args[i]);
     if (!v || v->type.scalar)
       continue;
     if (fg_dtype_is_packed(v->type.dtype))
       return 0;
-    if (fg_dtype_size(v->type.dtype) > m)
+    if (fg_dtype_size(v->type.dtype) > m &&
+        (!dense || fg_type_numel(&v->type) == fg_type_numel(&k->outs[0]->type)))
       m = fg_dtype_size(v->type.dtype);
   }
   return 16 / m;
