@@ -308,19 +308,32 @@ static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o
   if (mode == 0 || fv <= k->vec)
     return;
   fg_kernel flat = *k;
-  flat.vec = fv;
-  flat.flat = true;
-  size_pointwise(p, &flat, o);
-  double us = fg_pointwise_us(p, &flat);
-  if (flat.chunks > 1 && !knob(o, FG_KNOB_PW_CHUNKS, &v)) {
-    fg_kernel one = flat;
-    one.chunks = 1;
-    one.grid[0] = ceil_div(ceil_div(one.outer, fv), one.block);
-    if (fg_pointwise_us(p, &one) < us) {
-      flat = one;
-      us = fg_pointwise_us(p, &one);
+  double us = -1;
+  /* sched17: with PW_FLAT_DENSE, each width from fv down to twice the last
+   * dim's: a narrower one where 2% or more cheaper (it may fill its last
+   * wave better, or take fewer index operations a lane); fv alone before. */
+  bool halves = fg_pointwise_dense_size(p, k) > 0;
+  for (int w = fv; w > k->vec && (w == fv || halves); w /= 2) {
+    fg_kernel f = *k;
+    f.vec = w;
+    f.flat = true;
+    size_pointwise(p, &f, o);
+    double fu = fg_pointwise_us(p, &f);
+    if (f.chunks > 1 && !knob(o, FG_KNOB_PW_CHUNKS, &v)) {
+      fg_kernel one = f;
+      one.chunks = 1;
+      one.grid[0] = ceil_div(ceil_div(one.outer, w), one.block);
+      if (fg_pointwise_us(p, &one) < fu) {
+        f = one;
+        fu = fg_pointwise_us(p, &one);
+      }
+    }
+    if (us < 0 || fu < 0.98 * us) {
+      flat = f;
+      us = fu;
     }
   }
+  fv = flat.vec;
   if (mode == 1 &&
       (fg_kernel_cost(p, k, p->target.copy_gbs).waves < 1 || !(us < 0.98 * fg_pointwise_us(p, k))))
     return;
