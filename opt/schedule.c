@@ -278,7 +278,7 @@ static int flat_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options 
   }
   /* (sched17: with PW_FLAT_DENSE, the operands of the domain's size only:
    * a broadcast is read an element a lane; cost.c) */
-  bool dense = fg_pointwise_dense_size(p, k) > 0;
+  bool dense = fg_pointwise_vector_size(p, k, true) > 0;
   for (int i = 0; i < k->nargs; i++) {
     const fg_value *v = fg_plan_buf_value(p, k->args[i]);
     if (!v || v->type.scalar)
@@ -312,7 +312,7 @@ static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o
   /* sched17: with PW_FLAT_DENSE, each width from fv down to twice the last
    * dim's: a narrower one where 2% or more cheaper (it may fill its last
    * wave better, or take fewer index operations a lane); fv alone before. */
-  bool halves = fg_pointwise_dense_size(p, k) > 0;
+  bool halves = fg_pointwise_vector_size(p, k, true) > 0;
   for (int w = fv; w > k->vec && (w == fv || halves); w /= 2) {
     fg_kernel f = *k;
     f.vec = w;
