@@ -73,6 +73,38 @@ int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k) {
   return m;
 }
 
+/* sched17 (issue 17): the widest element a pointwise kernel's lanes load
+ * in vectors, or 0 where none does (or knob PW_FLAT_DENSE is 0): along the
+ * last dim, its operands indexed by the domain's last extent; flat
+ * (schedule.c choose_flat), those of the whole domain's size. Other
+ * operands (a row's lse, an i64 target a row) are read an element at a
+ * time whatever the width, mostly from L1: they neither bound the flat
+ * width nor count in the bytes a lane keeps in flight. A cross-entropy
+ * backward over [4096, 50257] bf16 with an i64 target a row took flat width
+ * 2 (16 bytes of i64), and the model 8 bytes a lane in flight at vec 1
+ * where its loads are 2 (measured 489 us, 0.567 of copy bandwidth;
+ * docs/benchmarks.md, run Z7). */
+int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat) {
+  int64_t on = 1;
+  fg_knob_get(&p->opts.knobs, FG_KNOB_PW_FLAT_DENSE, &on);
+  if (!on || k->kind != FG_KERNEL_POINTWISE || k->rank < 1)
+    return 0;
+  int64_t numel = 1;
+  for (int d = 0; d < k->rank; d++)
+    numel *= k->dims[d];
+  int m = 0;
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *v = fg_plan_buf_value(p, k->args[i]);
+    if (!v || v->type.scalar || v->type.rank < 1)
+      continue;
+    bool vector = flat ? fg_type_numel(&v->type) == numel
+                       : v->type.dims[v->type.rank - 1].size == k->dims[k->rank - 1];
+    if (vector && fg_dtype_size(v->type.dtype) > m)
+      m = fg_dtype_size(v->type.dtype);
+  }
+  return m;
+}
+
 /* Loads a thread issues before it uses the first: its chunks (pointwise,
  * rows kept in registers) or the rows it loads together (column kernels). */
 static int loads_in_flight(const fg_kernel *k) {
@@ -154,8 +186,10 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   double slots = (double)per_sm * t->sm_count;
   c.waves = grid > 0 ? (double)grid / slots : 0;
   double resident = grid < slots ? (double)grid : slots;
-  c.in_flight =
-      busy_threads(k, resident) * (double)k->vec * fg_kernel_input_size(p, k) * loads_in_flight(k);
+  int lane = fg_pointwise_vector_size(p, k, k->flat);
+  if (lane == 0 || fg_kernel_input_size(p, k) < lane)
+    lane = fg_kernel_input_size(p, k);
+  c.in_flight = busy_threads(k, resident) * (double)k->vec * lane * loads_in_flight(k);
   double bw = copy_gbs * 1e3; /* bytes a microsecond */
   double needed = bw * t->mem_latency_ns * 1e-3;
   double eff = c.in_flight >= needed ? 1.0 : c.in_flight / needed;

@@ -13,6 +13,10 @@ typedef struct fg_cost {
 
 /* The widest element of k's tensor parameters, bytes (1 when none). */
 int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k);
+/* The widest element a pointwise kernel's lanes load in vectors (along
+ * the last dim: operands indexed by the domain's last extent; flat: those
+ * of the domain's size), or 0 (none; or knob PW_FLAT_DENSE 0). */
+int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat);
 /* k's estimate at copy_gbs of copy bandwidth (the target's, or a knob's). */
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs);
 

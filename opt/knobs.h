@@ -86,7 +86,22 @@
     "softmax (3 K, V stages or more; auto: at head dim 128)")                                      \
   /* embbwd2: the index_add SUM's chunks (issue 20) */                                             \
   X(SCATTER_CHUNKS, 1, 4, FG_KNOB_ANY, "auto",                                                     \
-    "index_add's SUM: result vectors a thread takes (block-strided, all loads first)")
+    "index_add's SUM: result vectors a thread takes (block-strided, all loads first)")             \
+  /* sched17 (issue 17): pointwise widths from dense operands, row clusters' occupancy */          \
+  X(PW_FLAT_DENSE, 0, 1, FG_KNOB_ANY, "1",                                                         \
+    "1: a pointwise kernel's flat width and loads in flight count its full-size operands only, "   \
+    "not broadcasts")                                                                              \
+  X(ROW_CLUSTER_SIZE, 2, 8, FG_KNOB_POW2, "auto",                                                  \
+    "CTAs a cluster of a row a cluster (auto: the fewest with 32 KB slices; ignored where a "      \
+    "slice would not stay in registers)")                                                          \
+  X(ROW_VEC16, 0, 1, FG_KNOB_ANY, "0",                                                             \
+    "1: a row kernel's (or its peel's) vector is 16 bytes of the row's widest element, not 16 "    \
+    "elements where no argument has the domain's last dim (a reshape)")                            \
+  X(ROW_CLUSTER_PEEL, 0, 1, FG_KNOB_ANY, "0",                                                      \
+    "1: a row a cluster is kept rather than peeled into one CTA (rows not a multiple of 16 "       \
+    "bytes)")                                                                                      \
+  X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto",                                            \
+    "threads a CTA of a row a cluster (ignored where a thread would take more than 8 chunks)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -276,13 +276,17 @@ static int flat_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options 
     if (fg_dtype_size(t->dtype) > m)
       m = fg_dtype_size(t->dtype);
   }
+  /* (sched17: with PW_FLAT_DENSE, the operands of the domain's size only:
+   * a broadcast is read an element a lane; cost.c) */
+  bool dense = fg_pointwise_vector_size(p, k, true) > 0;
   for (int i = 0; i < k->nargs; i++) {
     const fg_value *v = fg_plan_buf_value(p, k->args[i]);
     if (!v || v->type.scalar)
       continue;
     if (fg_dtype_is_packed(v->type.dtype))
       return 0;
-    if (fg_dtype_size(v->type.dtype) > m)
+    if (fg_dtype_size(v->type.dtype) > m &&
+        (!dense || fg_type_numel(&v->type) == fg_type_numel(&k->outs[0]->type)))
       m = fg_dtype_size(v->type.dtype);
   }
   return 16 / m;
@@ -304,19 +308,32 @@ static void choose_flat(const fg_plan *p, fg_kernel *k, const fg_plan_options *o
   if (mode == 0 || fv <= k->vec)
     return;
   fg_kernel flat = *k;
-  flat.vec = fv;
-  flat.flat = true;
-  size_pointwise(p, &flat, o);
-  double us = fg_pointwise_us(p, &flat);
-  if (flat.chunks > 1 && !knob(o, FG_KNOB_PW_CHUNKS, &v)) {
-    fg_kernel one = flat;
-    one.chunks = 1;
-    one.grid[0] = ceil_div(ceil_div(one.outer, fv), one.block);
-    if (fg_pointwise_us(p, &one) < us) {
-      flat = one;
-      us = fg_pointwise_us(p, &one);
+  double us = -1;
+  /* sched17: with PW_FLAT_DENSE, each width from fv down to twice the last
+   * dim's: a narrower one where 2% or more cheaper (it may fill its last
+   * wave better, or take fewer index operations a lane); fv alone before. */
+  bool halves = fg_pointwise_vector_size(p, k, true) > 0;
+  for (int w = fv; w > k->vec && (w == fv || halves); w /= 2) {
+    fg_kernel f = *k;
+    f.vec = w;
+    f.flat = true;
+    size_pointwise(p, &f, o);
+    double fu = fg_pointwise_us(p, &f);
+    if (f.chunks > 1 && !knob(o, FG_KNOB_PW_CHUNKS, &v)) {
+      fg_kernel one = f;
+      one.chunks = 1;
+      one.grid[0] = ceil_div(ceil_div(one.outer, w), one.block);
+      if (fg_pointwise_us(p, &one) < fu) {
+        f = one;
+        fu = fg_pointwise_us(p, &one);
+      }
+    }
+    if (us < 0 || fu < 0.98 * us) {
+      flat = f;
+      us = fu;
     }
   }
+  fv = flat.vec;
   if (mode == 1 &&
       (fg_kernel_cost(p, k, p->target.copy_gbs).waves < 1 || !(us < 0.98 * fg_pointwise_us(p, k))))
     return;
@@ -434,6 +451,27 @@ static int row_elem_size(const fg_kernel *k) {
   return m;
 }
 
+/* sched17 (knob ROW_VEC16): the widest element of k's arguments of its
+ * whole domain's size (a row's input and full-size outputs, through a
+ * reshape or not), or row_elem_size where none is. pick_vec's width is 16
+ * elements where no argument has the domain's last dim: group norm's x
+ * [16,512,64,64] over rows of 65536 took vec 16 of f32, 64 bytes a lane,
+ * so that each warp's access of 16 bytes a thread touches 32 sectors, half
+ * of each. */
+static int row_move_size(const fg_plan *p, const fg_kernel *k) {
+  int64_t numel = 1;
+  int m = 0;
+  for (int d = 0; d < k->rank; d++)
+    numel *= k->dims[d];
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *bv = fg_plan_buf_value(p, k->args[i]);
+    if (bv && !bv->type.scalar && fg_type_numel(&bv->type) == numel &&
+        fg_dtype_size(bv->type.dtype) > m)
+      m = fg_dtype_size(bv->type.dtype);
+  }
+  return m ? m : row_elem_size(k);
+}
+
 static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   int64_t v;
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0)
@@ -447,6 +485,10 @@ static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   int64_t c = 2;
   while (c < CLUSTER_MAX && ceil_div(bytes, c) > CLUSTER_SLICE_BYTES)
     c *= 2;
+  /* sched17: an experiment, where the slices stay in registers */
+  if (knob(&p->opts, FG_KNOB_ROW_CLUSTER_SIZE, &v) &&
+      ceil_div(r, v) <= (int64_t)k->vec * 1024 * MAX_PERSIST_CHUNKS)
+    c = v;
   /* slices of whole vectors (the last one shorter), none empty */
   int64_t slice = ceil_div(ceil_div(r, c), k->vec) * k->vec;
   return ceil_div(r, slice) == c ? c : 1;
@@ -468,6 +510,8 @@ static int peel_vec(const fg_plan *p, const fg_kernel *k, const fg_plan_options 
       return 0;
   int64_t R = k->dims[k->rank - 1];
   int full = 16 / max_elem_size(p, k);
+  if (knob(o, FG_KNOB_ROW_VEC16, &v) && v == 1 && full > 16 / row_move_size(p, k))
+    full = 16 / row_move_size(p, k);
   if (fg_sym_involves(&p->sym, R) || full <= k->vec || R % full == 0 || R < 4 * (int64_t)full)
     return 0;
   for (int i = 0; i < k->nargs; i++) {
@@ -495,8 +539,13 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->inner = 1;
   k->peeled = false;
   k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  int64_t v;
+  if (knob(o, FG_KNOB_ROW_VEC16, &v) && v == 1 && k->vec > 16 / row_move_size(p, k))
+    k->vec = 16 / row_move_size(p, k);
   shape_row(p, k, o);
   int peel = k->row_lanes == 0 ? peel_vec(p, k, o) : 0;
+  if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_PEEL, &v) && v == 1)
+    peel = 0;
   if (peel > 0) {
     k->peeled = true;
     k->vec = peel;
@@ -527,7 +576,7 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       k->split = 1;
   }
   k->cluster = 1;
-  int64_t cs = cluster_split(p, k, r);
+  int64_t cs = cluster_split(p, k, r), v;
   if (cs > 1)
     k->split = k->cluster = (int)cs;
   int64_t slice = ceil_div(r, k->split);
@@ -550,6 +599,13 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     t = 1024;
   if (t < 32)
     t = 32;
+  /* sched17 (knob ROW_CLUSTER_BLOCK): a cluster's CTAs of another size, the
+   * chunks a thread following (at most MAX_PERSIST_CHUNKS) */
+  if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_BLOCK, &v) &&
+      ceil_div(nchunks, v) <= MAX_PERSIST_CHUNKS) {
+    t = v;
+    e = ceil_div(nchunks, v);
+  }
   k->block = (int)t;
   k->chunks = (int)e;
   if (fg_sym_involves(&p->sym, r)) {

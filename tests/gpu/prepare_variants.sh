@@ -35,5 +35,23 @@ examples/sum_rows.fg sum_cols COL_VEC=4
 examples/fp8_amax.fg fp8_scaled_cast -
 examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=0
 examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=2
+bench/suite/norm_stats.fg groupnorm_fwd -
+bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1
+bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1,ROW_CLUSTER_BLOCK=256
+bench/suite/norm_stats.fg groupnorm_fwd ROW_CLUSTER_SIZE=4
+bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1,ROW_CLUSTER_SIZE=4,ROW_CLUSTER_BLOCK=512
+bench/suite/norm_stats.fg groupnorm_fwd ROW_CLUSTER=0
+tests/golden/opt/pointwise_flat_dense.fg ce_bwd -
+tests/golden/opt/pointwise_flat_dense.fg ce_bwd PW_FLAT_DENSE=0
+tests/golden/opt/pointwise_flat_dense.fg ce_bwd PW_FLAT=2,PW_FLAT_DENSE=0
+tests/graphs/l2_reverse.fg l2r_scaled_cast_scalar -
+tests/graphs/l2_reverse.fg l2r_scaled_cast_scalar PW_FLAT_DENSE=0
+examples/rmsnorm_bwd.fg layernorm_bwd -
+examples/rmsnorm_bwd.fg layernorm_bwd CLUSTER=1
+examples/rmsnorm_bwd.fg layernorm_bwd CLUSTER=4
+examples/rmsnorm_bwd.fg layernorm_bwd ROWCOL_FILL=1
+examples/rmsnorm_bwd.fg rmsnorm_bwd -
+examples/rmsnorm_bwd.fg rmsnorm_bwd ROWCOL_FILL=1
+examples/rmsnorm_bwd.fg rmsnorm_bwd CLUSTER=2
 LIST
 ls .gpu/var | wc -l
