@@ -53,5 +53,10 @@ examples/rmsnorm_bwd.fg layernorm_bwd ROWCOL_FILL=1
 examples/rmsnorm_bwd.fg rmsnorm_bwd -
 examples/rmsnorm_bwd.fg rmsnorm_bwd ROWCOL_FILL=1
 examples/rmsnorm_bwd.fg rmsnorm_bwd CLUSTER=2
+bench/suite/embedding.fg embedding_bwd -
+bench/suite/embedding.fg embedding_bwd SCATTER_CHUNKS=1
+bench/suite/embedding.fg embedding_bwd SCATTER_CHUNKS=4
+bench/suite/embedding.fg embedding_bwd_small -
+bench/suite/embedding.fg embedding_bwd_small SCATTER_CHUNKS=1
 LIST
 ls .gpu/var | wc -l
