@@ -83,7 +83,10 @@
   /* wgmma2 (issue 19) */                                                                          \
   X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "0",                                                          \
     "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
-    "softmax (3 K, V stages or more)")
+    "softmax (3 K, V stages or more)")                                                             \
+  /* colthr (issue 17): several threads a column of a column reduction */                          \
+  X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
+    "threads a column of a column reduction (outputs x threads at most 1024; 1: one)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
