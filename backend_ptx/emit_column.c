@@ -270,6 +270,9 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
     ck->s = fgb_block_index(e, 1);
     ck->rstart = fgk_imin(e, LLVMBuildMul(e->b, ck->s, rs, ""), Rv);
     ck->rend = fgk_imin(e, LLVMBuildAdd(e->b, ck->rstart, rs, ""), Rv);
+    ck->trstart = ck->rstart; /* (one thread a column: col_threads) */
+    ck->trend = ck->rend;
+    ck->valid_col = ck->valid;
     return;
   }
   LLVMValueRef rs = fgb_ceil_div(e, Rv, S);
