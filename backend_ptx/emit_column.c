@@ -232,8 +232,9 @@ static void column_coordinates(fgb_emitter *e, col_kernel *ck) {
   ck->lane_dim = V > 1;
   ck->R = k->col_threads > 1 ? k->col_threads : 1;
   ck->cols = k->block / ck->R;
-  LLVMValueRef first = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, ck->cols), "");
+  /* (%tid.x read first: the order of the single-thread form's PTX) */
   LLVMValueRef col = fgb_thread_index(e, 0);
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, ck->cols), "");
   if (ck->R > 1) { /* thread t: column t % cols of group t / cols (a warp's loads adjacent) */
     ck->g = LLVMBuildUDiv(e->b, col, fgb_const(e, ck->cols), "");
     col = LLVMBuildURem(e->b, col, fgb_const(e, ck->cols), "");

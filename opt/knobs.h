@@ -86,7 +86,7 @@
     "softmax (3 K, V stages or more)")                                                             \
   /* colthr (issue 17): several threads a column of a column reduction */                          \
   X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
-    "threads a column of a column reduction (outputs x threads at most 1024; 1: one)")
+    "threads a column of a column reduction (1: one; at most 1024 a CTA and 16 KiB of totals)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
