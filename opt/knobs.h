@@ -101,7 +101,10 @@
     "1: a row a cluster is kept rather than peeled into one CTA (rows not a multiple of 16 "       \
     "bytes)")                                                                                      \
   X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto",                                            \
-    "threads a CTA of a row a cluster (ignored where a thread would take more than 8 chunks)")
+    "threads a CTA of a row a cluster (ignored where a thread would take more than 8 chunks)")     \
+  /* colthr (issue 17): several threads a column of a column reduction */                          \
+  X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
+    "threads a column of a column reduction (1: one; at most 1024 a CTA and 16 KiB of totals)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

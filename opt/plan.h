@@ -170,8 +170,12 @@ typedef struct fg_kernel {
                         ROWCOL_CVEC; 0: the emitter's rule) */
   int combine_batch; /* column kernels, split > 1: > 0: partials loaded before any is combined
                         (knob COL_COMBINE; 0: by vector width) */
-  bool inplace;      /* writes a parameter's storage (opt/inplace.c): every load of a chunk
-                      * before any store, no noalias, no invariant loads */
+  /* issue 17 (colthr): column kernels with few outputs: > 1: threads a column (a group of vec
+   * outputs) in a CTA, each over its own part of the CTA's rows; the CTA combines their totals
+   * in shared memory in a fixed order (block / col_threads columns a CTA). 0, 1: one. */
+  int col_threads;
+  bool inplace; /* writes a parameter's storage (opt/inplace.c): every load of a chunk
+                 * before any store, no noalias, no invariant loads */
   /* issue 17: the CTAs take their work in descending order (CTA c does what
    * CTA grid - 1 - c would): the kernel before it read `reverse_why`'s
    * tensor, larger than L2, in ascending order, so its last part, still in

@@ -250,6 +250,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " rows %d", k->rows_per_iter);
   if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)
     fprintf(f, " combine-batch %d", k->combine_batch);
+  if (k->kind == FG_KERNEL_COLUMN && k->col_threads > 1) /* colthr: threads a column */
+    fprintf(f, " threads/col %d", k->col_threads);
   if (k->ncols || k->ntails) {
     fprintf(f, " rows %d%s%s min-ctas-per-sm %d", k->rows_per_iter, k->reload ? " reload" : "",
             k->pipeline ? " pipelined" : "", k->min_ctas_per_sm);

@@ -1054,6 +1054,55 @@ static void schedule_rowcol(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
                  "combine the partials in a fixed order";
 }
 
+/* colthr (issue 17): threads a column of a column kernel. Where the
+ * columns (`threads`, one a group of vec outputs) leave a CTA below half of
+ * COL_THREADS, each column takes R threads: R = COL_THREADS / threads,
+ * each thread at least min_slice rows, the groups' totals in shared memory
+ * (8 bytes a reduction, variance offset and lane: at most
+ * COL_GROUP_SMEM), and none where a reduction needs another's total
+ * (dependent_phases: no partial totals). Perf fuzzing's g249 (sum of i16
+ * [2048,128,128] over [0,1]: 32 columns) ran 32 CTAs of 32 threads. Knob
+ * COL_THREADS forces R (within the same limits but the rows). */
+enum { COL_GROUP_SMEM = 16 * 1024 };
+static int col_threads(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o,
+                       int64_t threads, int64_t r, int64_t min_slice) {
+  int64_t R, v;
+  if (dependent_phases(p, k) || threads >= 1024)
+    return 1;
+  if (knob(o, FG_KNOB_COL_THREADS, &v))
+    R = v;
+  else {
+    if (threads * 2 > COL_THREADS || r < 64)
+      return 1;
+    R = COL_THREADS / threads;
+    if (R > r / min_slice)
+      R = r / min_slice;
+  }
+  if (R * threads > 1024)
+    R = 1024 / threads;
+  int64_t per = (int64_t)8 * (k->nreds + fg_plan_column_variances(k)) * k->vec * threads;
+  if (R * per > COL_GROUP_SMEM)
+    R = COL_GROUP_SMEM / per;
+  return R > 1 ? (int)R : 1;
+}
+
+/* The split's cap, by the partials the last CTA of a tile combines: its
+ * tile's outputs x split, vec a thread, so split / R a thread with R
+ * threads a column (combine_range, emit_column.c). At most 32 a thread
+ * (S13: the tail grows with them; docs/benchmarks.md), and with R > 1 the
+ * partials (8 bytes each, written and read once) at most a sixteenth of the
+ * bytes the kernel reads (r x the input's element size a column), though
+ * never below 32 slices. */
+static int64_t col_split_cap(const fg_plan *p, const fg_kernel *k, int64_t r, int64_t R) {
+  int64_t cap = 32 * R;
+  if (R > 1) {
+    int64_t bytes = r * fg_kernel_input_size(p, k) / (16 * 2 * 8);
+    if (bytes < cap)
+      cap = bytes > 32 ? bytes : 32;
+  }
+  return cap;
+}
+
 static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t kept = 1, r = 1, inner = 1;
   int last_red = -1;
@@ -1101,10 +1150,17 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
   if (threads < k->block)
     k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
   k->grid[0] = ceil_div(threads, k->block);
+  bool kept_sym = k->rank && !k->mask[0] && fg_sym_involves(&p->sym, k->dims[0]);
+  k->col_threads = kept_sym ? 1 : col_threads(p, k, o, threads, r, min_slice);
+  if (k->col_threads > 1) { /* one CTA's columns, each R threads */
+    k->block = (int)threads * k->col_threads;
+    k->grid[0] = 1;
+  }
+  int64_t R = k->col_threads > 1 ? k->col_threads : 1;
   int sm = p->target.sm_count;
   int64_t v;
   k->split = 1;
-  if (k->rank && !k->mask[0] && fg_sym_involves(&p->sym, k->dims[0])) {
+  if (kept_sym) {
     /* Keeping the symbolic size T: the tiles (grid x) are a formula of T,
      * and so is the split, the rule below evaluated at each run
      * (symbolic_grid, col_split_formula); here its largest value. Where
@@ -1120,12 +1176,11 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
     }
   } else if (k->grid[0] < (heavy ? 8 : 2) * sm && r >= 64 && !dependent_phases(p, k)) {
     int64_t want = ceil_div((heavy ? 8 : 4) * (int64_t)sm, k->grid[0]);
-    int64_t max_split = ceil_div(r, min_slice);
+    int64_t max_split = ceil_div(r, min_slice * R);
     k->split = (int)(want < max_split ? want : max_split);
-    /* At most 32 slices: the last CTA of a tile combines `split` partials
-     * per output and that tail grows with it (docs/benchmarks.md, S13). */
-    if (k->split > 32)
-      k->split = 32;
+    int64_t cap = col_split_cap(p, k, r, R);
+    if (k->split > cap)
+      k->split = (int)cap;
     if (knob(o, FG_KNOB_COL_SPLIT, &v) && v <= max_split)
       k->split = (int)v;
   }
