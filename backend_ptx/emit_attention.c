@@ -602,6 +602,23 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
   load_tile(a, &a->v, k0, a->Sk, a->bc, LLVMBuildAdd(b, stage, i32c(a, v_at), ""), async);
 }
 
+/* Key block kb + ahead's tiles into its stage (of `stages`, stage_bytes
+ * apart) where that block exists (< nkb), as one cp.async group (empty
+ * past the end). */
+static void load_kv_ahead(attn *a, LLVMValueRef kb, int ahead, LLVMValueRef nkb,
+                          int64_t stage_bytes, int64_t k_at, int64_t v_at, bool async) {
+  LLVMBuilderRef b = a->b;
+  int stages = a->k->attn_stages;
+  LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, ahead), "");
+  LLVMValueRef nxt =
+      LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(a->e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
+  load_kv(a, kn, nxt, k_at, v_at, async);
+  fgb_end_if(a->e, merge);
+  if (async)
+    fgb_cp_async_commit(a->m);
+}
+
 /* ---- wgmma (sm_90a; the plan's attn_wgmma) ----
  *
  * The same loop with the products on Hopper's warpgroup MMA (PTX ISA,
@@ -717,21 +734,13 @@ static bool wg_wait(attn *a, int pending, LLVMValueRef *v, int n) {
  * byte offset of kb's stage. */
 static LLVMValueRef wg_block_top(attn *a, LLVMValueRef kb, LLVMValueRef nkb, int64_t stage_bytes,
                                  int64_t k_at, int64_t v_at, bool async) {
-  fgb_emitter *e = a->e;
   LLVMBuilderRef b = a->b;
   int stages = a->k->attn_stages, ahead = stages - 2;
   if (async)
     fgb_cp_async_wait(a->m, ahead - 1);
   fgb_tc_wg_fence_proxy(a->m);
   fgb_barrier(a->m);
-  LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, ahead), "");
-  LLVMValueRef nxt =
-      LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
-  load_kv(a, kn, nxt, k_at, v_at, async);
-  fgb_end_if(e, merge);
-  if (async)
-    fgb_cp_async_commit(a->m);
+  load_kv_ahead(a, kb, ahead, nkb, stage_bytes, k_at, v_at, async);
   return LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
 }
 
@@ -1061,14 +1070,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
       fgb_tc_wg_fence_proxy(a->m);
     fgb_barrier(m);
     cur = LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-    LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, stages - 1), "");
-    LLVMValueRef nxt =
-        LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
-    load_kv(a, kn, nxt, k_at, v_at, async);
-    fgb_end_if(e, merge);
-    if (async)
-      fgb_cp_async_commit(m);
+    load_kv_ahead(a, kb, stages - 1, nkb, stage_bytes, k_at, v_at, async);
   }
   if (!k->attn_q_regs && !wg)
     st.qbase = opaque_ptr(a, st.qbase);
