@@ -704,7 +704,13 @@ static bool wg_too_long(attn *a) {
  * warpgroup's first row, kdesc the K tile's. */
 static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
                       LLVMValueRef s[][MAX_BC / 8][4], bool wait) {
-  fgb_tc_wg_chain c = {a->dt, a->bc, (int)(a->D / 16), 1, wait, "qd", "kd"};
+  fgb_tc_wg_chain c = {.dt = a->dt,
+                       .n = a->bc,
+                       .nk = (int)(a->D / 16),
+                       .np = 1,
+                       .wait = wait,
+                       .areg = "qd",
+                       .breg = "kd"};
   LLVMValueRef d[MAX_BC / 2];
   if (!fgb_tc_wg_ss(a->m, &c, &qdesc, a->br, &kdesc, a->bc, d))
     return wg_too_long(a);
@@ -717,7 +723,8 @@ static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
 /* acc (D / 2 f32, O's fragments) += P V: pa the P A fragments of the
  * block's bc / 16 key steps, vdesc the V tile's descriptor. */
 static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc, bool wait) {
-  fgb_tc_wg_chain c = {a->dt, (int)a->D, a->bc / 16, 1, wait, NULL, "vd"};
+  fgb_tc_wg_chain c = {
+      .dt = a->dt, .n = (int)a->D, .nk = a->bc / 16, .np = 1, .wait = wait, .breg = "vd"};
   return fgb_tc_wg_rs(a->m, &c, pa, &vdesc, acc) || wg_too_long(a);
 }
 

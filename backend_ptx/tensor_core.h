@@ -89,10 +89,10 @@ void fgb_tc_wg_fence_proxy(fgb_module *m);
  * (fgb_tc_wg_wait). areg and breg name the statement's descriptor
  * registers in the PTX (A's and B's; fgb_tc_wg_rs: breg only). */
 typedef struct fgb_tc_wg_chain {
-  fg_dtype dt;
-  int n, nk, np;
-  bool wait;
-  const char *areg, *breg;
+  fg_dtype dt;             /* the operands': bf16 or f16 */
+  int n, nk, np;           /* m64n{n}k16, nk k steps a product, np products */
+  bool wait;               /* ends with wait_group 0 */
+  const char *areg, *breg; /* the descriptor registers' names in the PTX */
 } fgb_tc_wg_chain;
 
 /* d[p n/2 .. (p + 1) n/2) = A_p B_p^T (the products' k steps
