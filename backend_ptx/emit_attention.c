@@ -48,7 +48,6 @@
  * parameter, a view of one, or a stored value), so transposed or packed
  * layouts need no copy. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -603,6 +602,23 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
   load_tile(a, &a->v, k0, a->Sk, a->bc, LLVMBuildAdd(b, stage, i32c(a, v_at), ""), async);
 }
 
+/* Key block kb + ahead's tiles into its stage (of `stages`, stage_bytes
+ * apart) where that block exists (< nkb), as one cp.async group (empty
+ * past the end). */
+static void load_kv_ahead(attn *a, LLVMValueRef kb, int ahead, LLVMValueRef nkb,
+                          int64_t stage_bytes, int64_t k_at, int64_t v_at, bool async) {
+  LLVMBuilderRef b = a->b;
+  int stages = a->k->attn_stages;
+  LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, ahead), "");
+  LLVMValueRef nxt =
+      LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(a->e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
+  load_kv(a, kn, nxt, k_at, v_at, async);
+  fgb_end_if(a->e, merge);
+  if (async)
+    fgb_cp_async_commit(a->m);
+}
+
 /* ---- wgmma (sm_90a; the plan's attn_wgmma) ----
  *
  * The same loop with the products on Hopper's warpgroup MMA (PTX ISA,
@@ -639,10 +655,11 @@ static void load_kv(attn *a, LLVMValueRef kb, LLVMValueRef stage, int64_t k_at, 
  * byte offset); key step j starts 2048 j bytes on.
  *
  * Each product is one inline-assembly statement (LLVM 19 has no wgmma
- * intrinsics): wgmma.fence, the chain of wgmma.mma_async, commit_group,
- * wait_group 0, so that its results are complete when LLVM sees them
- * (the overlapped loop, plan overlap, issues chains without the wait and
- * waits in a statement of its own: wg_wait, wg_overlap_loop).
+ * intrinsics; tensor_core.h's fgb_tc_wg_*, shared with the backward):
+ * wgmma.fence, the chain of wgmma.mma_async, commit_group, wait_group 0,
+ * so that its results are complete when LLVM sees them (the overlapped
+ * loop, plan overlap, issues chains without the wait and waits in a
+ * statement of its own: wg_wait, wg_overlap_loop).
  * Shared memory written by cp.async or st.shared (the generic proxy) is
  * made visible to wgmma (the async proxy) by fence.proxy.async before the
  * barrier that publishes it. */
@@ -670,184 +687,51 @@ static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t 
             async);
 }
 
-/* The matrix descriptor (PTX ISA, "Matrix Descriptor Format") of the tile
- * at byte `at` (i32) of the aligned shared memory: start address >> 4
- * (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
- * (32-45: 1024, 8 rows of 128 bytes), base offset 0 (49-51: atoms
- * 1024-byte aligned), swizzle mode 1 (62-63: 128 bytes). */
+/* The matrix descriptor (PTX ISA, "Matrix Descriptor Format";
+ * fgb_tc_wg_desc) of the tile at byte `at` (i32) of the aligned shared
+ * memory. */
 static LLVMValueRef wg_desc(attn *a, LLVMValueRef at, int lbo) {
-  LLVMBuilderRef b = a->b;
-  LLVMValueRef addr = LLVMBuildAdd(b, a->saddr, at, "");
-  LLVMValueRef lo = LLVMBuildAnd(b, LLVMBuildLShr(b, addr, i32c(a, 4), ""), i32c(a, 0x3FFF), "");
-  lo = LLVMBuildOr(b, lo, i32c(a, (int64_t)(lbo >> 4) << 16), "");
-  unsigned long long hi = (1024 >> 4) | (1ull << 30);
-  return LLVMBuildOr(b, LLVMBuildZExt(b, lo, a->m->i64, ""), LLVMConstInt(a->m->i64, hi << 32, 0),
-                     "");
+  return fgb_tc_wg_desc(a->m, LLVMBuildAdd(a->b, a->saddr, at, ""), lbo);
 }
 
-/* desc advanced by `bytes` (a multiple of 16; i32) */
-static LLVMValueRef wg_desc_add(attn *a, LLVMValueRef desc, LLVMValueRef bytes) {
-  LLVMBuilderRef b = a->b;
-  LLVMValueRef x = LLVMBuildLShr(b, bytes, i32c(a, 4), "");
-  return LLVMBuildAdd(b, desc, LLVMBuildZExt(b, x, a->m->i64, ""), "");
-}
-
-/* An inline-assembly statement with side effects and a memory clobber
- * (ordered with the shared stores, loads and barriers around it). */
-static LLVMValueRef wg_asm(attn *a, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
-                           const char *text, const char *cons) {
-  LLVMTypeRef tys[2 * MAX_D / 2 + MAX_BC / 4 + 4];
-  for (int i = 0; i < nargs; i++)
-    tys[i] = LLVMTypeOf(args[i]);
-  LLVMTypeRef fty = LLVMFunctionType(ret, tys, (unsigned)nargs, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(a->b, fty, fn, args, (unsigned)nargs, "");
-}
-
-/* Appends to buf (cap bytes at *len) printf-style. */
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + *len, *len < cap ? cap - *len : 0, fmt, ap);
-  va_end(ap);
-  if (n > 0)
-    *len += (size_t)n;
-}
-
-/* "{$first, ..., $first + n - 1}" */
-static void put_regs(char *buf, size_t cap, size_t *len, int first, int n) {
-  put(buf, cap, len, "{");
-  for (int i = 0; i < n; i++)
-    put(buf, cap, len, "%s$%d", i ? ", " : "", first + i);
-  put(buf, cap, len, "}");
+/* false, having said that a wgmma statement did not fit (a bug) */
+static bool wg_too_long(attn *a) {
+  fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
+  return false;
 }
 
 /* S = Q K^T of the warpgroup's rows: qdesc the Q tile's descriptor at the
  * warpgroup's first row, kdesc the K tile's. */
 static bool wg_scores(attn *a, LLVMValueRef qdesc, LLVMValueRef kdesc,
                       LLVMValueRef s[][MAX_BC / 8][4], bool wait) {
-  fgb_module *m = a->m;
-  const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
-  int n = a->bc / 2, nkq = (int)(a->D / 16);
-  char text[8192], cons[1024];
-  size_t len = 0, cl = 0;
-  put(text, sizeof text, &len, "{\n.reg .b64 qd, kd;\nwgmma.fence.sync.aligned;\n");
-  for (int kk = 0; kk < nkq; kk++) {
-    int64_t qoff = (int64_t)(kk / 4) * a->br * 128 + (kk % 4) * 32;
-    int64_t koff = (int64_t)(kk / 4) * a->bc * 128 + (kk % 4) * 32;
-    put(text, sizeof text, &len, "add.s64 qd, $%d, %lld;\nadd.s64 kd, $%d, %lld;\n", n,
-        (long long)(qoff >> 4), n + 1, (long long)(koff >> 4));
-    put(text, sizeof text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", a->bc, ty,
-        ty);
-    put_regs(text, sizeof text, &len, 0, n);
-    put(text, sizeof text, &len, ", qd, kd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
-  }
-  put(text, sizeof text, &len, "wgmma.commit_group.sync.aligned;\n%s}",
-      wait ? "wgmma.wait_group.sync.aligned 0;\n" : "");
-  for (int i = 0; i < n; i++)
-    put(cons, sizeof cons, &cl, "=f,");
-  put(cons, sizeof cons, &cl, "l,l,~{memory}");
-  if (len >= sizeof text || cl >= sizeof cons) {
-    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
-    return false;
-  }
-  LLVMTypeRef fl[MAX_BC / 2];
-  for (int i = 0; i < n; i++)
-    fl[i] = m->f32;
-  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
-  LLVMValueRef args[2] = {qdesc, kdesc};
-  LLVMValueRef r = wg_asm(a, ret, args, 2, text, cons);
+  fgb_tc_wg_chain c = {.dt = a->dt,
+                       .n = a->bc,
+                       .nk = (int)(a->D / 16),
+                       .np = 1,
+                       .wait = wait,
+                       .areg = "qd",
+                       .breg = "kd"};
+  LLVMValueRef d[MAX_BC / 2];
+  if (!fgb_tc_wg_ss(a->m, &c, &qdesc, a->br, &kdesc, a->bc, d))
+    return wg_too_long(a);
   for (int j = 0; j < a->bc / 8; j++)
     for (int i = 0; i < 4; i++)
-      s[0][j][i] = LLVMBuildExtractValue(a->b, r, (unsigned)(4 * j + i), "");
+      s[0][j][i] = d[4 * j + i];
   return true;
 }
 
 /* acc (D / 2 f32, O's fragments) += P V: pa the P A fragments of the
  * block's bc / 16 key steps, vdesc the V tile's descriptor. */
 static bool wg_pv(attn *a, LLVMValueRef pa[][4], LLVMValueRef vdesc, LLVMValueRef *acc, bool wait) {
-  fgb_module *m = a->m;
-  const char *ty = a->dt == FG_BF16 ? "bf16" : "f16";
-  int n = (int)(a->D / 2), nk = a->bc / 16, nargs = n + 4 * nk + 1;
-  char text[8192], cons[2048];
-  size_t len = 0, cl = 0;
-  put(text, sizeof text, &len, "{\n.reg .b64 vd;\nwgmma.fence.sync.aligned;\n");
-  for (int j = 0; j < nk; j++) {
-    put(text, sizeof text, &len, "add.s64 vd, $%d, %d;\n", 2 * n + 4 * nk, j * 2048 >> 4);
-    put(text, sizeof text, &len, "wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s ",
-        (long long)a->D, ty, ty);
-    put_regs(text, sizeof text, &len, 0, n);
-    put(text, sizeof text, &len, ", ");
-    put_regs(text, sizeof text, &len, 2 * n + 4 * j, 4);
-    put(text, sizeof text, &len, ", vd, 1, 1, 1, 1;\n");
-  }
-  put(text, sizeof text, &len, "wgmma.commit_group.sync.aligned;\n%s}",
-      wait ? "wgmma.wait_group.sync.aligned 0;\n" : "");
-  for (int i = 0; i < n; i++)
-    put(cons, sizeof cons, &cl, "=f,");
-  for (int i = 0; i < n; i++)
-    put(cons, sizeof cons, &cl, "%d,", i);
-  for (int i = 0; i < 4 * nk; i++)
-    put(cons, sizeof cons, &cl, "r,");
-  put(cons, sizeof cons, &cl, "l,~{memory}");
-  if (len >= sizeof text || cl >= sizeof cons) {
-    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
-    return false;
-  }
-  LLVMValueRef args[MAX_D / 2 + MAX_BC / 4 + 1];
-  for (int i = 0; i < n; i++)
-    args[i] = acc[i];
-  for (int j = 0; j < nk; j++)
-    for (int i = 0; i < 4; i++)
-      args[n + 4 * j + i] = pa[j][i];
-  args[nargs - 1] = vdesc;
-  LLVMTypeRef fl[MAX_D / 2];
-  for (int i = 0; i < n; i++)
-    fl[i] = m->f32;
-  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
-  LLVMValueRef r = wg_asm(a, ret, args, nargs, text, cons);
-  for (int i = 0; i < n; i++)
-    acc[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
-  return true;
+  fgb_tc_wg_chain c = {
+      .dt = a->dt, .n = (int)a->D, .nk = a->bc / 16, .np = 1, .wait = wait, .breg = "vd"};
+  return fgb_tc_wg_rs(a->m, &c, pa, &vdesc, acc) || wg_too_long(a);
 }
 
-/* wgmma.wait_group `pending`: the n accumulators in v (outputs of a
- * chain issued without its wait) come back complete, as the statement's
- * outputs tied to them, so that nothing reads them before the wait
- * (PTX ISA: reading a wgmma's accumulators or A registers before a
- * wait_group covering it is undefined). */
+/* The n accumulators in v complete (fgb_tc_wg_wait): `pending` chains
+ * may stay in flight. */
 static bool wg_wait(attn *a, int pending, LLVMValueRef *v, int n) {
-  fgb_module *m = a->m;
-  char text[64], cons[1024];
-  size_t len = 0, cl = 0;
-  put(text, sizeof text, &len, "wgmma.wait_group.sync.aligned %d;", pending);
-  for (int i = 0; i < n; i++)
-    put(cons, sizeof cons, &cl, "=f,");
-  for (int i = 0; i < n; i++)
-    put(cons, sizeof cons, &cl, "%d,", i);
-  put(cons, sizeof cons, &cl, "~{memory}");
-  if (len >= sizeof text || cl >= sizeof cons) {
-    fgb_fail(a->e, "attention kernel %d: wgmma statement too long", a->k->id);
-    return false;
-  }
-  LLVMTypeRef fl[MAX_D / 2 > MAX_BC / 2 ? MAX_D / 2 : MAX_BC / 2];
-  for (int i = 0; i < n; i++)
-    fl[i] = m->f32;
-  LLVMTypeRef ret = LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
-  LLVMValueRef r = wg_asm(a, ret, v, n, text, cons);
-  for (int i = 0; i < n; i++)
-    v[i] = LLVMBuildExtractValue(a->b, r, (unsigned)i, "");
-  return true;
-}
-
-/* fence.proxy.async.shared::cta: this thread's shared stores (cp.async
- * ones complete) visible to the async proxy (wgmma's operand reads). */
-static void wg_fence_proxy(attn *a) {
-  const char *text = "fence.proxy.async.shared::cta;";
-  wg_asm(a, LLVMVoidTypeInContext(a->m->ctx), NULL, 0, text, "~{memory}");
+  return fgb_tc_wg_wait(a->m, pending, v, n) || wg_too_long(a);
 }
 
 /* The top of key block kb in the overlapped loop: wait for its tiles
@@ -857,21 +741,13 @@ static void wg_fence_proxy(attn *a) {
  * byte offset of kb's stage. */
 static LLVMValueRef wg_block_top(attn *a, LLVMValueRef kb, LLVMValueRef nkb, int64_t stage_bytes,
                                  int64_t k_at, int64_t v_at, bool async) {
-  fgb_emitter *e = a->e;
   LLVMBuilderRef b = a->b;
   int stages = a->k->attn_stages, ahead = stages - 2;
   if (async)
     fgb_cp_async_wait(a->m, ahead - 1);
-  wg_fence_proxy(a);
+  fgb_tc_wg_fence_proxy(a->m);
   fgb_barrier(a->m);
-  LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, ahead), "");
-  LLVMValueRef nxt =
-      LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
-  load_kv(a, kn, nxt, k_at, v_at, async);
-  fgb_end_if(e, merge);
-  if (async)
-    fgb_cp_async_commit(a->m);
+  load_kv_ahead(a, kb, ahead, nkb, stage_bytes, k_at, v_at, async);
   return LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
 }
 
@@ -948,7 +824,7 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMValueRef pvar[MAX_BC / 16][4]; /* P of the previous block */
   /* block 0: S, its softmax (O is 0: no rescale) */
   LLVMValueRef cur = wg_block_top(a, i32c(a, 0), nkb, stage_bytes, k_at, v_at, async);
-  if (!wg_scores(a, qdesc, wg_desc_add(a, kdesc0, cur), s, true))
+  if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, true))
     return;
   block_mask(a, st, i32c(a, 0), s);
   block_softmax(a, st, s, alpha, pa);
@@ -968,13 +844,13 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMValueRef prev =
       LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, kb, i32c(a, 1), ""), i32c(a, stages), ""),
                    i32c(a, stage_bytes), "");
-  if (!wg_scores(a, qdesc, wg_desc_add(a, kdesc0, cur), s, false))
+  if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, false))
     return;
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
-  if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, prev), acc, false))
+  if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, prev), acc, false))
     return;
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
@@ -1007,7 +883,7 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
-  if (!wg_pv(a, pa[0], wg_desc_add(a, vdesc0, last), acc, true))
+  if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, last), acc, true))
     return;
   wg_store_o(a, st, acc);
 }
@@ -1189,7 +1065,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
     fgb_barrier(m); /* every warp is done with the previous block's tiles */
     load_kv(a, kb, cur, k_at, v_at, false);
     if (wg)
-      wg_fence_proxy(a);
+      fgb_tc_wg_fence_proxy(a->m);
     fgb_barrier(m);
   } else {
     /* wait for this block's tiles; the barrier also says every warp is
@@ -1198,22 +1074,17 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
     if (async)
       fgb_cp_async_wait(m, stages - 2);
     if (wg)
-      wg_fence_proxy(a);
+      fgb_tc_wg_fence_proxy(a->m);
     fgb_barrier(m);
     cur = LLVMBuildMul(b, LLVMBuildURem(b, kb, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-    LLVMValueRef kn = LLVMBuildAdd(b, kb, i32c(a, stages - 1), "");
-    LLVMValueRef nxt =
-        LLVMBuildMul(b, LLVMBuildURem(b, kn, i32c(a, stages), ""), i32c(a, stage_bytes), "");
-    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, kn, nkb, ""));
-    load_kv(a, kn, nxt, k_at, v_at, async);
-    fgb_end_if(e, merge);
-    if (async)
-      fgb_cp_async_commit(m);
+    load_kv_ahead(a, kb, stages - 1, nkb, stage_bytes, k_at, v_at, async);
   }
   if (!k->attn_q_regs && !wg)
     st.qbase = opaque_ptr(a, st.qbase);
-  LLVMValueRef kbase = wg ? wg_desc_add(a, kdesc0, cur) : fgb_gep(m, st.kbase, m->i8, cur);
-  LLVMValueRef vbase = wg ? wg_desc_add(a, vdesc0, cur) : fgb_gep(m, st.vbase, m->i8, cur);
+  LLVMValueRef kbase =
+      wg ? fgb_tc_wg_desc_add(a->m, kdesc0, cur) : fgb_gep(m, st.kbase, m->i8, cur);
+  LLVMValueRef vbase =
+      wg ? fgb_tc_wg_desc_add(a->m, vdesc0, cur) : fgb_gep(m, st.vbase, m->i8, cur);
   LLVMValueRef s[MAX_MT][MAX_BC / 8][4];
   /* causal: a warp whose rows all precede the block's first key skips it
    * (its m, l and O stay as they are; warp-uniform); wgmma: a warpgroup

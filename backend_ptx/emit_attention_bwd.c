@@ -254,7 +254,14 @@ static void frag_b_kn(bwd *w, LLVMValueRef base, int j, int d, LLVMValueRef *out
 static void wg_abt(bwd *w, int np, LLVMValueRef *adesc, LLVMValueRef *bdesc, int nn,
                    LLVMValueRef (**acc)[4]) {
   LLVMValueRef d[2 * MAX_BC / 2];
-  if (!fgb_tc_wg_ss(w->m, w->dt, nn * 8, (int)(w->D / 16), np, adesc, w->br, bdesc, w->bc, d)) {
+  fgb_tc_wg_chain c = {.dt = w->dt,
+                       .n = nn * 8,
+                       .nk = (int)(w->D / 16),
+                       .np = np,
+                       .wait = true,
+                       .areg = "ad",
+                       .breg = "bd"};
+  if (!fgb_tc_wg_ss(w->m, &c, adesc, w->br, bdesc, w->bc, d)) {
     fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
     return;
   }
@@ -280,7 +287,9 @@ static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef 
       for (int i = 0; i < 4; i++)
         a[p * nk + j][i] = pa[p][j][i];
   }
-  if (!fgb_tc_wg_rs(w->m, w->dt, (int)w->D, nk, np, a, bdesc, c)) {
+  fgb_tc_wg_chain ch = {
+      .dt = w->dt, .n = (int)w->D, .nk = nk, .np = np, .wait = true, .breg = "bd"};
+  if (!fgb_tc_wg_rs(w->m, &ch, a, bdesc, c)) {
     fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
     return;
   }

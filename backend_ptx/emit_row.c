@@ -150,6 +150,20 @@ static LLVMValueRef row_total(fgb_emitter *e, const row_kernel *rk, int i, LLVMV
   return rk->cluster ? cluster_sum(e, rk, i, t) : t;
 }
 
+/* Reduction i from the thread's value acc: the edge element added, the
+ * total over the CTA (and cluster), seeded as the result where the CTA
+ * or its cluster owns the whole row (not split). */
+static bool finish_reduction(fgb_emitter *e, row_kernel *rk, int i, LLVMValueRef acc) {
+  const fg_node *n = e->k->reds[i];
+  acc = edge_accumulate(e, rk, n, acc);
+  if (!acc)
+    return false;
+  rk->totals[i] = row_total(e, rk, i, acc);
+  if (rk->split == 1 || rk->cluster)
+    fgk_seed_reduction(e, n, rk->rc.kc, rk->totals[i]);
+  return true;
+}
+
 /* The row kept in registers: the thread's chunks are loaded once, every
  * reduction and full-size output reads them. */
 static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
@@ -175,12 +189,8 @@ static bool reduce_persistent(fgb_emitter *e, row_kernel *rk) {
     const fg_node *n = k->reds[i];
     LLVMValueRef acc =
         fgk_chunks_accumulate(e, &ch, n, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)));
-    acc = edge_accumulate(e, rk, n, acc);
-    if (!acc)
+    if (!finish_reduction(e, rk, i, acc))
       return false;
-    rk->totals[i] = row_total(e, rk, i, acc);
-    if (S == 1 || rk->cluster)
-      fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
   for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
     const fg_value *o = k->outs[i];
@@ -320,7 +330,7 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
 static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
-  int64_t S = rk->split, V = e->vec, T = k->block;
+  int64_t V = e->vec, T = k->block;
   int pair[64]; /* pair[i]: the j whose pass i's is, -2: j (done with its i), -1: alone */
   for (int i = 0; i < k->nreds; i++)
     pair[i] = -1;
@@ -356,12 +366,8 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     fgb_memo_release(e, mark);
     fgk_loop_end(e, &l, r0);
     acc = LLVMBuildLoad2(e->b, fgb_reg_type(e->m, fgk_red_acc(n)), accv, "");
-    acc = edge_accumulate(e, rk, n, acc);
-    if (!acc)
+    if (!finish_reduction(e, rk, i, acc))
       return false;
-    rk->totals[i] = row_total(e, rk, i, acc);
-    if (S == 1 || rk->cluster)
-      fgk_seed_reduction(e, n, rc->kc, rk->totals[i]);
   }
   for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
     const fg_value *o = k->outs[i];

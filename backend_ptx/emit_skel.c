@@ -181,13 +181,7 @@ void fgk_seed_reduction(fgb_emitter *e, const fg_node *n, const LLVMValueRef *kc
   total = fgk_empty_reduction(e, n, total, fgk_red_acc(n));
   const fg_value *o = n->out[0];
   LLVMValueRef idx[FG_MAX_RANK];
-  int j = 0;
-  for (int d = 0, c = 0; d < e->k->rank; d++) {
-    if (!e->k->mask[d])
-      idx[j++] = kc[c++];
-    else if (o->type.rank == e->k->rank)
-      idx[j++] = fgb_const(e, 0);
-  }
+  fgk_row_index(e, o, kc, idx);
   fgb_memo_put(e, o, idx, fgb_convert(e->m, total, fgk_red_acc(n), o->type.dtype));
 }
 

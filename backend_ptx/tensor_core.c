@@ -128,7 +128,7 @@ void fgb_tc_cp_async16_at(fgb_module *m, LLVMValueRef sbase, int64_t soff, LLVMV
   LLVMBuildCall2(m->b, fty, fn, args, (unsigned)n, "");
 }
 
-/* ---- issue 19 (wgmma backward): descriptors and chains (tensor_core.h) ---- */
+/* ---- issue 19 (wgmma): descriptors and chains (tensor_core.h) ---- */
 
 LLVMValueRef fgb_tc_wg_desc(fgb_module *m, LLVMValueRef saddr, int64_t lbo) {
   LLVMBuilderRef b = m->b;
@@ -190,27 +190,34 @@ static LLVMTypeRef wg_f32s(fgb_module *m, int n) {
   return LLVMStructTypeInContext(m->ctx, fl, (unsigned)n, 0);
 }
 
-bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMValueRef *adesc,
+/* "wgmma.commit_group", then with c->wait "wait_group 0", and the end of
+ * the statement */
+static void wg_end(char *buf, size_t *len, const fgb_tc_wg_chain *c) {
+  wg_put(buf, len, "wgmma.commit_group.sync.aligned;\n%s}",
+         c->wait ? "wgmma.wait_group.sync.aligned 0;\n" : "");
+}
+
+bool fgb_tc_wg_ss(fgb_module *m, const fgb_tc_wg_chain *c, const LLVMValueRef *adesc,
                   int64_t a_rows, const LLVMValueRef *bdesc, int64_t b_rows, LLVMValueRef *d) {
-  const char *ty = dt == FG_BF16 ? "bf16" : "f16";
-  int nd = n / 2, nout = np * nd;
+  const char *ty = c->dt == FG_BF16 ? "bf16" : "f16", *ar = c->areg, *br = c->breg;
+  int np = c->np, nd = c->n / 2, nout = np * nd;
   char text[WG_TEXT], cons[WG_TEXT];
   size_t len = 0, cl = 0;
   if (nout + 2 * np > WG_MAXARGS)
     return false;
-  wg_put(text, &len, "{\n.reg .b64 ad, bd;\nwgmma.fence.sync.aligned;\n");
-  for (int kk = 0; kk < nk; kk++) { /* k step kk: atom kk / 4, byte 32 (kk % 4) of the row */
+  wg_put(text, &len, "{\n.reg .b64 %s, %s;\nwgmma.fence.sync.aligned;\n", ar, br);
+  for (int kk = 0; kk < c->nk; kk++) { /* k step kk: atom kk / 4, byte 32 (kk % 4) of the row */
     int64_t aoff = (int64_t)(kk / 4) * a_rows * 128 + (kk % 4) * 32;
     int64_t boff = (int64_t)(kk / 4) * b_rows * 128 + (kk % 4) * 32;
     for (int p = 0; p < np; p++) {
-      wg_put(text, &len, "add.s64 ad, $%d, %lld;\nadd.s64 bd, $%d, %lld;\n", nout + 2 * p,
-             (long long)(aoff >> 4), nout + 2 * p + 1, (long long)(boff >> 4));
-      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_put(text, &len, "add.s64 %s, $%d, %lld;\nadd.s64 %s, $%d, %lld;\n", ar, nout + 2 * p,
+             (long long)(aoff >> 4), br, nout + 2 * p + 1, (long long)(boff >> 4));
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", c->n, ty, ty);
       wg_regs(text, &len, p * nd, nd);
-      wg_put(text, &len, ", ad, bd, %d, 1, 1, 0, 0;\n", kk ? 1 : 0);
+      wg_put(text, &len, ", %s, %s, %d, 1, 1, 0, 0;\n", ar, br, kk ? 1 : 0);
     }
   }
-  wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  wg_end(text, &len, c);
   for (int i = 0; i < nout; i++)
     wg_put(cons, &cl, "=f,");
   for (int p = 0; p < np; p++)
@@ -229,25 +236,25 @@ bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMV
   return true;
 }
 
-bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRef (*a)[4],
+bool fgb_tc_wg_rs(fgb_module *m, const fgb_tc_wg_chain *c, LLVMValueRef (*a)[4],
                   const LLVMValueRef *bdesc, LLVMValueRef *acc) {
-  const char *ty = dt == FG_BF16 ? "bf16" : "f16";
-  int nd = n / 2, nout = np * nd, nargs = nout + 4 * nk * np + np;
+  const char *ty = c->dt == FG_BF16 ? "bf16" : "f16", *br = c->breg;
+  int np = c->np, nk = c->nk, nd = c->n / 2, nout = np * nd, nargs = nout + 4 * nk * np + np;
   char text[WG_TEXT], cons[WG_TEXT];
   size_t len = 0, cl = 0;
   if (nout + nargs > WG_MAXARGS)
     return false;
-  wg_put(text, &len, "{\n.reg .b64 bd;\nwgmma.fence.sync.aligned;\n");
+  wg_put(text, &len, "{\n.reg .b64 %s;\nwgmma.fence.sync.aligned;\n", br);
   for (int j = 0; j < nk; j++)
     for (int p = 0; p < np; p++) {
-      wg_put(text, &len, "add.s64 bd, $%d, %d;\n", 2 * nout + 4 * nk * np + p, j * 2048 >> 4);
-      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", n, ty, ty);
+      wg_put(text, &len, "add.s64 %s, $%d, %d;\n", br, 2 * nout + 4 * nk * np + p, j * 2048 >> 4);
+      wg_put(text, &len, "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s ", c->n, ty, ty);
       wg_regs(text, &len, p * nd, nd);
       wg_put(text, &len, ", ");
       wg_regs(text, &len, 2 * nout + 4 * (p * nk + j), 4);
-      wg_put(text, &len, ", bd, 1, 1, 1, 1;\n");
+      wg_put(text, &len, ", %s, 1, 1, 1, 1;\n", br);
     }
-  wg_put(text, &len, "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}");
+  wg_end(text, &len, c);
   for (int i = 0; i < nout; i++)
     wg_put(cons, &cl, "=f,");
   for (int i = 0; i < nout; i++)
@@ -270,5 +277,24 @@ bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRe
   LLVMValueRef r = wg_asm(m, wg_f32s(m, nout), args, nargs, text, cons);
   for (int i = 0; i < nout; i++)
     acc[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
+  return true;
+}
+
+bool fgb_tc_wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n) {
+  char text[64], cons[WG_TEXT];
+  size_t cl = 0;
+  if (n > WG_MAXARGS)
+    return false;
+  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+  for (int i = 0; i < n; i++)
+    wg_put(cons, &cl, "=f,");
+  for (int i = 0; i < n; i++)
+    wg_put(cons, &cl, "%d,", i);
+  wg_put(cons, &cl, "~{memory}");
+  if (cl >= WG_TEXT)
+    return false;
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, n), v, n, text, cons);
+  for (int i = 0; i < n; i++)
+    v[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
   return true;
 }

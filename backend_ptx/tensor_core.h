@@ -67,8 +67,8 @@ LLVMValueRef fgb_tc_fma(fgb_module *m, LLVMValueRef x, LLVMValueRef y, LLVMValue
 void fgb_tc_cp_async16_at(fgb_module *m, LLVMValueRef sbase, int64_t soff, LLVMValueRef gbase,
                           int64_t goff, LLVMValueRef src_bytes);
 
-/* issue 19 (wgmma backward, sm_90a; emit_attention_bwd.c). Tiles in the
- * 128-byte swizzle (as the wgmma forward's, emit_attention.c): a tile of
+/* issue 19 (wgmma, sm_90a: the forward, emit_attention.c, and the
+ * backward, emit_attention_bwd.c). Tiles in the 128-byte swizzle: a tile of
  * R rows x D 16-bit elements is D / 64 atoms of R rows x 128 bytes; chunk
  * c (16 bytes) of row r at chunk c ^ (r % 8) of its row; atoms 1024-byte
  * aligned.
@@ -81,23 +81,40 @@ LLVMValueRef fgb_tc_wg_desc_add(fgb_module *m, LLVMValueRef desc, LLVMValueRef b
 /* fence.proxy.async.shared::cta: this thread's shared stores visible to
  * wgmma's operand reads (before the barrier that publishes them). */
 void fgb_tc_wg_fence_proxy(fgb_module *m);
-/* np products (at most 4) as one chain: d[p n/2 .. (p + 1) n/2) = A_p
- * B_p^T by nk wgmma m64n{n}k16 each (f32 accumulators; the products'
- * k steps interleaved): A_p the 64 rows at adesc[p] of a K-major tile of
- * a_rows rows, B_p the n rows at bdesc[p] of a K-major tile of b_rows
- * rows (both: the k dim contiguous; descriptors with lbo 16). d[4 j + 2 h
- * + c] of a product is row 16 w + g + 8 h, column 8 j + 2 t + c (w the
- * warp of the warpgroup): the mma.sync C fragment of n-tile j. One
- * inline-assembly statement (fence, the chain, commit, wait 0). False
- * where the statement does not fit (a bug). */
-bool fgb_tc_wg_ss(fgb_module *m, fg_dtype dt, int n, int nk, int np, const LLVMValueRef *adesc,
+
+/* A chain of wgmma as one inline-assembly statement: fence, np products
+ * (at most 4) of nk wgmma m64n{n}k16 each (f32 accumulators, dt operands:
+ * bf16 or f16), commit, and with `wait` wait_group 0, so that its results
+ * are complete when LLVM sees them; without it, the caller waits
+ * (fgb_tc_wg_wait). areg and breg name the statement's descriptor
+ * registers in the PTX (A's and B's; fgb_tc_wg_rs: breg only). */
+typedef struct fgb_tc_wg_chain {
+  fg_dtype dt;             /* the operands': bf16 or f16 */
+  int n, nk, np;           /* m64n{n}k16, nk k steps a product, np products */
+  bool wait;               /* ends with wait_group 0 */
+  const char *areg, *breg; /* the descriptor registers' names in the PTX */
+} fgb_tc_wg_chain;
+
+/* d[p n/2 .. (p + 1) n/2) = A_p B_p^T (the products' k steps
+ * interleaved): A_p the 64 rows at adesc[p] of a K-major tile of a_rows
+ * rows, B_p the n rows at bdesc[p] of a K-major tile of b_rows rows (both:
+ * the k dim contiguous; descriptors with lbo 16). d[4 j + 2 h + c] of a
+ * product is row 16 w + g + 8 h, column 8 j + 2 t + c (w the warp of the
+ * warpgroup): the mma.sync C fragment of n-tile j. False where the
+ * statement does not fit (a bug). */
+bool fgb_tc_wg_ss(fgb_module *m, const fgb_tc_wg_chain *c, const LLVMValueRef *adesc,
                   int64_t a_rows, const LLVMValueRef *bdesc, int64_t b_rows, LLVMValueRef *d);
-/* acc[p n/2 .. (p + 1) n/2) += A_p B_p for np products by nk wgmma
- * m64n{n}k16 each: A_p from registers (a[p nk + j]: the mma.sync A
- * fragment of k step j, warp by warp), B_p the MN-major tile at bdesc[p]
- * (the n dim contiguous, imm-trans-b 1; descriptor lbo: the next 64
- * columns' atom), k step j 2048 j bytes on. */
-bool fgb_tc_wg_rs(fgb_module *m, fg_dtype dt, int n, int nk, int np, LLVMValueRef (*a)[4],
+/* acc[p n/2 .. (p + 1) n/2) += A_p B_p: A_p from registers (a[p nk + j]:
+ * the mma.sync A fragment of k step j, warp by warp), B_p the MN-major
+ * tile at bdesc[p] (the n dim contiguous, imm-trans-b 1; descriptor lbo:
+ * the next 64 columns' atom), k step j 2048 j bytes on. */
+bool fgb_tc_wg_rs(fgb_module *m, const fgb_tc_wg_chain *c, LLVMValueRef (*a)[4],
                   const LLVMValueRef *bdesc, LLVMValueRef *acc);
+/* wgmma.wait_group `pending`: the n accumulators in v (outputs of chains
+ * issued without their wait) come back complete, as the statement's
+ * outputs tied to them, so that nothing reads them before the wait (PTX
+ * ISA: reading a wgmma's accumulators or A registers before a wait_group
+ * covering it is undefined). */
+bool fgb_tc_wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n);
 
 #endif

@@ -65,3 +65,14 @@ fg_value *fgo_cast(fg_graph *g, fg_value *a, fg_dtype t, fg_loc loc, fg_diag *d)
   fgo_set_dtype(n, "dtype", t);
   return fgo_finish(n, d);
 }
+
+fg_value *fgo_reshape(fg_graph *g, fg_value *a, const fg_type *t, fg_loc loc, fg_diag *d) {
+  if (!a)
+    return NULL;
+  int64_t shape[FG_MAX_RANK];
+  for (int i = 0; i < t->rank; i++)
+    shape[i] = t->dims[i].size;
+  fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &a, loc);
+  fgo_set_ints(g, r, "shape", shape, t->rank);
+  return fgo_finish(r, d);
+}

@@ -16,5 +16,7 @@ fg_value *fgo_unary(fg_graph *g, fg_opcode op, fg_value *a, fg_loc loc, fg_diag 
 fg_value *fgo_binary(fg_graph *g, fg_opcode op, fg_value *a, fg_value *b, fg_loc loc, fg_diag *d);
 fg_value *fgo_cast(fg_graph *g, fg_value *a, fg_dtype t, fg_loc loc,
                    fg_diag *d); /* a itself if same */
+/* a reshaped to t's dims (a new node even where they are a's). */
+fg_value *fgo_reshape(fg_graph *g, fg_value *a, const fg_type *t, fg_loc loc, fg_diag *d);
 
 #endif

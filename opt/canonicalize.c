@@ -275,14 +275,8 @@ static fg_value *fold_unit_reduction(fg_graph *g, fg_node *n, fg_diag *d) {
     return NULL;
   g->insert_point = n;
   fg_value *v = fgo_cast(g, x, out->type.dtype, n->loc, d);
-  if (v && v->type.rank != out->type.rank) {
-    int64_t shape[FG_MAX_RANK];
-    for (int i = 0; i < out->type.rank; i++)
-      shape[i] = out->type.dims[i].size;
-    fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &v, n->loc);
-    fgo_set_ints(g, r, "shape", shape, out->type.rank);
-    v = fgo_finish(r, d);
-  }
+  if (v && v->type.rank != out->type.rank)
+    v = fgo_reshape(g, v, &out->type, n->loc, d);
   g->insert_point = NULL;
   if (v && (!same_type(v, out) || v->weak != out->weak))
     return NULL; /* not expected; the unused nodes go with dce */

@@ -89,15 +89,8 @@ static bool decompose(fg_graph *g, fg_node *n, fg_diag *d) {
     res[0] = fgo_cast(g, fgo_binary(g, FG_OP_DIV, ss, denom, n->loc, d), out, n->loc, d);
     if (n->op->code == FG_OP_VAR_MEAN) {
       fg_value *mm = m;
-      if (!keep && m) {
-        int64_t shape[FG_MAX_RANK];
-        const fg_type *t = &n->out[1]->type;
-        for (int i = 0; i < t->rank; i++)
-          shape[i] = t->dims[i].size;
-        fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &m, n->loc);
-        fgo_set_ints(g, r, "shape", shape, t->rank);
-        mm = fgo_finish(r, d);
-      }
+      if (!keep && m)
+        mm = fgo_reshape(g, m, &n->out[1]->type, n->loc, d);
       res[1] = fgo_cast(g, mm, out, n->loc, d);
     }
   }
@@ -165,17 +158,6 @@ static fg_value *reduce_of(fg_graph *g, fg_opcode op, fg_value *x, const int64_t
   if (keepdim)
     fgo_set_bool(n, "keepdim", true);
   return fgo_finish(n, d);
-}
-
-static fg_value *reshape_to(fg_graph *g, fg_value *x, const fg_type *t, fg_loc loc, fg_diag *d) {
-  if (!x)
-    return NULL;
-  int64_t shape[FG_MAX_RANK];
-  for (int i = 0; i < t->rank; i++)
-    shape[i] = t->dims[i].size;
-  fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &x, loc);
-  fgo_set_ints(g, r, "shape", shape, t->rank);
-  return fgo_finish(r, d);
 }
 
 /* stack(a, b, ..., dim=d) = cat(unsqueeze(a, d), unsqueeze(b, d), ..., dim=d) */
@@ -270,7 +252,7 @@ static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
   } else {
     fg_type flat = {.rank = 1};
     flat.dims[0].size = fg_type_numel(&x->type);
-    x = reshape_to(g, x, &flat, loc, d);
+    x = fgo_reshape(g, x, &flat, loc, d);
   }
   if (!x)
     return NULL;
@@ -286,7 +268,7 @@ static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
   fg_type col = {.rank = (int)(x->type.rank - dim)};
   for (int i = 0; i < col.rank; i++)
     col.dims[i].size = i == 0 ? count : 1;
-  fg_value *idx = reshape_to(g, fgo_finish(io, d), &col, loc, d);
+  fg_value *idx = fgo_reshape(g, fgo_finish(io, d), &col, loc, d);
   fg_value *r = NULL;
   if (hit && idx) {
     fg_value *w[3] = {hit, idx, fg_literal_int(g, count, loc)};
@@ -295,7 +277,7 @@ static fg_value *argminmax_of(fg_graph *g, fg_node *n, fg_diag *d) {
   }
   r = fgo_cast(g, r, FG_I64, loc, d);
   if (r && !da)
-    r = reshape_to(g, r, &n->out[0]->type, loc, d);
+    r = fgo_reshape(g, r, &n->out[0]->type, loc, d);
   return r;
 }
 

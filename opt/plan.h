@@ -367,6 +367,9 @@ bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t);
  * length) of the values a reduction of k sums: that reduction's index in
  * k->reds, or -1. */
 int fg_plan_variance_pair(const fg_kernel *k, const fg_node *n);
+/* That index i, where no reduction of k->reds (i, end) pairs with it too
+ * (one sum of squares a mean), or -1. */
+int fg_plan_variance_first(const fg_kernel *k, const fg_node *n, int end);
 /* Whether scheduled kernel k computes reduction j in the same pass as
  * reduction i (returned; -1: no), by Welford's and Chan's updates: rows
  * streamed (not kept in registers), not split, no column reductions. */

@@ -445,13 +445,7 @@ static bool one_pass_variance_ok(const fg_plan *p, const fg_kernel *k, const fg_
  * the input twice (issue 17, perf fuzzing g92: 0.81x torch.compile). One
  * for each mean: a second would be its own pass. */
 static bool column_variance_ok(const fg_kernel *k, const fg_node *n) {
-  int i = fg_plan_variance_pair(k, n);
-  if (i < 0)
-    return false;
-  for (int l = i + 1; l < k->nreds; l++)
-    if (fg_plan_variance_pair(k, k->reds[l]) == i)
-      return false;
-  return true;
+  return fg_plan_variance_first(k, n, k->nreds) >= 0;
 }
 
 /* Is t the shape of one row of k's domain (the reduced dims), with or

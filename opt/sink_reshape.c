@@ -100,12 +100,7 @@ static fg_value *reshape_to(fg_graph *g, fg_value *x, const fg_type *t, fg_loc l
   /* a reshape of a reshape: of its input, when that has the shape wanted */
   if (x->def && x->def->op->code == FG_OP_RESHAPE && same_dims(&x->def->in[0]->type, t))
     return x->def->in[0];
-  int64_t shape[FG_MAX_RANK];
-  for (int i = 0; i < t->rank; i++)
-    shape[i] = t->dims[i].size;
-  fg_node *r = fgo_node(g, FG_OP_RESHAPE, 1, &x, loc);
-  fgo_set_ints(g, r, "shape", shape, t->rank);
-  return fgo_finish(r, d);
+  return fgo_reshape(g, x, t, loc, d);
 }
 
 static bool sink_one(sink *s, fg_node *n, const fg_value *a, fg_diag *d) {

@@ -64,48 +64,59 @@ int fg_plan_variance_pair(const fg_kernel *k, const fg_node *n) {
   return -1;
 }
 
-int fg_plan_one_pass_variance(const fg_kernel *k, int j) {
-  if (k->kind != FG_KERNEL_ROW || k->persistent || k->split != 1 || k->ncols || k->ntails ||
-      j < 0 || j >= k->nreds)
+/* One sum of squares a mean: the mean's index i where n pairs with it
+ * (fg_plan_variance_pair) and no reduction of k->reds (i, end) does too
+ * (a second would be its own pass); -1 otherwise. */
+int fg_plan_variance_first(const fg_kernel *k, const fg_node *n, int end) {
+  int i = fg_plan_variance_pair(k, n);
+  if (i < 0 || i >= end)
     return -1;
-  int i = fg_plan_variance_pair(k, k->reds[j]);
-  if (i < 0 || i >= j)
-    return -1;
-  /* one sum of squares a mean */
-  for (int l = i + 1; l < j; l++)
+  for (int l = i + 1; l < end; l++)
     if (fg_plan_variance_pair(k, k->reds[l]) == i)
       return -1;
   return i;
 }
 
-/* Column kernels (issue 17: var over a non-last dim read its input twice,
- * a kernel for the mean and one for the squared deviations): each thread
- * keeps (count, mean, M2) of each output column it owns by Welford's
- * update a row, split slices add their own by Chan's formula around the
- * graph's mean (emit_column.c). Split or not: the slices' partials carry
- * what the combine needs. */
-int fg_plan_column_variance(const fg_kernel *k, int j) {
-  if (k->kind != FG_KERNEL_COLUMN || j < 0 || j >= k->nreds)
+/* Which kernels compute a variance in one pass, kind by kind:
+ *
+ * - row kernels whose rows stream (not persistent, not split, no column
+ *   reductions, no tails): Welford's update a thread, Chan's formula over
+ *   the CTA (emit_row.c);
+ * - column kernels (issue 17: var over a non-last dim read its input
+ *   twice, a kernel for the mean and one for the squared deviations):
+ *   each thread keeps (count, mean, M2) of each output column it owns by
+ *   Welford's update a row, split slices add their own by Chan's formula
+ *   around the graph's mean (emit_column.c). Split or not: the slices'
+ *   partials carry what the combine needs.
+ *
+ * Reduction j of k, a kernel of that kind, in the pass of reduction i
+ * (returned; -1: no). */
+static int variance_in_pass(const fg_kernel *k, fg_kernel_kind kind, int j) {
+  if (k->kind != kind || j < 0 || j >= k->nreds)
     return -1;
-  int i = fg_plan_variance_pair(k, k->reds[j]);
-  if (i < 0 || i >= j)
+  if (kind == FG_KERNEL_ROW && (k->persistent || k->split != 1 || k->ncols || k->ntails))
     return -1;
-  for (int l = i + 1; l < j; l++)
-    if (fg_plan_variance_pair(k, k->reds[l]) == i)
-      return -1;
-  return i;
+  return fg_plan_variance_first(k, k->reds[j], j);
 }
 
-int fg_plan_column_variances(const fg_kernel *k) {
+/* How many of k's reductions variance_in_pass folds into another's pass. */
+static int variances_in_pass(const fg_kernel *k, fg_kernel_kind kind) {
   int n = 0;
   for (int j = 0; j < k->nreds; j++)
-    n += fg_plan_column_variance(k, j) >= 0;
+    n += variance_in_pass(k, kind, j) >= 0;
   return n;
+}
+
+int fg_plan_one_pass_variance(const fg_kernel *k, int j) {
+  return variance_in_pass(k, FG_KERNEL_ROW, j);
 }
 
 int fg_plan_row_passes(const fg_kernel *k) {
-  int n = k->nreds;
-  for (int j = 0; j < k->nreds; j++)
-    n -= fg_plan_one_pass_variance(k, j) >= 0;
-  return n;
+  return k->nreds - variances_in_pass(k, FG_KERNEL_ROW);
 }
+
+int fg_plan_column_variance(const fg_kernel *k, int j) {
+  return variance_in_pass(k, FG_KERNEL_COLUMN, j);
+}
+
+int fg_plan_column_variances(const fg_kernel *k) { return variances_in_pass(k, FG_KERNEL_COLUMN); }

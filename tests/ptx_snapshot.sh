@@ -26,4 +26,23 @@ for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/*.fg; do
     n=$((n + 1))
   done
 done
+# The attention graphs again at sm_90a, where they take the wgmma kernels
+# (forward; the backward with ATTN_BWD_WGMMA=1; the overlapped forward
+# loop with ATTN_OVERLAP=1, with one and two warpgroups), as
+# tests/gpu/prepare.sh compiles them for the GPU check.
+sm90a=("sm90a:--arch sm_90a" "sm90a-bwd:--arch sm_90a --knob ATTN_BWD_WGMMA=1"
+  "sm90a-overlap:--arch sm_90a --knob ATTN_OVERLAP=1"
+  "sm90a-overlap-wg1:--arch sm_90a --knob ATTN_OVERLAP=1 --knob ATTN_WG=1"
+  "sm90a-stages3:--arch sm_90a --knob ATTN_STAGES=3")
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg \
+  tests/graphs/attention_bwd.fg tests/graphs/attention_overlap.fg bench/suite/attention.fg; do
+  base=$(echo "$f" | tr '/' '_')
+  for v in "${sm90a[@]}"; do
+    name=${v%%:*}; flags=${v#*:}
+    # shellcheck disable=SC2086
+    "$FUSEC" "$f" $flags -o "$OUT/$base.$name.ptx" >"$OUT/$base.$name.log" 2>&1
+    echo "exit $?" >>"$OUT/$base.$name.log"
+    n=$((n + 1))
+  done
+done
 echo "ptx_snapshot: $n artifacts in $OUT"
