@@ -236,7 +236,9 @@ repeat() {
       tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
       tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine \
       tests_graphs__scatter4:chunks_gpt2ish tests_graphs__scatter4:chunks_one_bin \
-      tests_graphs__scatter4:chunks_dups_bf16_odd; do
+      tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__column_threads:odd_f32 \
+      tests_graphs__column_threads:halfs tests_graphs__column_threads:var_split tests_graphs__column_threads:arg_cols \
+      tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
