@@ -58,5 +58,9 @@ bench/suite/embedding.fg embedding_bwd SCATTER_CHUNKS=1
 bench/suite/embedding.fg embedding_bwd SCATTER_CHUNKS=4
 bench/suite/embedding.fg embedding_bwd_small -
 bench/suite/embedding.fg embedding_bwd_small SCATTER_CHUNKS=1
+bench/fuzz_g249.fg g -
+bench/fuzz_g249.fg g COL_THREADS=1
+bench/fuzz_g249.fg g COL_VEC=8
+bench/fuzz_g249.fg g COL_THREADS=16
 LIST
 ls .gpu/var | wc -l
