@@ -57,13 +57,22 @@ static void store_at(fgb_emitter *e, int t, LLVMValueRef i, LLVMValueRef v) {
   LLVMBuildStore(e->b, v, at(e, t, i));
 }
 
+/* The number of sources: a constant, or (symidx) a*T + b from T's
+ * argument where the index has the symbolic size. */
+static LLVMValueRef sources(fgb_emitter *e) { return fgb_extent(e, e->k->scat_sources); }
+
+/* Whether the number of sources is only known at run time (symidx). */
+static bool sources_at_run(const fgb_emitter *e) {
+  return fg_sym_involves(&e->p->sym, e->k->scat_sources);
+}
+
 /* The thread's source position, and the guard k < sources. */
 static LLVMValueRef source_of(fgb_emitter *e, LLVMBasicBlockRef *merge) {
   const fg_kernel *k = e->k;
   LLVMValueRef gid =
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
                    fgb_thread_index(e, 0), "");
-  *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, fgb_const(e, k->scat_sources), ""));
+  *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, sources(e), ""));
   return gid;
 }
 
@@ -335,7 +344,7 @@ static bool emit_scan(fgb_emitter *e) {
   /* off[pad]: the total, after the last thread's bins */
   LLVMBasicBlockRef merge = fgb_begin_if(
       e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, k->block - 1), ""));
-  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), fgb_const(e, k->scat_sources));
+  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -357,10 +366,11 @@ static bool emit_sort(fgb_emitter *e) {
   }
   LLVMValueRef tid = fgb_thread_index(e, 0), s[SORT_MAX_ROUNDS], b[SORT_MAX_ROUNDS],
                ok[SORT_MAX_ROUNDS];
-  LLVMValueRef last = fgb_const(e, k->scat_sources - 1);
+  /* (symidx: T's range proves at least one source, segment.c scatter_fused) */
+  LLVMValueRef n = sources(e), last = LLVMBuildSub(e->b, n, fgb_const(e, 1), "");
   for (int r = 0; r < R; r++) {
     s[r] = LLVMBuildAdd(e->b, tid, fgb_const(e, (int64_t)r * k->block), "");
-    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, s[r], fgb_const(e, k->scat_sources), "");
+    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, s[r], n, "");
     /* past the end: the last source's bin, computed and not used */
     b[r] = bin_of(e, LLVMBuildSelect(e->b, ok[r], s[r], last, ""));
     if (!b[r])
@@ -543,7 +553,13 @@ static bool emit_sum(fgb_emitter *e) {
     q->lo = load_at(e, k->scat_off, slice);
     q->hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
     q->first = NULL;
-    if (k->scat_sources > 0)
+    if (sources_at_run(e)) {
+      /* symidx: the segment's start clamped into [0, sources - 1], slot 0
+       * where there are none (the temp holds one more slot) */
+      LLVMValueRef j = fgk_imin(e, q->lo, LLVMBuildSub(e->b, sources(e), fgb_const(e, 1), ""));
+      LLVMValueRef neg = LLVMBuildICmp(e->b, LLVMIntSLT, j, fgb_const(e, 0), "");
+      q->first = load_at(e, k->scat_order, LLVMBuildSelect(e->b, neg, fgb_const(e, 0), j, ""));
+    } else if (k->scat_sources > 0)
       q->first = load_at(e, k->scat_order, fgk_imin(e, q->lo, fgb_const(e, k->scat_sources - 1)));
   }
   for (int u = 0; u < U; u++) {
