@@ -26,7 +26,11 @@
  * 5.11); for scatter_add (scatter2) each destination element is a bin:
  * the operand's row-major position at k's coordinates in the index with
  * dim's replaced by the clamped index, and SUM is a thread an element.
- * The temps are i32 (segment.c refuses 2^30 bins or sources). */
+ * The temps are i32 (segment.c refuses 2^30 bins or sources; with
+ * sources a*T + b over the symbolic size T, more than 2^31-1 at T's
+ * largest: scatter_limits). Over T (symidx) the kernels take T's count:
+ * COUNT, FILL and ORDER have a grid of a*T + b threads, and every kernel
+ * bounds the sources by it (sources()). */
 #include <stdio.h>
 #include <string.h>
 
