@@ -26,7 +26,11 @@
  * 5.11); for scatter_add (scatter2) each destination element is a bin:
  * the operand's row-major position at k's coordinates in the index with
  * dim's replaced by the clamped index, and SUM is a thread an element.
- * The temps are i32 (segment.c refuses 2^30 bins or sources). */
+ * The temps are i32 (segment.c refuses 2^30 bins or sources; with
+ * sources a*T + b over the symbolic size T, more than 2^31-1 at T's
+ * largest: scatter_limits). Over T (symidx) the kernels take T's count:
+ * COUNT, FILL and ORDER have a grid of a*T + b threads, and every kernel
+ * bounds the sources by it (sources()). */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,13 +61,22 @@ static void store_at(fgb_emitter *e, int t, LLVMValueRef i, LLVMValueRef v) {
   LLVMBuildStore(e->b, v, at(e, t, i));
 }
 
+/* The number of sources: a constant, or (symidx) a*T + b from T's
+ * argument where the index has the symbolic size. */
+static LLVMValueRef sources(fgb_emitter *e) { return fgb_extent(e, e->k->scat_sources); }
+
+/* Whether the number of sources is only known at run time (symidx). */
+static bool sources_at_run(const fgb_emitter *e) {
+  return fg_sym_involves(&e->p->sym, e->k->scat_sources);
+}
+
 /* The thread's source position, and the guard k < sources. */
 static LLVMValueRef source_of(fgb_emitter *e, LLVMBasicBlockRef *merge) {
   const fg_kernel *k = e->k;
   LLVMValueRef gid =
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block), ""),
                    fgb_thread_index(e, 0), "");
-  *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, fgb_const(e, k->scat_sources), ""));
+  *merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, gid, sources(e), ""));
   return gid;
 }
 
@@ -335,7 +348,7 @@ static bool emit_scan(fgb_emitter *e) {
   /* off[pad]: the total, after the last thread's bins */
   LLVMBasicBlockRef merge = fgb_begin_if(
       e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, k->block - 1), ""));
-  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), fgb_const(e, k->scat_sources));
+  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -357,10 +370,11 @@ static bool emit_sort(fgb_emitter *e) {
   }
   LLVMValueRef tid = fgb_thread_index(e, 0), s[SORT_MAX_ROUNDS], b[SORT_MAX_ROUNDS],
                ok[SORT_MAX_ROUNDS];
-  LLVMValueRef last = fgb_const(e, k->scat_sources - 1);
+  /* (symidx: T's range proves at least one source, segment.c scatter_fused) */
+  LLVMValueRef n = sources(e), last = LLVMBuildSub(e->b, n, fgb_const(e, 1), "");
   for (int r = 0; r < R; r++) {
     s[r] = LLVMBuildAdd(e->b, tid, fgb_const(e, (int64_t)r * k->block), "");
-    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, s[r], fgb_const(e, k->scat_sources), "");
+    ok[r] = LLVMBuildICmp(e->b, LLVMIntSLT, s[r], n, "");
     /* past the end: the last source's bin, computed and not used */
     b[r] = bin_of(e, LLVMBuildSelect(e->b, ok[r], s[r], last, ""));
     if (!b[r])
@@ -543,7 +557,13 @@ static bool emit_sum(fgb_emitter *e) {
     q->lo = load_at(e, k->scat_off, slice);
     q->hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
     q->first = NULL;
-    if (k->scat_sources > 0)
+    if (sources_at_run(e)) {
+      /* symidx: the segment's start clamped into [0, sources - 1], slot 0
+       * where there are none (the temp holds one more slot) */
+      LLVMValueRef j = fgk_imin(e, q->lo, LLVMBuildSub(e->b, sources(e), fgb_const(e, 1), ""));
+      LLVMValueRef neg = LLVMBuildICmp(e->b, LLVMIntSLT, j, fgb_const(e, 0), "");
+      q->first = load_at(e, k->scat_order, LLVMBuildSelect(e->b, neg, fgb_const(e, 0), j, ""));
+    } else if (k->scat_sources > 0)
       q->first = load_at(e, k->scat_order, fgk_imin(e, q->lo, fgb_const(e, k->scat_sources - 1)));
   }
   for (int u = 0; u < U; u++) {

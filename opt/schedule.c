@@ -1628,6 +1628,12 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
       k->chunks = 2;
   }
   k->grid[0] = ceil_div(groups, (int64_t)k->block * k->chunks);
+  /* symidx: COUNT, FILL and ORDER over a*T + b sources, a thread a source
+   * (the kernel bounds them by T's count, emit_scatter.c source_of) */
+  if (k->kind != FG_KERNEL_SCATTER_SUM && fg_sym_involves(&p->sym, n))
+    k->grid_formula =
+        fg_arena_printf(&p->g->arena, "(%s+%d)/%d", fg_sym_formula(&p->sym, n, &p->g->arena),
+                        k->block - 1, k->block);
 }
 
 /* issue 20 (scan): cumsum's kernels (plan.h). A column scan: a thread
@@ -1872,9 +1878,13 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
         bytes += numel * fg_dtype_size(t->dtype);
     }
   int64_t last = k->rank ? k->dims[k->rank - 1] : 1;
+  if (fg_kernel_is_scatter(k->kind)) { /* symidx: a scatter's sources at T's largest */
+    bytes = fg_sym_at_max(&p->sym, bytes);
+    last = fg_sym_at_max(&p->sym, last);
+  }
   if (ctas == 1 && bytes >= LARGE)
     k->warn = fg_arena_printf(&p->g->arena, "one CTA for %" PRId64 " bytes", bytes);
-  else if (k->vec == 1 && fg_sym_involves(&p->sym, last))
+  else if (k->vec == 1 && fg_sym_involves(&p->sym, last) && !fg_kernel_is_scatter(k->kind))
     k->warn = fg_arena_printf(&p->g->arena,
                               "vector width 1 over the symbolic extent %s (its declared divisor is "
                               "%" PRId64 ")",
@@ -2091,7 +2101,9 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (fg_sym_involves(&p->sym, k->rank ? k->dims[0] : 0))
       symbolic_grid(p, k);
-    else if (p->sym.n && (counts_symbolic(p->g) || p->sym.affine)) {
+    else if (p->sym.n &&
+             (counts_symbolic(p->g) || p->sym.affine ||
+              (fg_kernel_is_scatter(k->kind) && fg_sym_involves(&p->sym, k->scat_sources)))) {
       /* T's count in a kernel over static extents (a mean over T, after
        * the column kernel that summed it); with expressions of T, a view
        * such a kernel reads may start along T (the last rows: T-4) */

@@ -793,6 +793,18 @@ static void start_attention_kernel(fg_plan *p, fg_node *n) {
  * padded to scat_threads x scat_seg bins (zero counts). */
 static int scatter_temp(fg_plan *p, int64_t elems, bool zero) {
   fg_temp t = {4 * (elems > 0 ? elems : 1), zero, NULL, NULL};
+  /* symidx: sources a*T + b (symbolic.h), one more slot than their count,
+   * so that the temp is never empty (SUM loads a segment's first source
+   * from a clamped slot before it knows the segment is not empty): bytes
+   * the stand-in's 4 (a*T + b), what the scheduler reads (the kernel's
+   * extents at T's largest), and the plan's formula 4 (a*T + b) + 4 */
+  if (fg_sym_involves(&p->sym, elems)) {
+    fg_arena *a = &p->g->arena;
+    t.bytes = 4 * elems;
+    t.bytes_formula = p->sym.affine
+                          ? fg_sym_formula(&p->sym, 4 * elems + 4, a)
+                          : fg_arena_printf(a, "%s+4", fg_sym_formula(&p->sym, 4 * elems, a));
+  }
   p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &t, sizeof t);
   return p->ntemps - 1;
 }
@@ -834,6 +846,16 @@ static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   int64_t v;
   if (!sources) /* an empty domain is not launched: the scan kernel writes the offsets */
     return false;
+  /* symidx: sources a*T + b, fused only where T's declared range proves
+   * the CTA takes them all (at T's largest) and never none (at its
+   * smallest: the sort's CTA is launched, its grid static) */
+  if (fg_sym_involves(&p->sym, sources)) {
+    int64_t a, b;
+    fg_sym_split(&p->sym, sources, &a, &b);
+    if (a * p->sym.min + b <= 0)
+      return false;
+    sources = fg_sym_at_max(&p->sym, sources);
+  }
   if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SORT, &v))
     return v && sources <= threads * SORT_MAX_ROUNDS;
   double us = (double)sources * SORT_SCATTERED / (p->target.clock_ghz * 1e3);
@@ -847,7 +869,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
             : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
                                          : (threads + 31) / 32 * 32;
   /* the fused sort's CTA: at least the threads its sources need */
-  int64_t want = (sources + SORT_MAX_ROUNDS - 1) / SORT_MAX_ROUNDS;
+  int64_t want = (fg_sym_at_max(&p->sym, sources) + SORT_MAX_ROUNDS - 1) / SORT_MAX_ROUNDS;
   want = want > SCAN_MAX_THREADS ? SCAN_MAX_THREADS : (want + 31) / 32 * 32;
   bool fused = scatter_fused(p, sources, threads > want ? threads : want);
   if (fused && want > threads)
@@ -872,7 +894,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
     if (k->kind == FG_KERNEL_SCATTER_SORT)
-      k->scat_rounds = (int)((sources + threads - 1) / threads);
+      k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
     one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
@@ -1346,16 +1368,53 @@ static bool scatter_supported(const fg_node *n, fg_diag *d) {
   return true;
 }
 
-/* ... and static sizes: its temps and the scan's CTA are sized by them. */
-static bool scatter_static(const fg_plan *p, fg_diag *d) {
-  for (const fg_node *n = p->g->first; p->sym.n && n; n = n->next)
-    if (fg_index_scatters(n)) {
+/* symidx: with a symbolic size T, the sources (the index's elements) may
+ * be a*T + b, and the kernels take T's count at run time (temps and grids
+ * formulas of it); the bins (index_add: the operand's slices; scatter_add:
+ * its elements) size the scan's CTA and must be static, so the operand
+ * (and the result) must not have T. Counts, offsets and source positions
+ * are i32 temps, which hold every count up to 2^31-1 sources: at most
+ * that at T's largest (its declared range; the default's 2^31-1 with an
+ * index of T). */
+static bool scatter_limits(const fg_plan *p, fg_diag *d) {
+  const fg_sym_lowering *s = &p->sym;
+  for (const fg_node *n = p->g->first; n; n = n->next) {
+    if (!fg_index_scatters(n))
+      continue;
+    if (!s->n) {
+      if (!scatter_supported(n, d))
+        return false;
+      continue;
+    }
+    const fg_type *x = &n->in[0]->type;
+    for (int i = 0; i < x->rank; i++)
+      if (fg_sym_involves(s, x->dims[i].size)) {
+        fg_error(d, n->loc,
+                 "'%s' into an operand whose dim %d has the symbolic size '%s' is not supported "
+                 "by the code generator yet: it takes a static operand (destination); the "
+                 "sources (the index) may have '%s'",
+                 n->op->name, i, s->name, s->name);
+        return false;
+      }
+    int64_t sources = scatter_sources(n);
+    if (!fg_sym_involves(s, sources)) {
+      if (!scatter_supported(n, d))
+        return false;
+      continue;
+    }
+    int64_t most = fg_sym_at_max(s, sources), bins = scatter_bins(n);
+    if (most > INT32_MAX || bins >= ((int64_t)1 << 30)) {
       fg_error(d, n->loc,
-               "'%s' in a graph with the symbolic size '%s' is not supported by the code "
-               "generator yet",
-               n->op->name, p->sym.name);
+               "'%s' with %s sources into %lld %s: the code generator supports at most 2^31-1 "
+               "sources (fewer than 2^30 %s), and %s's declared range allows %lld sources "
+               "(declare a smaller range, %s: 1..N)",
+               n->op->name, fg_sym_formula(s, sources, &p->g->arena), (long long)bins,
+               n->op->code == FG_OP_INDEX_ADD ? "slices" : "elements",
+               n->op->code == FG_OP_INDEX_ADD ? "slices" : "elements", s->name, (long long)most,
+               s->name);
       return false;
     }
+  }
   return true;
 }
 
@@ -1376,8 +1435,6 @@ static bool check_supported(const fg_graph *g, fg_diag *d) {
     if (n->op->code == FG_OP_SDPA_BWD && !attention_bwd_supported(n, d))
       return false;
     if (n->op->code == FG_OP_SDPA && !attention_supported(n, d))
-      return false;
-    if (fg_index_scatters(n) && !scatter_supported(n, d))
       return false;
   }
   return true;
@@ -1639,7 +1696,7 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!check_supported(g, d))
     return NULL;
   fg_plan *p = new_plan(g, o);
-  if (!scatter_static(p, d) || !plan_results(p, d))
+  if (!scatter_limits(p, d) || !plan_results(p, d))
     return NULL;
   mark_stored(p);
   if (!store_deep_values(p))

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "index.h"
 #include "infer.h"
 #include "plan.h"
 
@@ -370,8 +371,9 @@ static bool nodes_ok(const fg_plan *p, const fg_sym_lowering *s, const fg_graph 
         continue;
       if (!value_ok(s, n->out[i], n->loc, d))
         return false;
-      /* a reduction over T: its kernel decides (fg_sym_check) */
-      if (!in || carries(s, n->out[i]) || n->op->kind == FG_KIND_REDUCTION)
+      /* a reduction over T: its kernel decides (fg_sym_check); a scatter
+       * whose sources have T: segment.c's scatter_limits */
+      if (!in || carries(s, n->out[i]) || n->op->kind == FG_KIND_REDUCTION || fg_index_scatters(n))
         continue;
       /* a slice of static length along T (the last rows: from T-4 to T):
        * its start is computed from T's argument, which every kernel takes */
@@ -396,7 +398,9 @@ bool fg_sym_check(const fg_plan *p, fg_diag *d) {
     return true;
   for (int i = 0; i < p->nkernels; i++) {
     const fg_kernel *k = &p->kernels[i];
-    if (k->rank == 0 || !fg_sym_involves(s, k->dims[0]))
+    /* symidx: the scatter kernels over the sources (a*T + b of them) take
+     * T's count (emit_scatter.c) */
+    if (k->rank == 0 || !fg_sym_involves(s, k->dims[0]) || fg_kernel_is_scatter(k->kind))
       continue;
     /* With expressions of T (a*T + b): pointwise kernels, row kernels with
      * a CTA a row, and column kernels that reduce over T (a static grid,
