@@ -83,7 +83,14 @@
   /* wgmma2 (issue 19) */                                                                          \
   X(ATTN_OVERLAP, 0, 1, FG_KNOB_ANY, "auto",                                                       \
     "sm_90a wgmma attention: 1 issues the next block's S = Q K^T and this block's P V before the " \
-    "softmax (3 K, V stages or more; auto: at head dim 128)")
+    "softmax (3 K, V stages or more; auto: at head dim 128)")                                      \
+  /* attnpp (issue 19) */                                                                          \
+  X(ATTN_PINGPONG, 0, 2, FG_KNOB_ANY, "0",                                                         \
+    "sm_90a wgmma attention, 2 warpgroups (turns the overlap on): named barriers order the "       \
+    "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
+  X(ATTN_LPT, 0, 1, FG_KNOB_ANY, "0",                                                              \
+    "causal attention forward: 1 the heaviest query blocks of all (batch, head) first, heads "     \
+    "in L2-sized sections (0: per (batch, head), its last query block first)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
