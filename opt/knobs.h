@@ -88,9 +88,9 @@
   X(ATTN_PINGPONG, 0, 2, FG_KNOB_ANY, "0",                                                         \
     "sm_90a wgmma attention, 2 warpgroups (turns the overlap on): named barriers order the "       \
     "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
-  X(ATTN_LPT, 0, 1, FG_KNOB_ANY, "0",                                                              \
-    "causal attention forward: 1 the heaviest query blocks of all (batch, head) first, heads "     \
-    "in L2-sized sections (0: per (batch, head), its last query block first)")
+  X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
+    "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
+    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

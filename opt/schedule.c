@@ -1299,12 +1299,13 @@ tiles_done:
    * head) pairs, the heaviest query blocks first (longest processing time
    * first, as FlashAttention-3's LPT scheduler), the pairs in sections
    * whose K and V fit half the L2 (GQA: a key head serves group query
-   * heads), so that a section's CTAs re-read K and V from L2 */
-  if (fg_attr_bool(n, "causal") && o && knob(o, FG_KNOB_ATTN_LPT, &v) && v == 1 &&
+   * heads; knob value N > 1: N pairs), so that a section's CTAs re-read
+   * K and V from L2 */
+  if (fg_attr_bool(n, "causal") && o && knob(o, FG_KNOB_ATTN_LPT, &v) && v >= 1 &&
       k->grid[0] * k->grid[1] <= INT32_MAX) {
     int64_t group = H / kt->dims[1].size;
     int64_t kv = 2 * kt->dims[2].size * D * fg_dtype_size(q->dtype);
-    int64_t heads = t->l2_bytes / 2 / kv * group;
+    int64_t heads = v > 1 ? v : t->l2_bytes / 2 / kv * group; /* knob N > 1: N pairs */
     k->attn_lpt = true;
     k->attn_lpt_heads = (int)(heads < 1 ? 1 : heads > B * H ? B * H : heads);
   }
