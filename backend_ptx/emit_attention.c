@@ -1064,19 +1064,33 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
  * are the heaviest query blocks of every pair, section by section of H
  * pairs: section L / (H nq), in it query block nq - 1 - r / n and pair
  * r % n (r = L mod H nq, n = H or the last section's pairs). Every (query
- * block, pair) is one CTA's: the map is a bijection of [0, nq BH). */
-static LLVMValueRef lpt_order(attn *a, LLVMValueRef *bh) {
+ * block, pair) is one CTA's: the map is a bijection of [0, nq BH).
+ * fresh: from the CTA index read again, for the stores after the loop
+ * (kept in a register across it, the pair spilled the plain variant at
+ * head dim 128, causal: 255 registers without the order). */
+static LLVMValueRef lpt_order(attn *a, LLVMValueRef *bh, bool fresh) {
   LLVMBuilderRef b = a->b;
   int64_t nq = a->k->grid[0], pairs = a->k->grid[1], hs = a->k->attn_lpt_heads;
   int64_t nsec = (pairs + hs - 1) / hs, last = pairs - (nsec - 1) * hs;
-  LLVMValueRef lin =
-      LLVMBuildAdd(b, fgb_ctaid(a->m, 0), LLVMBuildMul(b, fgb_ctaid(a->m, 1), i32c(a, nq), ""), "");
+  LLVMValueRef cx = fgb_ctaid(a->m, 0), cy = fgb_ctaid(a->m, 1);
+  if (fresh) /* computed again where used (not CSE'd with the first) */
+    cx = opaque(a, cx), cy = opaque(a, cy);
+  LLVMValueRef lin = LLVMBuildAdd(b, cx, LLVMBuildMul(b, cy, i32c(a, nq), ""), "");
   LLVMValueRef sec = LLVMBuildUDiv(b, lin, i32c(a, hs * nq), "");
   LLVMValueRef r = LLVMBuildSub(b, lin, LLVMBuildMul(b, sec, i32c(a, hs * nq), ""), "");
   LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, sec, i32c(a, nsec - 1), ""),
                                    i32c(a, last), i32c(a, hs), "");
   *bh = LLVMBuildAdd(b, LLVMBuildMul(b, sec, i32c(a, hs), ""), LLVMBuildURem(b, r, n, ""), "");
   return LLVMBuildSub(b, i32c(a, nq - 1), LLVMBuildUDiv(b, r, n, ""), "");
+}
+
+/* bh for the stores: with the LPT order, computed again (lpt_order) */
+static LLVMValueRef lpt_bh_again(attn *a, LLVMValueRef bh, LLVMValueRef lpt_bh) {
+  if (!lpt_bh)
+    return bh;
+  LLVMValueRef again;
+  lpt_order(a, &again, true);
+  return to_ity(a, again);
 }
 
 bool fgb_emit_attention_kernel(fgb_emitter *e) {
@@ -1143,8 +1157,11 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   a->t = LLVMBuildAnd(b, lane, i32c(a, 3), "");
   a->tzero = LLVMBuildICmp(b, LLVMIntEQ, a->t, i32c(a, 0), "");
   LLVMValueRef qb = fgb_ctaid(m, 0), lpt_bh = NULL;
-  if (k->attn_lpt) /* attnpp: the heaviest query blocks of every (batch, head) first */
-    qb = lpt_order(a, &lpt_bh);
+  /* attnpp: the heaviest query blocks of every (batch, head) first; the
+   * vectorized variant only (the plain one, at 255 registers at head dim
+   * 128, spilled with it; its order is the default's) */
+  if (k->attn_lpt && e->aligned && e->vec == 8)
+    qb = lpt_order(a, &lpt_bh, false);
   else if (a->causal) /* the longest rows first */
     qb = LLVMBuildSub(b, i32c(a, k->grid[0] - 1), qb, "");
   a->q0 = LLVMBuildMul(b, qb, i32c(a, a->br), "");
@@ -1252,7 +1269,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
 
   if (overlap) {
     wg_overlap_loop(a, &st, nkb, qdesc, kdesc0, vdesc0, stage_bytes, k_at, v_at, async);
-    return !e->failed && store_results(a, &st, bh) && !e->failed;
+    return !e->failed && store_results(a, &st, lpt_bh_again(a, bh, lpt_bh)) && !e->failed;
   }
   fgk_loop loop;
   LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 0), nkb, i32c(a, 1));
@@ -1309,7 +1326,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   if (seen)
     fgb_end_if(e, seen);
   fgk_loop_end(e, &loop, kb);
-  if (!store_results(a, &st, bh))
+  if (!store_results(a, &st, lpt_bh_again(a, bh, lpt_bh)))
     return false;
   return !e->failed;
 }
