@@ -790,6 +790,53 @@ static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
       LLVMBuildStore(a->b, acc[4 * d + i], st->o[0][d][i]);
 }
 
+/* attnpp: pingpong between the CTA's two warpgroups (plan: pingpong;
+ * FlashAttention-3's inter-warpgroup overlap). Named barriers (0 is the
+ * CTA's) order the wgmma issues of an overlapped iteration, so that the
+ * tensor cores run one group's products while the other's softmax runs,
+ * rather than both softmaxes at once on the same units:
+ *
+ *   1: S_j of group 0, S_j of group 1, group 0's P V (group 0 arrives at
+ *      barrier 1 after issuing S, group 1 waits there before its S;
+ *      group 1 arrives at 2 after its S, group 0 waits there before P V)
+ *   2: group 0's S_j and P V, then group 1's (barrier 1: group 0 arrives
+ *      after its P V, group 1 waits before its S)
+ *
+ * bar.sync id, 256 of one group's 128 threads completes with bar.arrive
+ * id, 256 of the other's. Each barrier is used once an iteration by each
+ * group, and the CTA barrier at the top of the next iteration comes after
+ * both uses, so no group arrives twice at a barrier before the other
+ * waited there (which would complete it wrongly); both groups run every
+ * iteration (wg_overlap_loop runs causal blocks a group's rows precede,
+ * masked). Each point is one inline-assembly statement with the group
+ * index as a predicate (warp-uniform), a no-op without pingpong. */
+enum { PP_BEFORE_S, PP_AFTER_S, PP_BEFORE_PV, PP_AFTER_PV };
+
+static void wg_pingpong(attn *a, int point) {
+  int mode = a->k->attn_pingpong;
+  const char *text = NULL;
+  if (mode == 1 && point == PP_BEFORE_S)
+    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
+  else if (mode == 1 && point == PP_AFTER_S)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n"
+           "@!p bar.arrive 2, 256;\n}";
+  else if (mode == 1 && point == PP_BEFORE_PV)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.sync 2, 256;\n}";
+  else if (mode == 2 && point == PP_BEFORE_S)
+    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
+  else if (mode == 2 && point == PP_AFTER_PV)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
+  if (!text)
+    return;
+  LLVMValueRef group = LLVMBuildLShr(a->b, a->warp, i32c(a, 2), "");
+  LLVMTypeRef i32 = LLVMTypeOf(group);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(a->m->ctx), &i32, 1, 0);
+  const char *cons = "r,~{memory}";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(a->b, fty, fn, &group, 1, "");
+}
+
 /* The wgmma loop software-pipelined (plan: overlap; FlashAttention-3's
  * intra-warpgroup overlap, its Algorithm 2): block 0's S and softmax
  * first, then for each key block j >= 1
@@ -844,14 +891,18 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMValueRef prev =
       LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, kb, i32c(a, 1), ""), i32c(a, stages), ""),
                    i32c(a, stage_bytes), "");
+  wg_pingpong(a, PP_BEFORE_S);
   if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, false))
     return;
+  wg_pingpong(a, PP_AFTER_S);
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
+  wg_pingpong(a, PP_BEFORE_PV);
   if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, prev), acc, false))
     return;
+  wg_pingpong(a, PP_AFTER_PV);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       sv[4 * j + i] = s[0][j][i];
@@ -886,6 +937,41 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, last), acc, true))
     return;
   wg_store_o(a, st, acc);
+}
+
+/* attnpp (plan: lpt H; knob ATTN_LPT, causal): the CTA's query block and
+ * (batch, head) pair (i32) from its linear index L = ctaid.x + nq ctaid.y
+ * (nq query blocks, the launch order), so that the CTAs launched first
+ * are the heaviest query blocks of every pair, section by section of H
+ * pairs: section L / (H nq), in it query block nq - 1 - r / n and pair
+ * r % n (r = L mod H nq, n = H or the last section's pairs). Every (query
+ * block, pair) is one CTA's: the map is a bijection of [0, nq BH).
+ * fresh: from the CTA index read again, for the stores after the loop
+ * (kept in a register across it, the pair spilled the plain variant at
+ * head dim 128, causal: 255 registers without the order). */
+static LLVMValueRef lpt_order(attn *a, LLVMValueRef *bh, bool fresh) {
+  LLVMBuilderRef b = a->b;
+  int64_t nq = a->k->grid[0], pairs = a->k->grid[1], hs = a->k->attn_lpt_heads;
+  int64_t nsec = (pairs + hs - 1) / hs, last = pairs - (nsec - 1) * hs;
+  LLVMValueRef cx = fgb_ctaid(a->m, 0), cy = fgb_ctaid(a->m, 1);
+  if (fresh) /* computed again where used (not CSE'd with the first) */
+    cx = opaque(a, cx), cy = opaque(a, cy);
+  LLVMValueRef lin = LLVMBuildAdd(b, cx, LLVMBuildMul(b, cy, i32c(a, nq), ""), "");
+  LLVMValueRef sec = LLVMBuildUDiv(b, lin, i32c(a, hs * nq), "");
+  LLVMValueRef r = LLVMBuildSub(b, lin, LLVMBuildMul(b, sec, i32c(a, hs * nq), ""), "");
+  LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, sec, i32c(a, nsec - 1), ""),
+                                   i32c(a, last), i32c(a, hs), "");
+  *bh = LLVMBuildAdd(b, LLVMBuildMul(b, sec, i32c(a, hs), ""), LLVMBuildURem(b, r, n, ""), "");
+  return LLVMBuildSub(b, i32c(a, nq - 1), LLVMBuildUDiv(b, r, n, ""), "");
+}
+
+/* bh for the stores: with the LPT order, computed again (lpt_order) */
+static LLVMValueRef lpt_bh_again(attn *a, LLVMValueRef bh, LLVMValueRef lpt_bh) {
+  if (!lpt_bh)
+    return bh;
+  LLVMValueRef again;
+  lpt_order(a, &again, true);
+  return to_ity(a, again);
 }
 
 bool fgb_emit_attention_kernel(fgb_emitter *e) {
@@ -951,11 +1037,16 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   a->g = LLVMBuildLShr(b, lane, i32c(a, 2), "");
   a->t = LLVMBuildAnd(b, lane, i32c(a, 3), "");
   a->tzero = LLVMBuildICmp(b, LLVMIntEQ, a->t, i32c(a, 0), "");
-  LLVMValueRef qb = fgb_ctaid(m, 0);
-  if (a->causal) /* the longest rows first */
+  LLVMValueRef qb = fgb_ctaid(m, 0), lpt_bh = NULL;
+  /* attnpp: the heaviest query blocks of every (batch, head) first; the
+   * vectorized variant only (the plain one, at 255 registers at head dim
+   * 128, spilled with it; its order is the default's) */
+  if (k->attn_lpt && e->aligned && e->vec == 8)
+    qb = lpt_order(a, &lpt_bh, false);
+  else if (a->causal) /* the longest rows first */
     qb = LLVMBuildSub(b, i32c(a, k->grid[0] - 1), qb, "");
   a->q0 = LLVMBuildMul(b, qb, i32c(a, a->br), "");
-  LLVMValueRef bh = to_ity(a, fgb_ctaid(m, 1));
+  LLVMValueRef bh = to_ity(a, lpt_bh ? lpt_bh : fgb_ctaid(m, 1));
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, H), "");
   LLVMValueRef hi = LLVMBuildURem(b, bh, fgb_const(e, H), "");
   /* GQA: query head h reads key and value head h / (Hq / Hk) */
@@ -983,6 +1074,10 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
    * pieces on top of its in-flight registers spill at head dim 128 (the
    * plain variant, for misaligned operands, keeps the loop below) */
   bool overlap = wg && k->attn_overlap && async;
+  if (k->attn_pingpong && (!wg || !k->attn_overlap || k->attn_warps != 8)) {
+    fgb_fail(e, "attention kernel %d: pingpong needs the overlapped loop and 2 warpgroups", k->id);
+    return false;
+  }
   if (overlap && stages < 3) {
     fgb_fail(e, "attention kernel %d: the wgmma overlap needs 3 stages or more", k->id);
     return false;
@@ -1055,7 +1150,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
 
   if (overlap) {
     wg_overlap_loop(a, &st, nkb, qdesc, kdesc0, vdesc0, stage_bytes, k_at, v_at, async);
-    return !e->failed && store_results(a, &st, bh) && !e->failed;
+    return !e->failed && store_results(a, &st, lpt_bh_again(a, bh, lpt_bh)) && !e->failed;
   }
   fgk_loop loop;
   LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 0), nkb, i32c(a, 1));
@@ -1107,7 +1202,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   if (seen)
     fgb_end_if(e, seen);
   fgk_loop_end(e, &loop, kb);
-  if (!store_results(a, &st, bh))
+  if (!store_results(a, &st, lpt_bh_again(a, bh, lpt_bh)))
     return false;
   return !e->failed;
 }

@@ -1320,8 +1320,18 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
    * at 64 20% slower (docs/benchmarks.md, run Z9b). */
   k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) ? v == 1 : D == 128;
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
+  /* attnpp: pingpong between the two warpgroups, inside the overlapped
+   * loop (turned on by it unless ATTN_OVERLAP=0 is given) */
+  k->attn_pingpong = o && knob(o, FG_KNOB_ATTN_PINGPONG, &v) && wg == 2 ? (int)v : 0;
+  if (k->attn_pingpong && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
+    k->attn_overlap = true;
+    if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
+      k->attn_stages = 3;
+  }
   if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
     k->attn_overlap = false;
+  if (!k->attn_overlap)
+    k->attn_pingpong = 0;
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
@@ -1396,6 +1406,20 @@ tiles_done:
   k->grid[0] = ceil_div(Sq, k->attn_br);
   k->grid[1] = B * H;
   k->grid[2] = 1;
+  /* attnpp (knob ATTN_LPT, causal): the CTAs' work order over all (batch,
+   * head) pairs, the heaviest query blocks first (longest processing time
+   * first, as FlashAttention-3's LPT scheduler), the pairs in sections
+   * whose K and V fit half the L2 (GQA: a key head serves group query
+   * heads; knob value N > 1: N pairs), so that a section's CTAs re-read
+   * K and V from L2 */
+  if (fg_attr_bool(n, "causal") && o && knob(o, FG_KNOB_ATTN_LPT, &v) && v >= 1 &&
+      k->grid[0] * k->grid[1] <= INT32_MAX) {
+    int64_t group = H / kt->dims[1].size;
+    int64_t kv = 2 * kt->dims[2].size * D * fg_dtype_size(q->dtype);
+    int64_t heads = v > 1 ? v : t->l2_bytes / 2 / kv * group; /* knob N > 1: N pairs */
+    k->attn_lpt = true;
+    k->attn_lpt_heads = (int)(heads < 1 ? 1 : heads > B * H ? B * H : heads);
+  }
   k->vec = !(o && o->no_vectorize) && attn_vec_ok(p, k, 0, 3) ? 8 : 1;
   k->outer = B * H * Sq;
   k->red = kt->dims[2].size;
