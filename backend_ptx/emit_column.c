@@ -700,6 +700,14 @@ static int64_t combine_batch(const fgb_emitter *e) {
   return B;
 }
 
+/* Sets reduction i's accumulators (V lanes) to its identity: the fold of
+ * the partials starts from there. */
+static void acc_reset(fgb_emitter *e, col_kernel *ck, int i) {
+  const fg_node *n = e->k->reds[i];
+  for (int j = 0; j < e->vec; j++)
+    LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), fgk_red_acc(n)), ck->accv[i][j]);
+}
+
 /* split > 1: each CTA writes its totals as partials; the last of the
  * tile's CTAs to arrive combines them in order (col_slices_run). Returns
  * the block the caller closes after the stores (the last CTA's branch). */
@@ -727,8 +735,7 @@ static LLVMBasicBlockRef combine_partials(fgb_emitter *e, col_kernel *ck) {
   for (int i = 0; i < ck->nreds; i++) {
     const fg_node *n = k->reds[i];
     fg_dtype ad = fgk_red_acc(n);
-    for (int j = 0; j < V; j++)
-      LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), ck->accv[i][j]);
+    acc_reset(e, ck, i);
     int64_t B = combine_batch(e);
     if (ck->var.pair[i] == -2) {
       combine_variance(e, ck, i, k->combine_batch > 0 || B < 3 ? B : B / 3);
@@ -780,8 +787,7 @@ static LLVMBasicBlockRef combine_partials_runtime(fgb_emitter *e, col_kernel *ck
   for (int i = 0; i < ck->nreds; i++) {
     const fg_node *n = k->reds[i];
     fg_dtype ad = fgk_red_acc(n);
-    for (int j = 0; j < V; j++)
-      LLVMBuildStore(e->b, fgb_reduce_identity(e->m, fgk_red_op(n), ad), ck->accv[i][j]);
+    acc_reset(e, ck, i);
     int64_t B = combine_batch(e);
     LLVMValueRef lo = fgb_const(e, 0), full = col_slices_full(e, lo, S, B);
     red_slices c = {ck, i, ad, fgk_red_op(n), LLVMBuildMul(e->b, fgb_const(e, i), S, ""), {{0}}};

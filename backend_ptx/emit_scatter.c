@@ -497,6 +497,15 @@ typedef struct {
   LLVMValueRef lo, hi, first, ok;
 } sum_vec;
 
+/* Makes q the vector the emitter's value reads index: its lanes along the
+ * last dim and its other coordinates uniform. */
+static void sum_vec_bind(fgb_emitter *e, const sum_vec *q, int V, int last) {
+  memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
+  e->nuniform = 0;
+  for (int d = 0; d < last; d++)
+    e->uniform[e->nuniform++] = q->c[d];
+}
+
 /* SUM of an index_add: each thread k->chunks vectors of V adjacent elements
  * along the last dim, block-strided (embbwd2): every vector's operand
  * loads, segment bounds and first source are issued before any segment
@@ -538,10 +547,7 @@ static bool emit_sum(fgb_emitter *e) {
     fgb_delinearize(e, base, k->dims, rank, q->c);
     for (int j = 0; j < V; j++)
       q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
-    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
-    e->nuniform = 0;
-    for (int d = 0; d < last; d++)
-      e->uniform[e->nuniform++] = q->c[d];
+    sum_vec_bind(e, q, V, last);
     int mark = fgb_memo_mark(e);
     LLVMValueRef idx[FG_MAX_RANK];
     memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
@@ -568,10 +574,7 @@ static bool emit_sum(fgb_emitter *e) {
   }
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
-    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
-    e->nuniform = 0;
-    for (int d = 0; d < last; d++)
-      e->uniform[e->nuniform++] = q->c[d];
+    sum_vec_bind(e, q, V, last);
     if (!q->first)
       continue;
     LLVMBasicBlockRef some = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, q->lo, q->hi, ""));
@@ -587,10 +590,7 @@ static bool emit_sum(fgb_emitter *e) {
   }
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
-    memcpy(e->lanes, q->lanes, sizeof(LLVMValueRef) * (size_t)V);
-    e->nuniform = 0;
-    for (int d = 0; d < last; d++)
-      e->uniform[e->nuniform++] = q->c[d];
+    sum_vec_bind(e, q, V, last);
     LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
     LLVMValueRef vals[16];
     for (int j = 0; j < V; j++)
