@@ -4,7 +4,8 @@
 # file, each compile timed: .gpu/bench/compile.json) and unpacks xxHash into
 # .deps/root for the GPU machine. Builds nothing else. Then, on the GPU
 # machine, with .gpu/bench and .deps/root carried: bash bench/run.sh
-# (see bench/README.md). A workload that fusec cannot compile is recorded as
+# (see bench/README.md). FUSEC_ARCH=sm_90a compiles for Hopper with wgmma
+# (what a user on an H100 passes as --arch). A workload that fusec cannot compile is recorded as
 # unsupported (it is still measured with PyTorch), not dropped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ if [ ! -x "$FUSEC" ]; then
 fi
 rm -rf .gpu/bench
 mkdir -p .gpu/bench
-python3 bench/workloads.py prepare --fusec "$FUSEC" --out .gpu/bench
+python3 bench/workloads.py prepare --fusec "$FUSEC" --out .gpu/bench ${FUSEC_ARCH:+--arch "$FUSEC_ARCH"}
 # the same workloads with a symbolic leading dim (device_run.sh symsuite)
 rm -rf .gpu/symsuite
 python3 bench/symbolic_suite.py prepare --fusec "$FUSEC" --out .gpu/symsuite | tail -1

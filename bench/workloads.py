@@ -11,7 +11,7 @@ Commands (build machine; plain python3, no torch needed):
   workloads.py list
   workloads.py check-templates
   workloads.py emit DIR                    one DIR/NAME.fg per workload
-  workloads.py prepare --fusec F --out D [--tiny]
+  workloads.py prepare --fusec F --out D [--tiny] [--arch sm_90a]
                                            emit into D/fg, compile each into
                                            D/ptx/NAME.ptx with F (timed, median
                                            of 3), write D/compile.json (--tiny:
@@ -506,7 +506,7 @@ def check_templates():
 # ---- prepare: emit + compile with fusec ----------------------------------------------
 
 
-def prepare(fusec, out, reps=3, tiny=False):
+def prepare(fusec, out, reps=3, tiny=False, arch=None):
     bad = check_templates()
     if bad:
         print("\n".join(bad), file=sys.stderr)
@@ -525,7 +525,7 @@ def prepare(fusec, out, reps=3, tiny=False):
             r0 = os.times()
             t0 = time.perf_counter()
             try:
-                p = subprocess.run([fusec, src, "-o", dst], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                p = subprocess.run([fusec, src, "-o", dst] + (["--arch", arch] if arch else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True)
             except OSError as e:
                 sys.exit("workloads.py: cannot run %s: %s" % (fusec, e))
@@ -565,6 +565,7 @@ def prepare(fusec, out, reps=3, tiny=False):
     meta = dict(
         fusec=os.path.abspath(fusec),
         tiny_shapes=tiny,
+        arch=arch or "fusec's default",
         commit=git("rev-parse", "--short", "HEAD"),
         dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
         date=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -669,7 +670,8 @@ def main(argv):
     if cmd == "prepare":
         fusec = argv[argv.index("--fusec") + 1]
         out = argv[argv.index("--out") + 1]
-        prepare(fusec, out, reps=1 if "--tiny" in argv else 3, tiny="--tiny" in argv)
+        arch = argv[argv.index("--arch") + 1] if "--arch" in argv else None
+        prepare(fusec, out, reps=1 if "--tiny" in argv else 3, tiny="--tiny" in argv, arch=arch)
         return 0
     if cmd == "check-refs":
         fgrun = argv[argv.index("--fgrun") + 1]
