@@ -94,13 +94,14 @@
   X(ROW_CLUSTER_SIZE, 2, 8, FG_KNOB_POW2, "auto",                                                  \
     "CTAs a cluster of a row a cluster (auto: the fewest with 32 KB slices; ignored where a "      \
     "slice would not stay in registers)")                                                          \
-  X(ROW_VEC16, 0, 1, FG_KNOB_ANY, "0",                                                             \
+  X(ROW_VEC16, 0, 1, FG_KNOB_ANY, "auto",                                                          \
     "1: a row kernel's (or its peel's) vector is 16 bytes of the row's widest element, not 16 "    \
-    "elements where no argument has the domain's last dim (a reshape)")                            \
+    "elements where no argument has the domain's last dim (a reshape); 0: never (auto: a row a "   \
+    "cluster only)")                                                                               \
   X(ROW_CLUSTER_PEEL, 0, 1, FG_KNOB_ANY, "0",                                                      \
     "1: a row a cluster is kept rather than peeled into one CTA (rows not a multiple of 16 "       \
     "bytes)")                                                                                      \
-  X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto",                                            \
+  X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "256",                                             \
     "threads a CTA of a row a cluster (ignored where a thread would take more than 8 chunks)")     \
   /* colthr (issue 17): several threads a column of a column reduction */                          \
   X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \

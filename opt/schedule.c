@@ -436,7 +436,12 @@ static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
  * order from the cluster's shared memory (mapa), the same bits in every
  * CTA, so every CTA writes its slice's outputs from registers. The rows
  * are read once; several CTAs share an SM. Returns C, or 1. */
-enum { CLUSTER_MIN_ROW_BYTES = 64 * 1024, CLUSTER_SLICE_BYTES = 32 * 1024, CLUSTER_MAX = 8 };
+enum {
+  CLUSTER_MIN_ROW_BYTES = 64 * 1024,
+  CLUSTER_SLICE_BYTES = 32 * 1024,
+  CLUSTER_MAX = 8,
+  CLUSTER_BLOCK = 256
+};
 
 /* The widest element of the row's reduced values and full-size outputs
  * (its arguments are not known yet). */
@@ -540,9 +545,25 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->peeled = false;
   k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
   int64_t v;
-  if (knob(o, FG_KNOB_ROW_VEC16, &v) && v == 1 && k->vec > 16 / row_move_size(p, k))
+  bool vec16_set = knob(o, FG_KNOB_ROW_VEC16, &v);
+  if (vec16_set && v == 1 && k->vec > 16 / row_move_size(p, k))
     k->vec = 16 / row_move_size(p, k);
   shape_row(p, k, o);
+  /* A row a cluster keeps its slice in registers, so a lane's vector sets
+   * the registers a thread holds and the CTAs an SM: 16 bytes a lane
+   * rather than 16 elements (group norm's f32 rows of 65536: 151 us at
+   * vec 16, 112 us at vec 4 with 256 threads; docs/benchmarks.md, run A5).
+   * Rows that do not cluster keep pick_vec's width (mxfp8's 32-element
+   * blocks were 2.3x slower at 16 bytes a lane in A5). */
+  if (!vec16_set && k->cluster > 1 && k->vec > 16 / row_move_size(p, k)) {
+    int old = k->vec;
+    k->vec = 16 / row_move_size(p, k);
+    shape_row(p, k, o);
+    if (k->cluster <= 1) {
+      k->vec = old;
+      shape_row(p, k, o);
+    }
+  }
   int peel = k->row_lanes == 0 ? peel_vec(p, k, o) : 0;
   if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_PEEL, &v) && v == 1)
     peel = 0;
@@ -599,12 +620,20 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     t = 1024;
   if (t < 32)
     t = 32;
-  /* sched17 (knob ROW_CLUSTER_BLOCK): a cluster's CTAs of another size, the
-   * chunks a thread following (at most MAX_PERSIST_CHUNKS) */
-  if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_BLOCK, &v) &&
-      ceil_div(nchunks, v) <= MAX_PERSIST_CHUNKS) {
-    t = v;
-    e = ceil_div(nchunks, v);
+  /* A cluster's CTAs: 256 threads, the chunks a thread following (at most
+   * MAX_PERSIST_CHUNKS), so that several CTAs share an SM (group norm: 112
+   * us at 256 threads against 134 at 512; run A5); knob ROW_CLUSTER_BLOCK
+   * sets another size. */
+  if (k->cluster > 1) {
+    int64_t want[2] = {CLUSTER_BLOCK, CLUSTER_BLOCK};
+    if (knob(o, FG_KNOB_ROW_CLUSTER_BLOCK, &v))
+      want[0] = v;
+    for (int i = 0; i < 2; i++)
+      if (ceil_div(nchunks, want[i]) <= MAX_PERSIST_CHUNKS) {
+        t = want[i];
+        e = ceil_div(nchunks, want[i]);
+        break;
+      }
   }
   k->block = (int)t;
   k->chunks = (int)e;
