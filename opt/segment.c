@@ -942,12 +942,19 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
   int64_t threads = (columns + vec - 1) / vec, most = len / SCAN_MIN_CHUNK;
   int64_t fill = (slots / 4 + threads - 1) / threads;
-  if (fill > most || fill > SCAN_MAX_CHUNKS) /* chunks alone cannot fill it: narrower vectors */
-    while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec < slots / 4)
-      vec /= 2;
+  if (fill > most)
+    fill = most;
+  if (fill > SCAN_MAX_CHUNKS)
+    fill = SCAN_MAX_CHUNKS;
+  if (fill < 1)
+    fill = 1;
+  /* where the chunks alone cannot fill it, narrower vectors (schedule.c's
+   * loop, over all chunks' threads) */
+  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec * fill < slots / 4)
+    vec /= 2;
   int64_t inflight = (columns + vec - 1) / vec * SCAN_THREAD_BYTES;
   int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight;
-  if (fill <= most && fill <= SCAN_MAX_CHUNKS && fill > want)
+  if (fill > want)
     want = fill;
   if (want > most)
     want = most;
