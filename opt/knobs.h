@@ -75,7 +75,7 @@
     "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")       \
   /* issue 20: scan */                                                                             \
   X(SCAN_CHUNKS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
-    "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
+    "chunks a scan's scanned extent is cut into (1: one pass, no chunk sums)")                     \
   X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")                \
   /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
   X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \

@@ -258,8 +258,11 @@ typedef struct fg_kernel {
    * extents before, along and after it. scan_chunks: the scanned extent's
    * chunks (1: none), scan_temp their sums ([chunks][outer x inner] in the
    * accumulation dtype; -1: none). scan_lanes: row scans, threads a row (32:
-   * block / 32 rows a CTA; block: a CTA a row); 0 for column scans. */
+   * block / 32 rows a CTA; block: a CTA a row); 0 for column scans.
+   * scan_chunk_len: a chunk's extent (the last chunk may be shorter; row
+   * scans cut into chunks, issue 17 scanpar: a multiple of the vector). */
   int scan_chunks;
+  int64_t scan_chunk_len;
   int scan_temp;
   int scan_lanes;
 } fg_kernel;

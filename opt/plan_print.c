@@ -280,8 +280,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   else if (fg_kernel_is_scan(k->kind))
     fprintf(f, " rows %d", k->rows_per_iter);
   if (fg_kernel_is_scan(k->kind) && k->scan_chunks > 1)
-    fprintf(f, " chunks %d of %" PRId64 " sums t%d", k->scan_chunks,
-            (k->red + k->scan_chunks - 1) / k->scan_chunks, k->scan_temp);
+    fprintf(f, " chunks %d of %" PRId64 " sums t%d", k->scan_chunks, k->scan_chunk_len,
+            k->scan_temp);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);

@@ -1749,8 +1749,17 @@ static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     k->grid[0] = k->outer;
     k->why = "row scan: a CTA a row, shfl.up within warps and shared memory across them, chunks "
              "with a running carry";
+    if (k->scan_chunks > 1)
+      k->why = k->kind == FG_KERNEL_SCAN_CHUNKS
+                   ? "row scan chunk sums: too few rows to fill the GPU a CTA a row, so each row "
+                     "is cut into fixed chunks, a CTA a chunk, each writing its chunk's sum"
+                   : "row scan split: a CTA a chunk of a row, from the sum of the chunk sums "
+                     "before it (one a thread, summed in a fixed tree), then as a CTA a row";
+    else if (p->sym.n && k->outer < p->target.sm_count)
+      k->why = "row scan: a CTA a row, shfl.up within warps and shared memory across them, chunks "
+               "with a running carry (not cut into chunks over CTAs: a symbolic size)";
   }
-  k->grid[1] = 1;
+  k->grid[1] = k->scan_lanes == k->block && k->scan_chunks > 1 ? k->scan_chunks : 1;
 }
 
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
@@ -2076,7 +2085,9 @@ static void choose_l2_order(fg_plan *p, const fg_plan_options *o) {
   }
 }
 
-/* A parameter of 1 MiB or more read by several kernels. */
+/* A parameter of 1 MiB or more read by several kernels. A scan's chunk
+ * sums kernel does not count: its pass is the price of walking the chunks
+ * at once, which one pass could not (issue 17, scanpar). */
 static void lint_reads(fg_plan *p) {
   for (int pi = 0; pi < p->g->nparams; pi++) {
     const fg_type *t = &p->g->params[pi]->type;
@@ -2086,7 +2097,8 @@ static void lint_reads(fg_plan *p) {
     for (int i = 0; i < p->nkernels; i++)
       for (int j = 0; j < p->kernels[i].nargs; j++) {
         fg_buf_ref b = p->kernels[i].args[j];
-        if (b.kind == FG_BUF_PARAM && b.index == pi && last != i) {
+        if (b.kind == FG_BUF_PARAM && b.index == pi && last != i &&
+            p->kernels[i].kind != FG_KERNEL_SCAN_CHUNKS) {
           readers++;
           last = i;
         }

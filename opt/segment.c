@@ -904,13 +904,17 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
 
 /* A column scan's threads keep about SCAN_THREAD_BYTES of rows in flight
  * (schedule.c schedule_scan): where all of them hold less than
- * SCAN_INFLIGHT, too little to keep the memory busy (few columns), the
- * scanned extent is cut into chunks of at least SCAN_MIN_CHUNK rows, at
- * most SCAN_MAX_CHUNKS of them, as many as make up the difference: the
- * chunk sums kernel then reads the input once more, but every chunk is
- * walked at once. The knob SCAN_CHUNKS overrides the rule (read here
- * because the choice decides the kernels, as SCATTER_SORT's). Never over
- * a symbolic size: one pass, bounded at run time. */
+ * SCAN_INFLIGHT, too little to keep the memory busy (few columns), or
+ * where they fill less than a quarter of the GPU's thread slots at the
+ * full 16-byte vector (issue 17, perf fuzzing g20261200: 16384 columns,
+ * 4096 threads of 4 f32 columns; narrowed to vec 1 and walked in one pass
+ * they moved 805 MB at 387 GB/s), the scanned extent is cut into chunks
+ * of at least SCAN_MIN_CHUNK rows, at most SCAN_MAX_CHUNKS of them, as
+ * many as make up the difference: the chunk sums kernel then reads the
+ * input once more, but every chunk is walked at once. The knob
+ * SCAN_CHUNKS overrides the rule (read here because the choice decides
+ * the kernels, as SCATTER_SORT's). Never over a symbolic size: one pass,
+ * bounded at run time. */
 enum {
   SCAN_INFLIGHT = 2 << 20,
   SCAN_THREAD_BYTES = 128,
@@ -931,15 +935,27 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   if (osz > wsz)
     wsz = osz;
   /* the scheduler's vector: 16 bytes along the last dim, narrowed to 4
-   * while the threads fill less than a quarter of the GPU */
+   * while the threads (all chunks') fill less than a quarter of the GPU */
   int vec = 16 / wsz;
   while (vec > 1 && last % vec)
     vec /= 2;
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
-  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec < slots / 4)
+  int64_t threads = (columns + vec - 1) / vec, most = len / SCAN_MIN_CHUNK;
+  int64_t fill = (slots / 4 + threads - 1) / threads;
+  if (fill > most)
+    fill = most;
+  if (fill > SCAN_MAX_CHUNKS)
+    fill = SCAN_MAX_CHUNKS;
+  if (fill < 1)
+    fill = 1;
+  /* where the chunks alone cannot fill it, narrower vectors (schedule.c's
+   * loop, over all chunks' threads) */
+  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec * fill < slots / 4)
     vec /= 2;
   int64_t inflight = (columns + vec - 1) / vec * SCAN_THREAD_BYTES;
-  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight, most = len / SCAN_MIN_CHUNK;
+  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight;
+  if (fill > want)
+    want = fill;
   if (want > most)
     want = most;
   if (want > SCAN_MAX_CHUNKS)
@@ -947,9 +963,40 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   return want > 1 ? (int)want : 1;
 }
 
+/* issue 17 (scanpar): a row scan whose rows, a CTA of SCAN_ROW_BLOCK
+ * threads each, fill fewer than the CTAs the GPU holds at once (perf
+ * fuzzing g20261179: one row of 6291456 f16, one CTA, 1587 us against
+ * eager's 1085) is cut into chunks of a multiple of SCAN_ROW_QUANTUM
+ * elements, as many as make up the difference and at most
+ * SCAN_ROW_BLOCK (the scan kernel sums the chunk sums before its own a
+ * thread each, in a fixed tree: the same bits on every run), none shorter
+ * than 2 quanta. Static sizes only (the chunk sums' temp and the grid
+ * would be formulas of T: not done; the plan says so). *len_out: the
+ * chunk's length. */
+enum { SCAN_ROW_BLOCK = 1024, SCAN_ROW_QUANTUM = 8192 };
+
+static int scan_row_chunks(const fg_plan *p, int64_t rows, int64_t len, int64_t *len_out) {
+  int64_t v, resident = (int64_t)p->target.sm_count * (p->target.threads_per_sm / SCAN_ROW_BLOCK);
+  *len_out = len;
+  if (p->sym.n || rows <= 0 || len < 2 * SCAN_ROW_QUANTUM)
+    return 1;
+  int64_t want = (resident + rows - 1) / rows, most = len / (2 * SCAN_ROW_QUANTUM);
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCAN_CHUNKS, &v))
+    want = v, most = (len + SCAN_ROW_QUANTUM - 1) / SCAN_ROW_QUANTUM;
+  if (want > most)
+    want = most;
+  if (want > SCAN_ROW_BLOCK)
+    want = SCAN_ROW_BLOCK;
+  if (want <= 1)
+    return 1;
+  int64_t q = ((len + want - 1) / want + SCAN_ROW_QUANTUM - 1) / SCAN_ROW_QUANTUM;
+  *len_out = q * SCAN_ROW_QUANTUM;
+  return (int)((len + *len_out - 1) / *len_out);
+}
+
 /* A pointwise kernel over cumsum n's domain that may become its scan
- * kernel (one pass only: the chunk sums would have to come before it):
- * the newest one after every kernel n's input needs. Its outputs are then
+ * kernel, or its chunk sums kernel where the scanned extent is cut into
+ * chunks: the newest one after every kernel n's input needs. Its outputs are then
  * written from the scan's walk, and n's input, which it may have stored
  * (g34 of the perf fuzzing: v1 = sinh(p1) a result, v4 = cumsum(v1)), is
  * computed inline instead of read back. */
@@ -985,7 +1032,11 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
       outer *= t->dims[d].size;
     else if (d > dim)
       inner *= t->dims[d].size;
-  int chunks = inner > 1 ? scan_chunks(p, n, outer * inner, len, t->dims[t->rank - 1].size) : 1;
+  int64_t clen = len;
+  int chunks = inner > 1 ? scan_chunks(p, n, outer * inner, len, t->dims[t->rank - 1].size)
+                         : scan_row_chunks(p, outer, len, &clen);
+  if (inner > 1)
+    clen = (len + chunks - 1) / chunks;
   int temp = -1;
   if (chunks > 1) {
     int64_t bytes =
@@ -994,15 +1045,19 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
     p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &tt, sizeof tt);
     temp = p->ntemps - 1;
   }
-  fg_kernel *host = chunks > 1 ? NULL : scan_host(p, n);
+  /* the host becomes the scan kernel, or with chunks the chunk sums
+   * kernel (its outputs do not use the cumsum: they were there before it;
+   * issue 17 scanpar, g20261200: one pass less over the input) */
+  fg_kernel *host = scan_host(p, n);
   for (int pass = chunks > 1 ? 0 : 1; pass < 2; pass++) {
-    fg_kernel *k = pass && host ? host : new_kernel(p);
+    fg_kernel *k = host && pass == (chunks > 1 ? 0 : 1) ? host : new_kernel(p);
     k->kind = pass ? FG_KERNEL_SCAN : FG_KERNEL_SCAN_CHUNKS;
     set_domain(k, t, mask);
     k->outer = outer;
     k->red = len;
     k->inner = inner;
     k->scan_chunks = chunks;
+    k->scan_chunk_len = chunks > 1 ? clen : len;
     k->scan_temp = temp;
     push_node(p->g, &k->reds, &k->nreds, n);
     if (pass) {
@@ -1016,9 +1071,11 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
  * or for the scatter kernels the operands each reads (the index; the
  * operand and the source). */
 static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
-  if (k->kind == FG_KERNEL_SCAN_CHUNKS) {
+  if (k->kind == FG_KERNEL_SCAN_CHUNKS) { /* and a host's outputs (start_scan_kernels) */
     roots[0] = k->reds[0]->in[0];
-    return 1;
+    for (int i = 0; i < k->nouts; i++)
+      roots[1 + i] = k->outs[i];
+    return 1 + k->nouts;
   }
   if (fg_kernel_is_scatter(k->kind)) {
     if (k->kind == FG_KERNEL_SCATTER_SCAN)
