@@ -830,7 +830,7 @@ static void widen_block(rowcol_ctx *c) {
    * they allow: with both, amax_rowcol_small ran 1.15-1.19x its static
    * compiles, without either 1.00-1.13x (docs/benchmarks.md, runs X4 and
    * Y2); amax_rowcol, whose block is already 512, 1.045-1.097x with them
-   * at T >= 2731 and 1.108-1.148x without (runs Y2, Z14). CTAs may have no
+   * at T >= 2731 and 1.108-1.148x without (run Y2; symsuite of 2026-11-27). CTAs may have no
    * rows at all there (T below the combiners): such a CTA arrives after
    * its (empty) loop instead of from inside its last group (emit_rowcol.c,
    * rowcol_rows). */
@@ -1835,7 +1835,7 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
      * slices of the reduced extent R (a formula of T) of at least m rows
      * each, none below 64 rows, S the split at the stand-in (its largest).
      * With S fixed, sum_cols at T = 384 took 32 slices of 12 rows, 1.50x
-     * its static compile's 12 slices of 32 (docs/benchmarks.md, run Z14).
+     * its static compile's 12 slices of 32 (symsuite of 2026-11-27).
      * The kernel reads it (%nctaid.y, emit_column.c); the partials keep
      * the largest split's layout. */
     const char *R = fg_sym_formula(s, k->red, a);
