@@ -855,15 +855,18 @@ static void choose_pipeline(rowcol_ctx *c) {
  * column reduction: the combiners' scratch (shared) grows with both. */
 static void widen_block(rowcol_ctx *c) {
   fg_kernel *k = c->k;
-  /* Over the symbolic size, no deferred row totals: with them (and the
-   * wider block they allow) amax_rowcol_small ran 1.15-1.19x its static
-   * compiles, without them 1.00-1.13x (docs/benchmarks.md, runs X4 and
-   * Y2). CTAs may have no rows at all there (T below the combiners): such
-   * a CTA arrives after its (empty) loop instead of from inside its last
-   * group (emit_rowcol.c, rowcol_rows). */
-  c->defer = !fg_sym_involves(&c->p->sym, k->dims[0]) && deferrable(c->p, k, c->o, c->full_out);
+  /* Over the symbolic size, deferred row totals but not the wider block
+   * they allow: with both, amax_rowcol_small ran 1.15-1.19x its static
+   * compiles, without either 1.00-1.13x (docs/benchmarks.md, runs X4 and
+   * Y2); amax_rowcol, whose block is already 512, 1.045-1.097x with them
+   * at T >= 2731 and 1.108-1.148x without (run Y2; symsuite of 2026-11-27). CTAs may have no
+   * rows at all there (T below the combiners): such a CTA arrives after
+   * its (empty) loop instead of from inside its last group (emit_rowcol.c,
+   * rowcol_rows). */
+  bool sym = fg_sym_involves(&c->p->sym, k->dims[0]);
+  c->defer = deferrable(c->p, k, c->o, c->full_out);
   if (((k->pipeline && k->block * 2 <= 1024) ||
-       (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
+       (c->defer && !sym && k->ncols <= 1 && k->block * 2 <= 512)) &&
       !c->threads_given && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
@@ -1019,8 +1022,14 @@ static void size_grid(rowcol_ctx *c) {
 static void choose_combiners(rowcol_ctx *c) {
   fg_kernel *k = c->k;
   int64_t tail = k->ntails ? 1 : 0, v;
+  /* Over the symbolic size the grid is max(combiners, min(ctas, (T+1)/2))
+   * (symbolic_grid): combiners up to half the CTAs, so that the grid
+   * follows T down to that many as a static compile's does (amax_rowcol at
+   * T = 384: 257 combiners made 257 CTAs for 384 rows, against the static
+   * compile's 192 CTAs of two rows and 129 combiners; 1.17x). */
+  int64_t room = fg_sym_involves(&c->p->sym, k->dims[0]) && c->ctas >= 2 ? c->ctas / 2 : c->ctas;
   int cols = 8;
-  while (cols < k->block && ceil_div(k->red, cols) + tail > c->ctas)
+  while (cols < k->block && ceil_div(k->red, cols) + tail > room)
     cols *= 2;
   if (cols > k->block)
     cols = k->block;
@@ -1132,6 +1141,11 @@ static int64_t col_split_cap(const fg_plan *p, const fg_kernel *k, int64_t r, in
   return cap;
 }
 
+/* The fewest rows a slice of a split column kernel takes (schedule_column). */
+static int64_t col_min_slice(const fg_plan *p, const fg_kernel *k) {
+  return fg_kernel_compute_heavy(p, k) ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
+}
+
 static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t kept = 1, r = 1, inner = 1;
   int last_red = -1;
@@ -1166,7 +1180,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
    * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
    * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
   bool heavy = fg_kernel_compute_heavy(p, k);
-  int64_t min_slice = heavy ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
+  int64_t min_slice = col_min_slice(p, k);
   int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
   int wsz = max_elem_size(p, k);
   while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
@@ -1852,6 +1866,21 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
     if (!pw && k->split > 1)
       col_split_formula(p, k);
+  } else if (k->kind == FG_KERNEL_COLUMN && k->split > 1 && k->col_threads <= 1 &&
+             !fg_plan_column_variances(k) && fg_sym_involves(s, k->red)) {
+    /* symsplit (issue 18): a column kernel reducing T, split over CTAs:
+     * schedule_column's static rule at each run, min(S, ceil(R / m))
+     * slices of the reduced extent R (a formula of T) of at least m rows
+     * each, none below 64 rows, S the split at the stand-in (its largest).
+     * With S fixed, sum_cols at T = 384 took 32 slices of 12 rows, 1.50x
+     * its static compile's 12 slices of 32 (symsuite of 2026-11-27).
+     * The kernel reads it (%nctaid.y, emit_column.c); the partials keep
+     * the largest split's layout. */
+    const char *R = fg_sym_formula(s, k->red, a);
+    int64_t m = col_min_slice(p, k);
+    k->grid_formula = fg_arena_printf(a, "%lld", (long long)k->grid[0]);
+    k->split_formula = fg_arena_printf(a, "max(1,min(%d,(%s+%lld)/%lld)*min(1,(%s)/64))", k->split,
+                                       R, (long long)(m - 1), (long long)m, R);
   } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
     /* a CTA a row, or a cluster a row (cluster_split) */
     k->grid_formula = fg_sym_formula(s, s->placeholder * kept * k->split, a);
@@ -2177,7 +2206,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
-    if (k->split_formula) {
+    if (k->split_formula && !k->mask[0]) {
       /* Split at run time (col_split_formula): nreds rows of split x kept
        * 8-byte partials, none where the split is 1; split x kept is at most
        * block x vec x G x ceil(C / G) <= block x vec x (C + G - 1), G < C
