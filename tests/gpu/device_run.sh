@@ -238,7 +238,9 @@ repeat() {
       tests_graphs__scatter4:chunks_gpt2ish tests_graphs__scatter4:chunks_one_bin \
       tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__column_threads:odd_f32 \
       tests_graphs__column_threads:halfs tests_graphs__column_threads:var_split tests_graphs__column_threads:arg_cols \
-      tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16; do
+      tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16 \
+      tests_graphs__scan_split:row_odd_f16 tests_graphs__scan_split:row_multi_bf16 tests_graphs__scan_split:row_host \
+      tests_graphs__scan_split:col_g20261200 tests_graphs__scan_split:col_ints_mid; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
@@ -252,7 +254,8 @@ repeat() {
   # row + column kernels over T, whose grid follows T: the size changes every run
   for spec in tests_graphs__symbolic_leading:sl_rmsnorm_bwd:1000,37,4097,1 \
       tests_graphs__symbolic_leading:sl_layernorm_bwd_amax:4097,1000,2,37 \
-      tests_graphs__symbolic_leading:sl_amax_rowcol:1000,40,4096,8 bench__symbolic:rmsnorm_bwd_facts:16384,384,4096,8; do
+      tests_graphs__symbolic_leading:sl_amax_rowcol:1000,40,4096,8 bench__symbolic:rmsnorm_bwd_facts:16384,384,4096,8 \
+      tests_graphs__symbolic_reduced_split:sr_sum_f32:384,1000,37,4097 tests_graphs__symbolic_rowcol_defer:rd_amax_bf16:1000,37,4097,384; do
     local art=${spec%%:*} rest=${spec#*:}
     timeout 120 "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/$art.ptx" "${rest%%:*}" 40 "${rest#*:}" 2>&1 | tail -3 |
       tee -a "$LOG/repeat.txt"
