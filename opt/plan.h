@@ -387,6 +387,12 @@ int fg_plan_variance_first(const fg_kernel *k, const fg_node *n, int end);
 int fg_plan_one_pass_variance(const fg_kernel *k, int j);
 /* The passes a streamed row kernel's reductions make over each row. */
 int fg_plan_row_passes(const fg_kernel *k);
+
+/* The CTAs of the cluster a row of row_bytes takes where its kernel has a
+ * phase that needs the row's reductions (schedule.c cluster_split), or 1
+ * where rows do not cluster on the target; *fits (if given): each CTA's
+ * slice stays in registers. */
+int fg_plan_row_cluster(const fg_plan *p, int64_t row_bytes, bool *fits);
 /* Whether column kernel k computes reduction j in the same pass as
  * reduction i (returned; -1: no): Welford's update a thread, Chan's
  * formula over split slices (emit_column.c). */

@@ -477,6 +477,21 @@ static int row_move_size(const fg_plan *p, const fg_kernel *k) {
   return m ? m : row_elem_size(k);
 }
 
+int fg_plan_row_cluster(const fg_plan *p, int64_t row_bytes, bool *fits) {
+  int64_t v;
+  if (fits)
+    *fits = false;
+  if ((knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0) || !p->target.clusters ||
+      row_bytes <= CLUSTER_MIN_ROW_BYTES)
+    return 1;
+  int64_t c = 2;
+  while (c < CLUSTER_MAX && ceil_div(row_bytes, c) > CLUSTER_SLICE_BYTES)
+    c *= 2;
+  if (fits)
+    *fits = ceil_div(row_bytes, c) <= CLUSTER_SLICE_BYTES;
+  return (int)c;
+}
+
 static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   int64_t v;
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0)
@@ -484,12 +499,9 @@ static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   if (!p->target.clusters || k->peeled || k->ncols || k->ntails || k->nreds > 32 ||
       fg_sym_involves(&p->sym, r) || !dependent_phases(p, k) || !writes_full(k))
     return 1;
-  int64_t bytes = r * row_elem_size(k);
-  if (bytes <= CLUSTER_MIN_ROW_BYTES)
+  int64_t c = fg_plan_row_cluster(p, r * row_elem_size(k), NULL);
+  if (c <= 1)
     return 1;
-  int64_t c = 2;
-  while (c < CLUSTER_MAX && ceil_div(bytes, c) > CLUSTER_SLICE_BYTES)
-    c *= 2;
   /* sched17: an experiment, where the slices stay in registers */
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER_SIZE, &v) &&
       ceil_div(r, v) <= (int64_t)k->vec * 1024 * MAX_PERSIST_CHUNKS)

@@ -426,6 +426,31 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
   return b < 2 * (int64_t)p->target.sm_count && r > 32768;
 }
 
+/* few_rows, unless a cluster takes each row with its slices in registers
+ * and the clusters fill the GPU (schedule.c cluster_split): then a
+ * full-size consumer stays in the row kernel, which reads the rows once
+ * (group norm's 8 x 32 rows of 65536 f32: 104 us in two kernels, 61 in
+ * one cluster kernel; docs/benchmarks.md, run B1b). */
+static bool few_unclustered_rows(const fg_plan *p, const fg_kernel *k) {
+  if (!few_rows(p, k))
+    return false;
+  int64_t b = 1, r = 1;
+  int elem = 1;
+  for (int i = 0; i < k->rank; i++) {
+    if (!k->mask[i])
+      b *= k->dims[i];
+    else
+      r *= k->dims[i];
+  }
+  for (int i = 0; i < k->nreds; i++)
+    if (fg_dtype_size(k->reds[i]->in[0]->type.dtype) > elem)
+      elem = fg_dtype_size(k->reds[i]->in[0]->type.dtype);
+  bool fits;
+  int64_t c = fg_plan_row_cluster(p, r * elem, &fits);
+  /* (rows not a multiple of 16 elements are peeled into one CTA a row) */
+  return fg_sym_involves(&p->sym, r) || r % 16 || !fits || b * c < 2 * (int64_t)p->target.sm_count;
+}
+
 /* ... except a variance's sum of squared deviations where k has a row for
  * every SM: never split (schedule_row), so the kernel computes it in the
  * mean's pass where rows stream (variance.c), and where they stay in
@@ -627,7 +652,7 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   if (same_shape(&v->type, k->rank, k->dims)) {
     if (!f.reaches_red)
       return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k) &&
+    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_unclustered_rows(p, k) &&
            reads_rows_in_place(p, k, v);
   }
   if (fg_plan_row_shaped(k, &v->type))
