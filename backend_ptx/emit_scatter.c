@@ -121,16 +121,30 @@ static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
   return lin;
 }
 
-/* COUNT's step for source s of bin b: its bin's count up by one. */
+/* The count of bin b's scan range (a SCAN of several CTAs), after the
+ * bins' counts: COUNT adds to it and FILL takes it back to zero. */
+static LLVMValueRef range_count_at(fgb_emitter *e, LLVMValueRef b) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef r = LLVMBuildUDiv(e->b, b, fgb_const(e, (int64_t)k->scat_threads * k->scat_seg), "");
+  return at(e, k->scat_cnt, LLVMBuildAdd(e->b, fgb_const(e, k->scat_pad), r, ""));
+}
+
+/* COUNT's step for source s of bin b: its bin's count up by one, and its
+ * scan range's where the scan has several CTAs. */
 static void count_one(fgb_emitter *e, LLVMValueRef b) {
-  fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), LLVMConstInt(i32t(e), 1, 0));
+  LLVMValueRef one = LLVMConstInt(i32t(e), 1, 0);
+  fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), one);
+  if (e->k->scat_ctas > 1)
+    fgb_atomic_add_i32_global(e->m, range_count_at(e, b), one);
 }
 
 /* FILL's: the count down by one gives s a slot in its bin's segment. */
 static void fill_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
   const fg_kernel *k = e->k;
-  LLVMValueRef old =
-      fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), LLVMConstInt(i32t(e), -1ull, 1));
+  LLVMValueRef down = LLVMConstInt(i32t(e), -1ull, 1);
+  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), down);
+  if (k->scat_ctas > 1) /* the range's count back to zero too */
+    fgb_atomic_add_i32_global(e->m, range_count_at(e, b), down);
   if (e->ity != i32t(e))
     old = LLVMBuildSExt(e->b, old, e->ity, "");
   LLVMValueRef slot = LLVMBuildAdd(e->b, load_at(e, k->scat_off, b),
@@ -179,10 +193,6 @@ static bool emit_order(fgb_emitter *e) {
   return !e->failed;
 }
 
-/* Up to this many bins a thread, the scan's loads are straight-line code,
- * all in flight at once and kept in registers for the second pass. */
-enum { SCAN_UNROLL = 64 };
-
 /* Thread t's 4 counts at bin i (16 bytes: the temps are 256-aligned and i
  * a multiple of 4). */
 static LLVMValueRef load4(fgb_emitter *e, LLVMValueRef i) {
@@ -215,32 +225,6 @@ static LLVMValueRef sum4(fgb_emitter *e, LLVMValueRef v4) {
   return s;
 }
 
-/* The exclusive prefix of each thread's total over the CTA (Hillis-Steele
- * in shared memory; integers, so any order gives the same sums). */
-static LLVMValueRef block_exclusive_scan(fgb_emitter *e, LLVMValueRef total) {
-  int T = e->k->block;
-  char name[256];
-  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
-  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)T);
-  LLVMValueRef tid = fgb_tid(e->m, 0);
-  LLVMValueRef mine = fgb_gep(e->m, sh, i32t(e), tid);
-  LLVMBuildStore(e->b, total, mine);
-  fgb_barrier(e->m);
-  for (int d = 1; d < T; d *= 2) {
-    LLVMValueRef dv = LLVMConstInt(i32t(e), (unsigned)d, 0);
-    LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntUGE, tid, dv, "");
-    LLVMValueRef from = LLVMBuildSelect(e->b, has, LLVMBuildSub(e->b, tid, dv, ""), tid, "");
-    LLVMValueRef x = LLVMBuildLoad2(e->b, i32t(e), fgb_gep(e->m, sh, i32t(e), from), "");
-    x = LLVMBuildSelect(e->b, has, x, LLVMConstInt(i32t(e), 0, 0), "");
-    fgb_barrier(e->m);
-    LLVMValueRef cur = LLVMBuildLoad2(e->b, i32t(e), mine, "");
-    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, cur, x, ""), mine);
-    fgb_barrier(e->m);
-  }
-  LLVMValueRef incl = LLVMBuildLoad2(e->b, i32t(e), mine, "");
-  return LLVMBuildSub(e->b, incl, total, "");
-}
-
 /* A warp's inclusive prefix of an i32 a lane, by butterflies (integers:
  * any order gives the same sums); *total gets the warp's total. */
 static LLVMValueRef warp_inclusive_scan(fgb_emitter *e, LLVMValueRef v, LLVMValueRef lane,
@@ -259,95 +243,118 @@ static LLVMValueRef warp_inclusive_scan(fgb_emitter *e, LLVMValueRef v, LLVMValu
   return incl;
 }
 
-/* The scan with coalesced accesses (scatter2): thread t of T takes the 4
- * bins at 4 (q T + t) for each q < S/4, so a warp's 16-byte loads and
- * stores are 512 contiguous bytes. Each q's 4T bins are a tile: the
- * tile's thread totals are scanned within each warp by butterflies, the
- * warps' totals (tile-major, then warp) by warp 0 into shared memory, and
- * a thread's offset is its warp's prefix there plus its lane's. */
-static void emit_scan_striped(fgb_emitter *e) {
-  const fg_kernel *k = e->k;
-  int Q = k->scat_seg / 4, T = k->block, NW = T / 32;
-  LLVMTypeRef i32 = i32t(e);
-  LLVMValueRef tid = fgb_tid(e->m, 0);
-  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
-  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], incl[SCAN_UNROLL / 4],
-               tot[SCAN_UNROLL / 4], wt[SCAN_UNROLL / 4];
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    v[q] = load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""));
-  }
-  for (int q = 0; q < Q; q++) {
-    tot[q] = sum4(e, v[q]);
-    incl[q] = warp_inclusive_scan(e, tot[q], lane, &wt[q]);
-  }
-  char name[256];
-  snprintf(name, sizeof name, "%s_scanw", LLVMGetValueName(e->fn));
-  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)(Q * NW));
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMBuildStore(e->b, wt[q], fgb_gep(e->m, sh, i32, slot));
-  }
-  fgb_end_if(e, merge);
-  fgb_barrier(e->m);
-  /* warp 0: the warps' totals, tile by tile, into exclusive prefixes */
-  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, warp, LLVMConstInt(i32, 0, 0), ""));
-  LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
-  LLVMValueRef carry = LLVMConstInt(i32, 0, 0);
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), lane, "");
-    LLVMValueRef p =
-        fgb_gep(e->m, sh, i32, LLVMBuildSelect(e->b, has, slot, LLVMConstInt(i32, 0, 0), ""));
-    LLVMValueRef x =
-        LLVMBuildSelect(e->b, has, LLVMBuildLoad2(e->b, i32, p, ""), LLVMConstInt(i32, 0, 0), "");
-    LLVMValueRef all, in = warp_inclusive_scan(e, x, lane, &all);
-    LLVMValueRef excl = LLVMBuildAdd(e->b, carry, LLVMBuildSub(e->b, in, x, ""), "");
-    LLVMBasicBlockRef m2 = fgb_begin_if(e, has);
-    LLVMBuildStore(e->b, excl, p);
-    fgb_end_if(e, m2);
-    carry = LLVMBuildAdd(e->b, carry, all, "");
-  }
-  fgb_end_if(e, merge);
-  fgb_barrier(e->m);
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMValueRef run =
-        LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), ""),
-                     LLVMBuildSub(e->b, incl[q], tot[q], ""), "");
-    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    store4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""), v[q], &run);
-  }
+/* The sum of an i32 over a warp's lanes, in every lane (butterflies). */
+static LLVMValueRef warp_sum(fgb_emitter *e, LLVMValueRef v) {
+  for (int d = 1; d < 32; d *= 2)
+    v = LLVMBuildAdd(e->b, v, fgb_shfl_bfly(e->m, v, d), "");
+  return v;
 }
 
+/* embscan: the scan's shared array, two buffers of a total a warp. */
+enum { SCAN_MAX_WARPS = 32 };
+
+/* Thread t's exclusive prefix of x over its CTA (in thread order), and
+ * the CTA's total in *all: each warp's lanes scanned by butterflies, the
+ * warps' totals passed through buffer buf (0 or 1) of the shared array
+ * sh, one barrier; a warp's lanes then hold the warps' totals and sum
+ * those before their own. Successive calls alternate the buffers, so that
+ * no store waits on the reads of the call before. */
+static LLVMValueRef block_exclusive(fgb_emitter *e, LLVMValueRef sh, LLVMValueRef buf,
+                                    LLVMValueRef x, LLVMValueRef *all) {
+  LLVMTypeRef i32 = i32t(e);
+  int NW = e->k->block / 32;
+  LLVMValueRef tid = fgb_tid(e->m, 0), zero = LLVMConstInt(i32, 0, 0);
+  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
+  LLVMValueRef wsum, incl = warp_inclusive_scan(e, x, lane, &wsum);
+  LLVMValueRef excl = LLVMBuildSub(e->b, incl, x, "");
+  if (NW == 1) {
+    *all = wsum;
+    return excl;
+  }
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef first = LLVMBuildMul(e->b, buf, LLVMConstInt(i32, SCAN_MAX_WARPS, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, zero, ""));
+  LLVMBuildStore(e->b, wsum, fgb_gep(e->m, sh, i32, LLVMBuildAdd(e->b, first, warp, "")));
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  /* lane l: warp l's total */
+  LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
+  LLVMValueRef slot = LLVMBuildAdd(e->b, first, LLVMBuildSelect(e->b, has, lane, zero, ""), "");
+  LLVMValueRef w = LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), "");
+  w = LLVMBuildSelect(e->b, has, w, zero, "");
+  LLVMValueRef below = LLVMBuildICmp(e->b, LLVMIntULT, lane, warp, "");
+  LLVMValueRef before = warp_sum(e, LLVMBuildSelect(e->b, below, w, zero, ""));
+  *all = warp_sum(e, w);
+  return LLVMBuildAdd(e->b, before, excl, "");
+}
+
+static LLVMValueRef to_i32(fgb_emitter *e, LLVMValueRef v) {
+  return LLVMTypeOf(v) == i32t(e) ? v : LLVMBuildTrunc(e->b, v, i32t(e), "");
+}
+
+/* The first offset of scan CTA j's range: the sum of the ranges' counts
+ * before it, a thread every block-th of them, summed over the CTA. */
+static LLVMValueRef range_base(fgb_emitter *e, LLVMValueRef sh, LLVMValueRef j) {
+  const fg_kernel *k = e->k;
+  LLVMTypeRef i32 = i32t(e);
+  LLVMValueRef acc = fgk_local_var(e, i32, LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef i = fgk_loop_begin(e, &l, fgb_thread_index(e, 0), j, fgb_const(e, k->block));
+  LLVMValueRef r = LLVMBuildAdd(e->b, fgb_const(e, k->scat_pad), i, "");
+  LLVMValueRef c = LLVMBuildLoad2(e->b, i32, at(e, k->scat_cnt, r), "");
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, acc, ""), c, ""), acc);
+  fgk_loop_end(e, &l, i);
+  LLVMValueRef all;
+  block_exclusive(e, sh, LLVMConstInt(i32, 1, 0), LLVMBuildLoad2(e->b, i32, acc, ""), &all);
+  return all;
+}
+
+/* The scan (embscan): CTA j of scat_ctas takes the range of T x S bins
+ * from j T S (the fused sort: one CTA, all of them), a chunk of 4T bins
+ * at a time, thread t the 4 at 4t in it (16-byte loads: a warp's 512
+ * contiguous bytes). A chunk's offsets are the running carry (from the
+ * ranges' counts before j) plus each thread's exclusive prefix over the
+ * CTA (block_exclusive); the next chunk's counts are loaded before the
+ * chunk's barrier. The last thread of the last CTA writes the total as
+ * off[pad]. */
 static bool emit_scan(fgb_emitter *e) {
   const fg_kernel *k = e->k;
-  int S = k->scat_seg;
-  if (S <= SCAN_UNROLL) {
-    emit_scan_striped(e);
-  } else { /* a thread S consecutive bins, in a loop */
-    LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, S), "");
-    LLVMValueRef zero = LLVMConstInt(i32t(e), 0, 0);
-    LLVMValueRef acc = fgk_local_var(e, i32t(e), zero);
-    LLVMValueRef end = LLVMBuildAdd(e->b, first, fgb_const(e, S), "");
-    fgk_loop l;
-    LLVMValueRef i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
-    LLVMValueRef a = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, a, sum4(e, load4(e, i)), ""), acc);
-    fgk_loop_end(e, &l, i);
-    LLVMValueRef total = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    LLVMBuildStore(e->b, block_exclusive_scan(e, total), acc);
-    i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
-    LLVMValueRef run = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    store4(e, i, load4(e, i), &run);
-    LLVMBuildStore(e->b, run, acc);
-    fgk_loop_end(e, &l, i);
+  int T = k->block, C = k->scat_seg / 4;
+  LLVMTypeRef i32 = i32t(e), v4 = LLVMVectorType(i32, 4);
+  char name[256];
+  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * 2 * SCAN_MAX_WARPS);
+  bool ranges = k->scat_ctas > 1;
+  LLVMValueRef j = ranges ? fgb_block_index(e, 0) : fgb_const(e, 0);
+  LLVMValueRef t = fgb_thread_index(e, 0);
+  LLVMValueRef first =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, j, fgb_const(e, (int64_t)T * k->scat_seg), ""),
+                   LLVMBuildMul(e->b, t, fgb_const(e, 4), ""), "");
+  LLVMValueRef next = fgk_local_var(e, v4, load4(e, first));
+  LLVMValueRef carry =
+      fgk_local_var(e, i32, ranges ? range_base(e, sh, j) : LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef c = fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, C), fgb_const(e, 1));
+  LLVMValueRef v = LLVMBuildLoad2(e->b, v4, next, "");
+  if (C > 1) {
+    LLVMValueRef c1 = fgk_imin(e, LLVMBuildAdd(e->b, c, fgb_const(e, 1), ""), fgb_const(e, C - 1));
+    LLVMValueRef i1 =
+        LLVMBuildAdd(e->b, first, LLVMBuildMul(e->b, c1, fgb_const(e, 4 * T), ""), "");
+    LLVMBuildStore(e->b, load4(e, i1), next);
   }
+  LLVMValueRef buf = LLVMBuildAnd(e->b, to_i32(e, c), LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef all, ex = block_exclusive(e, sh, buf, sum4(e, v), &all);
+  LLVMValueRef cy = LLVMBuildLoad2(e->b, i32, carry, "");
+  LLVMValueRef run = LLVMBuildAdd(e->b, cy, ex, "");
+  store4(e, LLVMBuildAdd(e->b, first, LLVMBuildMul(e->b, c, fgb_const(e, 4 * T), ""), ""), v, &run);
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, cy, all, ""), carry);
+  fgk_loop_end(e, &l, c);
   /* off[pad]: the total, after the last thread's bins */
-  LLVMBasicBlockRef merge = fgb_begin_if(
-      e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, k->block - 1), ""));
+  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, t, fgb_const(e, T - 1), "");
+  if (ranges)
+    last = LLVMBuildAnd(e->b, last,
+                        LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, k->scat_ctas - 1), ""), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, last);
   store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
   fgb_end_if(e, merge);
   return !e->failed;

@@ -226,12 +226,17 @@ typedef struct fg_kernel {
    * scatter_add: the operand's elements, each its own bin) and sources
    * (the index's elements); temps (i32): counts [scat_pad] (zero between runs), offsets
    * [scat_pad + 1], source positions by segment as filled and as ordered
-   * [sources]; the scan's elements a thread (a multiple of 4) and threads
-   * (scat_pad = their product) */
+   * [sources]; the scan's elements a thread (a multiple of 4), threads a
+   * CTA and CTAs (scat_pad = their product). embscan: with scat_ctas > 1
+   * (the SCAN kernel, not SORT) each scan CTA takes a range of
+   * scat_threads x scat_seg bins, and the counts temp holds one more count
+   * a range after the bins' (at scat_pad + range: COUNT adds to it, FILL
+   * takes it back to zero), so that a CTA's first offset is the sum of
+   * the ranges' counts before its own */
   const fg_node *scat;
   int64_t scat_bins, scat_sources, scat_pad;
   int scat_cnt, scat_off, scat_fill, scat_order;
-  int scat_seg, scat_threads;
+  int scat_seg, scat_threads, scat_ctas;
   /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
    * code, each step's loads in flight at once); 0 for the other kinds */
   int scat_rounds;

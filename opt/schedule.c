@@ -1586,7 +1586,8 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
 /* issue 20: the scatter kernels (plan.h). COUNT, FILL and ORDER take a
- * thread a source; SCAN is one CTA, scat_seg bins a thread, and so is
+ * thread a source; SCAN is scat_ctas CTAs (embscan: a range of bins
+ * each), scat_seg bins a thread; SORT is one CTA, as many bins a thread, and
  * SORT (scat_rounds sources a thread); SUM is the
  * pointwise form over the result, a thread a vector of adjacent elements
  * along the last dim (lanes share their destination slice unless dim is
@@ -1607,8 +1608,11 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   switch (k->kind) {
   case FG_KERNEL_SCATTER_SCAN:
     k->block = k->scat_threads;
-    k->grid[0] = 1;
-    k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
+    k->grid[0] = k->scat_ctas;
+    k->why = k->scat_ctas > 1
+                 ? "scatter: exclusive scan of the counts into segment offsets (a CTA a "
+                   "range of bins, after the ranges' counts before it)"
+                 : "scatter: exclusive scan of the counts into segment offsets (one CTA)";
     return;
   case FG_KERNEL_SCATTER_SORT:
     k->block = k->scat_threads;

@@ -862,6 +862,33 @@ static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
 }
 
+/* embscan: the SCAN kernel's CTAs (threads, 4 bins a thread, and ranges of
+ * chunks of 4 x threads bins, at most SCAN_MAX_CTAS ranges), so that each
+ * CTA's loads are one coalesced pass and the bins' scan is spread over SMs */
+enum { SCAN_CTA_THREADS = 256, SCAN_MAX_CTAS = 1024 };
+
+/* The scan's shape: threads a CTA, bins a thread (a multiple of 4) and
+ * CTAs. The fused sort's is one CTA of its own threads; the SCAN
+ * kernel's, CTAs of at most SCAN_CTA_THREADS threads, each a range of
+ * consecutive bins, as many chunks of 4 x threads bins as keep the CTAs
+ * at most SCAN_MAX_CTAS. */
+static void scatter_scan_shape(int64_t bins, int64_t sort_threads, int64_t *threads, int64_t *seg,
+                               int64_t *ctas) {
+  if (sort_threads) {
+    *threads = sort_threads;
+    *seg = ((bins + sort_threads - 1) / sort_threads + 3) / 4 * 4;
+    *ctas = 1;
+    return;
+  }
+  int64_t t = (bins + 3) / 4;
+  t = t < 32 ? 32 : t > SCAN_CTA_THREADS ? SCAN_CTA_THREADS : (t + 31) / 32 * 32;
+  int64_t chunks = (bins + 4 * t - 1) / (4 * t);
+  int64_t per = (chunks + SCAN_MAX_CTAS - 1) / SCAN_MAX_CTAS;
+  *threads = t;
+  *seg = 4 * per;
+  *ctas = (chunks + per - 1) / per;
+}
+
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   int64_t bins = scatter_bins(n), sources = scatter_sources(n);
   int64_t threads = (bins + 3) / 4;
@@ -874,8 +901,12 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   bool fused = scatter_fused(p, sources, threads > want ? threads : want);
   if (fused && want > threads)
     threads = want;
-  int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
-  int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
+  int64_t seg, ctas;
+  scatter_scan_shape(bins, fused ? threads : 0, &threads, &seg, &ctas);
+  int64_t pad = ctas * threads * seg;
+  /* the ranges' counts after the bins' (SCAN kernels of several CTAs) */
+  int cnt = scatter_temp(p, pad + (ctas > 1 ? ctas : 0), true);
+  int off = scatter_temp(p, pad + 1, false);
   int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
   fg_type one = {.dtype = FG_I32, .rank = 1};
   for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
@@ -886,16 +917,17 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat = n;
     k->scat_bins = bins;
     k->scat_sources = sources;
-    k->scat_pad = threads * seg;
+    k->scat_pad = pad;
     k->scat_cnt = cnt;
     k->scat_off = off;
     k->scat_fill = fill;
     k->scat_order = order;
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
+    k->scat_ctas = (int)ctas;
     if (k->kind == FG_KERNEL_SCATTER_SORT)
       k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
-    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
+    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? pad : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
       add_to_kernel(p, k, n->out[0]);
