@@ -45,8 +45,34 @@ static LLVMValueRef temp(fgb_emitter *e, int t) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, t});
 }
 
-static LLVMValueRef at(fgb_emitter *e, int t, LLVMValueRef i) {
+/* temp t's i32 at i in global memory */
+static LLVMValueRef global_at(fgb_emitter *e, int t, LLVMValueRef i) {
   return fgb_gep_global(e->m, temp(e, t), i32t(e), i);
+}
+
+/* The fused sort's shared array where its steps' arrays fit (embscan,
+ * k->scat_smem): counts [pad], offsets [pad + 1] and filled positions
+ * [sources], i32; made at the first use. */
+static LLVMValueRef sort_smem(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  char name[256];
+  snprintf(name, sizeof name, "%s_sort", LLVMGetValueName(e->fn));
+  LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
+  if (g)
+    return g;
+  int64_t ints = 2 * k->scat_pad + 1 + fg_sym_at_max(&e->p->sym, k->scat_sources);
+  return fgb_shared_array(e->m, name, 4 * (uint64_t)ints);
+}
+
+/* temp t's i32 at i: in the fused sort's shared array where it keeps
+ * that temp (not the ordered positions, which the SUM reads), else in
+ * global memory. */
+static LLVMValueRef at(fgb_emitter *e, int t, LLVMValueRef i) {
+  const fg_kernel *k = e->k;
+  if (!k->scat_smem || t == k->scat_order)
+    return global_at(e, t, i);
+  int64_t first = t == k->scat_cnt ? 0 : t == k->scat_off ? k->scat_pad : 2 * k->scat_pad + 1;
+  return fgb_gep(e->m, sort_smem(e), i32t(e), LLVMBuildAdd(e->b, fgb_const(e, first), i, ""));
 }
 
 /* temp t's i32 at i, in the index type */
@@ -216,6 +242,10 @@ static void store4(fgb_emitter *e, LLVMValueRef i, LLVMValueRef v4, LLVMValueRef
   }
   LLVMValueRef st = LLVMBuildStore(e->b, out, at(e, e->k->scat_off, i));
   LLVMSetAlignment(st, 16);
+  if (e->k->scat_smem) { /* the SUM reads them from the temp */
+    st = LLVMBuildStore(e->b, out, global_at(e, e->k->scat_off, i));
+    LLVMSetAlignment(st, 16);
+  }
 }
 
 static LLVMValueRef sum4(fgb_emitter *e, LLVMValueRef v4) {
@@ -356,6 +386,9 @@ static bool emit_scan(fgb_emitter *e) {
                         LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, k->scat_ctas - 1), ""), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, last);
   store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
+  if (k->scat_smem)
+    LLVMBuildStore(e->b, to_i32(e, sources(e)),
+                   global_at(e, k->scat_off, fgb_const(e, k->scat_pad)));
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -364,8 +397,27 @@ static bool emit_scan(fgb_emitter *e) {
  * (the block's global writes are then visible to all its threads). Thread
  * t takes sources t, t + T, ... (scat_rounds of them, straight-line): their
  * bins are computed once, every index load in flight at once, and kept in
- * registers for the three steps. The counts return to zero as in FILL. */
+ * registers for the three steps. The counts return to zero as in FILL.
+ * With k->scat_smem (embscan) the counts, offsets and filled positions
+ * are in shared memory (the counts zeroed first; the offsets also stored
+ * to their temp), so that only the index loads and the offsets' and
+ * ordered positions' stores go to global memory. */
 enum { SORT_MAX_ROUNDS = 16 };
+
+/* The fused sort's shared counts set to zero (shared memory starts
+ * undefined): thread t the 4 at 4t of each chunk of 4T, then a barrier. */
+static void zero_smem_counts(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int T = k->block;
+  LLVMTypeRef v4 = LLVMVectorType(i32t(e), 4);
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, 4), "");
+  fgk_loop l;
+  LLVMValueRef i = fgk_loop_begin(e, &l, first, fgb_const(e, k->scat_pad), fgb_const(e, 4 * T));
+  LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstNull(v4), at(e, k->scat_cnt, i));
+  LLVMSetAlignment(st, 16);
+  fgk_loop_end(e, &l, i);
+  fgb_barrier(e->m);
+}
 
 static bool emit_sort(fgb_emitter *e) {
   const fg_kernel *k = e->k;
@@ -387,6 +439,8 @@ static bool emit_sort(fgb_emitter *e) {
     if (!b[r])
       return false;
   }
+  if (k->scat_smem)
+    zero_smem_counts(e);
   for (int step = 0; step < 3; step++) {
     if (step == 1 && !emit_scan(e))
       return false;

@@ -240,6 +240,10 @@ typedef struct fg_kernel {
   /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
    * code, each step's loads in flight at once); 0 for the other kinds */
   int scat_rounds;
+  /* SCATTER_SORT (embscan): its counts, offsets and filled positions in
+   * shared memory where they fit (the offsets also stored to their temp
+   * for the SUM; the counts temp then unused) */
+  bool scat_smem;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */

@@ -817,6 +817,10 @@ enum { SCAN_MAX_THREADS = 1024 };
  * count's atomic, the fill's atomic and store, the order's segment bounds
  * and store. */
 enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 5 };
+/* embscan: the fused sort keeps its counts, offsets and filled positions
+ * (i32) in shared memory where they take at most this many bytes (static
+ * shared memory stops at 48 KB; the scan's own array is 256 bytes) */
+enum { SORT_SMEM_BYTES = 40 * 1024 };
 
 static int64_t scatter_bins(const fg_node *n) {
   if (n->op->code == FG_OP_INDEX_ADD) {
@@ -925,8 +929,10 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
     k->scat_ctas = (int)ctas;
-    if (k->kind == FG_KERNEL_SCATTER_SORT)
+    if (k->kind == FG_KERNEL_SCATTER_SORT) {
       k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
+      k->scat_smem = 4 * (2 * pad + 1 + fg_sym_at_max(&p->sym, sources)) <= SORT_SMEM_BYTES;
+    }
     one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? pad : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
