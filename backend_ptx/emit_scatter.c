@@ -4,7 +4,9 @@
  *
  *   COUNT  a thread a source: cnt[bin(k)] += 1 (integer atomics: the
  *          counts do not depend on their order)
- *   SCAN   one CTA: off[b] = cnt[0] + ... + cnt[b-1], off[pad] the total
+ *   SCAN   off[b] = cnt[0] + ... + cnt[b-1], off[pad] the total; a CTA
+ *          a range of bins (embscan), from the ranges' counts before it
+ *          (COUNT adds 1 to cnt[pad + range] too, FILL takes it back)
  *   FILL   a thread a source: fill[off[b] + (cnt[b] -= 1)] = k, so each
  *          bin's segment holds its sources in some order; every count is
  *          back to zero for the next run (the temp is zeroed once)
@@ -20,7 +22,11 @@
  *   SORT   (scatter2) COUNT, SCAN, FILL and ORDER by one CTA, a barrier
  *          between the steps, where a thread's sources fit in registers
  *          and one SM's scattered accesses cost less than three launches
- *          (segment.c scatter_fused)
+ *          (segment.c scatter_fused); its arrays in shared memory where
+ *          they fit (embscan)
+ *   SELECT (embscan) an index_add along dim 0 with few sources: SUM alone,
+ *          each CTA selecting its slices' sources from the whole index
+ *          in ascending position (segment.c scatter_select; emit_select)
  *
  * bin(k) is the index at k clamped into [0, slices) (docs/format.md
  * 5.11); for scatter_add (scatter2) each destination element is a bin:
@@ -618,20 +624,136 @@ static bool add_rest(fgb_emitter *e, const fg_index_map *m, sum_vec *q) {
   return true;
 }
 
+/* Vector q of index_add's SUM at thread index gid: its coordinates (the
+ * last vector's where gid's is past the end: q->ok false, loads valid, not
+ * stored), its lanes, and its accumulators holding the operand's elements. */
+static bool sum_vec_init(fgb_emitter *e, sum_vec *q, LLVMValueRef gid, int64_t total) {
+  const fg_kernel *k = e->k;
+  const fg_value *x = k->scat->in[0];
+  fg_dtype acc = fg_reduce_acc_dtype(k->scat->out[0]->type.dtype);
+  int rank = k->rank, last = rank - 1, V = e->vec;
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  q->ok = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), "");
+  base = fgk_imin(e, base, fgb_const(e, total - V));
+  fgb_delinearize(e, base, k->dims, rank, q->c);
+  for (int j = 0; j < V; j++)
+    q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
+  sum_vec_bind(e, q, V, last);
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef idx[FG_MAX_RANK];
+  memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
+  for (int j = 0; j < V; j++) {
+    idx[last] = q->lanes[j];
+    LLVMValueRef v = fgb_emit_value(e, x, idx);
+    if (!v)
+      return false;
+    q->accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
+  }
+  fgb_memo_release(e, mark);
+  return true;
+}
+
+/* Vector q's sums, rounded to the result's dtype and stored where q->ok. */
+static void sum_vec_store(fgb_emitter *e, sum_vec *q) {
+  const fg_value *out = e->k->scat->out[0];
+  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  sum_vec_bind(e, q, e->vec, e->k->rank - 1);
+  LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
+  LLVMValueRef vals[16];
+  for (int j = 0; j < e->vec; j++)
+    vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, q->accs[j], ""), acc, dt);
+  fgb_emit_store_lanes(e, out, q->c, vals);
+  fgb_end_if(e, merge);
+}
+
+/* SUM of a select (embscan, k->scat_select; index_add along dim 0, q the
+ * thread's one vector): the CTA's elements lie in the slices [r0, r1].
+ * In rounds of T sources, each thread takes one and computes its slice
+ * (bin_of); those in [r0, r1] are appended to a shared list (positions,
+ * then slices) at the CTA's count plus their rank among the round's
+ * (block_exclusive of the flags), so the list is in ascending position.
+ * After a barrier each thread walks the list and adds the sources of its
+ * own slice, in that order: the interpreter's. */
+static bool emit_select(fgb_emitter *e, sum_vec *q, int64_t total) {
+  const fg_kernel *k = e->k;
+  fg_index_map m;
+  fg_index_map_of(k->scat, &m);
+  int T = k->block, V = e->vec;
+  int64_t S = k->scat_sources, inner = total / k->dims[0];
+  LLVMTypeRef i32 = i32t(e);
+  char name[256];
+  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * 2 * SCAN_MAX_WARPS);
+  snprintf(name, sizeof name, "%s_list", LLVMGetValueName(e->fn));
+  LLVMValueRef list = fgb_shared_array(e->m, name, 8 * (uint64_t)S);
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)T * V), "");
+  LLVMValueRef end =
+      fgk_imin(e, LLVMBuildAdd(e->b, first, fgb_const(e, (int64_t)T * V), ""), fgb_const(e, total));
+  LLVMValueRef r0 = LLVMBuildSDiv(e->b, first, fgb_const(e, inner), "");
+  LLVMValueRef r1 =
+      LLVMBuildSDiv(e->b, LLVMBuildSub(e->b, end, fgb_const(e, 1), ""), fgb_const(e, inner), "");
+  LLVMValueRef count = fgk_local_var(e, i32, LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef r =
+      fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, (S + T - 1) / T), fgb_const(e, 1));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef s =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, r, fgb_const(e, T), ""), fgb_thread_index(e, 0), "");
+  LLVMValueRef b = bin_of(e, fgk_imin(e, s, fgb_const(e, S - 1)));
+  if (!b)
+    return false;
+  LLVMValueRef in = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, s, fgb_const(e, S), ""),
+                                 LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSGE, b, r0, ""),
+                                              LLVMBuildICmp(e->b, LLVMIntSLE, b, r1, ""), ""),
+                                 "");
+  LLVMValueRef buf = LLVMBuildAnd(e->b, to_i32(e, r), LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef all, ex = block_exclusive(e, sh, buf, LLVMBuildZExt(e->b, in, i32, ""), &all);
+  LLVMValueRef c0 = LLVMBuildLoad2(e->b, i32, count, "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, in);
+  LLVMValueRef slot = LLVMBuildAdd(e->b, c0, ex, "");
+  LLVMBuildStore(e->b, to_i32(e, s), fgb_gep(e->m, list, i32, slot));
+  LLVMBuildStore(
+      e->b, to_i32(e, b),
+      fgb_gep(e->m, list, i32, LLVMBuildAdd(e->b, slot, LLVMConstInt(i32, (unsigned)S, 0), "")));
+  fgb_end_if(e, merge);
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, c0, all, ""), count);
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, r);
+  fgb_barrier(e->m);
+  sum_vec_bind(e, q, V, k->rank - 1);
+  LLVMValueRef n = LLVMBuildLoad2(e->b, i32, count, "");
+  LLVMValueRef j = fgk_loop_begin(e, &l, LLVMConstInt(i32, 0, 0), n, LLVMConstInt(i32, 1, 0));
+  LLVMValueRef sj = LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, list, i32, j), "");
+  LLVMValueRef bj = LLVMBuildLoad2(
+      e->b, i32,
+      fgb_gep(e->m, list, i32, LLVMBuildAdd(e->b, j, LLVMConstInt(i32, (unsigned)S, 0), "")), "");
+  if (e->ity != i32) {
+    sj = LLVMBuildSExt(e->b, sj, e->ity, "");
+    bj = LLVMBuildSExt(e->b, bj, e->ity, "");
+  }
+  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, bj, q->c[0], ""));
+  if (!add_source(e, &m, q->c, q->lanes, sj, q->accs))
+    return false;
+  fgb_end_if(e, merge);
+  fgk_loop_end(e, &l, j);
+  return true;
+}
+
 /* SUM of an index_add: each thread k->chunks vectors of V adjacent elements
  * along the last dim, block-strided (embbwd2): every vector's operand
  * loads, segment bounds and first source are issued before any segment
  * is walked; then each vector adds its slice's sources in ascending
  * order (the first one, then the rest of the segment) and is stored. A
  * vector past the end takes the last vector's place (its loads valid)
- * and is not stored. */
+ * and is not stored. A select (embscan) takes its sources from the index
+ * instead (emit_select). */
 static bool emit_sum(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   if (k->scat->op->code == FG_OP_SCATTER_ADD)
     return emit_sum_elements(e);
   const fg_node *n = k->scat;
-  const fg_value *x = n->in[0], *out = n->out[0];
-  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
   int rank = k->rank, last = rank - 1, V = e->vec, U = k->chunks > 1 ? k->chunks : 1;
   fg_index_map m;
   fg_index_map_of(n, &m);
@@ -640,12 +762,11 @@ static bool emit_sum(fgb_emitter *e) {
     total *= k->dims[d];
   if (!total) /* an empty result: nothing to launch */
     return true;
-  if (U > 4 || total % V) {
+  if (U > 4 || total % V || (k->scat_select && U != 1)) {
     fgb_fail(e, "scatter sum kernel %d: %d chunks of %d lanes over %lld elements", k->id, U, V,
              (long long)total);
     return false;
   }
-  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
   LLVMValueRef gid0 = LLVMBuildAdd(
       e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), ""),
       fgb_thread_index(e, 0), "");
@@ -653,24 +774,10 @@ static bool emit_sum(fgb_emitter *e) {
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
     LLVMValueRef gid = LLVMBuildAdd(e->b, gid0, fgb_const(e, (int64_t)u * k->block), "");
-    LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-    q->ok = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), "");
-    base = fgk_imin(e, base, fgb_const(e, total - V));
-    fgb_delinearize(e, base, k->dims, rank, q->c);
-    for (int j = 0; j < V; j++)
-      q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
-    sum_vec_bind(e, q, V, last);
-    int mark = fgb_memo_mark(e);
-    LLVMValueRef idx[FG_MAX_RANK];
-    memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
-    for (int j = 0; j < V; j++) {
-      idx[last] = q->lanes[j];
-      LLVMValueRef v = fgb_emit_value(e, x, idx);
-      if (!v)
-        return false;
-      q->accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
-    }
-    fgb_memo_release(e, mark);
+    if (!sum_vec_init(e, q, gid, total))
+      return false;
+    if (k->scat_select)
+      continue;
     LLVMValueRef slice = q->c[m.dim];
     q->lo = load_at(e, k->scat_off, slice);
     q->hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
@@ -684,6 +791,12 @@ static bool emit_sum(fgb_emitter *e) {
     } else if (k->scat_sources > 0)
       q->first = load_at(e, k->scat_order, fgk_imin(e, q->lo, fgb_const(e, k->scat_sources - 1)));
   }
+  if (k->scat_select) {
+    if (!emit_select(e, &sv[0], total))
+      return false;
+    sum_vec_store(e, &sv[0]);
+    return !e->failed;
+  }
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
     sum_vec_bind(e, q, V, last);
@@ -696,16 +809,8 @@ static bool emit_sum(fgb_emitter *e) {
       return false;
     fgb_end_if(e, some);
   }
-  for (int u = 0; u < U; u++) {
-    sum_vec *q = &sv[u];
-    sum_vec_bind(e, q, V, last);
-    LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
-    LLVMValueRef vals[16];
-    for (int j = 0; j < V; j++)
-      vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, q->accs[j], ""), acc, dt);
-    fgb_emit_store_lanes(e, out, q->c, vals);
-    fgb_end_if(e, merge);
-  }
+  for (int u = 0; u < U; u++)
+    sum_vec_store(e, &sv[u]);
   return !e->failed;
 }
 

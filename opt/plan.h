@@ -244,6 +244,11 @@ typedef struct fg_kernel {
    * shared memory where they fit (the offsets also stored to their temp
    * for the SUM; the counts temp then unused) */
   bool scat_smem;
+  /* SCATTER_SUM of an index_add along dim 0 with few static sources
+   * (embscan, segment.c scatter_select): the only kernel of the node, no
+   * temps; each CTA selects from the whole index, in ascending position,
+   * the sources of the slices its elements are in (emit_scatter.c) */
+  bool scat_select;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */

@@ -270,7 +270,10 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     if (k->combine_loads)
       fprintf(f, " combiner-loads %d", k->combine_loads);
   }
-  if (fg_kernel_is_scatter(k->kind))
+  if (fg_kernel_is_scatter(k->kind) && k->scat_select)
+    fprintf(f, " slices %" PRId64 " sources %s select", k->scat_bins,
+            fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena));
+  else if (fg_kernel_is_scatter(k->kind))
     fprintf(f, " slices %" PRId64 " sources %s scan %d x %d", k->scat_bins,
             fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena), k->scat_threads, k->scat_seg);
   if (fg_kernel_is_scatter(k->kind) && k->scat_ctas > 1)

@@ -1594,6 +1594,23 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
  * the last), each looping over its slice's sources. */
 enum { SCATTER_THREADS = 256 };
 
+/* embscan: a select's vectors load the operand and the source and store
+ * the result, never the index (an argument whose last extent may match the
+ * result's by chance, as pick_vec would count it) */
+static int select_vec(const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
+  if (o && o->no_vectorize)
+    return 1;
+  const fg_node *n = k->scat;
+  int w = fg_dtype_size(n->out[0]->type.dtype);
+  for (int i = 0; i < 3; i += 2)
+    if (fg_dtype_size(n->in[i]->type.dtype) > w)
+      w = fg_dtype_size(n->in[i]->type.dtype);
+  int v = 16 / w;
+  while (v > 1 && (inner <= 0 || inner % v))
+    v /= 2;
+  return v;
+}
+
 static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t n = 1;
   for (int i = 0; i < k->rank; i++)
@@ -1636,8 +1653,12 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     k->inner = k->dims[k->rank - 1];
     /* scatter_add: each element its own bin, so lanes do not share one */
     bool lanes = k->scat->op->code == FG_OP_INDEX_ADD && dim != k->rank - 1;
-    k->vec = pick_vec(p, k, lanes ? k->inner : 1, o);
-    k->why = "scatter: each element its operand's plus its sources in ascending order";
+    k->vec = k->scat_select ? select_vec(k, lanes ? k->inner : 1, o)
+                            : pick_vec(p, k, lanes ? k->inner : 1, o);
+    k->why = k->scat_select
+                 ? "scatter: each element its operand's plus its sources in ascending "
+                   "order, each CTA selecting its slices' sources from the whole index"
+                 : "scatter: each element its operand's plus its sources in ascending order";
     break;
   }
   }
@@ -1649,7 +1670,8 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
    * operand's loads, segment bounds and first sources all in flight before
    * any segment is walked, so a slice's sources wait on fewer latencies */
   int64_t v;
-  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD) {
+  /* embscan: a select's CTA takes one run of elements (chunks 1) */
+  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD && !k->scat_select) {
     if (knob(o, FG_KNOB_SCATTER_CHUNKS, &v))
       k->chunks = (int)v;
     else if (groups >= (int64_t)k->block * 2 * p->target.sm_count * 8)

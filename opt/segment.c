@@ -893,8 +893,53 @@ static void scatter_scan_shape(int64_t bins, int64_t sort_threads, int64_t *thre
   *ctas = (chunks + per - 1) / per;
 }
 
+/* embscan: an index_add's SUM alone, each CTA selecting its slices'
+ * sources from the whole index (a block-wide compaction in ascending
+ * position, SELECT_ROUND sources a round), where the index is along dim 0
+ * (a CTA's elements are then a run of slices), its sources static and at
+ * most SELECT_MAX_SOURCES (a CTA's shared list), and the index elements
+ * all CTAs read together at most SELECT_MAX_LOADS (about the SUM's CTAs,
+ * its result's elements / SELECT_CTA_ELEMS, times the sources): there it
+ * costs less than the sort's kernel before the SUM. The knob
+ * SCATTER_SELECT overrides the last rule. */
+enum {
+  SELECT_MAX_SOURCES = 2048,
+  SELECT_MAX_LOADS = 1 << 22,
+  SELECT_CTA_ELEMS = 1024,
+};
+
+static bool scatter_select(const fg_plan *p, const fg_node *n, int64_t sources) {
+  if (n->op->code != FG_OP_INDEX_ADD || fg_sym_involves(&p->sym, sources) || sources <= 0 ||
+      sources > SELECT_MAX_SOURCES)
+    return false;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  if (m.dim != 0)
+    return false;
+  int64_t v;
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SELECT, &v))
+    return v;
+  int64_t elems = 1;
+  for (int d = 0; d < n->out[0]->type.rank; d++)
+    elems *= n->out[0]->type.dims[d].size;
+  int64_t ctas = (elems + SELECT_CTA_ELEMS - 1) / SELECT_CTA_ELEMS;
+  return ctas * sources <= SELECT_MAX_LOADS;
+}
+
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   int64_t bins = scatter_bins(n), sources = scatter_sources(n);
+  if (scatter_select(p, n, sources)) {
+    fg_kernel *k = new_kernel(p);
+    k->kind = FG_KERNEL_SCATTER_SUM;
+    k->scat = n;
+    k->scat_bins = bins;
+    k->scat_sources = sources;
+    k->scat_cnt = k->scat_off = k->scat_fill = k->scat_order = -1;
+    k->scat_select = true;
+    set_domain(k, &n->out[0]->type, NULL);
+    add_to_kernel(p, k, n->out[0]);
+    return;
+  }
   int64_t threads = (bins + 3) / 4;
   threads = threads < 32                 ? 32
             : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
@@ -1052,7 +1097,7 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
 
 /* The values a kernel computes from: its outputs (a reduction's input),
  * or for the scatter kernels the operands each reads (the index; the
- * operand and the source). */
+ * operand and the source, and a select's index), at most nouts + 3. */
 static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
   if (k->kind == FG_KERNEL_SCAN_CHUNKS) {
     roots[0] = k->reds[0]->in[0];
@@ -1067,7 +1112,8 @@ static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
     }
     roots[0] = k->scat->in[0];
     roots[1] = k->scat->in[2];
-    return 2;
+    roots[2] = k->scat->in[1]; /* the select reads the index too */
+    return k->scat_select ? 3 : 2;
   }
   for (int i = 0; i < k->nouts; i++) {
     const fg_node *n = k->outs[i]->def;
@@ -1248,6 +1294,8 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
 
 /* The scatter kernels' temps, after the buffers they read and write. */
 static void add_scatter_args(fg_plan *p, fg_kernel *k) {
+  if (k->scat_select) /* no temps */
+    return;
   int t[4] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
   for (int i = 0; i < 4; i++)
     add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
@@ -1609,7 +1657,7 @@ static bool mark_read_reductions(fg_plan *p) {
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!a.seen || !roots) {
       free(a.seen);
       free(roots);
@@ -1664,7 +1712,7 @@ static bool order_arguments(fg_plan *p) {
       free(a.seen);
       return false;
     }
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!roots) {
       free(loads);
       free(a.seen);
