@@ -133,7 +133,12 @@ static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
   }
   e->lanes[0] = s;
   e->nuniform = 0;
+  /* one lane: the select's SUM has wider vectors, but a source's index
+   * is one element (not the first of a vector at s) */
+  int vec = e->vec;
+  e->vec = 1;
   LLVMValueRef v = fgb_emit_value(e, iv, c);
+  e->vec = vec;
   if (!v)
     return NULL;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
