@@ -112,7 +112,11 @@
     "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
-    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")
+    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \
+  /* embscan: index_add along dim 0 with few sources, one kernel */                                \
+  X(SCATTER_SELECT, 0, 1, FG_KNOB_ANY, "auto",                                                     \
+    "index_add along dim 0: 1 each SUM CTA selects its slices' sources from the whole index (no "  \
+    "sort), 0 never")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -226,15 +226,29 @@ typedef struct fg_kernel {
    * scatter_add: the operand's elements, each its own bin) and sources
    * (the index's elements); temps (i32): counts [scat_pad] (zero between runs), offsets
    * [scat_pad + 1], source positions by segment as filled and as ordered
-   * [sources]; the scan's elements a thread (a multiple of 4) and threads
-   * (scat_pad = their product) */
+   * [sources]; the scan's elements a thread (a multiple of 4), threads a
+   * CTA and CTAs (scat_pad = their product). embscan: with scat_ctas > 1
+   * (the SCAN kernel, not SORT) each scan CTA takes a range of
+   * scat_threads x scat_seg bins, and the counts temp holds one more count
+   * a range after the bins' (at scat_pad + range: COUNT adds to it, FILL
+   * takes it back to zero), so that a CTA's first offset is the sum of
+   * the ranges' counts before its own */
   const fg_node *scat;
   int64_t scat_bins, scat_sources, scat_pad;
   int scat_cnt, scat_off, scat_fill, scat_order;
-  int scat_seg, scat_threads;
+  int scat_seg, scat_threads, scat_ctas;
   /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
    * code, each step's loads in flight at once); 0 for the other kinds */
   int scat_rounds;
+  /* SCATTER_SORT (embscan): its counts, offsets and filled positions in
+   * shared memory where they fit (the offsets also stored to their temp
+   * for the SUM; the counts temp then unused) */
+  bool scat_smem;
+  /* SCATTER_SUM of an index_add along dim 0 with few static sources
+   * (embscan, segment.c scatter_select): the only kernel of the node, no
+   * temps; each CTA selects from the whole index, in ascending position,
+   * the sources of the slices its elements are in (emit_scatter.c) */
+  bool scat_select;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */

@@ -270,11 +270,16 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     if (k->combine_loads)
       fprintf(f, " combiner-loads %d", k->combine_loads);
   }
-  if (fg_kernel_is_scatter(k->kind))
+  if (fg_kernel_is_scatter(k->kind) && k->scat_select)
+    fprintf(f, " slices %" PRId64 " sources %s select", k->scat_bins,
+            fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena));
+  else if (fg_kernel_is_scatter(k->kind))
     fprintf(f, " slices %" PRId64 " sources %s scan %d x %d", k->scat_bins,
             fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena), k->scat_threads, k->scat_seg);
+  if (fg_kernel_is_scatter(k->kind) && k->scat_ctas > 1)
+    fprintf(f, " ctas %d", k->scat_ctas);
   if (k->kind == FG_KERNEL_SCATTER_SORT)
-    fprintf(f, " rounds %d", k->scat_rounds);
+    fprintf(f, " rounds %d%s", k->scat_rounds, k->scat_smem ? " in-smem" : "");
   if (fg_kernel_is_scan(k->kind) && k->scan_lanes)
     fprintf(f, " lanes/row %d rows/cta %d", k->scan_lanes, k->block / k->scan_lanes);
   else if (fg_kernel_is_scan(k->kind))

@@ -1641,12 +1641,30 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
 /* issue 20: the scatter kernels (plan.h). COUNT, FILL and ORDER take a
- * thread a source; SCAN is one CTA, scat_seg bins a thread, and so is
+ * thread a source; SCAN is scat_ctas CTAs (embscan: a range of bins
+ * each), scat_seg bins a thread; SORT is one CTA, as many bins a thread, and
  * SORT (scat_rounds sources a thread); SUM is the
  * pointwise form over the result, a thread a vector of adjacent elements
  * along the last dim (lanes share their destination slice unless dim is
  * the last), each looping over its slice's sources. */
 enum { SCATTER_THREADS = 256 };
+
+/* embscan: a select's vectors load the operand and the source and store
+ * the result, never the index (an argument whose last extent may match the
+ * result's by chance, as pick_vec would count it) */
+static int select_vec(const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
+  if (o && o->no_vectorize)
+    return 1;
+  const fg_node *n = k->scat;
+  int w = fg_dtype_size(n->out[0]->type.dtype);
+  for (int i = 0; i < 3; i += 2)
+    if (fg_dtype_size(n->in[i]->type.dtype) > w)
+      w = fg_dtype_size(n->in[i]->type.dtype);
+  int v = 16 / w;
+  while (v > 1 && (inner <= 0 || inner % v))
+    v /= 2;
+  return v;
+}
 
 static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t n = 1;
@@ -1662,8 +1680,11 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   switch (k->kind) {
   case FG_KERNEL_SCATTER_SCAN:
     k->block = k->scat_threads;
-    k->grid[0] = 1;
-    k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
+    k->grid[0] = k->scat_ctas;
+    k->why = k->scat_ctas > 1
+                 ? "scatter: exclusive scan of the counts into segment offsets (a CTA a "
+                   "range of bins, after the ranges' counts before it)"
+                 : "scatter: exclusive scan of the counts into segment offsets (one CTA)";
     return;
   case FG_KERNEL_SCATTER_SORT:
     k->block = k->scat_threads;
@@ -1687,8 +1708,12 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     k->inner = k->dims[k->rank - 1];
     /* scatter_add: each element its own bin, so lanes do not share one */
     bool lanes = k->scat->op->code == FG_OP_INDEX_ADD && dim != k->rank - 1;
-    k->vec = pick_vec(p, k, lanes ? k->inner : 1, o);
-    k->why = "scatter: each element its operand's plus its sources in ascending order";
+    k->vec = k->scat_select ? select_vec(k, lanes ? k->inner : 1, o)
+                            : pick_vec(p, k, lanes ? k->inner : 1, o);
+    k->why = k->scat_select
+                 ? "scatter: each element its operand's plus its sources in ascending "
+                   "order, each CTA selecting its slices' sources from the whole index"
+                 : "scatter: each element its operand's plus its sources in ascending order";
     break;
   }
   }
@@ -1700,7 +1725,8 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
    * operand's loads, segment bounds and first sources all in flight before
    * any segment is walked, so a slice's sources wait on fewer latencies */
   int64_t v;
-  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD) {
+  /* embscan: a select's CTA takes one run of elements (chunks 1) */
+  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD && !k->scat_select) {
     if (knob(o, FG_KNOB_SCATTER_CHUNKS, &v))
       k->chunks = (int)v;
     else if (groups >= (int64_t)k->block * 2 * p->target.sm_count * 8)

@@ -842,6 +842,10 @@ enum { SCAN_MAX_THREADS = 1024 };
  * count's atomic, the fill's atomic and store, the order's segment bounds
  * and store. */
 enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 5 };
+/* embscan: the fused sort keeps its counts, offsets and filled positions
+ * (i32) in shared memory where they take at most this many bytes (static
+ * shared memory stops at 48 KB; the scan's own array is 256 bytes) */
+enum { SORT_SMEM_BYTES = 40 * 1024 };
 
 static int64_t scatter_bins(const fg_node *n) {
   if (n->op->code == FG_OP_INDEX_ADD) {
@@ -887,8 +891,80 @@ static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
 }
 
+/* embscan: the SCAN kernel's CTAs (threads, 4 bins a thread, and ranges of
+ * chunks of 4 x threads bins, at most SCAN_MAX_CTAS ranges), so that each
+ * CTA's loads are one coalesced pass and the bins' scan is spread over SMs */
+enum { SCAN_CTA_THREADS = 256, SCAN_MAX_CTAS = 1024 };
+
+/* The scan's shape: threads a CTA, bins a thread (a multiple of 4) and
+ * CTAs. The fused sort's is one CTA of its own threads; the SCAN
+ * kernel's, CTAs of at most SCAN_CTA_THREADS threads, each a range of
+ * consecutive bins, as many chunks of 4 x threads bins as keep the CTAs
+ * at most SCAN_MAX_CTAS. */
+static void scatter_scan_shape(int64_t bins, int64_t sort_threads, int64_t *threads, int64_t *seg,
+                               int64_t *ctas) {
+  if (sort_threads) {
+    *threads = sort_threads;
+    *seg = ((bins + sort_threads - 1) / sort_threads + 3) / 4 * 4;
+    *ctas = 1;
+    return;
+  }
+  int64_t t = (bins + 3) / 4;
+  t = t < 32 ? 32 : t > SCAN_CTA_THREADS ? SCAN_CTA_THREADS : (t + 31) / 32 * 32;
+  int64_t chunks = (bins + 4 * t - 1) / (4 * t);
+  int64_t per = (chunks + SCAN_MAX_CTAS - 1) / SCAN_MAX_CTAS;
+  *threads = t;
+  *seg = 4 * per;
+  *ctas = (chunks + per - 1) / per;
+}
+
+/* embscan: an index_add's SUM alone, each CTA selecting its slices'
+ * sources from the whole index (a block-wide compaction in ascending
+ * position, SELECT_ROUND sources a round), where the index is along dim 0
+ * (a CTA's elements are then a run of slices), its sources static and at
+ * most SELECT_MAX_SOURCES (a CTA's shared list), and the index elements
+ * all CTAs read together at most SELECT_MAX_LOADS (about the SUM's CTAs,
+ * its result's elements / SELECT_CTA_ELEMS, times the sources): there it
+ * costs less than the sort's kernel before the SUM. The knob
+ * SCATTER_SELECT overrides the last rule. */
+enum {
+  SELECT_MAX_SOURCES = 2048,
+  SELECT_MAX_LOADS = 1 << 22,
+  SELECT_CTA_ELEMS = 1024,
+};
+
+static bool scatter_select(const fg_plan *p, const fg_node *n, int64_t sources) {
+  if (n->op->code != FG_OP_INDEX_ADD || fg_sym_involves(&p->sym, sources) || sources <= 0 ||
+      sources > SELECT_MAX_SOURCES)
+    return false;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  if (m.dim != 0)
+    return false;
+  int64_t v;
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SELECT, &v))
+    return v;
+  int64_t elems = 1;
+  for (int d = 0; d < n->out[0]->type.rank; d++)
+    elems *= n->out[0]->type.dims[d].size;
+  int64_t ctas = (elems + SELECT_CTA_ELEMS - 1) / SELECT_CTA_ELEMS;
+  return ctas * sources <= SELECT_MAX_LOADS;
+}
+
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   int64_t bins = scatter_bins(n), sources = scatter_sources(n);
+  if (scatter_select(p, n, sources)) {
+    fg_kernel *k = new_kernel(p);
+    k->kind = FG_KERNEL_SCATTER_SUM;
+    k->scat = n;
+    k->scat_bins = bins;
+    k->scat_sources = sources;
+    k->scat_cnt = k->scat_off = k->scat_fill = k->scat_order = -1;
+    k->scat_select = true;
+    set_domain(k, &n->out[0]->type, NULL);
+    add_to_kernel(p, k, n->out[0]);
+    return;
+  }
   int64_t threads = (bins + 3) / 4;
   threads = threads < 32                 ? 32
             : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
@@ -899,8 +975,12 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   bool fused = scatter_fused(p, sources, threads > want ? threads : want);
   if (fused && want > threads)
     threads = want;
-  int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
-  int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
+  int64_t seg, ctas;
+  scatter_scan_shape(bins, fused ? threads : 0, &threads, &seg, &ctas);
+  int64_t pad = ctas * threads * seg;
+  /* the ranges' counts after the bins' (SCAN kernels of several CTAs) */
+  int cnt = scatter_temp(p, pad + (ctas > 1 ? ctas : 0), true);
+  int off = scatter_temp(p, pad + 1, false);
   int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
   fg_type one = {.dtype = FG_I32, .rank = 1};
   for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
@@ -911,16 +991,19 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat = n;
     k->scat_bins = bins;
     k->scat_sources = sources;
-    k->scat_pad = threads * seg;
+    k->scat_pad = pad;
     k->scat_cnt = cnt;
     k->scat_off = off;
     k->scat_fill = fill;
     k->scat_order = order;
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
-    if (k->kind == FG_KERNEL_SCATTER_SORT)
+    k->scat_ctas = (int)ctas;
+    if (k->kind == FG_KERNEL_SCATTER_SORT) {
       k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
-    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
+      k->scat_smem = 4 * (2 * pad + 1 + fg_sym_at_max(&p->sym, sources)) <= SORT_SMEM_BYTES;
+    }
+    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? pad : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
       add_to_kernel(p, k, n->out[0]);
@@ -1094,7 +1177,7 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
 
 /* The values a kernel computes from: its outputs (a reduction's input),
  * or for the scatter kernels the operands each reads (the index; the
- * operand and the source). */
+ * operand and the source, and a select's index), at most nouts + 3. */
 static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
   if (k->kind == FG_KERNEL_SCAN_CHUNKS) { /* and a host's outputs (start_scan_kernels) */
     roots[0] = k->reds[0]->in[0];
@@ -1111,7 +1194,8 @@ static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
     }
     roots[0] = k->scat->in[0];
     roots[1] = k->scat->in[2];
-    return 2;
+    roots[2] = k->scat->in[1]; /* the select reads the index too */
+    return k->scat_select ? 3 : 2;
   }
   for (int i = 0; i < k->nouts; i++) {
     const fg_node *n = k->outs[i]->def;
@@ -1292,6 +1376,8 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
 
 /* The scatter kernels' temps, after the buffers they read and write. */
 static void add_scatter_args(fg_plan *p, fg_kernel *k) {
+  if (k->scat_select) /* no temps */
+    return;
   int t[4] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
   for (int i = 0; i < 4; i++)
     add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
@@ -1653,7 +1739,7 @@ static bool mark_read_reductions(fg_plan *p) {
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!a.seen || !roots) {
       free(a.seen);
       free(roots);
@@ -1708,7 +1794,7 @@ static bool order_arguments(fg_plan *p) {
       free(a.seen);
       return false;
     }
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!roots) {
       free(loads);
       free(a.seen);

@@ -325,7 +325,8 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
     const fgl_param_info *pi = &s->pi[i];
     fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype)
                                : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
-    if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i]))
+    if (!(o->int_range ? fg_inputs_generate_ints(&ty, o->seed, i, o->int_lo, o->int_hi, &s->in[i])
+                       : fg_inputs_generate(&ty, o->seed, i, &s->in[i])))
       FAIL("cannot generate an input for parameter '%s'", pi->name);
   }
   return FG_EXIT_OK;

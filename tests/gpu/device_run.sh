@@ -223,7 +223,9 @@ l2order() {
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
 # with a grid reduction of the row + column form, and of the scatters'
 # kernels (issue 20: the counts left zero for the next run; scatter2: the
-# fused sort and scatter_add).
+# fused sort and scatter_add; scatter5: the scan's ranges, whose counts the
+# fill kernel leaves zero too; scatter_select: the sum that selects its
+# sources itself).
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
@@ -236,7 +238,10 @@ repeat() {
       tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
       tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine \
       tests_graphs__scatter4:chunks_gpt2ish tests_graphs__scatter4:chunks_one_bin \
-      tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__column_threads:odd_f32 \
+      tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__scatter5:ranges_gpt2 \
+      tests_graphs__scatter5:ranges_hot tests_graphs__scatter5:ranges_chunks \
+      tests_graphs__scatter5:sort_chunks_f32 tests_graphs__scatter_select:sel_emb_small \
+      tests_graphs__scatter_select:sel_raw_hot tests_graphs__column_threads:odd_f32 \
       tests_graphs__column_threads:halfs tests_graphs__column_threads:var_split tests_graphs__column_threads:arg_cols \
       tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16 \
       tests_graphs__scan_split:row_odd_f16 tests_graphs__scan_split:row_multi_bf16 tests_graphs__scan_split:row_host \
