@@ -241,7 +241,8 @@ repeat() {
       tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__scatter5:ranges_gpt2 \
       tests_graphs__scatter5:ranges_hot tests_graphs__scatter5:ranges_chunks \
       tests_graphs__scatter5:sort_chunks_f32 tests_graphs__scatter_select:sel_emb_small \
-      tests_graphs__scatter_select:sel_raw_hot tests_graphs__column_threads:odd_f32 \
+      tests_graphs__scatter_select:sel_raw_hot tests_graphs__row_cluster_few:few_groupnorm \
+      tests_graphs__column_threads:odd_f32 \
       tests_graphs__column_threads:halfs tests_graphs__column_threads:var_split tests_graphs__column_threads:arg_cols \
       tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16 \
       tests_graphs__scan_split:row_odd_f16 tests_graphs__scan_split:row_multi_bf16 tests_graphs__scan_split:row_host \
