@@ -530,14 +530,15 @@ static bool emit_sum_elements(fgb_emitter *e) {
   return !e->failed;
 }
 
-/* One source's elements at s for a vector at coordinates c, in the
- * accumulator's dtype (index_add's SUM). */
-static bool source_values(fgb_emitter *e, const fg_index_map *m, const LLVMValueRef *c,
-                          const LLVMValueRef *lanes, LLVMValueRef s, LLVMValueRef *vals) {
+/* One source's elements at s added into the accumulators of a vector at
+ * coordinates c (index_add's SUM). */
+static bool add_source(fgb_emitter *e, const fg_index_map *m, const LLVMValueRef *c,
+                       const LLVMValueRef *lanes, LLVMValueRef s, LLVMValueRef *accs) {
   const fg_kernel *k = e->k;
   const fg_value *src = k->scat->in[2];
   fg_dtype acc = fg_reduce_acc_dtype(k->scat->out[0]->type.dtype);
   int rank = k->rank, last = rank - 1, V = e->vec;
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
   LLVMValueRef idx[FG_MAX_RANK];
   int mark = fgb_memo_mark(e);
   int nuni = e->nuniform;
@@ -551,31 +552,11 @@ static bool source_values(fgb_emitter *e, const fg_index_map *m, const LLVMValue
     LLVMValueRef v = fgb_emit_value(e, src, idx);
     if (!v)
       return false;
-    vals[j] = fgb_convert(e->m, v, src->type.dtype, acc);
+    LLVMValueRef a = LLVMBuildLoad2(e->b, at_ty, accs[j], "");
+    LLVMBuildStore(e->b, acc_add(e, acc, a, fgb_convert(e->m, v, src->type.dtype, acc)), accs[j]);
   }
   e->nuniform = nuni;
   fgb_memo_release(e, mark);
-  return true;
-}
-
-/* The accumulators plus one source's values, lane by lane. */
-static void accumulate(fgb_emitter *e, LLVMValueRef *accs, const LLVMValueRef *vals) {
-  fg_dtype acc = fg_reduce_acc_dtype(e->k->scat->out[0]->type.dtype);
-  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
-  for (int j = 0; j < e->vec; j++) {
-    LLVMValueRef a = LLVMBuildLoad2(e->b, at_ty, accs[j], "");
-    LLVMBuildStore(e->b, acc_add(e, acc, a, vals[j]), accs[j]);
-  }
-}
-
-/* One source's elements at s added into the accumulators of a vector at
- * coordinates c (index_add's SUM). */
-static bool add_source(fgb_emitter *e, const fg_index_map *m, const LLVMValueRef *c,
-                       const LLVMValueRef *lanes, LLVMValueRef s, LLVMValueRef *accs) {
-  LLVMValueRef vals[16];
-  if (!source_values(e, m, c, lanes, s, vals))
-    return false;
-  accumulate(e, accs, vals);
   return true;
 }
 
@@ -598,9 +579,9 @@ static void sum_vec_bind(fgb_emitter *e, const sum_vec *q, int V, int last) {
 }
 
 /* embscan: the sources after a segment's first, SUM_UNROLL at a time in
- * straight-line code (their positions' loads, then their elements', then
- * the adds: all in flight together, as a hot slice's long segment needs),
- * then one at a time; the adds stay in ascending order. */
+ * straight-line code (their positions' and elements' loads in flight
+ * together, as a hot slice's long segment needs), then one at a time; the
+ * adds stay in ascending order. */
 enum { SUM_UNROLL = 4 };
 
 static bool add_rest(fgb_emitter *e, const fg_index_map *m, sum_vec *q) {
@@ -609,14 +590,12 @@ static bool add_rest(fgb_emitter *e, const fg_index_map *m, sum_vec *q) {
   LLVMValueRef whole = LLVMBuildSub(e->b, q->hi, fgb_const(e, SUM_UNROLL - 1), "");
   fgk_loop l;
   LLVMValueRef jj = fgk_loop_begin(e, &l, start, whole, fgb_const(e, SUM_UNROLL));
-  LLVMValueRef pos[SUM_UNROLL], vals[SUM_UNROLL][16];
+  LLVMValueRef pos[SUM_UNROLL];
   for (int u = 0; u < SUM_UNROLL; u++)
     pos[u] = load_at(e, k->scat_order, LLVMBuildAdd(e->b, jj, fgb_const(e, u), ""));
   for (int u = 0; u < SUM_UNROLL; u++)
-    if (!source_values(e, m, q->c, q->lanes, pos[u], vals[u]))
+    if (!add_source(e, m, q->c, q->lanes, pos[u], q->accs))
       return false;
-  for (int u = 0; u < SUM_UNROLL; u++)
-    accumulate(e, q->accs, vals[u]);
   fgk_loop_end(e, &l, jj);
   /* the rest: from start + (segment length - 1) rounded down to SUM_UNROLL */
   LLVMValueRef n = LLVMBuildSub(e->b, q->hi, start, "");
