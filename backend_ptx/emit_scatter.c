@@ -578,30 +578,14 @@ static void sum_vec_bind(fgb_emitter *e, const sum_vec *q, int V, int last) {
     e->uniform[e->nuniform++] = q->c[d];
 }
 
-/* embscan: the sources after a segment's first, SUM_UNROLL at a time in
- * straight-line code (their positions' and elements' loads in flight
- * together, as a hot slice's long segment needs), then one at a time; the
- * adds stay in ascending order. */
-enum { SUM_UNROLL = 4 };
-
+/* The sources after a segment's first, one at a time in ascending order.
+ * (Four at a time in straight-line code, embscan, made embedding_bwd's sum
+ * kernel 109 -> 135 us on the H100: docs/benchmarks.md, run B2.) */
 static bool add_rest(fgb_emitter *e, const fg_index_map *m, sum_vec *q) {
   const fg_kernel *k = e->k;
-  LLVMValueRef start = LLVMBuildAdd(e->b, q->lo, fgb_const(e, 1), "");
-  LLVMValueRef whole = LLVMBuildSub(e->b, q->hi, fgb_const(e, SUM_UNROLL - 1), "");
   fgk_loop l;
-  LLVMValueRef jj = fgk_loop_begin(e, &l, start, whole, fgb_const(e, SUM_UNROLL));
-  LLVMValueRef pos[SUM_UNROLL];
-  for (int u = 0; u < SUM_UNROLL; u++)
-    pos[u] = load_at(e, k->scat_order, LLVMBuildAdd(e->b, jj, fgb_const(e, u), ""));
-  for (int u = 0; u < SUM_UNROLL; u++)
-    if (!add_source(e, m, q->c, q->lanes, pos[u], q->accs))
-      return false;
-  fgk_loop_end(e, &l, jj);
-  /* the rest: from start + (segment length - 1) rounded down to SUM_UNROLL */
-  LLVMValueRef n = LLVMBuildSub(e->b, q->hi, start, "");
-  LLVMValueRef done = LLVMBuildMul(e->b, LLVMBuildSDiv(e->b, n, fgb_const(e, SUM_UNROLL), ""),
-                                   fgb_const(e, SUM_UNROLL), "");
-  jj = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, start, done, ""), q->hi, fgb_const(e, 1));
+  LLVMValueRef jj =
+      fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, q->lo, fgb_const(e, 1), ""), q->hi, fgb_const(e, 1));
   if (!add_source(e, m, q->c, q->lanes, load_at(e, k->scat_order, jj), q->accs))
     return false;
   fgk_loop_end(e, &l, jj);
