@@ -470,14 +470,19 @@ def _ops20(name, args, kw):
         a, b, w = args
         like = next(v for v in (a, b, w) if _is_t(v))
         a, b = [v if _is_t(v) else torch.full_like(like, float(v)) for v in (a, b)]
-        if _is_t(w) and len({a.dtype, b.dtype, w.dtype}) > 1:
-            # torch.lerp does not promote: the operands to the promoted dtype (a 0-d
-            # f32 weight of f16 tensors stays f16, as the language promotes)
-            ab = torch.result_type(a, b)
-            probe = torch.empty((1,) if a.dim() or b.dim() else (), dtype=ab)
+        rt = torch.result_type(a, b)
+        if _is_t(w):
+            # torch.lerp does not promote: the result dtype as the language
+            # promotes (a 0-d f32 weight of f16 tensors stays f16)
+            probe = torch.empty((1,) if a.dim() or b.dim() else (), dtype=rt)
             rt = torch.result_type(probe, w)
-            a, b, w = a.to(rt), b.to(rt), w.to(rt)
-        return torch.lerp(a, b, w if _is_t(w) else float(w))
+        if rt in (torch.float16, torch.bfloat16):
+            # narrow floats are computed in f32 and rounded once, each operand
+            # as given: a 0-d f32 end or weight is not rounded to f16 first
+            # (as torch.lerp over f16 tensors would; the interpreter does not)
+            f = torch.float32
+            return torch.lerp(a.to(f), b.to(f), w.to(f) if _is_t(w) else float(w)).to(rt)
+        return torch.lerp(a.to(rt), b.to(rt), w.to(rt) if _is_t(w) else float(w))
     if name == "stack":
         rt = args[0].dtype
         for a in args[1:]:
