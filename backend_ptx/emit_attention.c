@@ -790,53 +790,6 @@ static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
       LLVMBuildStore(a->b, acc[4 * d + i], st->o[0][d][i]);
 }
 
-/* attnpp: pingpong between the CTA's two warpgroups (plan: pingpong;
- * FlashAttention-3's inter-warpgroup overlap). Named barriers (0 is the
- * CTA's) order the wgmma issues of an overlapped iteration, so that the
- * tensor cores run one group's products while the other's softmax runs,
- * rather than both softmaxes at once on the same units:
- *
- *   1: S_j of group 0, S_j of group 1, group 0's P V (group 0 arrives at
- *      barrier 1 after issuing S, group 1 waits there before its S;
- *      group 1 arrives at 2 after its S, group 0 waits there before P V)
- *   2: group 0's S_j and P V, then group 1's (barrier 1: group 0 arrives
- *      after its P V, group 1 waits before its S)
- *
- * bar.sync id, 256 of one group's 128 threads completes with bar.arrive
- * id, 256 of the other's. Each barrier is used once an iteration by each
- * group, and the CTA barrier at the top of the next iteration comes after
- * both uses, so no group arrives twice at a barrier before the other
- * waited there (which would complete it wrongly); both groups run every
- * iteration (wg_overlap_loop runs causal blocks a group's rows precede,
- * masked). Each point is one inline-assembly statement with the group
- * index as a predicate (warp-uniform), a no-op without pingpong. */
-enum { PP_BEFORE_S, PP_AFTER_S, PP_BEFORE_PV, PP_AFTER_PV };
-
-static void wg_pingpong(attn *a, int point) {
-  int mode = a->k->attn_pingpong;
-  const char *text = NULL;
-  if (mode == 1 && point == PP_BEFORE_S)
-    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
-  else if (mode == 1 && point == PP_AFTER_S)
-    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n"
-           "@!p bar.arrive 2, 256;\n}";
-  else if (mode == 1 && point == PP_BEFORE_PV)
-    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.sync 2, 256;\n}";
-  else if (mode == 2 && point == PP_BEFORE_S)
-    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
-  else if (mode == 2 && point == PP_AFTER_PV)
-    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
-  if (!text)
-    return;
-  LLVMValueRef group = LLVMBuildLShr(a->b, a->warp, i32c(a, 2), "");
-  LLVMTypeRef i32 = LLVMTypeOf(group);
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(a->m->ctx), &i32, 1, 0);
-  const char *cons = "r,~{memory}";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  LLVMBuildCall2(a->b, fty, fn, &group, 1, "");
-}
-
 /* The wgmma loop software-pipelined (plan: overlap; FlashAttention-3's
  * intra-warpgroup overlap, its Algorithm 2): block 0's S and softmax
  * first, then for each key block j >= 1
@@ -891,18 +844,14 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMValueRef prev =
       LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, kb, i32c(a, 1), ""), i32c(a, stages), ""),
                    i32c(a, stage_bytes), "");
-  wg_pingpong(a, PP_BEFORE_S);
   if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, false))
     return;
-  wg_pingpong(a, PP_AFTER_S);
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
-  wg_pingpong(a, PP_BEFORE_PV);
   if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, prev), acc, false))
     return;
-  wg_pingpong(a, PP_AFTER_PV);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       sv[4 * j + i] = s[0][j][i];
@@ -1074,10 +1023,6 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
    * pieces on top of its in-flight registers spill at head dim 128 (the
    * plain variant, for misaligned operands, keeps the loop below) */
   bool overlap = wg && k->attn_overlap && async;
-  if (k->attn_pingpong && (!wg || !k->attn_overlap || k->attn_warps != 8)) {
-    fgb_fail(e, "attention kernel %d: pingpong needs the overlapped loop and 2 warpgroups", k->id);
-    return false;
-  }
   if (overlap && stages < 3) {
     fgb_fail(e, "attention kernel %d: the wgmma overlap needs 3 stages or more", k->id);
     return false;

@@ -213,12 +213,8 @@ typedef struct fg_kernel {
    * block j's S = Q K^T and block j - 1's P V issued together, block j's
    * softmax while P V runs (stages >= 3: V of block j - 1 still read) */
   bool attn_overlap;
-  /* attnpp (issue 19): the overlapped loop's wgmmas ordered between the
-   * two warpgroups by named barriers (knob ATTN_PINGPONG: 0 off; 1 S_0,
-   * S_1, then P V; 2 S_0 and P_0 V, then group 1's), so one group's
-   * softmax runs while the other's products do; attn_lpt (causal): the
-   * CTAs' work order over all (batch, head), heaviest query blocks first */
-  int attn_pingpong;
+  /* attnpp (issue 19), attn_lpt (causal): the CTAs' work order over all
+   * (batch, head), heaviest query blocks first */
   bool attn_lpt;
   int attn_lpt_heads; /* (batch, head) pairs a section of the attn_lpt order */
   /* SCATTER kernels (issue 20): the index_add or scatter_add node; its

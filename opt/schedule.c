@@ -1375,18 +1375,8 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
    * at 64 20% slower (docs/benchmarks.md, run Z9b). */
   k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) ? v == 1 : D == 128;
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
-  /* attnpp: pingpong between the two warpgroups, inside the overlapped
-   * loop (turned on by it unless ATTN_OVERLAP=0 is given) */
-  k->attn_pingpong = o && knob(o, FG_KNOB_ATTN_PINGPONG, &v) && wg == 2 ? (int)v : 0;
-  if (k->attn_pingpong && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
-    k->attn_overlap = true;
-    if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
-      k->attn_stages = 3;
-  }
   if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
     k->attn_overlap = false;
-  if (!k->attn_overlap)
-    k->attn_pingpong = 0;
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
