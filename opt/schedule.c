@@ -1734,7 +1734,7 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
 /* issue 20 (scan): cumsum's kernels (plan.h). A column scan: a thread
  * owns vec adjacent columns of the kept extent and walks the scanned
  * extent (its chunk, with scan_chunks > 1) with a running sum, its loads
- * SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
+ * FG_SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
  * before the first is used): the vector narrows to 4 bytes where the
  * threads fill less than a quarter of the GPU, as a column reduction's,
  * since the bytes in flight are the columns' whatever the vector, and
@@ -1742,20 +1742,25 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
  * row where a row is at most SCAN_WARP_CHUNKS chunks of 32 vectors
  * (SCAN_THREADS / 32 rows a CTA), else a CTA of up to 1024 threads a row;
  * both walk the row in chunks of their threads' vectors. */
-enum { SCAN_THREADS = 256, SCAN_THREAD_BYTES = 128, SCAN_WARP_CHUNKS = 8 };
+enum { SCAN_THREADS = 256, SCAN_WARP_CHUNKS = 8 };
+
+int fg_plan_scan_narrow_vec(const fg_plan *p, int vec, int wsz, int64_t columns, int chunks) {
+  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  while (vec > 1 && vec * wsz > 4 && ceil_div(columns, vec) * chunks < slots / 4)
+    vec /= 2;
+  return vec;
+}
 
 static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
-  int64_t v, cols = k->outer * k->inner,
-             slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  int64_t v, cols = k->outer * k->inner;
   int wsz = max_elem_size(p, k);
   k->split = 1;
   k->chunks = 1;
   k->grid[2] = 1;
   if (k->inner > 1) {
-    k->vec = pick_vec(p, k, k->dims[k->rank - 1], o);
-    while (k->vec > 1 && k->vec * wsz > 4 && ceil_div(cols, k->vec) * k->scan_chunks < slots / 4)
-      k->vec /= 2;
-    int rows = SCAN_THREAD_BYTES / (k->vec * wsz);
+    k->vec = fg_plan_scan_narrow_vec(p, pick_vec(p, k, k->dims[k->rank - 1], o), wsz, cols,
+                                     k->scan_chunks);
+    int rows = FG_SCAN_THREAD_BYTES / (k->vec * wsz);
     k->rows_per_iter = rows < 2 ? 2 : rows > 32 ? 32 : rows;
     if (knob(o, FG_KNOB_SCAN_ROWS, &v))
       k->rows_per_iter = (int)v;

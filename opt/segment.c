@@ -1010,7 +1010,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   }
 }
 
-/* A column scan's threads keep about SCAN_THREAD_BYTES of rows in flight
+/* A column scan's threads keep about FG_SCAN_THREAD_BYTES of rows in flight
  * (schedule.c schedule_scan): where all of them hold less than
  * SCAN_INFLIGHT, too little to keep the memory busy (few columns), or
  * where they fill less than a quarter of the GPU's thread slots at the
@@ -1023,12 +1023,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
  * SCAN_CHUNKS overrides the rule (read here because the choice decides
  * the kernels, as SCATTER_SORT's). Never over a symbolic size: one pass,
  * bounded at run time. */
-enum {
-  SCAN_INFLIGHT = 2 << 20,
-  SCAN_THREAD_BYTES = 128,
-  SCAN_MIN_CHUNK = 64,
-  SCAN_MAX_CHUNKS = 32
-};
+enum { SCAN_INFLIGHT = 2 << 20, SCAN_MIN_CHUNK = 64, SCAN_MAX_CHUNKS = 32 };
 
 static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int64_t len,
                        int64_t last) {
@@ -1056,11 +1051,10 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
     fill = SCAN_MAX_CHUNKS;
   if (fill < 1)
     fill = 1;
-  /* where the chunks alone cannot fill it, narrower vectors (schedule.c's
-   * loop, over all chunks' threads) */
-  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec * fill < slots / 4)
-    vec /= 2;
-  int64_t inflight = (columns + vec - 1) / vec * SCAN_THREAD_BYTES;
+  /* where the chunks alone cannot fill it, narrower vectors, as the
+   * scheduler narrows them over all chunks' threads */
+  vec = fg_plan_scan_narrow_vec(p, vec, wsz, columns, (int)fill);
+  int64_t inflight = (columns + vec - 1) / vec * FG_SCAN_THREAD_BYTES;
   int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight;
   if (fill > want)
     want = fill;
