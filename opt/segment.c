@@ -409,6 +409,14 @@ bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t) {
 
 static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
 
+/* A row kernel's rows (*b, the kept dims) and row length (*r, the reduced
+ * dims). */
+static void row_extents(const fg_kernel *k, int64_t *b, int64_t *r) {
+  *b = *r = 1;
+  for (int i = 0; i < k->rank; i++)
+    *(k->mask[i] ? r : b) *= k->dims[i];
+}
+
 /* A row kernel with few long rows (a full reduction) must split its rows
  * over CTAs to fill the GPU, which a phase that needs the finished
  * reduction forbids: such consumers go to a later kernel instead. Short
@@ -416,13 +424,8 @@ static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
 static bool few_rows(const fg_plan *p, const fg_kernel *k) {
   if (k->kind != FG_KERNEL_ROW)
     return false;
-  int64_t b = 1, r = 1;
-  for (int i = 0; i < k->rank; i++) {
-    if (!k->mask[i])
-      b *= k->dims[i];
-    else
-      r *= k->dims[i];
-  }
+  int64_t b, r;
+  row_extents(k, &b, &r);
   return b < 2 * (int64_t)p->target.sm_count && r > 32768;
 }
 
@@ -434,14 +437,9 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
 static bool few_unclustered_rows(const fg_plan *p, const fg_kernel *k) {
   if (!few_rows(p, k))
     return false;
-  int64_t b = 1, r = 1;
+  int64_t b, r;
   int elem = 1;
-  for (int i = 0; i < k->rank; i++) {
-    if (!k->mask[i])
-      b *= k->dims[i];
-    else
-      r *= k->dims[i];
-  }
+  row_extents(k, &b, &r);
   for (int i = 0; i < k->nreds; i++)
     if (fg_dtype_size(k->reds[i]->in[0]->type.dtype) > elem)
       elem = fg_dtype_size(k->reds[i]->in[0]->type.dtype);
@@ -458,10 +456,8 @@ static bool few_unclustered_rows(const fg_plan *p, const fg_kernel *k) {
  * (batchnorm_stats, two kernels: 0.66x torch.compile, docs/benchmarks.md,
  * run T1). */
 static bool one_pass_variance_ok(const fg_plan *p, const fg_kernel *k, const fg_node *n) {
-  int64_t b = 1;
-  for (int i = 0; i < k->rank; i++)
-    if (!k->mask[i])
-      b *= k->dims[i];
+  int64_t b, r;
+  row_extents(k, &b, &r);
   return b >= p->target.sm_count && fg_plan_variance_pair(k, n) >= 0;
 }
 
@@ -515,13 +511,8 @@ static int64_t rowcol_max_row(const fg_kernel *k) {
 static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE)
     return false;
-  int64_t b = 1, r = 1;
-  for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i])
-      r *= k->dims[i];
-    else
-      b *= k->dims[i];
-  }
+  int64_t b, r;
+  row_extents(k, &b, &r);
   /* Experiment knob, not a user interface: 0 never, 2 regardless of the
    * shape (to measure the crossover against the two-kernel path). */
   int64_t v;
