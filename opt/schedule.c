@@ -1380,7 +1380,10 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
-  k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D);
+  /* the overlapped loop's 16 bytes after the stages: the slot that orders
+   * its wait after the softmax (backend_ptx/emit_attention.c,
+   * wg_wait_softmax) */
+  k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + (k->attn_overlap ? 16 : 0);
   (void)p;
 }
 
