@@ -562,7 +562,7 @@ static bool store_results(attn *a, attn_state *st, LLVMValueRef bh) {
       LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r][h], "");
       l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 1), "");
       l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 2), "");
-      LLVMValueRef inv = LLVMBuildFDiv(b, f32c(a, 1.0), l, "");
+      LLVMValueRef inv = fgb_tc_rcp(m, l); /* no call: see fgb_tc_rcp */
       LLVMBasicBlockRef merge =
           fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, a->row[r][h], i32c(a, a->Sq), ""));
       LLVMValueRef grow = LLVMBuildAdd(b, slice, to_ity(a, a->row[r][h]), "");

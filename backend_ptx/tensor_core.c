@@ -89,6 +89,16 @@ LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y) {
   return fgb_call(m, "llvm.maxnum.f32", m->f32, 2, args);
 }
 
+LLVMValueRef fgb_tc_rcp(fgb_module *m, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef r0 = fgb_call(m, "llvm.nvvm.rcp.approx.ftz.f", m->f32, 1, &x);
+  LLVMValueRef one = LLVMConstReal(m->f32, 1.0);
+  LLVMValueRef e = fgb_tc_fma(m, LLVMBuildFNeg(b, x, ""), r0, one); /* 1 - x r0 */
+  LLVMValueRef r1 = fgb_tc_fma(m, r0, e, r0);
+  /* x = 0, +-inf or NaN: r0 is the answer, and the step made NaN of it */
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, e, e, ""), r0, r1, "");
+}
+
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x) {
   return fgb_call(m, "llvm.nvvm.ex2.approx.ftz.f", m->f32, 1, &x);
 }

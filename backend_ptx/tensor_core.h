@@ -58,6 +58,13 @@ void fgb_tc_mma(fgb_module *m, fg_dtype dt, LLVMValueRef *A, LLVMValueRef b0, LL
  * FP32 instructions an element on the pipe the softmax is bound by). */
 LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x);
+/* 1 / x (f32) without a call: rcp.approx.ftz.f32 and one Newton step
+ * (within an ulp for normal x; 0, +-inf and NaN give what division
+ * gives; subnormal x is flushed). rcp.rn.f32 (an fdiv)
+ * has a slow-path subroutine, and where the driver's JIT compiles the
+ * PTX as relocatable code (cuLink) that call is extern, and ptxas then
+ * serializes every wgmma of the kernel (info C7509). */
+LLVMValueRef fgb_tc_rcp(fgb_module *m, LLVMValueRef x);
 
 /* issue 19 (forward speed): two f32 values rounded to dt (nearest even)
  * as one word, lo in the low half, by one packed conversion
