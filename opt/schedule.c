@@ -1339,7 +1339,7 @@ static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k, int first, int n) 
  * sm_90a (knob ATTN_WGMMA=0: never), the head dim 64 or 128 and the dtype
  * 16-bit (emit_attention.c, "wgmma"; FlashAttention-3's consumer loop
  * without its producer warp and TMA). A warpgroup owns 64 query rows
- * (m64), two a CTA (knob ATTN_WG): br 128. Registers a thread: S (bc / 2
+ * (m64), two a CTA at D = 128 and one at D = 64 (knob ATTN_WG): br 128 or 64. Registers a thread: S (bc / 2
  * f32), O (D / 2), P (bc / 4 pairs) and about 80 for the rest; bc 128
  * keeps that within 255 at both head dims (240 at D = 128, 208 at D = 64:
  * one CTA of 256 threads an SM either way), so bc = 128 (knob ATTN_BC: 64
@@ -1364,7 +1364,14 @@ static int attn_wgmma_smem(int br, int bc, int stages, int64_t D) {
 
 static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t v, D = k->attn->in[0]->type.dims[3].size;
-  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
+  /* One warpgroup a CTA at head dim 64: its tiles fit three CTAs an SM,
+   * which pass no barrier together, so one's softmax runs under another's
+   * wgmmas; two warpgroups of one CTA meet at its barrier every key block
+   * and do their softmax at the same time, the tensor cores idle. Run C5
+   * (docs/benchmarks.md): [8,16,2048,64] 300.8 us against 399.5 with two
+   * (which ran 298 only while ptxas serialized every wgmma). At 128 one
+   * warpgroup's stages leave room for one CTA: two. */
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : D == 64 ? 1 : 2;
   k->attn_wgmma = true;
   k->attn_warps = 4 * wg;
   k->block = 32 * k->attn_warps;
