@@ -572,9 +572,9 @@ def write_md(path):
     L.append("- torch %s (CUDA %s), triton %s, Python %s" % (meta.get("torch"), meta.get("torch_cuda"),
                                                              meta.get("triton"), meta.get("python")))
     prep = meta.get("prepare", {})
-    L.append("- fusec: commit %s%s, compiled on the build machine (%s CPUs) %s" % (
+    L.append("- fusec: commit %s%s, compiled on the build machine (%s CPUs) %s; arch %s, SASS in the artifacts: %s" % (
         prep.get("commit"), " + uncommitted changes" if prep.get("dirty") else "", prep.get("host_cpus"),
-        prep.get("date")))
+        prep.get("date"), prep.get("arch", "?"), prep.get("cubin", "none (PTX, JIT-compiled at load)")))
     cb = st.get("copy_bw", [])
     if cb:
         L.append("- copy bandwidth (torch D2D copy of 512 MiB, read + write, median of 20): %s GB/s; "

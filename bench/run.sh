@@ -23,7 +23,9 @@ say() { echo "bench/run.sh: $*" | tee -a "$LOG"; }
 fail() { echo "bench/run.sh: FAILED: $*" | tee -a "$LOG" >&2; exit 1; }
 
 DRY=${BENCH_DRY_RUN_CPU:-0}
-PREP=.gpu/bench
+# BENCH_PREP: another prepared directory (e.g. one made with
+# `workloads.py prepare --cubin sm_90a`, artifacts with SASS)
+PREP=${BENCH_PREP:-.gpu/bench}
 [ "$DRY" = 1 ] && PREP=.gpu/bench-tiny
 [ -f $PREP/compile.json ] ||
   fail "no $PREP/compile.json: run bench/prepare.sh on the build machine and carry .gpu/bench"

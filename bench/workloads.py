@@ -11,7 +11,7 @@ Commands (build machine; plain python3, no torch needed):
   workloads.py list
   workloads.py check-templates
   workloads.py emit DIR                    one DIR/NAME.fg per workload
-  workloads.py prepare --fusec F --out D [--tiny] [--arch sm_90a]
+  workloads.py prepare --fusec F --out D [--tiny] [--arch sm_90a] [--cubin sm_90a]
                                            emit into D/fg, compile each into
                                            D/ptx/NAME.ptx with F (timed, median
                                            of 3), write D/compile.json (--tiny:
@@ -512,7 +512,7 @@ def check_templates():
 # ---- prepare: emit + compile with fusec ----------------------------------------------
 
 
-def prepare(fusec, out, reps=3, tiny=False, arch=None):
+def prepare(fusec, out, reps=3, tiny=False, arch=None, cubin=None):
     bad = check_templates()
     if bad:
         print("\n".join(bad), file=sys.stderr)
@@ -531,8 +531,9 @@ def prepare(fusec, out, reps=3, tiny=False, arch=None):
             r0 = os.times()
             t0 = time.perf_counter()
             try:
-                p = subprocess.run([fusec, src, "-o", dst] + (["--arch", arch] if arch else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True)
+                p = subprocess.run([fusec, src, "-o", dst] + (["--arch", arch] if arch else []) +
+                                   (["--cubin", cubin] if cubin else []), stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
             except OSError as e:
                 sys.exit("workloads.py: cannot run %s: %s" % (fusec, e))
             walls.append(time.perf_counter() - t0)
@@ -572,6 +573,9 @@ def prepare(fusec, out, reps=3, tiny=False, arch=None):
         fusec=os.path.abspath(fusec),
         tiny_shapes=tiny,
         arch=arch or "fusec's default",
+        # SASS in the artifact (fusec --cubin: whole-program ptxas), else PTX only,
+        # which the loader JITs as relocatable code (docs/loader.md, "Cubin cache")
+        cubin=cubin or "none",
         commit=git("rev-parse", "--short", "HEAD"),
         dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
         date=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -677,7 +681,9 @@ def main(argv):
         fusec = argv[argv.index("--fusec") + 1]
         out = argv[argv.index("--out") + 1]
         arch = argv[argv.index("--arch") + 1] if "--arch" in argv else None
-        prepare(fusec, out, reps=1 if "--tiny" in argv else 3, tiny="--tiny" in argv, arch=arch)
+        cubin = argv[argv.index("--cubin") + 1] if "--cubin" in argv else None
+        prepare(fusec, out, reps=1 if "--tiny" in argv else 3, tiny="--tiny" in argv, arch=arch,
+                cubin=cubin)
         return 0
     if cmd == "check-refs":
         fgrun = argv[argv.index("--fgrun") + 1]
