@@ -14,39 +14,16 @@ in-place AdamW workloads (bench/suite/adamw_inplace.fg).
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
-try:
-    import torch
-except ImportError:
-    print("skipped: torch is not installed")
-    sys.exit(77)
-
-FGRUN = sys.argv[1]
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+from harness import ROOT, from_npy, npy, run_fgrun, torch  # exits 77 without torch; bench/ on the path
 import fg2torch  # noqa: E402
 import refs  # noqa: E402
 import workloads  # noqa: E402
 
+FGRUN = sys.argv[1]
 SRC = os.path.join(ROOT, "tests", "graphs", "inplace.fg")
-
-
-def npy(t):
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(np.uint16)
-    return t.numpy()
-
-
-def from_npy(a, dtype):
-    if dtype == torch.bfloat16:
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).reshape(a.shape)
-    return torch.from_numpy(a).reshape(a.shape)
-
 
 with open(SRC) as f:
     text = f.read()
@@ -60,14 +37,9 @@ for name, params, _, results in fg2torch.parse(text):
         ins = refs.make_inputs(sig, torch.device("cpu"), seed=3)
     d = tempfile.mkdtemp()
     try:
-        paths = []
-        for i, t in enumerate(ins):
-            paths.append(os.path.join(d, "in%d.npy" % i))
-            np.save(paths[-1], npy(t))
-        p = subprocess.run([FGRUN, SRC, "--graph", name, "--inputs", ",".join(paths), "--out", d],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if p.returncode != 0:
-            print("FAIL %s: fgrun: %s" % (name, p.stdout.strip()))
+        res = run_fgrun(FGRUN, SRC, name, [npy(t) for t in ins], d)
+        if isinstance(res, str):
+            print("FAIL %s: fgrun: %s" % (name, res))
             fails += 1
             continue
         try:
@@ -84,7 +56,7 @@ for name, params, _, results in fg2torch.parse(text):
             if j in written and r is not ins[written[j]]:
                 print("FAIL %s: result %d is not the tensor passed for '%s'" % (name, j, sig[written[j]][0]))
                 fails += 1
-            ok, why = refs.compare(from_npy(np.load(os.path.join(d, "%d.npy" % j)), r.dtype), r)
+            ok, why = refs.compare(from_npy(res[j], r.dtype), r)
             print("%s %s result %d%s: %s" % ("ok  " if ok else "FAIL", name, j,
                                              " (in place)" if j in written else "", why))
             fails += not ok

@@ -11,17 +11,12 @@ its own), in i64 exactly.
   indexing.py FGRUN      (exit 77: skipped when torch is missing)
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-try:
-    import torch
-except ImportError:
-    print("skipped: torch is not installed")
-    sys.exit(77)
+from harness import run_fgrun, torch  # exits 77 without torch
 
 FGRUN = sys.argv[1]
 rng = np.random.default_rng(20)
@@ -43,17 +38,10 @@ def run(body, params, arrays):
         src = f"graph g({sig}) {{\n  return {body}\n}}\n"
         with open(os.path.join(d, "g.fg"), "w") as f:
             f.write(src)
-        names = []
-        for i, a in enumerate(arrays):
-            p = os.path.join(d, f"in{i}.npy")
-            np.save(p, a)
-            names.append(p)
-        out = os.path.join(d, "out")
-        r = subprocess.run([FGRUN, os.path.join(d, "g.fg"), "--graph", "g", "--inputs",
-                            ",".join(names), "--out", out], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"fgrun failed on\n{src}\n{r.stderr}")
-        return np.load(os.path.join(out, "0.npy"))
+        res = run_fgrun(FGRUN, os.path.join(d, "g.fg"), "g", arrays, d)
+        if isinstance(res, str):
+            raise RuntimeError(f"fgrun failed on\n{src}\n{res}")
+        return res[0]
 
 
 def check(name, got, want, exact):
