@@ -744,6 +744,9 @@ static bool wg_wait(attn *a, int pending, LLVMValueRef *v, int n) {
  * 0x0 before the first MUFU.EX2), and the exponentials waited for P V. */
 static bool wg_wait_softmax(attn *a, attn_state *st, LLVMValueRef *acc, int n) {
   LLVMBuilderRef b = a->b;
+  int64_t v;
+  if (fg_knob_get(&a->e->p->opts.knobs, FG_KNOB_ATTN_ORDERED_WAIT, &v) && v == 0)
+    return wg_wait(a, 0, acc, n);
   LLVMValueRef gate = LLVMBuildFAdd(b, LLVMBuildLoad2(b, a->m->f32, st->l[0][0], ""),
                                     LLVMBuildLoad2(b, a->m->f32, st->l[0][1], ""), "");
   return fgb_tc_wg_wait_after(a->m, 0, acc, n, gate, a->order_slot) || wg_too_long(a);

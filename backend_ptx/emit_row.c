@@ -2,6 +2,7 @@
  * to arrive) per row, the row kept in registers across the phases where
  * the schedule says persistent (schedule_row); short rows packed several a
  * CTA, a group of lanes of a warp each (emit_packed_rows). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,133 @@ static bool reduce_variance_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   return true;
 }
 
+/* The graph's sub and exp of a logsumexp pair (logsumexp.c) on x and m:
+ * exp(x - m) in f32, as the graph computes it. */
+static LLVMValueRef lse_term(fgb_emitter *e, const fg_node *sum, LLVMValueRef x, LLVMValueRef m) {
+  const fg_node *ex = sum->in[0]->def, *sub = ex->in[0]->def;
+  LLVMValueRef ops[2] = {x, m};
+  LLVMValueRef d = fgb_emit_pointwise(e->m, sub, ops);
+  return d ? fgb_emit_pointwise(e->m, ex, &d) : NULL;
+}
+
+/* A thread's running max and sum (reduce_lse_pair) merged with n values
+ * xs: m' = max(m, xs), s' = s exp(m - m') + sum exp(xs - m'), about 0
+ * where m' is -inf (every value so far -inf: each term then exp(-inf) =
+ * 0, not exp(-inf - -inf) = NaN). NaN and +inf reach m' and s' as the
+ * two-pass form gives them. */
+static bool lse_merge(fgb_emitter *e, const fg_node *sum, LLVMValueRef mv, LLVMValueRef sv,
+                      LLVMValueRef *xs, int n) {
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef m = LLVMBuildLoad2(b, f32, mv, ""), s = LLVMBuildLoad2(b, f32, sv, "");
+  LLVMValueRef mx = m;
+  for (int c = 0; c < n; c++)
+    mx = fgb_reduce_combine(e->m, FG_OP_AMAX, mx, xs[c], FG_F32);
+  LLVMValueRef ninf = LLVMBuildFCmp(b, LLVMRealOEQ, mx, LLVMConstReal(f32, -INFINITY), "");
+  LLVMValueRef ms = LLVMBuildSelect(b, ninf, LLVMConstReal(f32, 0.0), mx, "");
+  LLVMValueRef scale = lse_term(e, sum, m, ms);
+  if (!scale)
+    return false;
+  s = LLVMBuildFMul(b, s, scale, "");
+  for (int c = 0; c < n; c++) {
+    LLVMValueRef t = lse_term(e, sum, xs[c], ms);
+    if (!t)
+      return false;
+    s = LLVMBuildFAdd(b, s, t, "");
+  }
+  LLVMBuildStore(b, mx, mv);
+  LLVMBuildStore(b, s, sv);
+  return true;
+}
+
+/* A logsumexp's max (reduction i, amax(x)) and sum of exponentials
+ * (reduction j, sum(exp(x - m))) in one pass over the row
+ * (opt/logsumexp.c): each thread merges fg_plan_lse_unroll vectors at a
+ * time into a running (m_t, s_t) (lse_merge; vectors past the row's end
+ * read the first and count as -inf); the CTA's max M is reduction i, and
+ * reduction j is the CTA's sum of s_t exp(m_t - M) (a thread without
+ * elements: 0 exp(-inf - M) = 0). A peeled row's edge element merges as a
+ * vector of one. */
+static bool reduce_lse_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
+  LLVMValueRef ride[64] = {NULL}; /* the riders' accumulators (fg_plan_lse_rides) */
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  const fg_node *sum = k->reds[j];
+  const fg_value *x = k->reds[i]->in[0];
+  int64_t V = e->vec, T = k->block;
+  int U = fg_plan_lse_unroll(e->p, k);
+  LLVMBuilderRef b = e->b;
+  LLVMTypeRef f32 = LLVMFloatTypeInContext(e->ctx);
+  LLVMValueRef ninf = LLVMConstReal(f32, -INFINITY);
+  LLVMValueRef mv = fgk_local_var(e, f32, ninf), sv = fgk_local_var(e, f32, LLVMConstReal(f32, 0));
+  for (int r = 0; r < k->nreds; r++)
+    if (fg_plan_lse_rides(e->p, k, r) == i)
+      ride[r] =
+          fgk_local_var(e, fgb_reg_type(e->m, fgk_red_acc(k->reds[r])),
+                        fgb_reduce_identity(e->m, fgk_red_op(k->reds[r]), fgk_red_acc(k->reds[r])));
+  fgk_loop l;
+  LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(b, rc->rstart, rk->tv, ""), rc->rend,
+                                   fgb_const(e, T * V * U));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef xs[8 * 16];
+  for (int u = 0; u < U; u++) {
+    LLVMValueRef ru = LLVMBuildAdd(b, r0, fgb_const(e, (int64_t)u * T * V), ""), valid = NULL;
+    if (u > 0) {
+      valid = LLVMBuildICmp(b, LLVMIntSLT, ru, rc->rend, "");
+      ru = LLVMBuildSelect(b, valid, ru, r0, "");
+    }
+    LLVMValueRef idx0[FG_MAX_RANK];
+    fgk_row_chunk(e, rc, ru, idx0);
+    for (int c = 0; c < V; c++) {
+      LLVMValueRef idx[FG_MAX_RANK];
+      fgk_lane_index(e, idx0, c, idx);
+      LLVMValueRef v = fgb_emit_value(e, x, idx);
+      if (!v)
+        return false;
+      xs[u * V + c] = valid ? LLVMBuildSelect(b, valid, v, ninf, "") : v;
+    }
+    for (int r = 0; r < k->nreds; r++) {
+      if (!ride[r])
+        continue;
+      LLVMTypeRef t = fgb_reg_type(e->m, fgk_red_acc(k->reds[r]));
+      LLVMValueRef acc =
+          fgk_accumulate(e, k->reds[r], idx0, valid, LLVMBuildLoad2(b, t, ride[r], ""));
+      if (!acc)
+        return false;
+      LLVMBuildStore(b, acc, ride[r]);
+    }
+  }
+  if (!lse_merge(e, sum, mv, sv, xs, (int)(U * V)))
+    return false;
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, r0);
+  if (k->peeled) {
+    fgk_chunks_enter(e, &rk->edge, 0);
+    e->vec = 1;
+    LLVMValueRef xe = fgb_emit_value(e, x, rk->edge.idx0[0]);
+    e->vec = (int)V;
+    if (!xe)
+      return false;
+    xe = LLVMBuildSelect(b, rk->edge.valid[0], xe, ninf, "");
+    if (!lse_merge(e, sum, mv, sv, &xe, 1))
+      return false;
+  }
+  LLVMValueRef m = LLVMBuildLoad2(b, f32, mv, ""), s = LLVMBuildLoad2(b, f32, sv, "");
+  rk->totals[i] = row_total(e, rk, i, m);
+  fgk_seed_reduction(e, k->reds[i], rc->kc, rk->totals[i]);
+  LLVMValueRef scale = lse_term(e, sum, m, rk->totals[i]);
+  if (!scale)
+    return false;
+  rk->totals[j] = row_total(e, rk, j, LLVMBuildFMul(b, s, scale, ""));
+  fgk_seed_reduction(e, sum, rc->kc, rk->totals[j]);
+  for (int r = 0; r < k->nreds; r++)
+    if (ride[r] &&
+        !finish_reduction(
+            e, rk, r, LLVMBuildLoad2(b, fgb_reg_type(e->m, fgk_red_acc(k->reds[r])), ride[r], "")))
+      return false;
+  return true;
+}
+
 /* The row streamed: a loop over the row for each reduction (a variance's
  * two in one: reduce_variance_pair), then one for each full-size output. */
 static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
@@ -334,19 +462,26 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
   int pair[64]; /* pair[i]: the j whose pass i's is, -2: j (done with its i), -1: alone */
   for (int i = 0; i < k->nreds; i++)
     pair[i] = -1;
+  bool lse[64] = {false}; /* lse[i]: pair[i] is a logsumexp's sum (logsumexp.c) */
   for (int j = 0; j < k->nreds; j++) {
     int i = V <= 16 ? fg_plan_one_pass_variance(k, j) : -1;
-    if (i >= 0 && pair[i] == -1) {
+    bool l = false;
+    if (i < 0 && V <= 16) {
+      i = fg_plan_one_pass_lse(e->p, k, j);
+      l = true;
+    }
+    if (i >= 0 && pair[i] == -1 && pair[j] == -1) {
       pair[i] = j;
       pair[j] = -2;
+      lse[i] = l;
     }
   }
   for (int i = 0; i < k->nreds; i++) {
     const fg_node *n = k->reds[i];
-    if (pair[i] == -2)
+    if (pair[i] == -2 || fg_plan_lse_rides(e->p, k, i) >= 0)
       continue;
     if (pair[i] >= 0) {
-      if (!reduce_variance_pair(e, rk, i, pair[i]))
+      if (!(lse[i] ? reduce_lse_pair(e, rk, i, pair[i]) : reduce_variance_pair(e, rk, i, pair[i])))
         return false;
       continue;
     }

@@ -107,11 +107,11 @@ int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat) {
 
 /* Loads a thread issues before it uses the first: its chunks (pointwise,
  * rows kept in registers) or the rows it loads together (column kernels). */
-static int loads_in_flight(const fg_kernel *k) {
+static int loads_in_flight(const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_COLUMN || (fg_kernel_is_scan(k->kind) && !k->scan_lanes))
     return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   if (k->kind == FG_KERNEL_ROW && !k->persistent)
-    return 1;
+    return fg_plan_lse_pairs(p, k) ? fg_plan_lse_unroll(p, k) : 1;
   return k->chunks > 1 ? k->chunks : 1;
 }
 
@@ -167,9 +167,10 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   for (int i = 0; i < k->nargs; i++) {
     double b = arg_bytes(p, k->args[i]);
     /* a row kernel not kept in registers reads its inputs once a phase
-     * (a variance's two reductions: one pass, variance.c) */
+     * (a variance's two reductions: one pass, variance.c; a logsumexp's
+     * too, logsumexp.c), the full-size outputs' phase included */
     if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent)
-      b *= fg_plan_row_passes(k) + 1;
+      b *= fg_plan_row_passes(p, k) + (fg_plan_lse_pairs(p, k) ? fg_plan_writes_full(k) : 1);
     bytes += b;
   }
   c.bytes = bytes;
@@ -189,7 +190,7 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   int lane = fg_pointwise_vector_size(p, k, k->flat);
   if (lane == 0 || fg_kernel_input_size(p, k) < lane)
     lane = fg_kernel_input_size(p, k);
-  c.in_flight = busy_threads(k, resident) * (double)k->vec * lane * loads_in_flight(k);
+  c.in_flight = busy_threads(k, resident) * (double)k->vec * lane * loads_in_flight(p, k);
   double bw = copy_gbs * 1e3; /* bytes a microsecond */
   double needed = bw * t->mem_latency_ns * 1e-3;
   double eff = c.in_flight >= needed ? 1.0 : c.in_flight / needed;

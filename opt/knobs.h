@@ -113,7 +113,15 @@
   /* embscan: index_add along dim 0 with few sources, one kernel */                                \
   X(SCATTER_SELECT, 0, 1, FG_KNOB_ANY, "auto",                                                     \
     "index_add along dim 0: 1 each SUM CTA selects its slices' sources from the whole index (no "  \
-    "sort), 0 never")
+    "sort), 0 never")                                                                              \
+  /* issue 19: the overlapped wgmma loop's wait for O (emit_attention.c wg_wait_softmax) */        \
+  X(ATTN_ORDERED_WAIT, 0, 1, FG_KNOB_ANY, "1",                                                     \
+    "sm_90a overlapped attention: 0 waits for P V where ptxas places the wait, 1 after the "       \
+    "softmax's row sums (a shared-memory store orders it)")                                        \
+  /* issue 20: one-pass logsumexp (opt/logsumexp.c) */                                             \
+  X(ROW_LSE, 0, 8, FG_KNOB_ANY, "auto",                                                            \
+    "a long row's max and sum of exponentials streamed in one pass: N vectors a thread at a time " \
+    "(auto: 16 values), 0: kept in registers in one large CTA")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -395,8 +395,34 @@ int fg_plan_variance_first(const fg_kernel *k, const fg_node *n, int end);
  * reduction i (returned; -1: no), by Welford's and Chan's updates: rows
  * streamed (not kept in registers), not split, no column reductions. */
 int fg_plan_one_pass_variance(const fg_kernel *k, int j);
-/* The passes a streamed row kernel's reductions make over each row. */
-int fg_plan_row_passes(const fg_kernel *k);
+/* The passes a streamed row kernel's reductions make over each row (a
+ * variance's two and a logsumexp's two in one each). */
+int fg_plan_row_passes(const fg_plan *p, const fg_kernel *k);
+
+/* ---- one-pass logsumexp (issue 20; logsumexp.c) ---- */
+/* Whether reduction n of row kernel k is sum(exp(x - m)) (f32) with m
+ * the result of a reduction amax(x) of k (broadcast over the row): that
+ * reduction's index in k->reds, or -1. */
+int fg_plan_lse_pair(const fg_kernel *k, const fg_node *n);
+/* That index, where no reduction of k->reds [0, j) pairs with it too. */
+int fg_plan_lse_first(const fg_kernel *k, int j);
+/* Whether scheduled kernel k computes reduction j in the pass of
+ * reduction i (returned; -1: no), by the online-softmax update: rows
+ * streamed, not split, no column reductions, a static row length. */
+int fg_plan_one_pass_lse(const fg_plan *p, const fg_kernel *k, int j);
+/* How many of k's reductions fg_plan_one_pass_lse folds into another's. */
+int fg_plan_lse_pairs(const fg_plan *p, const fg_kernel *k);
+/* Whether reduction j of k, in no one-pass pair and its input needing no
+ * row total of k, is accumulated in the pass of k's first one-pass
+ * logsumexp: that pair's max's index, or -1. */
+int fg_plan_lse_rides(const fg_plan *p, const fg_kernel *k, int j);
+/* How many of k's reductions ride so. */
+int fg_plan_lse_riders(const fg_plan *p, const fg_kernel *k);
+/* The vectors a thread of a streamed logsumexp pass loads at a time
+ * (k->chunks; knob ROW_LSE). */
+int fg_plan_lse_unroll(const fg_plan *p, const fg_kernel *k);
+/* Whether k writes an output of its full domain (not a reduction). */
+bool fg_plan_writes_full(const fg_kernel *k);
 
 /* The CTAs of the cluster a row of row_bytes takes where its kernel has a
  * phase that needs the row's reductions (schedule.c cluster_split), or 1

@@ -225,7 +225,11 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     fprintf(f, " block %d grid [%" PRId64 ",%" PRId64 ",%" PRId64 "]", k->block, k->grid[0],
             k->grid[1], k->grid[2]);
   if (k->kind == FG_KERNEL_ROW)
-    fprintf(f, " chunks %d%s", k->chunks, k->persistent ? " persistent" : " multi-pass");
+    fprintf(f, " chunks %d%s", k->chunks,
+            k->persistent ? " persistent"
+            : fg_plan_lse_pairs(p, k) && fg_plan_row_passes(p, k) + fg_plan_writes_full(k) <= 1
+                ? " one-pass"
+                : " multi-pass");
   if (k->kind == FG_KERNEL_ROW && k->row_lanes > 0)
     fprintf(f, " lanes/row %d rows/cta %d", k->row_lanes, k->block / k->row_lanes);
   else if ((k->kind == FG_KERNEL_POINTWISE || k->kind == FG_KERNEL_SCATTER_SUM) && k->chunks > 1)

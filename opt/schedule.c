@@ -29,6 +29,7 @@
  * cheap 4-warp reductions; longer rows get more threads (up to 1024), then
  * the multi-pass form. */
 enum { MAX_PERSIST_CHUNKS = 8, ROW_THREADS = 128, PW_THREADS = 128, COL_THREADS = 256 };
+enum { LSE_THREADS = 256 }; /* a streamed logsumexp row's CTA (stream_lse) */
 /* Extents below this take 32-bit index arithmetic: 2^31 less a margin for
  * the indices a CTA forms past an extent before its bounds check. */
 #define INDEX32_LIMIT (((int64_t)1 << 31) - ((int64_t)1 << 20))
@@ -586,6 +587,29 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   }
 }
 
+/* A row kept in registers that needs no more than one streamed pass: its
+ * reductions fold into one (a logsumexp's max and sum: logsumexp.c) and it
+ * writes no full-size output, so streaming reads each element once as the
+ * registers do. Where the registers take more than LSE_THREADS threads, the
+ * whole row sits in one large CTA whose loads wait for its arithmetic (and
+ * the reverse) at every row; streamed, CTAs of LSE_THREADS threads with
+ * fg_plan_lse_unroll vectors in flight each share an SM, and one's loads
+ * overlap another's exponentials (cross-entropy over 50304 columns: one
+ * CTA of 928 threads an SM, 0.74 of copy bandwidth; docs/benchmarks.md,
+ * run R2). */
+static bool stream_lse(const fg_plan *p, fg_kernel *k) {
+  int64_t v;
+  if ((knob(&p->opts, FG_KNOB_ROW_LSE, &v) && v == 0) || !k->persistent || k->split > 1 ||
+      k->cluster > 1 || k->block <= LSE_THREADS || writes_full(k))
+    return false;
+  k->persistent = false;
+  bool one = fg_plan_lse_pairs(p, k) > 0 && fg_plan_row_passes(p, k) == 1;
+  k->persistent = true;
+  return one;
+}
+
+bool fg_plan_writes_full(const fg_kernel *k) { return writes_full(k); }
+
 /* Split, chunks, block and grid of a row kernel at its vector width. */
 static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = k->outer, r = k->red;
@@ -649,6 +673,8 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   }
   k->block = (int)t;
   k->chunks = (int)e;
+  if (stream_lse(p, k))
+    k->persistent = false, k->block = LSE_THREADS, k->chunks = fg_plan_lse_unroll(p, k);
   if (fg_sym_involves(&p->sym, r)) {
     /* The reduced extent involves the symbolic size (opt/symbolic.h): a
      * slice's length is known only at run time, so the threads loop over it
@@ -658,6 +684,8 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     k->split =
         dependent_phases(p, k) || k->ncols || k->ntails ? 1 : (int)ceil_div(8 * (int64_t)sm, b);
   }
+  if (!k->persistent && fg_plan_lse_pairs(p, k))
+    k->chunks = fg_plan_lse_unroll(p, k); /* the vectors its one pass loads at a time */
   k->grid[0] = b * k->split;
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
@@ -668,8 +696,11 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
-  if (!k->persistent && fg_plan_row_passes(k) < k->nreds)
-    k->why = fg_plan_row_passes(k) + writes_full(k) > 1
+  if (!k->persistent && fg_plan_lse_pairs(p, k) > 0 && fg_plan_row_passes(p, k) == 1)
+    k->why = "row reduction, one CTA per row, streamed: the max and the sum of exponentials "
+             "about it in one pass (online softmax)";
+  else if (!k->persistent && fg_plan_row_passes(p, k) < k->nreds)
+    k->why = fg_plan_row_passes(p, k) + writes_full(k) > 1
                  ? "row reduction, one CTA per row, rows too long for registers: a variance's mean "
                    "and squared deviations in one pass (Welford, Chan), other phases re-read the "
                    "row"
@@ -2027,7 +2058,7 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
   else if (k->kind == FG_KERNEL_ROW && !k->persistent &&
-           fg_plan_row_passes(k) + writes_full(k) > 1 && bytes >= LARGE)
+           fg_plan_row_passes(p, k) + writes_full(k) > 1 && bytes >= LARGE)
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 

@@ -111,8 +111,9 @@ int fg_plan_one_pass_variance(const fg_kernel *k, int j) {
   return variance_in_pass(k, FG_KERNEL_ROW, j);
 }
 
-int fg_plan_row_passes(const fg_kernel *k) {
-  return k->nreds - variances_in_pass(k, FG_KERNEL_ROW);
+int fg_plan_row_passes(const fg_plan *p, const fg_kernel *k) {
+  return k->nreds - variances_in_pass(k, FG_KERNEL_ROW) - fg_plan_lse_pairs(p, k) -
+         fg_plan_lse_riders(p, k);
 }
 
 int fg_plan_column_variance(const fg_kernel *k, int j) {
