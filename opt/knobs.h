@@ -111,7 +111,11 @@
     "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
-    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")
+    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")  \
+  /* attnws (issue 19) */                                                                          \
+  X(ATTN_WS, 0, 2, FG_KNOB_ANY, "0",                                                               \
+    "sm_90a wgmma attention: 1 a producer warp loads K, V into a 3-stage ring with full/empty "    \
+    "mbarriers (no CTA barrier in the loop; turns the overlap on), 2: and pingpong of the groups")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

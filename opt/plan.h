@@ -219,6 +219,12 @@ typedef struct fg_kernel {
    * softmax runs while the other's products do; attn_lpt (causal): the
    * CTAs' work order over all (batch, head), heaviest query blocks first */
   int attn_pingpong;
+  /* attnws (issue 19): warp specialization (knob ATTN_WS): one producer
+   * warp after the consumer warps copies Q and the K, V blocks into a
+   * ring of attn_stages stages with full/empty mbarriers, the consumers
+   * run the overlapped loop with no CTA barrier; 2: and the two consumer
+   * warpgroups' wgmma issues alternate (named barriers, FA3's pingpong) */
+  int attn_ws;
   bool attn_lpt;
   int attn_lpt_heads; /* (batch, head) pairs a section of the attn_lpt order */
   /* SCATTER kernels (issue 20): the index_add or scatter_add node; its

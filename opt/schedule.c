@@ -1336,6 +1336,27 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
   k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D);
+  /* attnws: a producer warpgroup after the consumers' (block + 128: 384
+   * threads; setmaxnreg moves registers to the consumers), a ring of 3
+   * stages (the overlapped loop's), 2 mbarriers a stage after the tiles;
+   * its own pingpong (ATTN_WS=2) replaces ATTN_PINGPONG's. Off where the
+   * overlap is turned off (ATTN_OVERLAP=0, ATTN_STAGES < 3). */
+  k->attn_ws = o && knob(o, FG_KNOB_ATTN_WS, &v) ? (int)v : 0;
+  if (k->attn_ws && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
+    k->attn_overlap = true;
+    if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
+      k->attn_stages = 3;
+  }
+  if (k->attn_stages < 3 || (o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 0))
+    k->attn_ws = 0;
+  if (k->attn_ws == 2 && wg != 2)
+    k->attn_ws = 1;
+  if (k->attn_ws) {
+    k->attn_overlap = true;
+    k->attn_pingpong = 0;
+    k->block += 128;
+    k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + 64;
+  }
   (void)p;
 }
 
