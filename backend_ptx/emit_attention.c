@@ -783,7 +783,7 @@ static void ws_release(attn *a, LLVMValueRef kb) {
       ws_bar(a, a->bar_empty, LLVMBuildURem(a->b, kb, i32c(a, a->k->attn_stages), "")),
       LLVMBuildAnd(a->b, a->tid, i32c(a, 31), "")};
   ws_asm(a,
-         "{\n.reg .pred p;\nsetp.eq.u32 p, $1, 0;\n"
+         "{\n.reg .pred p;\nsetp.eq.u32 p, $1, 0;\nfence.proxy.async.shared::cta;\n"
          "@p mbarrier.arrive.shared::cta.b64 _, [$0];\n}",
          "r,r,~{memory}", args, 2);
 }
