@@ -937,11 +937,11 @@ static void ws_pingpong(attn *a, int point) {
     LLVMValueRef id = LLVMBuildSub(b, i32c(a, 2), group, "");
     ws_asm(a, "bar.arrive $0, 256;", "r,~{memory}", &id, 1);
   } else if (point == PP_WS_INIT)
-    ws_asm(a, "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}",
-           "r,~{memory}", &group, 1);
+    ws_asm(a, "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}", "r,~{memory}",
+           &group, 1);
   else if (point == PP_WS_LAST)
-    ws_asm(a, "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 2, 256;\n}",
-           "r,~{memory}", &group, 1);
+    ws_asm(a, "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 2, 256;\n}", "r,~{memory}",
+           &group, 1);
 }
 
 static void wg_pingpong(attn *a, int point) {
@@ -1167,9 +1167,9 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
     return false;
   }
   bool wg = k->attn_wgmma;
-  if (wg &&
-      ((a->D != 64 && a->D != 128) || a->mt != 1 || k->attn_warps % 4 ||
-       (!ws && (k->block % (a->D / 8) || (k->block / (a->D / 8)) % 8)) || a->pitch != a->D || (a->dt != FG_BF16 && a->dt != FG_F16))) {
+  if (wg && ((a->D != 64 && a->D != 128) || a->mt != 1 || k->attn_warps % 4 ||
+             (!ws && (k->block % (a->D / 8) || (k->block / (a->D / 8)) % 8)) || a->pitch != a->D ||
+             (a->dt != FG_BF16 && a->dt != FG_F16))) {
     fgb_fail(e, "attention kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d, block %d)",
              k->id, (long long)a->D, a->br, a->bc, k->block);
     return false;

@@ -111,7 +111,7 @@
     "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
-    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")  \
+    "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \
   /* attnws (issue 19) */                                                                          \
   X(ATTN_WS, 0, 2, FG_KNOB_ANY, "0",                                                               \
     "sm_90a wgmma attention: 1 a producer warp loads K, V into a 3-stage ring with full/empty "    \

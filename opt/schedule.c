@@ -1337,22 +1337,18 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->min_ctas_per_sm = 1;
   k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D);
   /* attnws: a producer warpgroup after the consumers' (block + 128: 384
-   * threads; setmaxnreg moves registers to the consumers), a ring of 3
-   * stages (the overlapped loop's), 2 mbarriers a stage after the tiles;
-   * its own pingpong (ATTN_WS=2) replaces ATTN_PINGPONG's. Off where the
-   * overlap is turned off (ATTN_OVERLAP=0, ATTN_STAGES < 3). */
+   * threads; setmaxnreg moves registers to the consumers), the overlapped
+   * loop over a ring of 3 stages (unless ATTN_STAGES says 3 too), 2
+   * mbarriers a stage after the tiles (64 bytes); ATTN_PINGPONG is
+   * replaced by its own (ATTN_WS=2). Two consumer warpgroups only, and
+   * off where ATTN_OVERLAP=0 or ATTN_STAGES < 3 is given. */
   k->attn_ws = o && knob(o, FG_KNOB_ATTN_WS, &v) ? (int)v : 0;
-  if (k->attn_ws && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
-    k->attn_overlap = true;
-    if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
-      k->attn_stages = 3;
-  }
-  if (k->attn_stages < 3 || (o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 0))
+  if (wg != 2 || (o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 0) ||
+      (o && knob(o, FG_KNOB_ATTN_STAGES, &v) && v < 3))
     k->attn_ws = 0;
-  if (k->attn_ws == 2 && wg != 2)
-    k->attn_ws = 1;
   if (k->attn_ws) {
     k->attn_overlap = true;
+    k->attn_stages = 3;
     k->attn_pingpong = 0;
     k->block += 128;
     k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + 64;

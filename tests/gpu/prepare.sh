@@ -72,6 +72,18 @@ done
 "$FUSEC" tests/graphs/attention_fwd.fg --knob ATTN_LPT=4 -o .gpu/ptx-lpt/tests_graphs__attention_fwd.ptx
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-lpt.ptx
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_PINGPONG=1 --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-pingpong1-lpt.ptx
+# attnws: the warp-specialized forward (knob ATTN_WS 1 and 2: producer
+# warpgroup, mbarrier ring, setmaxnreg; 2 with the consumers' pingpong),
+# checked like the default (misaligned too: the producer's plain loads),
+# and the bench variants timed in the same wgmmabench run.
+for ws in 1 2; do
+  mkdir -p .gpu/ptx-sm90a-ws$ws
+  for f in tests/graphs/attention_ws.fg tests/graphs/attention_wgmma.fg tests/graphs/attention_overlap.fg; do
+    out=.gpu/ptx-sm90a-ws$ws/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+    "$FUSEC" "$f" --arch sm_90a --knob ATTN_WS=$ws -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a ws $ws): $(head -1 .gpu/err.txt)"
+  done
+  "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_WS=$ws -o .gpu/bench-sm90a/attention_sm90a-ws$ws.ptx
+done
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
