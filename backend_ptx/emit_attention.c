@@ -76,8 +76,10 @@ typedef struct attn {
   int64_t Sq, Sk, D;
   int br, bc, pitch;
   attn_src q, k_, v;
-  LLVMValueRef smem;                   /* i8 array in shared memory */
-  LLVMValueRef saddr;                  /* wgmma: smem's shared address (i32, 1024-byte aligned) */
+  LLVMValueRef smem;  /* i8 array in shared memory */
+  LLVMValueRef saddr; /* wgmma: smem's shared address (i32, 1024-byte aligned) */
+  /* overlap: 4 bytes after the tiles (shared address, i32), wg_wait_softmax */
+  LLVMValueRef order_slot;
   LLVMValueRef tid, warp, g, t, tzero; /* i32; tzero: t == 0 */
   LLVMValueRef q0;                     /* the CTA's first query row (i32) */
   int mt;                              /* m16 row tiles a warp owns: br / (16 warps) */
@@ -564,7 +566,7 @@ static bool store_results(attn *a, attn_state *st, LLVMValueRef bh) {
       LLVMValueRef l = LLVMBuildLoad2(b, m->f32, st->l[r][h], "");
       l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 1), "");
       l = LLVMBuildFAdd(b, l, fgb_shfl_bfly(m, l, 2), "");
-      LLVMValueRef inv = LLVMBuildFDiv(b, f32c(a, 1.0), l, "");
+      LLVMValueRef inv = fgb_tc_rcp(m, l); /* no call: see fgb_tc_rcp */
       LLVMBasicBlockRef merge =
           fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, a->row[r][h], i32c(a, a->Sq), ""));
       LLVMValueRef grow = LLVMBuildAdd(b, slice, to_ity(a, a->row[r][h]), "");
@@ -835,6 +837,19 @@ static bool wg_wait(attn *a, int pending, LLVMValueRef *v, int n) {
   return fgb_tc_wg_wait(a->m, pending, v, n) || wg_too_long(a);
 }
 
+/* wait_group 0 for O (n accumulators in acc) after the softmax of the
+ * block: ordered after the row sums it computed last (their sum stored to
+ * the order slot, fgb_tc_wg_wait_after), so that the softmax runs while
+ * the tensor cores do P V. A plain wait there, ptxas placed right after
+ * the rows' maxima (SASS of run A1's attn_fwd: WARPGROUP.DEPBAR.LE gsb0,
+ * 0x0 before the first MUFU.EX2), and the exponentials waited for P V. */
+static bool wg_wait_softmax(attn *a, attn_state *st, LLVMValueRef *acc, int n) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef gate = LLVMBuildFAdd(b, LLVMBuildLoad2(b, a->m->f32, st->l[0][0], ""),
+                                    LLVMBuildLoad2(b, a->m->f32, st->l[0][1], ""), "");
+  return fgb_tc_wg_wait_after(a->m, 0, acc, n, gate, a->order_slot) || wg_too_long(a);
+}
+
 /* The top of key block kb in the overlapped loop: wait for its tiles
  * (cp.async groups: one a block, `ahead` blocks ahead), make them visible
  * to wgmma and publish them (the barrier also says every warp is done with
@@ -981,7 +996,8 @@ static void wg_pingpong(attn *a, int point) {
  *   issue O += P_{j-1} V_{j-1}   (two wgmma groups in flight)
  *   wait_group 1: S complete; mask, softmax of block j -> alpha_j, P_j in
  *   f32 (the tensor cores run P_{j-1} V_{j-1} meanwhile)
- *   wait_group 0: O complete; P_j packed (after the wait, as
+ *   wait_group 0 (ordered after the softmax: wg_wait_softmax): O
+ *   complete; P_j packed (after the wait, as
  *   FlashAttention-3 does: ptxas may give P_j the registers of P_{j-1},
  *   and serializes every wgmma of the kernel where an instruction writes
  *   a register an unfinished wgmma reads)
@@ -1066,7 +1082,7 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
       s[0][j][i] = sv[4 * j + i];
   block_mask(a, st, k0, s);
   block_softmax(a, st, s, alpha, NULL);
-  if (!wg_wait(a, 0, acc, 4 * nd))
+  if (!wg_wait_softmax(a, st, acc, 4 * nd))
     return;
   if (a->k->attn_ws) /* attnws: block kb - 1's stage is free */
     ws_release(a, LLVMBuildSub(b, kb, i32c(a, 1), ""));
@@ -1196,6 +1212,8 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   int64_t q_at = 0, k_at = (int64_t)a->br * a->pitch * 2, v_at = k_at + kv_bytes;
   int64_t stage_bytes = 2 * kv_bytes;
   bool async = e->aligned && e->vec == 8 && stages >= 2;
+  if (wg) /* the plan's 16 bytes after the stages (schedule_attention_wgmma) */
+    a->order_slot = LLVMBuildAdd(b, a->saddr, i32c(a, k_at + stages * stage_bytes), "");
 
   a->tid = fgb_tid(m, 0);
   a->warp = LLVMBuildLShr(b, a->tid, i32c(a, 5), "");
@@ -1251,7 +1269,7 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   int ahead = overlap ? stages - 2 : stages - 1; /* key blocks loading while one computes */
   if (ws) { /* attnws: thread 0 sets the ring's barriers up; then the producer warp copies
              * (and leaves) while the consumers run the overlapped loop */
-    int64_t bars = k_at + stages * stage_bytes;
+    int64_t bars = k_at + stages * stage_bytes + 16; /* after the order slot */
     a->bar_full = LLVMBuildAdd(b, a->saddr, i32c(a, bars), "");
     a->bar_empty = LLVMBuildAdd(b, a->saddr, i32c(a, bars + 8 * stages), "");
     LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntEQ, a->tid, i32c(a, 0), ""));

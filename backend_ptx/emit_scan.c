@@ -112,7 +112,7 @@ static bool col_rows(fgb_emitter *e, const scan_ctx *s, col_scan *c, LLVMValueRe
     for (int j = 0; j < V; j++) {
       fgk_lane_index(e, idx0[u], j, idx);
       fgb_prefetch_value(e, s->n->in[0], idx);
-      for (int i = 0; scan && i < k->nouts; i++)
+      for (int i = 0; i < k->nouts; i++)
         if (fgb_is_full(e, k->outs[i]) && k->outs[i] != s->n->out[0])
           fgb_prefetch_value(e, k->outs[i], idx);
     }
@@ -129,8 +129,7 @@ static bool col_rows(fgb_emitter *e, const scan_ctx *s, col_scan *c, LLVMValueRe
       if (scan)
         seed(e, s, idx, sum);
     }
-    if (scan)
-      store_outputs(e, idx0[u], c->valid);
+    store_outputs(e, idx0[u], c->valid); /* SCAN_CHUNKS: a host's (none use the sums) */
   }
   fgb_memo_release(e, mark);
   return !e->failed;
@@ -250,6 +249,15 @@ static LLVMValueRef warp_scan(fgb_emitter *e, const scan_ctx *s, LLVMValueRef v,
   return v;
 }
 
+/* Chunk `chunk`'s sum of row `row` in the chunk sums: [chunk][rows]. */
+static LLVMValueRef row_sum_ptr(fgb_emitter *e, const scan_ctx *s, LLVMValueRef chunk,
+                                LLVMValueRef row) {
+  LLVMValueRef base = fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, e->k->scan_temp});
+  LLVMValueRef elem =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, chunk, fgb_const(e, e->k->outer), ""), row, "");
+  return fgb_gep_global(e->m, base, s->acc_ty, elem);
+}
+
 static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
   const fg_kernel *k = e->k;
   int V = e->vec, G = k->scan_lanes, W = G / 32;
@@ -268,18 +276,35 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
       LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, k->block / G), ""),
                    LLVMBuildUDiv(e->b, tid, fgb_const(e, G), ""), "");
   LLVMValueRef rvalid = LLVMBuildICmp(e->b, LLVMIntSLT, row, fgb_extent(e, k->outer), "");
+  LLVMValueRef rowc = LLVMBuildSelect(e->b, rvalid, row, fgb_const(e, 0), "");
   LLVMValueRef kc[FG_MAX_RANK];
-  fgb_delinearize(e, LLVMBuildSelect(e->b, rvalid, row, fgb_const(e, 0), ""), kept_sizes, nkept,
-                  kc);
+  fgb_delinearize(e, rowc, kept_sizes, nkept, kc);
   /* lanes along the scanned dim where it is the last and vectorized */
   bool lane_dim = k->mask[k->rank - 1] && V > 1;
+  bool scan = k->kind == FG_KERNEL_SCAN, split = k->scan_chunks > 1;
   LLVMValueRef carry = fgk_local_var(e, s->acc_ty, acc_zero(s));
-  fgk_loop l;
   LLVMValueRef Nv = fgb_extent(e, N); /* T x the rest over the symbolic size */
-  LLVMValueRef c0 = fgk_loop_begin(e, &l, fgb_const(e, 0), Nv, fgb_const(e, G * V));
+  /* cut into chunks (issue 17, scanpar; G is the CTA): CTA (row, chunk)
+   * walks [chunk x L, min((chunk + 1) x L, N)) */
+  LLVMValueRef chunk = split ? fgb_block_index(e, 1) : NULL, rstart = fgb_const(e, 0), rend = Nv;
+  if (split) {
+    rstart = LLVMBuildMul(e->b, chunk, fgb_const(e, k->scan_chunk_len), "");
+    rend = fgk_imin(e, LLVMBuildAdd(e->b, rstart, fgb_const(e, k->scan_chunk_len), ""), Nv);
+  }
+  if (split && scan) {
+    /* the carry: thread q < chunk takes chunk q's sum, the CTA sums them
+     * in a fixed tree (scan_chunks <= G, segment.c scan_row_chunks) */
+    LLVMValueRef q = t, has = LLVMBuildICmp(e->b, LLVMIntULT, q, chunk, "");
+    LLVMValueRef qc = LLVMBuildSelect(e->b, has, q, fgb_const(e, 0), "");
+    LLVMValueRef x = LLVMBuildLoad2(e->b, s->acc_ty, row_sum_ptr(e, s, qc, rowc), "");
+    x = LLVMBuildSelect(e->b, has, x, acc_zero(s), "");
+    LLVMBuildStore(e->b, fgb_block_reduce(e, FG_OP_SUM, s->acc, x, 1), carry);
+  }
+  fgk_loop l;
+  LLVMValueRef c0 = fgk_loop_begin(e, &l, rstart, rend, fgb_const(e, G * V));
   int mark = fgb_memo_mark(e);
   LLVMValueRef n0 = LLVMBuildAdd(e->b, c0, LLVMBuildMul(e->b, t, fgb_const(e, V), ""), "");
-  LLVMValueRef nvalid = LLVMBuildICmp(e->b, LLVMIntSLT, n0, Nv, "");
+  LLVMValueRef nvalid = LLVMBuildICmp(e->b, LLVMIntSLT, n0, rend, "");
   /* N is a multiple of V (schedule.c): the last whole vector */
   LLVMValueRef n0c =
       LLVMBuildSelect(e->b, nvalid, n0, LLVMBuildSub(e->b, Nv, fgb_const(e, V), ""), "");
@@ -328,7 +353,7 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
   }
   LLVMValueRef cv = LLVMBuildLoad2(e->b, s->acc_ty, carry, "");
   LLVMValueRef head = before ? scan_add(e, s, before, excl) : excl;
-  for (int j = 0; j < V; j++) {
+  for (int j = 0; j < V && scan; j++) {
     fgk_lane_index(e, idx0, j, idx);
     seed(e, s, idx, scan_add(e, s, cv, scan_add(e, s, head, pre[j])));
   }
@@ -338,6 +363,14 @@ static bool row_scan(fgb_emitter *e, const scan_ctx *s) {
     fgb_barrier(e->m); /* the totals are read before the next chunk writes them */
   fgb_memo_release(e, mark);
   fgk_loop_end(e, &l, c0);
+  if (!scan) {
+    /* SCAN_CHUNKS: the chunk's sum (the same in every thread), by thread 0 */
+    LLVMBasicBlockRef merge = fgb_begin_if(
+        e, LLVMBuildAnd(e->b, rvalid, LLVMBuildICmp(e->b, LLVMIntEQ, t, fgb_const(e, 0), ""), ""));
+    LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, s->acc_ty, carry, ""),
+                   row_sum_ptr(e, s, chunk, rowc));
+    fgb_end_if(e, merge);
+  }
   return !e->failed;
 }
 

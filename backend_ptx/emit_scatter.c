@@ -4,7 +4,9 @@
  *
  *   COUNT  a thread a source: cnt[bin(k)] += 1 (integer atomics: the
  *          counts do not depend on their order)
- *   SCAN   one CTA: off[b] = cnt[0] + ... + cnt[b-1], off[pad] the total
+ *   SCAN   off[b] = cnt[0] + ... + cnt[b-1], off[pad] the total; a CTA
+ *          a range of bins (embscan), from the ranges' counts before it
+ *          (COUNT adds 1 to cnt[pad + range] too, FILL takes it back)
  *   FILL   a thread a source: fill[off[b] + (cnt[b] -= 1)] = k, so each
  *          bin's segment holds its sources in some order; every count is
  *          back to zero for the next run (the temp is zeroed once)
@@ -20,7 +22,11 @@
  *   SORT   (scatter2) COUNT, SCAN, FILL and ORDER by one CTA, a barrier
  *          between the steps, where a thread's sources fit in registers
  *          and one SM's scattered accesses cost less than three launches
- *          (segment.c scatter_fused)
+ *          (segment.c scatter_fused); its arrays in shared memory where
+ *          they fit (embscan)
+ *   SELECT (embscan) an index_add along dim 0 with few sources: SUM alone,
+ *          each CTA selecting its slices' sources from the whole index
+ *          in ascending position (segment.c scatter_select; emit_select)
  *
  * bin(k) is the index at k clamped into [0, slices) (docs/format.md
  * 5.11); for scatter_add (scatter2) each destination element is a bin:
@@ -45,8 +51,34 @@ static LLVMValueRef temp(fgb_emitter *e, int t) {
   return fgb_buffer_of(e, (fg_buf_ref){FG_BUF_TEMP, t});
 }
 
-static LLVMValueRef at(fgb_emitter *e, int t, LLVMValueRef i) {
+/* temp t's i32 at i in global memory */
+static LLVMValueRef global_at(fgb_emitter *e, int t, LLVMValueRef i) {
   return fgb_gep_global(e->m, temp(e, t), i32t(e), i);
+}
+
+/* The fused sort's shared array where its steps' arrays fit (embscan,
+ * k->scat_smem): counts [pad], offsets [pad + 1] and filled positions
+ * [sources], i32; made at the first use. */
+static LLVMValueRef sort_smem(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  char name[256];
+  snprintf(name, sizeof name, "%s_sort", LLVMGetValueName(e->fn));
+  LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
+  if (g)
+    return g;
+  int64_t ints = 2 * k->scat_pad + 1 + fg_sym_at_max(&e->p->sym, k->scat_sources);
+  return fgb_shared_array(e->m, name, 4 * (uint64_t)ints);
+}
+
+/* temp t's i32 at i: in the fused sort's shared array where it keeps
+ * that temp (not the ordered positions, which the SUM reads), else in
+ * global memory. */
+static LLVMValueRef at(fgb_emitter *e, int t, LLVMValueRef i) {
+  const fg_kernel *k = e->k;
+  if (!k->scat_smem || t == k->scat_order)
+    return global_at(e, t, i);
+  int64_t first = t == k->scat_cnt ? 0 : t == k->scat_off ? k->scat_pad : 2 * k->scat_pad + 1;
+  return fgb_gep(e->m, sort_smem(e), i32t(e), LLVMBuildAdd(e->b, fgb_const(e, first), i, ""));
 }
 
 /* temp t's i32 at i, in the index type */
@@ -101,7 +133,12 @@ static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
   }
   e->lanes[0] = s;
   e->nuniform = 0;
+  /* one lane: the select's SUM has wider vectors, but a source's index
+   * is one element (not the first of a vector at s) */
+  int vec = e->vec;
+  e->vec = 1;
   LLVMValueRef v = fgb_emit_value(e, iv, c);
+  e->vec = vec;
   if (!v)
     return NULL;
   LLVMTypeRef i64 = LLVMInt64TypeInContext(e->ctx);
@@ -121,16 +158,30 @@ static LLVMValueRef bin_of(fgb_emitter *e, LLVMValueRef s) {
   return lin;
 }
 
-/* COUNT's step for source s of bin b: its bin's count up by one. */
+/* The count of bin b's scan range (a SCAN of several CTAs), after the
+ * bins' counts: COUNT adds to it and FILL takes it back to zero. */
+static LLVMValueRef range_count_at(fgb_emitter *e, LLVMValueRef b) {
+  const fg_kernel *k = e->k;
+  LLVMValueRef r = LLVMBuildUDiv(e->b, b, fgb_const(e, (int64_t)k->scat_threads * k->scat_seg), "");
+  return at(e, k->scat_cnt, LLVMBuildAdd(e->b, fgb_const(e, k->scat_pad), r, ""));
+}
+
+/* COUNT's step for source s of bin b: its bin's count up by one, and its
+ * scan range's where the scan has several CTAs. */
 static void count_one(fgb_emitter *e, LLVMValueRef b) {
-  fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), LLVMConstInt(i32t(e), 1, 0));
+  LLVMValueRef one = LLVMConstInt(i32t(e), 1, 0);
+  fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), one);
+  if (e->k->scat_ctas > 1)
+    fgb_atomic_add_i32_global(e->m, range_count_at(e, b), one);
 }
 
 /* FILL's: the count down by one gives s a slot in its bin's segment. */
 static void fill_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
   const fg_kernel *k = e->k;
-  LLVMValueRef old =
-      fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), LLVMConstInt(i32t(e), -1ull, 1));
+  LLVMValueRef down = LLVMConstInt(i32t(e), -1ull, 1);
+  LLVMValueRef old = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), down);
+  if (k->scat_ctas > 1) /* the range's count back to zero too */
+    fgb_atomic_add_i32_global(e->m, range_count_at(e, b), down);
   if (e->ity != i32t(e))
     old = LLVMBuildSExt(e->b, old, e->ity, "");
   LLVMValueRef slot = LLVMBuildAdd(e->b, load_at(e, k->scat_off, b),
@@ -179,10 +230,6 @@ static bool emit_order(fgb_emitter *e) {
   return !e->failed;
 }
 
-/* Up to this many bins a thread, the scan's loads are straight-line code,
- * all in flight at once and kept in registers for the second pass. */
-enum { SCAN_UNROLL = 64 };
-
 /* Thread t's 4 counts at bin i (16 bytes: the temps are 256-aligned and i
  * a multiple of 4). */
 static LLVMValueRef load4(fgb_emitter *e, LLVMValueRef i) {
@@ -206,6 +253,10 @@ static void store4(fgb_emitter *e, LLVMValueRef i, LLVMValueRef v4, LLVMValueRef
   }
   LLVMValueRef st = LLVMBuildStore(e->b, out, at(e, e->k->scat_off, i));
   LLVMSetAlignment(st, 16);
+  if (e->k->scat_smem) { /* the SUM reads them from the temp */
+    st = LLVMBuildStore(e->b, out, global_at(e, e->k->scat_off, i));
+    LLVMSetAlignment(st, 16);
+  }
 }
 
 static LLVMValueRef sum4(fgb_emitter *e, LLVMValueRef v4) {
@@ -213,32 +264,6 @@ static LLVMValueRef sum4(fgb_emitter *e, LLVMValueRef v4) {
   for (int j = 1; j < 4; j++)
     s = LLVMBuildAdd(e->b, s, lane(e, v4, j), "");
   return s;
-}
-
-/* The exclusive prefix of each thread's total over the CTA (Hillis-Steele
- * in shared memory; integers, so any order gives the same sums). */
-static LLVMValueRef block_exclusive_scan(fgb_emitter *e, LLVMValueRef total) {
-  int T = e->k->block;
-  char name[256];
-  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
-  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)T);
-  LLVMValueRef tid = fgb_tid(e->m, 0);
-  LLVMValueRef mine = fgb_gep(e->m, sh, i32t(e), tid);
-  LLVMBuildStore(e->b, total, mine);
-  fgb_barrier(e->m);
-  for (int d = 1; d < T; d *= 2) {
-    LLVMValueRef dv = LLVMConstInt(i32t(e), (unsigned)d, 0);
-    LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntUGE, tid, dv, "");
-    LLVMValueRef from = LLVMBuildSelect(e->b, has, LLVMBuildSub(e->b, tid, dv, ""), tid, "");
-    LLVMValueRef x = LLVMBuildLoad2(e->b, i32t(e), fgb_gep(e->m, sh, i32t(e), from), "");
-    x = LLVMBuildSelect(e->b, has, x, LLVMConstInt(i32t(e), 0, 0), "");
-    fgb_barrier(e->m);
-    LLVMValueRef cur = LLVMBuildLoad2(e->b, i32t(e), mine, "");
-    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, cur, x, ""), mine);
-    fgb_barrier(e->m);
-  }
-  LLVMValueRef incl = LLVMBuildLoad2(e->b, i32t(e), mine, "");
-  return LLVMBuildSub(e->b, incl, total, "");
 }
 
 /* A warp's inclusive prefix of an i32 a lane, by butterflies (integers:
@@ -259,96 +284,122 @@ static LLVMValueRef warp_inclusive_scan(fgb_emitter *e, LLVMValueRef v, LLVMValu
   return incl;
 }
 
-/* The scan with coalesced accesses (scatter2): thread t of T takes the 4
- * bins at 4 (q T + t) for each q < S/4, so a warp's 16-byte loads and
- * stores are 512 contiguous bytes. Each q's 4T bins are a tile: the
- * tile's thread totals are scanned within each warp by butterflies, the
- * warps' totals (tile-major, then warp) by warp 0 into shared memory, and
- * a thread's offset is its warp's prefix there plus its lane's. */
-static void emit_scan_striped(fgb_emitter *e) {
-  const fg_kernel *k = e->k;
-  int Q = k->scat_seg / 4, T = k->block, NW = T / 32;
-  LLVMTypeRef i32 = i32t(e);
-  LLVMValueRef tid = fgb_tid(e->m, 0);
-  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
-  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
-  LLVMValueRef t = fgb_thread_index(e, 0), v[SCAN_UNROLL / 4], incl[SCAN_UNROLL / 4],
-               tot[SCAN_UNROLL / 4], wt[SCAN_UNROLL / 4];
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    v[q] = load4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""));
-  }
-  for (int q = 0; q < Q; q++) {
-    tot[q] = sum4(e, v[q]);
-    incl[q] = warp_inclusive_scan(e, tot[q], lane, &wt[q]);
-  }
-  char name[256];
-  snprintf(name, sizeof name, "%s_scanw", LLVMGetValueName(e->fn));
-  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * (uint64_t)(Q * NW));
-  LLVMBasicBlockRef merge =
-      fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, LLVMConstInt(i32, 0, 0), ""));
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMBuildStore(e->b, wt[q], fgb_gep(e->m, sh, i32, slot));
-  }
-  fgb_end_if(e, merge);
-  fgb_barrier(e->m);
-  /* warp 0: the warps' totals, tile by tile, into exclusive prefixes */
-  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, warp, LLVMConstInt(i32, 0, 0), ""));
-  LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
-  LLVMValueRef carry = LLVMConstInt(i32, 0, 0);
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), lane, "");
-    LLVMValueRef p =
-        fgb_gep(e->m, sh, i32, LLVMBuildSelect(e->b, has, slot, LLVMConstInt(i32, 0, 0), ""));
-    LLVMValueRef x =
-        LLVMBuildSelect(e->b, has, LLVMBuildLoad2(e->b, i32, p, ""), LLVMConstInt(i32, 0, 0), "");
-    LLVMValueRef all, in = warp_inclusive_scan(e, x, lane, &all);
-    LLVMValueRef excl = LLVMBuildAdd(e->b, carry, LLVMBuildSub(e->b, in, x, ""), "");
-    LLVMBasicBlockRef m2 = fgb_begin_if(e, has);
-    LLVMBuildStore(e->b, excl, p);
-    fgb_end_if(e, m2);
-    carry = LLVMBuildAdd(e->b, carry, all, "");
-  }
-  fgb_end_if(e, merge);
-  fgb_barrier(e->m);
-  for (int q = 0; q < Q; q++) {
-    LLVMValueRef slot = LLVMBuildAdd(e->b, LLVMConstInt(i32, (unsigned)(q * NW), 0), warp, "");
-    LLVMValueRef run =
-        LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), ""),
-                     LLVMBuildSub(e->b, incl[q], tot[q], ""), "");
-    LLVMValueRef g = LLVMBuildAdd(e->b, fgb_const(e, (int64_t)q * T), t, "");
-    store4(e, LLVMBuildMul(e->b, g, fgb_const(e, 4), ""), v[q], &run);
-  }
+/* The sum of an i32 over a warp's lanes, in every lane (butterflies). */
+static LLVMValueRef warp_sum(fgb_emitter *e, LLVMValueRef v) {
+  for (int d = 1; d < 32; d *= 2)
+    v = LLVMBuildAdd(e->b, v, fgb_shfl_bfly(e->m, v, d), "");
+  return v;
 }
 
+/* embscan: the scan's shared array, two buffers of a total a warp. */
+enum { SCAN_MAX_WARPS = 32 };
+
+/* Thread t's exclusive prefix of x over its CTA (in thread order), and
+ * the CTA's total in *all: each warp's lanes scanned by butterflies, the
+ * warps' totals passed through buffer buf (0 or 1) of the shared array
+ * sh, one barrier; a warp's lanes then hold the warps' totals and sum
+ * those before their own. Successive calls alternate the buffers, so that
+ * no store waits on the reads of the call before. */
+static LLVMValueRef block_exclusive(fgb_emitter *e, LLVMValueRef sh, LLVMValueRef buf,
+                                    LLVMValueRef x, LLVMValueRef *all) {
+  LLVMTypeRef i32 = i32t(e);
+  int NW = e->k->block / 32;
+  LLVMValueRef tid = fgb_tid(e->m, 0), zero = LLVMConstInt(i32, 0, 0);
+  LLVMValueRef lane = LLVMBuildAnd(e->b, tid, LLVMConstInt(i32, 31, 0), "");
+  LLVMValueRef wsum, incl = warp_inclusive_scan(e, x, lane, &wsum);
+  LLVMValueRef excl = LLVMBuildSub(e->b, incl, x, "");
+  if (NW == 1) {
+    *all = wsum;
+    return excl;
+  }
+  LLVMValueRef warp = LLVMBuildLShr(e->b, tid, LLVMConstInt(i32, 5, 0), "");
+  LLVMValueRef first = LLVMBuildMul(e->b, buf, LLVMConstInt(i32, SCAN_MAX_WARPS, 0), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, lane, zero, ""));
+  LLVMBuildStore(e->b, wsum, fgb_gep(e->m, sh, i32, LLVMBuildAdd(e->b, first, warp, "")));
+  fgb_end_if(e, merge);
+  fgb_barrier(e->m);
+  /* lane l: warp l's total */
+  LLVMValueRef has = LLVMBuildICmp(e->b, LLVMIntULT, lane, LLVMConstInt(i32, (unsigned)NW, 0), "");
+  LLVMValueRef slot = LLVMBuildAdd(e->b, first, LLVMBuildSelect(e->b, has, lane, zero, ""), "");
+  LLVMValueRef w = LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, sh, i32, slot), "");
+  w = LLVMBuildSelect(e->b, has, w, zero, "");
+  LLVMValueRef below = LLVMBuildICmp(e->b, LLVMIntULT, lane, warp, "");
+  LLVMValueRef before = warp_sum(e, LLVMBuildSelect(e->b, below, w, zero, ""));
+  *all = warp_sum(e, w);
+  return LLVMBuildAdd(e->b, before, excl, "");
+}
+
+static LLVMValueRef to_i32(fgb_emitter *e, LLVMValueRef v) {
+  return LLVMTypeOf(v) == i32t(e) ? v : LLVMBuildTrunc(e->b, v, i32t(e), "");
+}
+
+/* The first offset of scan CTA j's range: the sum of the ranges' counts
+ * before it, a thread every block-th of them, summed over the CTA. */
+static LLVMValueRef range_base(fgb_emitter *e, LLVMValueRef sh, LLVMValueRef j) {
+  const fg_kernel *k = e->k;
+  LLVMTypeRef i32 = i32t(e);
+  LLVMValueRef acc = fgk_local_var(e, i32, LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef i = fgk_loop_begin(e, &l, fgb_thread_index(e, 0), j, fgb_const(e, k->block));
+  LLVMValueRef r = LLVMBuildAdd(e->b, fgb_const(e, k->scat_pad), i, "");
+  LLVMValueRef c = LLVMBuildLoad2(e->b, i32, at(e, k->scat_cnt, r), "");
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, LLVMBuildLoad2(e->b, i32, acc, ""), c, ""), acc);
+  fgk_loop_end(e, &l, i);
+  LLVMValueRef all;
+  block_exclusive(e, sh, LLVMConstInt(i32, 1, 0), LLVMBuildLoad2(e->b, i32, acc, ""), &all);
+  return all;
+}
+
+/* The scan (embscan): CTA j of scat_ctas takes the range of T x S bins
+ * from j T S (the fused sort: one CTA, all of them), a chunk of 4T bins
+ * at a time, thread t the 4 at 4t in it (16-byte loads: a warp's 512
+ * contiguous bytes). A chunk's offsets are the running carry (from the
+ * ranges' counts before j) plus each thread's exclusive prefix over the
+ * CTA (block_exclusive); the next chunk's counts are loaded before the
+ * chunk's barrier. The last thread of the last CTA writes the total as
+ * off[pad]. */
 static bool emit_scan(fgb_emitter *e) {
   const fg_kernel *k = e->k;
-  int S = k->scat_seg;
-  if (S <= SCAN_UNROLL) {
-    emit_scan_striped(e);
-  } else { /* a thread S consecutive bins, in a loop */
-    LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, S), "");
-    LLVMValueRef zero = LLVMConstInt(i32t(e), 0, 0);
-    LLVMValueRef acc = fgk_local_var(e, i32t(e), zero);
-    LLVMValueRef end = LLVMBuildAdd(e->b, first, fgb_const(e, S), "");
-    fgk_loop l;
-    LLVMValueRef i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
-    LLVMValueRef a = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    LLVMBuildStore(e->b, LLVMBuildAdd(e->b, a, sum4(e, load4(e, i)), ""), acc);
-    fgk_loop_end(e, &l, i);
-    LLVMValueRef total = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    LLVMBuildStore(e->b, block_exclusive_scan(e, total), acc);
-    i = fgk_loop_begin(e, &l, first, end, fgb_const(e, 4));
-    LLVMValueRef run = LLVMBuildLoad2(e->b, i32t(e), acc, "");
-    store4(e, i, load4(e, i), &run);
-    LLVMBuildStore(e->b, run, acc);
-    fgk_loop_end(e, &l, i);
+  int T = k->block, C = k->scat_seg / 4;
+  LLVMTypeRef i32 = i32t(e), v4 = LLVMVectorType(i32, 4);
+  char name[256];
+  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * 2 * SCAN_MAX_WARPS);
+  bool ranges = k->scat_ctas > 1;
+  LLVMValueRef j = ranges ? fgb_block_index(e, 0) : fgb_const(e, 0);
+  LLVMValueRef t = fgb_thread_index(e, 0);
+  LLVMValueRef first =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, j, fgb_const(e, (int64_t)T * k->scat_seg), ""),
+                   LLVMBuildMul(e->b, t, fgb_const(e, 4), ""), "");
+  LLVMValueRef next = fgk_local_var(e, v4, load4(e, first));
+  LLVMValueRef carry =
+      fgk_local_var(e, i32, ranges ? range_base(e, sh, j) : LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef c = fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, C), fgb_const(e, 1));
+  LLVMValueRef v = LLVMBuildLoad2(e->b, v4, next, "");
+  if (C > 1) {
+    LLVMValueRef c1 = fgk_imin(e, LLVMBuildAdd(e->b, c, fgb_const(e, 1), ""), fgb_const(e, C - 1));
+    LLVMValueRef i1 =
+        LLVMBuildAdd(e->b, first, LLVMBuildMul(e->b, c1, fgb_const(e, 4 * T), ""), "");
+    LLVMBuildStore(e->b, load4(e, i1), next);
   }
+  LLVMValueRef buf = LLVMBuildAnd(e->b, to_i32(e, c), LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef all, ex = block_exclusive(e, sh, buf, sum4(e, v), &all);
+  LLVMValueRef cy = LLVMBuildLoad2(e->b, i32, carry, "");
+  LLVMValueRef run = LLVMBuildAdd(e->b, cy, ex, "");
+  store4(e, LLVMBuildAdd(e->b, first, LLVMBuildMul(e->b, c, fgb_const(e, 4 * T), ""), ""), v, &run);
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, cy, all, ""), carry);
+  fgk_loop_end(e, &l, c);
   /* off[pad]: the total, after the last thread's bins */
-  LLVMBasicBlockRef merge = fgb_begin_if(
-      e, LLVMBuildICmp(e->b, LLVMIntEQ, fgb_thread_index(e, 0), fgb_const(e, k->block - 1), ""));
+  LLVMValueRef last = LLVMBuildICmp(e->b, LLVMIntEQ, t, fgb_const(e, T - 1), "");
+  if (ranges)
+    last = LLVMBuildAnd(e->b, last,
+                        LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, k->scat_ctas - 1), ""), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, last);
   store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
+  if (k->scat_smem)
+    LLVMBuildStore(e->b, to_i32(e, sources(e)),
+                   global_at(e, k->scat_off, fgb_const(e, k->scat_pad)));
   fgb_end_if(e, merge);
   return !e->failed;
 }
@@ -357,8 +408,27 @@ static bool emit_scan(fgb_emitter *e) {
  * (the block's global writes are then visible to all its threads). Thread
  * t takes sources t, t + T, ... (scat_rounds of them, straight-line): their
  * bins are computed once, every index load in flight at once, and kept in
- * registers for the three steps. The counts return to zero as in FILL. */
+ * registers for the three steps. The counts return to zero as in FILL.
+ * With k->scat_smem (embscan) the counts, offsets and filled positions
+ * are in shared memory (the counts zeroed first; the offsets also stored
+ * to their temp), so that only the index loads and the offsets' and
+ * ordered positions' stores go to global memory. */
 enum { SORT_MAX_ROUNDS = 16 };
+
+/* The fused sort's shared counts set to zero (shared memory starts
+ * undefined): thread t the 4 at 4t of each chunk of 4T, then a barrier. */
+static void zero_smem_counts(fgb_emitter *e) {
+  const fg_kernel *k = e->k;
+  int T = k->block;
+  LLVMTypeRef v4 = LLVMVectorType(i32t(e), 4);
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, 4), "");
+  fgk_loop l;
+  LLVMValueRef i = fgk_loop_begin(e, &l, first, fgb_const(e, k->scat_pad), fgb_const(e, 4 * T));
+  LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstNull(v4), at(e, k->scat_cnt, i));
+  LLVMSetAlignment(st, 16);
+  fgk_loop_end(e, &l, i);
+  fgb_barrier(e->m);
+}
 
 static bool emit_sort(fgb_emitter *e) {
   const fg_kernel *k = e->k;
@@ -380,6 +450,8 @@ static bool emit_sort(fgb_emitter *e) {
     if (!b[r])
       return false;
   }
+  if (k->scat_smem)
+    zero_smem_counts(e);
   for (int step = 0; step < 3; step++) {
     if (step == 1 && !emit_scan(e))
       return false;
@@ -506,20 +578,150 @@ static void sum_vec_bind(fgb_emitter *e, const sum_vec *q, int V, int last) {
     e->uniform[e->nuniform++] = q->c[d];
 }
 
+/* The sources after a segment's first, one at a time in ascending order.
+ * (Four at a time in straight-line code, embscan, made embedding_bwd's sum
+ * kernel 109 -> 135 us on the H100: docs/benchmarks.md, run B2.) */
+static bool add_rest(fgb_emitter *e, const fg_index_map *m, sum_vec *q) {
+  const fg_kernel *k = e->k;
+  fgk_loop l;
+  LLVMValueRef jj =
+      fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, q->lo, fgb_const(e, 1), ""), q->hi, fgb_const(e, 1));
+  if (!add_source(e, m, q->c, q->lanes, load_at(e, k->scat_order, jj), q->accs))
+    return false;
+  fgk_loop_end(e, &l, jj);
+  return true;
+}
+
+/* Vector q of index_add's SUM at thread index gid: its coordinates (the
+ * last vector's where gid's is past the end: q->ok false, loads valid, not
+ * stored), its lanes, and its accumulators holding the operand's elements. */
+static bool sum_vec_init(fgb_emitter *e, sum_vec *q, LLVMValueRef gid, int64_t total) {
+  const fg_kernel *k = e->k;
+  const fg_value *x = k->scat->in[0];
+  fg_dtype acc = fg_reduce_acc_dtype(k->scat->out[0]->type.dtype);
+  int rank = k->rank, last = rank - 1, V = e->vec;
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
+  q->ok = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), "");
+  base = fgk_imin(e, base, fgb_const(e, total - V));
+  fgb_delinearize(e, base, k->dims, rank, q->c);
+  for (int j = 0; j < V; j++)
+    q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
+  sum_vec_bind(e, q, V, last);
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef idx[FG_MAX_RANK];
+  memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
+  for (int j = 0; j < V; j++) {
+    idx[last] = q->lanes[j];
+    LLVMValueRef v = fgb_emit_value(e, x, idx);
+    if (!v)
+      return false;
+    q->accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
+  }
+  fgb_memo_release(e, mark);
+  return true;
+}
+
+/* Vector q's sums, rounded to the result's dtype and stored where q->ok. */
+static void sum_vec_store(fgb_emitter *e, sum_vec *q) {
+  const fg_value *out = e->k->scat->out[0];
+  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
+  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
+  sum_vec_bind(e, q, e->vec, e->k->rank - 1);
+  LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
+  LLVMValueRef vals[16];
+  for (int j = 0; j < e->vec; j++)
+    vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, q->accs[j], ""), acc, dt);
+  fgb_emit_store_lanes(e, out, q->c, vals);
+  fgb_end_if(e, merge);
+}
+
+/* SUM of a select (embscan, k->scat_select; index_add along dim 0, q the
+ * thread's one vector): the CTA's elements lie in the slices [r0, r1].
+ * In rounds of T sources, each thread takes one and computes its slice
+ * (bin_of); those in [r0, r1] are appended to a shared list (positions,
+ * then slices) at the CTA's count plus their rank among the round's
+ * (block_exclusive of the flags), so the list is in ascending position.
+ * After a barrier each thread walks the list and adds the sources of its
+ * own slice, in that order: the interpreter's. */
+static bool emit_select(fgb_emitter *e, sum_vec *q, int64_t total) {
+  const fg_kernel *k = e->k;
+  fg_index_map m;
+  fg_index_map_of(k->scat, &m);
+  int T = k->block, V = e->vec;
+  int64_t S = k->scat_sources, inner = total / k->dims[0];
+  LLVMTypeRef i32 = i32t(e);
+  char name[256];
+  snprintf(name, sizeof name, "%s_scan", LLVMGetValueName(e->fn));
+  LLVMValueRef sh = fgb_shared_array(e->m, name, 4 * 2 * SCAN_MAX_WARPS);
+  snprintf(name, sizeof name, "%s_list", LLVMGetValueName(e->fn));
+  LLVMValueRef list = fgb_shared_array(e->m, name, 8 * (uint64_t)S);
+  LLVMValueRef first = LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)T * V), "");
+  LLVMValueRef end =
+      fgk_imin(e, LLVMBuildAdd(e->b, first, fgb_const(e, (int64_t)T * V), ""), fgb_const(e, total));
+  LLVMValueRef r0 = LLVMBuildSDiv(e->b, first, fgb_const(e, inner), "");
+  LLVMValueRef r1 =
+      LLVMBuildSDiv(e->b, LLVMBuildSub(e->b, end, fgb_const(e, 1), ""), fgb_const(e, inner), "");
+  LLVMValueRef count = fgk_local_var(e, i32, LLVMConstInt(i32, 0, 0));
+  fgk_loop l;
+  LLVMValueRef r =
+      fgk_loop_begin(e, &l, fgb_const(e, 0), fgb_const(e, (S + T - 1) / T), fgb_const(e, 1));
+  int mark = fgb_memo_mark(e);
+  LLVMValueRef s =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, r, fgb_const(e, T), ""), fgb_thread_index(e, 0), "");
+  LLVMValueRef b = bin_of(e, fgk_imin(e, s, fgb_const(e, S - 1)));
+  if (!b)
+    return false;
+  LLVMValueRef in = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, s, fgb_const(e, S), ""),
+                                 LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSGE, b, r0, ""),
+                                              LLVMBuildICmp(e->b, LLVMIntSLE, b, r1, ""), ""),
+                                 "");
+  LLVMValueRef buf = LLVMBuildAnd(e->b, to_i32(e, r), LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef all, ex = block_exclusive(e, sh, buf, LLVMBuildZExt(e->b, in, i32, ""), &all);
+  LLVMValueRef c0 = LLVMBuildLoad2(e->b, i32, count, "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, in);
+  LLVMValueRef slot = LLVMBuildAdd(e->b, c0, ex, "");
+  LLVMBuildStore(e->b, to_i32(e, s), fgb_gep(e->m, list, i32, slot));
+  LLVMBuildStore(
+      e->b, to_i32(e, b),
+      fgb_gep(e->m, list, i32, LLVMBuildAdd(e->b, slot, LLVMConstInt(i32, (unsigned)S, 0), "")));
+  fgb_end_if(e, merge);
+  LLVMBuildStore(e->b, LLVMBuildAdd(e->b, c0, all, ""), count);
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, r);
+  fgb_barrier(e->m);
+  sum_vec_bind(e, q, V, k->rank - 1);
+  LLVMValueRef n = LLVMBuildLoad2(e->b, i32, count, "");
+  LLVMValueRef j = fgk_loop_begin(e, &l, LLVMConstInt(i32, 0, 0), n, LLVMConstInt(i32, 1, 0));
+  LLVMValueRef sj = LLVMBuildLoad2(e->b, i32, fgb_gep(e->m, list, i32, j), "");
+  LLVMValueRef bj = LLVMBuildLoad2(
+      e->b, i32,
+      fgb_gep(e->m, list, i32, LLVMBuildAdd(e->b, j, LLVMConstInt(i32, (unsigned)S, 0), "")), "");
+  if (e->ity != i32) {
+    sj = LLVMBuildSExt(e->b, sj, e->ity, "");
+    bj = LLVMBuildSExt(e->b, bj, e->ity, "");
+  }
+  merge = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntEQ, bj, q->c[0], ""));
+  if (!add_source(e, &m, q->c, q->lanes, sj, q->accs))
+    return false;
+  fgb_end_if(e, merge);
+  fgk_loop_end(e, &l, j);
+  return true;
+}
+
 /* SUM of an index_add: each thread k->chunks vectors of V adjacent elements
  * along the last dim, block-strided (embbwd2): every vector's operand
  * loads, segment bounds and first source are issued before any segment
  * is walked; then each vector adds its slice's sources in ascending
  * order (the first one, then the rest of the segment) and is stored. A
  * vector past the end takes the last vector's place (its loads valid)
- * and is not stored. */
+ * and is not stored. A select (embscan) takes its sources from the index
+ * instead (emit_select). */
 static bool emit_sum(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   if (k->scat->op->code == FG_OP_SCATTER_ADD)
     return emit_sum_elements(e);
   const fg_node *n = k->scat;
-  const fg_value *x = n->in[0], *out = n->out[0];
-  fg_dtype dt = out->type.dtype, acc = fg_reduce_acc_dtype(dt);
   int rank = k->rank, last = rank - 1, V = e->vec, U = k->chunks > 1 ? k->chunks : 1;
   fg_index_map m;
   fg_index_map_of(n, &m);
@@ -528,12 +730,11 @@ static bool emit_sum(fgb_emitter *e) {
     total *= k->dims[d];
   if (!total) /* an empty result: nothing to launch */
     return true;
-  if (U > 4 || total % V) {
+  if (U > 4 || total % V || (k->scat_select && U != 1)) {
     fgb_fail(e, "scatter sum kernel %d: %d chunks of %d lanes over %lld elements", k->id, U, V,
              (long long)total);
     return false;
   }
-  LLVMTypeRef at_ty = fgb_reg_type(e->m, acc);
   LLVMValueRef gid0 = LLVMBuildAdd(
       e->b, LLVMBuildMul(e->b, fgb_block_index(e, 0), fgb_const(e, (int64_t)k->block * U), ""),
       fgb_thread_index(e, 0), "");
@@ -541,24 +742,10 @@ static bool emit_sum(fgb_emitter *e) {
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
     LLVMValueRef gid = LLVMBuildAdd(e->b, gid0, fgb_const(e, (int64_t)u * k->block), "");
-    LLVMValueRef base = V > 1 ? LLVMBuildMul(e->b, gid, fgb_const(e, V), "") : gid;
-    q->ok = LLVMBuildICmp(e->b, LLVMIntSLT, base, fgb_const(e, total), "");
-    base = fgk_imin(e, base, fgb_const(e, total - V));
-    fgb_delinearize(e, base, k->dims, rank, q->c);
-    for (int j = 0; j < V; j++)
-      q->lanes[j] = j == 0 ? q->c[last] : LLVMBuildAdd(e->b, q->c[last], fgb_const(e, j), "");
-    sum_vec_bind(e, q, V, last);
-    int mark = fgb_memo_mark(e);
-    LLVMValueRef idx[FG_MAX_RANK];
-    memcpy(idx, q->c, sizeof(LLVMValueRef) * (size_t)rank);
-    for (int j = 0; j < V; j++) {
-      idx[last] = q->lanes[j];
-      LLVMValueRef v = fgb_emit_value(e, x, idx);
-      if (!v)
-        return false;
-      q->accs[j] = fgk_local_var(e, at_ty, fgb_convert(e->m, v, x->type.dtype, acc));
-    }
-    fgb_memo_release(e, mark);
+    if (!sum_vec_init(e, q, gid, total))
+      return false;
+    if (k->scat_select)
+      continue;
     LLVMValueRef slice = q->c[m.dim];
     q->lo = load_at(e, k->scat_off, slice);
     q->hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, slice, fgb_const(e, 1), ""));
@@ -572,6 +759,12 @@ static bool emit_sum(fgb_emitter *e) {
     } else if (k->scat_sources > 0)
       q->first = load_at(e, k->scat_order, fgk_imin(e, q->lo, fgb_const(e, k->scat_sources - 1)));
   }
+  if (k->scat_select) {
+    if (!emit_select(e, &sv[0], total))
+      return false;
+    sum_vec_store(e, &sv[0]);
+    return !e->failed;
+  }
   for (int u = 0; u < U; u++) {
     sum_vec *q = &sv[u];
     sum_vec_bind(e, q, V, last);
@@ -580,24 +773,12 @@ static bool emit_sum(fgb_emitter *e) {
     LLVMBasicBlockRef some = fgb_begin_if(e, LLVMBuildICmp(e->b, LLVMIntSLT, q->lo, q->hi, ""));
     if (!add_source(e, &m, q->c, q->lanes, q->first, q->accs))
       return false;
-    fgk_loop l;
-    LLVMValueRef jj = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, q->lo, fgb_const(e, 1), ""), q->hi,
-                                     fgb_const(e, 1));
-    if (!add_source(e, &m, q->c, q->lanes, load_at(e, k->scat_order, jj), q->accs))
+    if (!add_rest(e, &m, q))
       return false;
-    fgk_loop_end(e, &l, jj);
     fgb_end_if(e, some);
   }
-  for (int u = 0; u < U; u++) {
-    sum_vec *q = &sv[u];
-    sum_vec_bind(e, q, V, last);
-    LLVMBasicBlockRef merge = fgb_begin_if(e, q->ok);
-    LLVMValueRef vals[16];
-    for (int j = 0; j < V; j++)
-      vals[j] = fgb_convert(e->m, LLVMBuildLoad2(e->b, at_ty, q->accs[j], ""), acc, dt);
-    fgb_emit_store_lanes(e, out, q->c, vals);
-    fgb_end_if(e, merge);
-  }
+  for (int u = 0; u < U; u++)
+    sum_vec_store(e, &sv[u]);
   return !e->failed;
 }
 

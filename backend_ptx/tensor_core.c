@@ -89,8 +89,18 @@ LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y) {
   return fgb_call(m, "llvm.maxnum.f32", m->f32, 2, args);
 }
 
+LLVMValueRef fgb_tc_rcp(fgb_module *m, LLVMValueRef x) {
+  LLVMBuilderRef b = m->b;
+  LLVMValueRef r0 = fgb_call(m, "llvm.nvvm.rcp.approx.ftz.f", m->f32, 1, &x);
+  LLVMValueRef one = LLVMConstReal(m->f32, 1.0);
+  LLVMValueRef e = fgb_tc_fma(m, LLVMBuildFNeg(b, x, ""), r0, one); /* 1 - x r0 */
+  LLVMValueRef r1 = fgb_tc_fma(m, r0, e, r0);
+  /* x = 0, +-inf or NaN: r0 is the answer, and the step made NaN of it */
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, e, e, ""), r0, r1, "");
+}
+
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x) {
-  return fgb_call(m, "llvm.nvvm.ex2.approx.f", m->f32, 1, &x);
+  return fgb_call(m, "llvm.nvvm.ex2.approx.ftz.f", m->f32, 1, &x);
 }
 
 /* issue 19 (forward speed): one cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32 for
@@ -280,21 +290,46 @@ bool fgb_tc_wg_rs(fgb_module *m, const fgb_tc_wg_chain *c, LLVMValueRef (*a)[4],
   return true;
 }
 
-bool fgb_tc_wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n) {
-  char text[64], cons[WG_TEXT];
+static bool wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n, LLVMValueRef gate,
+                    LLVMValueRef slot) {
+  char text[160], cons[WG_TEXT];
   size_t cl = 0;
-  if (n > WG_MAXARGS)
+  int extra = gate ? 2 : 0;
+  if (n + extra > WG_MAXARGS)
     return false;
-  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+  if (gate)
+    snprintf(text, sizeof text,
+             "st.volatile.shared.f32 [$%d], $%d;\nwgmma.wait_group.sync.aligned %d;", 2 * n + 1,
+             2 * n, pending);
+  else
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
   for (int i = 0; i < n; i++)
     wg_put(cons, &cl, "=f,");
   for (int i = 0; i < n; i++)
     wg_put(cons, &cl, "%d,", i);
+  if (gate)
+    wg_put(cons, &cl, "f,r,");
   wg_put(cons, &cl, "~{memory}");
   if (cl >= WG_TEXT)
     return false;
-  LLVMValueRef r = wg_asm(m, wg_f32s(m, n), v, n, text, cons);
+  LLVMValueRef args[WG_MAXARGS];
+  for (int i = 0; i < n; i++)
+    args[i] = v[i];
+  if (gate) {
+    args[n] = gate;
+    args[n + 1] = slot;
+  }
+  LLVMValueRef r = wg_asm(m, wg_f32s(m, n), args, n + extra, text, cons);
   for (int i = 0; i < n; i++)
     v[i] = LLVMBuildExtractValue(m->b, r, (unsigned)i, "");
   return true;
+}
+
+bool fgb_tc_wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n) {
+  return wg_wait(m, pending, v, n, NULL, NULL);
+}
+
+bool fgb_tc_wg_wait_after(fgb_module *m, int pending, LLVMValueRef *v, int n, LLVMValueRef gate,
+                          LLVMValueRef slot) {
+  return wg_wait(m, pending, v, n, gate, slot);
 }

@@ -51,9 +51,20 @@ LLVMValueRef fgb_tc_pack2(fgb_module *m, fg_dtype dt, LLVMValueRef lo, LLVMValue
 void fgb_tc_mma(fgb_module *m, fg_dtype dt, LLVMValueRef *A, LLVMValueRef b0, LLVMValueRef b1,
                 LLVMValueRef *c);
 
-/* maxnum (f32) and ex2.approx.f32. */
+/* maxnum (f32) and ex2.approx.ftz.f32: subnormal inputs and results
+ * flushed to zero. The softmax's exponents are <= 0, and a result below
+ * 2^-126 next to a row maximum of 1 changes no f32 sum; without .ftz,
+ * ptxas wraps each MUFU.EX2 in a range check and two multiplies (three
+ * FP32 instructions an element on the pipe the softmax is bound by). */
 LLVMValueRef fgb_tc_fmax(fgb_module *m, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x);
+/* 1 / x (f32) without a call: rcp.approx.ftz.f32 and one Newton step
+ * (within an ulp for normal x; 0, +-inf and NaN give what division
+ * gives; subnormal x is flushed). rcp.rn.f32 (an fdiv)
+ * has a slow-path subroutine, and where the driver's JIT compiles the
+ * PTX as relocatable code (cuLink) that call is extern, and ptxas then
+ * serializes every wgmma of the kernel (info C7509). */
+LLVMValueRef fgb_tc_rcp(fgb_module *m, LLVMValueRef x);
 
 /* issue 19 (forward speed): two f32 values rounded to dt (nearest even)
  * as one word, lo in the low half, by one packed conversion
@@ -116,5 +127,14 @@ bool fgb_tc_wg_rs(fgb_module *m, const fgb_tc_wg_chain *c, LLVMValueRef (*a)[4],
  * ISA: reading a wgmma's accumulators or A registers before a wait_group
  * covering it is undefined). */
 bool fgb_tc_wg_wait(fgb_module *m, int pending, LLVMValueRef *v, int n);
+/* The same, ordered after the instructions computing `gate` (f32): the
+ * statement first stores gate to `slot` (a 32-bit shared address the
+ * caller keeps for it; st.volatile), and ptxas keeps a wgmma.wait_group
+ * after the shared-memory stores before it. Left alone, ptxas hoists
+ * wait_group 0 of the overlapped attention loop above its softmax, which
+ * then overlaps nothing (emit_attention.c, wg_overlap_loop); predicated
+ * on gate, the wait makes ptxas serialize every wgmma (info C7514). */
+bool fgb_tc_wg_wait_after(fgb_module *m, int pending, LLVMValueRef *v, int n, LLVMValueRef gate,
+                          LLVMValueRef slot);
 
 #endif

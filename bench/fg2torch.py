@@ -470,7 +470,19 @@ def _ops20(name, args, kw):
         a, b, w = args
         like = next(v for v in (a, b, w) if _is_t(v))
         a, b = [v if _is_t(v) else torch.full_like(like, float(v)) for v in (a, b)]
-        return torch.lerp(a, b, w if _is_t(w) else float(w))
+        rt = torch.result_type(a, b)
+        if _is_t(w):
+            # torch.lerp does not promote: the result dtype as the language
+            # promotes (a 0-d f32 weight of f16 tensors stays f16)
+            probe = torch.empty((1,) if a.dim() or b.dim() else (), dtype=rt)
+            rt = torch.result_type(probe, w)
+        if rt in (torch.float16, torch.bfloat16):
+            # narrow floats are computed in f32 and rounded once, each operand
+            # as given: a 0-d f32 end or weight is not rounded to f16 first
+            # (as torch.lerp over f16 tensors would; the interpreter does not)
+            f = torch.float32
+            return torch.lerp(a.to(f), b.to(f), w.to(f) if _is_t(w) else float(w)).to(rt)
+        return torch.lerp(a.to(rt), b.to(rt), w.to(rt) if _is_t(w) else float(w))
     if name == "stack":
         rt = args[0].dtype
         for a in args[1:]:
@@ -492,6 +504,10 @@ def _ops20(name, args, kw):
         return torch.logsumexp(xs, dim=_dims(xs, kw.get("dims")), keepdim=kw.get("keepdim", False))
     if name in ("softmax", "log_softmax"):
         f = torch.softmax if name == "softmax" else torch.log_softmax
+        if "dtype" not in kw and x.device.type == "cpu" and x.dtype in (torch.float16, torch.bfloat16):
+            # (CPU torch sums f16 in f16: exp of a 65536-long row overflowed to -inf; CUDA,
+            # as fusec, sums in f32. check-refs runs here on the CPU)
+            return f(x.float(), dim=kw["dim"]).to(x.dtype)
         return f(x, dim=kw["dim"], dtype=dtype_of(kw["dtype"]) if "dtype" in kw else None)
     if name == "mx_scale":  # 2^(floor(log2 |amax|) - emax) as f8e8m0 (docs/format.md 5.10)
         emax = {"f8e4m3": 8, "f8e5m2": 15, "f4e2m1": 2}[kw.get("elem", "f8e4m3")]

@@ -23,9 +23,15 @@ form yet).
   symbolic_suite.py prepare --fusec F --out D [--only A,B]   (build machine) writes
       D/NAME.fg and D/NAME.ptx (static graphs NAME_s<SIZE>, symbolic NAME_sym8
       and NAME_sym1) and D/plan.json
-  symbolic_suite.py run --fgrun F --dir D [--n N] [--only A,B]   (GPU machine) times each
-      with `fgrun --bench N` (device time, median), checks the symbolic graph
-      against the interpreter at 384 rows, prints the table and D/results.json
+  symbolic_suite.py run --fgrun F --dir D [--n N] [--only A,B] [--jobs J] [--check]
+      (GPU machine) times each with `fgrun --bench N` (device time, median),
+      prints the table and D/results.json. J fgrun processes (default 8) load
+      their artifact and make their inputs at once, but each takes the GPU
+      alone (FGRUN_GPU_LOCK, tools/fgrun_gpu.c): no two time kernels
+      together; --jobs 1 runs them one after another. --check also checks
+      each symbolic graph against the interpreter at its smallest size (the
+      CPU interpreter: minutes for the 3-D workloads; `check` below covers
+      the issue's sizes, with a limit)
   symbolic_suite.py check --fgrun F --dir D [--jobs J] [--sizes 1,7,63,4097]
       (GPU machine) `fgrun --check` of every workload's symbolic artifact
       without a divisor (NAME_sym1) against the interpreter at each size (the
@@ -212,11 +218,14 @@ def prepare(fusec, out, only=None):
 BENCH = re.compile(r"^bench (\S+): \d+ runs, median ([0-9.]+) us")
 
 
-def fgrun_bench(fgrun, ptx, graph, dim, n):
+def fgrun_bench(fgrun, ptx, graph, dim, n, env=None):
     args = [fgrun, ptx, "--graph", graph, "--bench", str(n), "--seed", "1"]
     if dim:
         args += ["--dim", "T=%d" % dim]
-    p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+    except subprocess.TimeoutExpired:
+        return None, ["timed out"]
     for line in p.stdout.splitlines():
         mm = BENCH.match(line)
         if mm:
@@ -224,37 +233,57 @@ def fgrun_bench(fgrun, ptx, graph, dim, n):
     return None, (p.stderr or p.stdout).strip().splitlines()[-1:]
 
 
-def run(fgrun, d, n, only=None):
+def run(fgrun, d, n, only=None, jobs=8, do_check=False):
+    import concurrent.futures
     with open(os.path.join(d, "plan.json")) as f:
         plan = json.load(f)
-    rows = []
-    for e in plan:
-        if only and e["name"] not in only:
-            continue
+    env = None
+    if jobs > 1:
+        # fgrun takes the GPU alone under this lock (tools/fgrun_gpu.c):
+        # the processes' host work overlaps, their timings never do
+        env = dict(os.environ, FGRUN_GPU_LOCK=os.path.join(os.path.abspath(d), "gpu.lock"))
+    todo = [e for e in plan if not only or e["name"] in only]
+    # every timing of every workload, in the table's order: static then
+    # symbolic at each size
+    benches = []
+    for e in todo:
         if "refused" in e:
-            rows.append(e)
             continue
-        name = e["name"]
-        ptx = os.path.join(d, name + ".ptx")
-        fg = os.path.join(d, name + ".fg")
-        e["times"] = []
+        ptx = os.path.join(d, e["name"] + ".ptx")
         for s in e["sizes"]:
-            sym = name + ("_sym8" if s % 8 == 0 else "_sym1")
-            st, err1 = fgrun_bench(fgrun, ptx, "%s_s%d" % (name, s), None, n)
-            sy, err2 = fgrun_bench(fgrun, ptx, sym, s, n)
-            e["times"].append(dict(size=s, graph=sym, static_us=st, symbolic_us=sy, error=err1 or err2))
-            r = "%.3f" % (sy / st) if st and sy else "-"
-            print("%-30s T=%-6d static %8s us  %s %8s us  ratio %s %s" %
-                  (name, s, "%.2f" % st if st else "-", sym[-5:], "%.2f" % sy if sy else "-", r,
-                   " ".join(err1 or err2 or [])), flush=True)
-        # correctness of the symbolic artifact at a small size
-        small = min(e["sizes"])
-        sym = name + ("_sym8" if small % 8 == 0 else "_sym1")
-        p = subprocess.run([fgrun, ptx, "--graph", sym, "--dim", "T=%d" % small, "--check", fg, "--seed", "2"],
-                           capture_output=True, text=True, timeout=300)
-        e["check"] = "pass" if p.returncode == 0 else "FAIL: " + " ".join((p.stdout + p.stderr).strip().splitlines()[-2:])
-        print("%-30s check %s at T=%d: %s" % (name, sym, small, e["check"]), flush=True)
-        rows.append(e)
+            sym = e["name"] + ("_sym8" if s % 8 == 0 else "_sym1")
+            benches.append((ptx, "%s_s%d" % (e["name"], s), None))
+            benches.append((ptx, sym, s))
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as ex:
+        results = ex.map(lambda b: fgrun_bench(fgrun, b[0], b[1], b[2], n, env), benches)
+        rows = []
+        for e in todo:
+            if "refused" in e:
+                rows.append(e)
+                continue
+            name = e["name"]
+            ptx = os.path.join(d, name + ".ptx")
+            fg = os.path.join(d, name + ".fg")
+            e["times"] = []
+            for s in e["sizes"]:
+                sym = name + ("_sym8" if s % 8 == 0 else "_sym1")
+                st, err1 = next(results)
+                sy, err2 = next(results)
+                e["times"].append(dict(size=s, graph=sym, static_us=st, symbolic_us=sy, error=err1 or err2))
+                r = "%.3f" % (sy / st) if st and sy else "-"
+                print("%-30s T=%-6d static %8s us  %s %8s us  ratio %s %s" %
+                      (name, s, "%.2f" % st if st else "-", sym[-5:], "%.2f" % sy if sy else "-", r,
+                       " ".join(err1 or err2 or [])), flush=True)
+            if do_check:
+                # correctness of the symbolic artifact at a small size
+                small = min(e["sizes"])
+                sym = name + ("_sym8" if small % 8 == 0 else "_sym1")
+                p = subprocess.run([fgrun, ptx, "--graph", sym, "--dim", "T=%d" % small, "--check", fg,
+                                    "--seed", "2"], capture_output=True, text=True, timeout=600)
+                e["check"] = "pass" if p.returncode == 0 else \
+                    "FAIL: " + " ".join((p.stdout + p.stderr).strip().splitlines()[-2:])
+                print("%-30s check %s at T=%d: %s" % (name, sym, small, e["check"]), flush=True)
+            rows.append(e)
     with open(os.path.join(d, "results.json"), "w") as f:
         json.dump(rows, f, indent=1)
     ratios = [t["symbolic_us"] / t["static_us"] for e in rows for t in e.get("times", [])
@@ -343,7 +372,9 @@ def main(argv):
     if argv[0] == "run":
         n = int(argv[argv.index("--n") + 1]) if "--n" in argv else 50
         only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
-        run(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], n, only)
+        jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 8
+        run(argv[argv.index("--fgrun") + 1], argv[argv.index("--dir") + 1], n, only, jobs,
+            "--check" in argv)
         return 0
     if argv[0] == "check":
         sizes = [int(x) for x in argv[argv.index("--sizes") + 1].split(",")] if "--sizes" in argv else [1, 7, 63, 4097]

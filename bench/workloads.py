@@ -430,6 +430,12 @@ s("attn_bwd_d64", "attention.fg", "attention bwd (SDPA's backward), bf16 [8,16,2
   "attention bwd, bf16 [1,8,512,64]")
 s("attn_bwd_long_causal", "attention.fg", "attention bwd causal (SDPA's backward), bf16 [1,32,16384,128]",
   "attention bwd causal, bf16 [1,4,512,128]")
+s("scan_row_g20261179", "scan.fg",
+  "cumsum over one row + log_softmax, f16 [6291456] (perf fuzzing, bench/perf_fuzz.py seed 20261127, graph g20261179)",
+  "cumsum over one row + log_softmax, f16 [65536]")
+s("scan_col_g20261200", "scan.fg",
+  "cumsum along dim 0 (column scan), f16 [4096,8,2048] (perf fuzzing, bench/perf_fuzz.py seed 20261127, graph g20261200)",
+  "cumsum along dim 0, f16 [256,8,256]")
 
 BY_NAME = {x["name"]: x for x in W}
 

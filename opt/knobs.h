@@ -75,7 +75,7 @@
     "rows whose length vec does not divide: 1 head, vector body and tail, 0 a narrower vec")       \
   /* issue 20: scan */                                                                             \
   X(SCAN_CHUNKS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
-    "chunks a column scan's scanned extent is cut into (1: one pass, no chunk sums)")              \
+    "chunks a scan's scanned extent is cut into (1: one pass, no chunk sums)")                     \
   X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")                \
   /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
   X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \
@@ -94,13 +94,14 @@
   X(ROW_CLUSTER_SIZE, 2, 8, FG_KNOB_POW2, "auto",                                                  \
     "CTAs a cluster of a row a cluster (auto: the fewest with 32 KB slices; ignored where a "      \
     "slice would not stay in registers)")                                                          \
-  X(ROW_VEC16, 0, 1, FG_KNOB_ANY, "0",                                                             \
+  X(ROW_VEC16, 0, 1, FG_KNOB_ANY, "auto",                                                          \
     "1: a row kernel's (or its peel's) vector is 16 bytes of the row's widest element, not 16 "    \
-    "elements where no argument has the domain's last dim (a reshape)")                            \
+    "elements where no argument has the domain's last dim (a reshape); 0: never (auto: a row a "   \
+    "cluster only)")                                                                               \
   X(ROW_CLUSTER_PEEL, 0, 1, FG_KNOB_ANY, "0",                                                      \
     "1: a row a cluster is kept rather than peeled into one CTA (rows not a multiple of 16 "       \
     "bytes)")                                                                                      \
-  X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "auto",                                            \
+  X(ROW_CLUSTER_BLOCK, 32, 1024, FG_KNOB_WARPS, "256",                                             \
     "threads a CTA of a row a cluster (ignored where a thread would take more than 8 chunks)")     \
   /* colthr (issue 17): several threads a column of a column reduction */                          \
   X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
@@ -112,6 +113,10 @@
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
     "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \
+  /* embscan: index_add along dim 0 with few sources, one kernel */                                \
+  X(SCATTER_SELECT, 0, 1, FG_KNOB_ANY, "auto",                                                     \
+    "index_add along dim 0: 1 each SUM CTA selects its slices' sources from the whole index (no "  \
+    "sort), 0 never")                                                                              \
   /* attnws (issue 19) */                                                                          \
   X(ATTN_WS, 0, 2, FG_KNOB_ANY, "0",                                                               \
     "sm_90a wgmma attention: 1 a producer warp loads K, V into a 3-stage ring with full/empty "    \

@@ -232,15 +232,29 @@ typedef struct fg_kernel {
    * scatter_add: the operand's elements, each its own bin) and sources
    * (the index's elements); temps (i32): counts [scat_pad] (zero between runs), offsets
    * [scat_pad + 1], source positions by segment as filled and as ordered
-   * [sources]; the scan's elements a thread (a multiple of 4) and threads
-   * (scat_pad = their product) */
+   * [sources]; the scan's elements a thread (a multiple of 4), threads a
+   * CTA and CTAs (scat_pad = their product). embscan: with scat_ctas > 1
+   * (the SCAN kernel, not SORT) each scan CTA takes a range of
+   * scat_threads x scat_seg bins, and the counts temp holds one more count
+   * a range after the bins' (at scat_pad + range: COUNT adds to it, FILL
+   * takes it back to zero), so that a CTA's first offset is the sum of
+   * the ranges' counts before its own */
   const fg_node *scat;
   int64_t scat_bins, scat_sources, scat_pad;
   int scat_cnt, scat_off, scat_fill, scat_order;
-  int scat_seg, scat_threads;
+  int scat_seg, scat_threads, scat_ctas;
   /* SCATTER_SORT: the sources a thread of its CTA takes (straight-line
    * code, each step's loads in flight at once); 0 for the other kinds */
   int scat_rounds;
+  /* SCATTER_SORT (embscan): its counts, offsets and filled positions in
+   * shared memory where they fit (the offsets also stored to their temp
+   * for the SUM; the counts temp then unused) */
+  bool scat_smem;
+  /* SCATTER_SUM of an index_add along dim 0 with few static sources
+   * (embscan, segment.c scatter_select): the only kernel of the node, no
+   * temps; each CTA selects from the whole index, in ascending position,
+   * the sources of the slices its elements are in (emit_scatter.c) */
+  bool scat_select;
   /* ATTENTION_BWD kernels: FG_ATTN_DQ or FG_ATTN_DKDV, and the f32
    * workspace of delta, [B, Hq, Sq], that the dq kernel writes and the dk,
    * dv kernel (after it) reads */
@@ -264,8 +278,11 @@ typedef struct fg_kernel {
    * extents before, along and after it. scan_chunks: the scanned extent's
    * chunks (1: none), scan_temp their sums ([chunks][outer x inner] in the
    * accumulation dtype; -1: none). scan_lanes: row scans, threads a row (32:
-   * block / 32 rows a CTA; block: a CTA a row); 0 for column scans. */
+   * block / 32 rows a CTA; block: a CTA a row); 0 for column scans.
+   * scan_chunk_len: a chunk's extent (the last chunk may be shorter; row
+   * scans cut into chunks, issue 17 scanpar: a multiple of the vector). */
   int scan_chunks;
+  int64_t scan_chunk_len;
   int scan_temp;
   int scan_lanes;
 } fg_kernel;
@@ -390,6 +407,22 @@ int fg_plan_variance_first(const fg_kernel *k, const fg_node *n, int end);
 int fg_plan_one_pass_variance(const fg_kernel *k, int j);
 /* The passes a streamed row kernel's reductions make over each row. */
 int fg_plan_row_passes(const fg_kernel *k);
+
+/* The CTAs of the cluster a row of row_bytes takes where its kernel has a
+ * phase that needs the row's reductions (schedule.c cluster_split), or 1
+ * where rows do not cluster on the target; *fits (if given): each CTA's
+ * slice stays in registers. */
+int fg_plan_row_cluster(const fg_plan *p, int64_t row_bytes, bool *fits);
+
+/* A column scan's thread keeps about FG_SCAN_THREAD_BYTES of its rows in
+ * flight (schedule.c schedule_scan; segment.c sizes the chunks by it). */
+enum { FG_SCAN_THREAD_BYTES = 128 };
+
+/* A column scan's vector: vec narrowed, down to 4 bytes of wsz-byte
+ * elements, while the threads of `chunks` chunks of `columns` columns
+ * fill less than a quarter of the GPU's thread slots (schedule.c, and
+ * segment.c's prediction of it when it chooses the chunks). */
+int fg_plan_scan_narrow_vec(const fg_plan *p, int vec, int wsz, int64_t columns, int chunks);
 /* Whether column kernel k computes reduction j in the same pass as
  * reduction i (returned; -1: no): Welford's update a thread, Chan's
  * formula over split slices (emit_column.c). */

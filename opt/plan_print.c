@@ -272,18 +272,23 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
     if (k->combine_loads)
       fprintf(f, " combiner-loads %d", k->combine_loads);
   }
-  if (fg_kernel_is_scatter(k->kind))
+  if (fg_kernel_is_scatter(k->kind) && k->scat_select)
+    fprintf(f, " slices %" PRId64 " sources %s select", k->scat_bins,
+            fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena));
+  else if (fg_kernel_is_scatter(k->kind))
     fprintf(f, " slices %" PRId64 " sources %s scan %d x %d", k->scat_bins,
             fg_sym_formula(&p->sym, k->scat_sources, &p->g->arena), k->scat_threads, k->scat_seg);
+  if (fg_kernel_is_scatter(k->kind) && k->scat_ctas > 1)
+    fprintf(f, " ctas %d", k->scat_ctas);
   if (k->kind == FG_KERNEL_SCATTER_SORT)
-    fprintf(f, " rounds %d", k->scat_rounds);
+    fprintf(f, " rounds %d%s", k->scat_rounds, k->scat_smem ? " in-smem" : "");
   if (fg_kernel_is_scan(k->kind) && k->scan_lanes)
     fprintf(f, " lanes/row %d rows/cta %d", k->scan_lanes, k->block / k->scan_lanes);
   else if (fg_kernel_is_scan(k->kind))
     fprintf(f, " rows %d", k->rows_per_iter);
   if (fg_kernel_is_scan(k->kind) && k->scan_chunks > 1)
-    fprintf(f, " chunks %d of %" PRId64 " sums t%d", k->scan_chunks,
-            (k->red + k->scan_chunks - 1) / k->scan_chunks, k->scan_temp);
+    fprintf(f, " chunks %d of %" PRId64 " sums t%d", k->scan_chunks, k->scan_chunk_len,
+            k->scan_temp);
   fprintf(f, " index %s", k->idx64 ? "i64" : "i32");
   if (k->narrow_max > 0)
     fprintf(f, " (i32 for %s <= %" PRId64 ")", p->sym.name, k->narrow_max);

@@ -436,7 +436,12 @@ static void pack_rows(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
  * order from the cluster's shared memory (mapa), the same bits in every
  * CTA, so every CTA writes its slice's outputs from registers. The rows
  * are read once; several CTAs share an SM. Returns C, or 1. */
-enum { CLUSTER_MIN_ROW_BYTES = 64 * 1024, CLUSTER_SLICE_BYTES = 32 * 1024, CLUSTER_MAX = 8 };
+enum {
+  CLUSTER_MIN_ROW_BYTES = 64 * 1024,
+  CLUSTER_SLICE_BYTES = 32 * 1024,
+  CLUSTER_MAX = 8,
+  CLUSTER_BLOCK = 256
+};
 
 /* The widest element of the row's reduced values and full-size outputs
  * (its arguments are not known yet). */
@@ -472,6 +477,21 @@ static int row_move_size(const fg_plan *p, const fg_kernel *k) {
   return m ? m : row_elem_size(k);
 }
 
+int fg_plan_row_cluster(const fg_plan *p, int64_t row_bytes, bool *fits) {
+  int64_t v;
+  if (fits)
+    *fits = false;
+  if ((knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0) || !p->target.clusters ||
+      row_bytes <= CLUSTER_MIN_ROW_BYTES)
+    return 1;
+  int64_t c = 2;
+  while (c < CLUSTER_MAX && ceil_div(row_bytes, c) > CLUSTER_SLICE_BYTES)
+    c *= 2;
+  if (fits)
+    *fits = ceil_div(row_bytes, c) <= CLUSTER_SLICE_BYTES;
+  return (int)c;
+}
+
 static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   int64_t v;
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER, &v) && v == 0)
@@ -479,12 +499,9 @@ static int64_t cluster_split(const fg_plan *p, const fg_kernel *k, int64_t r) {
   if (!p->target.clusters || k->peeled || k->ncols || k->ntails || k->nreds > 32 ||
       fg_sym_involves(&p->sym, r) || !dependent_phases(p, k) || !writes_full(k))
     return 1;
-  int64_t bytes = r * row_elem_size(k);
-  if (bytes <= CLUSTER_MIN_ROW_BYTES)
+  int64_t c = fg_plan_row_cluster(p, r * row_elem_size(k), NULL);
+  if (c <= 1)
     return 1;
-  int64_t c = 2;
-  while (c < CLUSTER_MAX && ceil_div(bytes, c) > CLUSTER_SLICE_BYTES)
-    c *= 2;
   /* sched17: an experiment, where the slices stay in registers */
   if (knob(&p->opts, FG_KNOB_ROW_CLUSTER_SIZE, &v) &&
       ceil_div(r, v) <= (int64_t)k->vec * 1024 * MAX_PERSIST_CHUNKS)
@@ -540,9 +557,25 @@ static void schedule_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->peeled = false;
   k->vec = pick_vec(p, k, k->rank && k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
   int64_t v;
-  if (knob(o, FG_KNOB_ROW_VEC16, &v) && v == 1 && k->vec > 16 / row_move_size(p, k))
+  bool vec16_set = knob(o, FG_KNOB_ROW_VEC16, &v);
+  if (vec16_set && v == 1 && k->vec > 16 / row_move_size(p, k))
     k->vec = 16 / row_move_size(p, k);
   shape_row(p, k, o);
+  /* A row a cluster keeps its slice in registers, so a lane's vector sets
+   * the registers a thread holds and the CTAs an SM: 16 bytes a lane
+   * rather than 16 elements (group norm's f32 rows of 65536: 151 us at
+   * vec 16, 112 us at vec 4 with 256 threads; docs/benchmarks.md, run A5).
+   * Rows that do not cluster keep pick_vec's width (mxfp8's 32-element
+   * blocks were 2.3x slower at 16 bytes a lane in A5). */
+  if (!vec16_set && k->cluster > 1 && k->vec > 16 / row_move_size(p, k)) {
+    int old = k->vec;
+    k->vec = 16 / row_move_size(p, k);
+    shape_row(p, k, o);
+    if (k->cluster <= 1) {
+      k->vec = old;
+      shape_row(p, k, o);
+    }
+  }
   int peel = k->row_lanes == 0 ? peel_vec(p, k, o) : 0;
   if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_PEEL, &v) && v == 1)
     peel = 0;
@@ -599,12 +632,20 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     t = 1024;
   if (t < 32)
     t = 32;
-  /* sched17 (knob ROW_CLUSTER_BLOCK): a cluster's CTAs of another size, the
-   * chunks a thread following (at most MAX_PERSIST_CHUNKS) */
-  if (k->cluster > 1 && knob(o, FG_KNOB_ROW_CLUSTER_BLOCK, &v) &&
-      ceil_div(nchunks, v) <= MAX_PERSIST_CHUNKS) {
-    t = v;
-    e = ceil_div(nchunks, v);
+  /* A cluster's CTAs: 256 threads, the chunks a thread following (at most
+   * MAX_PERSIST_CHUNKS), so that several CTAs share an SM (group norm: 112
+   * us at 256 threads against 134 at 512; run A5); knob ROW_CLUSTER_BLOCK
+   * sets another size. */
+  if (k->cluster > 1) {
+    int64_t want[2] = {CLUSTER_BLOCK, CLUSTER_BLOCK};
+    if (knob(o, FG_KNOB_ROW_CLUSTER_BLOCK, &v))
+      want[0] = v;
+    for (int i = 0; i < 2; i++)
+      if (ceil_div(nchunks, want[i]) <= MAX_PERSIST_CHUNKS) {
+        t = want[i];
+        e = ceil_div(nchunks, want[i]);
+        break;
+      }
   }
   k->block = (int)t;
   k->chunks = (int)e;
@@ -826,15 +867,18 @@ static void choose_pipeline(rowcol_ctx *c) {
  * column reduction: the combiners' scratch (shared) grows with both. */
 static void widen_block(rowcol_ctx *c) {
   fg_kernel *k = c->k;
-  /* Over the symbolic size, no deferred row totals: with them (and the
-   * wider block they allow) amax_rowcol_small ran 1.15-1.19x its static
-   * compiles, without them 1.00-1.13x (docs/benchmarks.md, runs X4 and
-   * Y2). CTAs may have no rows at all there (T below the combiners): such
-   * a CTA arrives after its (empty) loop instead of from inside its last
-   * group (emit_rowcol.c, rowcol_rows). */
-  c->defer = !fg_sym_involves(&c->p->sym, k->dims[0]) && deferrable(c->p, k, c->o, c->full_out);
+  /* Over the symbolic size, deferred row totals but not the wider block
+   * they allow: with both, amax_rowcol_small ran 1.15-1.19x its static
+   * compiles, without either 1.00-1.13x (docs/benchmarks.md, runs X4 and
+   * Y2); amax_rowcol, whose block is already 512, 1.045-1.097x with them
+   * at T >= 2731 and 1.108-1.148x without (run Y2; symsuite of 2026-11-27). CTAs may have no
+   * rows at all there (T below the combiners): such a CTA arrives after
+   * its (empty) loop instead of from inside its last group (emit_rowcol.c,
+   * rowcol_rows). */
+  bool sym = fg_sym_involves(&c->p->sym, k->dims[0]);
+  c->defer = deferrable(c->p, k, c->o, c->full_out);
   if (((k->pipeline && k->block * 2 <= 1024) ||
-       (c->defer && k->ncols <= 1 && k->block * 2 <= 512)) &&
+       (c->defer && !sym && k->ncols <= 1 && k->block * 2 <= 512)) &&
       !c->threads_given && k->chunks % 2 == 0) {
     k->block *= 2;
     k->chunks /= 2;
@@ -990,8 +1034,14 @@ static void size_grid(rowcol_ctx *c) {
 static void choose_combiners(rowcol_ctx *c) {
   fg_kernel *k = c->k;
   int64_t tail = k->ntails ? 1 : 0, v;
+  /* Over the symbolic size the grid is max(combiners, min(ctas, (T+1)/2))
+   * (symbolic_grid): combiners up to half the CTAs, so that the grid
+   * follows T down to that many as a static compile's does (amax_rowcol at
+   * T = 384: 257 combiners made 257 CTAs for 384 rows, against the static
+   * compile's 192 CTAs of two rows and 129 combiners; 1.17x). */
+  int64_t room = fg_sym_involves(&c->p->sym, k->dims[0]) && c->ctas >= 2 ? c->ctas / 2 : c->ctas;
   int cols = 8;
-  while (cols < k->block && ceil_div(k->red, cols) + tail > c->ctas)
+  while (cols < k->block && ceil_div(k->red, cols) + tail > room)
     cols *= 2;
   if (cols > k->block)
     cols = k->block;
@@ -1103,6 +1153,11 @@ static int64_t col_split_cap(const fg_plan *p, const fg_kernel *k, int64_t r, in
   return cap;
 }
 
+/* The fewest rows a slice of a split column kernel takes (schedule_column). */
+static int64_t col_min_slice(const fg_plan *p, const fg_kernel *k) {
+  return fg_kernel_compute_heavy(p, k) ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
+}
+
 static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t kept = 1, r = 1, inner = 1;
   int last_red = -1;
@@ -1137,7 +1192,7 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
    * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
    * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
   bool heavy = fg_kernel_compute_heavy(p, k);
-  int64_t min_slice = heavy ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
+  int64_t min_slice = col_min_slice(p, k);
   int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
   int wsz = max_elem_size(p, k);
   while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
@@ -1284,14 +1339,12 @@ static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k, int first, int n) 
  * sm_90a (knob ATTN_WGMMA=0: never), the head dim 64 or 128 and the dtype
  * 16-bit (emit_attention.c, "wgmma"; FlashAttention-3's consumer loop
  * without its producer warp and TMA). A warpgroup owns 64 query rows
- * (m64), two a CTA (knob ATTN_WG): br 128. Registers a thread: S (bc / 2
- * f32), O (D / 2), P (bc / 4 pairs) and about 80 for the rest; bc 128
- * keeps that within 255 at both head dims (240 at D = 128, 208 at D = 64:
- * one CTA of 256 threads an SM either way), so bc = 128 (knob ATTN_BC: 64
- * or 128). Two stages of K, V tiles (knob ATTN_STAGES 1-3 where they
- * fit); tiles unpadded in the 128-byte swizzle, 1 KiB more to align them
- * to 1024 bytes: (br + 2 stages bc) D 2 + 1024 bytes, 164864 at D = 128,
- * 82944 at D = 64. */
+ * (m64), two a CTA at D = 128 and one at D = 64 (knob ATTN_WG): br 128 or 64. Registers a thread: S
+ * (bc / 2 f32), O (D / 2), P (bc / 4 pairs) and about 80 for the rest; bc 128 keeps that within 255
+ * at both head dims (240 at D = 128, 208 at D = 64: one CTA of 256 threads an SM either way), so bc
+ * = 128 (knob ATTN_BC: 64 or 128). Two stages of K, V tiles (knob ATTN_STAGES 1-3 where they fit);
+ * tiles unpadded in the 128-byte swizzle, 1 KiB more to align them to 1024 bytes: (br + 2 stages
+ * bc) D 2 + 1024 bytes, 164864 at D = 128, 82944 at D = 64. */
 enum { ATTN_WG_ROWS = 64 };
 
 static bool attn_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
@@ -1309,7 +1362,18 @@ static int attn_wgmma_smem(int br, int bc, int stages, int64_t D) {
 
 static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t v, D = k->attn->in[0]->type.dims[3].size;
-  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
+  /* One warpgroup a CTA at head dim 64: its tiles fit three CTAs an SM,
+   * which pass no barrier together, so one's softmax runs under another's
+   * wgmmas; two warpgroups of one CTA meet at its barrier every key block
+   * and do their softmax at the same time, the tensor cores idle. Run C5
+   * (docs/benchmarks.md): [8,16,2048,64] 300.8 us against 399.5 with two
+   * (which ran 298 only while ptxas serialized every wgmma). At 128 one
+   * warpgroup's stages leave room for one CTA: two. */
+  /* (attnpp, attnws: two, which their knobs need, where ATTN_PINGPONG or
+   * ATTN_WS is given without ATTN_WG) */
+  bool two =
+      o && ((knob(o, FG_KNOB_ATTN_PINGPONG, &v) && v) || (knob(o, FG_KNOB_ATTN_WS, &v) && v));
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : D == 64 && !two ? 1 : 2;
   k->attn_wgmma = true;
   k->attn_warps = 4 * wg;
   k->block = 32 * k->attn_warps;
@@ -1335,11 +1399,14 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
-  k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D);
+  /* the overlapped loop's 16 bytes after the stages: the slot that orders
+   * its wait after the softmax (backend_ptx/emit_attention.c,
+   * wg_wait_softmax) */
+  k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + (k->attn_overlap ? 16 : 0);
   /* attnws: a producer warpgroup after the consumers' (block + 128: 384
    * threads; setmaxnreg moves registers to the consumers), the overlapped
    * loop over a ring of 3 stages (unless ATTN_STAGES says 3 too), 2
-   * mbarriers a stage after the tiles (64 bytes); ATTN_PINGPONG is
+   * mbarriers a stage after the order slot (64 bytes); ATTN_PINGPONG is
    * replaced by its own (ATTN_WS=2). Two consumer warpgroups only, and
    * off where ATTN_OVERLAP=0 or ATTN_STAGES < 3 is given. */
   k->attn_ws = o && knob(o, FG_KNOB_ATTN_WS, &v) ? (int)v : 0;
@@ -1351,7 +1418,7 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
     k->attn_stages = 3;
     k->attn_pingpong = 0;
     k->block += 128;
-    k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + 64;
+    k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + 16 + 64;
   }
   (void)p;
 }
@@ -1603,12 +1670,30 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
 /* What the code generator cannot lower, as an error at the node that
  * exceeds it (exit 1, like any other input it cannot compile). */
 /* issue 20: the scatter kernels (plan.h). COUNT, FILL and ORDER take a
- * thread a source; SCAN is one CTA, scat_seg bins a thread, and so is
+ * thread a source; SCAN is scat_ctas CTAs (embscan: a range of bins
+ * each), scat_seg bins a thread; SORT is one CTA, as many bins a thread, and
  * SORT (scat_rounds sources a thread); SUM is the
  * pointwise form over the result, a thread a vector of adjacent elements
  * along the last dim (lanes share their destination slice unless dim is
  * the last), each looping over its slice's sources. */
 enum { SCATTER_THREADS = 256 };
+
+/* embscan: a select's vectors load the operand and the source and store
+ * the result, never the index (an argument whose last extent may match the
+ * result's by chance, as pick_vec would count it) */
+static int select_vec(const fg_kernel *k, int64_t inner, const fg_plan_options *o) {
+  if (o && o->no_vectorize)
+    return 1;
+  const fg_node *n = k->scat;
+  int w = fg_dtype_size(n->out[0]->type.dtype);
+  for (int i = 0; i < 3; i += 2)
+    if (fg_dtype_size(n->in[i]->type.dtype) > w)
+      w = fg_dtype_size(n->in[i]->type.dtype);
+  int v = 16 / w;
+  while (v > 1 && (inner <= 0 || inner % v))
+    v /= 2;
+  return v;
+}
 
 static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t n = 1;
@@ -1624,8 +1709,11 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   switch (k->kind) {
   case FG_KERNEL_SCATTER_SCAN:
     k->block = k->scat_threads;
-    k->grid[0] = 1;
-    k->why = "scatter: exclusive scan of the counts into segment offsets (one CTA)";
+    k->grid[0] = k->scat_ctas;
+    k->why = k->scat_ctas > 1
+                 ? "scatter: exclusive scan of the counts into segment offsets (a CTA a "
+                   "range of bins, after the ranges' counts before it)"
+                 : "scatter: exclusive scan of the counts into segment offsets (one CTA)";
     return;
   case FG_KERNEL_SCATTER_SORT:
     k->block = k->scat_threads;
@@ -1649,8 +1737,12 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
     k->inner = k->dims[k->rank - 1];
     /* scatter_add: each element its own bin, so lanes do not share one */
     bool lanes = k->scat->op->code == FG_OP_INDEX_ADD && dim != k->rank - 1;
-    k->vec = pick_vec(p, k, lanes ? k->inner : 1, o);
-    k->why = "scatter: each element its operand's plus its sources in ascending order";
+    k->vec = k->scat_select ? select_vec(k, lanes ? k->inner : 1, o)
+                            : pick_vec(p, k, lanes ? k->inner : 1, o);
+    k->why = k->scat_select
+                 ? "scatter: each element its operand's plus its sources in ascending "
+                   "order, each CTA selecting its slices' sources from the whole index"
+                 : "scatter: each element its operand's plus its sources in ascending order";
     break;
   }
   }
@@ -1662,7 +1754,8 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
    * operand's loads, segment bounds and first sources all in flight before
    * any segment is walked, so a slice's sources wait on fewer latencies */
   int64_t v;
-  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD) {
+  /* embscan: a select's CTA takes one run of elements (chunks 1) */
+  if (k->kind == FG_KERNEL_SCATTER_SUM && k->scat->op->code == FG_OP_INDEX_ADD && !k->scat_select) {
     if (knob(o, FG_KNOB_SCATTER_CHUNKS, &v))
       k->chunks = (int)v;
     else if (groups >= (int64_t)k->block * 2 * p->target.sm_count * 8)
@@ -1680,7 +1773,7 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
 /* issue 20 (scan): cumsum's kernels (plan.h). A column scan: a thread
  * owns vec adjacent columns of the kept extent and walks the scanned
  * extent (its chunk, with scan_chunks > 1) with a running sum, its loads
- * SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
+ * FG_SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
  * before the first is used): the vector narrows to 4 bytes where the
  * threads fill less than a quarter of the GPU, as a column reduction's,
  * since the bytes in flight are the columns' whatever the vector, and
@@ -1688,20 +1781,25 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
  * row where a row is at most SCAN_WARP_CHUNKS chunks of 32 vectors
  * (SCAN_THREADS / 32 rows a CTA), else a CTA of up to 1024 threads a row;
  * both walk the row in chunks of their threads' vectors. */
-enum { SCAN_THREADS = 256, SCAN_THREAD_BYTES = 128, SCAN_WARP_CHUNKS = 8 };
+enum { SCAN_THREADS = 256, SCAN_WARP_CHUNKS = 8 };
+
+int fg_plan_scan_narrow_vec(const fg_plan *p, int vec, int wsz, int64_t columns, int chunks) {
+  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  while (vec > 1 && vec * wsz > 4 && ceil_div(columns, vec) * chunks < slots / 4)
+    vec /= 2;
+  return vec;
+}
 
 static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
-  int64_t v, cols = k->outer * k->inner,
-             slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  int64_t v, cols = k->outer * k->inner;
   int wsz = max_elem_size(p, k);
   k->split = 1;
   k->chunks = 1;
   k->grid[2] = 1;
   if (k->inner > 1) {
-    k->vec = pick_vec(p, k, k->dims[k->rank - 1], o);
-    while (k->vec > 1 && k->vec * wsz > 4 && ceil_div(cols, k->vec) * k->scan_chunks < slots / 4)
-      k->vec /= 2;
-    int rows = SCAN_THREAD_BYTES / (k->vec * wsz);
+    k->vec = fg_plan_scan_narrow_vec(p, pick_vec(p, k, k->dims[k->rank - 1], o), wsz, cols,
+                                     k->scan_chunks);
+    int rows = FG_SCAN_THREAD_BYTES / (k->vec * wsz);
     k->rows_per_iter = rows < 2 ? 2 : rows > 32 ? 32 : rows;
     if (knob(o, FG_KNOB_SCAN_ROWS, &v))
       k->rows_per_iter = (int)v;
@@ -1737,8 +1835,17 @@ static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     k->grid[0] = k->outer;
     k->why = "row scan: a CTA a row, shfl.up within warps and shared memory across them, chunks "
              "with a running carry";
+    if (k->scan_chunks > 1)
+      k->why = k->kind == FG_KERNEL_SCAN_CHUNKS
+                   ? "row scan chunk sums: too few rows to fill the GPU a CTA a row, so each row "
+                     "is cut into fixed chunks, a CTA a chunk, each writing its chunk's sum"
+                   : "row scan split: a CTA a chunk of a row, from the sum of the chunk sums "
+                     "before it (one a thread, summed in a fixed tree), then as a CTA a row";
+    else if (p->sym.n && k->outer < p->target.sm_count)
+      k->why = "row scan: a CTA a row, shfl.up within warps and shared memory across them, chunks "
+               "with a running carry (not cut into chunks over CTAs: a symbolic size)";
   }
-  k->grid[1] = 1;
+  k->grid[1] = k->scan_lanes == k->block && k->scan_chunks > 1 ? k->scan_chunks : 1;
 }
 
 static bool within_limits(const fg_kernel *k, fg_diag *d) {
@@ -1831,6 +1938,21 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
         fg_arena_printf(a, "(%s+%lld)/%lld", lanes, (long long)(per - 1), (long long)per);
     if (!pw && k->split > 1)
       col_split_formula(p, k);
+  } else if (k->kind == FG_KERNEL_COLUMN && k->split > 1 && k->col_threads <= 1 &&
+             !fg_plan_column_variances(k) && fg_sym_involves(s, k->red)) {
+    /* symsplit (issue 18): a column kernel reducing T, split over CTAs:
+     * schedule_column's static rule at each run, min(S, ceil(R / m))
+     * slices of the reduced extent R (a formula of T) of at least m rows
+     * each, none below 64 rows, S the split at the stand-in (its largest).
+     * With S fixed, sum_cols at T = 384 took 32 slices of 12 rows, 1.50x
+     * its static compile's 12 slices of 32 (symsuite of 2026-11-27).
+     * The kernel reads it (%nctaid.y, emit_column.c); the partials keep
+     * the largest split's layout. */
+    const char *R = fg_sym_formula(s, k->red, a);
+    int64_t m = col_min_slice(p, k);
+    k->grid_formula = fg_arena_printf(a, "%lld", (long long)k->grid[0]);
+    k->split_formula = fg_arena_printf(a, "max(1,min(%d,(%s+%lld)/%lld)*min(1,(%s)/64))", k->split,
+                                       R, (long long)(m - 1), (long long)m, R);
   } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
     /* a CTA a row, or a cluster a row (cluster_split) */
     k->grid_formula = fg_sym_formula(s, s->placeholder * kept * k->split, a);
@@ -2064,7 +2186,9 @@ static void choose_l2_order(fg_plan *p, const fg_plan_options *o) {
   }
 }
 
-/* A parameter of 1 MiB or more read by several kernels. */
+/* A parameter of 1 MiB or more read by several kernels. A scan's chunk
+ * sums kernel does not count: its pass is the price of walking the chunks
+ * at once, which one pass could not (issue 17, scanpar). */
 static void lint_reads(fg_plan *p) {
   for (int pi = 0; pi < p->g->nparams; pi++) {
     const fg_type *t = &p->g->params[pi]->type;
@@ -2074,7 +2198,8 @@ static void lint_reads(fg_plan *p) {
     for (int i = 0; i < p->nkernels; i++)
       for (int j = 0; j < p->kernels[i].nargs; j++) {
         fg_buf_ref b = p->kernels[i].args[j];
-        if (b.kind == FG_BUF_PARAM && b.index == pi && last != i) {
+        if (b.kind == FG_BUF_PARAM && b.index == pi && last != i &&
+            p->kernels[i].kind != FG_KERNEL_SCAN_CHUNKS) {
           readers++;
           last = i;
         }
@@ -2153,7 +2278,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     }
     if (!k->grid_formula && !grid_in_limits(p, k, d))
       return false;
-    if (k->split_formula) {
+    if (k->split_formula && !k->mask[0]) {
       /* Split at run time (col_split_formula): nreds rows of split x kept
        * 8-byte partials, none where the split is 1; split x kept is at most
        * block x vec x G x ceil(C / G) <= block x vec x (C + G - 1), G < C

@@ -409,6 +409,14 @@ bool fg_plan_row_shaped(const fg_kernel *k, const fg_type *t) {
 
 static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
 
+/* A row kernel's rows (*b, the kept dims) and row length (*r, the reduced
+ * dims). */
+static void row_extents(const fg_kernel *k, int64_t *b, int64_t *r) {
+  *b = *r = 1;
+  for (int i = 0; i < k->rank; i++)
+    *(k->mask[i] ? r : b) *= k->dims[i];
+}
+
 /* A row kernel with few long rows (a full reduction) must split its rows
  * over CTAs to fill the GPU, which a phase that needs the finished
  * reduction forbids: such consumers go to a later kernel instead. Short
@@ -416,14 +424,29 @@ static bool has_reductions(const fg_kernel *k) { return k->nreds > 0; }
 static bool few_rows(const fg_plan *p, const fg_kernel *k) {
   if (k->kind != FG_KERNEL_ROW)
     return false;
-  int64_t b = 1, r = 1;
-  for (int i = 0; i < k->rank; i++) {
-    if (!k->mask[i])
-      b *= k->dims[i];
-    else
-      r *= k->dims[i];
-  }
+  int64_t b, r;
+  row_extents(k, &b, &r);
   return b < 2 * (int64_t)p->target.sm_count && r > 32768;
+}
+
+/* few_rows, unless a cluster takes each row with its slices in registers
+ * and the clusters fill the GPU (schedule.c cluster_split): then a
+ * full-size consumer stays in the row kernel, which reads the rows once
+ * (group norm's 8 x 32 rows of 65536 f32: 104 us in two kernels, 61 in
+ * one cluster kernel; docs/benchmarks.md, run B1b). */
+static bool few_unclustered_rows(const fg_plan *p, const fg_kernel *k) {
+  if (!few_rows(p, k))
+    return false;
+  int64_t b, r;
+  int elem = 1;
+  row_extents(k, &b, &r);
+  for (int i = 0; i < k->nreds; i++)
+    if (fg_dtype_size(k->reds[i]->in[0]->type.dtype) > elem)
+      elem = fg_dtype_size(k->reds[i]->in[0]->type.dtype);
+  bool fits;
+  int64_t c = fg_plan_row_cluster(p, r * elem, &fits);
+  /* (rows not a multiple of 16 elements are peeled into one CTA a row) */
+  return fg_sym_involves(&p->sym, r) || r % 16 || !fits || b * c < 2 * (int64_t)p->target.sm_count;
 }
 
 /* ... except a variance's sum of squared deviations where k has a row for
@@ -433,10 +456,8 @@ static bool few_rows(const fg_plan *p, const fg_kernel *k) {
  * (batchnorm_stats, two kernels: 0.66x torch.compile, docs/benchmarks.md,
  * run T1). */
 static bool one_pass_variance_ok(const fg_plan *p, const fg_kernel *k, const fg_node *n) {
-  int64_t b = 1;
-  for (int i = 0; i < k->rank; i++)
-    if (!k->mask[i])
-      b *= k->dims[i];
+  int64_t b, r;
+  row_extents(k, &b, &r);
   return b >= p->target.sm_count && fg_plan_variance_pair(k, n) >= 0;
 }
 
@@ -490,13 +511,8 @@ static int64_t rowcol_max_row(const fg_kernel *k) {
 static bool rowcol_ok(const fg_plan *p, const fg_kernel *k) {
   if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->ncols + k->ntails >= ROWCOL_MAX_LATE)
     return false;
-  int64_t b = 1, r = 1;
-  for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i])
-      r *= k->dims[i];
-    else
-      b *= k->dims[i];
-  }
+  int64_t b, r;
+  row_extents(k, &b, &r);
   /* Experiment knob, not a user interface: 0 never, 2 regardless of the
    * shape (to measure the crossover against the two-kernel path). */
   int64_t v;
@@ -627,7 +643,7 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
   if (same_shape(&v->type, k->rank, k->dims)) {
     if (!f.reaches_red)
       return true;
-    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_rows(p, k) &&
+    return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_unclustered_rows(p, k) &&
            reads_rows_in_place(p, k, v);
   }
   if (fg_plan_row_shaped(k, &v->type))
@@ -817,6 +833,10 @@ enum { SCAN_MAX_THREADS = 1024 };
  * count's atomic, the fill's atomic and store, the order's segment bounds
  * and store. */
 enum { SORT_MAX_ROUNDS = 16, SORT_SCATTERED = 5 };
+/* embscan: the fused sort keeps its counts, offsets and filled positions
+ * (i32) in shared memory where they take at most this many bytes (static
+ * shared memory stops at 48 KB; the scan's own array is 256 bytes) */
+enum { SORT_SMEM_BYTES = 40 * 1024 };
 
 static int64_t scatter_bins(const fg_node *n) {
   if (n->op->code == FG_OP_INDEX_ADD) {
@@ -862,8 +882,80 @@ static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
 }
 
+/* embscan: the SCAN kernel's CTAs (threads, 4 bins a thread, and ranges of
+ * chunks of 4 x threads bins, at most SCAN_MAX_CTAS ranges), so that each
+ * CTA's loads are one coalesced pass and the bins' scan is spread over SMs */
+enum { SCAN_CTA_THREADS = 256, SCAN_MAX_CTAS = 1024 };
+
+/* The scan's shape: threads a CTA, bins a thread (a multiple of 4) and
+ * CTAs. The fused sort's is one CTA of its own threads; the SCAN
+ * kernel's, CTAs of at most SCAN_CTA_THREADS threads, each a range of
+ * consecutive bins, as many chunks of 4 x threads bins as keep the CTAs
+ * at most SCAN_MAX_CTAS. */
+static void scatter_scan_shape(int64_t bins, int64_t sort_threads, int64_t *threads, int64_t *seg,
+                               int64_t *ctas) {
+  if (sort_threads) {
+    *threads = sort_threads;
+    *seg = ((bins + sort_threads - 1) / sort_threads + 3) / 4 * 4;
+    *ctas = 1;
+    return;
+  }
+  int64_t t = (bins + 3) / 4;
+  t = t < 32 ? 32 : t > SCAN_CTA_THREADS ? SCAN_CTA_THREADS : (t + 31) / 32 * 32;
+  int64_t chunks = (bins + 4 * t - 1) / (4 * t);
+  int64_t per = (chunks + SCAN_MAX_CTAS - 1) / SCAN_MAX_CTAS;
+  *threads = t;
+  *seg = 4 * per;
+  *ctas = (chunks + per - 1) / per;
+}
+
+/* embscan: an index_add's SUM alone, each CTA selecting its slices'
+ * sources from the whole index (a block-wide compaction in ascending
+ * position, SELECT_ROUND sources a round), where the index is along dim 0
+ * (a CTA's elements are then a run of slices), its sources static and at
+ * most SELECT_MAX_SOURCES (a CTA's shared list), and the index elements
+ * all CTAs read together at most SELECT_MAX_LOADS (about the SUM's CTAs,
+ * its result's elements / SELECT_CTA_ELEMS, times the sources): there it
+ * costs less than the sort's kernel before the SUM. The knob
+ * SCATTER_SELECT overrides the last rule. */
+enum {
+  SELECT_MAX_SOURCES = 2048,
+  SELECT_MAX_LOADS = 1 << 22,
+  SELECT_CTA_ELEMS = 1024,
+};
+
+static bool scatter_select(const fg_plan *p, const fg_node *n, int64_t sources) {
+  if (n->op->code != FG_OP_INDEX_ADD || fg_sym_involves(&p->sym, sources) || sources <= 0 ||
+      sources > SELECT_MAX_SOURCES)
+    return false;
+  fg_index_map m;
+  fg_index_map_of(n, &m);
+  if (m.dim != 0)
+    return false;
+  int64_t v;
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SELECT, &v))
+    return v;
+  int64_t elems = 1;
+  for (int d = 0; d < n->out[0]->type.rank; d++)
+    elems *= n->out[0]->type.dims[d].size;
+  int64_t ctas = (elems + SELECT_CTA_ELEMS - 1) / SELECT_CTA_ELEMS;
+  return ctas * sources <= SELECT_MAX_LOADS;
+}
+
 static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   int64_t bins = scatter_bins(n), sources = scatter_sources(n);
+  if (scatter_select(p, n, sources)) {
+    fg_kernel *k = new_kernel(p);
+    k->kind = FG_KERNEL_SCATTER_SUM;
+    k->scat = n;
+    k->scat_bins = bins;
+    k->scat_sources = sources;
+    k->scat_cnt = k->scat_off = k->scat_fill = k->scat_order = -1;
+    k->scat_select = true;
+    set_domain(k, &n->out[0]->type, NULL);
+    add_to_kernel(p, k, n->out[0]);
+    return;
+  }
   int64_t threads = (bins + 3) / 4;
   threads = threads < 32                 ? 32
             : threads > SCAN_MAX_THREADS ? SCAN_MAX_THREADS
@@ -874,8 +966,12 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   bool fused = scatter_fused(p, sources, threads > want ? threads : want);
   if (fused && want > threads)
     threads = want;
-  int64_t seg = ((bins + threads - 1) / threads + 3) / 4 * 4;
-  int cnt = scatter_temp(p, threads * seg, true), off = scatter_temp(p, threads * seg + 1, false);
+  int64_t seg, ctas;
+  scatter_scan_shape(bins, fused ? threads : 0, &threads, &seg, &ctas);
+  int64_t pad = ctas * threads * seg;
+  /* the ranges' counts after the bins' (SCAN kernels of several CTAs) */
+  int cnt = scatter_temp(p, pad + (ctas > 1 ? ctas : 0), true);
+  int off = scatter_temp(p, pad + 1, false);
   int fill = scatter_temp(p, sources, false), order = scatter_temp(p, sources, false);
   fg_type one = {.dtype = FG_I32, .rank = 1};
   for (fg_kernel_kind kind = FG_KERNEL_SCATTER_COUNT; kind <= FG_KERNEL_SCATTER_SUM; kind++) {
@@ -886,37 +982,39 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat = n;
     k->scat_bins = bins;
     k->scat_sources = sources;
-    k->scat_pad = threads * seg;
+    k->scat_pad = pad;
     k->scat_cnt = cnt;
     k->scat_off = off;
     k->scat_fill = fill;
     k->scat_order = order;
     k->scat_seg = (int)seg;
     k->scat_threads = (int)threads;
-    if (k->kind == FG_KERNEL_SCATTER_SORT)
+    k->scat_ctas = (int)ctas;
+    if (k->kind == FG_KERNEL_SCATTER_SORT) {
       k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
-    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? threads * seg : sources;
+      k->scat_smem = 4 * (2 * pad + 1 + fg_sym_at_max(&p->sym, sources)) <= SORT_SMEM_BYTES;
+    }
+    one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? pad : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);
     if (kind == FG_KERNEL_SCATTER_SUM)
       add_to_kernel(p, k, n->out[0]);
   }
 }
 
-/* A column scan's threads keep about SCAN_THREAD_BYTES of rows in flight
+/* A column scan's threads keep about FG_SCAN_THREAD_BYTES of rows in flight
  * (schedule.c schedule_scan): where all of them hold less than
- * SCAN_INFLIGHT, too little to keep the memory busy (few columns), the
- * scanned extent is cut into chunks of at least SCAN_MIN_CHUNK rows, at
- * most SCAN_MAX_CHUNKS of them, as many as make up the difference: the
- * chunk sums kernel then reads the input once more, but every chunk is
- * walked at once. The knob SCAN_CHUNKS overrides the rule (read here
- * because the choice decides the kernels, as SCATTER_SORT's). Never over
- * a symbolic size: one pass, bounded at run time. */
-enum {
-  SCAN_INFLIGHT = 2 << 20,
-  SCAN_THREAD_BYTES = 128,
-  SCAN_MIN_CHUNK = 64,
-  SCAN_MAX_CHUNKS = 32
-};
+ * SCAN_INFLIGHT, too little to keep the memory busy (few columns), or
+ * where they fill less than a quarter of the GPU's thread slots at the
+ * full 16-byte vector (issue 17, perf fuzzing g20261200: 16384 columns,
+ * 4096 threads of 4 f32 columns; narrowed to vec 1 and walked in one pass
+ * they moved 805 MB at 387 GB/s), the scanned extent is cut into chunks
+ * of at least SCAN_MIN_CHUNK rows, at most SCAN_MAX_CHUNKS of them, as
+ * many as make up the difference: the chunk sums kernel then reads the
+ * input once more, but every chunk is walked at once. The knob
+ * SCAN_CHUNKS overrides the rule (read here because the choice decides
+ * the kernels, as SCATTER_SORT's). Never over a symbolic size: one pass,
+ * bounded at run time. */
+enum { SCAN_INFLIGHT = 2 << 20, SCAN_MIN_CHUNK = 64, SCAN_MAX_CHUNKS = 32 };
 
 static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int64_t len,
                        int64_t last) {
@@ -931,15 +1029,26 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   if (osz > wsz)
     wsz = osz;
   /* the scheduler's vector: 16 bytes along the last dim, narrowed to 4
-   * while the threads fill less than a quarter of the GPU */
+   * while the threads (all chunks') fill less than a quarter of the GPU */
   int vec = 16 / wsz;
   while (vec > 1 && last % vec)
     vec /= 2;
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
-  while (vec > 1 && vec * wsz > 4 && (columns + vec - 1) / vec < slots / 4)
-    vec /= 2;
-  int64_t inflight = (columns + vec - 1) / vec * SCAN_THREAD_BYTES;
-  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight, most = len / SCAN_MIN_CHUNK;
+  int64_t threads = (columns + vec - 1) / vec, most = len / SCAN_MIN_CHUNK;
+  int64_t fill = (slots / 4 + threads - 1) / threads;
+  if (fill > most)
+    fill = most;
+  if (fill > SCAN_MAX_CHUNKS)
+    fill = SCAN_MAX_CHUNKS;
+  if (fill < 1)
+    fill = 1;
+  /* where the chunks alone cannot fill it, narrower vectors, as the
+   * scheduler narrows them over all chunks' threads */
+  vec = fg_plan_scan_narrow_vec(p, vec, wsz, columns, (int)fill);
+  int64_t inflight = (columns + vec - 1) / vec * FG_SCAN_THREAD_BYTES;
+  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight;
+  if (fill > want)
+    want = fill;
   if (want > most)
     want = most;
   if (want > SCAN_MAX_CHUNKS)
@@ -947,9 +1056,40 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   return want > 1 ? (int)want : 1;
 }
 
+/* issue 17 (scanpar): a row scan whose rows, a CTA of SCAN_ROW_BLOCK
+ * threads each, fill fewer than the CTAs the GPU holds at once (perf
+ * fuzzing g20261179: one row of 6291456 f16, one CTA, 1587 us against
+ * eager's 1085) is cut into chunks of a multiple of SCAN_ROW_QUANTUM
+ * elements, as many as make up the difference and at most
+ * SCAN_ROW_BLOCK (the scan kernel sums the chunk sums before its own a
+ * thread each, in a fixed tree: the same bits on every run), none shorter
+ * than 2 quanta. Static sizes only (the chunk sums' temp and the grid
+ * would be formulas of T: not done; the plan says so). *len_out: the
+ * chunk's length. */
+enum { SCAN_ROW_BLOCK = 1024, SCAN_ROW_QUANTUM = 8192 };
+
+static int scan_row_chunks(const fg_plan *p, int64_t rows, int64_t len, int64_t *len_out) {
+  int64_t v, resident = (int64_t)p->target.sm_count * (p->target.threads_per_sm / SCAN_ROW_BLOCK);
+  *len_out = len;
+  if (p->sym.n || rows <= 0 || len < 2 * SCAN_ROW_QUANTUM)
+    return 1;
+  int64_t want = (resident + rows - 1) / rows, most = len / (2 * SCAN_ROW_QUANTUM);
+  if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCAN_CHUNKS, &v))
+    want = v, most = (len + SCAN_ROW_QUANTUM - 1) / SCAN_ROW_QUANTUM;
+  if (want > most)
+    want = most;
+  if (want > SCAN_ROW_BLOCK)
+    want = SCAN_ROW_BLOCK;
+  if (want <= 1)
+    return 1;
+  int64_t q = ((len + want - 1) / want + SCAN_ROW_QUANTUM - 1) / SCAN_ROW_QUANTUM;
+  *len_out = q * SCAN_ROW_QUANTUM;
+  return (int)((len + *len_out - 1) / *len_out);
+}
+
 /* A pointwise kernel over cumsum n's domain that may become its scan
- * kernel (one pass only: the chunk sums would have to come before it):
- * the newest one after every kernel n's input needs. Its outputs are then
+ * kernel, or its chunk sums kernel where the scanned extent is cut into
+ * chunks: the newest one after every kernel n's input needs. Its outputs are then
  * written from the scan's walk, and n's input, which it may have stored
  * (g34 of the perf fuzzing: v1 = sinh(p1) a result, v4 = cumsum(v1)), is
  * computed inline instead of read back. */
@@ -985,7 +1125,11 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
       outer *= t->dims[d].size;
     else if (d > dim)
       inner *= t->dims[d].size;
-  int chunks = inner > 1 ? scan_chunks(p, n, outer * inner, len, t->dims[t->rank - 1].size) : 1;
+  int64_t clen = len;
+  int chunks = inner > 1 ? scan_chunks(p, n, outer * inner, len, t->dims[t->rank - 1].size)
+                         : scan_row_chunks(p, outer, len, &clen);
+  if (inner > 1)
+    clen = (len + chunks - 1) / chunks;
   int temp = -1;
   if (chunks > 1) {
     int64_t bytes =
@@ -994,15 +1138,19 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
     p->temps = fg_arena_append(&p->g->arena, p->temps, &p->ntemps, &tt, sizeof tt);
     temp = p->ntemps - 1;
   }
-  fg_kernel *host = chunks > 1 ? NULL : scan_host(p, n);
+  /* the host becomes the scan kernel, or with chunks the chunk sums
+   * kernel (its outputs do not use the cumsum: they were there before it;
+   * issue 17 scanpar, g20261200: one pass less over the input) */
+  fg_kernel *host = scan_host(p, n);
   for (int pass = chunks > 1 ? 0 : 1; pass < 2; pass++) {
-    fg_kernel *k = pass && host ? host : new_kernel(p);
+    fg_kernel *k = host && pass == (chunks > 1 ? 0 : 1) ? host : new_kernel(p);
     k->kind = pass ? FG_KERNEL_SCAN : FG_KERNEL_SCAN_CHUNKS;
     set_domain(k, t, mask);
     k->outer = outer;
     k->red = len;
     k->inner = inner;
     k->scan_chunks = chunks;
+    k->scan_chunk_len = chunks > 1 ? clen : len;
     k->scan_temp = temp;
     push_node(p->g, &k->reds, &k->nreds, n);
     if (pass) {
@@ -1014,11 +1162,13 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
 
 /* The values a kernel computes from: its outputs (a reduction's input),
  * or for the scatter kernels the operands each reads (the index; the
- * operand and the source). */
+ * operand and the source, and a select's index), at most nouts + 3. */
 static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
-  if (k->kind == FG_KERNEL_SCAN_CHUNKS) {
+  if (k->kind == FG_KERNEL_SCAN_CHUNKS) { /* and a host's outputs (start_scan_kernels) */
     roots[0] = k->reds[0]->in[0];
-    return 1;
+    for (int i = 0; i < k->nouts; i++)
+      roots[1 + i] = k->outs[i];
+    return 1 + k->nouts;
   }
   if (fg_kernel_is_scatter(k->kind)) {
     if (k->kind == FG_KERNEL_SCATTER_SCAN)
@@ -1029,7 +1179,8 @@ static int kernel_roots(const fg_kernel *k, const fg_value **roots) {
     }
     roots[0] = k->scat->in[0];
     roots[1] = k->scat->in[2];
-    return 2;
+    roots[2] = k->scat->in[1]; /* the select reads the index too */
+    return k->scat_select ? 3 : 2;
   }
   for (int i = 0; i < k->nouts; i++) {
     const fg_node *n = k->outs[i]->def;
@@ -1210,6 +1361,8 @@ static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
 
 /* The scatter kernels' temps, after the buffers they read and write. */
 static void add_scatter_args(fg_plan *p, fg_kernel *k) {
+  if (k->scat_select) /* no temps */
+    return;
   int t[4] = {k->scat_cnt, k->scat_off, k->scat_fill, k->scat_order};
   for (int i = 0; i < 4; i++)
     add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
@@ -1571,7 +1724,7 @@ static bool mark_read_reductions(fg_plan *p) {
   for (int ki = 0; ki < p->nkernels; ki++) {
     fg_kernel *k = &p->kernels[ki];
     argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!a.seen || !roots) {
       free(a.seen);
       free(roots);
@@ -1626,7 +1779,7 @@ static bool order_arguments(fg_plan *p) {
       free(a.seen);
       return false;
     }
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 2));
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
     if (!roots) {
       free(loads);
       free(a.seen);

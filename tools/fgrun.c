@@ -43,6 +43,8 @@ typedef struct opts {
   int ndims;    /* --dim NAME=VALUE bindings */
   const char *dim_names[MAX_DIMS];
   int64_t dim_values[MAX_DIMS];
+  bool int_range; /* --int-range LO:HI */
+  int64_t int_lo, int_hi;
 } opts;
 
 static void usage(FILE *f) {
@@ -51,7 +53,9 @@ static void usage(FILE *f) {
         "       fgrun MODEL.ptx --graph NAME [--inputs ...] [--out DIR] [--seed N]\n"
         "             [--check MODEL.fg] [--bench N] [--misalign] [--dim NAME=VALUE]...\n"
         "  --misalign: place every tensor one element past a 16-byte boundary, so the\n"
-        "              kernels for misaligned pointers run (with --check: tests them)\n",
+        "              kernels for misaligned pointers run (with --check: tests them)\n"
+        "  --int-range LO:HI: generated integer inputs uniform over [LO, HI] (default\n"
+        "              [-8, 8], u8 [0, 16]), e.g. token ids over a vocabulary: 0:50256\n",
         f);
 }
 
@@ -106,8 +110,8 @@ static int parse_args(int argc, char **argv, opts *o) {
       o->model = a;
       continue;
     }
-    static const char *const flags[] = {"--graph", "--inputs", "--out",  "--seed",
-                                        "--dim",   "--check",  "--bench"};
+    static const char *const flags[] = {"--graph", "--inputs", "--out",   "--seed",
+                                        "--dim",   "--check",  "--bench", "--int-range"};
     const char *val = NULL;
     int which = -1;
     for (int k = 0; k < (int)(sizeof flags / sizeof flags[0]); k++) {
@@ -175,6 +179,20 @@ static int parse_args(int argc, char **argv, opts *o) {
       if (!parse_u64(val, &n) || n == 0 || n > 1000000)
         return usage_error("bad --bench '%s'", val);
       o->bench = (long)n;
+      break;
+    }
+    case 7: {
+      const char *colon = strchr(val, ':');
+      char lo[32];
+      size_t n = colon ? (size_t)(colon - val) : 0;
+      if (!colon || n == 0 || n >= sizeof lo)
+        return usage_error("bad --int-range '%s' (expected LO:HI)", val);
+      memcpy(lo, val, n);
+      lo[n] = 0;
+      if (!parse_i64(lo, &o->int_lo) || !parse_i64(colon + 1, &o->int_hi) ||
+          o->int_hi < o->int_lo || (o->int_lo < 0 && o->int_hi > INT64_MAX + o->int_lo))
+        return usage_error("bad --int-range '%s' (expected LO:HI, LO <= HI)", val);
+      o->int_range = true;
       break;
     }
     }
@@ -397,7 +415,9 @@ static int prepare_inputs(const opts *o, const model *md, fg_tensor **inputs, fg
   if (rc == FG_EXIT_OK && !o->inputs) {
     const fg_graph *sg = *spec ? *spec : g;
     for (int i = 0; i < sg->nparams; i++)
-      if (!fg_inputs_generate(&sg->params[i]->type, o->seed, i, &(*inputs)[i])) {
+      if (!(o->int_range ? fg_inputs_generate_ints(&sg->params[i]->type, o->seed, i, o->int_lo,
+                                                   o->int_hi, &(*inputs)[i])
+                         : fg_inputs_generate(&sg->params[i]->type, o->seed, i, &(*inputs)[i]))) {
         fprintf(stderr,
                 "fgrun: error: cannot generate an input for parameter '%s' (out of memory?)\n",
                 param_name(sg->params[i]));
@@ -483,8 +503,9 @@ static int run_interp(const opts *o) {
 /* ---- the GPU path (compiled artifacts through loader/fgload.h) ---- */
 
 static int run_artifact(const opts *o) {
-  fgrun_gpu_opts g = {o->model, o->graph,    o->inputs, o->out_dir,   o->check,     o->seed,
-                      o->bench, o->misalign, o->ndims,  o->dim_names, o->dim_values};
+  fgrun_gpu_opts g = {o->model,      o->graph,     o->inputs,   o->out_dir, o->check,
+                      o->seed,       o->bench,     o->misalign, o->ndims,   o->dim_names,
+                      o->dim_values, o->int_range, o->int_lo,   o->int_hi};
   return fgrun_run_artifact(&g);
 }
 

@@ -18,13 +18,21 @@
  * read once, each written output written once; views count nothing): runs
  * queued back to back (device time), against a 512 MiB copy timed the same
  * way, then the same two timed each alone on an idle stream.
+ * FGRUN_GPU_LOCK=FILE (bench/symbolic_suite.py run --jobs): an exclusive
+ * flock on FILE, taken after the artifact is loaded and the inputs made
+ * (host work only) and before the first upload, held until exit: several
+ * fgrun processes then prepare at once but use the GPU one at a time, so
+ * no two time kernels together.
  * Exit status: 0 ok, 1 an error in the inputs or a mismatch, 2 bad usage. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dirs.h"
 #include "compare.h"
@@ -317,7 +325,8 @@ static int prepare_inputs(const fgrun_gpu_opts *o, state *s) {
     const fgl_param_info *pi = &s->pi[i];
     fg_type ty = pi->is_scalar ? fg_type_scalar((fg_dtype)pi->dtype)
                                : fg_type_tensor((fg_dtype)pi->dtype, pi->rank, pi->sizes);
-    if (!fg_inputs_generate(&ty, o->seed, i, &s->in[i]))
+    if (!(o->int_range ? fg_inputs_generate_ints(&ty, o->seed, i, o->int_lo, o->int_hi, &s->in[i])
+                       : fg_inputs_generate(&ty, o->seed, i, &s->in[i])))
       FAIL("cannot generate an input for parameter '%s'", pi->name);
   }
   return FG_EXIT_OK;
@@ -331,6 +340,20 @@ static int dev_alloc(state *s, size_t bytes, int k, int elem, fgl_error *e) {
   int rc = fgl_malloc(s->m, bytes + (size_t)shift, &s->raw[k], e);
   s->dev[k] = s->raw[k] + (fgl_devptr)shift;
   return rc;
+}
+
+/* FGRUN_GPU_LOCK (above): the lock is released when the process exits. */
+static int gpu_lock(void) {
+  const char *path = getenv("FGRUN_GPU_LOCK");
+  if (!path || !*path)
+    return FG_EXIT_OK;
+  int fd = open(path, O_RDWR | O_CREAT, 0644);
+  if (fd < 0)
+    FAIL("FGRUN_GPU_LOCK: cannot open '%s': %s", path, strerror(errno));
+  while (flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR)
+      FAIL("FGRUN_GPU_LOCK: cannot lock '%s': %s", path, strerror(errno));
+  return FG_EXIT_OK;
 }
 
 static int upload(state *s) {
@@ -600,7 +623,7 @@ static int run(const fgrun_gpu_opts *o, state *s) {
     return rc;
   if ((rc = prepare_inputs(o, s)) != FG_EXIT_OK)
     return rc;
-  if ((rc = upload(s)) != FG_EXIT_OK)
+  if ((rc = gpu_lock()) != FG_EXIT_OK || (rc = upload(s)) != FG_EXIT_OK)
     return rc;
   FGL(fgl_run(s->g, s->args, np, s->outs, nr, NULL, &e_));
   FGL(fgl_stream_sync(s->m, NULL, &e_));

@@ -2,6 +2,7 @@
  * libfgload's public API only. */
 #ifndef FGRUN_GPU_H
 #define FGRUN_GPU_H
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct fgrun_gpu_opts {
@@ -16,6 +17,8 @@ typedef struct fgrun_gpu_opts {
   int ndims;    /* --dim NAME=VALUE: values of the artifact's syms */
   const char *const *dim_names;
   const int64_t *dim_values;
+  bool int_range; /* --int-range LO:HI: integer inputs uniform over it */
+  int64_t int_lo, int_hi;
 } fgrun_gpu_opts;
 
 /* Returns fgrun's exit status: 0 ok, 1 input error or mismatch, 2 usage. */

@@ -85,7 +85,7 @@ check() {
       echo "$ptx $src $g" >>"$jobs"
       # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
       # Not for bench/: its shapes are large, its kernels the same.
-      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/* | .gpu/ptx-sm90a-overlap/* | .gpu/ptx-sm90a-pingpong[12]/* | .gpu/ptx-sm90a-lpt/* | .gpu/ptx-lpt/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
+      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/* | .gpu/ptx-sm90a-overlap/* | .gpu/ptx-sm90a-pingpong[12]/* | .gpu/ptx-sm90a-ws[12]/* | .gpu/ptx-sm90a-lpt/* | .gpu/ptx-lpt/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
@@ -223,7 +223,9 @@ l2order() {
 # Bitwise reproducibility: 100 runs and a CUDA-graph replay of every graph
 # with a grid reduction of the row + column form, and of the scatters'
 # kernels (issue 20: the counts left zero for the next run; scatter2: the
-# fused sort and scatter_add).
+# fused sort and scatter_add; scatter5: the scan's ranges, whose counts the
+# fill kernel leaves zero too; scatter_select: the sum that selects its
+# sources itself).
 repeat() {
   local t=build-gpu/tests/loader/gpu_repeat_test
   [ -x "$t" ] || t=$(find build-gpu -name gpu_repeat_test -type f | head -1)
@@ -236,9 +238,15 @@ repeat() {
       tests_graphs__scatter2:sort_dups16 tests_graphs__scatter2:sort_one_slice \
       tests_graphs__scatter2:big_all_one tests_graphs__scatter2:sa_hist tests_graphs__scatter2:sa_moe_combine \
       tests_graphs__scatter4:chunks_gpt2ish tests_graphs__scatter4:chunks_one_bin \
-      tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__column_threads:odd_f32 \
+      tests_graphs__scatter4:chunks_dups_bf16_odd tests_graphs__scatter5:ranges_gpt2 \
+      tests_graphs__scatter5:ranges_hot tests_graphs__scatter5:ranges_chunks \
+      tests_graphs__scatter5:sort_chunks_f32 tests_graphs__scatter_select:sel_emb_small \
+      tests_graphs__scatter_select:sel_raw_hot tests_graphs__row_cluster_few:few_groupnorm \
+      tests_graphs__column_threads:odd_f32 \
       tests_graphs__column_threads:halfs tests_graphs__column_threads:var_split tests_graphs__column_threads:arg_cols \
-      tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16; do
+      tests_graphs__cumsum_scan:col_g34 tests_graphs__cumsum_scan:chained tests_graphs__row_reshape_outputs:gn_cluster8_bf16 \
+      tests_graphs__scan_split:row_odd_f16 tests_graphs__scan_split:row_multi_bf16 tests_graphs__scan_split:row_host \
+      tests_graphs__scan_split:col_g20261200 tests_graphs__scan_split:col_ints_mid; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest
@@ -252,7 +260,8 @@ repeat() {
   # row + column kernels over T, whose grid follows T: the size changes every run
   for spec in tests_graphs__symbolic_leading:sl_rmsnorm_bwd:1000,37,4097,1 \
       tests_graphs__symbolic_leading:sl_layernorm_bwd_amax:4097,1000,2,37 \
-      tests_graphs__symbolic_leading:sl_amax_rowcol:1000,40,4096,8 bench__symbolic:rmsnorm_bwd_facts:16384,384,4096,8; do
+      tests_graphs__symbolic_leading:sl_amax_rowcol:1000,40,4096,8 bench__symbolic:rmsnorm_bwd_facts:16384,384,4096,8 \
+      tests_graphs__symbolic_reduced_split:sr_sum_f32:384,1000,37,4097 tests_graphs__symbolic_rowcol_defer:rd_amax_bf16:1000,37,4097,384; do
     local art=${spec%%:*} rest=${spec#*:}
     timeout 120 "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/$art.ptx" "${rest%%:*}" 40 "${rest#*:}" 2>&1 | tail -3 |
       tee -a "$LOG/repeat.txt"

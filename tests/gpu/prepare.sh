@@ -48,14 +48,24 @@ for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/gra
 done
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 -o .gpu/bench-sm90a/attention_sm90a-overlap.ptx
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=0 -o .gpu/bench-sm90a/attention_sm90a-nooverlap.ptx
-# attnpp: pingpong between the two warpgroups (knob ATTN_PINGPONG 1 and 2:
-# named barriers in the overlapped loop, which they turn on at D 64 too)
-# and the causal LPT work order (knob ATTN_LPT=1; with pingpong 1, and at
-# sm_90 on the mma.sync kernel) checked like the default (misaligned too:
-# the plain variant keeps its loop, the LPT order applies to both; 4
-# pairs a section there, so that graphs of 6 or 10 pairs end in a partial
-# section), and
-# the bench variants timed in the same wgmmabench run.
+# attnpp: the causal LPT work order (knob ATTN_LPT=4; at sm_90a with the
+# overlapped loop, and at sm_90 on the mma.sync kernel) checked like the
+# default (misaligned too: the plain variant keeps its loop, the LPT order
+# applies to both; 4 pairs a section, so that graphs of 6 or 10 pairs end
+# in a partial section), and the bench variant timed in the same
+# wgmmabench run.
+mkdir -p .gpu/ptx-sm90a-lpt .gpu/ptx-lpt
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
+  out=.gpu/ptx-sm90a-lpt/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+  "$FUSEC" "$f" --arch sm_90a --knob ATTN_LPT=4 --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a lpt): $(head -1 .gpu/err.txt)"
+done
+"$FUSEC" tests/graphs/attention_fwd.fg --knob ATTN_LPT=4 -o .gpu/ptx-lpt/tests_graphs__attention_fwd.ptx
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-lpt.ptx
+# attnpp (kept on branch attnws2, removed on main): pingpong between the
+# two warpgroups (knob ATTN_PINGPONG 1 and 2: named barriers in the
+# overlapped loop, which they turn on; at D 64 they also make the CTA two
+# warpgroups, as ATTN_WS does) checked like the default (misaligned too),
+# and the bench variants timed in the same wgmmabench run.
 for pp in 1 2; do
   mkdir -p .gpu/ptx-sm90a-pingpong$pp
   for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
@@ -64,14 +74,6 @@ for pp in 1 2; do
   done
   "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_PINGPONG=$pp -o .gpu/bench-sm90a/attention_sm90a-pingpong$pp.ptx
 done
-mkdir -p .gpu/ptx-sm90a-lpt .gpu/ptx-lpt
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
-  out=.gpu/ptx-sm90a-lpt/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a --knob ATTN_LPT=4 --knob ATTN_PINGPONG=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a lpt): $(head -1 .gpu/err.txt)"
-done
-"$FUSEC" tests/graphs/attention_fwd.fg --knob ATTN_LPT=4 -o .gpu/ptx-lpt/tests_graphs__attention_fwd.ptx
-"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-lpt.ptx
-"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_PINGPONG=1 --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-pingpong1-lpt.ptx
 # attnws: the warp-specialized forward (knob ATTN_WS 1 and 2: producer
 # warpgroup, mbarrier ring, setmaxnreg; 2 with the consumers' pingpong),
 # checked like the default (misaligned too: the producer's plain loads),

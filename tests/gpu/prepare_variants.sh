@@ -36,8 +36,8 @@ examples/fp8_amax.fg fp8_scaled_cast -
 examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=0
 examples/fp8_amax.fg fp8_scaled_cast L2_REVERSE=2
 bench/suite/norm_stats.fg groupnorm_fwd -
-bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1
-bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1,ROW_CLUSTER_BLOCK=256
+bench/suite/norm_stats.fg groupnorm_fwd ROW_CLUSTER_BLOCK=512
+bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=0
 bench/suite/norm_stats.fg groupnorm_fwd ROW_CLUSTER_SIZE=4
 bench/suite/norm_stats.fg groupnorm_fwd ROW_VEC16=1,ROW_CLUSTER_SIZE=4,ROW_CLUSTER_BLOCK=512
 bench/suite/norm_stats.fg groupnorm_fwd ROW_CLUSTER=0

@@ -59,7 +59,9 @@ static double normal(normals *g) {
   return rad * cos(th);
 }
 
-bool fg_inputs_generate(const fg_type *type, uint64_t seed, int index, fg_tensor *t) {
+/* range: NULL for the defaults, else the integers' [lo, hi] (embscan) */
+static bool generate(const fg_type *type, uint64_t seed, int index, const int64_t *range,
+                     fg_tensor *t) {
   if (!fg_type_is_static(type))
     return false;
   int64_t sizes[FG_MAX_RANK];
@@ -77,10 +79,22 @@ bool fg_inputs_generate(const fg_type *type, uint64_t seed, int index, fg_tensor
       fg_tensor_set_f(t, i, normal(&g));
     else if (dt == FG_BOOL)
       fg_tensor_set_i(t, i, (int64_t)(next(r) >> 63));
+    else if (range)
+      fg_tensor_set_i(t, i, range[0] + (int64_t)(next(r) % ((uint64_t)(range[1] - range[0]) + 1)));
     else if (dt == FG_U8)
       fg_tensor_set_i(t, i, (int64_t)(next(r) % 17));
     else
       fg_tensor_set_i(t, i, (int64_t)(next(r) % 17) - 8);
   }
   return true;
+}
+
+bool fg_inputs_generate(const fg_type *type, uint64_t seed, int index, fg_tensor *t) {
+  return generate(type, seed, index, NULL, t);
+}
+
+bool fg_inputs_generate_ints(const fg_type *type, uint64_t seed, int index, int64_t lo, int64_t hi,
+                             fg_tensor *t) {
+  int64_t range[2] = {lo, hi};
+  return generate(type, seed, index, range, t);
 }

@@ -12,5 +12,11 @@
  * parameter's position, so each parameter gets its own stream. False on a
  * symbolic type or out of memory. */
 bool fg_inputs_generate(const fg_type *type, uint64_t seed, int index, fg_tensor *t);
+/* The same with integer (not bool) values uniform over [lo, hi] (lo <= hi,
+ * hi - lo < 2^63; fgrun --int-range: token ids as a user's are, uniform
+ * over a vocabulary, where the default [-8, 8] puts most of them in a few
+ * slices once clamped); floats and bools as above. */
+bool fg_inputs_generate_ints(const fg_type *type, uint64_t seed, int index, int64_t lo, int64_t hi,
+                             fg_tensor *t);
 
 #endif
