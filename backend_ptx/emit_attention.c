@@ -78,7 +78,7 @@ typedef struct attn {
   attn_src q, k_, v;
   LLVMValueRef smem;  /* i8 array in shared memory */
   LLVMValueRef saddr; /* wgmma: smem's shared address (i32, 1024-byte aligned) */
-  /* overlap: 4 bytes after the tiles (shared address, i32), wg_wait_softmax */
+  /* overlap: 4 bytes after the tiles (shared address, i32; wg_wait_softmax) */
   LLVMValueRef order_slot;
   LLVMValueRef tid, warp, g, t, tzero; /* i32; tzero: t == 0 */
   LLVMValueRef q0;                     /* the CTA's first query row (i32) */

@@ -1339,12 +1339,14 @@ static bool attn_vec_ok(const fg_plan *p, const fg_kernel *k, int first, int n) 
  * sm_90a (knob ATTN_WGMMA=0: never), the head dim 64 or 128 and the dtype
  * 16-bit (emit_attention.c, "wgmma"; FlashAttention-3's consumer loop
  * without its producer warp and TMA). A warpgroup owns 64 query rows
- * (m64), two a CTA at D = 128 and one at D = 64 (knob ATTN_WG): br 128 or 64. Registers a thread: S
- * (bc / 2 f32), O (D / 2), P (bc / 4 pairs) and about 80 for the rest; bc 128 keeps that within 255
- * at both head dims (240 at D = 128, 208 at D = 64: one CTA of 256 threads an SM either way), so bc
- * = 128 (knob ATTN_BC: 64 or 128). Two stages of K, V tiles (knob ATTN_STAGES 1-3 where they fit);
- * tiles unpadded in the 128-byte swizzle, 1 KiB more to align them to 1024 bytes: (br + 2 stages
- * bc) D 2 + 1024 bytes, 164864 at D = 128, 82944 at D = 64. */
+ * (m64), two a CTA at D = 128 and one at D = 64 (knob ATTN_WG): br 128
+ * or 64. Registers a thread: S (bc / 2 f32), O (D / 2), P (bc / 4 pairs)
+ * and about 80 for the rest; bc 128 keeps that within 255 at both head
+ * dims (240 at D = 128, 208 at D = 64), so bc = 128 (knob ATTN_BC: 64 or
+ * 128). Two stages of K, V tiles (knob ATTN_STAGES 1-3 where they fit);
+ * tiles unpadded in the 128-byte swizzle, 1 KiB more to align them to
+ * 1024 bytes: (br + 2 stages bc) D 2 + 1024 bytes, 164864 at D = 128
+ * (one CTA an SM), 74752 at D = 64 (three). */
 enum { ATTN_WG_ROWS = 64 };
 
 static bool attn_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_plan_options *o) {
