@@ -85,6 +85,9 @@ typedef struct attn {
   int mt;                              /* m16 row tiles a warp owns: br / (16 warps) */
   /* this thread's rows: in row tile r, the tile's first + g and + 8 */
   LLVMValueRef row[MAX_MT][2];
+  /* attnws: the shared addresses (i32) of the ring's first full and empty
+   * mbarriers (8 bytes a stage) */
+  LLVMValueRef bar_full, bar_empty;
 } attn;
 
 static LLVMValueRef i32c(attn *a, int64_t v) {
@@ -194,7 +197,7 @@ static void copy_rows(attn *a, const attn_src *src, LLVMValueRef r0, int64_t lim
                       bool async);
 
 static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
-                         LLVMValueRef at, bool async);
+                         LLVMValueRef at, bool async, LLVMValueRef tid, int block);
 
 /* Copies rows [r0, r0 + rows) of a (batch, head) slice into the shared
  * tile at byte `at`, rows at or past `limit` as zeros (a row past the end
@@ -209,7 +212,7 @@ static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t 
 static void load_tile(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
                       LLVMValueRef at, bool async) {
   if (a->k->attn_wgmma) {
-    load_tile_sw(a, src, r0, limit, rows, at, async);
+    load_tile_sw(a, src, r0, limit, rows, at, async, a->tid, a->k->block);
     return;
   }
   LLVMBuilderRef b = a->b;
@@ -671,12 +674,12 @@ static void load_kv_ahead(attn *a, LLVMValueRef kb, int ahead, LLVMValueRef nkb,
  * so that a piece's swizzled chunk is the thread's for every u: one shared
  * base and constant offsets (128 step u bytes). */
 static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t limit, int rows,
-                         LLVMValueRef at, bool async) {
+                         LLVMValueRef at, bool async, LLVMValueRef tid, int block) {
   LLVMBuilderRef b = a->b;
-  int per_row = (int)(a->D / 8), block = a->k->block;
+  int per_row = (int)(a->D / 8);
   int step = block / per_row, n = rows * per_row / block;
-  LLVMValueRef rr = LLVMBuildUDiv(b, a->tid, i32c(a, per_row), "");
-  LLVMValueRef cc = LLVMBuildURem(b, a->tid, i32c(a, per_row), "");
+  LLVMValueRef rr = LLVMBuildUDiv(b, tid, i32c(a, per_row), "");
+  LLVMValueRef cc = LLVMBuildURem(b, tid, i32c(a, per_row), "");
   LLVMValueRef sw =
       LLVMBuildXor(b, LLVMBuildAnd(b, cc, i32c(a, 7), ""), LLVMBuildAnd(b, rr, i32c(a, 7), ""), "");
   LLVMValueRef off = LLVMBuildAdd(
@@ -687,6 +690,104 @@ static void load_tile_sw(attn *a, const attn_src *src, LLVMValueRef r0, int64_t 
   LLVMValueRef sp = fgb_tc_smem_at(a->m, a->smem, LLVMBuildAdd(b, off, at, ""));
   copy_rows(a, src, r0, limit, rows, rr, LLVMBuildMul(b, cc, i32c(a, 8), ""), step, n, sp, 128,
             async);
+}
+
+/* ---- attnws: the producer warp and the mbarrier ring (plan: ws) ----
+ *
+ * FlashAttention-3's warp specialization without TMA (the loader has no
+ * tensor maps): the CTA's last warpgroup (warps attn_warps.., 128
+ * threads), the producer, copies Q and key block j's K and V tiles into
+ * stage j % stages by cp.async (plain loads and st.shared in the variant
+ * for misaligned operands; load_tile_sw with the producer's thread index),
+ * after waiting on the stage's empty mbarrier for block j - stages to be
+ * released; each thread's `cp.async.mbarrier.arrive.noinc` arrives on the
+ * stage's full mbarrier (128 arrivals) when its copies have landed.
+ * Registers: a CTA of 384 threads is held to 168 a thread (3 warps a
+ * sub-partition's 16384), so the producer gives them back and the
+ * consumers take them (`setmaxnreg`: 40 and 232, 40 + 2 x 232 <= 512). The
+ * consumer warpgroups wait on full (parity (j / stages) & 1), run
+ * fence.proxy.async (the copies, generic proxy, are read by wgmma, the
+ * async proxy), and once block j's P V is complete lane 0 of every
+ * consumer warp arrives on its empty mbarrier (attn_warps arrivals). No
+ * CTA barrier is run inside the loop, so a warpgroup may run ahead of the
+ * other by up to a block and a half (the ring's third stage): the
+ * pingpong (ATTN_WS=2, wg_pingpong) can hold them half a block apart. */
+
+static void ws_asm(attn *a, const char *text, const char *cons, LLVMValueRef *args, int n) {
+  LLVMTypeRef ts[4];
+  for (int i = 0; i < n; i++)
+    ts[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(a->m->v, ts, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(a->b, fty, fn, args, (unsigned)n, "");
+}
+
+/* the mbarrier of stage `stage` (i32) of the ring at bar (8 bytes each) */
+static LLVMValueRef ws_bar(attn *a, LLVMValueRef bar, LLVMValueRef stage) {
+  return LLVMBuildAdd(a->b, bar, LLVMBuildMul(a->b, stage, i32c(a, 8), ""), "");
+}
+
+/* waits until the phase of parity `parity` (i32 0 or 1) of the mbarrier
+ * at shared address bar has completed */
+static void ws_wait(attn *a, LLVMValueRef bar, LLVMValueRef parity) {
+  LLVMValueRef args[2] = {bar, parity};
+  ws_asm(a,
+         "{\n.reg .pred p;\nWS_WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+         "@!p bra WS_WAIT;\n}",
+         "r,r,~{memory}", args, 2);
+}
+
+enum { WS_LOADERS = 128, WS_PRODUCER_REGS = 40, WS_CONSUMER_REGS = 232 };
+
+/* The producer warpgroup: Q with block 0, then every key block of the CTA into
+ * the ring (above); it ends with its copies complete. */
+static void ws_producer(attn *a, LLVMValueRef nkb, int64_t stage_bytes, int64_t q_at, int64_t k_at,
+                        int64_t v_at, bool async) {
+  fgb_emitter *e = a->e;
+  LLVMBuilderRef b = a->b;
+  int stages = a->k->attn_stages;
+  LLVMValueRef ptid = LLVMBuildSub(b, a->tid, i32c(a, 32 * a->k->attn_warps), "");
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.dec.sync.aligned.u32 %d;", WS_PRODUCER_REGS);
+  ws_asm(a, text, "~{memory}", NULL, 0);
+  load_tile_sw(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), async, ptid, WS_LOADERS);
+  fgk_loop loop;
+  LLVMValueRef kb = fgk_loop_begin(e, &loop, i32c(a, 0), nkb, i32c(a, 1));
+  LLVMValueRef st = LLVMBuildURem(b, kb, i32c(a, stages), "");
+  LLVMValueRef round = LLVMBuildUDiv(b, kb, i32c(a, stages), "");
+  LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntUGE, kb, i32c(a, stages), ""));
+  /* block kb - stages released: the empty barrier's phase round - 1 */
+  ws_wait(a, ws_bar(a, a->bar_empty, st),
+          LLVMBuildAnd(b, LLVMBuildAdd(b, round, i32c(a, 1), ""), i32c(a, 1), ""));
+  fgb_end_if(e, merge);
+  LLVMValueRef at = LLVMBuildMul(b, st, i32c(a, stage_bytes), "");
+  LLVMValueRef k0 = LLVMBuildMul(b, kb, i32c(a, a->bc), "");
+  load_tile_sw(a, &a->k_, k0, a->Sk, a->bc, LLVMBuildAdd(b, at, i32c(a, k_at), ""), async, ptid,
+               WS_LOADERS);
+  load_tile_sw(a, &a->v, k0, a->Sk, a->bc, LLVMBuildAdd(b, at, i32c(a, v_at), ""), async, ptid,
+               WS_LOADERS);
+  LLVMValueRef full = ws_bar(a, a->bar_full, st);
+  if (async)
+    ws_asm(a, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", &full, 1);
+  else
+    ws_asm(a, "fence.proxy.async.shared::cta;\nmbarrier.arrive.shared::cta.b64 _, [$0];",
+           "r,~{memory}", &full, 1);
+  fgk_loop_end(e, &loop, kb);
+  if (async)
+    fgb_cp_async_wait_all(a->m);
+}
+
+/* A consumer warp is done with key block kb's stage (its P V complete):
+ * lane 0 arrives on the stage's empty barrier. */
+static void ws_release(attn *a, LLVMValueRef kb) {
+  LLVMValueRef args[2] = {
+      ws_bar(a, a->bar_empty, LLVMBuildURem(a->b, kb, i32c(a, a->k->attn_stages), "")),
+      LLVMBuildAnd(a->b, a->tid, i32c(a, 31), "")};
+  ws_asm(a,
+         "{\n.reg .pred p;\nsetp.eq.u32 p, $1, 0;\nfence.proxy.async.shared::cta;\n"
+         "@p mbarrier.arrive.shared::cta.b64 _, [$0];\n}",
+         "r,r,~{memory}", args, 2);
 }
 
 /* The matrix descriptor (PTX ISA, "Matrix Descriptor Format";
@@ -761,6 +862,13 @@ static LLVMValueRef wg_block_top(attn *a, LLVMValueRef kb, LLVMValueRef nkb, int
                                  int64_t k_at, int64_t v_at, bool async) {
   LLVMBuilderRef b = a->b;
   int stages = a->k->attn_stages, ahead = stages - 2;
+  if (a->k->attn_ws) { /* attnws: the block's full barrier, phase kb / stages */
+    LLVMValueRef st = LLVMBuildURem(b, kb, i32c(a, stages), "");
+    ws_wait(a, ws_bar(a, a->bar_full, st),
+            LLVMBuildAnd(b, LLVMBuildUDiv(b, kb, i32c(a, stages), ""), i32c(a, 1), ""));
+    fgb_tc_wg_fence_proxy(a->m);
+    return LLVMBuildMul(b, st, i32c(a, stage_bytes), "");
+  }
   if (async)
     fgb_cp_async_wait(a->m, ahead - 1);
   fgb_tc_wg_fence_proxy(a->m);
@@ -808,6 +916,81 @@ static void wg_store_o(attn *a, attn_state *st, LLVMValueRef *acc) {
       LLVMBuildStore(a->b, acc[4 * d + i], st->o[0][d][i]);
 }
 
+/* attnpp: pingpong between the CTA's two warpgroups (plan: pingpong;
+ * FlashAttention-3's inter-warpgroup overlap). Named barriers (0 is the
+ * CTA's) order the wgmma issues of an overlapped iteration, so that the
+ * tensor cores run one group's products while the other's softmax runs,
+ * rather than both softmaxes at once on the same units:
+ *
+ *   1: S_j of group 0, S_j of group 1, group 0's P V (group 0 arrives at
+ *      barrier 1 after issuing S, group 1 waits there before its S;
+ *      group 1 arrives at 2 after its S, group 0 waits there before P V)
+ *   2: group 0's S_j and P V, then group 1's (barrier 1: group 0 arrives
+ *      after its P V, group 1 waits before its S)
+ *
+ * bar.sync id, 256 of one group's 128 threads completes with bar.arrive
+ * id, 256 of the other's. Each barrier is used once an iteration by each
+ * group, and the CTA barrier at the top of the next iteration comes after
+ * both uses, so no group arrives twice at a barrier before the other
+ * waited there (which would complete it wrongly); both groups run every
+ * iteration (wg_overlap_loop runs causal blocks a group's rows precede,
+ * masked). Each point is one inline-assembly statement with the group
+ * index as a predicate (warp-uniform), a no-op without pingpong. */
+enum { PP_BEFORE_S, PP_AFTER_S, PP_BEFORE_PV, PP_AFTER_PV, PP_WS_INIT, PP_WS_LAST };
+
+/* attnws (ATTN_WS=2): FlashAttention-3's pingpong without a CTA barrier.
+ * Group g waits at named barrier 1 + g before issuing a round's wgmmas
+ * (block 0's S; S_j and P_{j-1} V_{j-1}; the last P V) and arrives at the
+ * other's, 2 - g, after issuing them; group 1 arrives at 1 once first
+ * (group 0 goes first) and not after its last round, so each barrier sees
+ * as many arrivals as waits: R rounds a group, group 0 waits R times at 1
+ * (1 + R - 1 arrivals of group 1), group 1 R times at 2 (R of group 0). */
+static void ws_pingpong(attn *a, int point) {
+  LLVMBuilderRef b = a->b;
+  LLVMValueRef group = LLVMBuildLShr(b, a->warp, i32c(a, 2), "");
+  if (point == PP_BEFORE_S) {
+    LLVMValueRef id = LLVMBuildAdd(b, group, i32c(a, 1), "");
+    ws_asm(a, "bar.sync $0, 256;", "r,~{memory}", &id, 1);
+  } else if (point == PP_AFTER_PV) {
+    LLVMValueRef id = LLVMBuildSub(b, i32c(a, 2), group, "");
+    ws_asm(a, "bar.arrive $0, 256;", "r,~{memory}", &id, 1);
+  } else if (point == PP_WS_INIT)
+    ws_asm(a, "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}", "r,~{memory}",
+           &group, 1);
+  else if (point == PP_WS_LAST)
+    ws_asm(a, "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 2, 256;\n}", "r,~{memory}",
+           &group, 1);
+}
+
+static void wg_pingpong(attn *a, int point) {
+  int mode = a->k->attn_pingpong;
+  const char *text = NULL;
+  if (a->k->attn_ws == 2) {
+    ws_pingpong(a, point);
+    return;
+  }
+  if (mode == 1 && point == PP_BEFORE_S)
+    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
+  else if (mode == 1 && point == PP_AFTER_S)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n"
+           "@!p bar.arrive 2, 256;\n}";
+  else if (mode == 1 && point == PP_BEFORE_PV)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.sync 2, 256;\n}";
+  else if (mode == 2 && point == PP_BEFORE_S)
+    text = "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}";
+  else if (mode == 2 && point == PP_AFTER_PV)
+    text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
+  if (!text)
+    return;
+  LLVMValueRef group = LLVMBuildLShr(a->b, a->warp, i32c(a, 2), "");
+  LLVMTypeRef i32 = LLVMTypeOf(group);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(a->m->ctx), &i32, 1, 0);
+  const char *cons = "r,~{memory}";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(a->b, fty, fn, &group, 1, "");
+}
+
 /* The wgmma loop software-pipelined (plan: overlap; FlashAttention-3's
  * intra-warpgroup overlap, its Algorithm 2): block 0's S and softmax
  * first, then for each key block j >= 1
@@ -839,12 +1022,29 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMBuilderRef b = a->b;
   int nk = a->bc / 16, nn = a->bc / 8, nd = (int)(a->D / 8), stages = a->k->attn_stages;
   LLVMValueRef s[MAX_MT][MAX_BC / 8][4], alpha[MAX_MT][2], pa[MAX_MT][MAX_BC / 16][4];
-  LLVMValueRef acc[MAX_D / 2], sv[MAX_BC / 2];
+  LLVMValueRef acc[MAX_D / 2];
   LLVMValueRef pvar[MAX_BC / 16][4]; /* P of the previous block */
   /* block 0: S, its softmax (O is 0: no rescale) */
   LLVMValueRef cur = wg_block_top(a, i32c(a, 0), nkb, stage_bytes, k_at, v_at, async);
-  if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, true))
+  bool wsp = a->k->attn_ws == 2; /* attnws: block 0's S is a pingpong round */
+  LLVMValueRef sv[MAX_BC / 2];
+  if (wsp) {
+    wg_pingpong(a, PP_WS_INIT);
+    wg_pingpong(a, PP_BEFORE_S);
+  }
+  if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, !wsp))
     return;
+  if (wsp) {
+    wg_pingpong(a, PP_AFTER_PV);
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        sv[4 * j + i] = s[0][j][i];
+    if (!wg_wait(a, 0, sv, 4 * nn))
+      return;
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        s[0][j][i] = sv[4 * j + i];
+  }
   block_mask(a, st, i32c(a, 0), s);
   block_softmax(a, st, s, alpha, pa);
   for (int j = 0; j < nk; j++)
@@ -863,14 +1063,18 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   LLVMValueRef prev =
       LLVMBuildMul(b, LLVMBuildURem(b, LLVMBuildSub(b, kb, i32c(a, 1), ""), i32c(a, stages), ""),
                    i32c(a, stage_bytes), "");
+  wg_pingpong(a, PP_BEFORE_S);
   if (!wg_scores(a, qdesc, fgb_tc_wg_desc_add(a->m, kdesc0, cur), s, false))
     return;
+  wg_pingpong(a, PP_AFTER_S);
   for (int j = 0; j < nk; j++)
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
+  wg_pingpong(a, PP_BEFORE_PV);
   if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, prev), acc, false))
     return;
+  wg_pingpong(a, PP_AFTER_PV);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       sv[4 * j + i] = s[0][j][i];
@@ -883,6 +1087,8 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
   block_softmax(a, st, s, alpha, NULL);
   if (!wg_wait_softmax(a, st, acc, 4 * nd))
     return;
+  if (a->k->attn_ws) /* attnws: block kb - 1's stage is free */
+    ws_release(a, LLVMBuildSub(b, kb, i32c(a, 1), ""));
   wg_store_o(a, st, acc);
   block_pack(a, s[0], pa[0]);
   for (int j = 0; j < nk; j++)
@@ -902,8 +1108,15 @@ static void wg_overlap_loop(attn *a, attn_state *st, LLVMValueRef nkb, LLVMValue
     for (int i = 0; i < 4; i++)
       pa[0][j][i] = LLVMBuildLoad2(b, m->i32, pvar[j][i], "");
   wg_rescale_o(a, st, avar, acc);
-  if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, last), acc, true))
+  if (wsp)
+    wg_pingpong(a, PP_BEFORE_S);
+  if (!wg_pv(a, pa[0], fgb_tc_wg_desc_add(a->m, vdesc0, last), acc, !wsp))
     return;
+  if (wsp) {
+    wg_pingpong(a, PP_WS_LAST);
+    if (!wg_wait(a, 0, acc, 4 * nd))
+      return;
+  }
   wg_store_o(a, st, acc);
 }
 
@@ -961,17 +1174,21 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   a->pitch = k->attn_pitch;
   a->mt = k->attn_warps > 0 ? a->br / (16 * k->attn_warps) : 0;
   int stages = k->attn_stages;
+  bool ws = k->attn_ws; /* attnws: the last warp copies, the others compute */
+  int loaders = ws ? WS_LOADERS : k->block;
   if (a->D > MAX_D || a->D % 16 || (a->D / 8) % 2 || a->bc > MAX_BC || a->bc % 16 || a->mt < 1 ||
-      a->mt > MAX_MT || a->br != 16 * a->mt * k->attn_warps || (a->br * a->D / 8) % k->block ||
-      (a->bc * a->D / 8) % k->block || a->pitch % 8 || stages < 1 || stages > 3) {
+      a->mt > MAX_MT || a->br != 16 * a->mt * k->attn_warps || (a->br * a->D / 8) % loaders ||
+      (a->bc * a->D / 8) % loaders || a->pitch % 8 || stages < 1 || stages > 3 ||
+      (ws && (k->block != 32 * k->attn_warps + WS_LOADERS || !k->attn_wgmma || !k->attn_overlap ||
+              stages < 3))) {
     fgb_fail(e, "attention kernel %d: unsupported tiles (D %lld, br %d, bc %d, block %d)", k->id,
              (long long)a->D, a->br, a->bc, k->block);
     return false;
   }
   bool wg = k->attn_wgmma;
-  if (wg &&
-      ((a->D != 64 && a->D != 128) || a->mt != 1 || k->attn_warps % 4 || k->block % (a->D / 8) ||
-       (k->block / (a->D / 8)) % 8 || a->pitch != a->D || (a->dt != FG_BF16 && a->dt != FG_F16))) {
+  if (wg && ((a->D != 64 && a->D != 128) || a->mt != 1 || k->attn_warps % 4 ||
+             (!ws && (k->block % (a->D / 8) || (k->block / (a->D / 8)) % 8)) || a->pitch != a->D ||
+             (a->dt != FG_BF16 && a->dt != FG_F16))) {
     fgb_fail(e, "attention kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d, block %d)",
              k->id, (long long)a->D, a->br, a->bc, k->block);
     return false;
@@ -1043,14 +1260,48 @@ bool fgb_emit_attention_kernel(fgb_emitter *e) {
   /* the overlap in the cp.async variant only: the plain copies' loaded
    * pieces on top of its in-flight registers spill at head dim 128 (the
    * plain variant, for misaligned operands, keeps the loop below) */
-  bool overlap = wg && k->attn_overlap && async;
+  bool overlap = wg && k->attn_overlap && (async || ws);
+  if (k->attn_pingpong && (!wg || !k->attn_overlap || k->attn_warps != 8)) {
+    fgb_fail(e, "attention kernel %d: pingpong needs the overlapped loop and 2 warpgroups", k->id);
+    return false;
+  }
   if (overlap && stages < 3) {
     fgb_fail(e, "attention kernel %d: the wgmma overlap needs 3 stages or more", k->id);
     return false;
   }
   int ahead = overlap ? stages - 2 : stages - 1; /* key blocks loading while one computes */
-  load_tile(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), async);
-  for (int sg = 0; sg < ahead; sg++) {
+  if (ws) { /* attnws: thread 0 sets the ring's barriers up; then the producer warp copies
+             * (and leaves) while the consumers run the overlapped loop */
+    int64_t bars = k_at + stages * stage_bytes + 16; /* after the order slot */
+    a->bar_full = LLVMBuildAdd(b, a->saddr, i32c(a, bars), "");
+    a->bar_empty = LLVMBuildAdd(b, a->saddr, i32c(a, bars + 8 * stages), "");
+    LLVMBasicBlockRef merge = fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntEQ, a->tid, i32c(a, 0), ""));
+    for (int sg = 0; sg < stages; sg++) {
+      LLVMValueRef args[2] = {ws_bar(a, a->bar_full, i32c(a, sg)),
+                              ws_bar(a, a->bar_empty, i32c(a, sg))};
+      char text[160];
+      snprintf(text, sizeof text,
+               "mbarrier.init.shared::cta.b64 [$0], %d;\nmbarrier.init.shared::cta.b64 [$1], %d;",
+               WS_LOADERS, k->attn_warps);
+      ws_asm(a, text, "r,r,~{memory}", args, 2);
+    }
+    fgb_end_if(e, merge);
+    fgb_barrier(m);
+    LLVMValueRef fn = fgb_current_fn(m);
+    LLVMBasicBlockRef prod = LLVMAppendBasicBlockInContext(m->ctx, fn, "producer");
+    LLVMBasicBlockRef cons = LLVMAppendBasicBlockInContext(m->ctx, fn, "consumer");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntUGE, a->warp, i32c(a, k->attn_warps), ""), prod,
+                    cons);
+    LLVMPositionBuilderAtEnd(b, prod);
+    ws_producer(a, nkb, stage_bytes, q_at, k_at, v_at, async);
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, cons);
+    char text[64];
+    snprintf(text, sizeof text, "setmaxnreg.inc.sync.aligned.u32 %d;", WS_CONSUMER_REGS);
+    ws_asm(a, text, "~{memory}", NULL, 0);
+  } else
+    load_tile(a, &a->q, a->q0, a->Sq, a->br, i32c(a, q_at), async);
+  for (int sg = 0; sg < (ws ? 0 : ahead); sg++) {
     LLVMBasicBlockRef merge =
         sg ? fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, i32c(a, sg), nkb, "")) : NULL;
     load_kv(a, i32c(a, sg), i32c(a, sg * stage_bytes), k_at, v_at, async);

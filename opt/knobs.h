@@ -107,6 +107,9 @@
   X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
     "threads a column of a column reduction (1: one; at most 1024 a CTA and 16 KiB of totals)")    \
   /* attnpp (issue 19) */                                                                          \
+  X(ATTN_PINGPONG, 0, 2, FG_KNOB_ANY, "0",                                                         \
+    "sm_90a wgmma attention, 2 warpgroups (turns the overlap on): named barriers order the "       \
+    "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
     "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \
@@ -114,6 +117,10 @@
   X(SCATTER_SELECT, 0, 1, FG_KNOB_ANY, "auto",                                                     \
     "index_add along dim 0: 1 each SUM CTA selects its slices' sources from the whole index (no "  \
     "sort), 0 never")                                                                              \
+  /* attnws (issue 19) */                                                                          \
+  X(ATTN_WS, 0, 2, FG_KNOB_ANY, "0",                                                               \
+    "sm_90a wgmma attention: 1 a producer warp loads K, V into a 3-stage ring with full/empty "    \
+    "mbarriers (no CTA barrier in the loop; turns the overlap on), 2: and pingpong of the groups") \
   /* issue 19: the overlapped wgmma loop's wait for O (emit_attention.c wg_wait_softmax) */        \
   X(ATTN_ORDERED_WAIT, 0, 1, FG_KNOB_ANY, "1",                                                     \
     "sm_90a overlapped attention: 0 waits for P V where ptxas places the wait, 1 after the "       \

@@ -213,8 +213,18 @@ typedef struct fg_kernel {
    * block j's S = Q K^T and block j - 1's P V issued together, block j's
    * softmax while P V runs (stages >= 3: V of block j - 1 still read) */
   bool attn_overlap;
-  /* attnpp (issue 19), attn_lpt (causal): the CTAs' work order over all
-   * (batch, head), heaviest query blocks first */
+  /* attnpp (issue 19): the overlapped loop's wgmmas ordered between the
+   * two warpgroups by named barriers (knob ATTN_PINGPONG: 0 off; 1 S_0,
+   * S_1, then P V; 2 S_0 and P_0 V, then group 1's), so one group's
+   * softmax runs while the other's products do; attn_lpt (causal): the
+   * CTAs' work order over all (batch, head), heaviest query blocks first */
+  int attn_pingpong;
+  /* attnws (issue 19): warp specialization (knob ATTN_WS): one producer
+   * warp after the consumer warps copies Q and the K, V blocks into a
+   * ring of attn_stages stages with full/empty mbarriers, the consumers
+   * run the overlapped loop with no CTA barrier; 2: and the two consumer
+   * warpgroups' wgmma issues alternate (named barriers, FA3's pingpong) */
+  int attn_ws;
   bool attn_lpt;
   int attn_lpt_heads; /* (batch, head) pairs a section of the attn_lpt order */
   /* SCATTER kernels (issue 20): the index_add or scatter_add node; its

@@ -244,6 +244,10 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
             k->attn_wgmma ? " wgmma" : "", k->attn_overlap ? " overlap" : "",
             k->attn_ldmatrix ? " ldmatrix" : "", k->attn_q_regs ? " q-in-registers" : "",
             fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem, k->min_ctas_per_sm);
+  if (k->kind == FG_KERNEL_ATTENTION && k->attn_pingpong) /* attnpp */
+    fprintf(f, " pingpong %d", k->attn_pingpong);
+  if (k->kind == FG_KERNEL_ATTENTION && k->attn_ws) /* attnws */
+    fprintf(f, " ws %d", k->attn_ws);
   if (k->kind == FG_KERNEL_ATTENTION && k->attn_lpt)
     fprintf(f, " lpt %d", k->attn_lpt_heads);
   if (k->kind == FG_KERNEL_ATTENTION_BWD)

@@ -1402,7 +1402,11 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
    * (docs/benchmarks.md): [8,16,2048,64] 300.8 us against 399.5 with two
    * (which ran 298 only while ptxas serialized every wgmma). At 128 one
    * warpgroup's stages leave room for one CTA: two. */
-  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : D == 64 ? 1 : 2;
+  /* (attnpp, attnws: two, which their knobs need, where ATTN_PINGPONG or
+   * ATTN_WS is given without ATTN_WG) */
+  bool two =
+      o && ((knob(o, FG_KNOB_ATTN_PINGPONG, &v) && v) || (knob(o, FG_KNOB_ATTN_WS, &v) && v));
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : D == 64 && !two ? 1 : 2;
   k->attn_wgmma = true;
   k->attn_warps = 4 * wg;
   k->block = 32 * k->attn_warps;
@@ -1413,8 +1417,18 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
    * at 64 20% slower (docs/benchmarks.md, run Z9b). */
   k->attn_overlap = o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) ? v == 1 : D == 128;
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
+  /* attnpp: pingpong between the two warpgroups, inside the overlapped
+   * loop (turned on by it unless ATTN_OVERLAP=0 is given) */
+  k->attn_pingpong = o && knob(o, FG_KNOB_ATTN_PINGPONG, &v) && wg == 2 ? (int)v : 0;
+  if (k->attn_pingpong && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
+    k->attn_overlap = true;
+    if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
+      k->attn_stages = 3;
+  }
   if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
     k->attn_overlap = false;
+  if (!k->attn_overlap)
+    k->attn_pingpong = 0;
   k->attn_ldmatrix = false;
   k->attn_q_regs = false;
   k->min_ctas_per_sm = 1;
@@ -1422,6 +1436,23 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
    * its wait after the softmax (backend_ptx/emit_attention.c,
    * wg_wait_softmax) */
   k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + (k->attn_overlap ? 16 : 0);
+  /* attnws: a producer warpgroup after the consumers' (block + 128: 384
+   * threads; setmaxnreg moves registers to the consumers), the overlapped
+   * loop over a ring of 3 stages (unless ATTN_STAGES says 3 too), 2
+   * mbarriers a stage after the order slot (64 bytes); ATTN_PINGPONG is
+   * replaced by its own (ATTN_WS=2). Two consumer warpgroups only, and
+   * off where ATTN_OVERLAP=0 or ATTN_STAGES < 3 is given. */
+  k->attn_ws = o && knob(o, FG_KNOB_ATTN_WS, &v) ? (int)v : 0;
+  if (wg != 2 || (o && knob(o, FG_KNOB_ATTN_OVERLAP, &v) && v == 0) ||
+      (o && knob(o, FG_KNOB_ATTN_STAGES, &v) && v < 3))
+    k->attn_ws = 0;
+  if (k->attn_ws) {
+    k->attn_overlap = true;
+    k->attn_stages = 3;
+    k->attn_pingpong = 0;
+    k->block += 128;
+    k->smem = attn_wgmma_smem(k->attn_br, k->attn_bc, k->attn_stages, D) + 16 + 64;
+  }
   (void)p;
 }
 

@@ -53,7 +53,7 @@ done
 # default (misaligned too: the plain variant keeps its loop, the LPT order
 # applies to both; 4 pairs a section, so that graphs of 6 or 10 pairs end
 # in a partial section), and the bench variant timed in the same
-# wgmmabench run. (Its pingpong knob was removed: 18-32% slower, Z13.)
+# wgmmabench run.
 mkdir -p .gpu/ptx-sm90a-lpt .gpu/ptx-lpt
 for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a-lpt/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
@@ -61,6 +61,31 @@ for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/gra
 done
 "$FUSEC" tests/graphs/attention_fwd.fg --knob ATTN_LPT=4 -o .gpu/ptx-lpt/tests_graphs__attention_fwd.ptx
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-lpt.ptx
+# attnpp (kept on branch attnws2, removed on main): pingpong between the
+# two warpgroups (knob ATTN_PINGPONG 1 and 2: named barriers in the
+# overlapped loop, which they turn on; at D 64 they also make the CTA two
+# warpgroups, as ATTN_WS does) checked like the default (misaligned too),
+# and the bench variants timed in the same wgmmabench run.
+for pp in 1 2; do
+  mkdir -p .gpu/ptx-sm90a-pingpong$pp
+  for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
+    out=.gpu/ptx-sm90a-pingpong$pp/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+    "$FUSEC" "$f" --arch sm_90a --knob ATTN_PINGPONG=$pp -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a pingpong $pp): $(head -1 .gpu/err.txt)"
+  done
+  "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_PINGPONG=$pp -o .gpu/bench-sm90a/attention_sm90a-pingpong$pp.ptx
+done
+# attnws: the warp-specialized forward (knob ATTN_WS 1 and 2: producer
+# warpgroup, mbarrier ring, setmaxnreg; 2 with the consumers' pingpong),
+# checked like the default (misaligned too: the producer's plain loads),
+# and the bench variants timed in the same wgmmabench run.
+for ws in 1 2; do
+  mkdir -p .gpu/ptx-sm90a-ws$ws
+  for f in tests/graphs/attention_ws.fg tests/graphs/attention_wgmma.fg tests/graphs/attention_overlap.fg; do
+    out=.gpu/ptx-sm90a-ws$ws/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+    "$FUSEC" "$f" --arch sm_90a --knob ATTN_WS=$ws -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a ws $ws): $(head -1 .gpu/err.txt)"
+  done
+  "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_WS=$ws -o .gpu/bench-sm90a/attention_sm90a-ws$ws.ptx
+done
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
