@@ -107,9 +107,10 @@
   X(COL_THREADS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
     "threads a column of a column reduction (1: one; at most 1024 a CTA and 16 KiB of totals)")    \
   /* attnpp (issue 19) */                                                                          \
-  X(ATTN_PINGPONG, 0, 2, FG_KNOB_ANY, "0",                                                         \
+  X(ATTN_PINGPONG, 0, 2, FG_KNOB_ANY, "auto",                                                      \
     "sm_90a wgmma attention, 2 warpgroups (turns the overlap on): named barriers order the "       \
-    "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's")   \
+    "groups' wgmmas, 1: S of group 0, S of group 1, then P V; 2: group 0's S and P V, then 1's; "  \
+    "0: none (auto: 2 where the overlapped loop runs two warpgroups)")                             \
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
     "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \

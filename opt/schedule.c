@@ -1419,7 +1419,8 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) ? (int)v : k->attn_overlap ? 3 : 2;
   /* attnpp: pingpong between the two warpgroups, inside the overlapped
    * loop (turned on by it unless ATTN_OVERLAP=0 is given) */
-  k->attn_pingpong = o && knob(o, FG_KNOB_ATTN_PINGPONG, &v) && wg == 2 ? (int)v : 0;
+  bool pp_set = o && knob(o, FG_KNOB_ATTN_PINGPONG, &v);
+  k->attn_pingpong = pp_set && wg == 2 ? (int)v : 0;
   if (k->attn_pingpong && !(o && knob(o, FG_KNOB_ATTN_OVERLAP, &v))) {
     k->attn_overlap = true;
     if (!(o && knob(o, FG_KNOB_ATTN_STAGES, &v)))
@@ -1427,6 +1428,13 @@ static void schedule_attention_wgmma(fg_plan *p, fg_kernel *k, const fg_plan_opt
   }
   if (k->attn_stages < 3) /* the overlap keeps block j - 1's V while block j + 1 loads */
     k->attn_overlap = false;
+  /* By default FlashAttention-3's order (mode 2: one group's S and P V,
+   * then the other's) wherever the overlapped loop runs two warpgroups:
+   * their softmaxes no longer start together. [4,32,4096,128] 2146.75 us
+   * against 2325.52 / 2309.12, causal 1102.24 against 1263.25 / 1262.67
+   * (run R3, docs/benchmarks.md; mode 1: 2201.65, 1238.10). */
+  if (!pp_set && k->attn_overlap && wg == 2)
+    k->attn_pingpong = 2;
   if (!k->attn_overlap)
     k->attn_pingpong = 0;
   k->attn_ldmatrix = false;
