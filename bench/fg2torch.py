@@ -344,8 +344,10 @@ def _call(name, args, kw, device):
         return _sdpa_bwd(*args, causal=bool(kw.get("causal", False)), scale=kw.get("scale"))
     if name == "sdpa":
         q, k, v = args
+        # GQA/MQA (fewer key heads than query heads): SDPA's enable_gqa
+        gqa = {"enable_gqa": True} if q.shape[-3] != k.shape[-3] else {}
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(kw.get("causal", False)),
-                                                             scale=kw.get("scale"))
+                                                             scale=kw.get("scale"), **gqa)
         return o, NO_LSE
     f8 = (torch.float8_e4m3fn, torch.float8_e5m2)
     if name not in KEEP_F8 and any(_is_t(a) and a.dtype in f8 for a in args):

@@ -417,6 +417,8 @@ s("attn_fwd_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [4,32,40
 s("attn_fwd_d64", "attention.fg", "attention fwd (SDPA), bf16 [8,16,2048,64]", "attention fwd, bf16 [1,8,512,64]")
 s("attn_fwd_long_causal", "attention.fg", "attention fwd causal (SDPA), bf16 [1,32,16384,128]",
   "attention fwd causal, bf16 [1,4,512,128]")
+s("attn_fwd_gqa_causal", "attention.fg", "attention fwd causal GQA 32/8 heads (SDPA enable_gqa), bf16 [4,32,4096,128]",
+  "attention fwd causal GQA 8/2 heads, bf16 [1,8,512,128]")
 s("embedding_fwd", "embedding.fg", "llm.c GPT-2 encoder fwd (wte[ids] + wpe), f32 V=50257 [8,1024,768]",
   "encoder fwd, f32 V=4096 [2,256,256]")
 s("embedding_bwd", "embedding.fg",
