@@ -948,6 +948,16 @@ LLVMValueRef fgb_emit_value(fgb_emitter *e, const fg_value *v, const LLVMValueRe
       (v->def->op->kind == FG_KIND_POINTWISE || v->def->op->kind == FG_KIND_CONTROL))
     return prefetch_node(e, v, idx);
   if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
+      v->def->op->kind == FG_KIND_INDEXING && !fg_index_scatters(v->def)) {
+    /* a gather's load waits for its index's: both issued with the other
+     * chunks' loads, not after the chunk before has stored (an embedding
+     * lookup's rows); the value is memoized for the computing pass */
+    e->prefetch = false;
+    fgb_emit_value(e, v, idx);
+    e->prefetch = true;
+    return NULL;
+  }
+  if (e->prefetch && v->def && !fg_plan_in_memory(e->p, v, e->k->id) &&
       !(v->def->op->kind == FG_KIND_VIEW && v->def->op->code != FG_OP_CAT &&
         v->def->op->code != FG_OP_PAD))
     return NULL;

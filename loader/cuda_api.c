@@ -63,6 +63,7 @@ static void load_once(void) {
       S(cuStreamCreate, "cuStreamCreate"),
       S(cuStreamDestroy, "cuStreamDestroy_v2"),
       S(cuStreamSynchronize, "cuStreamSynchronize"),
+      S(cuStreamWaitEvent, "cuStreamWaitEvent"),
       S(cuEventCreate, "cuEventCreate"),
       S(cuEventRecord, "cuEventRecord"),
       S(cuEventSynchronize, "cuEventSynchronize"),

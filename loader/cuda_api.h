@@ -44,6 +44,7 @@ typedef struct CUlaunchConfig_st {
 #define CU_STREAM_CAPTURE_MODE_GLOBAL 0
 #define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define CU_EVENT_DEFAULT 0
+#define CU_EVENT_DISABLE_TIMING 2
 
 typedef struct fgl_cuda_api {
   CUresult (*cuInit)(unsigned);
@@ -89,6 +90,7 @@ typedef struct fgl_cuda_api {
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream); /* _v2 */
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);

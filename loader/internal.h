@@ -53,6 +53,7 @@ typedef struct fgl_launch {
   int n_vec_ptrs;
   const unsigned long long **vec_ptrs; /* slots to check for alignment */
   void **params;                       /* kernel parameter pointers into slots */
+  int stream;                          /* 1: on the instance's second stream */
 } fgl_launch;
 
 /* A tensor's shape with every formula evaluated. */
@@ -81,6 +82,11 @@ struct fgl_graph {
   fgl_launch *launches;
   void **param_ptrs; /* storage of every launch's params array */
   const unsigned long long **vec_ptr_store;
+  /* Kernels on a second stream (plan version 4, kernel-stream): the
+   * stream, and the events that fork it from the caller's stream at the
+   * start of a run and join it back at the end (NULL without). */
+  CUstream side;
+  CUevent fork, join;
 };
 
 struct fgl_event {

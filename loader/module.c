@@ -746,14 +746,20 @@ fgl_status fgl_graph_result_shape(const fgl_graph *g, const fgl_arg *inputs, int
 static void graph_destroy(fgl_graph *g) {
   if (!g)
     return;
-  if (g->temp_alloc) {
+  if (g->temp_alloc || g->side || g->fork || g->join) {
     int pushed = 0;
     if (fgl_ctx_enter(g->m, &pushed, NULL) == FGL_OK) {
       /* cuMemFree also frees what cuMemAllocAsync gave (the caller has
        * synchronized the instance's streams, as before any free) */
-      for (int i = 0; i < g->pg->n_temps; i++)
+      for (int i = 0; g->temp_alloc && i < g->pg->n_temps; i++)
         if (g->temp_alloc[i])
           g->m->cu->cuMemFree(g->temp_alloc[i]);
+      if (g->side)
+        g->m->cu->cuStreamDestroy(g->side);
+      if (g->fork)
+        g->m->cu->cuEventDestroy(g->fork);
+      if (g->join)
+        g->m->cu->cuEventDestroy(g->join);
       fgl_ctx_leave(g->m, pushed);
     }
   }
@@ -913,6 +919,7 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
     l->narrow_max = pk->narrow_max;
     memcpy(l->block, pk->block, sizeof l->block);
     l->smem = pk->smem;
+    l->stream = pk->stream;
     l->vec_align = (unsigned)pk->vec_align;
     l->params = &g->param_ptrs[ai];
     for (int a = 0; a < pk->n_args; a++)
@@ -965,6 +972,17 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
       st = fgl_cuda_fail(m, err, r, "zeroing a temp (cuMemsetD8)");
       break;
     }
+  }
+  if (st == FGL_OK && pg->streams) {
+    /* the second stream: non-blocking, so that it never waits on the
+     * legacy default stream's other work; events without timing */
+    CUresult r = m->cu->cuStreamCreate(&g->side, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS)
+      r = m->cu->cuEventCreate(&g->fork, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS)
+      r = m->cu->cuEventCreate(&g->join, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS)
+      st = fgl_cuda_fail(m, err, r, "creating the graph's second stream and its events");
   }
   fgl_ctx_leave(m, pushed);
   if (st != FGL_OK) {

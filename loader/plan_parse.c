@@ -998,6 +998,8 @@ static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int
   long long v = (long long)(k - g->kernels);
   if (k->resident)
     return fail(ps, "kernel %lld has two kernel-resident lines", v);
+  if (k->stream)
+    return fail(ps, "kernel-resident %lld: a kernel-stream kernel cannot wait for all its CTAs", v);
   if (want_kw(ps, tk, nt, 2, "cluster"))
     return -1;
   int64_t c;
@@ -1010,6 +1012,27 @@ static int parse_kernel_resident(parser *ps, tok *tk, int nt, plan_graph *g, int
                 (long long)k->grid[2].value, (long long)c);
   k->resident = true;
   k->cluster = (int)c;
+  return 0;
+}
+
+/* kernel-stream I S (version 4): kernel I runs on stream S, 1 being the
+ * instance's second stream (docs/artifact.md). */
+static int parse_kernel_stream(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
+  if (ps->version < 4)
+    return fail(ps, "'kernel-stream' needs plan version 4 (this file says %d)", ps->version);
+  plan_kernel *k = kernel_of_line(ps, tk, nt, 3, "kernel-stream", g, n_seen);
+  if (!k)
+    return -1;
+  long long v = (long long)(k - g->kernels);
+  if (k->stream)
+    return fail(ps, "kernel %lld has two kernel-stream lines", v);
+  int64_t s;
+  if (want_int(ps, tk[2], "kernel-stream stream", 1, 1, &s))
+    return -1;
+  if (k->resident)
+    return fail(ps, "kernel-stream %lld: a kernel-resident kernel runs on the caller's stream", v);
+  k->stream = (int)s;
+  g->streams = true;
   return 0;
 }
 
@@ -1168,15 +1191,21 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
         return -1;
       continue;
     }
+    if (tok_is(kw, "kernel-stream") && is == ns && ip == np && ir == nr && it == ntm) {
+      if (parse_kernel_stream(ps, t2, n, g, ik))
+        return -1;
+      continue;
+    }
     if (tok_is(kw, "kernel-narrow") && is == ns && ip == np && ir == nr && it == ntm) {
       if (parse_kernel_narrow(ps, t2, n, g, ik))
         return -1;
       continue;
     }
     if (!tok_is(kw, expect)) {
-      static const char *known[] = {"fusec-plan", "target",          "graph",         "sym",
-                                    "param",      "result",          "temp",          "kernel",
-                                    "kernel-vec", "kernel-resident", "kernel-narrow", "end"};
+      static const char *known[] = {
+          "fusec-plan",    "target",        "graph",  "sym",        "param",
+          "result",        "temp",          "kernel", "kernel-vec", "kernel-resident",
+          "kernel-narrow", "kernel-stream", "end"};
       bool is_known = false;
       for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         is_known |= tok_is(kw, known[i]);

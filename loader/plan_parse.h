@@ -9,8 +9,8 @@
 
 #include "fgload.h"
 
-#define PLAN_VERSION 3     /* the newest version read */
-#define PLAN_VERSION_MIN 2 /* the oldest: version 3 only adds in-place results */
+#define PLAN_VERSION 4     /* the newest version read */
+#define PLAN_VERSION_MIN 2 /* the oldest: 3 adds in-place results and min/max, 4 kernel-stream */
 #define PLAN_MAX_SYMS 256  /* syms per graph */
 #define PLAN_MAX_DEPTH 32  /* evaluation stack of one formula */
 #define PLAN_MAX_TEMP_BYTES (INT64_MAX / 4)
@@ -101,6 +101,7 @@ typedef struct plan_kernel {
   char *narrow_vec_entry; /* NULL when '-' (then vec_entry is NULL too) */
   int64_t narrow_max;
   int narrow_line; /* the kernel-narrow line, for messages */
+  int stream;      /* kernel-stream (version 4): 1 on the instance's second stream, else 0 */
 } plan_kernel;
 
 /* A kernel's entries, indexed by variant: the plain entry, its kernel-vec
@@ -157,6 +158,7 @@ typedef struct plan_graph {
   char *text; /* every non-constant formula as written, NUL-separated */
   int n_text, cap_text;
   bool symbolic_temps; /* some temp's byte count is not constant */
+  bool streams;        /* some kernel has a kernel-stream line (runs on a second stream) */
 } plan_graph;
 
 typedef struct plan {

@@ -179,6 +179,33 @@ static fgl_status scalar_slot(const fgl_arg *a, const plan_param *p, int i,
   return FGL_OK;
 }
 
+/* Launches kernel k of g's plan on stream s: the narrow pair (32-bit
+ * indices) while sym 0 is small enough, and of a pair the vectorized entry
+ * when its pointers are aligned (the plan has a narrow vec entry exactly
+ * when it has a vec entry). A kernel over an empty domain is skipped. */
+static fgl_status launch(fgl_graph *g, int k, CUstream s, fgl_error *err) {
+  const fgl_launch *l = &g->launches[k];
+  if (l->grid[0] == 0)
+    return FGL_OK;
+  int v = l->fn[PLAN_ENTRY_NARROW] && g->slot_z[0] <= l->narrow_max ? PLAN_ENTRY_NARROW
+                                                                    : PLAN_ENTRY_PLAIN;
+  if (l->fn[PLAN_ENTRY_VEC]) {
+    unsigned long long mask = l->vec_align - 1, bad = 0;
+    for (int p = 0; p < l->n_vec_ptrs; p++)
+      bad |= *l->vec_ptrs[p] & mask;
+    if (!bad)
+      v++;
+  }
+  CUresult r = g->m->cu->cuLaunchKernel(l->fn[v], l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                                        l->block[1], l->block[2], l->smem, s, l->params, NULL);
+  if (r == CUDA_SUCCESS)
+    return FGL_OK;
+  char t[200];
+  return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s",
+                  g->pg->name, k, plan_kernel_entry(&g->pg->kernels[k], v),
+                  fgl_cuda_error_text(r, t, sizeof t));
+}
+
 fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor *outputs,
                    int n_outputs, fgl_stream stream, fgl_error *err) {
   if (!g)
@@ -293,36 +320,37 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   }
   if (pg->n_kernels == 0)
     return FGL_OK;
-  for (int k = 0; k < pg->n_kernels; k++) {
-    const fgl_launch *l = &g->launches[k];
-    if (l->grid[0] == 0)
-      continue; /* an empty domain: nothing to compute */
-    /* the narrow pair (32-bit indices) while sym 0 is small enough, and
-     * of a pair the vectorized entry when its pointers are aligned (the
-     * plan has a narrow vec entry exactly when it has a vec entry) */
-    int v = l->fn[PLAN_ENTRY_NARROW] && g->slot_z[0] <= l->narrow_max ? PLAN_ENTRY_NARROW
-                                                                      : PLAN_ENTRY_PLAIN;
-    if (l->fn[PLAN_ENTRY_VEC]) {
-      unsigned long long mask = l->vec_align - 1, bad = 0;
-      for (int p = 0; p < l->n_vec_ptrs; p++)
-        bad |= *l->vec_ptrs[p] & mask;
-      if (!bad)
-        v++;
-    }
-    CUfunction fn = l->fn[v];
-    CUresult r =
-        cu->cuLaunchKernel(fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-                           l->block[2], l->smem, (CUstream)stream, l->params, NULL);
-    if (r != CUDA_SUCCESS) {
-      fgl_ctx_leave(m, pushed);
-      char t[200];
-      return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s",
-                      pg->name, k, plan_kernel_entry(&pg->kernels[k], v),
-                      fgl_cuda_error_text(r, t, sizeof t));
-    }
+  if (!g->side) {
+    for (int k = 0; k < pg->n_kernels; k++)
+      if ((st = launch(g, k, (CUstream)stream, err)) != FGL_OK)
+        break;
+    fgl_ctx_leave(m, pushed);
+    return st;
   }
+  /* Kernels on the second stream (kernel-stream): it waits for the
+   * caller's stream up to here, takes its kernels first, in plan order,
+   * then the caller's stream takes the rest and waits for it at the end,
+   * so that the run completes on the caller's stream (and a capture of it
+   * has both branches). The join is recorded even after a failed launch:
+   * a capture must not be left forked. */
+  CUresult r = cu->cuEventRecord(g->fork, (CUstream)stream);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuStreamWaitEvent(g->side, g->fork, 0);
+  if (r != CUDA_SUCCESS) {
+    fgl_ctx_leave(m, pushed);
+    return fgl_cuda_fail(m, err, r, "forking the graph's second stream");
+  }
+  for (int pass = 1; pass >= 0 && st == FGL_OK; pass--)
+    for (int k = 0; k < pg->n_kernels && st == FGL_OK; k++)
+      if (g->launches[k].stream == pass)
+        st = launch(g, k, pass ? g->side : (CUstream)stream, err);
+  r = cu->cuEventRecord(g->join, g->side);
+  if (r == CUDA_SUCCESS)
+    r = cu->cuStreamWaitEvent((CUstream)stream, g->join, 0);
+  if (r != CUDA_SUCCESS && st == FGL_OK)
+    st = fgl_cuda_fail(m, err, r, "joining the graph's second stream");
   fgl_ctx_leave(m, pushed);
-  return FGL_OK;
+  return st;
 }
 
 void fgl_tensor_contiguous(fgl_tensor *t, fgl_devptr ptr, fgl_dtype dtype, int rank,

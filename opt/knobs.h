@@ -129,7 +129,10 @@
   /* issue 20: one-pass logsumexp (opt/logsumexp.c) */                                             \
   X(ROW_LSE, 0, 8, FG_KNOB_ANY, "auto",                                                            \
     "a long row's max and sum of exponentials streamed in one pass: N vectors a thread at a time " \
-    "(auto: 16 values), 0: kept in registers in one large CTA")
+    "(auto: 16 values), 0: kept in registers in one large CTA")                                    \
+  /* issue 17/20: concurrent kernels (opt/streams.c) */                                            \
+  X(STREAMS, 0, 1, FG_KNOB_ANY, "1",                                                               \
+    "1: groups of kernels independent of the rest run on a second stream, 0: one stream")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

@@ -285,7 +285,18 @@ typedef struct fg_kernel {
   int64_t scan_chunk_len;
   int scan_temp;
   int scan_lanes;
+  /* The stream it runs on (streams.c): 0 the caller's, 1 the second
+   * stream the loader forks from it, for groups of kernels independent of
+   * the rest. */
+  int stream;
 } fg_kernel;
+
+/* Whether k's CTAs wait for one another, so that all must be resident at
+ * once (the row + column form's combiners; `kernel-resident` in the
+ * artifact). */
+static inline bool fg_kernel_resident(const fg_kernel *k) {
+  return k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails);
+}
 
 static inline bool fg_kernel_is_scan(fg_kernel_kind k) {
   return k == FG_KERNEL_SCAN || k == FG_KERNEL_SCAN_CHUNKS;
@@ -357,9 +368,16 @@ void fg_plan_write_dot(FILE *f, fg_plan *const *plans, int n);
  * means kernel k has an aligned variant with that entry name, requiring
  * vec_align bytes on the pointers in vec_ptrs. */
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries);
-/* The artifact version the plan needs: 3 with a result written into a
- * parameter (`inplace p<J>`, docs/artifact.md), else 2. */
+/* The artifact version the plan needs: 4 with kernels on a second stream
+ * (`kernel-stream`), 3 with a result written into a parameter (`inplace
+ * p<J>`) or a grid with min/max (docs/artifact.md), else 2. */
 int fg_plan_version(const fg_plan *p);
+
+/* ---- concurrent kernels (streams.c) ---- */
+/* Puts groups of kernels independent of the rest on stream 1 (knob
+ * STREAMS); run after the L2 order is chosen. */
+void fg_plan_assign_streams(fg_plan *p);
+bool fg_plan_has_streams(const fg_plan *p);
 
 /* ---- helpers shared by segmentation, scheduling and lowering ---- */
 /* When a row + column kernel computes a value it writes: with the rows

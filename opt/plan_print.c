@@ -161,6 +161,8 @@ static void print_results(FILE *f, const fg_plan *p) {
 }
 
 int fg_plan_version(const fg_plan *p) {
+  if (fg_plan_has_streams(p))
+    return 4;
   for (int i = 0; i < p->g->nresults; i++)
     if (p->results[i].into >= 0 && !p->results[i].is_view)
       return 3;
@@ -346,6 +348,11 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
     ints(f, md, nm);
   }
   print_schedule(f, p, k);
+  if (k->stream)
+    fprintf(f,
+            "    stream %d: launched first, beside the caller's stream (independent of its "
+            "kernels)\n",
+            k->stream);
   fputs("    writes", f);
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
@@ -463,8 +470,10 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fprintf(f, "// kernel-narrow %d %s %s max %" PRId64 "\n", i, k->narrow_entry,
               k->narrow_vec_entry ? k->narrow_vec_entry : "-", k->narrow_max);
     /* The row + column form's combiners wait for every CTA. */
-    if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
+    if (fg_kernel_resident(k))
       fprintf(f, "// kernel-resident %d cluster %d\n", i, k->cluster > 1 ? k->cluster : 1);
+    if (k->stream)
+      fprintf(f, "// kernel-stream %d %d\n", i, k->stream);
   }
   fputs("// end\n", f);
 }

@@ -2358,6 +2358,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
     lint_kernel(p, k);
   }
   choose_l2_order(p, o);
+  fg_plan_assign_streams(p);
   lint_reads(p);
   return true;
 }

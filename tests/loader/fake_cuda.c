@@ -19,10 +19,21 @@
  * function here has exactly the type the loader calls it through (clang's
  * -fsanitize=function checks it). */
 #include "cuda_api.h"
+#include "fake_cuda.h"
 
 struct CUstream_st {
   char unused;
 };
+/* The streams cuStreamCreate made, their ids 1, 2, ... in creation order
+ * (tests also pass made-up handles: those are -1, the NULL stream 0). */
+static CUstream made_streams[64];
+static int n_streams;
+static int stream_id(CUstream s) {
+  for (int i = 0; s && i < n_streams; i++)
+    if (made_streams[i] == s)
+      return i + 1;
+  return s ? -1 : 0;
+}
 struct CUevent_st {
   double t;
 };
@@ -51,22 +62,19 @@ enum {
   C_ALLOC_ASYNC,
   C_FREE_ASYNC,
   C_MEMSET_ASYNC,
+  C_EVENT_RECORD,
+  C_WAIT_EVENT,
   C_N
 };
 static const char *const cnames[C_N] = {
-    "alloc",   "free", "htod",     "dtoh",      "memset",      "sync",       "launch",      "jit",
-    "modload", "push", "captured", "smem_attr", "alloc_async", "free_async", "memset_async"};
+    "alloc",       "free",       "htod",         "dtoh",         "memset",    "sync",
+    "launch",      "jit",        "modload",      "push",         "captured",  "smem_attr",
+    "alloc_async", "free_async", "memset_async", "event_record", "wait_event"};
 static long counters[C_N];
 static char last_entry[128];
 static int capturing;
 
 /* The launch log (fake_cuda_launch), since the last reset. */
-typedef struct fake_launch {
-  char entry[128];
-  unsigned grid[3], block[3], smem;
-  int nargs;
-  unsigned long long args[16];
-} fake_launch;
 static fake_launch launch_log[64];
 static int n_launch_log;
 
@@ -333,7 +341,6 @@ static void axpy_n(void **params, int vec, int narrow) {
 EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
                                unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                CUstream stream, void **params, void **extra) {
-  (void)stream;
   (void)extra;
   counters[capturing ? C_CAPTURED : C_LAUNCH]++;
   snprintf(last_entry, sizeof last_entry, "%s", f->name);
@@ -344,6 +351,7 @@ EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, un
     memcpy(l->grid, g, sizeof g);
     memcpy(l->block, b, sizeof b);
     l->smem = smem;
+    l->stream = stream_id(stream);
     l->nargs = f->nparams < 16 ? f->nparams : 16;
     for (int i = 0; i < l->nargs; i++)
       memcpy(&l->args[i], params[i], 8);
@@ -436,9 +444,16 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream st) {
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned f) {
   (void)f;
   *s = calloc(1, sizeof **s);
+  if (!*s)
+    return 2;
+  if (n_streams < 64)
+    made_streams[n_streams++] = *s;
   return 0;
 }
 EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+  for (int i = 0; i < n_streams; i++)
+    if (made_streams[i] == s)
+      made_streams[i] = NULL;
   free(s);
   return 0;
 }
@@ -454,7 +469,16 @@ EXPORT CUresult cuEventCreate(CUevent *e, unsigned f) {
 }
 EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   (void)s;
+  counters[C_EVENT_RECORD]++;
   e->t = (double)counters[C_LAUNCH];
+  return 0;
+}
+/* Streams run in order on the host: a wait has nothing to wait for. */
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
+  (void)s;
+  (void)e;
+  (void)f;
+  counters[C_WAIT_EVENT]++;
   return 0;
 }
 EXPORT CUresult cuEventSynchronize(CUevent e) {

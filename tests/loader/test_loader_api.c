@@ -14,14 +14,9 @@
 #include "cache.h"
 #include "fgload.h"
 #include "tl.h"
+#include "fake_cuda.h"
 
 #define N 1048576
-typedef struct fake_launch { /* fake_cuda.c's launch log entry */
-  char entry[128];
-  unsigned grid[3], block[3], smem;
-  int nargs;
-  unsigned long long args[16];
-} fake_launch;
 
 static long (*fake_count)(const char *);
 static int (*fake_launch_at)(int, fake_launch *);
@@ -98,12 +93,12 @@ static void test_load(void) {
   const char *v1 = "// fusec-plan 1\n// target sm_80\n"
                    "// graph g params 0 results 0 temps 0 kernels 0\n// end\n";
   CHECK(fgl_module_load_data(v1, strlen(v1), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads versions 2 to 3: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads versions 2 to 4: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   const char *bad = "// fusec-plan 7\n";
   CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads versions 2 to 3: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads versions 2 to 4: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   CHECK(fgl_module_load_data(NULL, 0, &o, NULL, &e) == FGL_ERR_INVALID_ARGUMENT);
@@ -795,6 +790,93 @@ static void test_empty_grid(void) {
   free(text);
 }
 
+/* Kernels on a second stream (plan version 4, kernel-stream): add.ptx's
+ * axpy with a second kernel writing a second result from its own temp,
+ * on stream 1. The loader forks the second stream from the caller's,
+ * launches stream 1's kernel first, and joins it back; both results are
+ * computed. The line's misuse is refused. */
+static void test_streams(void) {
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  if (!text) {
+    CHECK(0);
+    return;
+  }
+  char *a = tl_replace(text, "// fusec-plan 2", "// fusec-plan 4");
+  char *b2 = tl_replace(a, "results 3 temps 1 kernels 1", "results 4 temps 2 kernels 2");
+  char *c = tl_replace(b2, "// temp 0 bytes 4096 align 256 zero\n",
+                       "// result 3 f32 [1048576] strides [1] written\n"
+                       "// temp 0 bytes 4096 align 256 zero\n"
+                       "// temp 1 bytes 4096 align 256 zero\n");
+  char *d = tl_replace(c, "ptrs p0,p1,r0\n",
+                       "ptrs p0,p1,r0\n"
+                       "// kernel 1 fg_axpy_k0 grid 1024 1 1 block 256 1 1 smem 0 args "
+                       "p0,p1,s2,r3,t1\n"
+                       "// kernel-stream 1 1\n");
+  fgl_module *m = NULL;
+  fgl_error e = {0};
+  fgl_load_options o = opts();
+  CHECK_MSG(fgl_module_load_data(d, strlen(d), &o, &m, &e) == FGL_OK, "%s", e.msg);
+  fgl_graph *g = NULL;
+  if (m)
+    CHECK_MSG(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK, "%s", e.msg);
+  if (g) {
+    bufs b;
+    make_bufs(m, &b);
+    fgl_devptr out3 = 0;
+    CHECK(fgl_malloc(m, N * 4, &out3, &e) == FGL_OK);
+    fgl_arg in[3];
+    fgl_tensor out[4];
+    set_args(in, out, &b, 2.0);
+    int64_t n = N;
+    fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
+    for (int run = 0; run < 2; run++) {
+      fake_reset();
+      CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_OK, "%s", e.msg);
+      fake_launch l0, l1;
+      CHECK(fake_launch_at(0, &l0) == 2 && fake_launch_at(1, &l1) == 2);
+      /* stream 1's kernel first, on the created stream; then kernel 0 on
+       * the caller's (NULL) stream */
+      CHECK(l0.stream != 0 && l0.args[3] == out3 && l1.stream == 0 && l1.args[3] == b.out);
+      CHECK(fake_count("event_record") == 2 && fake_count("wait_event") == 2 &&
+            fake_count("alloc") == 0 && fake_count("sync") == 0);
+    }
+    CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
+    fgl_free(m, out3, &e);
+    fgl_free(m, b.raw, &e);
+    fgl_free(m, b.y, &e);
+    fgl_free(m, b.out, &e);
+    fgl_graph_free(g, &e);
+  }
+  if (m)
+    fgl_module_free(m, &e);
+  /* a version 3 file, a stream out of range, a resident kernel */
+  char *v3 = tl_replace(d, "// fusec-plan 4", "// fusec-plan 3");
+  char *s2 = tl_replace(d, "// kernel-stream 1 1", "// kernel-stream 1 2");
+  char *res =
+      tl_replace(d, "// kernel-stream 1 1", "// kernel-resident 1 cluster 1\n// kernel-stream 1 1");
+  const char *bad[][2] = {{v3, "'kernel-stream' needs plan version 4 (this file says 3)"},
+                          {s2, "kernel-stream stream 2 is out of range [1, 1]"},
+                          {res, "a kernel-resident kernel runs on the caller's stream"}};
+  for (int i = 0; i < 3; i++) {
+    fgl_module *mb = NULL;
+    e.msg[0] = 0;
+    CHECK_MSG(fgl_module_load_data(bad[i][0], strlen(bad[i][0]), &o, &mb, &e) == FGL_ERR_PLAN &&
+                  strstr(e.msg, bad[i][1]),
+              "case %d: %s", i, e.msg);
+    if (mb)
+      fgl_module_free(mb, &e);
+  }
+  free(res);
+  free(s2);
+  free(v3);
+  free(d);
+  free(c);
+  free(b2);
+  free(a);
+  free(text);
+}
+
 int main(void) {
   const char *lib = getenv("FGL_LIBCUDA");
   if (!lib) {
@@ -826,6 +908,7 @@ int main(void) {
   test_threads();
   test_empty_grid();
   test_inplace();
+  test_streams();
   dlclose(h);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);

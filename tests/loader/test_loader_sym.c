@@ -16,13 +16,7 @@
 #include "cuda_api.h"
 #include "fgload.h"
 #include "tl.h"
-
-typedef struct fake_launch {
-  char entry[128];
-  unsigned grid[3], block[3], smem;
-  int nargs;
-  unsigned long long args[16];
-} fake_launch;
+#include "fake_cuda.h"
 
 static long (*fake_count)(const char *);
 static void (*fake_reset)(void);
