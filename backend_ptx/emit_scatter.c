@@ -57,9 +57,8 @@ static LLVMValueRef global_at(fgb_emitter *e, int t, LLVMValueRef i) {
 }
 
 /* The fused sort's shared array where its steps' arrays fit (embscan,
- * k->scat_smem): FG_SORT_SMEM32, counts [pad], offsets [pad + 1] and
- * filled positions [sources], i32; FG_SORT_SMEM16 (sort16, dynamic),
- * bins [pad] and filled positions [sources], i16. Made at the first use. */
+ * k->scat_smem): counts [pad], offsets [pad + 1] and filled positions
+ * [sources], i32; made at the first use. */
 static LLVMValueRef sort_smem(fgb_emitter *e) {
   const fg_kernel *k = e->k;
   char name[256];
@@ -67,63 +66,8 @@ static LLVMValueRef sort_smem(fgb_emitter *e) {
   LLVMValueRef g = LLVMGetNamedGlobal(fgb_llvm_module(e->m), name);
   if (g)
     return g;
-  if (k->scat_smem == FG_SORT_SMEM16)
-    return fgb_dynamic_shared(e->m, name);
   int64_t ints = 2 * k->scat_pad + 1 + fg_sym_at_max(&e->p->sym, k->scat_sources);
   return fgb_shared_array(e->m, name, 4 * (uint64_t)ints);
-}
-
-/* ---- sort16: the fused sort's 16-bit arrays in shared memory ----
- * bins16[b] (b < pad) holds bin b's count, then (the scan, in place) its
- * first offset, then (the fill's atomics) its segment's end, which is bin
- * b + 1's first offset: so after the fill bin b's segment is [bins16[b -
- * 1], bins16[b]) (0 for b = 0). fill16[j] (j < sources) the filled
- * positions. Every value is below 2^16 (segment.c sort16_fits); the
- * atomics add to the 32-bit word holding the 16-bit value, shifted into
- * its half, and never carry into the other half. */
-static bool sort16(const fgb_emitter *e) { return e->k->scat_smem == FG_SORT_SMEM16; }
-
-static LLVMTypeRef i16t(fgb_emitter *e) { return LLVMInt16TypeInContext(e->ctx); }
-
-static LLVMValueRef as_i32(fgb_emitter *e, LLVMValueRef v) {
-  LLVMTypeRef t = LLVMTypeOf(v);
-  if (t == i32t(e))
-    return v;
-  return LLVMGetIntTypeWidth(t) < 32 ? LLVMBuildZExt(e->b, v, i32t(e), "")
-                                     : LLVMBuildTrunc(e->b, v, i32t(e), "");
-}
-
-static LLVMValueRef from_i32(fgb_emitter *e, LLVMValueRef v) {
-  return e->ity == i32t(e) ? v : LLVMBuildZExt(e->b, v, e->ity, "");
-}
-
-static LLVMValueRef bins16_at(fgb_emitter *e, LLVMValueRef b) {
-  return fgb_gep(e->m, sort_smem(e), i16t(e), as_i32(e, b));
-}
-
-static LLVMValueRef fill16_at(fgb_emitter *e, LLVMValueRef j) {
-  LLVMValueRef i = LLVMBuildAdd(e->b, as_i32(e, j),
-                                LLVMConstInt(i32t(e), (unsigned long long)e->k->scat_pad, 0), "");
-  return fgb_gep(e->m, sort_smem(e), i16t(e), i);
-}
-
-/* bin b's 16-bit value, zero-extended to the index type */
-static LLVMValueRef load16(fgb_emitter *e, LLVMValueRef p) {
-  return from_i32(e, LLVMBuildZExt(e->b, LLVMBuildLoad2(e->b, i16t(e), p, ""), i32t(e), ""));
-}
-
-/* Adds 1 to bins16[b] (atomically, on its 32-bit word); its old value. */
-static LLVMValueRef bump16(fgb_emitter *e, LLVMValueRef b) {
-  LLVMTypeRef i32 = i32t(e);
-  LLVMValueRef b32 = as_i32(e, b);
-  LLVMValueRef word =
-      fgb_gep(e->m, sort_smem(e), i32, LLVMBuildLShr(e->b, b32, LLVMConstInt(i32, 1, 0), ""));
-  LLVMValueRef sh = LLVMBuildShl(e->b, LLVMBuildAnd(e->b, b32, LLVMConstInt(i32, 1, 0), ""),
-                                 LLVMConstInt(i32, 4, 0), "");
-  LLVMValueRef old =
-      fgb_atomic_add_i32_global(e->m, word, LLVMBuildShl(e->b, LLVMConstInt(i32, 1, 0), sh, ""));
-  return from_i32(
-      e, LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, old, sh, ""), LLVMConstInt(i32, 0xffff, 0), ""));
 }
 
 /* temp t's i32 at i: in the fused sort's shared array where it keeps
@@ -225,10 +169,6 @@ static LLVMValueRef range_count_at(fgb_emitter *e, LLVMValueRef b) {
 /* COUNT's step for source s of bin b: its bin's count up by one, and its
  * scan range's where the scan has several CTAs. */
 static void count_one(fgb_emitter *e, LLVMValueRef b) {
-  if (sort16(e)) {
-    bump16(e, b);
-    return;
-  }
   LLVMValueRef one = LLVMConstInt(i32t(e), 1, 0);
   fgb_atomic_add_i32_global(e->m, at(e, e->k->scat_cnt, b), one);
   if (e->k->scat_ctas > 1)
@@ -238,10 +178,6 @@ static void count_one(fgb_emitter *e, LLVMValueRef b) {
 /* FILL's: the count down by one gives s a slot in its bin's segment. */
 static void fill_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
   const fg_kernel *k = e->k;
-  if (sort16(e)) { /* the bin's next slot, from its first offset up */
-    LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, s, i16t(e), ""), fill16_at(e, bump16(e, b)));
-    return;
-  }
   LLVMValueRef down = LLVMConstInt(i32t(e), -1ull, 1);
   LLVMValueRef old = fgb_atomic_add_i32_global(e->m, at(e, k->scat_cnt, b), down);
   if (k->scat_ctas > 1) /* the range's count back to zero too */
@@ -257,22 +193,12 @@ static void fill_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
  * ascending segment. */
 static void order_one(fgb_emitter *e, LLVMValueRef s, LLVMValueRef b) {
   const fg_kernel *k = e->k;
-  LLVMValueRef lo, hi;
-  if (sort16(e)) { /* after the fill: [bins16[b - 1], bins16[b]) */
-    LLVMValueRef b1 = LLVMBuildSub(e->b, b, fgb_const(e, 1), "");
-    LLVMValueRef first = LLVMBuildICmp(e->b, LLVMIntEQ, b, fgb_const(e, 0), "");
-    lo = load16(e, bins16_at(e, LLVMBuildSelect(e->b, first, b, b1, "")));
-    lo = LLVMBuildSelect(e->b, first, fgb_const(e, 0), lo, "");
-    hi = load16(e, bins16_at(e, b));
-  } else {
-    lo = load_at(e, k->scat_off, b);
-    hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, b, fgb_const(e, 1), ""));
-  }
+  LLVMValueRef lo = load_at(e, k->scat_off, b),
+               hi = load_at(e, k->scat_off, LLVMBuildAdd(e->b, b, fgb_const(e, 1), ""));
   LLVMValueRef rank = fgk_local_var(e, e->ity, fgb_const(e, 0));
   fgk_loop l;
   LLVMValueRef j = fgk_loop_begin(e, &l, lo, hi, fgb_const(e, 1));
-  LLVMValueRef fj = sort16(e) ? load16(e, fill16_at(e, j)) : load_at(e, k->scat_fill, j);
-  LLVMValueRef before = LLVMBuildICmp(e->b, LLVMIntSLT, fj, s, "");
+  LLVMValueRef before = LLVMBuildICmp(e->b, LLVMIntSLT, load_at(e, k->scat_fill, j), s, "");
   LLVMValueRef r = LLVMBuildLoad2(e->b, e->ity, rank, "");
   LLVMBuildStore(e->b, LLVMBuildAdd(e->b, r, LLVMBuildZExt(e->b, before, e->ity, ""), ""), rank);
   fgk_loop_end(e, &l, j);
@@ -308,11 +234,6 @@ static bool emit_order(fgb_emitter *e) {
  * a multiple of 4). */
 static LLVMValueRef load4(fgb_emitter *e, LLVMValueRef i) {
   LLVMTypeRef v4 = LLVMVectorType(i32t(e), 4);
-  if (sort16(e)) { /* 8 bytes of 16-bit counts */
-    LLVMValueRef ld = LLVMBuildLoad2(e->b, LLVMVectorType(i16t(e), 4), bins16_at(e, i), "");
-    LLVMSetAlignment(ld, 8);
-    return LLVMBuildZExt(e->b, ld, v4, "");
-  }
   LLVMValueRef ld = LLVMBuildLoad2(e->b, v4, at(e, e->k->scat_cnt, i), "");
   LLVMSetAlignment(ld, 16);
   return ld;
@@ -330,15 +251,8 @@ static void store4(fgb_emitter *e, LLVMValueRef i, LLVMValueRef v4, LLVMValueRef
     out = LLVMBuildInsertElement(e->b, out, *run, LLVMConstInt(i32t(e), (unsigned)j, 0), "");
     *run = LLVMBuildAdd(e->b, *run, lane(e, v4, j), "");
   }
-  LLVMValueRef st;
-  if (sort16(e)) { /* in place of the counts */
-    st = LLVMBuildStore(e->b, LLVMBuildTrunc(e->b, out, LLVMVectorType(i16t(e), 4), ""),
-                        bins16_at(e, i));
-    LLVMSetAlignment(st, 8);
-  } else {
-    st = LLVMBuildStore(e->b, out, at(e, e->k->scat_off, i));
-    LLVMSetAlignment(st, 16);
-  }
+  LLVMValueRef st = LLVMBuildStore(e->b, out, at(e, e->k->scat_off, i));
+  LLVMSetAlignment(st, 16);
   if (e->k->scat_smem) { /* the SUM reads them from the temp */
     st = LLVMBuildStore(e->b, out, global_at(e, e->k->scat_off, i));
     LLVMSetAlignment(st, 16);
@@ -482,8 +396,7 @@ static bool emit_scan(fgb_emitter *e) {
     last = LLVMBuildAnd(e->b, last,
                         LLVMBuildICmp(e->b, LLVMIntEQ, j, fgb_const(e, k->scat_ctas - 1), ""), "");
   LLVMBasicBlockRef merge = fgb_begin_if(e, last);
-  if (!sort16(e)) /* sort16 keeps no offset past the bins' */
-    store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
+  store_at(e, k->scat_off, fgb_const(e, k->scat_pad), sources(e));
   if (k->scat_smem)
     LLVMBuildStore(e->b, to_i32(e, sources(e)),
                    global_at(e, k->scat_off, fgb_const(e, k->scat_pad)));
@@ -509,14 +422,9 @@ static void zero_smem_counts(fgb_emitter *e) {
   int T = k->block;
   LLVMTypeRef v4 = LLVMVectorType(i32t(e), 4);
   LLVMValueRef first = LLVMBuildMul(e->b, fgb_thread_index(e, 0), fgb_const(e, 4), "");
-  /* sort16: the bins' pad 16-bit counts are pad / 2 words (pad is a
-   * multiple of 4 x 32) */
-  int64_t words = sort16(e) ? k->scat_pad / 2 : k->scat_pad;
   fgk_loop l;
-  LLVMValueRef i = fgk_loop_begin(e, &l, first, fgb_const(e, words), fgb_const(e, 4 * T));
-  LLVMValueRef p =
-      sort16(e) ? fgb_gep(e->m, sort_smem(e), i32t(e), as_i32(e, i)) : at(e, k->scat_cnt, i);
-  LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstNull(v4), p);
+  LLVMValueRef i = fgk_loop_begin(e, &l, first, fgb_const(e, k->scat_pad), fgb_const(e, 4 * T));
+  LLVMValueRef st = LLVMBuildStore(e->b, LLVMConstNull(v4), at(e, k->scat_cnt, i));
   LLVMSetAlignment(st, 16);
   fgk_loop_end(e, &l, i);
   fgb_barrier(e->m);

@@ -90,13 +90,6 @@ typedef enum fg_kernel_kind {
 } fg_kernel_kind;
 
 enum { FG_ATTN_DQ, FG_ATTN_DKDV };
-enum { FG_SORT_SMEM32 = 1, FG_SORT_SMEM16 = 2 };
-
-/* sort16: the dynamic shared memory bytes of a fused sort's 16-bit arrays
- * over pad bins and `sources` sources. */
-static inline int64_t fg_sort16_bytes(int64_t pad, int64_t sources) {
-  return (2 * (pad + sources) + 15) / 16 * 16;
-}
 
 static inline bool fg_kernel_is_scatter(fg_kernel_kind k) {
   return (k >= FG_KERNEL_SCATTER_COUNT && k <= FG_KERNEL_SCATTER_SUM) ||
@@ -255,12 +248,8 @@ typedef struct fg_kernel {
   int scat_rounds;
   /* SCATTER_SORT (embscan): its counts, offsets and filled positions in
    * shared memory where they fit (the offsets also stored to their temp
-   * for the SUM; the counts temp then unused): FG_SORT_SMEM32 i32 arrays
-   * in static shared memory; FG_SORT_SMEM16 (sort16, sources below 2^16)
-   * one 16-bit array of counts, scanned in place into offsets, which the
-   * fill's atomics then advance to each bin's end, and 16-bit filled
-   * positions, in dynamic shared memory (k->smem); else 0, global */
-  int scat_smem;
+   * for the SUM; the counts temp then unused) */
+  bool scat_smem;
   /* SCATTER_SUM of an index_add along dim 0 with few static sources
    * (embscan, segment.c scatter_select): the only kernel of the node, no
    * temps; each CTA selects from the whole index, in ascending position,

@@ -287,10 +287,7 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (fg_kernel_is_scatter(k->kind) && k->scat_ctas > 1)
     fprintf(f, " ctas %d", k->scat_ctas);
   if (k->kind == FG_KERNEL_SCATTER_SORT)
-    fprintf(f, " rounds %d%s", k->scat_rounds,
-            k->scat_smem == FG_SORT_SMEM16 ? " in-smem16"
-            : k->scat_smem                 ? " in-smem"
-                                           : "");
+    fprintf(f, " rounds %d%s", k->scat_rounds, k->scat_smem ? " in-smem" : "");
   if (fg_kernel_is_scan(k->kind) && k->scan_lanes)
     fprintf(f, " lanes/row %d rows/cta %d", k->scan_lanes, k->block / k->scan_lanes);
   else if (fg_kernel_is_scan(k->kind))

@@ -1759,8 +1759,6 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
   case FG_KERNEL_SCATTER_SORT:
     k->block = k->scat_threads;
     k->grid[0] = 1;
-    if (k->scat_smem == FG_SORT_SMEM16)
-      k->smem = (int)fg_sort16_bytes(k->scat_pad, fg_sym_at_max(&p->sym, k->scat_sources));
     k->why = "scatter: count, scan, fill and order in one CTA (its scattered accesses take less "
              "than the three launches they save)";
     return;

@@ -862,20 +862,7 @@ static int64_t scatter_sources(const fg_node *n) {
  * take less time than the three launches it saves (opt/target.h); the
  * knob SCATTER_SORT overrides the rule (the scheduler's knobs, read here
  * because the choice decides the kernels). */
-/* The fused sort's shape over `bins` with `threads` threads, as
- * scatter_scan_shape gives it: its padded bins. */
-static int64_t sort_pad(int64_t bins, int64_t threads) {
-  return threads * (((bins + threads - 1) / threads + 3) / 4 * 4);
-}
-
-/* sort16: whether a fused sort's arrays fit in 16 bits (every count,
- * offset and position below 2^16) and its dynamic shared memory. */
-static bool sort16_fits(const fg_plan *p, int64_t pad, int64_t sources) {
-  return sources < 65536 && pad < 65536 * 16 &&
-         fg_sort16_bytes(pad, sources) + 1024 <= p->target.dyn_smem_per_block;
-}
-
-static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads, int64_t bins) {
+static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads) {
   int64_t v;
   if (!sources) /* an empty domain is not launched: the scan kernel writes the offsets */
     return false;
@@ -891,15 +878,8 @@ static bool scatter_fused(const fg_plan *p, int64_t sources, int64_t threads, in
   }
   if (fg_knob_get(&p->opts.knobs, FG_KNOB_SCATTER_SORT, &v))
     return v && sources <= threads * SORT_MAX_ROUNDS;
-  if (sources > threads * SORT_MAX_ROUNDS)
-    return false;
-  /* sort16: every scattered access stays in the SM's shared memory; the
-   * CTA's global traffic is the index loads and the offsets' and ordered
-   * positions' stores, coalesced (docs/benchmarks.md, run S2) */
-  if (sort16_fits(p, sort_pad(bins, threads), sources))
-    return true;
   double us = (double)sources * SORT_SCATTERED / (p->target.clock_ghz * 1e3);
-  return us <= 3 * p->target.launch_us;
+  return sources <= threads * SORT_MAX_ROUNDS && us <= 3 * p->target.launch_us;
 }
 
 /* embscan: the SCAN kernel's CTAs (threads, 4 bins a thread, and ranges of
@@ -983,7 +963,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   /* the fused sort's CTA: at least the threads its sources need */
   int64_t want = (fg_sym_at_max(&p->sym, sources) + SORT_MAX_ROUNDS - 1) / SORT_MAX_ROUNDS;
   want = want > SCAN_MAX_THREADS ? SCAN_MAX_THREADS : (want + 31) / 32 * 32;
-  bool fused = scatter_fused(p, sources, threads > want ? threads : want, bins);
+  bool fused = scatter_fused(p, sources, threads > want ? threads : want);
   if (fused && want > threads)
     threads = want;
   int64_t seg, ctas;
@@ -1012,10 +992,7 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
     k->scat_ctas = (int)ctas;
     if (k->kind == FG_KERNEL_SCATTER_SORT) {
       k->scat_rounds = (int)((fg_sym_at_max(&p->sym, sources) + threads - 1) / threads);
-      int64_t most = fg_sym_at_max(&p->sym, sources);
-      k->scat_smem = 4 * (2 * pad + 1 + most) <= SORT_SMEM_BYTES ? FG_SORT_SMEM32
-                     : sort16_fits(p, pad, most)                 ? FG_SORT_SMEM16
-                                                                 : 0;
+      k->scat_smem = 4 * (2 * pad + 1 + fg_sym_at_max(&p->sym, sources)) <= SORT_SMEM_BYTES;
     }
     one.dims[0].size = kind == FG_KERNEL_SCATTER_SCAN ? pad : sources;
     set_domain(k, kind == FG_KERNEL_SCATTER_SUM ? &n->out[0]->type : &one, NULL);

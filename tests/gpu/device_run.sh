@@ -248,8 +248,7 @@ repeat() {
       tests_graphs__scan_split:row_odd_f16 tests_graphs__scan_split:row_multi_bf16 tests_graphs__scan_split:row_host \
       tests_graphs__scan_split:col_g20261200 tests_graphs__scan_split:col_ints_mid \
       tests_graphs__streams:emb_bwd_cols tests_graphs__streams:three_outputs \
-      tests_graphs__streams:dependent_pair tests_graphs__scatter_sort16:s16_near_limit \
-      tests_graphs__scatter_sort16:s16_rounds16_bf16 tests_graphs__scatter_sort16:s16_raw_hot; do
+      tests_graphs__streams:dependent_pair; do
     "$t" "${FG_REPEAT_DIR:-.gpu/ptx}/${spec%%:*}.ptx" "${spec#*:}" 100 2>&1 | tail -3 | tee -a "$LOG/repeat.txt"
   done
   # the attention backward (no atomics): test graphs and the bench's largest

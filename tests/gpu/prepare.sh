@@ -22,14 +22,6 @@ for f in examples/*.fg tests/graphs/views.fg tests/graphs/strided.fg; do
   out=.gpu/ptx-nobookend/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   "$FUSEC" "$f" --disable-pass=bookend -o "$out" 2>.gpu/err.txt || echo "skip $f (no bookend): $(head -1 .gpu/err.txt)"
 done
-# sort16: the scatter graphs again with the sort's four kernels (knob
-# SCATTER_SORT=0), whose default is now one CTA with its arrays in shared
-# memory at 16 bits where they fit, so that both paths stay checked.
-mkdir -p .gpu/ptx-nosort
-for f in tests/graphs/scatter.fg tests/graphs/scatter2.fg tests/graphs/scatter4.fg tests/graphs/scatter5.fg tests/graphs/scatter_sym.fg tests/graphs/scatter_sort16.fg tests/graphs/streams.fg; do
-  out=.gpu/ptx-nosort/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --knob SCATTER_SORT=0 -o "$out" 2>.gpu/err.txt || echo "skip $f (no sort): $(head -1 .gpu/err.txt)"
-done
 rm -f .gpu/err.txt
 # issue 19 (wgmma): the attention graphs again for sm_90a, where head dims
 # 64 and 128 take the wgmma forward (checked by device_run.sh check, with
