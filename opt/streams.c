@@ -1,9 +1,10 @@
 /* Concurrent kernels (issue 17/20): a graph whose kernels fall into
  * independent groups runs one group on the caller's stream and the others
  * on a second stream, so that a chain of small kernels that leaves most
- * SMs idle (an index_add's count, scan, fill and order: 32 to 50 CTAs
- * each) runs beside a kernel that needs the memory system (the embedding
- * backward's dwpe column sum). The loader forks the second stream from
+ * SMs idle (a chunked scan's two kernels, an index_add's count, scan,
+ * fill and order: 32 to 50 CTAs each) runs beside kernels that need the
+ * memory system (row reductions, the embedding backward's dwpe column
+ * sum; docs/benchmarks.md, runs S1 and S4). The loader forks the second stream from
  * the caller's at the start of a run and joins it at the end
  * (docs/loader.md, "Streams"), so a run still completes on the caller's
  * stream as one unit, and a CUDA graph captured from it has the two
