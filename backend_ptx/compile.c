@@ -436,7 +436,7 @@ int fgc_compile(fg_module *m, const char *const *names, int n, fgc_emit emit, co
     goto done;
   }
   if (emit == FGC_EMIT_PTX) {
-    int version = 2; /* 3 only where a graph writes a parameter in place */
+    int version = 2; /* the newest any graph needs (fg_plan_version) */
     for (int gi = 0; gi < m->ngraphs; gi++)
       if (plans[gi] && fg_plan_version(plans[gi]) > version)
         version = fg_plan_version(plans[gi]);
