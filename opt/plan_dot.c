@@ -176,6 +176,8 @@ static void write_kernel(dot *d, int k) {
     fprintf(f, " split %d", kn->split);
   if (kn->reverse)
     fputs(" reversed", f); /* CTAs in descending order (schedule.c choose_l2_order) */
+  if (kn->stream)          /* on the second stream, beside the others (streams.c) */
+    fprintf(f, "\\lstream %d (beside the caller's stream)", kn->stream);
   fputs("\\lwhy: ", f);
   esc(f, kn->why ? kn->why : "", "\\l", 72);
   if (kn->not_with >= 0) {
