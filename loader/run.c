@@ -320,6 +320,7 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   }
   if (pg->n_kernels == 0)
     return FGL_OK;
+  st = FGL_OK;
   if (!g->side) {
     for (int k = 0; k < pg->n_kernels; k++)
       if ((st = launch(g, k, (CUstream)stream, err)) != FGL_OK)
