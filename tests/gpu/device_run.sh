@@ -297,6 +297,16 @@ trace() {
   done
 }
 
+# The loader's host time a call on this machine's driver (host_overhead):
+# fgl_run against bare launches, the binding's cost, and the second
+# stream's fork and join.
+hostcost() {
+  local t
+  t=$(find build-gpu -name host_overhead -type f | head -1)
+  [ -x "$t" ] || { echo "hostcost: host_overhead not built"; return 1; }
+  "$t" tests/loader/add.ptx tests/loader/sym.ptx 10000 2>&1 | tee "$LOG/hostcost.txt"
+}
+
 # Load times of the artifact holding every example (.gpu/all_examples.ptx):
 # cold (empty cubin cache, driver JIT cache off) then warm (cache hit).
 loadtime() {
@@ -464,6 +474,7 @@ case $what in
   python) python_checks ;;
   profile) profile ;;
   loadtime) loadtime ;;
+  hostcost) hostcost ;;
   coldload) coldload ;;
   check) check ;;
   difftest) difftest ;;

@@ -6,7 +6,11 @@
  * driver. On the fake driver (device "Fake GPU") the calls are made inside
  * a stream capture, where it records launches without running them, so the
  * figures are the loader's own host time on this CPU. The binding's cost is
- * the symbolic graph's overhead minus the constant graph's.
+ * the symbolic graph's overhead minus the constant graph's. Then axpy with
+ * a second kernel on a second stream (tl_add_with_stream: plan version 4,
+ * kernel-stream), whose fgl_run forks and joins that stream: its overhead
+ * over two bare launches, minus axpy's, is the fork and join's host cost
+ * (two event records, two stream waits).
  *   host_overhead ADD.ptx SYM.ptx [CALLS]   (default 10000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,7 @@
 #include "fgload.h"
 #include "gpu_test.h"
 #include "host_timing.h"
+#include "tl_text.h"
 
 #define N 1048576
 static const fgl_cuda_api *cu;
@@ -62,13 +67,23 @@ int main(int argc, char **argv) {
   fgl_device_info di;
   FG(fgl_module_device_info(ma, &di, &e_));
   int fake = !strcmp(di.name, "Fake GPU");
-  fgl_graph *ga, *gs;
+  fgl_graph *ga, *gs, *g2;
   FG(fgl_graph_create(ma, "axpy", &ga, &e_));
   FG(fgl_graph_create(ms, "axpy_n", &gs, &e_));
-  CUdeviceptr x, y, o, tmp;
+  char *add = tl_read_file(argv[1], NULL);
+  if (!add) {
+    printf("FAIL: cannot read %s\n", argv[1]);
+    return 1;
+  }
+  char *two = tl_add_with_stream(add);
+  fgl_module *m2;
+  FG(fgl_module_load_data(two, strlen(two), NULL, &m2, &e_));
+  FG(fgl_graph_create(m2, "axpy", &g2, &e_));
+  CUdeviceptr x, y, o, o2, tmp;
   FG(fgl_malloc(ma, N * 4, &x, &e_));
   FG(fgl_malloc(ma, N * 4, &y, &e_));
   FG(fgl_malloc(ma, N * 4, &o, &e_));
+  FG(fgl_malloc(ma, N * 4, &o2, &e_));
   FG(fgl_malloc(ma, 4096, &tmp, &e_));
   FG(fgl_memset(ma, x, 0, N * 4, &e_));
   FG(fgl_memset(ma, y, 0, N * 4, &e_));
@@ -83,10 +98,11 @@ int main(int argc, char **argv) {
   in[2] = fgl_arg_float(FGL_F32, 0.75);
   memcpy(in_alt, in, sizeof in);
   in_alt[0].tensor.sizes[0] = in_alt[1].tensor.sizes[0] = alt;
-  fgl_tensor out[3], out_alt[3];
+  fgl_tensor out[4], out_alt[3];
   memset(out, 0, sizeof out);
   memset(out_alt, 0, sizeof out_alt);
   fgl_tensor_contiguous(&out[0], o, FGL_F32, 1, &big);
+  fgl_tensor_contiguous(&out[3], o2, FGL_F32, 1, &big);
   fgl_tensor_contiguous(&out_alt[0], o, FGL_F32, 1, &alt);
   FG(fgl_graph_reserve(gs, in, 3, NULL, &e_));
 
@@ -103,10 +119,12 @@ int main(int argc, char **argv) {
   timed ta = {fa, pa, 1024, ga, in, NULL, 3, 3, out, NULL};
   timed ts = {fs, ps, 1024, gs, in, NULL, 3, 2, out, NULL};
   timed tt = {fs, ps, 1024, gs, in, in_alt, 3, 2, out, out_alt};
-  double a_bare, a_run, s_bare, s_run, t_bare, t_run;
+  timed t2 = {fa, pa, 1024, g2, in, NULL, 3, 4, out, NULL};
+  double a_bare, a_run, s_bare, s_run, t_bare, t_run, d_bare, d_run;
   time_pair(cu, &ta, s, calls, &a_bare, &a_run);
   time_pair(cu, &ts, s, calls, &s_bare, &s_run);
   time_pair(cu, &tt, s, calls, &t_bare, &t_run);
+  time_pair(cu, &t2, s, calls, &d_bare, &d_run);
   if (fake) {
     CUgraph cg;
     CU(cu->cuStreamEndCapture(s, &cg));
@@ -122,18 +140,27 @@ int main(int argc, char **argv) {
          s_run, s_run - s_bare);
   printf("| axpy_n, syms: N alternating          | %8.3f us | %6.3f us | %6.3f us |\n", t_bare,
          t_run, t_run - t_bare);
+  printf("| axpy + a kernel on a second stream   | %8.3f us | %6.3f us | %6.3f us |\n", 2 * d_bare,
+         d_run, d_run - 2 * d_bare);
   printf("binding cost (overhead minus axpy's): same N %.3f us, N alternating %.3f us (target "
          "<= 0.3 us)\n",
          (s_run - s_bare) - (a_run - a_bare), (t_run - t_bare) - (a_run - a_bare));
+  printf("second stream's fork and join (overhead over two bare launches minus axpy's): %.3f us\n",
+         (d_run - 2 * d_bare) - (a_run - a_bare));
   CU(cu->cuModuleUnload(bma));
   CU(cu->cuModuleUnload(bms));
   CU(cu->cuStreamDestroy(s));
   fgl_free(ma, x, NULL);
   fgl_free(ma, y, NULL);
   fgl_free(ma, o, NULL);
+  fgl_free(ma, o2, NULL);
   fgl_free(ma, tmp, NULL);
   fgl_graph_free(ga, NULL);
   fgl_graph_free(gs, NULL);
+  fgl_graph_free(g2, NULL);
+  fgl_module_free(m2, NULL);
+  free(two);
+  free(add);
   fgl_module_free(ma, NULL);
   fgl_module_free(ms, NULL);
   return 0;

@@ -802,17 +802,7 @@ static void test_streams(void) {
     CHECK(0);
     return;
   }
-  char *a = tl_replace(text, "// fusec-plan 2", "// fusec-plan 4");
-  char *b2 = tl_replace(a, "results 3 temps 1 kernels 1", "results 4 temps 2 kernels 2");
-  char *c = tl_replace(b2, "// temp 0 bytes 4096 align 256 zero\n",
-                       "// result 3 f32 [1048576] strides [1] written\n"
-                       "// temp 0 bytes 4096 align 256 zero\n"
-                       "// temp 1 bytes 4096 align 256 zero\n");
-  char *d = tl_replace(c, "ptrs p0,p1,r0\n",
-                       "ptrs p0,p1,r0\n"
-                       "// kernel 1 fg_axpy_k0 grid 1024 1 1 block 256 1 1 smem 0 args "
-                       "p0,p1,s2,r3,t1\n"
-                       "// kernel-stream 1 1\n");
+  char *d = tl_add_with_stream(text);
   fgl_module *m = NULL;
   fgl_error e = {0};
   fgl_load_options o = opts();
@@ -871,9 +861,6 @@ static void test_streams(void) {
   free(s2);
   free(v3);
   free(d);
-  free(c);
-  free(b2);
-  free(a);
   free(text);
 }
 

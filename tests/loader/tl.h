@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tl_text.h"
+
 static int tl_failures;
 #define CHECK(cond)                                                                                \
   do {                                                                                             \
@@ -32,38 +34,4 @@ static int tl_failures;
     return 0;                                                                                      \
   } while (0)
 
-/* Replace the first occurrence of `find` in s by `repl` (malloc'd). */
-static inline char *tl_replace(const char *s, const char *find, const char *repl) {
-  const char *p = strstr(s, find);
-  if (!p) {
-    fprintf(stderr, "tl_replace: '%s' not found\n", find);
-    abort();
-  }
-  size_t a = (size_t)(p - s), fl = strlen(find), rl = strlen(repl), n = strlen(s);
-  char *o = malloc(n - fl + rl + 1);
-  memcpy(o, s, a);
-  memcpy(o + a, repl, rl);
-  memcpy(o + a + rl, p + fl, n - a - fl + 1);
-  return o;
-}
-
-static inline char *tl_read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    fclose(f);
-    return NULL;
-  }
-  b[n] = 0;
-  fclose(f);
-  if (len)
-    *len = (size_t)n;
-  return b;
-}
 #endif
