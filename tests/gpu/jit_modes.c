@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../loader/tl_text.h"
+
 typedef int CUresult;
 typedef void *H;
 #define LOGN (1 << 20)
@@ -37,24 +39,6 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc(n + 1);
-  if (fread(s, 1, n, f) != (size_t)n) {
-    fclose(f);
-    free(s);
-    return NULL;
-  }
-  s[n] = 0;
-  fclose(f);
-  return s;
 }
 
 static void report(const char *way, double secs, H mod, const char *ptx, const char *log) {
@@ -109,7 +93,7 @@ int main(int argc, char **argv) {
   }
   static char info[LOGN], elog[LOGN];
   for (int a = 1; a < argc; a++) {
-    char *ptx = slurp(argv[a]);
+    char *ptx = tl_read_file(argv[a], NULL);
     if (!ptx) {
       fprintf(stderr, "jit_modes: cannot read %s\n", argv[a]);
       return 2;
