@@ -1994,10 +1994,10 @@ static void symbolic_grid(fg_plan *p, fg_kernel *k) {
     k->grid_formula = fg_arena_printf(a, "%lld", (long long)k->grid[0]);
     k->split_formula = fg_arena_printf(a, "max(1,min(%d,(%s+%lld)/%lld)*min(1,(%s)/64))", k->split,
                                        R, (long long)(m - 1), (long long)m, R);
-  } else if (k->kind == FG_KERNEL_ROW && !k->ncols && !k->ntails && !k->mask[0]) {
+  } else if (k->kind == FG_KERNEL_ROW && !fg_kernel_resident(k) && !k->mask[0]) {
     /* a CTA a row, or a cluster a row (cluster_split) */
     k->grid_formula = fg_sym_formula(s, s->placeholder * kept * k->split, a);
-  } else if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails)) {
+  } else if (fg_kernel_resident(k)) {
     /* The row + column form: half a CTA a row group, as schedule_rowcol
      * sizes a static grid (choose_ctas: at least two groups a CTA), between
      * the combiners and the resident CTAs scheduled for the stand-in (the
@@ -2152,7 +2152,7 @@ static bool reversible(const fg_plan *p, const fg_kernel *k) {
 static bool ascending(const fg_plan *p, const fg_kernel *k) {
   if (k->reverse)
     return false;
-  if (k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails))
+  if (fg_kernel_resident(k))
     return true;
   if (k->kind == FG_KERNEL_COLUMN)
     return k->split == 1 && !several_waves(p, k);

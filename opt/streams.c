@@ -34,35 +34,21 @@ static fg_buf_ref storage_of(const fg_plan *p, fg_buf_ref b) {
   return b;
 }
 
-/* Whether kernel k writes storage s (a parameter only through an in-place
- * result). */
-static bool writes(const fg_plan *p, const fg_kernel *k, fg_buf_ref s) {
-  for (int j = 0; j < k->nargs; j++) {
-    fg_buf_ref a = k->args[j];
-    if (a.kind != FG_BUF_RESULT && a.kind != FG_BUF_TEMP)
-      continue;
-    fg_buf_ref t = storage_of(p, a);
-    if (t.kind == s.kind && t.index == s.index)
-      return true;
-  }
-  return false;
-}
+/* Whether argument b is storage a kernel may write: a result (an in-place
+ * one is its parameter's storage) or a temp. */
+static bool written(fg_buf_ref b) { return b.kind == FG_BUF_RESULT || b.kind == FG_BUF_TEMP; }
 
-static bool touches(const fg_plan *p, const fg_kernel *k, fg_buf_ref s) {
-  for (int j = 0; j < k->nargs; j++) {
-    fg_buf_ref t = storage_of(p, k->args[j]);
-    if (t.kind == s.kind && t.index == s.index)
-      return true;
-  }
-  return false;
-}
-
+/* Whether kernels a and b share storage that one of them writes. */
 static bool depend(const fg_plan *p, const fg_kernel *a, const fg_kernel *b) {
-  for (int j = 0; j < a->nargs; j++) {
-    fg_buf_ref s = storage_of(p, a->args[j]);
-    if (s.kind != FG_BUF_SYM && s.kind != FG_BUF_NONE && touches(p, b, s) &&
-        (writes(p, a, s) || writes(p, b, s)))
-      return true;
+  for (int i = 0; i < a->nargs; i++) {
+    fg_buf_ref s = storage_of(p, a->args[i]);
+    if (s.kind == FG_BUF_SYM || s.kind == FG_BUF_NONE)
+      continue;
+    for (int j = 0; j < b->nargs; j++) {
+      fg_buf_ref t = storage_of(p, b->args[j]);
+      if (t.kind == s.kind && t.index == s.index && (written(a->args[i]) || written(b->args[j])))
+        return true;
+    }
   }
   return false;
 }
