@@ -85,6 +85,11 @@ static bool lower_kernel(fgb_module *mod, const fg_plan *p, fg_kernel *k, const 
   }
   for (int i = 0; i < k->nargs; i++)
     e.args[i] = LLVMGetParam(fn, (unsigned)i);
+  /* before anything reads or writes memory (opt/pdl.c) */
+  if (k->pdl_wait && k->grid[0] != 0)
+    fgb_grid_dep_wait(mod);
+  if (k->pdl_trigger && k->grid[0] != 0)
+    fgb_grid_dep_launch(mod);
   bool ok;
   if (k->grid[0] == 0)
     ok = true; /* an empty domain: never launched (schedule.c) */

@@ -88,6 +88,12 @@ static void asm_call(fgb_module *m, const char *text, const char *cons, int n, L
  * patterns of the grid reductions need, and slower. */
 void fgb_fence_gpu(fgb_module *m) { asm_call(m, "fence.acq_rel.gpu;", "~{memory}", 0, NULL); }
 
+void fgb_grid_dep_wait(fgb_module *m) { asm_call(m, "griddepcontrol.wait;", "~{memory}", 0, NULL); }
+
+void fgb_grid_dep_launch(fgb_module *m) {
+  asm_call(m, "griddepcontrol.launch_dependents;", "~{memory}", 0, NULL);
+}
+
 void fgb_cp_async16(fgb_module *m, LLVMValueRef sptr, LLVMValueRef gptr) {
   LLVMValueRef a[2] = {
       LLVMBuildTrunc(

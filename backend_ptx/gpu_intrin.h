@@ -21,6 +21,14 @@ void fgb_barrier(fgb_module *m);
  * 19's NVPTX cannot select `fence syncscope(...)`, so inline asm). */
 void fgb_fence_gpu(fgb_module *m);
 
+/* Programmatic dependent launch (sm_90, opt/pdl.c): griddepcontrol.wait
+ * returns once the kernels launched before this one on its stream have
+ * completed and their memory is visible; griddepcontrol.launch_dependents
+ * lets the next kernel on the stream start once every CTA of this one has
+ * issued it (or exited). */
+void fgb_grid_dep_wait(fgb_module *m);
+void fgb_grid_dep_launch(fgb_module *m);
+
 /* shfl.sync.bfly over the full warp (mask 0xffffffff, clamp 0x1f):
  * v of type i1, i8..i32, f32 (one shuffle) or i64, f64 (two 32-bit
  * shuffles). Returns the value of lane (laneid ^ lane_mask). */

@@ -90,6 +90,9 @@ static void load_once(void) {
   }
   /* optional: drivers before CUDA 12 have no clusters */
   *(void **)&g_api.cuOccupancyMaxActiveClusters = dlsym(h, "cuOccupancyMaxActiveClusters");
+  /* optional: drivers before CUDA 12 have no cuLaunchKernelEx (and no
+   * programmatic launch) */
+  *(void **)&g_api.cuLaunchKernelEx = dlsym(h, "cuLaunchKernelEx");
   /* optional: drivers before CUDA 11.2 have no stream-ordered allocator */
   *(void **)&g_api.cuMemAllocAsync = dlsym(h, "cuMemAllocAsync");
   *(void **)&g_api.cuMemFreeAsync = dlsym(h, "cuMemFreeAsync");

@@ -20,14 +20,27 @@ typedef struct CUgraphExec_st *CUgraphExec;
 typedef int CUjit_option;
 typedef int CUjitInputType;
 
+/* One launch attribute: the id, padded to 8 bytes, then a 64-byte union
+ * of which fusec sets only programmaticStreamSerializationAllowed (an
+ * unsigned int at its start). */
+typedef struct CUlaunchAttribute_st {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    unsigned programmaticStreamSerializationAllowed;
+  } value;
+} CUlaunchAttribute;
+
 typedef struct CUlaunchConfig_st {
   unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
   CUstream hStream;
-  void *attrs; /* CUlaunchAttribute *: none here (a kernel's cluster shape is in its PTX) */
+  CUlaunchAttribute *attrs; /* a kernel's cluster shape is in its PTX, not here */
   unsigned numAttrs;
 } CUlaunchConfig;
 
 #define CUDA_SUCCESS 0
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 #define CUDA_ERROR_NO_DEVICE 100
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
@@ -75,6 +88,8 @@ typedef struct fgl_cuda_api {
   CUresult (*cuLinkDestroy)(CUlinkState);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
+  /* NULL before CUDA 12: kernels are then launched without attributes */
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);                              /* _v2 */
   CUresult (*cuMemFree)(CUdeviceptr);                                         /* _v2 */
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);                /* _v2 */

@@ -54,6 +54,8 @@ typedef struct fgl_launch {
   const unsigned long long **vec_ptrs; /* slots to check for alignment */
   void **params;                       /* kernel parameter pointers into slots */
   int stream;                          /* 1: on the instance's second stream */
+  bool pdl; /* waits for its predecessor in the kernel (kernel-pdl): launched with
+             * programmatic stream serialization after another kernel of the run */
 } fgl_launch;
 
 /* A tensor's shape with every formula evaluated. */

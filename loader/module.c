@@ -920,6 +920,7 @@ static fgl_status create(fgl_module *m, const char *name, const fgl_devptr *temp
     memcpy(l->block, pk->block, sizeof l->block);
     l->smem = pk->smem;
     l->stream = pk->stream;
+    l->pdl = pk->pdl;
     l->vec_align = (unsigned)pk->vec_align;
     l->params = &g->param_ptrs[ai];
     for (int a = 0; a < pk->n_args; a++)

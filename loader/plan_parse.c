@@ -1036,6 +1036,21 @@ static int parse_kernel_stream(parser *ps, tok *tk, int nt, plan_graph *g, int n
   return 0;
 }
 
+/* kernel-pdl I (version 5): kernel I waits for the kernels before it on
+ * its stream in the kernel, so it may be launched before they finish
+ * (docs/artifact.md). */
+static int parse_kernel_pdl(parser *ps, tok *tk, int nt, plan_graph *g, int n_seen) {
+  if (ps->version < 5)
+    return fail(ps, "'kernel-pdl' needs plan version 5 (this file says %d)", ps->version);
+  plan_kernel *k = kernel_of_line(ps, tk, nt, 2, "kernel-pdl", g, n_seen);
+  if (!k)
+    return -1;
+  if (k->pdl)
+    return fail(ps, "kernel %lld has two kernel-pdl lines", (long long)(k - g->kernels));
+  k->pdl = true;
+  return 0;
+}
+
 static int count_arg(parser *ps, tok *tk, int nt, int i, const char *kw, int *out) {
   int64_t v;
   if (want_kw(ps, tk, nt, i, kw))
@@ -1196,6 +1211,11 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
         return -1;
       continue;
     }
+    if (tok_is(kw, "kernel-pdl") && is == ns && ip == np && ir == nr && it == ntm) {
+      if (parse_kernel_pdl(ps, t2, n, g, ik))
+        return -1;
+      continue;
+    }
     if (tok_is(kw, "kernel-narrow") && is == ns && ip == np && ir == nr && it == ntm) {
       if (parse_kernel_narrow(ps, t2, n, g, ik))
         return -1;
@@ -1203,9 +1223,9 @@ static int parse_graph(parser *ps, tok *tk, int nt, plan *p) {
     }
     if (!tok_is(kw, expect)) {
       static const char *known[] = {
-          "fusec-plan",    "target",        "graph",  "sym",        "param",
-          "result",        "temp",          "kernel", "kernel-vec", "kernel-resident",
-          "kernel-narrow", "kernel-stream", "end"};
+          "fusec-plan",    "target",        "graph",      "sym",        "param",
+          "result",        "temp",          "kernel",     "kernel-vec", "kernel-resident",
+          "kernel-narrow", "kernel-stream", "kernel-pdl", "end"};
       bool is_known = false;
       for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         is_known |= tok_is(kw, known[i]);

@@ -9,10 +9,12 @@
 
 #include "fgload.h"
 
-#define PLAN_VERSION 4     /* the newest version read */
-#define PLAN_VERSION_MIN 2 /* the oldest: 3 adds in-place results and min/max, 4 kernel-stream */
-#define PLAN_MAX_SYMS 256  /* syms per graph */
-#define PLAN_MAX_DEPTH 32  /* evaluation stack of one formula */
+#define PLAN_VERSION 5 /* the newest version read */
+#define PLAN_VERSION_MIN                                                                           \
+  2                       /* the oldest: 3 adds in-place results and min/max, 4 kernel-stream,     \
+                           * 5 kernel-pdl */
+#define PLAN_MAX_SYMS 256 /* syms per graph */
+#define PLAN_MAX_DEPTH 32 /* evaluation stack of one formula */
 #define PLAN_MAX_TEMP_BYTES (INT64_MAX / 4)
 #define PLAN_MAX_OFFSET (INT64_MAX / 16)
 
@@ -102,6 +104,8 @@ typedef struct plan_kernel {
   int64_t narrow_max;
   int narrow_line; /* the kernel-narrow line, for messages */
   int stream;      /* kernel-stream (version 4): 1 on the instance's second stream, else 0 */
+  bool pdl;        /* kernel-pdl (version 5): begins with griddepcontrol.wait, so it may be
+                    * launched with programmatic stream serialization */
 } plan_kernel;
 
 /* A kernel's entries, indexed by variant: the plain entry, its kernel-vec

@@ -182,8 +182,12 @@ static fgl_status scalar_slot(const fgl_arg *a, const plan_param *p, int i,
 /* Launches kernel k of g's plan on stream s: the narrow pair (32-bit
  * indices) while sym 0 is small enough, and of a pair the vectorized entry
  * when its pointers are aligned (the plan has a narrow vec entry exactly
- * when it has a vec entry). A kernel over an empty domain is skipped. */
-static fgl_status launch(fgl_graph *g, int k, CUstream s, fgl_error *err) {
+ * when it has a vec entry). A kernel over an empty domain is skipped.
+ * *busy tells whether this run has launched a kernel on s before: then a
+ * kernel-pdl kernel, which waits for it in the kernel, is launched with
+ * programmatic stream serialization, so that its CTAs may start while that
+ * one still runs (docs/artifact.md). */
+static fgl_status launch(fgl_graph *g, int k, CUstream s, bool *busy, fgl_error *err) {
   const fgl_launch *l = &g->launches[k];
   if (l->grid[0] == 0)
     return FGL_OK;
@@ -196,8 +200,20 @@ static fgl_status launch(fgl_graph *g, int k, CUstream s, fgl_error *err) {
     if (!bad)
       v++;
   }
-  CUresult r = g->m->cu->cuLaunchKernel(l->fn[v], l->grid[0], l->grid[1], l->grid[2], l->block[0],
-                                        l->block[1], l->block[2], l->smem, s, l->params, NULL);
+  const fgl_cuda_api *cu = g->m->cu;
+  CUresult r;
+  if (l->pdl && *busy && cu->cuLaunchKernelEx) {
+    CUlaunchAttribute a;
+    memset(&a, 0, sizeof a);
+    a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    a.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig c = {l->grid[0],  l->grid[1], l->grid[2], l->block[0], l->block[1],
+                        l->block[2], l->smem,    s,          &a,          1};
+    r = cu->cuLaunchKernelEx(&c, l->fn[v], l->params, NULL);
+  } else
+    r = cu->cuLaunchKernel(l->fn[v], l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+                           l->block[2], l->smem, s, l->params, NULL);
+  *busy = true;
   if (r == CUDA_SUCCESS)
     return FGL_OK;
   char t[200];
@@ -321,9 +337,10 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   if (pg->n_kernels == 0)
     return FGL_OK;
   st = FGL_OK;
+  bool busy[2] = {false, false}; /* a kernel of this run launched on the stream */
   if (!g->side) {
     for (int k = 0; k < pg->n_kernels; k++)
-      if ((st = launch(g, k, (CUstream)stream, err)) != FGL_OK)
+      if ((st = launch(g, k, (CUstream)stream, &busy[0], err)) != FGL_OK)
         break;
     fgl_ctx_leave(m, pushed);
     return st;
@@ -344,7 +361,7 @@ fgl_status fgl_run(fgl_graph *g, const fgl_arg *inputs, int n_inputs, fgl_tensor
   for (int pass = 1; pass >= 0 && st == FGL_OK; pass--)
     for (int k = 0; k < pg->n_kernels && st == FGL_OK; k++)
       if (g->launches[k].stream == pass)
-        st = launch(g, k, pass ? g->side : (CUstream)stream, err);
+        st = launch(g, k, pass ? g->side : (CUstream)stream, &busy[pass], err);
   r = cu->cuEventRecord(g->join, g->side);
   if (r == CUDA_SUCCESS)
     r = cu->cuStreamWaitEvent((CUstream)stream, g->join, 0);

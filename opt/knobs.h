@@ -132,7 +132,11 @@
     "(auto: 16 values), 0: kept in registers in one large CTA")                                    \
   /* issue 17/20: concurrent kernels (opt/streams.c) */                                            \
   X(STREAMS, 0, 1, FG_KNOB_ANY, "1",                                                               \
-    "1: groups of kernels independent of the rest run on a second stream, 0: one stream")
+    "1: groups of kernels independent of the rest run on a second stream, 0: one stream")          \
+  /* issue 17/20: programmatic dependent launch (opt/pdl.c) */                                     \
+  X(PDL, 0, 2, FG_KNOB_ANY, "1",                                                                   \
+    "sm_90: a kernel after another on its stream launches while that one runs and waits for it "   \
+    "in the kernel: 1 in graphs with one stream, 2 also with a second stream, 0 never")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,

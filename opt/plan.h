@@ -289,6 +289,13 @@ typedef struct fg_kernel {
    * stream the loader forks from it, for groups of kernels independent of
    * the rest. */
   int stream;
+  /* Programmatic dependent launch (pdl.c, sm_90): pdl_wait, the kernel
+   * begins by waiting for the kernels launched before it on its stream
+   * (griddepcontrol.wait), so the loader may launch it while the previous
+   * one is still running; pdl_trigger, it lets the next kernel on its
+   * stream launch once all its CTAs have started
+   * (griddepcontrol.launch_dependents). */
+  bool pdl_wait, pdl_trigger;
 } fg_kernel;
 
 /* Whether k's CTAs wait for one another, so that all must be resident at
@@ -296,6 +303,12 @@ typedef struct fg_kernel {
  * artifact). */
 static inline bool fg_kernel_resident(const fg_kernel *k) {
   return k->kind == FG_KERNEL_ROW && (k->ncols || k->ntails);
+}
+
+/* Whether k is launched: a grid that is not empty, or one a formula of
+ * the symbolic sizes gives (which may be empty at run time). */
+static inline bool fg_kernel_launched(const fg_kernel *k) {
+  return k->grid[0] != 0 || k->grid_formula;
 }
 
 static inline bool fg_kernel_is_scan(fg_kernel_kind k) {
@@ -368,7 +381,8 @@ void fg_plan_write_dot(FILE *f, fg_plan *const *plans, int n);
  * means kernel k has an aligned variant with that entry name, requiring
  * vec_align bytes on the pointers in vec_ptrs. */
 void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_entries);
-/* The artifact version the plan needs: 4 with kernels on a second stream
+/* The artifact version the plan needs: 5 with a kernel that waits for its
+ * predecessor in the kernel (`kernel-pdl`), 4 with kernels on a second stream
  * (`kernel-stream`), 3 with a result written into a parameter (`inplace
  * p<J>`) or a grid with min/max (docs/artifact.md), else 2. */
 int fg_plan_version(const fg_plan *p);
@@ -377,7 +391,12 @@ int fg_plan_version(const fg_plan *p);
 /* Puts groups of kernels independent of the rest on stream 1 (knob
  * STREAMS); run after the L2 order is chosen. */
 void fg_plan_assign_streams(fg_plan *p);
+/* Sets each kernel's pdl_wait and pdl_trigger (pdl.c; knob PDL); run after
+ * the streams are assigned. */
+void fg_plan_assign_pdl(fg_plan *p);
 bool fg_plan_has_streams(const fg_plan *p);
+/* Whether a kernel of p waits for its predecessor in the kernel (pdl.c). */
+bool fg_plan_has_pdl(const fg_plan *p);
 
 /* ---- helpers shared by segmentation, scheduling and lowering ---- */
 /* When a row + column kernel computes a value it writes: with the rows

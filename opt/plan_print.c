@@ -161,6 +161,8 @@ static void print_results(FILE *f, const fg_plan *p) {
 }
 
 int fg_plan_version(const fg_plan *p) {
+  if (fg_plan_has_pdl(p))
+    return 5;
   if (fg_plan_has_streams(p))
     return 4;
   for (int i = 0; i < p->g->nresults; i++)
@@ -353,6 +355,12 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
             "    stream %d: launched first, beside the caller's stream (independent of its "
             "kernels)\n",
             k->stream);
+  if (k->pdl_wait || k->pdl_trigger)
+    fprintf(f, "    programmatic launch:%s%s\n",
+            k->pdl_wait ? " starts while the previous kernel on its stream runs, waits for it" : "",
+            k->pdl_trigger
+                ? (k->pdl_wait ? "; lets the next one start" : " lets the next one start")
+                : "");
   fputs("    writes", f);
   for (int j = 0; j < k->nouts; j++)
     fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
@@ -474,6 +482,8 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
       fprintf(f, "// kernel-resident %d cluster %d\n", i, k->cluster > 1 ? k->cluster : 1);
     if (k->stream)
       fprintf(f, "// kernel-stream %d %d\n", i, k->stream);
+    if (k->pdl_wait)
+      fprintf(f, "// kernel-pdl %d\n", i);
   }
   fputs("// end\n", f);
 }

@@ -2359,6 +2359,7 @@ bool fg_plan_schedule(fg_plan *p, const fg_plan_options *o, fg_diag *d) {
   }
   choose_l2_order(p, o);
   fg_plan_assign_streams(p);
+  fg_plan_assign_pdl(p);
   lint_reads(p);
   return true;
 }

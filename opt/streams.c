@@ -59,8 +59,6 @@ static int find(int *up, int i) {
   return i;
 }
 
-static bool launched(const fg_kernel *k) { return k->grid[0] != 0 || k->grid_formula; }
-
 void fg_plan_assign_streams(fg_plan *p) {
   int n = p->nkernels;
   for (int i = 0; i < n; i++)
@@ -89,7 +87,7 @@ void fg_plan_assign_streams(fg_plan *p) {
   int keep = -1;
   for (int i = 0; i < n; i++) {
     const fg_kernel *k = &p->kernels[i];
-    if (!launched(k))
+    if (!fg_kernel_launched(k))
       continue;
     int r = find(up, i);
     cost[r] += fg_kernel_cost(p, k, p->target.copy_gbs).us + 1e-9;
@@ -106,7 +104,7 @@ void fg_plan_assign_streams(fg_plan *p) {
     return;
   for (int i = 0; i < n; i++) {
     int r = find(up, i);
-    p->kernels[i].stream = r != keep && !pinned[r] && launched(&p->kernels[i]);
+    p->kernels[i].stream = r != keep && !pinned[r] && fg_kernel_launched(&p->kernels[i]);
   }
 }
 

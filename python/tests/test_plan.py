@@ -321,7 +321,7 @@ class FakeDriver(unittest.TestCase):
             with self.assertRaises(fusec.FusecError) as cm:
                 fusec.load(bad, LIB)
             self.assertEqual(cm.exception.status, "FGL_ERR_PLAN")
-            self.assertIn("plan version 1, this loader reads versions 2 to 4: recompile the model with this fusec",
+            self.assertIn("plan version 1, this loader reads versions 2 to 5: recompile the model with this fusec",
                           cm.exception.msg)
         finally:
             shutil.rmtree(d)

@@ -338,10 +338,9 @@ static void axpy_n(void **params, int vec, int narrow) {
     out[i] = x[i] + (float)alpha * y[i];
 }
 
-EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
-                               unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                               CUstream stream, void **params, void **extra) {
-  (void)extra;
+static CUresult launch(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned smem, CUstream stream, void **params,
+                       int pdl) {
   counters[capturing ? C_CAPTURED : C_LAUNCH]++;
   snprintf(last_entry, sizeof last_entry, "%s", f->name);
   if (n_launch_log < 64) {
@@ -352,6 +351,7 @@ EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, un
     memcpy(l->block, b, sizeof b);
     l->smem = smem;
     l->stream = stream_id(stream);
+    l->pdl = pdl;
     l->nargs = f->nparams < 16 ? f->nparams : 16;
     for (int i = 0; i < l->nargs; i++)
       memcpy(&l->args[i], params[i], 8);
@@ -371,6 +371,28 @@ EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, un
   else if (!strcmp(f->name, "fg_axpy_n_v4_i32"))
     axpy_n(params, 1, 1);
   return 0;
+}
+
+EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                               CUstream stream, void **params, void **extra) {
+  (void)extra;
+  return launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0);
+}
+
+/* Only the attribute fusec sets is known; any other is refused as the
+ * driver refuses an invalid one. */
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, struct CUfunc_st *f, void **params,
+                                 void **extra) {
+  (void)extra;
+  int pdl = 0;
+  for (unsigned i = 0; i < c->numAttrs; i++) {
+    if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return 1; /* CUDA_ERROR_INVALID_VALUE */
+    pdl = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  }
+  return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                c->sharedMemBytes, c->hStream, params, pdl);
 }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {

@@ -9,6 +9,7 @@ typedef struct fake_launch {
   int nargs;
   unsigned long long args[16];
   int stream; /* the stream's id: 1, 2, ... in creation order, 0 the NULL stream */
+  int pdl;    /* launched by cuLaunchKernelEx with programmatic stream serialization */
 } fake_launch;
 
 #endif

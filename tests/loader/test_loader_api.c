@@ -93,12 +93,12 @@ static void test_load(void) {
   const char *v1 = "// fusec-plan 1\n// target sm_80\n"
                    "// graph g params 0 results 0 temps 0 kernels 0\n// end\n";
   CHECK(fgl_module_load_data(v1, strlen(v1), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads versions 2 to 4: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 1, this loader reads versions 2 to 5: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   const char *bad = "// fusec-plan 7\n";
   CHECK(fgl_module_load_data(bad, strlen(bad), &o, &m, &e) == FGL_ERR_PLAN);
-  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads versions 2 to 4: "
+  CHECK_MSG(!strcmp(e.msg, "<memory>: line 1: plan version 7, this loader reads versions 2 to 5: "
                            "recompile the model with this fusec"),
             "%s", e.msg);
   CHECK(fgl_module_load_data(NULL, 0, &o, NULL, &e) == FGL_ERR_INVALID_ARGUMENT);
@@ -864,6 +864,94 @@ static void test_streams(void) {
   free(text);
 }
 
+/* kernel-pdl (version 5): a kernel that waits for its predecessor in the
+ * kernel is launched with programmatic stream serialization when a kernel
+ * of the same run went before it on its stream, and plainly otherwise. */
+static void test_pdl(void) {
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  if (!text) {
+    CHECK(0);
+    return;
+  }
+  char *st = tl_add_with_stream(text);
+  char *v5 = tl_replace(st, "// fusec-plan 4", "// fusec-plan 5");
+  /* both kernels on the caller's stream, both marked */
+  char *one = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-pdl 0\n// kernel-pdl 1\n");
+  /* kernel 1 on the second stream: first there, so plain */
+  char *two = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-stream 1 1\n// kernel-pdl 1\n");
+  const char *files[2] = {one, two};
+  for (int f = 0; f < 2; f++) {
+    fgl_module *m = NULL;
+    fgl_error e = {0};
+    fgl_load_options o = opts();
+    CHECK_MSG(fgl_module_load_data(files[f], strlen(files[f]), &o, &m, &e) == FGL_OK, "%s", e.msg);
+    fgl_graph *g = NULL;
+    if (m)
+      CHECK_MSG(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK, "%s", e.msg);
+    if (g) {
+      bufs b;
+      make_bufs(m, &b);
+      fgl_devptr out3 = 0;
+      CHECK(fgl_malloc(m, N * 4, &out3, &e) == FGL_OK);
+      fgl_arg in[3];
+      fgl_tensor out[4];
+      set_args(in, out, &b, 2.0);
+      int64_t n = N;
+      fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
+      for (int run = 0; run < 2; run++) {
+        fake_reset();
+        CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_OK, "%s", e.msg);
+        fake_launch l0, l1;
+        CHECK(fake_launch_at(0, &l0) == 2 && fake_launch_at(1, &l1) == 2);
+        if (f == 0) /* kernel 0 first on the stream: plain; kernel 1 after it */
+          CHECK(l0.args[3] == b.out && !l0.pdl && l1.args[3] == out3 && l1.pdl && l0.stream == 0 &&
+                l1.stream == 0);
+        else /* each kernel first on its stream */
+          CHECK(l0.args[3] == out3 && !l0.pdl && l1.args[3] == b.out && !l1.pdl);
+      }
+      CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
+      fgl_free(m, out3, &e);
+      fgl_free(m, b.raw, &e);
+      fgl_free(m, b.y, &e);
+      fgl_free(m, b.out, &e);
+      fgl_graph_free(g, &e);
+    }
+    if (m)
+      fgl_module_free(m, &e);
+  }
+  /* a version 4 file, two lines for one kernel, a line before its kernel,
+   * an extra token */
+  char *v4 = tl_replace(one, "// fusec-plan 5", "// fusec-plan 4");
+  char *twice = tl_replace(one, "// kernel-pdl 1\n", "// kernel-pdl 1\n// kernel-pdl 1\n");
+  char *early = tl_replace(v5, "ptrs p0,p1,r0\n", "ptrs p0,p1,r0\n// kernel-pdl 1\n");
+  char *extra = tl_replace(one, "// kernel-pdl 1\n", "// kernel-pdl 1 x\n");
+  const char *bad[][2] = {{v4, "'kernel-pdl' needs plan version 5 (this file says 4)"},
+                          {twice, "kernel 1 has two kernel-pdl lines"},
+                          {early, "kernel-pdl 1 does not follow its kernel line"},
+                          {extra, "unexpected token 'x' at the end of the line"}};
+  fgl_load_options o = opts();
+  fgl_error e = {0};
+  for (int i = 0; i < 4; i++) {
+    fgl_module *mb = NULL;
+    e.msg[0] = 0;
+    CHECK_MSG(fgl_module_load_data(bad[i][0], strlen(bad[i][0]), &o, &mb, &e) == FGL_ERR_PLAN &&
+                  strstr(e.msg, bad[i][1]),
+              "case %d: %s", i, e.msg);
+    if (mb)
+      fgl_module_free(mb, &e);
+  }
+  free(extra);
+  free(early);
+  free(twice);
+  free(v4);
+  free(two);
+  free(one);
+  free(v5);
+  free(st);
+  free(text);
+}
+
 int main(void) {
   const char *lib = getenv("FGL_LIBCUDA");
   if (!lib) {
@@ -896,6 +984,7 @@ int main(void) {
   test_empty_grid();
   test_inplace();
   test_streams();
+  test_pdl();
   dlclose(h);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
