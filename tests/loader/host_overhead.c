@@ -10,7 +10,11 @@
  * a second kernel on a second stream (tl_add_with_stream: plan version 4,
  * kernel-stream), whose fgl_run forks and joins that stream: its overhead
  * over two bare launches, minus axpy's, is the fork and join's host cost
- * (two event records, two stream waits).
+ * (two event records, two stream waits). Last, the same two kernels on one
+ * stream, the second with a kernel-pdl line (tl_add_with_pdl: plan version
+ * 5), launched by cuLaunchKernelEx with programmatic stream serialization:
+ * its overhead over two bare launches, minus axpy's, is what that launch
+ * costs over cuLaunchKernel.
  *   host_overhead ADD.ptx SYM.ptx [CALLS]   (default 10000) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +83,11 @@ int main(int argc, char **argv) {
   fgl_module *m2;
   FG(fgl_module_load_data(two, strlen(two), NULL, &m2, &e_));
   FG(fgl_graph_create(m2, "axpy", &g2, &e_));
+  char *pdl = tl_add_with_pdl(add);
+  fgl_module *mp;
+  fgl_graph *gp;
+  FG(fgl_module_load_data(pdl, strlen(pdl), NULL, &mp, &e_));
+  FG(fgl_graph_create(mp, "axpy", &gp, &e_));
   CUdeviceptr x, y, o, o2, tmp;
   FG(fgl_malloc(ma, N * 4, &x, &e_));
   FG(fgl_malloc(ma, N * 4, &y, &e_));
@@ -120,11 +129,13 @@ int main(int argc, char **argv) {
   timed ts = {fs, ps, 1024, gs, in, NULL, 3, 2, out, NULL};
   timed tt = {fs, ps, 1024, gs, in, in_alt, 3, 2, out, out_alt};
   timed t2 = {fa, pa, 1024, g2, in, NULL, 3, 4, out, NULL};
-  double a_bare, a_run, s_bare, s_run, t_bare, t_run, d_bare, d_run;
+  timed tp = {fa, pa, 1024, gp, in, NULL, 3, 4, out, NULL};
+  double a_bare, a_run, s_bare, s_run, t_bare, t_run, d_bare, d_run, p_bare, p_run;
   time_pair(cu, &ta, s, calls, &a_bare, &a_run);
   time_pair(cu, &ts, s, calls, &s_bare, &s_run);
   time_pair(cu, &tt, s, calls, &t_bare, &t_run);
   time_pair(cu, &t2, s, calls, &d_bare, &d_run);
+  time_pair(cu, &tp, s, calls, &p_bare, &p_run);
   if (fake) {
     CUgraph cg;
     CU(cu->cuStreamEndCapture(s, &cg));
@@ -142,11 +153,15 @@ int main(int argc, char **argv) {
          t_run, t_run - t_bare);
   printf("| axpy + a kernel on a second stream   | %8.3f us | %6.3f us | %6.3f us |\n", 2 * d_bare,
          d_run, d_run - 2 * d_bare);
+  printf("| axpy + a programmatic launch after it| %8.3f us | %6.3f us | %6.3f us |\n", 2 * p_bare,
+         p_run, p_run - 2 * p_bare);
   printf("binding cost (overhead minus axpy's): same N %.3f us, N alternating %.3f us (target "
          "<= 0.3 us)\n",
          (s_run - s_bare) - (a_run - a_bare), (t_run - t_bare) - (a_run - a_bare));
   printf("second stream's fork and join (overhead over two bare launches minus axpy's): %.3f us\n",
          (d_run - 2 * d_bare) - (a_run - a_bare));
+  printf("programmatic launch (overhead over two bare launches minus axpy's): %.3f us\n",
+         (p_run - 2 * p_bare) - (a_run - a_bare));
   CU(cu->cuModuleUnload(bma));
   CU(cu->cuModuleUnload(bms));
   CU(cu->cuStreamDestroy(s));
@@ -159,6 +174,9 @@ int main(int argc, char **argv) {
   fgl_graph_free(gs, NULL);
   fgl_graph_free(g2, NULL);
   fgl_module_free(m2, NULL);
+  fgl_graph_free(gp, NULL);
+  fgl_module_free(mp, NULL);
+  free(pdl);
   free(two);
   free(add);
   fgl_module_free(ma, NULL);

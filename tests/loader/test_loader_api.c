@@ -877,7 +877,7 @@ static void test_pdl(void) {
   char *st = tl_add_with_stream(text);
   char *v5 = tl_replace(st, "// fusec-plan 4", "// fusec-plan 5");
   /* both kernels on the caller's stream, both marked */
-  char *one = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-pdl 0\n// kernel-pdl 1\n");
+  char *one = tl_add_with_pdl(text);
   /* kernel 1 on the second stream: first there, so plain */
   char *two = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-stream 1 1\n// kernel-pdl 1\n");
   const char *files[2] = {one, two};

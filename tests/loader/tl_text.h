@@ -62,4 +62,15 @@ static inline char *tl_add_with_stream(const char *add) {
   free(c);
   return d;
 }
+/* add.ptx's axpy with a second kernel on the caller's stream that waits
+ * for the first in the kernel (plan version 5, kernel-pdl): the first
+ * kernel writes result 0, the second result 3 (the caller frees it). */
+static inline char *tl_add_with_pdl(const char *add) {
+  char *st = tl_add_with_stream(add);
+  char *v5 = tl_replace(st, "// fusec-plan 4", "// fusec-plan 5");
+  char *d = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-pdl 0\n// kernel-pdl 1\n");
+  free(st);
+  free(v5);
+  return d;
+}
 #endif
