@@ -136,7 +136,8 @@
   /* issue 17/20: programmatic dependent launch (opt/pdl.c) */                                     \
   X(PDL, 0, 2, FG_KNOB_ANY, "1",                                                                   \
     "sm_90: a kernel after another on its stream launches while that one runs and waits for it "   \
-    "in the kernel: 1 in graphs with one stream, 2 also with a second stream, 0 never")
+    "in the kernel: 1 on one stream or beside a second one that is resident at its start, 2 on "   \
+    "every stream, 0 never")
 
 typedef enum {
 #define FG_KNOB_ENUM(name, lo, hi, form, dflt, help) FG_KNOB_##name,
