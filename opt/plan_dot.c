@@ -178,6 +178,8 @@ static void write_kernel(dot *d, int k) {
     fputs(" reversed", f); /* CTAs in descending order (schedule.c choose_l2_order) */
   if (kn->stream)          /* on the second stream, beside the others (streams.c) */
     fprintf(f, "\\lstream %d (beside the caller's stream)", kn->stream);
+  if (kn->pdl_wait) /* launched while the kernel before it runs (pdl.c) */
+    fputs("\\lprogrammatic launch: waits for the previous kernel in the kernel", f);
   fputs("\\lwhy: ", f);
   esc(f, kn->why ? kn->why : "", "\\l", 72);
   if (kn->not_with >= 0) {

@@ -790,23 +790,21 @@ static void test_empty_grid(void) {
   free(text);
 }
 
-/* Kernels on a second stream (plan version 4, kernel-stream): add.ptx's
- * axpy with a second kernel writing a second result from its own temp,
- * on stream 1. The loader forks the second stream from the caller's,
- * launches stream 1's kernel first, and joins it back; both results are
- * computed. The line's misuse is refused. */
-static void test_streams(void) {
-  size_t len = 0;
-  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) {
-    CHECK(0);
-    return;
-  }
-  char *d = tl_add_with_stream(text);
+/* One launch of a two-kernel axpy (tl_text.h): the result it writes (0 or
+ * 3), whether on a stream other than the caller's (NULL) one, whether by
+ * programmatic launch. */
+typedef struct want_launch {
+  int result, side, pdl;
+} want_launch;
+
+/* Loads text, a two-kernel axpy, runs it twice, and checks each run's two
+ * launches against want (in launch order), the event records the run
+ * makes (forks and joins) and both results. */
+static void run_axpy2(const char *text, const want_launch want[2], int events) {
   fgl_module *m = NULL;
   fgl_error e = {0};
   fgl_load_options o = opts();
-  CHECK_MSG(fgl_module_load_data(d, strlen(d), &o, &m, &e) == FGL_OK, "%s", e.msg);
+  CHECK_MSG(fgl_module_load_data(text, strlen(text), &o, &m, &e) == FGL_OK, "%s", e.msg);
   fgl_graph *g = NULL;
   if (m)
     CHECK_MSG(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK, "%s", e.msg);
@@ -823,12 +821,15 @@ static void test_streams(void) {
     for (int run = 0; run < 2; run++) {
       fake_reset();
       CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_OK, "%s", e.msg);
-      fake_launch l0, l1;
-      CHECK(fake_launch_at(0, &l0) == 2 && fake_launch_at(1, &l1) == 2);
-      /* stream 1's kernel first, on the created stream; then kernel 0 on
-       * the caller's (NULL) stream */
-      CHECK(l0.stream != 0 && l0.args[3] == out3 && l1.stream == 0 && l1.args[3] == b.out);
-      CHECK(fake_count("event_record") == 2 && fake_count("wait_event") == 2 &&
+      for (int i = 0; i < 2; i++) {
+        fake_launch l;
+        CHECK(fake_launch_at(i, &l) == 2);
+        CHECK_MSG(l.args[3] == (want[i].result ? out3 : b.out) && (l.stream != 0) == want[i].side &&
+                      l.pdl == want[i].pdl,
+                  "launch %d: result %s, stream %d, pdl %d", i, l.args[3] == out3 ? "3" : "0",
+                  l.stream, l.pdl);
+      }
+      CHECK(fake_count("event_record") == events && fake_count("wait_event") == events &&
             fake_count("alloc") == 0 && fake_count("sync") == 0);
     }
     CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
@@ -840,15 +841,13 @@ static void test_streams(void) {
   }
   if (m)
     fgl_module_free(m, &e);
-  /* a version 3 file, a stream out of range, a resident kernel */
-  char *v3 = tl_replace(d, "// fusec-plan 4", "// fusec-plan 3");
-  char *s2 = tl_replace(d, "// kernel-stream 1 1", "// kernel-stream 1 2");
-  char *res =
-      tl_replace(d, "// kernel-stream 1 1", "// kernel-resident 1 cluster 1\n// kernel-stream 1 1");
-  const char *bad[][2] = {{v3, "'kernel-stream' needs plan version 4 (this file says 3)"},
-                          {s2, "kernel-stream stream 2 is out of range [1, 1]"},
-                          {res, "a kernel-resident kernel runs on the caller's stream"}};
-  for (int i = 0; i < 3; i++) {
+}
+
+/* Plan lines refused at load, each with (part of) its message. */
+static void refuse_all(const char *const (*bad)[2], int n) {
+  fgl_load_options o = opts();
+  fgl_error e = {0};
+  for (int i = 0; i < n; i++) {
     fgl_module *mb = NULL;
     e.msg[0] = 0;
     CHECK_MSG(fgl_module_load_data(bad[i][0], strlen(bad[i][0]), &o, &mb, &e) == FGL_ERR_PLAN &&
@@ -857,6 +856,32 @@ static void test_streams(void) {
     if (mb)
       fgl_module_free(mb, &e);
   }
+}
+
+/* kernel-stream (version 4): add.ptx's axpy with a second kernel on
+ * stream 1. The loader forks the second stream from the caller's,
+ * launches stream 1's kernel first, and joins it back; both results are
+ * computed. The line's misuse is refused. */
+static void test_streams(void) {
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  if (!text) {
+    CHECK(0);
+    return;
+  }
+  char *d = tl_add_with_stream(text);
+  /* stream 1's kernel first, on the created stream; then kernel 0 on the
+   * caller's (NULL) stream */
+  run_axpy2(d, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2);
+  /* a version 3 file, a stream out of range, a resident kernel */
+  char *v3 = tl_replace(d, "// fusec-plan 4", "// fusec-plan 3");
+  char *s2 = tl_replace(d, "// kernel-stream 1 1", "// kernel-stream 1 2");
+  char *res =
+      tl_replace(d, "// kernel-stream 1 1", "// kernel-resident 1 cluster 1\n// kernel-stream 1 1");
+  const char *const bad[][2] = {{v3, "'kernel-stream' needs plan version 4 (this file says 3)"},
+                                {s2, "kernel-stream stream 2 is out of range [1, 1]"},
+                                {res, "a kernel-resident kernel runs on the caller's stream"}};
+  refuse_all(bad, 3);
   free(res);
   free(s2);
   free(v3);
@@ -876,71 +901,24 @@ static void test_pdl(void) {
   }
   char *st = tl_add_with_stream(text);
   char *v5 = tl_replace(st, "// fusec-plan 4", "// fusec-plan 5");
-  /* both kernels on the caller's stream, both marked */
+  /* both kernels on the caller's stream, both marked: kernel 0 first
+   * there, plain; kernel 1 after it */
   char *one = tl_add_with_pdl(text);
-  /* kernel 1 on the second stream: first there, so plain */
+  run_axpy2(one, (want_launch[2]){{0, 0, 0}, {3, 0, 1}}, 0);
+  /* kernel 1 on the second stream: first there, so plain, as kernel 0 */
   char *two = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-stream 1 1\n// kernel-pdl 1\n");
-  const char *files[2] = {one, two};
-  for (int f = 0; f < 2; f++) {
-    fgl_module *m = NULL;
-    fgl_error e = {0};
-    fgl_load_options o = opts();
-    CHECK_MSG(fgl_module_load_data(files[f], strlen(files[f]), &o, &m, &e) == FGL_OK, "%s", e.msg);
-    fgl_graph *g = NULL;
-    if (m)
-      CHECK_MSG(fgl_graph_create(m, "axpy", &g, &e) == FGL_OK, "%s", e.msg);
-    if (g) {
-      bufs b;
-      make_bufs(m, &b);
-      fgl_devptr out3 = 0;
-      CHECK(fgl_malloc(m, N * 4, &out3, &e) == FGL_OK);
-      fgl_arg in[3];
-      fgl_tensor out[4];
-      set_args(in, out, &b, 2.0);
-      int64_t n = N;
-      fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
-      for (int run = 0; run < 2; run++) {
-        fake_reset();
-        CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_OK, "%s", e.msg);
-        fake_launch l0, l1;
-        CHECK(fake_launch_at(0, &l0) == 2 && fake_launch_at(1, &l1) == 2);
-        if (f == 0) /* kernel 0 first on the stream: plain; kernel 1 after it */
-          CHECK(l0.args[3] == b.out && !l0.pdl && l1.args[3] == out3 && l1.pdl && l0.stream == 0 &&
-                l1.stream == 0);
-        else /* each kernel first on its stream */
-          CHECK(l0.args[3] == out3 && !l0.pdl && l1.args[3] == b.out && !l1.pdl);
-      }
-      CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
-      fgl_free(m, out3, &e);
-      fgl_free(m, b.raw, &e);
-      fgl_free(m, b.y, &e);
-      fgl_free(m, b.out, &e);
-      fgl_graph_free(g, &e);
-    }
-    if (m)
-      fgl_module_free(m, &e);
-  }
+  run_axpy2(two, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2);
   /* a version 4 file, two lines for one kernel, a line before its kernel,
    * an extra token */
   char *v4 = tl_replace(one, "// fusec-plan 5", "// fusec-plan 4");
   char *twice = tl_replace(one, "// kernel-pdl 1\n", "// kernel-pdl 1\n// kernel-pdl 1\n");
   char *early = tl_replace(v5, "ptrs p0,p1,r0\n", "ptrs p0,p1,r0\n// kernel-pdl 1\n");
   char *extra = tl_replace(one, "// kernel-pdl 1\n", "// kernel-pdl 1 x\n");
-  const char *bad[][2] = {{v4, "'kernel-pdl' needs plan version 5 (this file says 4)"},
-                          {twice, "kernel 1 has two kernel-pdl lines"},
-                          {early, "kernel-pdl 1 does not follow its kernel line"},
-                          {extra, "unexpected token 'x' at the end of the line"}};
-  fgl_load_options o = opts();
-  fgl_error e = {0};
-  for (int i = 0; i < 4; i++) {
-    fgl_module *mb = NULL;
-    e.msg[0] = 0;
-    CHECK_MSG(fgl_module_load_data(bad[i][0], strlen(bad[i][0]), &o, &mb, &e) == FGL_ERR_PLAN &&
-                  strstr(e.msg, bad[i][1]),
-              "case %d: %s", i, e.msg);
-    if (mb)
-      fgl_module_free(mb, &e);
-  }
+  const char *const bad[][2] = {{v4, "'kernel-pdl' needs plan version 5 (this file says 4)"},
+                                {twice, "kernel 1 has two kernel-pdl lines"},
+                                {early, "kernel-pdl 1 does not follow its kernel line"},
+                                {extra, "unexpected token 'x' at the end of the line"}};
+  refuse_all(bad, 4);
   free(extra);
   free(early);
   free(twice);
