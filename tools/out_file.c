@@ -9,8 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The temp file a signal handler removes: one at a time, set before the
- * file exists and cleared once it is renamed or removed. */
+/* The temp file a signal handler removes: one at a time, armed before the
+ * file exists (mkstemp writes its name here) and cleared once it is
+ * renamed or removed. */
 static char pending[4096];
 static volatile sig_atomic_t have_pending;
 
@@ -86,23 +87,28 @@ bool fg_out_open(fg_out_file *o, const char *path) {
     return false;
   snprintf(o->tmp, cap, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
   install_handlers();
+  /* The handler's name is armed before mkstemp, which fills in the suffix
+   * of that very buffer and then creates the file: a signal at any point
+   * removes what exists under the name so far (nothing before the file is
+   * created). Arming it after mkstemp left a window in which a SIGTERM
+   * kept the file (CI, tests/golden/frontend/output_file.sh). */
   bool tracked = strlen(o->tmp) < sizeof pending;
   if (tracked) {
     have_pending = 0;
     memcpy(pending, o->tmp, strlen(o->tmp) + 1);
+    have_pending = 1;
   }
   int fd = mkstemp(tracked ? pending : o->tmp);
   if (fd < 0) {
     int e = errno;
+    have_pending = 0;
     free(o->tmp);
     o->tmp = NULL;
     errno = e;
     return false;
   }
-  if (tracked) {
+  if (tracked)
     memcpy(o->tmp, pending, strlen(pending) + 1);
-    have_pending = 1;
-  }
   /* mkstemp makes the file 0600; a compiler's output takes the umask's mode. */
   mode_t mask = umask(0);
   umask(mask);
