@@ -202,7 +202,8 @@ static fgl_status launch(fgl_graph *g, int k, CUstream s, bool *busy, fgl_error 
   }
   const fgl_cuda_api *cu = g->m->cu;
   CUresult r;
-  if (l->pdl && *busy && cu->cuLaunchKernelEx) {
+  bool pdl = l->pdl && *busy && cu->cuLaunchKernelEx;
+  if (pdl) {
     CUlaunchAttribute a;
     memset(&a, 0, sizeof a);
     a.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -217,8 +218,9 @@ static fgl_status launch(fgl_graph *g, int k, CUstream s, bool *busy, fgl_error 
   if (r == CUDA_SUCCESS)
     return FGL_OK;
   char t[200];
-  return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): cuLaunchKernel failed: %s",
-                  g->pg->name, k, plan_kernel_entry(&g->pg->kernels[k], v),
+  return fgl_fail(err, FGL_ERR_CUDA, "graph '%s' kernel %d (%s): %s failed: %s", g->pg->name, k,
+                  plan_kernel_entry(&g->pg->kernels[k], v),
+                  pdl ? "cuLaunchKernelEx (programmatic launch)" : "cuLaunchKernel",
                   fgl_cuda_error_text(r, t, sizeof t));
 }
 

@@ -381,7 +381,8 @@ EXPORT CUresult cuLaunchKernel(struct CUfunc_st *f, unsigned gx, unsigned gy, un
 }
 
 /* Only the attribute fusec sets is known; any other is refused as the
- * driver refuses an invalid one. */
+ * driver refuses an invalid one. FAKE_CUDA_PDL_FAIL=1 refuses that one
+ * too. */
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, struct CUfunc_st *f, void **params,
                                  void **extra) {
   (void)extra;
@@ -391,6 +392,9 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, struct CUfunc_st *f, v
       return 1; /* CUDA_ERROR_INVALID_VALUE */
     pdl = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   }
+  const char *e = getenv("FAKE_CUDA_PDL_FAIL"); /* a driver refusing the attribute */
+  if (pdl && e && *e == '1')
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
   return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
                 c->sharedMemBytes, c->hStream, params, pdl);
 }

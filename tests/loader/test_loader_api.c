@@ -905,6 +905,39 @@ static void test_pdl(void) {
    * there, plain; kernel 1 after it */
   char *one = tl_add_with_pdl(text);
   run_axpy2(one, (want_launch[2]){{0, 0, 0}, {3, 0, 1}}, 0);
+  /* a driver refusing the launch: the error names the call and the kernel */
+  {
+    fgl_module *m = NULL;
+    fgl_graph *g = NULL;
+    fgl_error e = {0};
+    fgl_load_options o = opts();
+    CHECK(fgl_module_load_data(one, strlen(one), &o, &m, &e) == FGL_OK &&
+          fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
+    if (g) {
+      bufs b;
+      make_bufs(m, &b);
+      fgl_devptr out3 = 0;
+      CHECK(fgl_malloc(m, N * 4, &out3, &e) == FGL_OK);
+      fgl_arg in[3];
+      fgl_tensor out[4];
+      set_args(in, out, &b, 2.0);
+      int64_t n = N;
+      fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
+      setenv("FAKE_CUDA_PDL_FAIL", "1", 1);
+      CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_ERR_CUDA &&
+                    strstr(e.msg, "kernel 1 (fg_axpy_k0): cuLaunchKernelEx (programmatic launch) "
+                                  "failed"),
+                "%s", e.msg);
+      unsetenv("FAKE_CUDA_PDL_FAIL");
+      fgl_free(m, out3, &e);
+      fgl_free(m, b.raw, &e);
+      fgl_free(m, b.y, &e);
+      fgl_free(m, b.out, &e);
+      fgl_graph_free(g, &e);
+    }
+    if (m)
+      fgl_module_free(m, &e);
+  }
   /* kernel 1 on the second stream: first there, so plain, as kernel 0 */
   char *two = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-stream 1 1\n// kernel-pdl 1\n");
   run_axpy2(two, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2);
