@@ -799,8 +799,9 @@ typedef struct want_launch {
 
 /* Loads text, a two-kernel axpy, runs it twice, and checks each run's two
  * launches against want (in launch order), the event records the run
- * makes (forks and joins) and both results. */
-static void run_axpy2(const char *text, const want_launch want[2], int events) {
+ * makes (forks and joins) and both results. With fail non-NULL each run
+ * must instead fail with FGL_ERR_CUDA and a message holding fail. */
+static void run_axpy2(const char *text, const want_launch want[2], int events, const char *fail) {
   fgl_module *m = NULL;
   fgl_error e = {0};
   fgl_load_options o = opts();
@@ -820,6 +821,11 @@ static void run_axpy2(const char *text, const want_launch want[2], int events) {
     fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
     for (int run = 0; run < 2; run++) {
       fake_reset();
+      if (fail) {
+        CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_ERR_CUDA && strstr(e.msg, fail), "%s",
+                  e.msg);
+        continue;
+      }
       CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_OK, "%s", e.msg);
       for (int i = 0; i < 2; i++) {
         fake_launch l;
@@ -832,7 +838,8 @@ static void run_axpy2(const char *text, const want_launch want[2], int events) {
       CHECK(fake_count("event_record") == events && fake_count("wait_event") == events &&
             fake_count("alloc") == 0 && fake_count("sync") == 0);
     }
-    CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
+    if (!fail)
+      CHECK(check_out(m, b.out, 2.0f) && check_out(m, out3, 2.0f));
     fgl_free(m, out3, &e);
     fgl_free(m, b.raw, &e);
     fgl_free(m, b.y, &e);
@@ -872,7 +879,7 @@ static void test_streams(void) {
   char *d = tl_add_with_stream(text);
   /* stream 1's kernel first, on the created stream; then kernel 0 on the
    * caller's (NULL) stream */
-  run_axpy2(d, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2);
+  run_axpy2(d, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2, NULL);
   /* a version 3 file, a stream out of range, a resident kernel */
   char *v3 = tl_replace(d, "// fusec-plan 4", "// fusec-plan 3");
   char *s2 = tl_replace(d, "// kernel-stream 1 1", "// kernel-stream 1 2");
@@ -904,43 +911,14 @@ static void test_pdl(void) {
   /* both kernels on the caller's stream, both marked: kernel 0 first
    * there, plain; kernel 1 after it */
   char *one = tl_add_with_pdl(text);
-  run_axpy2(one, (want_launch[2]){{0, 0, 0}, {3, 0, 1}}, 0);
+  run_axpy2(one, (want_launch[2]){{0, 0, 0}, {3, 0, 1}}, 0, NULL);
   /* a driver refusing the launch: the error names the call and the kernel */
-  {
-    fgl_module *m = NULL;
-    fgl_graph *g = NULL;
-    fgl_error e = {0};
-    fgl_load_options o = opts();
-    CHECK(fgl_module_load_data(one, strlen(one), &o, &m, &e) == FGL_OK &&
-          fgl_graph_create(m, "axpy", &g, &e) == FGL_OK);
-    if (g) {
-      bufs b;
-      make_bufs(m, &b);
-      fgl_devptr out3 = 0;
-      CHECK(fgl_malloc(m, N * 4, &out3, &e) == FGL_OK);
-      fgl_arg in[3];
-      fgl_tensor out[4];
-      set_args(in, out, &b, 2.0);
-      int64_t n = N;
-      fgl_tensor_contiguous(&out[3], out3, FGL_F32, 1, &n);
-      setenv("FAKE_CUDA_PDL_FAIL", "1", 1);
-      CHECK_MSG(fgl_run(g, in, 3, out, 4, NULL, &e) == FGL_ERR_CUDA &&
-                    strstr(e.msg, "kernel 1 (fg_axpy_k0): cuLaunchKernelEx (programmatic launch) "
-                                  "failed"),
-                "%s", e.msg);
-      unsetenv("FAKE_CUDA_PDL_FAIL");
-      fgl_free(m, out3, &e);
-      fgl_free(m, b.raw, &e);
-      fgl_free(m, b.y, &e);
-      fgl_free(m, b.out, &e);
-      fgl_graph_free(g, &e);
-    }
-    if (m)
-      fgl_module_free(m, &e);
-  }
+  setenv("FAKE_CUDA_PDL_FAIL", "1", 1);
+  run_axpy2(one, NULL, 0, "kernel 1 (fg_axpy_k0): cuLaunchKernelEx (programmatic launch) failed");
+  unsetenv("FAKE_CUDA_PDL_FAIL");
   /* kernel 1 on the second stream: first there, so plain, as kernel 0 */
   char *two = tl_replace(v5, "// kernel-stream 1 1\n", "// kernel-stream 1 1\n// kernel-pdl 1\n");
-  run_axpy2(two, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2);
+  run_axpy2(two, (want_launch[2]){{3, 1, 0}, {0, 0, 0}}, 2, NULL);
   /* a version 4 file, two lines for one kernel, a line before its kernel,
    * an extra token */
   char *v4 = tl_replace(one, "// fusec-plan 5", "// fusec-plan 4");
