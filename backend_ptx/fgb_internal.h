@@ -19,7 +19,7 @@ struct fgb_module {
   unsigned md_invariant; /* kind id of !invariant.load */
   bool setup_error;      /* finish failed on the setup (libdevice), not a bug */
   LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, v, gptr, sptr;
-  /* The f8 code behind each f32 that fgb_round_narrow decoded from one, so
+  /* The f8 or f4e2m1 code behind each f32 that fgb_round_narrow decoded from one, so
    * that storing that value reuses the code instead of encoding it again (a
    * ring: a value it has forgotten is encoded again, which is exact), and
    * the f32 it rounded (src), which a store of two lanes converts as a pair

@@ -391,21 +391,27 @@ LLVMValueRef fgb_e8m0_recip(fgb_module *m, LLVMValueRef code) {
   return LLVMBuildBitCast(b, r, m->f32, "");
 }
 
-/* The code of |x| is the number of rounding boundaries it passes: a tie
- * (the midpoint of two neighbours) passes when the upper code is even. */
+/* |x| clamped to 6, the largest magnitude (NaN is code 7, selected last).
+ * Below 1 the codes 0, 1, 2 step by 0.5: adding 2^22, whose ulp is 0.5,
+ * leaves 2|x| rounded to even in the sum's low bits. From 1 up a code is
+ * an exponent and one mantissa bit: the f32 bits rounded to even at bit 22
+ * and shifted down, less 1.0's (254), plus 1.0's code (2). About 15
+ * instructions a value; the seven compares it replaces were 21 and made the
+ * NVFP4 quantization compute-bound (docs/benchmarks.md, twelfth session). */
 LLVMValueRef fgb_f4_encode(fgb_module *m, LLVMValueRef x) {
   LLVMBuilderRef b = m->b;
-  static const struct {
-    float mid;
-    bool tie_up;
-  } bounds[7] = {{0.25f, 0}, {0.75f, 1}, {1.25f, 0}, {1.75f, 1}, {2.5f, 0}, {3.5f, 1}, {5.0f, 0}};
   LLVMValueRef a = fgb_call(m, "llvm.fabs.f32", m->f32, 1, &x);
-  LLVMValueRef code = c32(m, 0);
-  for (int i = 0; i < 7; i++) {
-    LLVMValueRef past = LLVMBuildFCmp(b, bounds[i].tie_up ? LLVMRealOGE : LLVMRealOGT, a,
-                                      LLVMConstReal(m->f32, bounds[i].mid), "");
-    code = LLVMBuildAdd(b, code, LLVMBuildZExt(b, past, m->i32, ""), "");
-  }
+  LLVMValueRef mm[2] = {a, LLVMConstReal(m->f32, 6.0)};
+  a = fgb_call(m, "llvm.minnum.f32", m->f32, 2, mm);
+  LLVMValueRef low =
+      LLVMBuildBitCast(b, LLVMBuildFAdd(b, a, LLVMConstReal(m->f32, 4194304.0), ""), m->i32, "");
+  low = LLVMBuildSub(b, low, c32(m, 0x4A800000), "");
+  LLVMValueRef v = LLVMBuildBitCast(b, a, m->i32, "");
+  LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, v, c32(m, 22), ""), c32(m, 1), "");
+  LLVMValueRef high = LLVMBuildAdd(b, v, LLVMBuildAdd(b, lsb, c32(m, 0x1FFFFF), ""), "");
+  high = LLVMBuildSub(b, LLVMBuildLShr(b, high, c32(m, 22), ""), c32(m, 252), "");
+  LLVMValueRef below1 = LLVMBuildFCmp(b, LLVMRealOLT, a, LLVMConstReal(m->f32, 1.0), "");
+  LLVMValueRef code = LLVMBuildSelect(b, below1, low, high, "");
   LLVMValueRef u = LLVMBuildBitCast(b, x, m->i32, "");
   LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, c32(m, 28), ""), c32(m, 0x8), "");
   code = LLVMBuildOr(b, code, sign, "");

@@ -133,6 +133,9 @@ LLVMValueRef fgb_to_storage(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
     return code ? code : fgb_e8m0_encode(m, v);
   }
   case FG_F4E2M1:
+    for (unsigned i = 0; i < 64 && i < m->nf8_codes; i++)
+      if (m->f8_codes[i].decoded == v && m->f8_codes[i].dt == dt)
+        return m->f8_codes[i].code;
     return fgb_f4_encode(m, v);
   case FG_F64:
     return t == m->f32 ? LLVMBuildFPExt(b, v, m->f64, "") : v;
@@ -320,9 +323,10 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
   case FG_F16:
     return LLVMBuildFPExt(b, LLVMBuildFPTrunc(b, v, m->f16, ""), m->f32, "");
   case FG_F8E4M3:
-  case FG_F8E5M2: {
-    LLVMValueRef code = fgb_f8_encode(m, v, dt);
-    LLVMValueRef r = fgb_f8_decode(m, code, dt);
+  case FG_F8E5M2:
+  case FG_F4E2M1: {
+    LLVMValueRef code = dt == FG_F4E2M1 ? fgb_f4_encode(m, v) : fgb_f8_encode(m, v, dt);
+    LLVMValueRef r = dt == FG_F4E2M1 ? fgb_f4_decode(m, code) : fgb_f8_decode(m, code, dt);
     unsigned i = m->nf8_codes++ % 64;
     m->f8_codes[i].decoded = r;
     m->f8_codes[i].code = code;
@@ -332,8 +336,6 @@ LLVMValueRef fgb_round_narrow(fgb_module *m, LLVMValueRef v, fg_dtype dt) {
   }
   case FG_F8E8M0: /* a noted value is one already */
     return fgb_e8m0_code_of(m, v) ? v : fgb_e8m0_decode(m, fgb_e8m0_encode(m, v));
-  case FG_F4E2M1:
-    return fgb_f4_decode(m, fgb_f4_encode(m, v));
   default:
     return v;
   }
