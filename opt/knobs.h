@@ -77,6 +77,8 @@
   X(SCAN_CHUNKS, 1, 1024, FG_KNOB_ANY, "auto",                                                     \
     "chunks a scan's scanned extent is cut into (1: one pass, no chunk sums)")                     \
   X(SCAN_ROWS, 1, 32, FG_KNOB_ANY, "auto", "rows a column-scan thread loads ahead")                \
+  X(SCAN_VEC, 1, 16, FG_KNOB_POW2, "auto",                                                         \
+    "columns a column-scan thread owns (at most the rule's)")                                      \
   /* wgmmabwd: the attention backward by wgmma (issue 19) */                                       \
   X(ATTN_BWD_WGMMA, 0, 1, FG_KNOB_ANY, "1",                                                        \
     "sm_90a: 0 the attention backward by mma.sync instead of wgmma")                               \

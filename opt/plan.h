@@ -481,11 +481,10 @@ int fg_plan_row_cluster(const fg_plan *p, int64_t row_bytes, bool *fits);
  * flight (schedule.c schedule_scan; segment.c sizes the chunks by it). */
 enum { FG_SCAN_THREAD_BYTES = 128 };
 
-/* A column scan's vector: vec narrowed, down to 4 bytes of wsz-byte
- * elements, while the threads of `chunks` chunks of `columns` columns
- * fill less than a quarter of the GPU's thread slots (schedule.c, and
- * segment.c's prediction of it when it chooses the chunks). */
-int fg_plan_scan_narrow_vec(const fg_plan *p, int vec, int wsz, int64_t columns, int chunks);
+/* A column scan's vector: vec (the widest the accesses allow) narrowed to
+ * 2 columns a thread, or to the knob SCAN_VEC (schedule.c, and segment.c's
+ * prediction of it when it chooses the chunks). */
+int fg_plan_scan_vec(const fg_plan *p, int vec);
 /* Whether column kernel k computes reduction j in the same pass as
  * reduction i (returned; -1: no): Welford's update a thread, Chan's
  * formula over split slices (emit_column.c). */

@@ -1815,18 +1815,21 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
  * owns vec adjacent columns of the kept extent and walks the scanned
  * extent (its chunk, with scan_chunks > 1) with a running sum, its loads
  * FG_SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
- * before the first is used): the vector narrows to 4 bytes where the
- * threads fill less than a quarter of the GPU, as a column reduction's,
- * since the bytes in flight are the columns' whatever the vector, and
- * narrower vectors leave registers for more rows. A row scan: a warp a
+ * before the first is used): the vector narrows to 2 columns whatever the
+ * dtype, since a thread keeps those bytes in flight whatever its width,
+ * so narrower vectors put more of them in flight (U1's grid of vectors
+ * and chunks over eight shapes, docs/benchmarks.md, twelfth session: vec
+ * 2 the fastest or within 3% of it at its best chunk count on every
+ * shape, wider ones up to 1.6x slower, vec 1 slower on every shape). A row scan: a warp a
  * row where a row is at most SCAN_WARP_CHUNKS chunks of 32 vectors
  * (SCAN_THREADS / 32 rows a CTA), else a CTA of up to 1024 threads a row;
  * both walk the row in chunks of their threads' vectors. */
 enum { SCAN_THREADS = 256, SCAN_WARP_CHUNKS = 8 };
 
-int fg_plan_scan_narrow_vec(const fg_plan *p, int vec, int wsz, int64_t columns, int chunks) {
-  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
-  while (vec > 1 && vec * wsz > 4 && ceil_div(columns, vec) * chunks < slots / 4)
+int fg_plan_scan_vec(const fg_plan *p, int vec) {
+  int64_t want = 2;
+  fg_knob_get(&p->opts.knobs, FG_KNOB_SCAN_VEC, &want);
+  while (vec > want)
     vec /= 2;
   return vec;
 }
@@ -1838,8 +1841,7 @@ static void schedule_scan(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   k->chunks = 1;
   k->grid[2] = 1;
   if (k->inner > 1) {
-    k->vec = fg_plan_scan_narrow_vec(p, pick_vec(p, k, k->dims[k->rank - 1], o), wsz, cols,
-                                     k->scan_chunks);
+    k->vec = fg_plan_scan_vec(p, pick_vec(p, k, k->dims[k->rank - 1], o));
     int rows = FG_SCAN_THREAD_BYTES / (k->vec * wsz);
     k->rows_per_iter = rows < 2 ? 2 : rows > 32 ? 32 : rows;
     if (knob(o, FG_KNOB_SCAN_ROWS, &v))

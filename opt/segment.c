@@ -1001,20 +1001,25 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
   }
 }
 
-/* A column scan's threads keep about FG_SCAN_THREAD_BYTES of rows in flight
- * (schedule.c schedule_scan): where all of them hold less than
- * SCAN_INFLIGHT, too little to keep the memory busy (few columns), or
- * where they fill less than a quarter of the GPU's thread slots at the
- * full 16-byte vector (issue 17, perf fuzzing g20261200: 16384 columns,
- * 4096 threads of 4 f32 columns; narrowed to vec 1 and walked in one pass
- * they moved 805 MB at 387 GB/s), the scanned extent is cut into chunks
- * of at least SCAN_MIN_CHUNK rows, at most SCAN_MAX_CHUNKS of them, as
- * many as make up the difference: the chunk sums kernel then reads the
- * input once more, but every chunk is walked at once. The knob
- * SCAN_CHUNKS overrides the rule (read here because the choice decides
- * the kernels, as SCATTER_SORT's). Never over a symbolic size: one pass,
- * bounded at run time. */
-enum { SCAN_INFLIGHT = 2 << 20, SCAN_MIN_CHUNK = 64, SCAN_MAX_CHUNKS = 32 };
+/* A column scan's chunks. Its threads (columns / vec, vec as schedule.c
+ * schedule_scan picks it: 2 columns a thread) keep about
+ * FG_SCAN_THREAD_BYTES each in flight. Where they are at least a
+ * 24th of the GPU's thread slots, one pass. Fewer (few columns), the
+ * scanned extent is cut into chunks until all chunks' threads make an
+ * eighth of the slots, of at least SCAN_MIN_CHUNK rows, at most
+ * SCAN_MAX_CHUNKS of them: the chunk sums kernel then reads the input once
+ * more, but every chunk is walked at once. Measured (U1, docs/benchmarks.md,
+ * twelfth session, a grid of vectors and chunks over eight shapes): at vec
+ * 2, one pass was the fastest from 16384 threads up ([512,65536] f32 100
+ * us, 144 with two chunks; [768,32,1024] f16 73 against 80-90), four
+ * chunks 10% faster at 8192 ([4096,8,2048] f16; the 24th lies between),
+ * and below it the best chunk counts made 32768
+ * to 65536 threads ([16384,256] f32: 21 us at 64 chunks, 56 at the old
+ * rule's 32 at vec 1), where chunks of fewer than 64 rows lost (2048 f16
+ * columns of 256 rows). The knob SCAN_CHUNKS overrides the rule (read here because the
+ * choice decides the kernels, as SCATTER_SORT's). Never over a symbolic
+ * size: one pass, bounded at run time. */
+enum { SCAN_MIN_CHUNK = 64, SCAN_MAX_CHUNKS = 64 };
 
 static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int64_t len,
                        int64_t last) {
@@ -1028,29 +1033,17 @@ static int scan_chunks(const fg_plan *p, const fg_node *n, int64_t columns, int6
   int wsz = fg_dtype_size(n->in[0]->type.dtype), osz = fg_dtype_size(n->out[0]->type.dtype);
   if (osz > wsz)
     wsz = osz;
-  /* the scheduler's vector: 16 bytes along the last dim, narrowed to 4
-   * while the threads (all chunks') fill less than a quarter of the GPU */
-  int vec = 16 / wsz;
+  int vec = 16 / wsz; /* the scheduler's: 16 bytes along the last dim, then narrowed */
   while (vec > 1 && last % vec)
     vec /= 2;
+  vec = fg_plan_scan_vec(p, vec);
   int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
-  int64_t threads = (columns + vec - 1) / vec, most = len / SCAN_MIN_CHUNK;
-  int64_t fill = (slots / 4 + threads - 1) / threads;
-  if (fill > most)
-    fill = most;
-  if (fill > SCAN_MAX_CHUNKS)
-    fill = SCAN_MAX_CHUNKS;
-  if (fill < 1)
-    fill = 1;
-  /* where the chunks alone cannot fill it, narrower vectors, as the
-   * scheduler narrows them over all chunks' threads */
-  vec = fg_plan_scan_narrow_vec(p, vec, wsz, columns, (int)fill);
-  int64_t inflight = (columns + vec - 1) / vec * FG_SCAN_THREAD_BYTES;
-  int64_t want = (SCAN_INFLIGHT + inflight - 1) / inflight;
-  if (fill > want)
-    want = fill;
-  if (want > most)
-    want = most;
+  int64_t threads = (columns + vec - 1) / vec;
+  if (threads >= slots / 24)
+    return 1;
+  int64_t want = (slots / 8 + threads - 1) / threads;
+  if (want > len / SCAN_MIN_CHUNK)
+    want = len / SCAN_MIN_CHUNK;
   if (want > SCAN_MAX_CHUNKS)
     want = SCAN_MAX_CHUNKS;
   return want > 1 ? (int)want : 1;
