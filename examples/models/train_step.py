@@ -156,6 +156,9 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
         res["fusec"] = stats.as_dict()
         res["left_not_matmul"] = {k: v for k, v in stats.left.items() if k not in MATMULS}
         res["copies_last_step"] = step_copies(before_last, stats.copies())
+        import fusec  # which call path ran the regions: the C extension, or ctypes (slower a call)
+        res["calls"] = ("C extension %s" % fusec.FAST_CALLS) if fusec.FAST_CALLS else (
+            "ctypes (%s; set $FUSEC_FGCALL to the built _fgcall*.so)" % fusec._fgcall_where)
     if cuda and mode in args.profile_modes:
         res["profile"] = profile(step, data, args.profile_steps)
     del m, model, opt
@@ -277,6 +280,7 @@ def summary(results, args):
                                  ", ".join("%s x%d" % kv for kv in c["inputs_copied"].items()) or "-",
                                  sum(c["results_restrided"].values()),
                                  ", ".join("%s x%d" % kv for kv in c["results_restrided"].items()) or "-"))
+                lines.append("      calls: %s" % r.get("calls", "?"))
                 lines.append("      left to PyTorch, not matmuls: %s" % (", ".join(
                     "%s x%d" % kv for kv in sorted(r["left_not_matmul"].items(), key=lambda kv: -kv[1])) or "none"))
             if "profile" in r:
