@@ -395,9 +395,9 @@ LLVMValueRef fgb_e8m0_recip(fgb_module *m, LLVMValueRef code) {
  * Below 1 the codes 0, 1, 2 step by 0.5: adding 2^22, whose ulp is 0.5,
  * leaves 2|x| rounded to even in the sum's low bits. From 1 up a code is
  * an exponent and one mantissa bit: the f32 bits rounded to even at bit 22
- * and shifted down, less 1.0's (254), plus 1.0's code (2). About 15
- * instructions a value; the seven compares it replaces were 21 and made the
- * NVFP4 quantization compute-bound (docs/benchmarks.md, twelfth session). */
+ * and shifted down, less 1.0's (254), plus 1.0's code (2). About half the
+ * instructions of counting the seven rounding boundaries, which made the
+ * NVFP4 quantization compute-bound (run U1, docs/benchmarks.md). */
 LLVMValueRef fgb_f4_encode(fgb_module *m, LLVMValueRef x) {
   LLVMBuilderRef b = m->b;
   LLVMValueRef a = fgb_call(m, "llvm.fabs.f32", m->f32, 1, &x);

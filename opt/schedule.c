@@ -1817,10 +1817,9 @@ static void schedule_scatter(fg_plan *p, fg_kernel *k, const fg_plan_options *o)
  * FG_SCAN_THREAD_BYTES ahead (rows_per_iter rows of vec elements issued
  * before the first is used): the vector narrows to 2 columns whatever the
  * dtype, since a thread keeps those bytes in flight whatever its width,
- * so narrower vectors put more of them in flight (U1's grid of vectors
- * and chunks over eight shapes, docs/benchmarks.md, twelfth session: vec
- * 2 the fastest or within 3% of it at its best chunk count on every
- * shape, wider ones up to 1.6x slower, vec 1 slower on every shape). A row scan: a warp a
+ * so narrower vectors put more of them in flight (run U1,
+ * docs/benchmarks.md: vec 2 within 3% of the fastest at seven of eight
+ * shapes, vec 1 slower than vec 2 at those seven). A row scan: a warp a
  * row where a row is at most SCAN_WARP_CHUNKS chunks of 32 vectors
  * (SCAN_THREADS / 32 rows a CTA), else a CTA of up to 1024 threads a row;
  * both walk the row in chunks of their threads' vectors. */

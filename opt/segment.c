@@ -1003,20 +1003,16 @@ static void start_scatter_kernels(fg_plan *p, fg_node *n) {
 
 /* A column scan's chunks. Its threads (columns / vec, vec as schedule.c
  * schedule_scan picks it: 2 columns a thread) keep about
- * FG_SCAN_THREAD_BYTES each in flight. Where they are at least a
- * 24th of the GPU's thread slots, one pass. Fewer (few columns), the
- * scanned extent is cut into chunks until all chunks' threads make an
- * eighth of the slots, of at least SCAN_MIN_CHUNK rows, at most
- * SCAN_MAX_CHUNKS of them: the chunk sums kernel then reads the input once
- * more, but every chunk is walked at once. Measured (U1, docs/benchmarks.md,
- * twelfth session, a grid of vectors and chunks over eight shapes): at vec
- * 2, one pass was the fastest from 16384 threads up ([512,65536] f32 100
- * us, 144 with two chunks; [768,32,1024] f16 73 against 80-90), four
- * chunks 10% faster at 8192 ([4096,8,2048] f16; the 24th lies between),
- * and below it the best chunk counts made 32768
- * to 65536 threads ([16384,256] f32: 21 us at 64 chunks, 56 at the old
- * rule's 32 at vec 1), where chunks of fewer than 64 rows lost (2048 f16
- * columns of 256 rows). The knob SCAN_CHUNKS overrides the rule (read here because the
+ * FG_SCAN_THREAD_BYTES each in flight. Where they are at least a 24th of
+ * the GPU's thread slots, one pass. Fewer (few columns), the scanned
+ * extent is cut into chunks until all chunks' threads make an eighth of
+ * the slots, of at least SCAN_MIN_CHUNK rows, at most SCAN_MAX_CHUNKS of
+ * them: the chunk sums kernel then reads the input once more, but every
+ * chunk is walked at once. Fit to run U1's grid of vectors and chunks over
+ * eight shapes (one pass the fastest from 16384 threads up, chunks from
+ * 8192 down; the 24th lies between) and checked on seven others in U2
+ * (within 10% of the grid's best on each; docs/benchmarks.md, twelfth
+ * session). The knob SCAN_CHUNKS overrides the rule (read here because the
  * choice decides the kernels, as SCATTER_SORT's). Never over a symbolic
  * size: one pass, bounded at run time. */
 enum { SCAN_MIN_CHUNK = 64, SCAN_MAX_CHUNKS = 64 };
