@@ -80,6 +80,15 @@ static void test_dtypes(void) {
   CHECK(!strcmp(fgl_status_name(FGL_ERR_MISMATCH), "FGL_ERR_MISMATCH"));
 }
 
+/* add.ptx, the fixture most tests edit (NULL, counted as a failure, when
+ * it cannot be read). */
+static char *read_add_ptx(void) {
+  size_t len = 0;
+  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  CHECK(text != NULL);
+  return text;
+}
+
 static void test_load(void) {
   fgl_module *m = NULL;
   fgl_error e = {0};
@@ -562,8 +571,7 @@ static void test_args_and_overlap(fgl_module *m) {
   fgl_graph_free(g, &e);
   /* a float for an integer parameter: a whole number is converted, any
    * other is refused (it reached the kernel as 0 before) */
-  size_t len = 0;
-  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
+  char *text = read_add_ptx();
   char *isc =
       text ? tl_replace(text, "param 2 alpha f32 scalar", "param 2 alpha i64 scalar") : NULL;
   fgl_module *mi = NULL;
@@ -747,12 +755,9 @@ static void test_inplace(void) {
 /* A kernel over an empty domain (grid x 0 in the plan): loads, and a run
  * launches nothing. */
 static void test_empty_grid(void) {
-  size_t len = 0;
-  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) {
-    CHECK(0);
+  char *text = read_add_ptx();
+  if (!text)
     return;
-  }
   char *empty = tl_replace(text, "fg_axpy_k0 grid 1024 1 1", "fg_axpy_k0 grid 0 1 1");
   fgl_module *m = NULL;
   fgl_error e = {0};
@@ -870,12 +875,9 @@ static void refuse_all(const char *const (*bad)[2], int n) {
  * launches stream 1's kernel first, and joins it back; both results are
  * computed. The line's misuse is refused. */
 static void test_streams(void) {
-  size_t len = 0;
-  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) {
-    CHECK(0);
+  char *text = read_add_ptx();
+  if (!text)
     return;
-  }
   char *d = tl_add_with_stream(text);
   /* stream 1's kernel first, on the created stream; then kernel 0 on the
    * caller's (NULL) stream */
@@ -900,12 +902,9 @@ static void test_streams(void) {
  * kernel is launched with programmatic stream serialization when a kernel
  * of the same run went before it on its stream, and plainly otherwise. */
 static void test_pdl(void) {
-  size_t len = 0;
-  char *text = tl_read_file(FGL_FIXTURES "/add.ptx", &len);
-  if (!text) {
-    CHECK(0);
+  char *text = read_add_ptx();
+  if (!text)
     return;
-  }
   char *st = tl_add_with_stream(text);
   char *v5 = tl_replace(st, "// fusec-plan 4", "// fusec-plan 5");
   /* both kernels on the caller's stream, both marked: kernel 0 first
