@@ -453,6 +453,64 @@ static bool reduce_lse_pair(fgb_emitter *e, row_kernel *rk, int i, int j) {
   return true;
 }
 
+/* The full-size outputs of a streamed row (each slice its own,
+ * schedule_row): one loop over the row for all of them, k->chunks chunks a
+ * thread an iteration (schedule.c: 16 values), every chunk's loads issued
+ * before the first is stored; a chunk past the row's end loads the first
+ * one again and stores nothing. */
+static bool stream_outputs(fgb_emitter *e, row_kernel *rk) {
+  const fg_kernel *k = e->k;
+  fgk_row_ctx *rc = &rk->rc;
+  int64_t V = e->vec, T = k->block;
+  enum { MAX_U = 16 };
+  /* (a row kept in registers streams only in its variant for misaligned
+   * pointers: one chunk at a time, the least code) */
+  int U = k->persistent || k->chunks < 1 ? 1 : k->chunks > MAX_U ? MAX_U : k->chunks;
+  const fg_value *outs[64];
+  int n = 0;
+  for (int i = 0; i < k->nouts && n < 64; i++)
+    if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
+      outs[n++] = k->outs[i];
+  if (n == 0)
+    return true;
+  fgk_loop l;
+  LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc->rstart, rk->tv, ""), rc->rend,
+                                   fgb_const(e, T * V * U));
+  int mark = fgb_memo_mark(e);
+  /* each chunk's coordinates and lanes, kept so that its stores find its
+   * loads in the memo */
+  LLVMValueRef idx0[MAX_U][FG_MAX_RANK], valid[MAX_U], lanes[MAX_U][16], uni[MAX_U][64];
+  int nuni[MAX_U];
+  for (int u = 0; u < U; u++) {
+    LLVMValueRef ru = LLVMBuildAdd(e->b, r0, fgb_const(e, (int64_t)u * T * V), "");
+    valid[u] = u ? LLVMBuildICmp(e->b, LLVMIntSLT, ru, rc->rend, "") : NULL;
+    if (valid[u])
+      ru = LLVMBuildSelect(e->b, valid[u], ru, r0, "");
+    fgk_row_chunk(e, rc, ru, idx0[u]);
+    memcpy(lanes[u], e->lanes, sizeof lanes[u]);
+    memcpy(uni[u], e->uniform, sizeof uni[u]);
+    nuni[u] = e->nuniform;
+    for (int i = 0; i < n && U > 1; i++)
+      for (int j = 0; j < V; j++) {
+        LLVMValueRef idx[FG_MAX_RANK];
+        fgk_lane_index(e, idx0[u], j, idx);
+        fgb_prefetch_value(e, outs[i], idx);
+      }
+  }
+  for (int u = 0; u < U && !e->failed; u++) {
+    memcpy(e->lanes, lanes[u], sizeof lanes[u]);
+    memcpy(e->uniform, uni[u], sizeof uni[u]);
+    e->nuniform = nuni[u];
+    for (int i = 0; i < n; i++)
+      fgk_store_full(e, outs[i], idx0[u], valid[u]);
+  }
+  fgb_memo_release(e, mark);
+  fgk_loop_end(e, &l, r0);
+  for (int i = 0; i < n; i++)
+    edge_store_full(e, rk, outs[i]);
+  return !e->failed;
+}
+
 /* The row streamed: a loop over the row for each reduction (a variance's
  * two in one: reduce_variance_pair), then one for each full-size output. */
 static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
@@ -504,22 +562,7 @@ static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
     if (!finish_reduction(e, rk, i, acc))
       return false;
   }
-  for (int i = 0; i < k->nouts; i++) { /* each slice its own (schedule_row) */
-    const fg_value *o = k->outs[i];
-    if (!fgb_is_full(e, o) || fgk_is_reduction_result(o))
-      continue;
-    fgk_loop l;
-    LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc->rstart, rk->tv, ""), rc->rend,
-                                     fgb_const(e, T * V));
-    int mark = fgb_memo_mark(e);
-    LLVMValueRef idx0[FG_MAX_RANK];
-    fgk_row_chunk(e, rc, r0, idx0);
-    fgk_store_full(e, o, idx0, NULL);
-    fgb_memo_release(e, mark);
-    fgk_loop_end(e, &l, r0);
-    edge_store_full(e, rk, o);
-  }
-  return true;
+  return stream_outputs(e, rk);
 }
 
 /* partials[(red * B + row) * S + s] */

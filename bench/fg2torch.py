@@ -141,9 +141,18 @@ class _Parser:
             pname = self.take("name")
             self.take("p", ":")
             dt, dims = self.type_()
-            if self.peek() == ("name", "layout"):  # layout=[...]: the caller's strides; values as dense
-                raise ValueError("fg2torch: parameter layouts are not supported")
-            params.append((pname, dt, dims))
+            layout = None
+            if self.peek() == ("name", "layout"):  # layout=[...]: the caller's strides (fn.layouts)
+                self.i += 1
+                self.take("p", "=")
+                self.take("p", "[")
+                layout = []
+                while self.peek() != ("p", "]"):
+                    if layout:
+                        self.take("p", ",")
+                    layout.append(int(self.take("num")))
+                self.take("p", "]")
+            params.append((pname, dt, dims, layout))
         self.take("p", ")")
         self.take("p", "{")
         stmts, results = [], None
@@ -606,6 +615,16 @@ def _dropout(x, seed, offset, p):
 CONSTS = {"inf": math.inf, "nan": math.nan, "true": True, "false": False}
 
 
+def with_layouts(fn, inputs):
+    """inputs, each parameter with a layout given as a tensor of the same
+    values laid out in that order (dims listed outermost first)."""
+    out = list(inputs)
+    for i, lay in fn.layouts.items():
+        inv = sorted(range(len(lay)), key=lambda d: lay[d])
+        out[i] = inputs[i].permute(*lay).contiguous().permute(*inv)
+    return out
+
+
 def load(text, graph=None):
     """(fn, sig) for the graph named `graph` (or the first) of text; sig is
     [(name, dtype, shape)] (shape None for scalar parameters)."""
@@ -702,6 +721,9 @@ def load(text, graph=None):
 
     fn.inplace = tuple(inplace)
     fn.gathered = gathered
+    # {parameter index: layout} for parameters with a layout (docs/format.md
+    # 3.3): the caller passes them strided, see with_layouts
+    fn.layouts = {i: p[3] for i, p in enumerate(params) if p[3] is not None}
 
     sig = [(p[0], p[1], p[2]) for p in params]
     return fn, sig

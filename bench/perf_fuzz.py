@@ -9,6 +9,12 @@ after fusec's and torch.compile's results are checked against eager.
                   1 = not supported, 3 = an internal error, which is a finding)
   GPU machine:    FGLOAD_LIBRARY=.../libfgload.so perf_fuzz.py run --prep .gpu/perf --out DIR --budget S
 
+  Graphs from elsewhere (the regions a model's run left in the backend's
+  cache, say): perf_fuzz.py prepare-files --fusec F --out D FILE.fg...
+  renames the first graph of each file g0, g1, ... (compile.json keeps the
+  file each came from), compiles it for the --arch of its `# fusec --arch`
+  line if it has one, and `run` times them the same way.
+
 `run` writes DIR/perf_fuzz.json (every graph) and prints the distribution of
 fusec's speed against torch.compile and against eager: median, 5th
 percentile, count below 1.0x, and the worst graphs (candidates for the
@@ -21,6 +27,7 @@ import glob
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -54,6 +61,58 @@ def prepare(args):
         len(res), ok, sum(1 for r in res.values() if r["exit"] == 1), sum(1 for r in res.values() if r["exit"] == 3)))
 
 
+def prepare_files(args):
+    os.makedirs(args.out, exist_ok=True)
+    res = {}
+    for i, src in enumerate(args.files):
+        name = "g%d" % i
+        text = open(src).read()
+        m = re.search(r"^#\s*fusec\s+--arch\s+(\S+)", text, re.M)
+        text = re.sub(r"^(\s*graph\s+)\w+", lambda g: g.group(1) + name, text, count=1, flags=re.M)
+        dst = os.path.join(args.out, name + ".fg")
+        with open(dst, "w") as f:
+            f.write(text)
+        cmd = [args.fusec, dst, "-o", dst[:-3] + ".ptx"] + (["--arch", m.group(1)] if m else [])
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        res[name] = dict(exit=p.returncode, seconds=time.perf_counter() - t0, source=src,
+                         message=p.stdout.strip().splitlines()[0] if p.returncode else "")
+        if p.returncode:
+            print("perf_fuzz prepare-files: %s (%s): exit %d: %s" % (name, src, p.returncode, res[name]["message"]))
+    with open(os.path.join(args.out, "compile.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    print("perf_fuzz prepare-files: %d graphs, %d compiled" % (len(res), sum(1 for r in res.values() if not r["exit"])))
+
+
+def _copy_gbs(torch):
+    """Copy bandwidth (GB/s, read + write) of a 512 MiB device-to-device copy,
+    median of 20, as bench.py measures it."""
+    a = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    us = _time(torch, lambda: b.copy_(a), reps=20, batches=3)
+    del a, b
+    return 2 * (512 << 20) / us / 1e3
+
+
+def _profile(torch, fn, calls=5):
+    """The CUDA kernels of `calls` calls: [(name, count, total us a call)],
+    longest first (torch.profiler)."""
+    fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        us = getattr(e, "device_time_total", None)
+        if us is None:
+            us = e.cuda_time_total
+        if us > 0:
+            rows.append((e.key[:80], e.count // calls, round(us / calls, 2)))
+    return sorted(rows, key=lambda x: -x[2])[:8]
+
+
 def _scalar(dt):
     """The value a scalar parameter of dtype dt is given."""
     return True if dt == "bool" else 0.75 if dt.startswith(("f", "bf")) else 3
@@ -83,6 +142,8 @@ def run(args):
     import refs
 
     deadline = time.time() + args.budget
+    copy_gbs = _copy_gbs(torch)
+    print("perf_fuzz: copy bandwidth %.0f GB/s" % copy_gbs)
     with open(os.path.join(args.prep, "compile.json")) as f:
         comp = json.load(f)
     out = {}
@@ -104,6 +165,7 @@ def run(args):
             # scalar parameters: a fixed value of their dtype (tensors: refs.make_inputs)
             tens = iter(refs.make_inputs([s for s in sig if s[2] is not None], dev, seed=0))
             inputs = [next(tens) if shape is not None else _scalar(dt) for _, dt, shape in sig]
+            inputs = fg2torch.with_layouts(fn, inputs)  # parameters with a layout: strided as declared
             want = fn(*inputs)  # a tuple: fg2torch returns every result
             r["bytes"] = sum(t.numel() * t.element_size() for t in inputs if hasattr(t, "numel")) + sum(
                 t.numel() * t.element_size() for t in want if hasattr(t, "numel"))
@@ -122,6 +184,11 @@ def run(args):
             r["fusec_us"] = _time(torch, lambda: g(*inputs))
             r["eager_us"] = _time(torch, lambda: fn(*inputs))
             r["compile_us"] = _time(torch, lambda: cfn(*inputs))
+            r["fusec_frac"] = r["bytes"] / r["fusec_us"] / 1e3 / copy_gbs
+            if args.profile:
+                for who, f in (("fusec", lambda: g(*inputs)), ("compile", lambda: cfn(*inputs)),
+                               ("eager", lambda: fn(*inputs))):
+                    r["profile_" + who] = _profile(torch, f)
             del got, cgot, want, inputs
             torch.cuda.empty_cache()
         except Exception as e:  # a graph PyTorch or the binding cannot run: recorded, not fatal
@@ -129,7 +196,7 @@ def run(args):
         print("%s: %s" % (name, {k: v for k, v in r.items() if k != "compile"}), flush=True)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "perf_fuzz.json"), "w") as f:
-        json.dump(out, f, indent=1)
+        json.dump(dict(copy_gbs=copy_gbs, graphs=out), f, indent=1)
     timed = [(n, r) for n, r in out.items() if r.get("fusec_us") and r.get("compile_us")]
     vs_c = sorted(r["compile_us"] / r["fusec_us"] for _, r in timed)
     vs_e = sorted(r["eager_us"] / r["fusec_us"] for _, r in timed)
@@ -150,9 +217,10 @@ def run(args):
     print("perf_fuzz: checks: fusec wrong against eager %d, torch.compile wrong %d" % (
         sum(1 for _, r in timed if not r["fusec_check"]), sum(1 for _, r in timed if not r["compile_check"])))
     print("perf_fuzz: worst against torch.compile:")
-    for n, r in sorted(timed, key=lambda x: x[1]["compile_us"] / x[1]["fusec_us"])[:10]:
-        print("  %-8s %.2fx (fusec %.1f us, compile %.1f us, eager %.1f us, %.1f MB)" % (
-            n, r["compile_us"] / r["fusec_us"], r["fusec_us"], r["compile_us"], r["eager_us"], r["bytes"] / 1e6))
+    for n, r in sorted(timed, key=lambda x: x[1]["compile_us"] / x[1]["fusec_us"])[:args.worst]:
+        print("  %-8s %.2fx (fusec %.1f us, compile %.1f us, eager %.1f us, %.1f MB, %.3f of copy bandwidth) %s" % (
+            n, r["compile_us"] / r["fusec_us"], r["fusec_us"], r["compile_us"], r["eager_us"], r["bytes"] / 1e6,
+            r["fusec_frac"], r["compile"].get("source", "")))
 
 
 def main():
@@ -163,14 +231,20 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--count", type=int, default=200)
     p.add_argument("--out", required=True)
+    f = sub.add_parser("prepare-files")
+    f.add_argument("--fusec", required=True)
+    f.add_argument("--out", required=True)
+    f.add_argument("files", nargs="+")
     r = sub.add_parser("run")
     r.add_argument("--prep", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--budget", type=float, default=400)
     r.add_argument("--only", default="", help="comma-separated graph names")
+    r.add_argument("--worst", type=int, default=10, help="how many of the slowest graphs to list")
+    r.add_argument("--profile", action="store_true", help="each graph's CUDA kernels under torch.profiler")
     r.add_argument("--check-only", action="store_true", help="fusec's check against eager, no timing")
     args = ap.parse_args()
-    prepare(args) if args.cmd == "prepare" else run(args)
+    {"prepare": prepare, "prepare-files": prepare_files, "run": run}[args.cmd](args)
 
 
 if __name__ == "__main__":

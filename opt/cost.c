@@ -106,12 +106,13 @@ int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat) {
 }
 
 /* Loads a thread issues before it uses the first: its chunks (pointwise,
- * rows kept in registers) or the rows it loads together (column kernels). */
+ * rows kept in registers), a streamed row's vectors (a logsumexp's pass,
+ * the outputs' pass) or the rows it loads together (column kernels). */
 static int loads_in_flight(const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_COLUMN || (fg_kernel_is_scan(k->kind) && !k->scan_lanes))
     return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
-  if (k->kind == FG_KERNEL_ROW && !k->persistent)
-    return fg_plan_lse_pairs(p, k) ? fg_plan_lse_unroll(p, k) : 1;
+  if (k->kind == FG_KERNEL_ROW && !k->persistent) /* emit_row.c: the streamed passes */
+    return fg_plan_lse_pairs(p, k) || fg_plan_light_reductions(p, k) ? fg_plan_lse_unroll(p, k) : 1;
   return k->chunks > 1 ? k->chunks : 1;
 }
 
@@ -168,8 +169,10 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
     double b = arg_bytes(p, k->args[i]);
     /* a row kernel not kept in registers reads its inputs once a phase
      * (a variance's two reductions: one pass, variance.c; a logsumexp's
-     * too, logsumexp.c), the full-size outputs' phase included */
-    if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent)
+     * too, logsumexp.c), the full-size outputs' phase included; once where
+     * its reductions load none of them (fg_plan_light_reductions) */
+    if (k->args[i].kind == FG_BUF_PARAM && k->kind == FG_KERNEL_ROW && !k->persistent &&
+        !fg_plan_light_reductions(p, k))
       b *= fg_plan_row_passes(p, k) + (fg_plan_lse_pairs(p, k) ? fg_plan_writes_full(k) : 1);
     bytes += b;
   }

@@ -470,6 +470,7 @@ int fg_plan_lse_riders(const fg_plan *p, const fg_kernel *k);
 int fg_plan_lse_unroll(const fg_plan *p, const fg_kernel *k);
 /* Whether k writes an output of its full domain (not a reduction). */
 bool fg_plan_writes_full(const fg_kernel *k);
+bool fg_plan_light_reductions(const fg_plan *p, const fg_kernel *k);
 
 /* The CTAs of the cluster a row of row_bytes takes where its kernel has a
  * phase that needs the row's reductions (schedule.c cluster_split), or 1

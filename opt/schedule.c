@@ -610,6 +610,79 @@ static bool stream_lse(const fg_plan *p, fg_kernel *k) {
 
 bool fg_plan_writes_full(const fg_kernel *k) { return writes_full(k); }
 
+/* Whether computing v over k's domain loads a tensor that is not small
+ * beside it: more than an eighth of the domain's elements or
+ * LIGHT_MAX_BYTES (or of a symbolic count). The leaves are k's parameters
+ * and temps; a reduction of k counts as its total (its own phase reads its
+ * input). */
+enum { LIGHT_MAX_BYTES = 4 << 20 };
+
+static bool loads_large(const fg_plan *p, const fg_kernel *k, const fg_value *from,
+                        int64_t domain) {
+  enum { DEPTH = 4096 };
+  const fg_value *stack[DEPTH];
+  int sp = 0;
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen)
+    return true;
+  stack[sp++] = from;
+  bool hit = false;
+  while (sp && !hit) {
+    const fg_value *v = stack[--sp];
+    if (seen[v->id])
+      continue;
+    seen[v->id] = 1;
+    if (fg_plan_in_memory(p, v, k->id) || !v->def) {
+      int64_t n = v->type.scalar ? 1 : fg_type_numel(&v->type);
+      hit = n < 0 || n > domain / 8 || n * fg_dtype_size(v->type.dtype) > LIGHT_MAX_BYTES;
+      continue;
+    }
+    if (v->def->op->kind == FG_KIND_REDUCTION)
+      continue;
+    for (int a = 0; a < v->def->nin && !hit; a++) {
+      if (sp == DEPTH)
+        hit = true; /* too deep to tell: as if it did */
+      else
+        stack[sp++] = v->def->in[a];
+    }
+  }
+  free(seen);
+  return hit;
+}
+
+/* Whether no reduction of row kernel k loads a tensor that is not small
+ * beside its domain (loads_large; a bias, the rows' statistics or
+ * targets): their phases are arithmetic and cached reads, and streaming k
+ * reads each large input once, in the outputs' pass. */
+bool fg_plan_light_reductions(const fg_plan *p, const fg_kernel *k) {
+  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->outer <= 0 || k->red <= 0 ||
+      fg_sym_involves(&p->sym, k->outer) || fg_sym_involves(&p->sym, k->red))
+    return false;
+  for (int i = 0; i < k->nreds; i++)
+    if (loads_large(p, k, k->reds[i]->in[0], k->outer * k->red))
+      return false;
+  return true;
+}
+
+/* A long row (a cluster's, or more than LSE_THREADS threads of a CTA) kept
+ * in registers whose full-size outputs need its totals, streamed instead
+ * (knob ROW_STREAM; 1: where fg_plan_light_reductions, 2: always): CTAs of
+ * LSE_THREADS threads that loop over the row, a phase a reduction, then
+ * the outputs. Kept in registers, the row's loads wait for the reductions'
+ * arithmetic and the cluster's barriers, and they for the loads, in every
+ * CTA: the cross-entropy backward over 50304 columns, whose sum reads only
+ * the targets, ran at 0.64x torch.compile as a cluster of 8
+ * (docs/benchmarks.md, run V1). */
+static bool stream_row(const fg_plan *p, const fg_kernel *k) {
+  int64_t v = 1;
+  knob(&p->opts, FG_KNOB_ROW_STREAM, &v);
+  if (v == 0 || !k->persistent || k->ncols || k->ntails || k->row_lanes ||
+      (k->cluster <= 1 && k->block <= LSE_THREADS) || !writes_full(k) || !dependent_phases(p, k) ||
+      fg_sym_involves(&p->sym, k->red))
+    return false;
+  return v == 2 || fg_plan_light_reductions(p, k);
+}
+
 /* Split, chunks, block and grid of a row kernel at its vector width. */
 static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t b = k->outer, r = k->red;
@@ -673,6 +746,9 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   }
   k->block = (int)t;
   k->chunks = (int)e;
+  bool streamed = stream_row(p, k);
+  if (streamed)
+    k->persistent = false, k->split = k->cluster = 1, k->block = LSE_THREADS;
   if (stream_lse(p, k))
     k->persistent = false, k->block = LSE_THREADS, k->chunks = fg_plan_lse_unroll(p, k);
   if (fg_sym_involves(&p->sym, r)) {
@@ -684,8 +760,8 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     k->split =
         dependent_phases(p, k) || k->ncols || k->ntails ? 1 : (int)ceil_div(8 * (int64_t)sm, b);
   }
-  if (!k->persistent && fg_plan_lse_pairs(p, k))
-    k->chunks = fg_plan_lse_unroll(p, k); /* the vectors its one pass loads at a time */
+  if (!k->persistent) /* the vectors a streamed pass loads at a time (emit_row.c) */
+    k->chunks = fg_plan_lse_unroll(p, k);
   k->grid[0] = b * k->split;
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
@@ -696,7 +772,10 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
-  if (!k->persistent && fg_plan_lse_pairs(p, k) > 0 && fg_plan_row_passes(p, k) == 1)
+  if (streamed && fg_plan_light_reductions(p, k))
+    k->why = "row reduction, one CTA per row, streamed: the reductions load no row-sized tensor, "
+             "so the outputs' pass reads the row once";
+  else if (!k->persistent && fg_plan_lse_pairs(p, k) > 0 && fg_plan_row_passes(p, k) == 1)
     k->why = "row reduction, one CTA per row, streamed: the max and the sum of exponentials "
              "about it in one pass (online softmax)";
   else if (!k->persistent && fg_plan_row_passes(p, k) < k->nreds)
@@ -2098,7 +2177,8 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
   else if (k->kind == FG_KERNEL_ROW && !k->persistent &&
-           fg_plan_row_passes(p, k) + writes_full(k) > 1 && bytes >= LARGE)
+           fg_plan_row_passes(p, k) + writes_full(k) > 1 && bytes >= LARGE &&
+           !fg_plan_light_reductions(p, k))
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 
