@@ -132,10 +132,10 @@
   X(ROW_LSE, 0, 8, FG_KNOB_ANY, "auto",                                                            \
     "a long row's max and sum of exponentials streamed in one pass: N vectors a thread at a time " \
     "(auto: 16 values), 0: kept in registers in one large CTA")                                    \
-  /* issue 17: long rows whose outputs need their totals (schedule.c stream_row) */               \
+  /* issue 17: long rows whose outputs need their totals (schedule.c stream_row) */                \
   X(ROW_STREAM, 0, 2, FG_KNOB_ANY, "1",                                                            \
-    "a long row with full-size outputs: 1 streamed where its reductions read no row-sized "       \
-    "tensor (kept in registers otherwise), 2 streamed (the row re-read each phase), 0 never")     \
+    "a long row with full-size outputs: 1 streamed where its reductions read no row-sized "        \
+    "tensor (kept in registers otherwise), 2 streamed (the row re-read each phase), 0 never")      \
   /* issue 17/20: concurrent kernels (opt/streams.c) */                                            \
   X(STREAMS, 0, 1, FG_KNOB_ANY, "1",                                                               \
     "1: groups of kernels independent of the rest run on a second stream, 0: one stream")          \
