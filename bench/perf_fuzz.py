@@ -110,7 +110,7 @@ def _profile(torch, fn, calls=5):
             us = e.cuda_time_total
         if us > 0:
             rows.append((e.key[:80], e.count // calls, round(us / calls, 2)))
-    return sorted(rows, key=lambda x: -x[2])[:8]
+    return sorted(rows, key=lambda x: -x[2])[:30]
 
 
 def _scalar(dt):

@@ -112,7 +112,7 @@ static int loads_in_flight(const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_COLUMN || (fg_kernel_is_scan(k->kind) && !k->scan_lanes))
     return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
   if (k->kind == FG_KERNEL_ROW && !k->persistent) /* emit_row.c: the streamed passes */
-    return fg_plan_lse_pairs(p, k) || fg_plan_light_reductions(p, k) ? fg_plan_lse_unroll(p, k) : 1;
+    return fg_plan_lse_pairs(p, k) || fg_plan_light_reductions(p, k) ? k->chunks : 1;
   return k->chunks > 1 ? k->chunks : 1;
 }
 

@@ -610,69 +610,107 @@ static bool stream_lse(const fg_plan *p, fg_kernel *k) {
 
 bool fg_plan_writes_full(const fg_kernel *k) { return writes_full(k); }
 
-/* Whether computing v over k's domain loads a tensor that is not small
- * beside it: more than an eighth of the domain's elements or
- * LIGHT_MAX_BYTES (or of a symbolic count). The leaves are k's parameters
- * and temps; a reduction of k counts as its total (its own phase reads its
- * input). */
+/* The bytes of the tensors that computing v over k's domain loads and that
+ * are not small beside it (more than an eighth of the domain's elements or
+ * LIGHT_MAX_BYTES; a symbolic count: -1), each counted once (seen, shared
+ * between calls). The leaves are k's parameters and temps; a reduction of
+ * k counts as its total (its own phase reads its input). */
 enum { LIGHT_MAX_BYTES = 4 << 20 };
 
-static bool loads_large(const fg_plan *p, const fg_kernel *k, const fg_value *from,
-                        int64_t domain) {
+static int64_t large_loads(const fg_plan *p, const fg_kernel *k, const fg_value *from,
+                           unsigned char *seen) {
   enum { DEPTH = 4096 };
   const fg_value *stack[DEPTH];
   int sp = 0;
-  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen)
-    return true;
+  int64_t domain = k->outer * k->red, bytes = 0;
   stack[sp++] = from;
-  bool hit = false;
-  while (sp && !hit) {
+  while (sp) {
     const fg_value *v = stack[--sp];
     if (seen[v->id])
       continue;
     seen[v->id] = 1;
     if (fg_plan_in_memory(p, v, k->id) || !v->def) {
       int64_t n = v->type.scalar ? 1 : fg_type_numel(&v->type);
-      hit = n < 0 || n > domain / 8 || n * fg_dtype_size(v->type.dtype) > LIGHT_MAX_BYTES;
+      if (n < 0)
+        return -1;
+      if (n > domain / 8 || n * fg_dtype_size(v->type.dtype) > LIGHT_MAX_BYTES)
+        bytes += n * fg_dtype_size(v->type.dtype);
       continue;
     }
     if (v->def->op->kind == FG_KIND_REDUCTION)
       continue;
-    for (int a = 0; a < v->def->nin && !hit; a++) {
+    for (int a = 0; a < v->def->nin; a++) {
       if (sp == DEPTH)
-        hit = true; /* too deep to tell: as if it did */
-      else
-        stack[sp++] = v->def->in[a];
+        return -1; /* too deep to tell */
+      stack[sp++] = v->def->in[a];
     }
   }
+  return bytes;
+}
+
+/* The bytes row kernel k's reductions load of tensors not small beside its
+ * domain (large_loads, each tensor once), or -1 where that is not known. */
+static int64_t reduction_loads(const fg_plan *p, const fg_kernel *k) {
+  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->outer <= 0 || k->red <= 0 ||
+      fg_sym_involves(&p->sym, k->outer) || fg_sym_involves(&p->sym, k->red))
+    return -1;
+  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
+  if (!seen)
+    return -1;
+  int64_t bytes = 0;
+  for (int i = 0; i < k->nreds && bytes >= 0; i++) {
+    int64_t b = large_loads(p, k, k->reds[i]->in[0], seen);
+    bytes = b < 0 ? -1 : bytes + b;
+  }
   free(seen);
-  return hit;
+  return bytes;
 }
 
 /* Whether no reduction of row kernel k loads a tensor that is not small
- * beside its domain (loads_large; a bias, the rows' statistics or
- * targets): their phases are arithmetic and cached reads, and streaming k
- * reads each large input once, in the outputs' pass. */
+ * beside its domain (a bias, the rows' statistics or targets): their
+ * phases are arithmetic and cached reads, and streaming k reads each large
+ * input once, in the outputs' pass. */
 bool fg_plan_light_reductions(const fg_plan *p, const fg_kernel *k) {
-  if (k->kind != FG_KERNEL_ROW || k->nreds == 0 || k->outer <= 0 || k->red <= 0 ||
-      fg_sym_involves(&p->sym, k->outer) || fg_sym_involves(&p->sym, k->red))
-    return false;
-  for (int i = 0; i < k->nreds; i++)
-    if (loads_large(p, k, k->reds[i]->in[0], k->outer * k->red))
-      return false;
-  return true;
+  return reduction_loads(p, k) == 0;
+}
+
+/* The bytes k's arguments move, each once (the reads and writes of a row
+ * kept in registers). */
+static int64_t args_bytes(const fg_plan *p, const fg_kernel *k) {
+  int64_t bytes = 0;
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *v = fg_plan_buf_value(p, k->args[i]);
+    int64_t n = v && !v->type.scalar ? fg_type_numel(&v->type) : 0;
+    if (n > 0)
+      bytes += n * fg_dtype_size(v->type.dtype);
+  }
+  return bytes;
 }
 
 /* A long row (a cluster's, or more than LSE_THREADS threads of a CTA) kept
  * in registers whose full-size outputs need its totals, streamed instead
- * (knob ROW_STREAM; 1: where fg_plan_light_reductions, 2: always): CTAs of
- * LSE_THREADS threads that loop over the row, a phase a reduction, then
- * the outputs. Kept in registers, the row's loads wait for the reductions'
- * arithmetic and the cluster's barriers, and they for the loads, in every
- * CTA: the cross-entropy backward over 50304 columns, whose sum reads only
- * the targets, ran at 0.64x torch.compile as a cluster of 8
- * (docs/benchmarks.md, run V1). */
+ * (knob ROW_STREAM): CTAs of LSE_THREADS threads that loop over the row, a
+ * pass for the reductions (a logsumexp's or a variance's two in one), then
+ * one for all the outputs. Kept in registers, the row's loads wait for the
+ * reductions' arithmetic and the cluster's barriers, and they for the
+ * loads, in every CTA; streamed, the CTAs are small and overlap, at the
+ * cost of reading again what the reductions read. Auto (1): where that is
+ * at most a third of what the kernel moves once (REREAD_MAX), none where
+ * the reductions read only small tensors. Measured (docs/benchmarks.md,
+ * runs V2-V3): the cross-entropy backward over 50304 columns, whose sum
+ * reads only the targets, 951 -> 618 us; its forward, bf16 logits read
+ * twice beside bf16 and f32 log-probabilities written (a quarter), 1813 ->
+ * 1459 us; group norm's f32 rows, read twice beside one f32 output (a
+ * half), 112 -> 174 us streamed: kept. 2: streamed wherever it can be. */
+enum { REREAD_MAX_DIV = 3 };
+
+/* Whether streaming row kernel k reads again at most a third of what it
+ * moves once (nothing, where its reductions are light). */
+static bool stream_pays(const fg_plan *p, const fg_kernel *k) {
+  int64_t reread = reduction_loads(p, k);
+  return reread == 0 || (reread > 0 && reread * REREAD_MAX_DIV <= args_bytes(p, k));
+}
+
 static bool stream_row(const fg_plan *p, const fg_kernel *k) {
   int64_t v = 1;
   knob(&p->opts, FG_KNOB_ROW_STREAM, &v);
@@ -680,7 +718,7 @@ static bool stream_row(const fg_plan *p, const fg_kernel *k) {
       (k->cluster <= 1 && k->block <= LSE_THREADS) || !writes_full(k) || !dependent_phases(p, k) ||
       fg_sym_involves(&p->sym, k->red))
     return false;
-  return v == 2 || fg_plan_light_reductions(p, k);
+  return v == 2 || stream_pays(p, k);
 }
 
 /* Split, chunks, block and grid of a row kernel at its vector width. */
@@ -760,8 +798,12 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
     k->split =
         dependent_phases(p, k) || k->ncols || k->ntails ? 1 : (int)ceil_div(8 * (int64_t)sm, b);
   }
-  if (!k->persistent) /* the vectors a streamed pass loads at a time (emit_row.c) */
-    k->chunks = fg_plan_lse_unroll(p, k);
+  /* The vectors a streamed pass loads at a time (emit_row.c): one where the
+   * reductions load nothing large (the cross-entropy backward: 618 us at
+   * one, 676 at two; run V4), else 16 values (its forward: 1459 us at four
+   * vectors, 1483 at one). */
+  if (!k->persistent)
+    k->chunks = fg_plan_light_reductions(p, k) ? 1 : fg_plan_lse_unroll(p, k);
   k->grid[0] = b * k->split;
   k->grid[1] = k->grid[2] = 1;
   k->smem = 0;
@@ -772,12 +814,19 @@ static void shape_row(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
       : k->persistent
           ? "row reduction, one CTA per row, row kept in registers"
           : "row reduction, one CTA per row, rows too long for registers: phases re-read the row";
-  if (streamed && fg_plan_light_reductions(p, k))
+  bool light = streamed && fg_plan_light_reductions(p, k);
+  if (light)
     k->why = "row reduction, one CTA per row, streamed: the reductions load no row-sized tensor, "
              "so the outputs' pass reads the row once";
   else if (!k->persistent && fg_plan_lse_pairs(p, k) > 0 && fg_plan_row_passes(p, k) == 1)
-    k->why = "row reduction, one CTA per row, streamed: the max and the sum of exponentials "
-             "about it in one pass (online softmax)";
+    k->why = streamed ? "row reduction, one CTA per row, streamed: the max and the sum of "
+                        "exponentials about it in one pass (online softmax), the row read again by "
+                        "the outputs' pass (at most a third of what the kernel moves)"
+                      : "row reduction, one CTA per row, streamed: the max and the sum of "
+                        "exponentials about it in one pass (online softmax)";
+  else if (streamed)
+    k->why = "row reduction, one CTA per row, streamed: the row read again by the outputs' pass "
+             "(at most a third of what the kernel moves)";
   else if (!k->persistent && fg_plan_row_passes(p, k) < k->nreds)
     k->why = fg_plan_row_passes(p, k) + writes_full(k) > 1
                  ? "row reduction, one CTA per row, rows too long for registers: a variance's mean "
@@ -2177,8 +2226,7 @@ static void lint_kernel(fg_plan *p, fg_kernel *k) {
     k->warn = fg_arena_printf(
         &p->g->arena, "vector width 1 over a contiguous extent of %" PRId64 " elements", last);
   else if (k->kind == FG_KERNEL_ROW && !k->persistent &&
-           fg_plan_row_passes(p, k) + writes_full(k) > 1 && bytes >= LARGE &&
-           !fg_plan_light_reductions(p, k))
+           fg_plan_row_passes(p, k) + writes_full(k) > 1 && bytes >= LARGE && !stream_pays(p, k))
     k->warn = "rows too long for registers: each phase reads the row again";
 }
 
