@@ -687,8 +687,9 @@ static int64_t args_bytes(const fg_plan *p, const fg_kernel *k) {
   return bytes;
 }
 
-/* A long row (a cluster's, or more than LSE_THREADS threads of a CTA) kept
- * in registers whose full-size outputs need its totals, streamed instead
+/* A long row (a cluster's, or of more than CLUSTER_MIN_ROW_BYTES in more
+ * than LSE_THREADS threads of a CTA) kept in registers whose full-size
+ * outputs need its totals, streamed instead
  * (knob ROW_STREAM): CTAs of LSE_THREADS threads that loop over the row, a
  * pass for the reductions (a logsumexp's or a variance's two in one), then
  * one for all the outputs. Kept in registers, the row's loads wait for the
@@ -715,8 +716,9 @@ static bool stream_row(const fg_plan *p, const fg_kernel *k) {
   int64_t v = 1;
   knob(&p->opts, FG_KNOB_ROW_STREAM, &v);
   if (v == 0 || !k->persistent || k->ncols || k->ntails || k->row_lanes ||
-      (k->cluster <= 1 && k->block <= LSE_THREADS) || !writes_full(k) || !dependent_phases(p, k) ||
-      fg_sym_involves(&p->sym, k->red))
+      (k->cluster <= 1 && (k->block <= LSE_THREADS ||
+                           k->red * row_elem_size(k) <= CLUSTER_MIN_ROW_BYTES)) ||
+      !writes_full(k) || !dependent_phases(p, k) || fg_sym_involves(&p->sym, k->red))
     return false;
   return v == 2 || stream_pays(p, k);
 }
