@@ -1303,9 +1303,14 @@ static int col_threads(const fg_plan *p, const fg_kernel *k, const fg_plan_optio
  * (S13: the tail grows with them; docs/benchmarks.md), and with R > 1 the
  * partials (8 bytes each, written and read once) at most a sixteenth of the
  * bytes the kernel reads (r x the input's element size a column), though
- * never below 32 slices. */
+ * never below 32 slices; 64 where 32 would leave SMs idle. */
 static int64_t col_split_cap(const fg_plan *p, const fg_kernel *k, int64_t r, int64_t R) {
   int64_t cap = 32 * R;
+  /* Where 32 leaves SMs without a CTA (a bias gradient of 768 columns in
+   * vectors of two: 2 tiles, 64 CTAs), 64 (docs/benchmarks.md, runs V4,
+   * V7). */
+  if (R == 1 && k->grid[0] * cap < p->target.sm_count)
+    cap = 64;
   if (R > 1) {
     int64_t bytes = r * fg_kernel_input_size(p, k) / (16 * 2 * 8);
     if (bytes < cap)
