@@ -716,8 +716,8 @@ static bool stream_row(const fg_plan *p, const fg_kernel *k) {
   int64_t v = 1;
   knob(&p->opts, FG_KNOB_ROW_STREAM, &v);
   if (v == 0 || !k->persistent || k->ncols || k->ntails || k->row_lanes ||
-      (k->cluster <= 1 && (k->block <= LSE_THREADS ||
-                           k->red * row_elem_size(k) <= CLUSTER_MIN_ROW_BYTES)) ||
+      (k->cluster <= 1 &&
+       (k->block <= LSE_THREADS || k->red * row_elem_size(k) <= CLUSTER_MIN_ROW_BYTES)) ||
       !writes_full(k) || !dependent_phases(p, k) || fg_sym_involves(&p->sym, k->red))
     return false;
   return v == 2 || stream_pays(p, k);
