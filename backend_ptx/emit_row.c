@@ -466,13 +466,19 @@ static bool stream_outputs(fgb_emitter *e, row_kernel *rk) {
   /* (a row kept in registers streams only in its variant for misaligned
    * pointers: one chunk at a time, the least code) */
   int U = k->persistent || k->chunks < 1 ? 1 : k->chunks > MAX_U ? MAX_U : k->chunks;
-  const fg_value *outs[64];
+  const fg_value **outs = calloc((size_t)k->nouts + 1, sizeof *outs);
+  if (!outs) {
+    fgb_fail(e, "out of memory");
+    return false;
+  }
   int n = 0;
-  for (int i = 0; i < k->nouts && n < 64; i++)
+  for (int i = 0; i < k->nouts; i++)
     if (fgb_is_full(e, k->outs[i]) && !fgk_is_reduction_result(k->outs[i]))
       outs[n++] = k->outs[i];
-  if (n == 0)
+  if (n == 0) {
+    free(outs);
     return true;
+  }
   fgk_loop l;
   LLVMValueRef r0 = fgk_loop_begin(e, &l, LLVMBuildAdd(e->b, rc->rstart, rk->tv, ""), rc->rend,
                                    fgb_const(e, T * V * U));
@@ -508,11 +514,13 @@ static bool stream_outputs(fgb_emitter *e, row_kernel *rk) {
   fgk_loop_end(e, &l, r0);
   for (int i = 0; i < n; i++)
     edge_store_full(e, rk, outs[i]);
+  free(outs);
   return !e->failed;
 }
 
 /* The row streamed: a loop over the row for each reduction (a variance's
- * two in one: reduce_variance_pair), then one for each full-size output. */
+ * two in one: reduce_variance_pair), then one for all the full-size
+ * outputs (stream_outputs). */
 static bool reduce_streaming(fgb_emitter *e, row_kernel *rk) {
   const fg_kernel *k = e->k;
   fgk_row_ctx *rc = &rk->rc;
