@@ -47,7 +47,7 @@ static double gathered_bytes(const fg_plan *p, const fg_value *prm, double whole
 }
 
 /* Bytes a buffer argument moves. */
-static double arg_bytes(const fg_plan *p, fg_buf_ref b) {
+double fg_plan_arg_bytes(const fg_plan *p, fg_buf_ref b) {
   const fg_type *t = NULL;
   if (b.kind == FG_BUF_PARAM && !p->g->params[b.index]->type.scalar)
     return gathered_bytes(p, p->g->params[b.index],
@@ -135,9 +135,9 @@ static double l2_hit_bytes(const fg_plan *p, const fg_kernel *k) {
       before = &p->kernels[i];
   if (!before)
     return 0;
-  double moved = 0, tensor = arg_bytes(p, k->l2_reread);
+  double moved = 0, tensor = fg_plan_arg_bytes(p, k->l2_reread);
   for (int i = 0; i < before->nargs; i++)
-    moved += arg_bytes(p, before->args[i]);
+    moved += fg_plan_arg_bytes(p, before->args[i]);
   double hit = moved > 0 ? L2_KEPT * (double)p->target.l2_bytes * tensor / moved : 0;
   return hit < tensor ? hit : tensor;
 }
@@ -166,7 +166,7 @@ fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   fg_cost c = {0};
   double bytes = 0;
   for (int i = 0; i < k->nargs; i++) {
-    double b = arg_bytes(p, k->args[i]);
+    double b = fg_plan_arg_bytes(p, k->args[i]);
     /* a row kernel not kept in registers reads its inputs once a phase
      * (a variance's two reductions: one pass, variance.c; a logsumexp's
      * too, logsumexp.c), the full-size outputs' phase included; once where
@@ -293,7 +293,7 @@ bool fg_kernel_compute_heavy(const fg_plan *p, const fg_kernel *k) {
   double bytes = 0; /* (not the workspaces scheduling adds: the same answer before and after) */
   for (int i = 0; i < k->nargs; i++)
     if (k->args[i].kind != FG_BUF_TEMP || p->temps[k->args[i].index].value)
-      bytes += arg_bytes(p, k->args[i]);
+      bytes += fg_plan_arg_bytes(p, k->args[i]);
   double mem_us = bytes / ((double)p->target.copy_gbs * 1e3);
   return mem_us > 0 && fg_kernel_compute_us(p, k) >= 0.5 * mem_us;
 }

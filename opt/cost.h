@@ -18,6 +18,9 @@ int fg_kernel_input_size(const fg_plan *p, const fg_kernel *k);
  * of the domain's size), or 0 (none; or knob PW_FLAT_DENSE 0). */
 int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat);
 /* k's estimate at copy_gbs of copy bandwidth (the target's, or a knob's). */
+/* The bytes buffer b moves once in a kernel (a parameter read only by
+ * gathers: the rows they read). */
+double fg_plan_arg_bytes(const fg_plan *p, fg_buf_ref b);
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs);
 
 /* issue 17, the arithmetic term: thread instructions an element of k's

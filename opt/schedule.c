@@ -675,16 +675,12 @@ bool fg_plan_light_reductions(const fg_plan *p, const fg_kernel *k) {
 }
 
 /* The bytes k's arguments move, each once (the reads and writes of a row
- * kept in registers). */
+ * kept in registers; cost.c). */
 static int64_t args_bytes(const fg_plan *p, const fg_kernel *k) {
-  int64_t bytes = 0;
-  for (int i = 0; i < k->nargs; i++) {
-    const fg_value *v = fg_plan_buf_value(p, k->args[i]);
-    int64_t n = v && !v->type.scalar ? fg_type_numel(&v->type) : 0;
-    if (n > 0)
-      bytes += n * fg_dtype_size(v->type.dtype);
-  }
-  return bytes;
+  double bytes = 0;
+  for (int i = 0; i < k->nargs; i++)
+    bytes += fg_plan_arg_bytes(p, k->args[i]);
+  return (int64_t)bytes;
 }
 
 /* A long row (a cluster's, or of more than CLUSTER_MIN_ROW_BYTES in more
