@@ -39,7 +39,7 @@
 #include "fgb_internal.h"
 #include "tensor_core.h"
 
-enum { MAX_D = 128, MAX_BC = 64 };
+enum { MAX_D = 128, MAX_BC = 128 };
 enum { OP_DO, OP_Q, OP_K, OP_V, OP_O, OP_LSE, NOPS };
 
 typedef struct bsrc { /* where an operand is read */
@@ -69,6 +69,12 @@ typedef struct bwd {
    * pitch D; saddr: smem's shared address (i32, 1024-byte aligned) */
   bool wg;
   LLVMValueRef saddr;
+  /* bwd_overlap (the plan's attn_overlap): S and dP issued as two wgmma
+   * groups, the exponentials computed while dP's runs, dK's, dV's
+   * products issued as the values they take are ready; order_slot (dq):
+   * the 4 bytes past the stages that order dP's wait (fgb_tc_wg_wait_after) */
+  bool overlap;
+  LLVMValueRef order_slot;
 } bwd;
 
 static LLVMValueRef i32c(bwd *w, int64_t v) { return fgb_tc_i32(w->m, v); }
@@ -250,15 +256,16 @@ static void frag_b_kn(bwd *w, LLVMValueRef base, int j, int d, LLVMValueRef *out
 
 /* wgmma: acc[p] = A_p B_p^T for np products in one chain, adesc[p] the
  * descriptor of the warpgroup's rows of a [br] tile, bdesc[p] of a [bc]
- * one (both K-major). */
+ * one (both K-major). Without `wait` the chain is left in flight as one
+ * wgmma group: its results may be read only after wg_wait (bwd_overlap). */
 static void wg_abt(bwd *w, int np, LLVMValueRef *adesc, LLVMValueRef *bdesc, int nn,
-                   LLVMValueRef (**acc)[4]) {
+                   LLVMValueRef (**acc)[4], bool wait) {
   LLVMValueRef d[2 * MAX_BC / 2];
   fgb_tc_wg_chain c = {.dt = w->dt,
                        .n = nn * 8,
                        .nk = (int)(w->D / 16),
                        .np = np,
-                       .wait = true,
+                       .wait = wait,
                        .areg = "ad",
                        .breg = "bd"};
   if (!fgb_tc_wg_ss(w->m, &c, adesc, w->br, bdesc, w->bc, d)) {
@@ -273,9 +280,11 @@ static void wg_abt(bwd *w, int np, LLVMValueRef *adesc, LLVMValueRef *bdesc, int
 
 /* wgmma: acc[p] (locals, D / 8 tiles of 16 x 8) += pa[p] B_p for np
  * products in one chain, pa[p] nn / 2 A blocks, bdesc[p] the MN-major
- * descriptor of a [bc] tile. */
+ * descriptor of a [bc] tile. Without `wait` the chain is left in flight
+ * and its np D / 2 results go to out[] (for wg_wait, then wg_store_acc),
+ * the locals untouched. */
 static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef *bdesc,
-                   LLVMValueRef (**acc)[4]) {
+                   LLVMValueRef (**acc)[4], bool wait, LLVMValueRef *out) {
   LLVMBuilderRef b = w->b;
   int nd = (int)(w->D / 8), nk = nn / 2;
   LLVMValueRef c[2 * MAX_D / 2], a[2 * MAX_BC / 16][4];
@@ -288,9 +297,14 @@ static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef 
         a[p * nk + j][i] = pa[p][j][i];
   }
   fgb_tc_wg_chain ch = {
-      .dt = w->dt, .n = (int)w->D, .nk = nk, .np = np, .wait = true, .breg = "bd"};
+      .dt = w->dt, .n = (int)w->D, .nk = nk, .np = np, .wait = wait, .breg = "bd"};
   if (!fgb_tc_wg_rs(w->m, &ch, a, bdesc, c)) {
     fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+    return;
+  }
+  if (!wait) {
+    for (int i = 0; i < np * nd * 4; i++)
+      out[i] = c[i];
     return;
   }
   for (int p = 0; p < np; p++)
@@ -299,13 +313,56 @@ static void wg_acc(bwd *w, int np, LLVMValueRef (**pa)[4], int nn, LLVMValueRef 
         LLVMBuildStore(b, c[p * nd * 4 + 4 * d + i], acc[p][d][i]);
 }
 
+/* bwd_overlap: wgmma.wait_group `pending` for the n values at v (outputs
+ * of chains in flight; complete after it). */
+static void wg_wait(bwd *w, int pending, LLVMValueRef *v, int n) {
+  if (!fgb_tc_wg_wait(w->m, pending, v, n))
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+}
+
+/* The same, for the nn 8-column tiles x[j][4] of an S-like result. */
+static void wg_wait_tiles(bwd *w, int pending, LLVMValueRef x[][4], int nn) {
+  LLVMValueRef v[MAX_BC / 2];
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      v[4 * j + i] = x[j][i];
+  wg_wait(w, pending, v, 4 * nn);
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      x[j][i] = v[4 * j + i];
+}
+
+/* wgmma.wait_group 0 for x (as wg_wait_tiles) after the instructions
+ * computing `gate`: left alone, ptxas hoists the wait above the work it
+ * is meant to overlap (fgb_tc_wg_wait_after). */
+static void wg_wait_tiles_after(bwd *w, LLVMValueRef x[][4], int nn, LLVMValueRef gate,
+                                LLVMValueRef slot) {
+  LLVMValueRef v[MAX_BC / 2];
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      v[4 * j + i] = x[j][i];
+  if (!fgb_tc_wg_wait_after(w->m, 0, v, 4 * nn, gate, slot))
+    fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
+  for (int j = 0; j < nn; j++)
+    for (int i = 0; i < 4; i++)
+      x[j][i] = v[4 * j + i];
+}
+
+/* Stores the D / 2 values at v (a wg_acc left in flight, waited for)
+ * into the locals acc. */
+static void wg_store_acc(bwd *w, const LLVMValueRef *v, LLVMValueRef acc[][4]) {
+  for (int d = 0; d < w->D / 8; d++)
+    for (int i = 0; i < 4; i++)
+      LLVMBuildStore(w->b, v[4 * d + i], acc[d][i]);
+}
+
 /* acc[0..nn) = A B^T for A the warp's 16 rows of the tile at a_at and B
  * the tile at b_at ([n][k], n-tiles 0..nn), over the head dim. */
 static void gemm_abt(bwd *w, LLVMValueRef abase, LLVMValueRef bbase, int nn,
                      LLVMValueRef acc[][4]) {
   int nkq = (int)(w->D / 16);
   if (w->wg) { /* abase, bbase: descriptors (wg_abt) */
-    wg_abt(w, 1, &abase, &bbase, nn, &acc);
+    wg_abt(w, 1, &abase, &bbase, nn, &acc, true);
     return;
   }
   for (int j = 0; j < nn; j++)
@@ -342,7 +399,7 @@ static void gemm_acc(bwd *w, LLVMValueRef pa[][4], int nn, LLVMValueRef bbase,
   LLVMBuilderRef b = w->b;
   int nd = (int)(w->D / 8);
   if (w->wg) { /* bbase: a descriptor (wg_acc) */
-    wg_acc(w, 1, &pa, nn, &bbase, &acc);
+    wg_acc(w, 1, &pa, nn, &bbase, &acc, true, NULL);
     return;
   }
   for (int d = 0; d < nd; d += 2) {
@@ -580,7 +637,9 @@ static bool emit_dq(bwd *w) {
   int stages = k->attn_stages;
   bool async = e->aligned && e->vec == 8 && stages == 2;
   int64_t stage_bytes = 2 * bc * tile; /* K and V */
-  if (stages == 2) {                   /* the first block, once every warp is done with O */
+  if (w->overlap)                      /* past the stages (schedule_attention_bwd's 16 bytes) */
+    w->order_slot = add(w, w->saddr, i32c(w, k_at + stages * stage_bytes));
+  if (stages == 2) { /* the first block, once every warp is done with O */
     fgb_barrier(m);
     load_tile(w, OP_K, i32c(w, 0), w->Sk, bc, i32c(w, k_at), async);
     load_tile(w, OP_V, i32c(w, 0), w->Sk, bc, i32c(w, v_at), async);
@@ -620,10 +679,15 @@ static bool emit_dq(bwd *w) {
   vbase_nk = at_stage(w, vbase_nk, cur);
   kbase_kn = at_stage(w, kbase_kn, cur);
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  if (w->wg) { /* S and dP in one chain */
+  if (w->overlap) { /* S, then dP, in flight; S waited for, dP after P */
+    LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
+    wg_abt(w, 1, &qbase, &kbase_nk, nn, &out_s, false);
+    wg_abt(w, 1, &dobase, &vbase_nk, nn, &out_dp, false);
+    wg_wait_tiles(w, 1, s, nn);
+  } else if (w->wg) { /* S and dP in one chain */
     LLVMValueRef ad[2] = {qbase, dobase}, bd[2] = {kbase_nk, vbase_nk};
     LLVMValueRef(*out[2])[4] = {s, dp};
-    wg_abt(w, 2, ad, bd, nn, out);
+    wg_abt(w, 2, ad, bd, nn, out, true);
   } else
     gemm_abt(w, qbase, kbase_nk, nn, s);
   for (int j = 0; j < nn; j++)
@@ -638,12 +702,21 @@ static bool emit_dq(bwd *w) {
   mask_block(w, need, row, k0, nn, false, s);
   if (!w->wg)
     gemm_abt(w, dobase, vbase_nk, nn, dp);
-  /* P = 2^(S - lse), dS = P (dP - delta) */
+  /* P = 2^(S - lse), dS = P (dP - delta); overlap: every P first, then
+   * the wait for dP, which ran beside them */
+  LLVMValueRef p[MAX_BC / 8][4] = {{NULL}};
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++) {
-      LLVMValueRef p = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse2[i / 2], ""));
-      s[j][i] = LLVMBuildFMul(b, p, LLVMBuildFSub(b, dp[j][i], delta[i / 2], ""), "");
+      p[j][i] = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse2[i / 2], ""));
+      if (!w->overlap)
+        s[j][i] = LLVMBuildFMul(b, p[j][i], LLVMBuildFSub(b, dp[j][i], delta[i / 2], ""), "");
     }
+  if (w->overlap) {
+    wg_wait_tiles_after(w, dp, nn, p[nn - 1][3], w->order_slot);
+    for (int j = 0; j < nn; j++)
+      for (int i = 0; i < 4; i++)
+        s[j][i] = LLVMBuildFMul(b, p[j][i], LLVMBuildFSub(b, dp[j][i], delta[i / 2], ""), "");
+  }
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
   gemm_acc(w, pa, nn, kbase_kn, acc);
@@ -798,10 +871,15 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef delta_cur = fgb_gep(m, delta_lane, m->i8, cur);
   /* S^T = K Q^T, masked: queries past Sq; causal, key > query */
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  if (w->wg) { /* S^T and dP^T in one chain */
+  if (w->overlap) { /* S^T, then dP^T, in flight; S^T waited for */
+    LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
+    wg_abt(w, 1, &kbase, &qb_nk, nn, &out_s, false);
+    wg_abt(w, 1, &vbase, &dob_nk, nn, &out_dp, false);
+    wg_wait_tiles(w, 1, s, nn);
+  } else if (w->wg) { /* S^T and dP^T in one chain */
     LLVMValueRef ad[2] = {kbase, vbase}, bd[2] = {qb_nk, dob_nk};
     LLVMValueRef(*out[2])[4] = {s, dp};
-    wg_abt(w, 2, ad, bd, nn, out);
+    wg_abt(w, 2, ad, bd, nn, out, true);
   } else
     gemm_abt(w, kbase, qb_nk, nn, s);
   for (int j = 0; j < nn; j++)
@@ -831,6 +909,12 @@ static bool emit_dkdv(bwd *w) {
       s[j][i] = fgb_tc_ex2(m, LLVMBuildFSub(b, s[j][i], lse[j][i & 1], ""));
   LLVMValueRef pa[MAX_BC / 16][4];
   pack_a(w, s, nn, pa);
+  LLVMValueRef dvk[2 * MAX_D / 2]; /* bwd_overlap: dV's, then dK's results in flight */
+  if (w->overlap) {                /* dV's chain in flight while dS^T is computed */
+    LLVMValueRef(*a)[4] = pa, (*acc)[4] = dv;
+    wg_acc(w, 1, &a, nn, &dob_kn, &acc, false, dvk);
+    wg_wait_tiles(w, 1, dp, nn);
+  }
   if (!w->wg)
     gemm_acc(w, pa, nn, dob_kn, dv);
   /* dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T Q */
@@ -839,11 +923,20 @@ static bool emit_dkdv(bwd *w) {
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       s[j][i] = LLVMBuildFMul(b, s[j][i], LLVMBuildFSub(b, dp[j][i], dl[j][i & 1], ""), "");
-  if (w->wg) { /* dV += P^T dO and dK += dS^T Q in one chain */
+  if (w->overlap) { /* dK's chain, then both waited for */
+    LLVMValueRef pb[MAX_BC / 16][4];
+    pack_a(w, s, nn, pb);
+    LLVMValueRef(*a)[4] = pb, (*acc)[4] = dk;
+    int nv = (int)(w->D / 2);
+    wg_acc(w, 1, &a, nn, &qb_kn, &acc, false, dvk + nv);
+    wg_wait(w, 0, dvk, 2 * nv);
+    wg_store_acc(w, dvk, dv);
+    wg_store_acc(w, dvk + nv, dk);
+  } else if (w->wg) { /* dV += P^T dO and dK += dS^T Q in one chain */
     LLVMValueRef pb[MAX_BC / 16][4];
     pack_a(w, s, nn, pb);
     LLVMValueRef(*a[2])[4] = {pa, pb}, (*acc[2])[4] = {dv, dk}, bd[2] = {dob_kn, qb_kn};
-    wg_acc(w, 2, a, nn, bd, acc);
+    wg_acc(w, 2, a, nn, bd, acc, true, NULL);
   } else {
     pack_a(w, s, nn, pa);
     gemm_acc(w, pa, nn, qb_kn, dk);
@@ -885,6 +978,7 @@ bool fgb_emit_attention_bwd_kernel(fgb_emitter *e) {
     return false;
   }
   w->wg = k->attn_wgmma;
+  w->overlap = w->wg && k->attn_overlap;
   if (w->wg && ((w->D != 64 && w->D != 128) || k->attn_warps % 4 || w->pitch != w->D ||
                 (w->dt != FG_BF16 && w->dt != FG_F16))) {
     fgb_fail(e, "attention backward kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d)",

@@ -128,6 +128,10 @@
   X(ATTN_ORDERED_WAIT, 0, 1, FG_KNOB_ANY, "1",                                                     \
     "sm_90a overlapped attention: 0 waits for P V where ptxas places the wait, 1 after the "       \
     "softmax's row sums (a shared-memory store orders it)")                                        \
+  /* issue 19: the wgmma attention backward's products overlapped (emit_attention_bwd.c) */        \
+  X(ATTN_BWD_OVERLAP, 0, 1, FG_KNOB_ANY, "1",                                                      \
+    "sm_90a attention backward: 1 issues S and dP as two wgmma groups and computes the "           \
+    "exponentials while dP runs (dk, dv: dS while dV += P dO runs); 0 one chain each, waited for") \
   /* issue 20: one-pass logsumexp (opt/logsumexp.c) */                                             \
   X(ROW_LSE, 0, 8, FG_KNOB_ANY, "auto",                                                            \
     "a long row's max and sum of exponentials streamed in one pass: N vectors a thread at a time " \

@@ -211,7 +211,10 @@ typedef struct fg_kernel {
   bool attn_wgmma;
   /* issue 19 (wgmma2): the wgmma loop software-pipelined (knob ATTN_OVERLAP):
    * block j's S = Q K^T and block j - 1's P V issued together, block j's
-   * softmax while P V runs (stages >= 3: V of block j - 1 still read) */
+   * softmax while P V runs (stages >= 3: V of block j - 1 still read).
+   * The backward's (ATTENTION_BWD, knob ATTN_BWD_OVERLAP): S and dP as two
+   * wgmma groups, P computed while dP runs; dk, dv: dV's product issued
+   * before dS is computed */
   bool attn_overlap;
   /* attnpp (issue 19): the overlapped loop's wgmmas ordered between the
    * two warpgroups by named barriers (knob ATTN_PINGPONG: 0 off; 1 S_0,

@@ -255,11 +255,11 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_ATTENTION && k->attn_lpt)
     fprintf(f, " lpt %d", k->attn_lpt_heads);
   if (k->kind == FG_KERNEL_ATTENTION_BWD)
-    fprintf(f, " part %s br %d bc %d warps %d pitch %d stages %d%s%s%s smem %d delta t%d",
+    fprintf(f, " part %s br %d bc %d warps %d pitch %d stages %d%s%s%s%s smem %d delta t%d",
             k->attn_part == FG_ATTN_DQ ? "dq" : "dkdv", k->attn_br, k->attn_bc, k->attn_warps,
             k->attn_pitch, k->attn_stages, k->attn_wgmma ? " wgmma" : "",
-            k->attn_ldmatrix ? " ldmatrix" : "", fg_attr_bool(k->attn, "causal") ? " causal" : "",
-            k->smem, k->attn_delta_temp);
+            k->attn_overlap ? " overlap" : "", k->attn_ldmatrix ? " ldmatrix" : "",
+            fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem, k->attn_delta_temp);
   if (k->kind == FG_KERNEL_COLUMN && k->rows_per_iter > 1)
     fprintf(f, " rows %d", k->rows_per_iter);
   if (k->kind == FG_KERNEL_COLUMN && k->combine_batch)

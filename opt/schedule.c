@@ -1718,16 +1718,48 @@ static bool attn_bwd_wgmma_ok(const fg_plan *p, const fg_kernel *k, const fg_pla
   return !(o && knob(o, FG_KNOB_ATTN_BWD_WGMMA, &v) && v == 0);
 }
 
-static void schedule_attention_bwd_wgmma(fg_kernel *k, const fg_plan_options *o) {
+/* The wgmma backward's estimate of a thread's registers with looped
+ * blocks of bc (a warpgroup's 64 rows over its 128 threads): the f32
+ * accumulators (dq: dQ, D / 2; dk, dv: D), S and dP (bc), their packed
+ * A operands (dq: dS, bc / 4; dk, dv: P and dS, bc / 2). Against ptxas
+ * (run X1, docs/benchmarks.md): dq 112 -> 122 and 144 -> 205 registers at
+ * bc 64, 224 -> 230 at D 128, bc 128; dk, dv 160 -> 186 (D 64, bc 64), 256
+ * -> 253 (D 64, bc 128), 320 -> 255 and 1.4 KB spilled (D 128, bc 128). */
+static int attn_bwd_regs(bool dq, int64_t D, int bc, bool grouped) {
+  /* grouped (dk, dv of GQA/MQA): the loop over the group's query heads
+   * holds a few more (tests/graphs wbwd_mqa: 4 bytes spilled at D 64, bc
+   * 128 without this term) */
+  return (int)(dq ? D / 2 : D) + bc + (dq ? bc / 4 : bc / 2) + (grouped && !dq ? 4 : 0);
+}
+
+/* Keys (dq) or queries (dk, dv) a looped block: 128 where the kernel
+ * holds one CTA an SM at 64 anyway (its registers) and 128 fits a
+ * thread's registers, else 64. Run X1 (H100): dq at D 128 3574 -> 3452
+ * us, dk, dv at D 64 1054 -> 946 us; dq at D 64 (two CTAs an SM at 64)
+ * 505 -> 625 us and dk, dv at D 128 (spilled) 5029 -> 7618 us at 128. */
+static int attn_bwd_bc(const fg_target *t, bool dq, int64_t D, bool grouped, int block) {
+  bool one_cta = attn_ctas(t, block, attn_bwd_regs(dq, D, 64, grouped)) < 2;
+  return one_cta && attn_bwd_regs(dq, D, 128, grouped) <= ATTN_REGS + 1 ? 128 : 64;
+}
+
+static void schedule_attention_bwd_wgmma(const fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t v, D = k->attn->in[1]->type.dims[3].size;
+  bool grouped = k->attn->in[1]->type.dims[1].size != k->attn->in[2]->type.dims[1].size;
   int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
   k->attn_wgmma = true;
   k->attn_warps = 4 * wg;
   k->attn_br = ATTN_WG_ROWS * wg;
-  k->attn_bc = 64;
+  k->attn_bc =
+      o && knob(o, FG_KNOB_ATTN_BC, &v) && v >= 64
+          ? (int)v
+          : attn_bwd_bc(&p->target, k->attn_part == FG_ATTN_DQ, D, grouped, 32 * k->attn_warps);
   k->attn_pitch = (int)D;
   k->attn_ldmatrix = false;
   k->attn_stages = o && knob(o, FG_KNOB_ATTN_STAGES, &v) && v < 2 ? 1 : 2;
+  /* run X1: 1.6-4% faster at D 128, the same at D 64; not for dk, dv at
+   * bc 128, where ptxas spills 56 bytes with it (253 registers without) */
+  bool dkdv128 = k->attn_part == FG_ATTN_DKDV && k->attn_bc == 128;
+  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_BWD_OVERLAP, &v) ? v == 1 : !dkdv128;
 }
 
 /* issue 19: the two kernels of sdpa_bwd (emit_attention_bwd.c; the split
@@ -1768,7 +1800,7 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   bool dq = k->attn_part == FG_ATTN_DQ;
   int64_t v;
   if (attn_bwd_wgmma_ok(p, k, o)) {
-    schedule_attention_bwd_wgmma(k, o);
+    schedule_attention_bwd_wgmma(p, k, o);
   } else {
     k->attn_warps = ATTN_WARPS;
     k->attn_br = 16 * k->attn_warps;
@@ -1786,9 +1818,9 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
    * stage Q, dO [bc] and lse, delta [bc] (f32; wgmma: in 1 KiB, so that
    * every tile stays 1024-byte aligned, and 1 KiB more to align them) */
   int tiles = k->attn_bc * k->attn_pitch * 2;
-  if (k->attn_wgmma)
-    k->smem =
-        2 * k->attn_br * k->attn_pitch * 2 + k->attn_stages * (2 * tiles + (dq ? 0 : 1024)) + 1024;
+  if (k->attn_wgmma) /* overlap: and 16 bytes for dq's order slot */
+    k->smem = 2 * k->attn_br * k->attn_pitch * 2 + k->attn_stages * (2 * tiles + (dq ? 0 : 1024)) +
+              1024 + (k->attn_overlap ? 16 : 0);
   else
     k->smem = 2 * k->attn_br * k->attn_pitch * 2 +
               k->attn_stages * (2 * tiles + (dq ? 0 : 2 * k->attn_bc * 4));

@@ -85,7 +85,7 @@ check() {
       echo "$ptx $src $g" >>"$jobs"
       # Every pointer misaligned: the plain kernel variants (FG_MISALIGN=0: off).
       # Not for bench/: its shapes are large, its kernels the same.
-      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/* | .gpu/ptx-sm90a-overlap/* | .gpu/ptx-sm90a-pingpong[12]/* | .gpu/ptx-sm90a-ws[12]/* | .gpu/ptx-sm90a-lpt/* | .gpu/ptx-lpt/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
+      case $ptx in .gpu/ptx/bench__*) ;; .gpu/ptx/* | .gpu/ptx-sm90a/* | .gpu/ptx-sm90a-overlap/* | .gpu/ptx-sm90a-pingpong[12]/* | .gpu/ptx-sm90a-ws[12]/* | .gpu/ptx-sm90a-lpt/* | .gpu/ptx-sm90a-bwd*/* | .gpu/ptx-lpt/*) [ "${FG_MISALIGN:-1}" = 1 ] && echo "$ptx $src $g --misalign" >>"$jobs" ;; esac
     done
   done
   xargs -P "${FG_JOBS:-6}" -L 1 bash -c 'check_one "$@"' _ <"$jobs" | tee "$LOG/check_summary.txt" | grep -v '^PASS' || true
