@@ -1760,6 +1760,8 @@ static void schedule_attention_bwd_wgmma(const fg_plan *p, fg_kernel *k, const f
    * bc 128, where ptxas spills 56 bytes with it (253 registers without) */
   bool dkdv128 = k->attn_part == FG_ATTN_DKDV && k->attn_bc == 128;
   k->attn_overlap = o && knob(o, FG_KNOB_ATTN_BWD_OVERLAP, &v) ? v == 1 : !dkdv128;
+  k->attn_pingpong =
+      k->attn_overlap && wg == 2 && o && knob(o, FG_KNOB_ATTN_BWD_PINGPONG, &v) ? (int)v : 0;
 }
 
 /* issue 19: the two kernels of sdpa_bwd (emit_attention_bwd.c; the split
