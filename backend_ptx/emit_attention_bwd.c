@@ -76,7 +76,7 @@ typedef struct bwd {
    * the 4 bytes past the stages that order dP's wait (fgb_tc_wg_wait_after) */
   bool overlap;
   LLVMValueRef order_slot;
-  bool pingpong; /* wg_pingpong */
+  int pingpong; /* wg_pingpong's mode */
 } bwd;
 
 static LLVMValueRef i32c(bwd *w, int64_t v) { return fgb_tc_i32(w->m, v); }
@@ -350,14 +350,20 @@ static void wg_wait_tiles_after(bwd *w, LLVMValueRef x[][4], int nn, LLVMValueRe
       x[j][i] = v[4 * j + i];
 }
 
-/* bwd pingpong (knob ATTN_BWD_PINGPONG, two warpgroups): named barrier 1
+/* bwd pingpong (the plan's attn_pingpong, two warpgroups): named barrier 1
  * orders the groups' products an iteration: group 1 issues its S and dP
- * (before = true: it waits) once group 0 has issued its own (dq) or its
- * dV (dk, dv; before = false: group 0 arrives), so that one group's
- * elementwise work runs while the other's products do. */
-static void wg_pingpong(bwd *w, bool before) {
-  if (!w->pingpong)
+ * (point PP_BEFORE_S: it waits) once group 0 has issued its own (mode 1,
+ * PP_AFTER_S) or its dV too (mode 2, dk and dv only, PP_AFTER_DV: group 0
+ * arrives), so that one group's elementwise work runs while the other's
+ * products do. */
+enum { PP_BEFORE_S, PP_AFTER_S, PP_AFTER_DV };
+
+static void wg_pingpong(bwd *w, int point) {
+  int mode = w->pingpong;
+  bool arrive = (mode == 1 && point == PP_AFTER_S) || (mode == 2 && point == PP_AFTER_DV);
+  if (!mode || (point != PP_BEFORE_S && !arrive))
     return;
+  bool before = point == PP_BEFORE_S;
   const char *text = before ? "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}"
                             : "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
   LLVMValueRef group = LLVMBuildLShr(w->b, w->warp, i32c(w, 2), "");
@@ -702,10 +708,10 @@ static bool emit_dq(bwd *w) {
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
   if (w->overlap) { /* S, then dP, in flight; S waited for, dP after P */
     LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
-    wg_pingpong(w, true);
+    wg_pingpong(w, PP_BEFORE_S);
     wg_abt(w, 1, &qbase, &kbase_nk, nn, &out_s, false);
     wg_abt(w, 1, &dobase, &vbase_nk, nn, &out_dp, false);
-    wg_pingpong(w, false);
+    wg_pingpong(w, PP_AFTER_S);
     wg_wait_tiles(w, 1, s, nn);
   } else if (w->wg) { /* S and dP in one chain */
     LLVMValueRef ad[2] = {qbase, dobase}, bd[2] = {kbase_nk, vbase_nk};
@@ -896,9 +902,10 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
   if (w->overlap) { /* S^T, then dP^T, in flight; S^T waited for */
     LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
-    wg_pingpong(w, true);
+    wg_pingpong(w, PP_BEFORE_S);
     wg_abt(w, 1, &kbase, &qb_nk, nn, &out_s, false);
     wg_abt(w, 1, &vbase, &dob_nk, nn, &out_dp, false);
+    wg_pingpong(w, PP_AFTER_S);
     wg_wait_tiles(w, 1, s, nn);
   } else if (w->wg) { /* S^T and dP^T in one chain */
     LLVMValueRef ad[2] = {kbase, vbase}, bd[2] = {qb_nk, dob_nk};
@@ -937,7 +944,7 @@ static bool emit_dkdv(bwd *w) {
   if (w->overlap) {                /* dV's chain in flight while dS^T is computed */
     LLVMValueRef(*a)[4] = pa, (*acc)[4] = dv;
     wg_acc(w, 1, &a, nn, &dob_kn, &acc, false, dvk);
-    wg_pingpong(w, false);
+    wg_pingpong(w, PP_AFTER_DV);
     wg_wait_tiles(w, 1, dp, nn);
   }
   if (!w->wg)
@@ -1004,7 +1011,7 @@ bool fgb_emit_attention_bwd_kernel(fgb_emitter *e) {
   }
   w->wg = k->attn_wgmma;
   w->overlap = w->wg && k->attn_overlap;
-  w->pingpong = w->overlap && k->attn_pingpong && k->attn_warps == 8;
+  w->pingpong = w->overlap && k->attn_warps == 8 ? k->attn_pingpong : 0;
   if (w->wg && ((w->D != 64 && w->D != 128) || k->attn_warps % 4 || w->pitch != w->D ||
                 (w->dt != FG_BF16 && w->dt != FG_F16))) {
     fgb_fail(e, "attention backward kernel %d: unsupported wgmma tiles (D %lld, br %d, bc %d)",

@@ -132,9 +132,9 @@
   X(ATTN_BWD_OVERLAP, 0, 1, FG_KNOB_ANY, "1",                                                      \
     "sm_90a attention backward: 1 issues S and dP as two wgmma groups and computes the "           \
     "exponentials while dP runs (dk, dv: dS while dV += P dO runs); 0 one chain each, waited for") \
-  X(ATTN_BWD_PINGPONG, 0, 1, FG_KNOB_ANY, "0",                                                     \
-    "sm_90a attention backward with the overlap, 2 warpgroups: 1 group 1 issues its S and dP "     \
-    "after group 0 has issued its own (dq) or its dV (dk, dv)")                                    \
+  X(ATTN_BWD_PINGPONG, 0, 2, FG_KNOB_ANY, "auto",                                                  \
+    "sm_90a attention backward with the overlap, 2 warpgroups: group 1 issues its S and dP after " \
+    "group 0 has issued its own (1) or its dV too (2; dq: 1); 0 never (auto: dq at bc 128)")       \
   /* issue 20: one-pass logsumexp (opt/logsumexp.c) */                                             \
   X(ROW_LSE, 0, 8, FG_KNOB_ANY, "auto",                                                            \
     "a long row's max and sum of exponentials streamed in one pass: N vectors a thread at a time " \

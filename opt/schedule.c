@@ -1760,8 +1760,13 @@ static void schedule_attention_bwd_wgmma(const fg_plan *p, fg_kernel *k, const f
    * bc 128, where ptxas spills 56 bytes with it (253 registers without) */
   bool dkdv128 = k->attn_part == FG_ATTN_DKDV && k->attn_bc == 128;
   k->attn_overlap = o && knob(o, FG_KNOB_ATTN_BWD_OVERLAP, &v) ? v == 1 : !dkdv128;
-  k->attn_pingpong =
-      k->attn_overlap && wg == 2 && o && knob(o, FG_KNOB_ATTN_BWD_PINGPONG, &v) ? (int)v : 0;
+  /* the pingpong: run X3, dq at bc 128 (one CTA an SM: its two warpgroups
+   * alone on the SM) 8-14% faster; dq at bc 64 (two CTAs an SM) 5% and dk,
+   * dv after dV (mode 2) 2-6% slower */
+  int pp = k->attn_part == FG_ATTN_DQ && k->attn_bc == 128 ? 1 : 0;
+  if (o && knob(o, FG_KNOB_ATTN_BWD_PINGPONG, &v))
+    pp = k->attn_part == FG_ATTN_DQ && v == 2 ? 1 : (int)v;
+  k->attn_pingpong = k->attn_overlap && wg == 2 ? pp : 0;
 }
 
 /* issue 19: the two kernels of sdpa_bwd (emit_attention_bwd.c; the split
