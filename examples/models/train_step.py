@@ -69,7 +69,7 @@ MODELS = {
     "llama": (Llama, LlamaConfig),
 }
 MATMULS = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default", "aten.baddbmm.default"}
-FUSEC_KERNEL = re.compile(r"^fg\d+_g_k\d+")
+FUSEC_KERNEL = re.compile(r"^fg\d+_g(_[0-9a-f]+)?_k\d+")
 
 
 def make_config(name, size):
@@ -208,7 +208,7 @@ def profile(step, data, n):
             "fusec_share": fus_t / total if total else 0.0, "fusec_kernel_launches_per_step": sum(
                 v[0] for v in fus.values()) / n, "fusec_distinct_kernels": len(fus),
             "top_other_kernels": [{"name": k[:120], "calls": v[0] // n, "us_per_step": v[1] / n}
-                                  for k, v in others[:12]],
+                                  for k, v in others[:40]],
             "top_fusec_kernels": [{"name": k[:120], "calls": v[0] // n, "us_per_step": v[1] / n}
                                   for k, v in sorted(fus.items(), key=lambda kv: -kv[1][1])[:40]]}
 

@@ -37,6 +37,7 @@ import collections
 import hashlib
 import logging
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -126,7 +127,7 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
     fusec's message) when fusec refuses or there is no fusec binary
     (stats.missing) and the cache lacks it."""
     arch = target_arch() if arch is None else arch
-    fg_text = _arch_line(arch) + fg_text
+    fg_text = _arch_line(arch) + _named(fg_text)
     h = hashlib.sha256(fg_text.encode()).hexdigest()[:32]
     d = directory or cache_dir()
     ptx = os.path.join(d, h + ".ptx")
@@ -160,6 +161,21 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
     if stats:
         stats.compiled += 1
     return ptx, None
+
+
+_GRAPH_G = re.compile(r"^graph g(?=[(<\s])")
+
+
+def _named(fg_text):
+    """A region's text (graph `g`, _region_text) with the graph named after
+    the text's hash, g_<12 hex digits>: equal regions still share one name
+    and one cache entry, and the kernels of different regions have different
+    names (fg0_g_<hash>_k0, ...), so that a profile of a model tells them
+    apart. A text already named (a pending file being filled) is kept."""
+    if not _GRAPH_G.match(fg_text):
+        return fg_text
+    h = hashlib.sha256(fg_text.encode()).hexdigest()[:12]
+    return _GRAPH_G.sub("graph g_" + h, fg_text, count=1)
 
 
 def _write_atomic(path, text):
@@ -364,7 +380,7 @@ def _loader_call(ptx, r, io):
         m = _modules.get(ptx)
         if m is None:
             m = _modules[ptx] = load(ptx)
-    g = m.graph("g")
+    g = m.graph(m.graphs()[0])  # the region's one graph (compile_region names it)
     inputs, outputs = io.inputs, io.outputs
     tuple_out = r.tuple_out
     plain_out = not io.out_work  # no result needs a permute or a copy
