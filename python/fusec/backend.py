@@ -496,6 +496,21 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     return pt.gm
 
 
+def _partition_fn():
+    """How AOTAutograd splits a training graph into forward and backward:
+    by default as Inductor does (min_cut_rematerialization_partition: cheap
+    pointwise values the backward needs are recomputed there, not saved, so
+    a cross-entropy saves its logsumexp, not [tokens, vocab] log-probabilities);
+    FUSEC_BACKEND_PARTITION=default saves whatever the forward computed
+    (AOTAutograd's default_partition)."""
+    from functorch.compile import default_partition, min_cut_rematerialization_partition
+
+    how = os.environ.get("FUSEC_BACKEND_PARTITION", "min_cut")
+    if how not in ("min_cut", "default"):
+        raise ValueError("FUSEC_BACKEND_PARTITION: expected min_cut or default, got %r" % how)
+    return min_cut_rematerialization_partition if how == "min_cut" else default_partition
+
+
 def make_backend(runner="loader", stats=None, fusec=None):
     """A torch.compile backend. runner: "loader" (libfgload on the GPU),
     "fgrun" (fusec's CPU interpreter, for tests) or "prepare" (compile the
@@ -509,7 +524,8 @@ def make_backend(runner="loader", stats=None, fusec=None):
     def fw(gm, example_inputs):
         return make_boxed_func(compile_aten_graph(gm, example_inputs, runner, stats, fusec))
 
-    backend = aot_autograd(fw_compiler=fw, bw_compiler=fw, decompositions=_export.decomposition_table())
+    backend = aot_autograd(fw_compiler=fw, bw_compiler=fw, partition_fn=_partition_fn(),
+                           decompositions=_export.decomposition_table())
     backend.stats = stats
     return backend
 
