@@ -2164,30 +2164,34 @@ static bool order_arguments(fg_plan *p) {
   return ok;
 }
 
-/* Every written result has a writer: a result left unwritten would be
- * returned as garbage, so it is a compiler bug to report, not to ship. */
-static bool check_results_written(const fg_plan *p, fg_diag *d) {
-  const fg_graph *g = p->g;
-  for (int i = 0; i < g->nresults; i++) {
-    if (p->results[i].is_view)
-      continue;
-    bool written = false;
-    for (int ki = 0; ki < p->nkernels && !written; ki++)
-      for (int j = 0; j < p->kernels[ki].nouts && !written; j++) {
-        fg_buf_ref b = p->store[p->kernels[ki].outs[j]->id].buf;
-        written = b.kind == FG_BUF_RESULT && b.index == i;
-      }
-    if (!written) {
-      fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i,
-                        g->name);
-      return false;
-    }
-  }
-  return true;
-}
-
 static bool out_of_memory(const fg_graph *g, fg_diag *d) {
   fg_error(d, (fg_loc){0, 0}, "out of memory planning graph '%s'", g->name);
+  return false;
+}
+
+/* Every written result has a writer: a result left unwritten would be
+ * returned as garbage, so it is a compiler bug to report, not to ship.
+ * (One pass over the kernels' outputs: a graph may have thousands of
+ * results.) */
+static bool check_results_written(const fg_plan *p, fg_diag *d) {
+  const fg_graph *g = p->g;
+  bool *written = calloc((size_t)g->nresults + 1, sizeof *written);
+  if (!written)
+    return out_of_memory(g, d);
+  for (int ki = 0; ki < p->nkernels; ki++)
+    for (int j = 0; j < p->kernels[ki].nouts; j++) {
+      fg_buf_ref b = p->store[p->kernels[ki].outs[j]->id].buf;
+      if (b.kind == FG_BUF_RESULT)
+        written[b.index] = true;
+    }
+  int missing = 0;
+  while (missing < g->nresults && (p->results[missing].is_view || written[missing]))
+    missing++;
+  free(written);
+  if (missing == g->nresults)
+    return true;
+  fg_internal_error(d, g->result_locs[missing], "no kernel writes result %d of graph '%s'", missing,
+                    g->name);
   return false;
 }
 
@@ -2237,14 +2241,13 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   free((void *)staged);
   if (!p)
     return NULL;
-  for (int i = 0; i < g->nresults; i++)
-    if (p->results[i].inplace == FG_INPLACE_DIRECT || p->results[i].inplace == FG_INPLACE_STAGED)
-      for (int k = 0; k < p->nkernels; k++)
-        for (int j = 0; j < p->kernels[k].nouts; j++) {
-          fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
-          if (b.kind == FG_BUF_RESULT && b.index == i)
-            p->kernels[k].inplace = true;
-        }
+  for (int k = 0; k < p->nkernels; k++)
+    for (int j = 0; j < p->kernels[k].nouts; j++) {
+      fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
+      fg_inplace_mode m = b.kind == FG_BUF_RESULT ? p->results[b.index].inplace : FG_INPLACE_NONE;
+      if (m == FG_INPLACE_DIRECT || m == FG_INPLACE_STAGED)
+        p->kernels[k].inplace = true;
+    }
   return p;
 }
 
