@@ -1,6 +1,7 @@
 /* Printing plans: for people (`--emit plan`) and for the loader (the
  * artifact's comment block, docs/artifact.md). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"
@@ -85,16 +86,23 @@ static const char *value_name(const fg_value *v, char *buf, int cap) {
   return buf;
 }
 
-/* The kernel that writes result buffer i (the stored value may be an
- * ancestor of the result whose storage holds the same bytes). */
-static int writer_of_result(const fg_plan *p, int i) {
+/* The kernel that writes each result buffer (the stored value may be an
+ * ancestor of the result whose storage holds the same bytes), the first
+ * one if several do; -1 none. One pass for all: a graph may have
+ * thousands of results. NULL: out of memory. */
+static int *result_writers(const fg_plan *p) {
+  int *writer = malloc(sizeof *writer * ((size_t)p->g->nresults + 1));
+  if (!writer)
+    return NULL;
+  for (int i = 0; i < p->g->nresults; i++)
+    writer[i] = -1;
   for (int k = 0; k < p->nkernels; k++)
     for (int j = 0; j < p->kernels[k].nouts; j++) {
       fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
-      if (b.kind == FG_BUF_RESULT && b.index == i)
-        return k;
+      if (b.kind == FG_BUF_RESULT && writer[b.index] < 0)
+        writer[b.index] = k;
     }
-  return -1;
+  return writer;
 }
 
 static void print_header(FILE *f, const fg_plan *p) {
@@ -134,6 +142,7 @@ static void print_params(FILE *f, const fg_plan *p) {
 static void print_results(FILE *f, const fg_plan *p) {
   const fg_graph *g = p->g;
   char b1[64], b2[64];
+  int *writer = result_writers(p);
   for (int i = 0; i < g->nresults; i++) {
     const fg_value *v = g->results[i];
     const fg_result_plan *r = &p->results[i];
@@ -145,7 +154,7 @@ static void print_results(FILE *f, const fg_plan *p) {
                             : fg_arena_printf(&p->g->arena, "%" PRId64, r->view.offset));
       ints(f, r->view.strides, r->view.rank);
     } else {
-      fprintf(f, " written by k%d", writer_of_result(p, i));
+      fprintf(f, " written by k%d", writer ? writer[i] : -1);
       if (r->why && r->into < 0)
         fprintf(f, " (not a view: %s)", r->why);
     }
@@ -158,6 +167,7 @@ static void print_results(FILE *f, const fg_plan *p) {
       fputc('\n', f);
     }
   }
+  free(writer);
 }
 
 int fg_plan_version(const fg_plan *p) {

@@ -72,6 +72,97 @@ static bool row_preserving(const fg_node *n) {
   }
 }
 
+/* ---- walks over the values a value is computed from, without recursion ----
+ * Inside one kernel a chain of pointwise ops is as deep as the graph is
+ * long (the kernel's own stored values do not end a walk), so these walks
+ * keep their stacks on the heap: recursion overflowed the C stack at a
+ * chain of 25,000 ops after a row reduction. */
+
+/* A set of a graph's values, emptied at no cost (a walk starts afresh for
+ * every candidate value: clearing must not cost the graph's size): v is
+ * in it while mark[v->id] == stamp. */
+typedef struct value_set {
+  int nvalues;
+  unsigned *mark; /* by value id */
+  unsigned stamp;
+} value_set;
+
+static bool vset_init(value_set *s, const fg_graph *g) {
+  *s = (value_set){g->next_value_id + 1, NULL, 1};
+  s->mark = calloc((size_t)s->nvalues, sizeof *s->mark);
+  return s->mark != NULL;
+}
+
+static void vset_clear(value_set *s) {
+  if (++s->stamp == 0) { /* wrapped around: clear the marks once */
+    memset(s->mark, 0, (size_t)s->nvalues * sizeof *s->mark);
+    s->stamp = 1;
+  }
+}
+
+static bool vset_has(const value_set *s, const fg_value *v) { return s->mark[v->id] == s->stamp; }
+static void vset_add(value_set *s, const fg_value *v) { s->mark[v->id] = s->stamp; }
+static void vset_remove(value_set *s, const fg_value *v) { s->mark[v->id] = 0; }
+
+/* A depth-first walk visiting each value once, in the order a recursive
+ * walk taking the inputs left to right would: the order in which a
+ * kernel's arguments are found. */
+typedef struct cone_walk {
+  value_set seen;
+  const fg_value **stack;
+  int cap;
+} cone_walk;
+
+static bool cone_init(cone_walk *c, const fg_graph *g) {
+  *c = (cone_walk){0};
+  return vset_init(&c->seen, g);
+}
+
+static void cone_free(cone_walk *c) {
+  free(c->seen.mark);
+  free(c->stack);
+}
+
+/* Forgets what was visited: the next walk starts afresh. */
+static void cone_restart(cone_walk *c) { vset_clear(&c->seen); }
+
+static bool cone_push(cone_walk *c, int *sp, const fg_value *v) {
+  if (*sp == c->cap) {
+    int cap = c->cap ? 2 * c->cap : 64;
+    const fg_value **s = realloc(c->stack, sizeof *s * (size_t)cap);
+    if (!s)
+      return false;
+    c->stack = s;
+    c->cap = cap;
+  }
+  c->stack[(*sp)++] = v;
+  return true;
+}
+
+/* What a walk does at each value it reaches first; true: it goes no
+ * further (a buffer the kernel loads, or a value already accounted for). */
+typedef bool (*cone_stop)(void *ctx, const fg_value *v);
+
+/* Walks from root to the values stop() ends at, skipping the values
+ * visited since the last restart. false: out of memory. */
+static bool cone_visit(cone_walk *c, const fg_value *root, cone_stop stop, void *ctx) {
+  int sp = 0;
+  if (!cone_push(c, &sp, root))
+    return false;
+  while (sp > 0) {
+    const fg_value *v = c->stack[--sp];
+    if (vset_has(&c->seen, v))
+      continue;
+    vset_add(&c->seen, v);
+    if (stop(ctx, v) || !v->def)
+      continue;
+    for (int i = v->def->nin - 1; i >= 0; i--) /* the first input on top */
+      if (!vset_has(&c->seen, v->def->in[i]) && !cone_push(c, &sp, v->def->in[i]))
+        return false;
+  }
+  return true;
+}
+
 /* ---- walking a value's recomputation region relative to kernel k ---- */
 
 typedef struct walk_flags {
@@ -80,14 +171,42 @@ typedef struct walk_flags {
   bool reaches_tail;    /* uses a reduction over every row of kernel k */
   bool bad_path;        /* ... through an op that moves elements across rows */
   bool crosses_segment; /* through a segment_set whose operand kernel k computes */
+  bool off_index;       /* ... through an op other than a pointwise one of k's domain's shape */
 } walk_flags;
 
+typedef struct walk_frame {
+  const fg_value *v;
+  int next; /* its next input to walk */
+} walk_frame;
+
+/* Kernel k's walk. The flags are kept by value (seen), so a value walked
+ * once costs nothing the next time: the walker of a kernel serves every
+ * value that asks about it (kernel_memo below). */
 typedef struct walker {
   const fg_plan *p;
   int k;
-  unsigned char *seen; /* 0 unvisited, 1 done */
-  walk_flags *memo;
+  value_set seen;   /* the values whose flags are known */
+  walk_flags *memo; /* by value id */
+  walk_frame *stack;
+  int cap;
 } walker;
+
+static bool walker_init(walker *w, const fg_plan *p, int k) {
+  *w = (walker){p, k, {0}, calloc((size_t)p->g->next_value_id + 1, sizeof(walk_flags)), NULL, 0};
+  return vset_init(&w->seen, p->g) && w->memo;
+}
+
+static void walker_free(walker *w) {
+  free(w->seen.mark);
+  free(w->memo);
+  free(w->stack);
+}
+
+/* Kernel k's walk from nothing known. */
+static void walker_restart(walker *w, int k) {
+  w->k = k;
+  vset_clear(&w->seen);
+}
 
 static bool in_list(fg_node *const *l, int n, const fg_node *x) {
   for (int i = 0; i < n; i++)
@@ -96,56 +215,122 @@ static bool in_list(fg_node *const *l, int n, const fg_node *x) {
   return false;
 }
 
-static walk_flags walk(walker *w, const fg_value *v) {
-  walk_flags f = {0};
-  if (fg_plan_in_memory(w->p, v, w->k) || !v->def)
-    return f;
-  if (w->seen[v->id])
-    return w->memo[v->id];
-  const fg_node *n = v->def;
-  const fg_storage *s = &w->p->store[v->id];
-  const fg_kernel *k = &w->p->kernels[w->k];
-  if (n->op->kind == FG_KIND_REDUCTION && s->kernel == w->k) {
-    if (in_list(k->cols, k->ncols, n))
-      f.reaches_col = true;
-    else if (in_list(k->tails, k->ntails, n))
-      f.reaches_tail = true;
-    else
-      f.reaches_red = true;
-  } else {
-    for (int i = 0; i < n->nin; i++) {
-      walk_flags g = walk(w, n->in[i]);
-      if (n->op->code == FG_OP_SEGMENT_SET) {
-        const fg_storage *xs = &w->p->store[n->in[i]->id];
-        if (xs->stored && xs->kernel == w->k)
-          g.crosses_segment = true;
-      }
-      f.reaches_red |= g.reaches_red;
-      f.reaches_col |= g.reaches_col;
-      f.reaches_tail |= g.reaches_tail;
-      f.bad_path |=
-          g.bad_path | ((g.reaches_red || g.reaches_col || g.reaches_tail) && !row_preserving(n));
-      f.crosses_segment |= g.crosses_segment;
-    }
+/* v's flags where no walk is needed: none for what kernel k loads, else
+ * what an earlier walk found. */
+static bool walk_known(const walker *w, const fg_value *v, walk_flags *f) {
+  if (fg_plan_in_memory(w->p, v, w->k) || !v->def) {
+    *f = (walk_flags){0};
+    return true;
   }
-  w->seen[v->id] = 1;
-  w->memo[v->id] = f;
+  if (!vset_has(&w->seen, v))
+    return false;
+  *f = w->memo[v->id];
+  return true;
+}
+
+/* A reduction of kernel k ends the walk, in the phase its list gives. */
+static bool reduction_of_k(const walker *w, const fg_value *v) {
+  return v->def->op->kind == FG_KIND_REDUCTION && w->p->store[v->id].kernel == w->k;
+}
+
+static walk_flags reduction_flags(const fg_kernel *k, const fg_node *n) {
+  walk_flags f = {0};
+  if (in_list(k->cols, k->ncols, n))
+    f.reaches_col = true;
+  else if (in_list(k->tails, k->ntails, n))
+    f.reaches_tail = true;
+  else
+    f.reaches_red = true;
   return f;
 }
 
-static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
-  walker w = {p, k, calloc((size_t)p->g->next_value_id, 1),
-              calloc((size_t)p->g->next_value_id, sizeof(walk_flags))};
+/* Whether n reads its input x at the element it computes v at: a scan
+ * kernel knows its running sum there only. */
+static bool at_own_index(const fg_kernel *k, const fg_node *n, const fg_value *x,
+                         const fg_value *v) {
+  return n->op->kind == FG_KIND_POINTWISE && same_shape(&x->type, k->rank, k->dims) &&
+         same_shape(&v->type, k->rank, k->dims);
+}
+
+/* v's flags from its inputs', all known. */
+static walk_flags join_inputs(const walker *w, const fg_value *v) {
+  const fg_node *n = v->def;
+  const fg_kernel *k = &w->p->kernels[w->k];
   walk_flags f = {0};
-  if (w.seen && w.memo) {
-    /* A reduction's own flags come from its input, not itself. */
-    if (v->def && v->def->op->kind == FG_KIND_REDUCTION)
-      f = walk(&w, v->def->in[0]);
-    else
-      f = walk(&w, v);
+  for (int i = 0; i < n->nin; i++) {
+    walk_flags g = {0};
+    walk_known(w, n->in[i], &g);
+    if (n->op->code == FG_OP_SEGMENT_SET) {
+      const fg_storage *xs = &w->p->store[n->in[i]->id];
+      if (xs->stored && xs->kernel == w->k)
+        g.crosses_segment = true;
+    }
+    bool uses = g.reaches_red || g.reaches_col || g.reaches_tail;
+    f.reaches_red |= g.reaches_red;
+    f.reaches_col |= g.reaches_col;
+    f.reaches_tail |= g.reaches_tail;
+    f.bad_path |= g.bad_path | (uses && !row_preserving(n));
+    f.crosses_segment |= g.crosses_segment;
+    f.off_index |= g.off_index | (uses && !at_own_index(k, n, n->in[i], v));
   }
-  free(w.seen);
-  free(w.memo);
+  return f;
+}
+
+static bool walk_push(walker *w, int *sp, const fg_value *v) {
+  if (*sp == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 64;
+    walk_frame *s = realloc(w->stack, sizeof *s * (size_t)cap);
+    if (!s)
+      return false;
+    w->stack = s;
+    w->cap = cap;
+  }
+  w->stack[(*sp)++] = (walk_frame){v, 0};
+  return true;
+}
+
+/* v's flags: its inputs' first, depth first (a value's flags once all its
+ * inputs' are known), each value's kept. */
+static walk_flags walk(walker *w, const fg_value *v) {
+  walk_flags f;
+  if (walk_known(w, v, &f))
+    return f;
+  int sp = 0;
+  if (!walk_push(w, &sp, v))
+    return (walk_flags){0};
+  while (sp > 0) {
+    walk_frame *top = &w->stack[sp - 1];
+    const fg_value *x = top->v;
+    if (reduction_of_k(w, x)) {
+      w->memo[x->id] = reduction_flags(&w->p->kernels[w->k], x->def);
+    } else if (top->next < x->def->nin) {
+      const fg_value *in = x->def->in[top->next++];
+      if (!walk_known(w, in, &f) && !walk_push(w, &sp, in))
+        return (walk_flags){0};
+      continue;
+    } else {
+      w->memo[x->id] = join_inputs(w, x);
+    }
+    vset_add(&w->seen, x);
+    sp--;
+  }
+  return w->memo[v->id];
+}
+
+/* A reduction's own flags come from its input, not itself. */
+static walk_flags walk_value(walker *w, const fg_value *v) {
+  if (v->def && v->def->op->kind == FG_KIND_REDUCTION)
+    return walk(w, v->def->in[0]);
+  return walk(w, v);
+}
+
+/* The same with a walker of its own: for questions about a finished plan. */
+static walk_flags walk_once(const fg_plan *p, int k, const fg_value *v) {
+  walker w;
+  walk_flags f = {0};
+  if (walker_init(&w, p, k))
+    f = walk_value(&w, v);
+  walker_free(&w);
   return f;
 }
 
@@ -157,14 +342,23 @@ static walk_flags walk_value(const fg_plan *p, int k, const fg_value *v) {
  * with dims 2 and 3), which the kernel never computed (it exited 3). The
  * index is followed symbolically, each component a domain dim or a
  * constant, through the ops row_preserving allows, as the backend maps it
- * (view ops through view.c's map). */
+ * (view ops through view.c's map). Each (value, index) pair to check is a
+ * visit; past SYM_BUDGET visits the answer is no. The answer does not
+ * depend on the order of the visits, so they are kept on a stack. */
 enum { SYM_ZERO = -1, SYM_OTHER = -2, SYM_BUDGET = 20000 };
+
+typedef struct sym_item {
+  const fg_value *v;
+  int idx[FG_MAX_RANK];
+} sym_item;
 
 typedef struct sym_walk {
   const fg_plan *p;
   const fg_kernel *k;
-  const walk_flags *flags; /* walk()'s, for kernel k */
-  int budget;              /* visits left: past it, the answer is no */
+  walker *flags; /* walk()'s, for kernel k */
+  int budget;    /* visits left: past it, the answer is no */
+  sym_item *stack;
+  int n, cap;
 } sym_walk;
 
 static bool sym_same(const fg_kernel *k, int a, int b) {
@@ -173,10 +367,26 @@ static bool sym_same(const fg_kernel *k, int a, int b) {
   return a == b ? a != SYM_OTHER : za && zb;
 }
 
-static bool sym_ok(sym_walk *w, const fg_value *v, const int *idx) {
-  if (--w->budget < 0)
-    return false;
-  if (fg_plan_in_memory(w->p, v, w->k->id) || !v->def || !w->flags[v->id].reaches_red)
+/* Value v to visit at index idx (of v's rank). */
+static bool sym_push(sym_walk *w, const fg_value *v, const int *idx) {
+  if (w->n == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 64;
+    sym_item *s = realloc(w->stack, sizeof *s * (size_t)cap);
+    if (!s)
+      return false;
+    w->stack = s;
+    w->cap = cap;
+  }
+  sym_item *it = &w->stack[w->n++];
+  it->v = v;
+  memcpy(it->idx, idx, sizeof *idx * (size_t)v->type.rank);
+  return true;
+}
+
+/* One visit: whether v may be read at idx; the inputs it reads are pushed
+ * with the indices it reads them at. */
+static bool sym_visit(sym_walk *w, const fg_value *v, const int *idx) {
+  if (fg_plan_in_memory(w->p, v, w->k->id) || !v->def || !walk(w->flags, v).reaches_red)
     return true;
   const fg_node *n = v->def;
   const fg_type *t = &v->type;
@@ -203,7 +413,7 @@ static bool sym_ok(sym_walk *w, const fg_value *v, const int *idx) {
         int j = t->rank - at->rank + i;
         sub[i] = at->dims[i].size == 1 ? SYM_ZERO : idx[j];
       }
-      if (!sym_ok(w, n->in[a], sub))
+      if (!sym_push(w, n->in[a], sub))
         return false;
     }
     return true;
@@ -242,12 +452,21 @@ static bool sym_ok(sym_walk *w, const fg_value *v, const int *idx) {
                : m.step[i] == 1 && m.start[i] == 0 ? idx[m.src[i]]
                                                    : SYM_OTHER;
   }
-  return sym_ok(w, n->in[0], sub);
+  return sym_push(w, n->in[0], sub);
 }
 
-/* Whether v (to join row kernel k) reads k's reductions only at the rows'
- * kept coordinates. */
-static bool reads_rows_in_place(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+static bool sym_ok(sym_walk *w, const fg_value *v, const int *idx) {
+  bool ok = sym_push(w, v, idx);
+  while (ok && w->n > 0) {
+    sym_item it = w->stack[--w->n]; /* a copy: visiting may move the stack */
+    ok = --w->budget >= 0 && sym_visit(w, it.v, it.idx);
+  }
+  return ok;
+}
+
+/* Whether v (to join row kernel k, whose walker wk is) reads k's
+ * reductions only at the rows' kept coordinates. */
+static bool reads_rows_in_place(walker *wk, const fg_kernel *k, const fg_value *v) {
   int idx[FG_MAX_RANK];
   const fg_value *start = v;
   if (v->def && v->def->op->kind == FG_KIND_REDUCTION)
@@ -266,64 +485,26 @@ static bool reads_rows_in_place(const fg_plan *p, const fg_kernel *k, const fg_v
     if (j != t->rank)
       return false;
   }
-  walker wk = {p, k->id, calloc((size_t)p->g->next_value_id, 1),
-               calloc((size_t)p->g->next_value_id, sizeof(walk_flags))};
-  bool ok = false;
-  if (wk.seen && wk.memo) {
-    walk(&wk, start);
-    sym_walk sw = {p, k, wk.memo, SYM_BUDGET};
-    ok = sym_ok(&sw, start, idx);
-  }
-  free(wk.seen);
-  free(wk.memo);
+  sym_walk sw = {wk->p, k, wk, SYM_BUDGET, NULL, 0, 0};
+  bool ok = sym_ok(&sw, start, idx);
+  free(sw.stack);
   return ok;
 }
 
 /* ---- issue 20 (scan): cumsum's kernels ---- */
 
-/* How a value uses kernel k's scan (memo: 0 not yet known, then one of
- * these): not at all; only at its own index, through pointwise ops of the
- * domain's shape (the kernel knows the running sum at the element it is
- * at, and nowhere else); or otherwise (a view, a broadcast, a reduction). */
-enum { SCAN_UNUSED = 1, SCAN_HERE, SCAN_ELSEWHERE };
-
-static int scan_use(const fg_plan *p, const fg_kernel *k, const fg_value *v, unsigned char *memo) {
-  if (fg_plan_in_memory(p, v, k->id) || !v->def)
-    return SCAN_UNUSED;
-  if (memo[v->id])
-    return memo[v->id];
-  const fg_node *n = v->def;
-  int r = SCAN_UNUSED;
-  if (n == k->reds[0])
-    r = SCAN_HERE;
-  else
-    for (int i = 0; i < n->nin; i++) {
-      int u = scan_use(p, k, n->in[i], memo);
-      if (u == SCAN_UNUSED)
-        continue;
-      bool here = u == SCAN_HERE && n->op->kind == FG_KIND_POINTWISE &&
-                  same_shape(&n->in[i]->type, k->rank, k->dims) &&
-                  same_shape(&v->type, k->rank, k->dims);
-      r = here && r != SCAN_ELSEWHERE ? SCAN_HERE : SCAN_ELSEWHERE;
-    }
-  memo[v->id] = (unsigned char)r;
-  return r;
-}
-
 /* A scan kernel takes the stored values of its domain's shape that use its
- * cumsum at their own index or not at all (a pointwise result beside it,
- * or computed from it); no reductions, no second cumsum. The chunk sums
- * kernel takes nothing else. */
-static bool scan_can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+ * cumsum at their own index (through pointwise ops of the domain's shape:
+ * the kernel knows the running sum at the element it is at, and nowhere
+ * else) or not at all (a pointwise result beside it, or computed from
+ * it); no reductions, no second cumsum. The chunk sums kernel takes
+ * nothing else. */
+static bool scan_can_join(walker *w, const fg_kernel *k, const fg_value *v) {
   if (k->kind != FG_KERNEL_SCAN || v->def->op->kind == FG_KIND_REDUCTION ||
-      !same_shape(&v->type, k->rank, k->dims) || walk_value(p, k->id, v).crosses_segment)
+      !same_shape(&v->type, k->rank, k->dims))
     return false;
-  unsigned char *memo = calloc((size_t)p->g->next_value_id + 1, 1);
-  if (!memo)
-    return false;
-  bool ok = scan_use(p, k, v, memo) != SCAN_ELSEWHERE;
-  free(memo);
-  return ok;
+  walk_flags f = walk_value(w, v);
+  return !f.crosses_segment && !f.off_index;
 }
 
 /* ---- kernels ---- */
@@ -599,15 +780,152 @@ static bool reductions_full(const fg_kernel *k) {
          (k->kind == FG_KERNEL_ROW && k->nreds >= FG_MAX_ROW_REDUCTIONS);
 }
 
+/* ---- what grouping keeps between values ----
+ * Stored values join kernels one by one in graph order, and each asks
+ * about the kernels it might join: its walk flags, the buffers the kernel
+ * would load. Answered afresh each time, with arrays the size of the
+ * graph cleared for every question, a chain of 400,000 pointwise ops
+ * (kernels of some 60,000 ops, a value stored every 257) walked its whole
+ * kernel again for every stored value: 30 s of segmentation, O(n^2) in
+ * the clearing. The answers are kept, for the last GROUP_MEMOS kernels
+ * asked about, and stay true: the plan only changes where the value being
+ * placed is (its kernel, its kernel's lists), and the walks see only that
+ * value and the values before it, whose kernels are final. So once a
+ * value is placed its own flags are dropped (group_placed), and a kernel
+ * whose kind or domain changes (its first reduction, a scan taking it
+ * over) is walked afresh. */
+enum { GROUP_MEMOS = 4 };
+
+typedef struct kernel_memo {
+  int k;               /* -1: unused */
+  int last_use;        /* the least recently used one is replaced */
+  fg_kernel_kind kind; /* kernel k as the answers saw it */
+  int rank;
+  int64_t dims[FG_MAX_RANK];
+  bool mask[FG_MAX_RANK];
+  walker walk;     /* its walk flags */
+  cone_walk loads; /* marks the values k's outputs are computed from */
+  int nloads;      /* the buffers among them k loads; -1 not counted yet */
+} kernel_memo;
+
+typedef struct grouper {
+  fg_plan *p;
+  int nstored; /* stored values (fixed while grouping) */
+  int clock;
+  kernel_memo memo[GROUP_MEMOS];
+  cone_walk scratch; /* for walks that keep nothing */
+} grouper;
+
+/* m knows nothing, and is the first one to reuse. */
+static void memo_drop(kernel_memo *m) {
+  m->k = -1;
+  m->last_use = 0;
+}
+
+static bool grouper_init(grouper *gr, fg_plan *p) {
+  *gr = (grouper){.p = p};
+  for (int i = 0; i < p->g->next_value_id; i++)
+    gr->nstored += p->store[i].stored;
+  for (int i = 0; i < GROUP_MEMOS; i++)
+    memo_drop(&gr->memo[i]);
+  return cone_init(&gr->scratch, p->g);
+}
+
+static void grouper_free(grouper *gr) {
+  for (int i = 0; i < GROUP_MEMOS; i++) {
+    walker_free(&gr->memo[i].walk);
+    cone_free(&gr->memo[i].loads);
+  }
+  cone_free(&gr->scratch);
+}
+
+static bool memo_current(const kernel_memo *m, const fg_kernel *k) {
+  if (m->k != k->id || m->kind != k->kind || m->rank != k->rank)
+    return false;
+  for (int d = 0; d < k->rank; d++)
+    if (m->dims[d] != k->dims[d] || m->mask[d] != k->mask[d])
+      return false;
+  return true;
+}
+
+/* m starts over for kernel k: nothing known. */
+static void memo_take(kernel_memo *m, const fg_kernel *k) {
+  m->k = k->id;
+  m->kind = k->kind;
+  m->rank = k->rank;
+  for (int d = 0; d < k->rank; d++) {
+    m->dims[d] = k->dims[d];
+    m->mask[d] = k->mask[d];
+  }
+  walker_restart(&m->walk, k->id);
+  cone_restart(&m->loads);
+  m->nloads = -1;
+}
+
+/* What grouping knows of kernel k, if anything (NULL: nothing, or k has
+ * changed since). */
+static kernel_memo *memo_find(grouper *gr, const fg_kernel *k) {
+  for (int i = 0; i < GROUP_MEMOS; i++) {
+    kernel_memo *m = &gr->memo[i];
+    if (m->k != k->id)
+      continue;
+    if (!memo_current(m, k)) {
+      memo_drop(m);
+      return NULL;
+    }
+    m->last_use = ++gr->clock;
+    return m;
+  }
+  return NULL;
+}
+
+/* m's arrays, allocated at its first use. */
+static bool memo_alloc(kernel_memo *m, const fg_plan *p) {
+  if (m->walk.seen.mark && m->walk.memo && m->loads.seen.mark)
+    return true;
+  walker_free(&m->walk);
+  cone_free(&m->loads);
+  bool ok = walker_init(&m->walk, p, -1);
+  return cone_init(&m->loads, p->g) && ok;
+}
+
+/* Kernel k's memo, started in the least recently used one if need be.
+ * NULL: out of memory. */
+static kernel_memo *memo_of(grouper *gr, const fg_kernel *k) {
+  kernel_memo *m = memo_find(gr, k);
+  if (m)
+    return m;
+  m = &gr->memo[0];
+  for (int i = 1; i < GROUP_MEMOS; i++)
+    if (gr->memo[i].last_use < m->last_use)
+      m = &gr->memo[i];
+  if (!memo_alloc(m, gr->p))
+    return NULL;
+  memo_take(m, k);
+  m->last_use = ++gr->clock;
+  return m;
+}
+
+/* v's flags relative to kernel k (none when out of memory). */
+static walk_flags flags_of(grouper *gr, const fg_kernel *k, const fg_value *v) {
+  kernel_memo *m = memo_of(gr, k);
+  return m ? walk_value(&m->walk, v) : (walk_flags){0};
+}
+
 /* May stored value v (not yet in a kernel) join kernel k? */
-static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+static bool can_join(grouper *gr, const fg_kernel *k, const fg_value *v) {
+  const fg_plan *p = gr->p;
   const fg_node *n = v->def;
-  if (fg_kernel_is_scan(k->kind))
-    return scan_can_join(p, k, v);
   if (k->kind == FG_KERNEL_ATTENTION || k->kind == FG_KERNEL_ATTENTION_BWD ||
       fg_kernel_is_scatter(k->kind))
     return false; /* its own sdpa's, sdpa_bwd's or index_add's results only (group_into_kernels) */
-  walk_flags f = walk_value(p, k->id, v);
+  kernel_memo *memo = memo_of(gr, k);
+  if (!memo)
+    return false;
+  walker *w = &memo->walk;
+  if (fg_kernel_is_scan(k->kind))
+    return scan_can_join(w, k, v);
+  walk_flags f = walk_value(w, v);
   if (f.crosses_segment)
     return false;
   bool is_red = n->op->kind == FG_KIND_REDUCTION;
@@ -626,9 +944,9 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
       if (!f.reaches_red)
         return true;
       if (k->kind == FG_KERNEL_COLUMN)
-        return !f.bad_path && column_variance_ok(k, n) && reads_rows_in_place(p, k, v);
+        return !f.bad_path && column_variance_ok(k, n) && reads_rows_in_place(w, k, v);
       return k->kind == FG_KERNEL_ROW && !f.bad_path &&
-             (!few_rows(p, k) || one_pass_variance_ok(p, k, n)) && reads_rows_in_place(p, k, v);
+             (!few_rows(p, k) || one_pass_variance_ok(p, k, n)) && reads_rows_in_place(w, k, v);
     }
     /* The row + column form: a weight gradient beside the row work, or a
      * tensor-wide result from the rows' results. */
@@ -644,15 +962,15 @@ static bool can_join(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
     if (!f.reaches_red)
       return true;
     return k->kind == FG_KERNEL_ROW && !f.bad_path && !few_unclustered_rows(p, k) &&
-           reads_rows_in_place(p, k, v);
+           reads_rows_in_place(w, k, v);
   }
   if (fg_plan_row_shaped(k, &v->type))
-    return !f.bad_path && (!f.reaches_red || reads_rows_in_place(p, k, v));
+    return !f.bad_path && (!f.reaches_red || reads_rows_in_place(w, k, v));
   return false;
 }
 
 bool fg_plan_uses_rows(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
-  return walk_value(p, k->id, v).reaches_red;
+  return walk_once(p, k->id, v).reaches_red;
 }
 
 fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
@@ -662,28 +980,38 @@ fg_phase fg_plan_phase(const fg_plan *p, const fg_kernel *k, const fg_value *v) 
     return FG_PHASE_COLUMNS;
   if (v->def && in_list(k->tails, k->ntails, v->def))
     return FG_PHASE_TAIL;
-  walk_flags f = walk_value(p, k->id, v);
+  walk_flags f = walk_once(p, k->id, v);
   return f.reaches_col ? FG_PHASE_COLUMNS : f.reaches_tail ? FG_PHASE_TAIL : FG_PHASE_ROWS;
 }
 
-/* The newest kernel that every value v loads from memory is ready for. */
-static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *seen) {
-  if (seen[v->id])
-    return -1;
-  seen[v->id] = 1;
+/* earliest_kernel's walk: the newest kernel among the stored values. */
+typedef struct newest_kernel {
+  const fg_plan *p;
+  int k;
+} newest_kernel;
+
+static bool newest_stop(void *ctx, const fg_value *v) {
+  newest_kernel *c = ctx;
   if (v->param_index >= 0)
-    return -1;
-  const fg_storage *s = &p->store[v->id];
-  if (s->stored && s->kernel >= 0)
-    return s->kernel;
-  int m = -1;
-  const fg_node *n = v->def;
-  for (int i = 0; n && i < n->nin; i++) {
-    int k = earliest_kernel(p, n->in[i], seen);
-    if (k > m)
-      m = k;
-  }
-  return m;
+    return true;
+  const fg_storage *s = &c->p->store[v->id];
+  if (!s->stored || s->kernel < 0)
+    return false;
+  if (s->kernel > c->k)
+    c->k = s->kernel;
+  return true;
+}
+
+/* The newest kernel that every value of vals[0..n) loads from memory is
+ * ready for (-1: any); false: out of memory. */
+static bool earliest_kernel(grouper *gr, fg_value *const *vals, int n, int *k) {
+  newest_kernel c = {gr->p, -1};
+  cone_restart(&gr->scratch);
+  for (int i = 0; i < n; i++)
+    if (!cone_visit(&gr->scratch, vals[i], newest_stop, &c))
+      return false;
+  *k = c.k;
+  return true;
 }
 
 /* The buffers a kernel may take: one kernel parameter each, within the
@@ -693,66 +1021,97 @@ static int earliest_kernel(const fg_plan *p, const fg_value *v, unsigned char *s
  * a hundred tensors became one kernel of 301 arguments: internal error). */
 enum { MAX_KERNEL_BUFFERS = 256 - 8 };
 
-static void count_reads(const fg_plan *p, int k, const fg_value *v, unsigned char *seen, int *n) {
-  if (seen[v->id])
-    return;
-  seen[v->id] = 1;
-  const fg_storage *s = &p->store[v->id];
-  if (v->param_index >= 0 || (s->stored && s->kernel >= 0 && s->kernel != k)) {
-    (*n)++;
-    return;
+/* The walk counting the buffers kernel k loads: each once, not past those
+ * already counted (known: k's outputs' walk, or NULL). */
+typedef struct load_count {
+  const fg_plan *p;
+  int k;
+  const value_set *known;
+  int n;
+} load_count;
+
+static bool count_load(void *ctx, const fg_value *v) {
+  load_count *c = ctx;
+  if (c->known && vset_has(c->known, v))
+    return true;
+  if (!fg_plan_in_memory(c->p, v, c->k))
+    return false;
+  c->n++;
+  return true;
+}
+
+/* Adds the buffers output v of m's kernel loads to m's count. false: out
+ * of memory (m is then dropped). */
+static bool add_loads(const fg_plan *p, kernel_memo *m, const fg_value *v) {
+  load_count c = {p, m->k, NULL, 0};
+  if (!cone_visit(&m->loads, v, count_load, &c)) {
+    memo_drop(m);
+    return false;
   }
-  if (!v->def)
-    return;
-  for (int i = 0; i < v->def->nin; i++)
-    count_reads(p, k, v->def->in[i], seen, n);
+  m->nloads += c.n;
+  return true;
+}
+
+/* The buffers kernel k's outputs load: counted once, then kept up to date
+ * as values join k (group_placed). */
+static bool loads_counted(const fg_plan *p, kernel_memo *m, const fg_kernel *k) {
+  if (m->nloads >= 0)
+    return true;
+  m->nloads = 0;
+  for (int i = 0; i < k->nouts; i++)
+    if (!add_loads(p, m, k->outs[i]))
+      return false;
+  return true;
 }
 
 /* Whether k still takes at most MAX_KERNEL_BUFFERS buffers with v added. */
-static bool args_fit(const fg_plan *p, const fg_kernel *k, const fg_value *v) {
+static bool args_fit(grouper *gr, const fg_kernel *k, const fg_value *v) {
   if (k->nouts + 1 > MAX_KERNEL_BUFFERS)
     return false;
   /* cheap bound first: every parameter and every stored value */
-  int most = k->nouts + 1 + p->g->nparams;
-  for (int i = 0; i < p->g->next_value_id && most <= MAX_KERNEL_BUFFERS; i++)
-    most += p->store[i].stored;
-  if (most <= MAX_KERNEL_BUFFERS)
+  if (k->nouts + 1 + gr->p->g->nparams + gr->nstored <= MAX_KERNEL_BUFFERS)
     return true;
-  unsigned char *seen = calloc((size_t)p->g->next_value_id + 1, 1);
-  if (!seen)
+  kernel_memo *m = memo_of(gr, k);
+  if (!m || !loads_counted(gr->p, m, k))
     return false;
-  int n = k->nouts + 1;
-  for (int i = 0; i < k->nouts; i++)
-    count_reads(p, k->id, k->outs[i], seen, &n);
-  count_reads(p, k->id, v, seen, &n);
-  free(seen);
-  return n <= MAX_KERNEL_BUFFERS;
+  /* v's new buffers: a walk of its own, ending where k's outputs' went */
+  load_count c = {gr->p, k->id, &m->loads.seen, 0};
+  cone_restart(&gr->scratch);
+  if (!cone_visit(&gr->scratch, v, count_load, &c))
+    return false;
+  return k->nouts + 1 + m->nloads + c.n <= MAX_KERNEL_BUFFERS;
+}
+
+/* v has its kernel. Its own flags, walked while it was a candidate, are
+ * forgotten (see "what grouping keeps between values"), and its kernel's
+ * count of loaded buffers takes in v's. */
+static void group_placed(grouper *gr, const fg_value *v) {
+  for (int i = 0; i < GROUP_MEMOS; i++)
+    if (gr->memo[i].k >= 0)
+      vset_remove(&gr->memo[i].walk.seen, v);
+  int k = gr->p->store[v->id].kernel;
+  kernel_memo *m = k >= 0 ? memo_find(gr, &gr->p->kernels[k]) : NULL;
+  if (m && m->nloads >= 0)
+    add_loads(gr->p, m, v);
 }
 
 /* Which kernel v joins: among the kernels that come after every stored
  * value v needs (those may also be computed by the kernel itself), prefer
  * one whose reductions v uses (normalization), else the newest that fits. */
-static fg_kernel *pick_kernel(fg_plan *p, const fg_value *v) {
-  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen)
+static fg_kernel *pick_kernel(grouper *gr, const fg_value *v) {
+  fg_plan *p = gr->p;
+  int lo;
+  if (!earliest_kernel(gr, v->def->in, v->def->nin, &lo))
     return NULL;
-  const fg_node *n = v->def;
-  int lo = -1;
-  for (int i = 0; i < n->nin; i++) {
-    int k = earliest_kernel(p, n->in[i], seen);
-    if (k > lo)
-      lo = k;
-  }
-  free(seen);
   fg_kernel *fallback = NULL;
   for (int ki = p->nkernels - 1; ki >= 0 && ki >= lo; ki--) {
     fg_kernel *k = &p->kernels[ki];
     /* Kernels after ki that v needs force ki = lo at least; a dependency
      * on kernel j > ki rules ki out (checked by lo). */
-    if (!can_join(p, k, v) || !args_fit(p, k, v))
+    if (!can_join(gr, k, v) || !args_fit(gr, k, v))
       continue;
     if (has_reductions(k)) {
-      walk_flags f = walk_value(p, k->id, v);
+      walk_flags f = flags_of(gr, k, v);
       if (f.reaches_red || f.reaches_col || f.reaches_tail)
         return k;
     }
@@ -1082,17 +1441,16 @@ static int scan_row_chunks(const fg_plan *p, int64_t rows, int64_t len, int64_t 
  * written from the scan's walk, and n's input, which it may have stored
  * (g34 of the perf fuzzing: v1 = sinh(p1) a result, v4 = cumsum(v1)), is
  * computed inline instead of read back. */
-static fg_kernel *scan_host(fg_plan *p, const fg_node *n) {
-  unsigned char *seen = calloc((size_t)p->g->next_value_id, 1);
-  if (!seen)
+static fg_kernel *scan_host(grouper *gr, const fg_node *n) {
+  fg_plan *p = gr->p;
+  int lo;
+  if (!earliest_kernel(gr, n->in, 1, &lo))
     return NULL;
-  int lo = earliest_kernel(p, n->in[0], seen);
-  free(seen);
   const fg_type *t = &n->in[0]->type;
   for (int ki = p->nkernels - 1; ki >= 0 && ki >= lo; ki--) {
     fg_kernel *k = &p->kernels[ki];
     if (k->kind == FG_KERNEL_POINTWISE && same_shape(t, k->rank, k->dims) &&
-        args_fit(p, k, n->out[0]))
+        args_fit(gr, k, n->out[0]))
       return k;
   }
   return NULL;
@@ -1101,7 +1459,8 @@ static fg_kernel *scan_host(fg_plan *p, const fg_node *n) {
 /* cumsum n as its scan kernel (plan.h), after its chunk sums kernel when
  * the scanned extent is cut into chunks; the domain is n's input's shape
  * with its dim marked. */
-static void start_scan_kernels(fg_plan *p, fg_node *n) {
+static void start_scan_kernels(grouper *gr, fg_node *n) {
+  fg_plan *p = gr->p;
   const fg_type *t = &n->in[0]->type;
   int dim = (int)fg_attr_int(n, "dim");
   if (dim < 0)
@@ -1130,7 +1489,7 @@ static void start_scan_kernels(fg_plan *p, fg_node *n) {
   /* the host becomes the scan kernel, or with chunks the chunk sums
    * kernel (its outputs do not use the cumsum: they were there before it;
    * issue 17 scanpar, g20261200: one pass less over the input) */
-  fg_kernel *host = scan_host(p, n);
+  fg_kernel *host = scan_host(gr, n);
   for (int pass = chunks > 1 ? 0 : 1; pass < 2; pass++) {
     fg_kernel *k = host && pass == (chunks > 1 ? 0 : 1) ? host : new_kernel(p);
     k->kind = pass ? FG_KERNEL_SCAN : FG_KERNEL_SCAN_CHUNKS;
@@ -1338,7 +1697,8 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
 typedef struct argset {
   fg_plan *p;
   fg_kernel *k;
-  unsigned char *seen;
+  fg_buf_ref *loads; /* collect_loads: the buffers found, in order */
+  int nloads;
 } argset;
 
 static void add_arg(fg_plan *p, fg_kernel *k, fg_buf_ref b) {
@@ -1357,41 +1717,31 @@ static void add_scatter_args(fg_plan *p, fg_kernel *k) {
     add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, t[i]});
 }
 
-/* Collects the buffers a kernel reads, and marks reductions of other kernels
- * it needs as stored. */
-static void collect(argset *a, const fg_value *v) {
-  if (a->seen[v->id])
-    return;
-  a->seen[v->id] = 1;
+/* A walk (cone_visit) collecting the parameters a kernel reads, and
+ * marking reductions of other kernels it needs as stored. */
+static bool collect(void *ctx, const fg_value *v) {
+  argset *a = ctx;
   fg_plan *p = a->p;
   if (v->param_index >= 0) {
     add_arg(p, a->k, (fg_buf_ref){FG_BUF_PARAM, v->param_index});
-    return;
+    return true;
   }
   fg_storage *s = &p->store[v->id];
   if (s->kernel >= 0 && s->kernel != a->k->id) {
     s->stored = true; /* needed here, so it must reach memory */
-    return;           /* buffers are known after temps are assigned */
+    return true;      /* buffers are known after temps are assigned */
   }
-  const fg_node *n = v->def;
-  for (int i = 0; i < n->nin; i++)
-    collect(a, n->in[i]);
+  return false;
 }
 
-static void collect_loads(argset *a, const fg_value *v, fg_buf_ref *out, int *nout, int cap) {
-  (void)cap;
-  if (a->seen[v->id])
-    return;
-  a->seen[v->id] = 1;
-  fg_plan *p = a->p;
-  if (fg_plan_in_memory(p, v, a->k->id)) {
-    if (v->param_index < 0)
-      out[(*nout)++] = p->store[v->id].buf;
-    return;
-  }
-  const fg_node *n = v->def;
-  for (int i = 0; i < n->nin; i++)
-    collect_loads(a, n->in[i], out, nout, cap);
+/* A walk collecting the buffers other than parameters a kernel loads. */
+static bool collect_loads(void *ctx, const fg_value *v) {
+  argset *a = ctx;
+  if (!fg_plan_in_memory(a->p, v, a->k->id))
+    return false;
+  if (v->param_index < 0)
+    a->loads[a->nloads++] = a->p->store[v->id].buf;
+  return true;
 }
 
 /* Inline expressions stay shallow. The lowering recurses once per op on
@@ -1664,41 +2014,51 @@ static void mark_stored(fg_plan *p) {
   }
 }
 
-/* Stored values join kernels, in graph order. */
-static void group_into_kernels(fg_plan *p) {
-  for (fg_node *n = p->g->first; n; n = n->next)
-    for (int i = 0; i < n->nout; i++) {
-      fg_value *v = n->out[i];
-      if (!p->store[v->id].stored)
-        continue;
-      if (n->op->code == FG_OP_SDPA_BWD) { /* dq's kernel, then dk's, which dv joins */
-        if (i < 2)
-          start_attention_bwd_kernel(p, n, i == 0 ? FG_ATTN_DQ : FG_ATTN_DKDV, v);
-        else
-          add_to_kernel(p, &p->kernels[p->store[n->out[1]->id].kernel], v);
-        continue;
+/* Stored value v, result i of n, into a kernel. */
+static void place(grouper *gr, fg_node *n, int i) {
+  fg_plan *p = gr->p;
+  fg_value *v = n->out[i];
+  if (n->op->code == FG_OP_SDPA_BWD) { /* dq's kernel, then dk's, which dv joins */
+    if (i < 2)
+      start_attention_bwd_kernel(p, n, i == 0 ? FG_ATTN_DQ : FG_ATTN_DKDV, v);
+    else
+      add_to_kernel(p, &p->kernels[p->store[n->out[1]->id].kernel], v);
+    return;
+  }
+  if (n->op->code == FG_OP_SDPA) { /* o starts its kernel, lse joins it */
+    if (i == 0)
+      start_attention_kernel(p, n);
+    else
+      add_to_kernel(p, &p->kernels[p->store[n->out[0]->id].kernel], v);
+    return;
+  }
+  if (fg_index_scatters(n)) {
+    start_scatter_kernels(p, n);
+    return;
+  }
+  if (n->op->code == FG_OP_CUMSUM) {
+    start_scan_kernels(gr, n);
+    return;
+  }
+  fg_kernel *k = pick_kernel(gr, v);
+  if (k)
+    add_to_kernel(p, k, v);
+  else
+    start_kernel(p, v);
+}
+
+/* Stored values join kernels, in graph order. false: out of memory. */
+static bool group_into_kernels(fg_plan *p) {
+  grouper gr;
+  bool ok = grouper_init(&gr, p);
+  for (fg_node *n = p->g->first; ok && n; n = n->next)
+    for (int i = 0; i < n->nout; i++)
+      if (p->store[n->out[i]->id].stored) {
+        place(&gr, n, i);
+        group_placed(&gr, n->out[i]);
       }
-      if (n->op->code == FG_OP_SDPA) { /* o starts its kernel, lse joins it */
-        if (i == 0)
-          start_attention_kernel(p, n);
-        else
-          add_to_kernel(p, &p->kernels[p->store[n->out[0]->id].kernel], v);
-        continue;
-      }
-      if (fg_index_scatters(n)) {
-        start_scatter_kernels(p, n);
-        continue;
-      }
-      if (n->op->code == FG_OP_CUMSUM) {
-        start_scan_kernels(p, n);
-        continue;
-      }
-      fg_kernel *k = pick_kernel(p, v);
-      if (k)
-        add_to_kernel(p, k, v);
-      else
-        start_kernel(p, v);
-    }
+  grouper_free(&gr);
+  return ok;
 }
 
 /* Reductions are materialized only where another kernel reads them or they
@@ -1710,22 +2070,20 @@ static bool mark_read_reductions(fg_plan *p) {
       for (int i = 0; i < n->nout; i++)
         if (p->store[n->out[i]->id].buf.kind != FG_BUF_RESULT)
           p->store[n->out[i]->id].stored = false;
-  for (int ki = 0; ki < p->nkernels; ki++) {
-    fg_kernel *k = &p->kernels[ki];
-    argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
-    if (!a.seen || !roots) {
-      free(a.seen);
-      free(roots);
-      return false;
-    }
-    int nr = kernel_roots(k, roots);
-    for (int i = 0; i < nr; i++)
-      collect(&a, roots[i]);
+  cone_walk c;
+  bool ok = cone_init(&c, g);
+  for (int ki = 0; ok && ki < p->nkernels; ki++) {
+    argset a = {p, &p->kernels[ki], NULL, 0};
+    const fg_value **roots = malloc(sizeof *roots * (size_t)(a.k->nouts + 3));
+    ok = roots != NULL;
+    int nr = ok ? kernel_roots(a.k, roots) : 0;
+    cone_restart(&c);
+    for (int i = 0; ok && i < nr; i++)
+      ok = cone_visit(&c, roots[i], collect, &a);
     free(roots);
-    free(a.seen);
   }
-  return true;
+  cone_free(&c);
+  return ok;
 }
 
 /* Kernel outputs: reductions that stay local leave the out list. */
@@ -1757,79 +2115,83 @@ static void add_temps(fg_plan *p) {
 
 /* Each kernel's arguments: parameters in index order, then the other
  * buffers it loads in discovery order, then the buffers it writes. */
-static bool order_arguments(fg_plan *p) {
-  fg_graph *g = p->g;
-  for (int ki = 0; ki < p->nkernels; ki++) {
-    fg_kernel *k = &p->kernels[ki];
-    fg_buf_ref *loads = malloc((size_t)(g->next_value_id + 1) * sizeof *loads);
-    argset a = {p, k, calloc((size_t)g->next_value_id, 1)};
-    if (!loads || !a.seen) {
-      free(loads);
-      free(a.seen);
-      return false;
-    }
-    const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
-    if (!roots) {
-      free(loads);
-      free(a.seen);
-      return false;
-    }
-    int nl = 0, nr = kernel_roots(k, roots);
-    for (int i = 0; i < nr; i++)
-      collect_loads(&a, roots[i], loads, &nl, g->next_value_id);
-    free(roots);
-    for (int i = 0; i < k->nreds; i++)
-      collect_loads(&a, k->reds[i]->in[0], loads, &nl, g->next_value_id);
-    for (int i = 0; i < k->ncols; i++)
-      collect_loads(&a, k->cols[i]->in[0], loads, &nl, g->next_value_id);
-    for (int i = 0; i < k->ntails; i++)
-      collect_loads(&a, k->tails[i]->in[0], loads, &nl, g->next_value_id);
-    free(a.seen);
-    fg_buf_ref *params = k->args; /* what collect() found */
-    int nparams = k->nargs;
-    k->args = NULL;
-    k->nargs = 0;
-    for (int pi = 0; pi < g->nparams; pi++)
-      for (int j = 0; j < nparams; j++)
-        if (params[j].index == pi)
-          add_arg(p, k, params[j]);
-    for (int i = 0; i < nl; i++)
-      add_arg(p, k, loads[i]);
-    for (int i = 0; i < k->nouts; i++)
-      add_arg(p, k, p->store[k->outs[i]->id].buf);
-    if (fg_kernel_is_scatter(k->kind))
-      add_scatter_args(p, k);
-    if (fg_kernel_is_scan(k->kind) && k->scan_temp >= 0)
-      add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, k->scan_temp});
-    free(loads);
-  }
+static bool order_kernel_arguments(fg_plan *p, fg_kernel *k, cone_walk *c, fg_buf_ref *loads) {
+  argset a = {p, k, loads, 0};
+  const fg_value **roots = malloc(sizeof *roots * (size_t)(k->nouts + 3));
+  if (!roots)
+    return false;
+  int nr = kernel_roots(k, roots);
+  bool ok = true;
+  cone_restart(c);
+  for (int i = 0; i < nr; i++)
+    ok = ok && cone_visit(c, roots[i], collect_loads, &a);
+  free(roots);
+  for (int i = 0; i < k->nreds; i++)
+    ok = ok && cone_visit(c, k->reds[i]->in[0], collect_loads, &a);
+  for (int i = 0; i < k->ncols; i++)
+    ok = ok && cone_visit(c, k->cols[i]->in[0], collect_loads, &a);
+  for (int i = 0; i < k->ntails; i++)
+    ok = ok && cone_visit(c, k->tails[i]->in[0], collect_loads, &a);
+  if (!ok)
+    return false;
+  fg_buf_ref *params = k->args; /* what collect() found */
+  int nparams = k->nargs;
+  k->args = NULL;
+  k->nargs = 0;
+  for (int pi = 0; pi < p->g->nparams; pi++)
+    for (int j = 0; j < nparams; j++)
+      if (params[j].index == pi)
+        add_arg(p, k, params[j]);
+  for (int i = 0; i < a.nloads; i++)
+    add_arg(p, k, loads[i]);
+  for (int i = 0; i < k->nouts; i++)
+    add_arg(p, k, p->store[k->outs[i]->id].buf);
+  if (fg_kernel_is_scatter(k->kind))
+    add_scatter_args(p, k);
+  if (fg_kernel_is_scan(k->kind) && k->scan_temp >= 0)
+    add_arg(p, k, (fg_buf_ref){FG_BUF_TEMP, k->scan_temp});
   return true;
 }
 
-/* Every written result has a writer: a result left unwritten would be
- * returned as garbage, so it is a compiler bug to report, not to ship. */
-static bool check_results_written(const fg_plan *p, fg_diag *d) {
-  const fg_graph *g = p->g;
-  for (int i = 0; i < g->nresults; i++) {
-    if (p->results[i].is_view)
-      continue;
-    bool written = false;
-    for (int ki = 0; ki < p->nkernels && !written; ki++)
-      for (int j = 0; j < p->kernels[ki].nouts && !written; j++) {
-        fg_buf_ref b = p->store[p->kernels[ki].outs[j]->id].buf;
-        written = b.kind == FG_BUF_RESULT && b.index == i;
-      }
-    if (!written) {
-      fg_internal_error(d, g->result_locs[i], "no kernel writes result %d of graph '%s'", i,
-                        g->name);
-      return false;
-    }
-  }
-  return true;
+static bool order_arguments(fg_plan *p) {
+  cone_walk c;
+  fg_buf_ref *loads = malloc((size_t)(p->g->next_value_id + 1) * sizeof *loads);
+  bool ok = cone_init(&c, p->g) && loads;
+  for (int ki = 0; ok && ki < p->nkernels; ki++)
+    ok = order_kernel_arguments(p, &p->kernels[ki], &c, loads);
+  cone_free(&c);
+  free(loads);
+  return ok;
 }
 
 static bool out_of_memory(const fg_graph *g, fg_diag *d) {
   fg_error(d, (fg_loc){0, 0}, "out of memory planning graph '%s'", g->name);
+  return false;
+}
+
+/* Every written result has a writer: a result left unwritten would be
+ * returned as garbage, so it is a compiler bug to report, not to ship.
+ * (One pass over the kernels' outputs: a graph may have thousands of
+ * results.) */
+static bool check_results_written(const fg_plan *p, fg_diag *d) {
+  const fg_graph *g = p->g;
+  bool *written = calloc((size_t)g->nresults + 1, sizeof *written);
+  if (!written)
+    return out_of_memory(g, d);
+  for (int ki = 0; ki < p->nkernels; ki++)
+    for (int j = 0; j < p->kernels[ki].nouts; j++) {
+      fg_buf_ref b = p->store[p->kernels[ki].outs[j]->id].buf;
+      if (b.kind == FG_BUF_RESULT)
+        written[b.index] = true;
+    }
+  int missing = 0;
+  while (missing < g->nresults && (p->results[missing].is_view || written[missing]))
+    missing++;
+  free(written);
+  if (missing == g->nresults)
+    return true;
+  fg_internal_error(d, g->result_locs[missing], "no kernel writes result %d of graph '%s'", missing,
+                    g->name);
   return false;
 }
 
@@ -1843,8 +2205,7 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   mark_stored(p);
   if (!store_deep_values(p))
     return out_of_memory(g, d), NULL;
-  group_into_kernels(p);
-  if (!mark_read_reductions(p))
+  if (!group_into_kernels(p) || !mark_read_reductions(p))
     return out_of_memory(g, d), NULL;
   drop_local_outputs(p);
   add_temps(p);
@@ -1880,14 +2241,13 @@ fg_plan *fg_plan_build(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   free((void *)staged);
   if (!p)
     return NULL;
-  for (int i = 0; i < g->nresults; i++)
-    if (p->results[i].inplace == FG_INPLACE_DIRECT || p->results[i].inplace == FG_INPLACE_STAGED)
-      for (int k = 0; k < p->nkernels; k++)
-        for (int j = 0; j < p->kernels[k].nouts; j++) {
-          fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
-          if (b.kind == FG_BUF_RESULT && b.index == i)
-            p->kernels[k].inplace = true;
-        }
+  for (int k = 0; k < p->nkernels; k++)
+    for (int j = 0; j < p->kernels[k].nouts; j++) {
+      fg_buf_ref b = p->store[p->kernels[k].outs[j]->id].buf;
+      fg_inplace_mode m = b.kind == FG_BUF_RESULT ? p->results[b.index].inplace : FG_INPLACE_NONE;
+      if (m == FG_INPLACE_DIRECT || m == FG_INPLACE_STAGED)
+        p->kernels[k].inplace = true;
+    }
   return p;
 }
 
