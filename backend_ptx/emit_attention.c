@@ -982,13 +982,7 @@ static void wg_pingpong(attn *a, int point) {
     text = "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
   if (!text)
     return;
-  LLVMValueRef group = LLVMBuildLShr(a->b, a->warp, i32c(a, 2), "");
-  LLVMTypeRef i32 = LLVMTypeOf(group);
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(a->m->ctx), &i32, 1, 0);
-  const char *cons = "r,~{memory}";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  LLVMBuildCall2(a->b, fty, fn, &group, 1, "");
+  fgb_tc_asm_i32(a->m, text, LLVMBuildLShr(a->b, a->warp, i32c(a, 2), ""));
 }
 
 /* The wgmma loop software-pipelined (plan: overlap; FlashAttention-3's

@@ -33,7 +33,6 @@
  * place through their strides; dq, dk, dv are written dense. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "emit.h"
 #include "emit_skel.h"
@@ -366,13 +365,7 @@ static void wg_pingpong(bwd *w, int point) {
   bool before = point == PP_BEFORE_S;
   const char *text = before ? "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}"
                             : "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
-  LLVMValueRef group = LLVMBuildLShr(w->b, w->warp, i32c(w, 2), "");
-  LLVMTypeRef i32 = LLVMTypeOf(group);
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(w->m->ctx), &i32, 1, 0);
-  const char *cons = "r,~{memory}";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  LLVMBuildCall2(w->b, fty, fn, &group, 1, "");
+  fgb_tc_asm_i32(w->m, text, LLVMBuildLShr(w->b, w->warp, i32c(w, 2), ""));
 }
 
 /* Stores the D / 2 values at v (a wg_acc left in flight, waited for)

@@ -333,3 +333,12 @@ bool fgb_tc_wg_wait_after(fgb_module *m, int pending, LLVMValueRef *v, int n, LL
                           LLVMValueRef slot) {
   return wg_wait(m, pending, v, n, gate, slot);
 }
+
+void fgb_tc_asm_i32(fgb_module *m, const char *text, LLVMValueRef x) {
+  LLVMTypeRef i32 = LLVMTypeOf(x);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(m->ctx), &i32, 1, 0);
+  const char *cons = "r,~{memory}";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(m->b, fty, fn, &x, 1, "");
+}

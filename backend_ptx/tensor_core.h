@@ -66,6 +66,11 @@ LLVMValueRef fgb_tc_ex2(fgb_module *m, LLVMValueRef x);
  * serializes every wgmma of the kernel (info C7509). */
 LLVMValueRef fgb_tc_rcp(fgb_module *m, LLVMValueRef x);
 
+/* An inline-PTX statement `text` with side effects and a memory clobber,
+ * its one operand $0 the i32 x (the attention kernels' named barriers, by
+ * warpgroup). */
+void fgb_tc_asm_i32(fgb_module *m, const char *text, LLVMValueRef x);
+
 /* issue 19 (forward speed): two f32 values rounded to dt (nearest even)
  * as one word, lo in the low half, by one packed conversion
  * (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32: the same bits as fgb_tc_pack2). */
