@@ -321,28 +321,18 @@ static void wg_wait(bwd *w, int pending, LLVMValueRef *v, int n) {
     fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
 }
 
-/* The same, for the nn 8-column tiles x[j][4] of an S-like result. */
-static void wg_wait_tiles(bwd *w, int pending, LLVMValueRef x[][4], int nn) {
+/* The same, for the nn 8-column tiles x[j][4] of an S-like result; with
+ * a gate, after the instructions computing it: left alone, ptxas hoists
+ * the wait above the work it is meant to overlap (fgb_tc_wg_wait_after;
+ * slot: the order slot). */
+static void wg_wait_tiles(bwd *w, int pending, LLVMValueRef x[][4], int nn, LLVMValueRef gate,
+                          LLVMValueRef slot) {
   LLVMValueRef v[MAX_BC / 2];
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
       v[4 * j + i] = x[j][i];
-  wg_wait(w, pending, v, 4 * nn);
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++)
-      x[j][i] = v[4 * j + i];
-}
-
-/* wgmma.wait_group 0 for x (as wg_wait_tiles) after the instructions
- * computing `gate`: left alone, ptxas hoists the wait above the work it
- * is meant to overlap (fgb_tc_wg_wait_after). */
-static void wg_wait_tiles_after(bwd *w, LLVMValueRef x[][4], int nn, LLVMValueRef gate,
-                                LLVMValueRef slot) {
-  LLVMValueRef v[MAX_BC / 2];
-  for (int j = 0; j < nn; j++)
-    for (int i = 0; i < 4; i++)
-      v[4 * j + i] = x[j][i];
-  if (!fgb_tc_wg_wait_after(w->m, 0, v, 4 * nn, gate, slot))
+  if (gate ? !fgb_tc_wg_wait_after(w->m, pending, v, 4 * nn, gate, slot)
+           : !fgb_tc_wg_wait(w->m, pending, v, 4 * nn))
     fgb_fail(w->e, "attention backward kernel %d: wgmma statement too long", w->k->id);
   for (int j = 0; j < nn; j++)
     for (int i = 0; i < 4; i++)
@@ -366,6 +356,25 @@ static void wg_pingpong(bwd *w, int point) {
   const char *text = before ? "{\n.reg .pred p;\nsetp.ne.u32 p, $0, 0;\n@p bar.sync 1, 256;\n}"
                             : "{\n.reg .pred p;\nsetp.eq.u32 p, $0, 0;\n@p bar.arrive 1, 256;\n}";
   fgb_tc_asm_i32(w->m, text, LLVMBuildLShr(w->b, w->warp, i32c(w, 2), ""));
+}
+
+/* S = A_0 B_0^T and dP = A_1 B_1^T (ad, bd: descriptors as wg_abt's) into
+ * s, dp: one chain, waited for; overlap: two wgmma groups (the pingpong
+ * around their issue), S waited for and dP left in flight (the caller's
+ * wg_wait_tiles). */
+static void wg_scores(bwd *w, LLVMValueRef *ad, LLVMValueRef *bd, int nn, LLVMValueRef s[][4],
+                      LLVMValueRef dp[][4]) {
+  if (!w->overlap) {
+    LLVMValueRef(*out[2])[4] = {s, dp};
+    wg_abt(w, 2, ad, bd, nn, out, true);
+    return;
+  }
+  LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
+  wg_pingpong(w, PP_BEFORE_S);
+  wg_abt(w, 1, &ad[0], &bd[0], nn, &out_s, false);
+  wg_abt(w, 1, &ad[1], &bd[1], nn, &out_dp, false);
+  wg_pingpong(w, PP_AFTER_S);
+  wg_wait_tiles(w, 1, s, nn, NULL, NULL);
 }
 
 /* Stores the D / 2 values at v (a wg_acc left in flight, waited for)
@@ -699,17 +708,9 @@ static bool emit_dq(bwd *w) {
   vbase_nk = at_stage(w, vbase_nk, cur);
   kbase_kn = at_stage(w, kbase_kn, cur);
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  if (w->overlap) { /* S, then dP, in flight; S waited for, dP after P */
-    LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
-    wg_pingpong(w, PP_BEFORE_S);
-    wg_abt(w, 1, &qbase, &kbase_nk, nn, &out_s, false);
-    wg_abt(w, 1, &dobase, &vbase_nk, nn, &out_dp, false);
-    wg_pingpong(w, PP_AFTER_S);
-    wg_wait_tiles(w, 1, s, nn);
-  } else if (w->wg) { /* S and dP in one chain */
+  if (w->wg) { /* S and dP (overlap: dP left in flight) */
     LLVMValueRef ad[2] = {qbase, dobase}, bd[2] = {kbase_nk, vbase_nk};
-    LLVMValueRef(*out[2])[4] = {s, dp};
-    wg_abt(w, 2, ad, bd, nn, out, true);
+    wg_scores(w, ad, bd, nn, s, dp);
   } else
     gemm_abt(w, qbase, kbase_nk, nn, s);
   for (int j = 0; j < nn; j++)
@@ -734,7 +735,7 @@ static bool emit_dq(bwd *w) {
         s[j][i] = LLVMBuildFMul(b, p[j][i], LLVMBuildFSub(b, dp[j][i], delta[i / 2], ""), "");
     }
   if (w->overlap) {
-    wg_wait_tiles_after(w, dp, nn, p[nn - 1][3], w->order_slot);
+    wg_wait_tiles(w, 0, dp, nn, p[nn - 1][3], w->order_slot);
     for (int j = 0; j < nn; j++)
       for (int i = 0; i < 4; i++)
         s[j][i] = LLVMBuildFMul(b, p[j][i], LLVMBuildFSub(b, dp[j][i], delta[i / 2], ""), "");
@@ -893,17 +894,9 @@ static bool emit_dkdv(bwd *w) {
   LLVMValueRef delta_cur = fgb_gep(m, delta_lane, m->i8, cur);
   /* S^T = K Q^T, masked: queries past Sq; causal, key > query */
   LLVMValueRef s[MAX_BC / 8][4], dp[MAX_BC / 8][4];
-  if (w->overlap) { /* S^T, then dP^T, in flight; S^T waited for */
-    LLVMValueRef(*out_s)[4] = s, (*out_dp)[4] = dp;
-    wg_pingpong(w, PP_BEFORE_S);
-    wg_abt(w, 1, &kbase, &qb_nk, nn, &out_s, false);
-    wg_abt(w, 1, &vbase, &dob_nk, nn, &out_dp, false);
-    wg_pingpong(w, PP_AFTER_S);
-    wg_wait_tiles(w, 1, s, nn);
-  } else if (w->wg) { /* S^T and dP^T in one chain */
+  if (w->wg) { /* S^T and dP^T (overlap: dP^T left in flight) */
     LLVMValueRef ad[2] = {kbase, vbase}, bd[2] = {qb_nk, dob_nk};
-    LLVMValueRef(*out[2])[4] = {s, dp};
-    wg_abt(w, 2, ad, bd, nn, out, true);
+    wg_scores(w, ad, bd, nn, s, dp);
   } else
     gemm_abt(w, kbase, qb_nk, nn, s);
   for (int j = 0; j < nn; j++)
@@ -938,7 +931,7 @@ static bool emit_dkdv(bwd *w) {
     LLVMValueRef(*a)[4] = pa, (*acc)[4] = dv;
     wg_acc(w, 1, &a, nn, &dob_kn, &acc, false, dvk);
     wg_pingpong(w, PP_AFTER_DV);
-    wg_wait_tiles(w, 1, dp, nn);
+    wg_wait_tiles(w, 1, dp, nn, NULL, NULL);
   }
   if (!w->wg)
     gemm_acc(w, pa, nn, dob_kn, dv);
