@@ -242,6 +242,8 @@ class _RegionIO:
         self.layouts = [tuple(x) if x else None for x in layouts]
         self.laid = [i for i, o in enumerate(self.layouts) if o is not None]
         self.inv = [[o.index(i) for i in range(len(o))] if o else None for o in self.layouts]
+        self.covers = getattr(r, "in_covers", None) or [None] * n_in
+        self.covered = [i for i, c in enumerate(self.covers) if c is not None]
         self.want = {}  # (input index, shape) -> the compiled layout's strides
         self.src_out = getattr(r, "out_sources", None) or ["?"] * len(r.out_orders)
         perms = getattr(r, "out_perms", None) or [None] * len(r.out_orders)
@@ -271,6 +273,10 @@ class _RegionIO:
                 key = tuple(map(self._stride, ins))
                 if key == self.in_ok:
                     st.inputs_passed += self.n_in
+                    if self.covered:
+                        ins = list(ins)
+                        for i in self.covered:
+                            ins[i] = self._window(i, ins[i])
                     return ins
             elif all(map(self._contig, ins)):  # symbolic: row-major inputs only (no layouts)
                 st.inputs_passed += self.n_in
@@ -291,6 +297,15 @@ class _RegionIO:
             if not isinstance(a, self._tensor):
                 continue
             order = self.layouts[i]
+            c = self.covers[i]
+            if c is not None:
+                if _export.strides_match(a.stride(), tuple(a.shape), c.strides) and tuple(a.shape) == c.size:
+                    st.inputs_passed += 1
+                    ins[i] = self._window(i, a)
+                    continue
+                ins[i] = self._window_copy(i, a, "not the traced window's strides")
+                passed = False
+                continue
             if order is None:
                 if a.is_contiguous():
                     st.inputs_passed += 1
@@ -312,6 +327,23 @@ class _RegionIO:
                 else "not dense"
             st.inputs_copied["%s (%s)" % (self.src_in[i], why)] += 1
         return ins, passed
+
+    def _window(self, i, a):
+        """Input i, a window of a dense tensor (export.Cover), as that tensor:
+        a view of a's own storage; a copy into a fresh one where that
+        storage does not hold the whole tensor."""
+        c = self.covers[i]
+        try:
+            return a.as_strided(c.shape, c.stride, a.storage_offset() - c.rel)
+        except RuntimeError:
+            return self._window_copy(i, a, "window out of its storage")
+
+    def _window_copy(self, i, a, why):
+        c = self.covers[i]
+        t = a.new_empty(c.shape)
+        t.as_strided(c.size, c.strides, c.rel).copy_(a)
+        self.stats.inputs_copied["%s (%s)" % (self.src_in[i], why)] += 1
+        return t
 
     def outputs(self, outs):
         """The results as the traced graph lays them out: a result the
@@ -458,6 +490,8 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     stats = stats or Stats()
     stats.graphs += 1
     layouts = os.environ.get("FUSEC_BACKEND_LAYOUTS", "1") != "0"
+    if layouts and os.environ.get("FUSEC_BACKEND_COVERS", "1") != "0":
+        layouts = "covers"
     pt = _export.partition(gm, prefix="r", static_fallback=False, canonical=True, layouts=layouts)
     _export._out_meta(pt)
     nodes = {n.target: n for n in pt.gm.graph.nodes if n.op == "call_module"}

@@ -200,10 +200,11 @@ class Emitter(_Probe):
     every size as the example's."""
 
     def __init__(self, gname, params, nodes, outputs, syms, symbolic, canonical=False, layouts=None,
-                 out_perms=None):
+                 out_perms=None, covers=None):
         self.gname, self.params, self.nodes, self.outputs = gname, params, nodes, outputs
         self.syms, self.symbolic, self.canonical = syms, symbolic, canonical
         self.layouts = layouts or {}  # parameter node -> its dim order (layout=[...]), where not row-major
+        self.covers = covers or {}  # parameter node -> its Cover (a window of a dense tensor)
         # per result: None, or the traced dim order P; the graph then returns
         # permute(value, dims=P), which fusec writes row-major, so that the
         # caller's permute back gives the traced strides without a copy
@@ -219,7 +220,8 @@ class Emitter(_Probe):
             # canonical: v0, v1, ... in order of definition, so that the same
             # region traced on another device or in another graph (whose FX
             # names differ) has the same text
-            fx_name = node.name if hasattr(node, "name") else "result_%d" % node[1]
+            fx_name = node.name if hasattr(node, "name") else (
+                "result_%d" % node[1] if node[0] == "result" else node[1].name + "_cover")
             n = "v%d" % len(self.names) if self.canonical else re.sub(r"[^A-Za-z0-9_.]", "_", fx_name)
             if n in FG_WORDS or not re.match(r"[A-Za-z_]", n):
                 n = "v_" + n
@@ -325,8 +327,16 @@ class Emitter(_Probe):
         return "%s[%s]%s" % (dt, ", ".join(self.dim(s) for s in v.shape), lay)
 
     def emit(self):
+        cover_names = {}
         for p in self.params:
             self.name_of(p)
+            c = self.covers.get(p)
+            if c is not None:
+                cover_names[p] = self.name_of(("cover", p))
+                view = "slice(%s, starts=%s, ends=%s)" % (cover_names[p], self.lit(c.starts), self.lit(c.ends))
+                if c.perm != sorted(c.perm):
+                    view = "permute(%s, dims=%s)" % (view, self.lit(c.perm))
+                self.lines.append("  %s = %s" % (self.names[p], view))
         for node in self.nodes:
             self.node = node
             entry = TABLE[op_name(node)]
@@ -355,6 +365,8 @@ class Emitter(_Probe):
             if used_syms:
                 sizes = "<%s>" % ", ".join("%s: %d..%d" % (n, lo, hi) for n, lo, hi in used_syms)
         head = "graph %s%s(%s) {" % (self.gname, sizes, ", ".join(
+            "%s: %s[%s]" % (cover_names[p], _val_dtype(p.meta["val"]), ", ".join(map(str, self.covers[p].shape)))
+            if p in cover_names else
             "%s: %s" % (self.names[p], self.ptype(p.meta["val"], self.layouts.get(p))) for p in self.params))
         rets = []
         for o, perm in zip(self.outputs, self.out_perms):
@@ -472,6 +484,74 @@ def result_perm(v):
     return order
 
 
+class Cover:
+    """A parameter that is a window of a dense tensor (issue 21): a static
+    value dense in no dim order, but a slice of one that is, such as q, k
+    and v of a packed QKV projection's output ([B, H, S, D] views of [B, S,
+    3 * H * D]), which a region would otherwise get as copies. The region
+    declares the dense tensor (`shape`, row-major, its dims the value's in
+    stride order, size-1 dims first) and takes the value as
+    `permute(slice(cover, starts, ends), dims=perm)`; the caller passes
+    `as_strided(x, shape, stride, x.storage_offset() - rel)`, a window of
+    x's own storage, with no copy (the region reads only x's elements).
+    `size` and `strides` are the value's, the check that a call's tensor is
+    laid out as the traced one was."""
+
+    def __init__(self, shape, starts, perm, rel, size, strides):
+        self.shape, self.starts, self.perm, self.rel = shape, starts, perm, rel
+        self.ends = [s + n for s, n in zip(starts, [size[d] for d in _inverse(perm)])]
+        self.stride = dense_strides(shape, tuple(range(len(shape))))
+        self.size, self.strides = tuple(size), tuple(strides)
+
+
+def _inverse(perm):
+    return [perm.index(i) for i in range(len(perm))]
+
+
+def strided_cover(v):
+    """The Cover of a tensor value, or None where it is dense in some dim
+    order, has symbolic sizes or strides, an expanded (zero-stride) or
+    overlapping dim, an innermost stride other than 1, or is not a window
+    of the dense tensor its strides imply (a row boundary crossed)."""
+    if not hasattr(v, "stride") or v.dim() < 1:
+        return None
+    try:
+        size = [int(s) for s in v.shape]
+        st = [int(s) for s in v.stride()]
+        off = int(v.storage_offset())
+    except Exception:
+        return None
+    if 0 in size or strides_match(st, size, dense_strides(size, tuple(range(len(size))))) \
+            or dense_layout(v) is not None:
+        return None
+    big = [d for d in range(len(size)) if size[d] != 1]
+    if not big or any(st[d] <= 0 for d in big):
+        return None
+    big.sort(key=lambda d: -st[d])  # outermost first
+    if st[big[-1]] != 1 or len({st[d] for d in big}) != len(big):
+        return None
+    # the dense tensor's extent along each dim: the next outer stride over
+    # this one; the outermost keeps its size
+    ext, starts = {}, {}
+    rel = 0
+    for j, d in enumerate(big):
+        if j == 0:
+            ext[d], starts[d] = size[d], 0
+            continue
+        outer = st[big[j - 1]]
+        if outer % st[d]:
+            return None
+        ext[d] = outer // st[d]
+        starts[d] = (off // st[d]) % ext[d]
+        if starts[d] + size[d] > ext[d]:
+            return None
+        rel += starts[d] * st[d]
+    order = [d for d in range(len(size)) if size[d] == 1] + big
+    shape = [ext.get(d, 1) for d in order]
+    perm = [order.index(i) for i in range(len(size))]
+    return Cover(shape, [starts.get(d, 0) for d in order], perm, rel, size, st)
+
+
 def dense_strides(shape, order):
     """The strides of a tensor of `shape` dense in the dim order `order`
     (outermost first)."""
@@ -496,8 +576,11 @@ def emit_region(gname, params, nodes, outputs, syms, canonical=False, layouts=Fa
     layouts: a parameter whose example is dense in another dim order than
     row-major (a transposed view, a permuted matmul output) is declared with
     that `layout=[...]` (static regions only), so that the caller passes it
-    as it is; `layout_out` (a dict), when given, receives them (parameter
-    node -> dim order)."""
+    as it is; layouts="covers": and a parameter that is a window of a dense
+    tensor (strided_cover) is declared as that tensor and sliced, so that
+    the caller passes the window's storage (Cover). `layout_out` (a dict),
+    when given, receives them (parameter node -> dim order; "covers":
+    parameter node -> Cover; "results": the results' dim orders)."""
     params = [p for p in params if _fg_param(p)]
     has_sym = any(not isinstance(s, int) for p in params for s in p.meta["val"].shape) or any(
         not isinstance(s, int) for n in nodes for t in _tensors(n.meta.get("val")) for s in t.shape)
@@ -511,17 +594,22 @@ def emit_region(gname, params, nodes, outputs, syms, canonical=False, layouts=Fa
                 note = "%s at %s" % (r.why, r.node.name)
             except KeyError as k:
                 note = "a size %s with no declared range" % k
-    lay = {}
+    lay, covers = {}, {}
     if layouts:
         for p in params:
             order = dense_layout(p.meta["val"])
             if order is not None:
                 lay[p] = order
+            elif layouts == "covers":
+                c = strided_cover(p.meta["val"])
+                if c is not None:
+                    covers[p] = c
     perms = [result_perm(o.meta.get("val")) for o in outputs] if layouts else None
     if layout_out is not None:
         layout_out.update(lay)
         layout_out["results"] = perms
-    return Emitter(gname, params, nodes, outputs, syms, False, canonical, lay, perms).emit(), note
+        layout_out["covers"] = covers
+    return Emitter(gname, params, nodes, outputs, syms, False, canonical, lay, perms, covers).emit(), note
 
 
 def _partition_io(nodes):
@@ -676,7 +764,9 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     layouts: parameters dense in another dim order than row-major are
     declared with their `layout=[...]` (the backend: the caller passes them
     as they are); each Region's `in_layouts` gives the dim order of each
-    .fg tensor parameter (None: row-major)."""
+    .fg tensor parameter (None: row-major). layouts="covers": also windows
+    of dense tensors (emit_region); each Region's `in_covers` gives each
+    tensor parameter's Cover or None."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -726,6 +816,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         text, note = emit_region(gname, ph, body, outs, syms, canonical, layouts, lay)
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
         regions[n.target].in_layouts = [lay.get(p) for p in ph if _fg_param(p)]
+        regions[n.target].in_covers = [lay.get("covers", {}).get(p) for p in ph if _fg_param(p)]
         regions[n.target].out_perms = lay.get("results") or [None] * len(outs)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))

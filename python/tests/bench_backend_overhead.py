@@ -61,11 +61,14 @@ class _StubGraph:
     results: the region's FX module run on the inputs, each result laid out
     as libfgload gives it (row-major, in the region's result permutation)."""
 
-    def __init__(self, sub, perms):
+    def __init__(self, sub, perms, covers=None):
         self.sub, self.perms, self.outs = sub, perms, None
+        self.covers = covers  # export.Cover of each tensor input, or None
 
     def __call__(self, *ins):
         if self.outs is None:
+            if self.covers and any(self.covers):  # the region's own input: the window of its cover
+                ins = [t.as_strided(c.size, c.strides, c.rel) if c else t for t, c in zip(ins, self.covers)]
             with torch.no_grad():
                 got = self.sub(*ins)
             got = list(got) if isinstance(got, (tuple, list)) else [got]
@@ -97,7 +100,11 @@ def install_stubs():
     class _Mod:
         def __init__(self, path):
             pt, r = regions[path]
-            self.g = _StubGraph(pt.gm.get_submodule(r.name), getattr(r, "out_perms", None))
+            self.g = _StubGraph(pt.gm.get_submodule(r.name), getattr(r, "out_perms", None),
+                                getattr(r, "in_covers", None))
+
+        def graphs(self):
+            return [self.g]
 
         def graph(self, name):
             return self.g

@@ -403,6 +403,58 @@ class BackendTest(unittest.TestCase):
         self.assertTrue(t.is_contiguous() and torch.equal(t, x))
         self.assertIs(u, b)
 
+    def test_window_input_passed_as_its_storage(self):
+        """A region fed q and k of a packed QKV tensor ([B, H, S, D] views of
+        [B, S, 3 * H * D], as AOTAutograd hands an attention backward its
+        saved inputs): each parameter is compiled as the dense tensor its
+        strides imply, sliced (export.Cover), and each call passes a window
+        of the input's own storage, copying nothing; the results are
+        eager's. A dense q is copied into a window, and so is a k whose
+        storage does not hold the window (both counted)."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        B, S, H, D = 2, 5, 3, 4
+
+        def split(qkv):
+            return [t.view(B, S, H, D).transpose(1, 2) for t in qkv.split(H * D, dim=2)]
+
+        def f(q, k):
+            return torch.tanh(q) * k + k.sum(dim=3, keepdim=True)
+
+        qkv = torch.randn(B, S, 3 * H * D)
+        q, k, _ = split(qkv)
+        gm = make_fx(f, tracing_mode="fake")(q, k)
+        stats = fb.Stats()
+        run = fb.compile_aten_graph(gm, None, runner="fgrun", stats=stats)
+        (r,) = run.fusec_partitioned.regions.values()
+        self.assertEqual([c is not None for c in r.in_covers], [True, True])
+        self.assertRegex(r.fg, r"\(v\d+: f32\[2, 5, 9, 4\], v\d+: f32\[2, 5, 9, 4\]\)")
+        self.assertRegex(r.fg, r"= permute\(slice\(v\d+, starts=\[0, 0, 0, 0\], ends=\[2, 5, 3, 4\]\), "
+                               r"dims=\[0, 2, 1, 3\]\)")
+        self.assertRegex(r.fg, r"= permute\(slice\(v\d+, starts=\[0, 0, 3, 0\], ends=\[2, 5, 6, 4\]\), "
+                               r"dims=\[0, 2, 1, 3\]\)")
+        for _ in range(3):
+            got = run(q, k)
+            got = got[0] if isinstance(got, (tuple, list)) else got
+            self.assertTrue(close(got, f(q, k)))
+        self.assertEqual((stats.calls, stats.inputs_passed), (3, 6))
+        self.assertEqual(dict(stats.inputs_copied), {})
+        # what is handed to fusec: the packed tensor itself, twice
+        io = fb._RegionIO(r, None, fb.Stats())
+        for _ in range(2):  # checked, then the fast path
+            t, u = io.inputs((q, k))
+            for w in (t, u):
+                self.assertEqual((w.shape, w.data_ptr()), (torch.Size([2, 5, 9, 4]), qkv.data_ptr()))
+        # a dense q; a k with the traced strides in a storage too small for the window
+        qd = q.contiguous()
+        small = torch.randn(B * S * 3 * H * D - 3 * H * D + H * D)
+        k2 = small.as_strided(k.shape, k.stride(), 0)
+        got = run(qd, k2)
+        got = got[0] if isinstance(got, (tuple, list)) else got
+        self.assertTrue(close(got, f(qd, k2)))
+        self.assertEqual(dict(stats.inputs_copied), {"input (not the traced window's strides)": 1,
+                                                     "input (window out of its storage)": 1})
+
     def test_layout_changes_between_calls(self):
         """A region compiled for a transposed input, called alternately with
         that layout (passed: remembered once matched) and row-major (copied
