@@ -30,7 +30,8 @@
  * [k][n] (K in dS K) by ldmatrix .trans (as the forward's V); the A
  * operands of the warp's own rows (Q, dO, K, V tiles) by ldmatrix too
  * (plan: ldmatrix; without, plain shared loads). Operands are read in
- * place through their strides; dq, dk, dv are written dense. */
+ * place through their strides; dq, dk, dv are written dense, or into
+ * their pieces of a cat's buffer through strides (opt/zip_store.c). */
 #include <math.h>
 #include <stdio.h>
 
@@ -488,21 +489,40 @@ static void mask_block(bwd *w, LLVMValueRef need, LLVMValueRef *rows, LLVMValueR
 }
 
 /* Stores acc (D / 8 tiles of 16 x 8, times `scale`) as rows row[0],
- * row[1] of the dense [.., S, D] result `out` of the slice at element
- * `slice` (rows < limit). */
-static bool store_rows(bwd *w, const fg_value *out, LLVMValueRef slice, LLVMValueRef *row,
-                       int64_t limit, LLVMValueRef acc[][4], LLVMValueRef scale) {
+ * row[1] (rows < limit) of (batch bi, head hi) of the [B, H, S, D] result
+ * `out`: dense in its own buffer, whose (bi, hi) starts at row `slice`,
+ * or through the strided view zip-store gave it in a cat's buffer (its D
+ * contiguous). Column pairs go as one 4-byte word in the aligned variant
+ * where every pair starts at an even element. */
+static bool store_rows(bwd *w, const fg_value *out, LLVMValueRef slice, LLVMValueRef bi,
+                       LLVMValueRef hi, LLVMValueRef *row, int64_t limit, LLVMValueRef acc[][4],
+                       LLVMValueRef scale) {
   fgb_emitter *e = w->e;
   fgb_module *m = w->m;
   LLVMBuilderRef b = w->b;
-  LLVMValueRef optr = fgb_buffer_of(e, e->p->store[out->id].buf);
+  const fg_storage *st = &e->p->store[out->id];
+  LLVMValueRef optr = fgb_buffer_of(e, st->buf);
   if (!optr)
     return false;
+  const fg_strided *s = st->view;
+  bool pairs = e->aligned;
+  LLVMValueRef vbase = NULL;
+  if (s) {
+    for (int d = 0; d < 3; d++)
+      pairs = pairs && (s->sizes[d] == 1 || s->strides[d] % 2 == 0);
+    pairs = pairs && s->offset % 2 == 0;
+    vbase = fgb_const(e, s->offset);
+    if (s->sizes[0] > 1)
+      vbase = add(w, vbase, mul(w, bi, fgb_const(e, s->strides[0])));
+    if (s->sizes[1] > 1)
+      vbase = add(w, vbase, mul(w, hi, fgb_const(e, s->strides[1])));
+  }
   int nd = (int)(w->D / 8);
   for (int r = 0; r < 2; r++) {
     LLVMBasicBlockRef merge =
         fgb_begin_if(e, LLVMBuildICmp(b, LLVMIntSLT, row[r], i32c(w, limit), ""));
-    LLVMValueRef obase = mul(w, add(w, slice, to_ity(w, row[r])), fgb_const(e, w->D));
+    LLVMValueRef obase = s ? add(w, vbase, mul(w, to_ity(w, row[r]), fgb_const(e, s->strides[2])))
+                           : mul(w, add(w, slice, to_ity(w, row[r])), fgb_const(e, w->D));
     for (int d = 0; d < nd; d++) {
       LLVMValueRef col = to_ity(w, add(w, w->two_t, i32c(w, d * 8)));
       LLVMValueRef x0 = LLVMBuildLoad2(b, m->f32, acc[d][2 * r], "");
@@ -512,7 +532,7 @@ static bool store_rows(bwd *w, const fg_value *out, LLVMValueRef slice, LLVMValu
         x1 = LLVMBuildFMul(b, x1, scale, "");
       }
       LLVMValueRef at = fgb_gep_global(m, optr, m->i16, add(w, obase, col));
-      if (e->aligned) { /* dense and 16-byte aligned: one word */
+      if (pairs) { /* 16-byte aligned buffer, even offsets: one word */
         LLVMValueRef sw = LLVMBuildStore(b, fgb_tc_pack2(m, w->dt, x0, x1), at);
         LLVMSetAlignment(sw, 4);
       } else {
@@ -746,7 +766,7 @@ static bool emit_dq(bwd *w) {
   if (stages == 2)
     fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, kb);
-  return store_rows(w, e->k->outs[0], slice, row, w->Sq, acc, f32c(w, (float)w->scale));
+  return store_rows(w, e->k->outs[0], slice, bi, hi, row, w->Sq, acc, f32c(w, (float)w->scale));
 }
 
 /* ---- dk and dv ---- */
@@ -965,8 +985,8 @@ static bool emit_dkdv(bwd *w) {
 
   LLVMValueRef kslice = mul(w, bh, fgb_const(e, w->Sk));
   const fg_node *n = k->attn;
-  return store_rows(w, n->out[1], kslice, key, w->Sk, dk, f32c(w, (float)w->scale)) &&
-         store_rows(w, n->out[2], kslice, key, w->Sk, dv, NULL);
+  return store_rows(w, n->out[1], kslice, bi, hk, key, w->Sk, dk, f32c(w, (float)w->scale)) &&
+         store_rows(w, n->out[2], kslice, bi, hk, key, w->Sk, dv, NULL);
 }
 
 bool fgb_emit_attention_bwd_kernel(fgb_emitter *e) {

@@ -161,12 +161,27 @@ static double busy_threads(const fg_kernel *k, double resident) {
   return resident * (double)(busy < k->block ? busy : k->block);
 }
 
+/* zip-store: a kernel writing values into their pieces of a cat's buffer
+ * moves those pieces, not the buffer. */
+static double zipped_bytes(const fg_plan *p, const fg_kernel *k, fg_buf_ref b, double whole) {
+  double got = 0;
+  bool any = false;
+  for (int j = 0; j < k->nouts; j++) {
+    const fg_storage *s = &p->store[k->outs[j]->id];
+    if (s->view && s->buf.kind == b.kind && s->buf.index == b.index) {
+      got += (double)fg_type_numel(&k->outs[j]->type) * fg_dtype_size(k->outs[j]->type.dtype);
+      any = true;
+    }
+  }
+  return any ? got : whole;
+}
+
 fg_cost fg_kernel_cost(const fg_plan *p, const fg_kernel *k, double copy_gbs) {
   const fg_target *t = &p->target;
   fg_cost c = {0};
   double bytes = 0;
   for (int i = 0; i < k->nargs; i++) {
-    double b = fg_plan_arg_bytes(p, k->args[i]);
+    double b = zipped_bytes(p, k, k->args[i], fg_plan_arg_bytes(p, k->args[i]));
     /* a row kernel not kept in registers reads its inputs once a phase
      * (a variance's two reductions: one pass, variance.c; a logsumexp's
      * too, logsumexp.c), the full-size outputs' phase included; once where

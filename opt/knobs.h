@@ -116,6 +116,9 @@
   X(ATTN_LPT, 0, 65535, FG_KNOB_ANY, "0",                                                          \
     "causal attention forward: the heaviest query blocks of all (batch, head) first, in sections " \
     "of pairs, 1: as many as half the L2 holds K, V of, N > 1: N (0: a pair's blocks in turn)")    \
+  /* zip-store (issue 19): producers write straight into a cat's slices */                         \
+  X(ZIP_STORE, 0, 1, FG_KNOB_ANY, "1",                                                             \
+    "0: a cat of attention-backward results is a kernel of its own (1: they write its slices)")    \
   /* embscan: index_add along dim 0 with few sources, one kernel */                                \
   X(SCATTER_SELECT, 0, 1, FG_KNOB_ANY, "auto",                                                     \
     "index_add along dim 0: 1 each SUM CTA selects its slices' sources from the whole index (no "  \

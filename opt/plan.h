@@ -35,6 +35,12 @@ typedef struct fg_storage {
   bool stored;
   fg_buf_ref buf;
   int kernel; /* the kernel that writes it; -1 for parameters */
+  /* zip-store (zip_store.c): stored not in a buffer of its own but inside
+   * the buffer of `within` (a cat it is a piece of), at `view` (offset and
+   * strides over that buffer's dense storage, sizes the value's); buf is
+   * within's. NULL: its own buffer, dense. */
+  const fg_value *within;
+  const fg_strided *view;
 } fg_storage;
 
 /* The most reductions of one domain the code generator lowers in one row
@@ -389,6 +395,15 @@ void fg_plan_write_artifact(FILE *f, const fg_plan *p, const char *const *vec_en
  * (`kernel-stream`), 3 with a result written into a parameter (`inplace
  * p<J>`) or a grid with min/max (docs/artifact.md), else 2. */
 int fg_plan_version(const fg_plan *p);
+
+/* ---- zip-store (zip_store.c) ---- */
+/* Where a cat's pieces are, through reshapes and permutes alone, results
+ * of attention-backward kernels used nowhere else, those kernels write
+ * them into the cat's buffer and the cat's own kernel goes (knob
+ * ZIP_STORE). Run after grouping, before temps are assigned. */
+void fg_plan_zip_stores(fg_plan *p);
+/* After temps are assigned: each zipped value's buffer is its cat's. */
+void fg_plan_zip_buffers(fg_plan *p);
 
 /* ---- concurrent kernels (streams.c) ---- */
 /* Puts groups of kernels independent of the rest on stream 1 (knob

@@ -374,9 +374,15 @@ static void print_kernel(FILE *f, const fg_plan *p, int i) {
                 ? (k->pdl_wait ? "; lets the next one start" : " lets the next one start")
                 : "");
   fputs("    writes", f);
-  for (int j = 0; j < k->nouts; j++)
-    fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1),
-            fg_buf_str(p->store[k->outs[j]->id].buf, b2, sizeof b2));
+  for (int j = 0; j < k->nouts; j++) {
+    const fg_storage *s = &p->store[k->outs[j]->id];
+    fprintf(f, " %s->%s", value_name(k->outs[j], b1, sizeof b1), fg_buf_str(s->buf, b2, sizeof b2));
+    if (s->view) { /* zip-store: a piece of a cat's buffer */
+      fprintf(f, "[offset %lld strides ", (long long)s->view->offset);
+      ints(f, s->view->strides, s->view->rank);
+      fputc(']', f);
+    }
+  }
   if (k->kind == FG_KERNEL_SCATTER_SORT)
     fprintf(f, " offsets->t%d ordered->t%d", k->scat_off, k->scat_order);
   else if (fg_kernel_is_scatter(k->kind) && k->kind != FG_KERNEL_SCATTER_SUM) {

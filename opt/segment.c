@@ -1683,7 +1683,7 @@ static bool plan_results(fg_plan *p, fg_diag *d) {
     base_ok[v->id] = true;
     written_as[c->id] = i;
     base_ok[c->id] = true;
-    p->store[c->id] = (fg_storage){true, {FG_BUF_RESULT, i}, -1};
+    p->store[c->id] = (fg_storage){true, {FG_BUF_RESULT, i}, -1, NULL, NULL};
   }
   free(base_ok);
   free(written_as);
@@ -1948,7 +1948,7 @@ static fg_plan *new_plan(fg_graph *g, const fg_plan_options *o) {
   for (int i = 0; i < g->next_value_id; i++)
     p->store[i].kernel = -1;
   for (int i = 0; i < g->nparams; i++)
-    p->store[g->params[i]->id] = (fg_storage){true, {FG_BUF_PARAM, i}, -1};
+    p->store[g->params[i]->id] = (fg_storage){true, {FG_BUF_PARAM, i}, -1, NULL, NULL};
   return p;
 }
 
@@ -2104,7 +2104,7 @@ static void add_temps(fg_plan *p) {
     for (int i = 0; i < n->nout; i++) {
       fg_value *v = n->out[i];
       fg_storage *s = &p->store[v->id];
-      if (!s->stored || s->buf.kind != FG_BUF_NONE)
+      if (!s->stored || s->buf.kind != FG_BUF_NONE || s->within)
         continue;
       int64_t bytes = fg_type_numel(&v->type) * fg_dtype_size(v->type.dtype);
       fg_temp t = {bytes > 0 ? bytes : 1, false, v, NULL};
@@ -2208,7 +2208,9 @@ static fg_plan *build_once(fg_graph *g, const fg_plan_options *o, fg_diag *d) {
   if (!group_into_kernels(p) || !mark_read_reductions(p))
     return out_of_memory(g, d), NULL;
   drop_local_outputs(p);
+  fg_plan_zip_stores(p);
   add_temps(p);
+  fg_plan_zip_buffers(p);
   if (!order_arguments(p))
     return out_of_memory(g, d), NULL;
   explain_fallbacks(p);
