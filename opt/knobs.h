@@ -132,9 +132,11 @@
     "sm_90a overlapped attention: 0 waits for P V where ptxas places the wait, 1 after the "       \
     "softmax's row sums (a shared-memory store orders it)")                                        \
   /* issue 19: the wgmma attention backward's products overlapped (emit_attention_bwd.c) */        \
-  X(ATTN_BWD_OVERLAP, 0, 1, FG_KNOB_ANY, "1",                                                      \
+  X(ATTN_BWD_OVERLAP, 0, 2, FG_KNOB_ANY, "auto",                                                   \
     "sm_90a attention backward: 1 issues S and dP as two wgmma groups and computes the "           \
-    "exponentials while dP runs (dk, dv: dS while dV += P dO runs); 0 one chain each, waited for") \
+    "exponentials while dP runs (dk, dv: dS while dV += P dO runs); 0 one chain each, waited "     \
+    "for; "                                                                                        \
+    "2 the dq kernel only")                                                                        \
   X(ATTN_BWD_PINGPONG, 0, 2, FG_KNOB_ANY, "auto",                                                  \
     "sm_90a attention backward with the overlap, 2 warpgroups: group 1 issues its S and dP after " \
     "group 0 has issued its own (1) or its dV too (2; dq: 1); 0 never (auto: dq at bc 128)")       \

@@ -1702,8 +1702,8 @@ tiles_done:
  * wgmma.mma_async where the forward would take it (sm_90a, head dim 64 or
  * 128, bf16 or f16) unless knob ATTN_BWD_WGMMA=0 (checked on the GPU and
  * 1.1-1.55x faster than mma.sync: docs/benchmarks.md, run Z9). A warpgroup owns 64 of
- * the accumulating rows (dq: queries; dk, dv: keys), two a CTA (knob
- * ATTN_WG): br 128, 8 warps, warp w rows 16 w.. as the mma.sync kernels,
+ * the accumulating rows (dq: queries; dk, dv: keys), one a CTA (ATTN_BWD_WG;
+ * knob ATTN_WG=2: two, br 128, 8 warps), warp w rows 16 w.. as the mma.sync kernels,
  * whose masks and fragment layouts it shares. bc, the looped block, 64:
  * registers a thread at D = 128 are dK and dV (64 f32 each), S^T and dP^T
  * (32 each) and P^T's packed pairs (16), within 255 at one CTA of 256
@@ -1742,10 +1742,30 @@ static int attn_bwd_bc(const fg_target *t, bool dq, int64_t D, bool grouped, int
   return one_cta && attn_bwd_regs(dq, D, 128, grouped) <= ATTN_REGS + 1 ? 128 : 64;
 }
 
+/* Warpgroups a CTA of the wgmma backward: one (br 64), twice the CTAs of
+ * two, each on its own (no CTA barrier across 8 warps, a causal grid's
+ * tail finer), two an SM where one of 256 threads fit. Except dq where
+ * two warpgroups take a looped block of 128 with the pingpong (D 128, run
+ * X3's rule) and their grid fills the SMs at least once. Runs Y3-Y6
+ * (docs/benchmarks.md), one process each, against two warpgroups for
+ * both kernels (the rule before): 1.29x at GPT-2's [8,12,1024,64] causal,
+ * 1.12x not causal, 1.08x at [8,16,2048,64], 1.19x at [8,16,1024,128]
+ * causal, 1.39-1.49x at the suite's [1,8,512,D]; at D 128 one warpgroup
+ * for dq too was 0.99x at [1,32,16384,128] causal and dq's two (Y6)
+ * 1.03x there, 1.01-1.06x at [4,32,4096,128] and GQA 32/8, but 0.84x at
+ * [1,8,512,128] (32 CTAs of dq), hence the grid's condition. */
+enum { ATTN_BWD_WG = 1 };
+
 static void schedule_attention_bwd_wgmma(const fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
   int64_t v, D = k->attn->in[1]->type.dims[3].size;
   bool grouped = k->attn->in[1]->type.dims[1].size != k->attn->in[2]->type.dims[1].size;
-  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : 2;
+  const fg_type *q = &k->attn->in[1]->type;
+  int64_t dq_ctas2 =
+      ceil_div(q->dims[2].size, 2 * ATTN_WG_ROWS) * q->dims[0].size * q->dims[1].size;
+  bool dq128 = k->attn_part == FG_ATTN_DQ &&
+               attn_bwd_bc(&p->target, true, D, grouped, 256) == 128 &&
+               dq_ctas2 >= p->target.sm_count;
+  int wg = o && knob(o, FG_KNOB_ATTN_WG, &v) ? (int)v : dq128 ? 2 : ATTN_BWD_WG;
   k->attn_wgmma = true;
   k->attn_warps = 4 * wg;
   k->attn_br = ATTN_WG_ROWS * wg;
@@ -1759,7 +1779,9 @@ static void schedule_attention_bwd_wgmma(const fg_plan *p, fg_kernel *k, const f
   /* run X1: 1.6-4% faster at D 128, the same at D 64; not for dk, dv at
    * bc 128, where ptxas spills 56 bytes with it (253 registers without) */
   bool dkdv128 = k->attn_part == FG_ATTN_DKDV && k->attn_bc == 128;
-  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_BWD_OVERLAP, &v) ? v == 1 : !dkdv128;
+  k->attn_overlap = o && knob(o, FG_KNOB_ATTN_BWD_OVERLAP, &v)
+                        ? v == 1 || (v == 2 && k->attn_part == FG_ATTN_DQ)
+                        : !dkdv128;
   /* the pingpong: run X3, dq at bc 128 (one CTA an SM: its two warpgroups
    * alone on the SM) 8-14% faster; dq at bc 64 (two CTAs an SM) 5% and dk,
    * dv after dV (mode 2) 2-6% slower */

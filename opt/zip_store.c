@@ -150,7 +150,8 @@ static bool zip_cat(const zipper *z, const fg_kernel *k, const fg_value *c) {
 /* Removes kernel ki (which writes nothing any more): the later kernels and
  * the values they write move down one. */
 static void remove_kernel(fg_plan *p, int ki) {
-  memmove(&p->kernels[ki], &p->kernels[ki + 1], sizeof *p->kernels * (size_t)(p->nkernels - ki - 1));
+  memmove(&p->kernels[ki], &p->kernels[ki + 1],
+          sizeof *p->kernels * (size_t)(p->nkernels - ki - 1));
   p->nkernels--;
   for (int k = ki; k < p->nkernels; k++)
     p->kernels[k].id = k;
