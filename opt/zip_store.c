@@ -15,9 +15,10 @@
  * transpose), so the value's elements are exactly the piece's, and the
  * strides composed back from the piece's place in the cat say where each
  * one goes. A chain strides cannot express, a value used twice or returned
- * itself, a symbolic size, or a producer of another kind leaves the cat
- * as it was. The attention-backward kernels store through any strides
- * with a contiguous head dim (emit_attention_bwd.c store_rows). */
+ * itself, a symbolic size, a cat written into a parameter (`-> p`), or a
+ * producer of another kind leaves the cat as it was. The attention-backward
+ * kernels store through any strides with a contiguous head dim
+ * (emit_attention_bwd.c store_rows). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,11 @@ static bool zip_cat(const zipper *z, const fg_kernel *k, const fg_value *c) {
   fg_plan *p = z->p;
   const fg_node *n = c->def;
   if (!n || n->op->code != FG_OP_CAT || n->nin > MAX_PIECES || !fg_type_is_static(&c->type))
+    return false;
+  /* an in-place result (`-> p`): the producers would write p's storage
+   * while reading their operands, which inplace.c proves nothing about */
+  fg_buf_ref cb = p->store[c->id].buf;
+  if (cb.kind == FG_BUF_RESULT && p->results[cb.index].into >= 0)
     return false;
   fg_type t = c->type;
   t.has_layout = false; /* stored values are row-major */
