@@ -29,8 +29,10 @@ rm -f .gpu/err.txt
 # targets (device_run.sh wgmmabench: the same run times both kernels).
 mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
 # The backward too (wgmmabwd): attention_bwd_wgmma.fg and attention_bwd.fg
-# take the wgmma dq and dk, dv kernels at sm_90a (the default since run Z9).
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg tests/graphs/attention_overlap.fg; do
+# take the wgmma dq and dk, dv kernels at sm_90a (the default since run Z9);
+# attention_bwd_zip.fg and backend_layouts.fg write the packed dQKV through
+# strides (zip-store) from them.
+for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg tests/graphs/backend_layouts.fg tests/graphs/attention_overlap.fg; do
   out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
   "$FUSEC" "$f" --arch sm_90a -o "$out" 2>.gpu/err.txt ||
     echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
