@@ -1752,7 +1752,8 @@ static int attn_bwd_bc(const fg_target *t, bool dq, int64_t D, bool grouped, int
  * 1.12x not causal, 1.08x at [8,16,2048,64], 1.19x at [8,16,1024,128]
  * causal, 1.39-1.49x at the suite's [1,8,512,D]; at D 128 one warpgroup
  * for dq too was 0.99x at [1,32,16384,128] causal and dq's two (Y6)
- * 1.03x there, 1.01-1.06x at [4,32,4096,128] and GQA 32/8, but 0.84x at
+ * 1.03x there, 1.01-1.06x at [4,32,4096,128], 1.07-1.09x at GQA 32/8
+ * causal (Y6 against Y5's figures: another process), but 0.84x at
  * [1,8,512,128] (32 CTAs of dq), hence the grid's condition. */
 enum { ATTN_BWD_WG = 1 };
 
