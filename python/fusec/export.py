@@ -497,15 +497,14 @@ class Cover:
     `size` and `strides` are the value's, the check that a call's tensor is
     laid out as the traced one was."""
 
-    def __init__(self, shape, starts, perm, rel, size, strides):
-        self.shape, self.starts, self.perm, self.rel = shape, starts, perm, rel
-        self.ends = [s + n for s, n in zip(starts, [size[d] for d in _inverse(perm)])]
+    def __init__(self, order, shape, starts, rel, size, strides):
+        """order: the value's dims in the dense tensor's order (outermost
+        first), whose extents are `shape` and the window's starts `starts`."""
+        self.shape, self.starts, self.rel = shape, starts, rel
+        self.ends = [s + size[d] for s, d in zip(starts, order)]
+        self.perm = [order.index(i) for i in range(len(size))]
         self.stride = dense_strides(shape, tuple(range(len(shape))))
         self.size, self.strides = tuple(size), tuple(strides)
-
-
-def _inverse(perm):
-    return [perm.index(i) for i in range(len(perm))]
 
 
 def strided_cover(v):
@@ -547,9 +546,7 @@ def strided_cover(v):
             return None
         rel += starts[d] * st[d]
     order = [d for d in range(len(size)) if size[d] == 1] + big
-    shape = [ext.get(d, 1) for d in order]
-    perm = [order.index(i) for i in range(len(size))]
-    return Cover(shape, [starts.get(d, 0) for d in order], perm, rel, size, st)
+    return Cover(order, [ext.get(d, 1) for d in order], [starts.get(d, 0) for d in order], rel, size, st)
 
 
 def dense_strides(shape, order):
