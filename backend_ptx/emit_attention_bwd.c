@@ -603,11 +603,13 @@ static bool emit_dq(bwd *w) {
   int64_t q_at = 0, do_at = br * tile, k_at = 2 * br * tile, v_at = k_at + bc * tile;
   int64_t o_at = k_at; /* O, for delta, before the key loop (2 bc >= br rows) */
 
-  LLVMValueRef qb = fgb_ctaid(m, 0);
-  if (w->causal) /* the longest rows first */
-    qb = LLVMBuildSub(b, i32c(w, k->grid[0] - 1), qb, "");
+  /* causal: the longest rows first (attn_lpt: across every (batch, head)) */
+  int blk = k->attn_lpt ? 1 : 0;
+  LLVMValueRef qb = fgb_ctaid(m, blk);
+  if (w->causal)
+    qb = LLVMBuildSub(b, i32c(w, k->grid[blk] - 1), qb, "");
   LLVMValueRef q0 = mul(w, qb, i32c(w, br));
-  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1));
+  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1 - blk));
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, w->Hq), "");
   LLVMValueRef hi = LLVMBuildURem(b, bh, fgb_const(e, w->Hq), "");
   LLVMValueRef hk = w->group > 1 ? LLVMBuildUDiv(b, hi, fgb_const(e, w->group), "") : hi;
@@ -821,8 +823,11 @@ static bool emit_dkdv(bwd *w) {
   int64_t k_at = 0, v_at = br * tile, q_at = dkdv_q_at(w), do_at = q_at + bc * tile;
   int64_t lse_at = do_at + bc * tile, delta_at = lse_at + bc * 4;
 
-  LLVMValueRef k0 = mul(w, fgb_ctaid(m, 0), i32c(w, br));
-  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1)); /* (batch, key head) */
+  /* causal, attn_lpt: the first key blocks (the most query blocks) first
+   * across every (batch, key head) */
+  int blk = k->attn_lpt ? 1 : 0;
+  LLVMValueRef k0 = mul(w, fgb_ctaid(m, blk), i32c(w, br));
+  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1 - blk)); /* (batch, key head) */
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, w->Hk), "");
   LLVMValueRef hk = LLVMBuildURem(b, bh, fgb_const(e, w->Hk), "");
   source_at(w, OP_K, bi, hk);

@@ -226,7 +226,9 @@ typedef struct fg_kernel {
    * two warpgroups by named barriers (knob ATTN_PINGPONG: 0 off; 1 S_0,
    * S_1, then P V; 2 S_0 and P_0 V, then group 1's), so one group's
    * softmax runs while the other's products do; attn_lpt (causal): the
-   * CTAs' work order over all (batch, head), heaviest query blocks first */
+   * CTAs' work order over all (batch, head), heaviest query blocks first
+   * (ATTENTION_BWD: grid [B*H, blocks], blockIdx.y the block, the
+   * heaviest first: dq's last query blocks, dk, dv's first key blocks) */
   int attn_pingpong;
   /* attnws (issue 19): warp specialization (knob ATTN_WS): one producer
    * warp after the consumer warps copies Q and the K, V blocks into a

@@ -1843,6 +1843,31 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
   k->grid[0] = ceil_div(dq ? Sq : Sk, k->attn_br);
   k->grid[1] = B * (dq ? Hq : Hk);
   k->grid[2] = 1;
+  /* Causal, a block's work grows with its query index (dq) or falls with
+   * its key index (dk, dv). Launched heaviest first across every (batch,
+   * head), the blocks the grid's slow dim, the light ones fill the last
+   * wave (the longest-processing-time order); but the CTAs running at once
+   * then read every head's looped tiles (dq: K, V of every key head; dk,
+   * dv: Q, dO of every query head), so only where those fit the L2.
+   * Otherwise each (batch, head)'s blocks in turn, heaviest first, whose
+   * CTAs at once share a few heads' tiles in the L2. Run Z3
+   * (docs/benchmarks.md): 1.09x at GPT-2's [8,12,1024,64] (25 MB), 1.34x
+   * at Llama's GQA 12/4 (dk, dv: 512 CTAs that each loop over three query
+   * heads), 1.03x at [1,8,512,128] (2 MB); 0.91x at [4,32,4096,128] (268
+   * MB), 0.99x at [1,32,16384,128] (268 MB), where the rule keeps the
+   * other order; GQA 32/8 at 4096 (dq 67 MB, dk, dv 268 MB) 1.03x, kept
+   * too. */
+  int64_t looped = 2 * B * (dq ? Hk * Sk : Hq * Sq) * D * fg_dtype_size(q->dtype);
+  k->attn_lpt = fg_attr_bool(k->attn, "causal") && looped <= p->target.l2_bytes;
+  if (o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v))
+    k->attn_lpt = v == 1 && fg_attr_bool(k->attn, "causal");
+  if (k->grid[0] > 65535) /* gridDim.y's limit */
+    k->attn_lpt = false;
+  if (k->attn_lpt) {
+    int64_t blocks = k->grid[0];
+    k->grid[0] = k->grid[1];
+    k->grid[1] = blocks;
+  }
   /* dq: Q, dO [br], then per stage K, V [bc] (O [br] in the first stage's
    * place before the key loop: 2 bc >= br); dk, dv: K, V [br], then per
    * stage Q, dO [bc] and lse, delta [bc] (f32; wgmma: in 1 KiB, so that

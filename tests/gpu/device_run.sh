@@ -63,7 +63,10 @@ sym_dims() {
 check() {
   local jobs=$LOG/jobs.txt
   : >"$jobs"
-  for ptx in .gpu/ptx/*.ptx .gpu/ptx-*/*.ptx; do
+  # FG_JOBS_FILE: the jobs of an earlier check's jobs.txt left to run (a
+  # check cut off by the call's time limit, resumed), instead of all
+  [ -n "${FG_JOBS_FILE:-}" ] && cp "$FG_JOBS_FILE" "$jobs"
+  [ -n "${FG_JOBS_FILE:-}" ] || for ptx in .gpu/ptx/*.ptx .gpu/ptx-*/*.ptx; do
     [ -f "$ptx" ] || continue
     base=$(basename "$ptx" .ptx)
     src=${base%%__*}; src=${src//_//}/${base#*__}.fg
