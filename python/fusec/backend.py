@@ -43,6 +43,7 @@ import tempfile
 import threading
 
 from . import export as _export
+from . import gqa as _gqa
 
 _log = logging.getLogger("fusec.backend")
 _modules = {}  # artifact path -> fusec.Module (one load per process)
@@ -67,6 +68,7 @@ class Stats:
         self.left = collections.Counter()
         self.unsupported = collections.Counter()
         self.region_ops = 0  # ATen ops inside regions that run through fusec
+        self.gqa = 0  # attention nodes given enable_gqa=True for repeated k, v heads (fusec.gqa)
         # around the region calls (counted per call): tensor inputs passed as
         # they are, inputs copied into the compiled layout (by where they come
         # from and why), results copied into the traced graph's layout
@@ -81,7 +83,7 @@ class Stats:
     def as_dict(self):
         return {"graphs": self.graphs, "regions": self.regions, "compiled": self.compiled,
                 "cache_hits": self.cache_hits, "refused": self.refused, "missing": self.missing,
-                "region_ops": self.region_ops, "left_to_torch": dict(self.left.most_common()),
+                "region_ops": self.region_ops, "gqa": self.gqa, "left_to_torch": dict(self.left.most_common()),
                 "unsupported": dict(self.unsupported.most_common()), **self.copies()}
 
     def copies(self):
@@ -558,8 +560,14 @@ def make_backend(runner="loader", stats=None, fusec=None):
     def fw(gm, example_inputs):
         return make_boxed_func(compile_aten_graph(gm, example_inputs, runner, stats, fusec))
 
-    backend = aot_autograd(fw_compiler=fw, bw_compiler=fw, partition_fn=_partition_fn(),
-                           decompositions=_export.decomposition_table())
+    aot = aot_autograd(fw_compiler=fw, bw_compiler=fw, partition_fn=_partition_fn(),
+                       decompositions=_export.decomposition_table())
+
+    def backend(gm, example_inputs, **kwargs):
+        if os.environ.get("FUSEC_BACKEND_GQA", "1") != "0":
+            stats.gqa += _gqa.rewrite(gm)
+        return aot(gm, example_inputs, **kwargs)
+
     backend.stats = stats
     return backend
 

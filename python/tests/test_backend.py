@@ -455,6 +455,69 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(dict(stats.inputs_copied), {"input (not the traced window's strides)": 1,
                                                      "input (window out of its storage)": 1})
 
+    def test_repeated_kv_heads_become_gqa(self):
+        """Llama's repeat_kv (expand + reshape) and repeat_interleave before
+        attention: the backend gives the attention node the key/value heads
+        as they are and enable_gqa=True (fusec.gqa), so the attention of the
+        ATen graphs (forward and backward) takes 2 key heads for 6 query
+        heads and no graph repeats heads or sums dK, dV over a group;
+        results and gradients match eager's. A repeat that is not head h ->
+        h // rep (heads tiled: expand at dim 1) is left alone. (On the CPU
+        the attention stays in PyTorch; tests/gpu/python_backend.py and the
+        models run it through fusec's sdpa on the GPU.)"""
+        B, H, Hk, S, D = 2, 6, 2, 8, 16
+        rep = H // Hk
+
+        def expand_form(q, k, v):
+            k = k[:, :, None].expand(B, Hk, rep, S, D).reshape(B, H, S, D)
+            v = v[:, :, None].expand(B, Hk, rep, S, D).reshape(B, H, S, D)
+            return F.scaled_dot_product_attention(torch.tanh(q), k, v, is_causal=True)
+
+        def interleave_form(q, k, v):
+            return F.scaled_dot_product_attention(q * 2, k.repeat_interleave(rep, dim=1),
+                                                  v.repeat_interleave(rep, dim=1), scale=0.3)
+
+        def tiled(q, k, v):  # head h -> h % Hk: not GQA's order
+            k = k[:, None].expand(B, rep, Hk, S, D).reshape(B, H, S, D)
+            v = v[:, None].expand(B, rep, Hk, S, D).reshape(B, H, S, D)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        for f, gqa in ((expand_form, 1), (interleave_form, 1), (tiled, 0)):
+            torch._dynamo.reset()
+            torch.manual_seed(3)
+            args = [torch.randn(B, n, S, D, requires_grad=True) for n in (H, Hk, Hk)]
+            be = fb.make_backend("fgrun")
+            seen = []  # the ATen graphs AOTAutograd hands over
+            real = fb.compile_aten_graph
+
+            def spy(gm, *a, **kw):
+                seen.append(gm)
+                return real(gm, *a, **kw)
+
+            fb.compile_aten_graph = spy
+            try:
+                y = torch.compile(f, backend=be, dynamic=False)(*args)
+                y.square().sum().backward()
+            finally:
+                fb.compile_aten_graph = real
+            got = [y.detach()] + [a.grad.clone() for a in args]
+            for a in args:
+                a.grad = None
+            y = f(*args)
+            y.square().sum().backward()
+            for i, (g, r) in enumerate(zip(got, [y.detach()] + [a.grad for a in args])):
+                self.assertLess(((g - r).norm() / r.norm()).item(), 1e-5, "%s: tensor %d" % (f.__name__, i))
+            self.assertEqual(be.stats.gqa, gqa, f.__name__)
+            attn = [n for gm in seen for n in gm.graph.nodes if "scaled_dot_product" in str(n.target)]
+            self.assertEqual(len(attn), 2, f.__name__)  # the forward's and the backward's
+            for n in attn:  # k: its heads as they are (GQA) or repeated
+                k = n.args[2] if "backward" in str(n.target) else n.args[1]
+                self.assertEqual(k.meta["val"].shape[1], Hk if gqa else H, f.__name__)
+            # with GQA no graph repeats heads or sums gradients over a group
+            ops = {str(n.target) for gm in seen for n in gm.graph.nodes}
+            self.assertEqual(bool(ops & {"aten.expand.default", "aten.sum.dim_IntList"}), not gqa,
+                             (f.__name__, sorted(ops)))
+
     def test_layout_changes_between_calls(self):
         """A region compiled for a transposed input, called alternately with
         that layout (passed: remembered once matched) and row-major (copied
