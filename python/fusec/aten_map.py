@@ -31,9 +31,11 @@ Entry.__doc__ = """emit(e, node) -> expression | Multi; check(e, node) -> None o
 node can't be written. Its tests are tests()[name]."""
 Case = namedtuple("Case", "fn inputs")
 Case.__doc__ = "A torch function and a function making its example inputs (CPU tensors)."
-Multi = namedtuple("Multi", "n expr bind", defaults=(None,))
+Multi = namedtuple("Multi", "n expr bind post", defaults=(None, None))
 Multi.__doc__ = """An op with n results, which the exporter names; the node is result `bind`, or
-(bind None) a tuple whose items getitem picks."""
+(bind None) a tuple whose items getitem picks. `post`: {k: "...%s..."}, result k
+as the node gives it is that expression of the op's result k (cuDNN attention's
+logsumexp: [B,H,S,1] of sdpa's [B,H,S])."""
 
 
 def fg_dtype(torch_dtype):
@@ -462,29 +464,39 @@ def _sdpa_check(e, n):
 # ---- attention: PyTorch's fused kernels as fusec's sdpa / sdpa_bwd (export2) ----
 # AOTAutograd takes F.scaled_dot_product_attention apart into the kernel the
 # device picks: on the CPU _scaled_dot_product_flash_attention_for_cpu(_backward),
-# on CUDA _scaled_dot_product_flash_attention(_backward) (FlashAttention). Both
-# forwards return the output and the logsumexp, f32 [B,H,Sq], natural log, of
-# each row of scaled scores: fusec's `o, lse = sdpa(...)` (format.md 5.8) to the
-# letter, so the two devices' regions have the same text. The CUDA forward's
-# other results (cum_seq_q/k: None; max_q/max_k; rng_state and unused: the
-# dropout's philox state; the debug mask) are not fusec's: the node is taken
-# only where none of them is used (export._free_flash_rng frees the rng state
-# a training graph saves, which without dropout the backward never reads).
+# on CUDA _scaled_dot_product_flash_attention(_backward) (FlashAttention) or,
+# by default on Hopper, _scaled_dot_product_cudnn_attention(_backward). Each
+# forward returns the output and the logsumexp, f32, natural log, of each row
+# of scaled scores: fusec's `o, lse = sdpa(...)` (format.md 5.8) to the
+# letter, [B,H,Sq] (flash) or [B,H,Sq,1] (cuDNN: a reshape of it; PyTorch's
+# context-parallel attention merges both kernels' logsumexps by the one
+# formula, torch/distributed/tensor/experimental/_context_parallel), so the
+# two devices' flash regions have the same text. The CUDA forwards' other
+# results (cum_seq_q/k: None; max_q/max_k; the dropout's philox state; the
+# debug mask) are not fusec's: the node is taken only where none of them is
+# used (export._free_flash_rng frees the philox state a training graph
+# saves, which without dropout the backward never reads).
 
 SDPA_HEAD_DIMS = (64, 96, 128, 256)  # what the code generator's sdpa takes (opt/segment.c)
 SDPA_BWD_HEAD_DIMS = (64, 128)  # and its sdpa_bwd
-# overload -> (forward?, position of dropout_p, of is_causal)
+# overload -> where its arguments are (positions; None: it has no such argument)
+Fused = namedtuple("Fused", "fwd dropout causal bias debug lse4")
+Fused.__doc__ = """fwd: a forward (else a backward, operands do, q, k, v, o, lse first);
+the positions of dropout_p, is_causal, the attention bias and return_debug_mask;
+lse4: the logsumexp is [B,H,Sq,1] (cuDNN), not [B,H,Sq]."""
 FLASH = {
-    "aten._scaled_dot_product_flash_attention_for_cpu.default": (True, 3, 4),
-    "aten._scaled_dot_product_flash_attention.default": (True, 3, 4),
-    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": (False, 6, 7),
-    "aten._scaled_dot_product_flash_attention_backward.default": (False, 10, 11),
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": Fused(True, 3, 4, None, None, False),
+    "aten._scaled_dot_product_flash_attention.default": Fused(True, 3, 4, None, 5, False),
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": Fused(False, 6, 7, None, None, False),
+    "aten._scaled_dot_product_flash_attention_backward.default": Fused(False, 10, 11, None, None, False),
+    "aten._scaled_dot_product_cudnn_attention.default": Fused(True, 5, 6, 3, 7, True),
+    "aten._scaled_dot_product_cudnn_attention_backward.default": Fused(False, 13, 14, 8, None, True),
 }
 
 
 def _flash_attrs(e, n):
-    fwd, pd, pc = FLASH[str(n.target)]
-    s = "causal=%s" % e.lit(bool(_kw(n, "is_causal", pc, False)))
+    f = FLASH[str(n.target)]
+    s = "causal=%s" % e.lit(bool(_kw(n, "is_causal", f.causal, False)))
     scale = n.kwargs.get("scale")
     if scale is not None:
         s += ", scale=%s" % e.lit(float(scale))
@@ -493,25 +505,31 @@ def _flash_attrs(e, n):
 
 def _flash(e, n):
     q, k, v = n.args[:3]
-    return Multi(2, "sdpa(%s, %s, %s, %s)" % (e.v(q), e.v(k), e.v(v), _flash_attrs(e, n)))
+    post = None
+    if FLASH[str(n.target)].lse4:
+        B, H, S = q.meta["val"].shape[:3]
+        post = {1: "reshape(%%s, shape=%s)" % e.lit([B, H, S, 1])}
+    return Multi(2, "sdpa(%s, %s, %s, %s)" % (e.v(q), e.v(k), e.v(v), _flash_attrs(e, n)), None, post)
 
 
 def _flash_bwd(e, n):
-    ops = ", ".join(e.v(a) for a in n.args[:6])  # do, q, k, v, o, lse
-    return Multi(3, "sdpa_bwd(%s, %s)" % (ops, _flash_attrs(e, n)))
+    ops = [e.v(a) for a in n.args[:6]]  # do, q, k, v, o, lse
+    if FLASH[str(n.target)].lse4:
+        ops[5] = "reshape(%s, shape=%s)" % (ops[5], e.lit(list(n.args[1].meta["val"].shape[:3])))
+    return Multi(3, "sdpa_bwd(%s, %s)" % (", ".join(ops), _flash_attrs(e, n)))
 
 
 def _flash_check(e, n):
-    fwd, pd, pc = FLASH[str(n.target)]
-    if _kw(n, "dropout_p", pd, 0.0) != 0:
+    f = FLASH[str(n.target)]
+    if _kw(n, "dropout_p", f.dropout, 0.0) != 0:
         return "dropout in attention"
-    if n.kwargs.get("attn_mask") is not None:
+    if n.kwargs.get("attn_mask") is not None or (f.bias is not None and _kw(n, "attn_bias", f.bias) is not None):
         return "an attention mask (fusec's sdpa takes causal=true/false only)"
     scale = n.kwargs.get("scale")
     if scale is not None and not isinstance(scale, (int, float)):
         return "a symbolic scale"
-    if fwd:
-        if _kw(n, "return_debug_mask", 5, False):
+    if f.fwd:
+        if f.debug is not None and _kw(n, "return_debug_mask", f.debug, False):
             return "return_debug_mask=True"
         for u in n.users:
             if u.target is not operator.getitem or u.args[1] not in (0, 1):
@@ -522,8 +540,9 @@ def _flash_check(e, n):
         do, q, k, v, o, lse = (a.meta["val"] for a in n.args[:6])
         if tuple(o.shape) != tuple(q.shape) or tuple(do.shape) != tuple(q.shape):
             return "do or o of another shape than q"
-        if tuple(lse.shape) != tuple(q.shape[:3]) or str(lse.dtype) != "torch.float32":
-            return "a logsumexp other than f32 [B,H,Sq]"
+        want = tuple(q.shape[:3]) + ((1,) if f.lse4 else ())
+        if tuple(lse.shape) != want or str(lse.dtype) != "torch.float32":
+            return "a logsumexp other than f32 [B,H,Sq%s]" % (",1" if f.lse4 else "")
     if any(len(t.shape) != 4 for t in (q, k, v)):
         return "q, k, v of rank other than 4 ([B,H,S,D])"
     if not _static(q.shape, k.shape, v.shape):
@@ -535,7 +554,7 @@ def _flash_check(e, n):
     if k.dtype != q.dtype or v.dtype != q.dtype or (do is not None and (do.dtype != q.dtype or o.dtype != q.dtype)):
         return "operands of different dtypes"
     if getattr(e, "compiled_only", False):
-        dims = SDPA_HEAD_DIMS if fwd else SDPA_BWD_HEAD_DIMS
+        dims = SDPA_HEAD_DIMS if f.fwd else SDPA_BWD_HEAD_DIMS
         if str(q.dtype) not in ("torch.bfloat16", "torch.float16"):
             return "%s attention (fusec's code generator takes bf16 and f16)" % fg_dtype(q.dtype)
         if D not in dims:
@@ -702,7 +721,7 @@ TABLE["aten.scaled_dot_product_attention.default"] = Entry(_sdpa, _sdpa_check)
 TABLE["<built-in function getitem>"] = Entry(_getitem, _getitem_check)
 # attention (export2): PyTorch's flash kernels, CPU and CUDA, as sdpa / sdpa_bwd
 for _op in FLASH:
-    TABLE[_op] = Entry(_flash, _flash_check) if FLASH[_op][0] else Entry(_flash_bwd, _flash_check)
+    TABLE[_op] = Entry(_flash, _flash_check) if FLASH[_op].fwd else Entry(_flash_bwd, _flash_check)
 
 # Rows the interpreter runs but fusec's code generator does not compile yet:
 # left to PyTorch unless export(..., compiled_only=False) (the table's tests).
@@ -718,6 +737,10 @@ NOT_COMPILED = {
 GPU_ONLY = {
     "aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default",
     "aten._scaled_dot_product_flash_attention_backward.default":
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+    # the same with the logsumexp reshaped (test_export.py CudnnAttentionTest)
+    "aten._scaled_dot_product_cudnn_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default",
+    "aten._scaled_dot_product_cudnn_attention_backward.default":
         "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
 }
 

@@ -136,7 +136,7 @@ class Support:
         vals = _tensors(node.meta.get("val"))
         ins = node.all_input_nodes
         if name in aten_map.FLASH:  # the results and operands sdpa / sdpa_bwd have (not the rng state)
-            fwd = aten_map.FLASH[name][0]
+            fwd = aten_map.FLASH[name].fwd
             vals = vals[:2] if fwd else vals
             ins = [a for a in node.args[:3 if fwd else 6] if hasattr(a, "meta")]
         elif name == "<built-in function getitem>":  # its item, not the whole tuple it picks from
@@ -347,6 +347,10 @@ class Emitter(_Probe):
                 for n in names:
                     self.used.add(n)
                 self.lines.append("  %s = %s" % (", ".join(names), out.expr))
+                for k, form in sorted((out.post or {}).items()):  # result k as the node gives it
+                    self.used.add(names[k] + "x")
+                    self.lines.append("  %sx = %s" % (names[k], form % names[k]))
+                    names[k] += "x"
                 if out.bind is None:
                     self.multi[node] = names
                 else:
@@ -710,24 +714,26 @@ def _sym_table(gm, names=None, ranges=None):
 
 
 def _free_flash_rng(gm):
-    """Prepares PyTorch's flash attention nodes for fusec's sdpa rows
+    """Prepares PyTorch's fused attention nodes for fusec's sdpa rows
     (aten_map.FLASH): drops the getitems of their results that nothing uses,
-    and, for the CUDA forward without dropout, gives the rng state a training
-    forward saves for the backward (results 6, 7: the dropout's philox seed
-    and offset, which the kernel leaves uninitialized and its backward reads
-    only with dropout) a fresh empty tensor of its own, so the node's only
-    used results are out and logsumexp, what sdpa gives."""
+    and, for the CUDA forwards (flash, cuDNN) without dropout, gives the rng
+    state a training forward saves for the backward (results 6, 7: the
+    dropout's philox seed and offset, which the kernel leaves uninitialized
+    or unused and its backward reads only with dropout) a fresh empty tensor
+    of its own, so the node's only used results are out and logsumexp, what
+    sdpa gives."""
     import torch
 
     changed = False
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or str(n.target) not in aten_map.FLASH or not aten_map.FLASH[str(n.target)][0]:
+        f = aten_map.FLASH.get(str(n.target)) if n.op == "call_function" else None
+        if f is None or not f.fwd:
             continue
         for u in list(n.users):
             if u.target is operator.getitem and not u.users and u.args[1] not in (0, 1):
                 gm.graph.erase_node(u)
                 changed = True
-        if str(n.target) != "aten._scaled_dot_product_flash_attention.default" or list(n.args[3:4]) not in ([], [0]):
+        if f.debug is None or aten_map._kw(n, "dropout_p", f.dropout, 0.0) != 0:  # the CPU kernel has no rng state
             continue
         for u in list(n.users):
             if u.target is not operator.getitem or u.args[1] not in (6, 7):

@@ -277,6 +277,88 @@ class FlashAttentionTest(unittest.TestCase):
         self.assertIn("f32 attention", left.get("aten._scaled_dot_product_flash_attention_for_cpu.default", ""))
 
 
+class CudnnAttentionTest(unittest.TestCase):
+    """cuDNN's attention kernels (PyTorch's default on Hopper), traced on fake
+    CUDA tensors as a training graph holds them: the regions are the flash
+    kernels' with the logsumexp reshaped to cuDNN's [B,H,Sq,1] (forward) and
+    back (backward), GQA included; and those regions, run in fusec's
+    interpreter, give what the CPU flash kernel gives (its logsumexp with a
+    trailing 1: the one convention of both, natural log of the scaled rows).
+    Their run on the GPU against cuDNN itself is owed (docs/pytorch.md)."""
+
+    B, H, HK, S, D = 2, 4, 2, 16, 64
+
+    def trace(self, mask=False):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        aten = torch.ops.aten
+        B, H, HK, S, D = self.B, self.H, self.HK, self.S, self.D
+
+        def fwd(q, k, v, *bias):
+            r = aten._scaled_dot_product_cudnn_attention(q * 2, k, v, bias[0] if bias else None, True, 0.0, True,
+                                                         False)
+            return r[0] + 1, q, k, v, r[0], r[1], r[6], r[7]  # the saved values, the rng state too
+
+        def bwd(q, k, v, o, lse, do, seed, offset):
+            g = aten._scaled_dot_product_cudnn_attention_backward(do, q, k, v, o, lse, seed, offset, None, None, None,
+                                                                  S, S, 0.0, True)
+            return g[0] * 2, g[1], g[2]
+
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            mk = lambda h: torch.empty(B, h, S, D, dtype=torch.bfloat16, device="cuda")  # noqa: E731
+            q, k, v, o, do = mk(H), mk(HK), mk(HK), mk(H), mk(H)
+            lse = torch.empty(B, H, S, 1, device="cuda")
+            seed, offset = (torch.empty((), dtype=torch.int64, device="cuda") for _ in range(2))
+            bias = [torch.empty(B, H, S, S, dtype=torch.bfloat16, device="cuda")] if mask else []
+            fw = make_fx(fwd, tracing_mode="fake")(q, k, v, *bias)
+            bw = make_fx(bwd, tracing_mode="fake")(q, k, v, o, lse, do, seed, offset)
+        return [fe.partition(gm, prefix="r", static_fallback=False, canonical=True) for gm in (fw, bw)]
+
+    def test_regions(self):
+        try:
+            fw, bw = self.trace()
+        except Exception as ex:  # a torch without CUDA support can't make fake CUDA tensors
+            self.skipTest("no fake CUDA tensors: %s" % ex)
+        for pt, name in zip((fw, bw), ("aten._scaled_dot_product_cudnn_attention.default",
+                                       "aten._scaled_dot_product_cudnn_attention_backward.default")):
+            self.assertIn(name, [op for r in pt.regions.values() for op in r.ops], pt.report())
+            self.assertEqual({v[0] for v in pt.support.left.values()} - {"aten.empty.memory_format",
+                                                                          "<built-in function getitem>"}, set(),
+                             pt.report())
+        f, b = fw.fg_text(), bw.fg_text()
+        self.assertRegex(f, r"(v\d+_r0), (v\d+_r1) = sdpa\(v\d+, v\d+, v\d+, causal=true\)\n"
+                            r"  \2x = reshape\(\2, shape=\[2, 4, 16, 1\]\)")
+        self.assertRegex(b, r"sdpa_bwd\(v\d+, v\d+, v\d+, v\d+, v\d+, reshape\(v\d+, shape=\[2, 4, 16\]\), "
+                            r"causal=true\)")
+        self.assertRegex(b, r"v\d+: bf16\[2, 2, 16, 64\]")  # k, v: two key heads (GQA)
+        # the forward region in fusec's interpreter against the CPU flash kernel
+        fe._out_meta(fw)
+        (r,) = fw.regions.values()
+        torch.manual_seed(5)
+        args = [torch.randn(self.B, h, self.S, self.D).to(torch.bfloat16) for h in (self.H, self.HK, self.HK)]
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "r.fg")
+            with open(path, "w") as fh:
+                fh.write(r.fg)
+            outs = fe._fgrun_call(FGRUN, path, r.gname, args, r.out_dtypes, work)
+        ke, ve = (t.repeat_interleave(self.H // self.HK, dim=1) for t in args[1:])
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(args[0] * 2, ke, ve, 0.0, True)[:2]
+        lses = [t for t in outs if tuple(t.shape) == (self.B, self.H, self.S, 1)]
+        self.assertEqual(len(lses), 1, [t.shape for t in outs])
+        self.assertLess((lses[0] - lse.unsqueeze(-1)).abs().max().item(), 1e-2)
+        os_ = [t for t in outs if tuple(t.shape) == tuple(o.shape)]
+        self.assertTrue(any((t.float() - o.float()).abs().max().item() < 2e-2 for t in os_), "no output is o")
+
+    def test_mask_left_to_torch(self):
+        try:
+            fw, _ = self.trace(mask=True)
+        except Exception as ex:
+            self.skipTest("no fake CUDA tensors: %s" % ex)
+        left = {v[0]: v[1] for v in fw.support.left.values()}
+        self.assertIn("attention mask", left.get("aten._scaled_dot_product_cudnn_attention.default", ""))
+
+
 class CoverTest(unittest.TestCase):
     """export.strided_cover: the dense tensor a window is a slice of."""
 
