@@ -288,7 +288,7 @@ class CudnnAttentionTest(unittest.TestCase):
 
     B, H, HK, S, D = 2, 4, 2, 16, 64
 
-    def trace(self, mask=False):
+    def trace(self, mask=False, cum=False):
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -300,9 +300,9 @@ class CudnnAttentionTest(unittest.TestCase):
                                                          False)
             return r[0] + 1, q, k, v, r[0], r[1], r[6], r[7]  # the saved values, the rng state too
 
-        def bwd(q, k, v, o, lse, do, seed, offset):
-            g = aten._scaled_dot_product_cudnn_attention_backward(do, q, k, v, o, lse, seed, offset, None, None, None,
-                                                                  S, S, 0.0, True)
+        def bwd(q, k, v, o, lse, do, seed, offset, *cums):
+            g = aten._scaled_dot_product_cudnn_attention_backward(do, q, k, v, o, lse, seed, offset, None,
+                                                                  *(cums or (None, None)), S, S, 0.0, True)
             return g[0] * 2, g[1], g[2]
 
         with FakeTensorMode(allow_non_fake_inputs=True):
@@ -312,7 +312,8 @@ class CudnnAttentionTest(unittest.TestCase):
             seed, offset = (torch.empty((), dtype=torch.int64, device="cuda") for _ in range(2))
             bias = [torch.empty(B, H, S, S, dtype=torch.bfloat16, device="cuda")] if mask else []
             fw = make_fx(fwd, tracing_mode="fake")(q, k, v, *bias)
-            bw = make_fx(bwd, tracing_mode="fake")(q, k, v, o, lse, do, seed, offset)
+            cums = [torch.empty(B + 1, dtype=torch.int32, device="cuda") for _ in range(2)] if cum else []
+            bw = make_fx(bwd, tracing_mode="fake")(q, k, v, o, lse, do, seed, offset, *cums)
         return [fe.partition(gm, prefix="r", static_fallback=False, canonical=True) for gm in (fw, bw)]
 
     def test_regions(self):
@@ -350,13 +351,16 @@ class CudnnAttentionTest(unittest.TestCase):
         os_ = [t for t in outs if tuple(t.shape) == tuple(o.shape)]
         self.assertTrue(any((t.float() - o.float()).abs().max().item() < 2e-2 for t in os_), "no output is o")
 
-    def test_mask_left_to_torch(self):
+    def test_mask_and_varlen_left_to_torch(self):
         try:
             fw, _ = self.trace(mask=True)
         except Exception as ex:
             self.skipTest("no fake CUDA tensors: %s" % ex)
         left = {v[0]: v[1] for v in fw.support.left.values()}
         self.assertIn("attention mask", left.get("aten._scaled_dot_product_cudnn_attention.default", ""))
+        _, bw = self.trace(cum=True)  # packed variable-length sequences: not fusec's
+        left = {v[0]: v[1] for v in bw.support.left.values()}
+        self.assertIn("variable-length", left.get("aten._scaled_dot_product_cudnn_attention_backward.default", ""))
 
 
 class CoverTest(unittest.TestCase):
