@@ -400,6 +400,8 @@ python_checks() {
     $(ls .gpu/ptx/tests_graphs__python_inplace.ptx 2>/dev/null) 2>&1 | tee "$LOG/python_fastcall.txt"
   [ -f .gpu/ptx/bench__symbolic.ptx ] && FGLOAD_LIBRARY=$PWD/build-gpu/loader/libfgload.so FUSEC_FGCALL=${ext:-0} \
     python3 tests/gpu/python_symbolic.py .gpu/ptx/bench__symbolic.ptx 2>&1 | tail -3 | tee "$LOG/python_symbolic.txt"
+  # the exporter's cuDNN attention rows: its logsumexp is flash's (no fusec involved)
+  python3 tests/gpu/python_cudnn_sdpa.py 2>&1 | tee "$LOG/python_cudnn_sdpa.txt"
 }
 
 # GPT-2 small data-parallel (examples/models/train_ddp.py; docs/pytorch.md,
