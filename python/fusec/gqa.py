@@ -108,11 +108,12 @@ def _has_gqa():
 
 def _only_qkv(n):
     """Whether the attention node has no mask, no dropout and no
-    enable_gqa already (its arguments after q, k, v by keyword or place)."""
+    enable_gqa already (its arguments after q, k, v: the first three by
+    keyword or place, scale and enable_gqa by keyword only)."""
     names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
     given = dict(zip(names, n.args[3:]))
     given.update(n.kwargs)
-    return (len(n.args) <= 3 + len(names) and set(given) <= set(names) and given.get("attn_mask") is None
+    return (len(n.args) <= 6 and set(given) <= set(names) and given.get("attn_mask") is None
             and not given.get("dropout_p") and not given.get("enable_gqa"))
 
 

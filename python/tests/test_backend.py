@@ -473,9 +473,10 @@ class BackendTest(unittest.TestCase):
             v = v[:, :, None].expand(B, Hk, rep, S, D).reshape(B, H, S, D)
             return F.scaled_dot_product_attention(torch.tanh(q), k, v, is_causal=True)
 
-        def interleave_form(q, k, v):
+        def interleave_form(q, k, v):  # mask, dropout, causal in their places; enable_gqa=False given
             return F.scaled_dot_product_attention(q * 2, k.repeat_interleave(rep, dim=1),
-                                                  v.repeat_interleave(rep, dim=1), scale=0.3)
+                                                  v.repeat_interleave(rep, dim=1), None, 0.0, False, scale=0.3,
+                                                  enable_gqa=False)
 
         def tiled(q, k, v):  # head h -> h % Hk: not GQA's order
             k = k[:, None].expand(B, rep, Hk, S, D).reshape(B, H, S, D)
