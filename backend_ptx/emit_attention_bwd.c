@@ -76,7 +76,8 @@ typedef struct bwd {
    * the 4 bytes past the stages that order dP's wait (fgb_tc_wg_wait_after) */
   bool overlap;
   LLVMValueRef order_slot;
-  int pingpong; /* wg_pingpong's mode */
+  int pingpong;          /* wg_pingpong's mode */
+  LLVMValueRef lpt_pair; /* work_rank's pair, in sections of the LPT order */
 } bwd;
 
 static LLVMValueRef i32c(bwd *w, int64_t v) { return fgb_tc_i32(w->m, v); }
@@ -89,6 +90,39 @@ static LLVMValueRef add(bwd *w, LLVMValueRef x, LLVMValueRef y) {
 }
 static LLVMValueRef mul(bwd *w, LLVMValueRef x, LLVMValueRef y) {
   return LLVMBuildMul(w->b, x, y, "");
+}
+
+/* The causal backward's work order (schedule.c, attn_lpt): work_rank
+ * gives this CTA's block rank (0 the heaviest; the caller turns it into a
+ * query block for dq, a key block for dk, dv), work_pair its (batch, head)
+ * pair. Plain: grid [blocks, pairs], each pair's blocks in turn. lpt with
+ * no sections: grid [pairs, blocks], every pair's block of one rank at
+ * once. lpt in sections of attn_lpt_heads pairs (knob ATTN_BWD_LPT=2; the
+ * forward's lpt_order): grid [blocks, pairs], CTA L = x + y blocks in
+ * section L / (hs blocks), in it rank r / n of pair r % n (r = L mod hs
+ * blocks, n = hs or the last section's pairs): a bijection of [0, blocks
+ * pairs). */
+static LLVMValueRef work_rank(bwd *w) {
+  LLVMBuilderRef b = w->b;
+  const fg_kernel *k = w->k;
+  if (!k->attn_lpt || !k->attn_lpt_heads)
+    return fgb_ctaid(w->m, k->attn_lpt ? 1 : 0);
+  int64_t nb = k->grid[0], pairs = k->grid[1], hs = k->attn_lpt_heads;
+  int64_t nsec = (pairs + hs - 1) / hs, last = pairs - (nsec - 1) * hs;
+  LLVMValueRef lin = add(w, fgb_ctaid(w->m, 0), mul(w, fgb_ctaid(w->m, 1), i32c(w, nb)));
+  LLVMValueRef sec = LLVMBuildUDiv(b, lin, i32c(w, hs * nb), "");
+  LLVMValueRef r = LLVMBuildSub(b, lin, mul(w, sec, i32c(w, hs * nb)), "");
+  LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, sec, i32c(w, nsec - 1), ""),
+                                   i32c(w, last), i32c(w, hs), "");
+  w->lpt_pair = add(w, mul(w, sec, i32c(w, hs)), LLVMBuildURem(b, r, n, ""));
+  return LLVMBuildUDiv(b, r, n, "");
+}
+
+static LLVMValueRef work_pair(bwd *w) {
+  const fg_kernel *k = w->k;
+  if (k->attn_lpt && k->attn_lpt_heads)
+    return to_ity(w, w->lpt_pair);
+  return to_ity(w, fgb_ctaid(w->m, k->attn_lpt ? 0 : 1));
 }
 
 /* ---- operands ---- */
@@ -603,13 +637,12 @@ static bool emit_dq(bwd *w) {
   int64_t q_at = 0, do_at = br * tile, k_at = 2 * br * tile, v_at = k_at + bc * tile;
   int64_t o_at = k_at; /* O, for delta, before the key loop (2 bc >= br rows) */
 
-  /* causal: the longest rows first (attn_lpt: across every (batch, head)) */
-  int blk = k->attn_lpt ? 1 : 0;
-  LLVMValueRef qb = fgb_ctaid(m, blk);
+  /* causal: the longest rows first (work_rank) */
+  LLVMValueRef qb = work_rank(w);
   if (w->causal)
-    qb = LLVMBuildSub(b, i32c(w, k->grid[blk] - 1), qb, "");
+    qb = LLVMBuildSub(b, i32c(w, (w->Sq + br - 1) / br - 1), qb, "");
   LLVMValueRef q0 = mul(w, qb, i32c(w, br));
-  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1 - blk));
+  LLVMValueRef bh = work_pair(w);
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, w->Hq), "");
   LLVMValueRef hi = LLVMBuildURem(b, bh, fgb_const(e, w->Hq), "");
   LLVMValueRef hk = w->group > 1 ? LLVMBuildUDiv(b, hi, fgb_const(e, w->group), "") : hi;
@@ -823,11 +856,9 @@ static bool emit_dkdv(bwd *w) {
   int64_t k_at = 0, v_at = br * tile, q_at = dkdv_q_at(w), do_at = q_at + bc * tile;
   int64_t lse_at = do_at + bc * tile, delta_at = lse_at + bc * 4;
 
-  /* causal, attn_lpt: the first key blocks (the most query blocks) first
-   * across every (batch, key head) */
-  int blk = k->attn_lpt ? 1 : 0;
-  LLVMValueRef k0 = mul(w, fgb_ctaid(m, blk), i32c(w, br));
-  LLVMValueRef bh = to_ity(w, fgb_ctaid(m, 1 - blk)); /* (batch, key head) */
+  /* causal: the first key blocks (the most query blocks) first (work_rank) */
+  LLVMValueRef k0 = mul(w, work_rank(w), i32c(w, br));
+  LLVMValueRef bh = work_pair(w); /* (batch, key head) */
   LLVMValueRef bi = LLVMBuildUDiv(b, bh, fgb_const(e, w->Hk), "");
   LLVMValueRef hk = LLVMBuildURem(b, bh, fgb_const(e, w->Hk), "");
   source_at(w, OP_K, bi, hk);

@@ -1858,12 +1858,23 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
    * other order; GQA 32/8 at 4096 (dq 67 MB, dk, dv 268 MB) 1.03x, kept
    * too. */
   int64_t looped = 2 * B * (dq ? Hk * Sk : Hq * Sq) * D * fg_dtype_size(q->dtype);
-  k->attn_lpt = fg_attr_bool(k->attn, "causal") && looped <= p->target.l2_bytes;
+  bool causal = fg_attr_bool(k->attn, "causal");
+  k->attn_lpt = causal && looped <= p->target.l2_bytes;
   if (o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v))
-    k->attn_lpt = v == 1 && fg_attr_bool(k->attn, "causal");
-  if (k->grid[0] > 65535) /* gridDim.y's limit */
+    k->attn_lpt = v >= 1 && causal;
+  /* Knob 2 (to be measured): the order in sections of pairs whose looped
+   * tiles fit half the L2 (the forward's attn_lpt_heads), the grid kept */
+  if (k->attn_lpt && o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v) && v == 2 &&
+      k->grid[0] * k->grid[1] <= INT32_MAX) {
+    int64_t pairs = k->grid[1], group = Hq / Hk,
+            tiles = 2 * (dq ? Sk : Sq) * D * fg_dtype_size(q->dtype);
+    int64_t hs =
+        dq ? p->target.l2_bytes / 2 / tiles * group : p->target.l2_bytes / 2 / (tiles * group);
+    k->attn_lpt_heads = (int)(hs < 1 ? 1 : hs > pairs ? pairs : hs);
+  } else if (k->grid[0] > 65535) { /* gridDim.y's limit */
     k->attn_lpt = false;
-  if (k->attn_lpt) {
+  }
+  if (k->attn_lpt && !k->attn_lpt_heads) {
     int64_t blocks = k->grid[0];
     k->grid[0] = k->grid[1];
     k->grid[1] = blocks;

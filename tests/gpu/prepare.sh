@@ -88,6 +88,15 @@ for ws in 1 2; do
   done
   "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_WS=$ws -o .gpu/bench-sm90a/attention_sm90a-ws$ws.ptx
 done
+# The causal backward's LPT order in sections (knob ATTN_BWD_LPT=2, not the
+# default: to be measured), checked like the default (misaligned too: the
+# ptx-sm90a-bwd* pattern) and timed in the same wgmmabench run.
+mkdir -p .gpu/ptx-sm90a-bwdlpt2
+for f in tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg; do
+  out=.gpu/ptx-sm90a-bwdlpt2/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
+  "$FUSEC" "$f" --arch sm_90a --knob ATTN_BWD_LPT=2 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a bwd lpt 2): $(head -1 .gpu/err.txt)"
+done
+"$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_BWD_LPT=2 -o .gpu/bench-sm90a/attention_sm90a-bwdlpt2.ptx
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
 # for tests/gpu/device_run.sh trace; docs/architecture.md).
