@@ -101,7 +101,9 @@ static LLVMValueRef mul(bwd *w, LLVMValueRef x, LLVMValueRef y) {
  * forward's lpt_order): grid [blocks, pairs], CTA L = x + y blocks in
  * section L / (hs blocks), in it rank r / n of pair r % n (r = L mod hs
  * blocks, n = hs or the last section's pairs): a bijection of [0, blocks
- * pairs). */
+ * pairs). work_pair after work_rank, which leaves the sections' pair in
+ * w->lpt_pair (two calls, so that the plain orders' IR keeps the order it
+ * had: their PTX is what runs Z3 and before checked). */
 static LLVMValueRef work_rank(bwd *w) {
   LLVMBuilderRef b = w->b;
   const fg_kernel *k = w->k;

@@ -270,8 +270,8 @@ static void print_schedule(FILE *f, const fg_plan *p, const fg_kernel *k) {
             k->attn_pitch, k->attn_stages, k->attn_wgmma ? " wgmma" : "",
             k->attn_overlap ? " overlap" : "", k->attn_ldmatrix ? " ldmatrix" : "",
             fg_attr_bool(k->attn, "causal") ? " causal" : "", k->smem, k->attn_delta_temp);
-  if (k->kind == FG_KERNEL_ATTENTION_BWD &&
-      k->attn_lpt) /* its sections' pairs, where it has them */
+  /* the backward's LPT order, and its sections' pairs where it has them */
+  if (k->kind == FG_KERNEL_ATTENTION_BWD && k->attn_lpt)
     fprintf(f, k->attn_lpt_heads ? " lpt %d" : " lpt", k->attn_lpt_heads);
   if (k->kind == FG_KERNEL_ATTENTION_BWD && k->attn_pingpong)
     fprintf(f, " pingpong %d", k->attn_pingpong);

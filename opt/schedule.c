@@ -1859,22 +1859,25 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
    * too. */
   int64_t looped = 2 * B * (dq ? Hk * Sk : Hq * Sq) * D * fg_dtype_size(q->dtype);
   bool causal = fg_attr_bool(k->attn, "causal");
-  k->attn_lpt = causal && looped <= p->target.l2_bytes;
+  /* 0 the pairs in turn, 1 the whole grid heaviest first, 2 (knob only, to
+   * be measured) the same in sections of pairs whose looped tiles fit half
+   * the L2 (the forward's attn_lpt_heads), the grid kept */
+  int64_t lpt = causal && looped <= p->target.l2_bytes;
   if (o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v))
-    k->attn_lpt = v >= 1 && causal;
-  /* Knob 2 (to be measured): the order in sections of pairs whose looped
-   * tiles fit half the L2 (the forward's attn_lpt_heads), the grid kept */
-  if (k->attn_lpt && o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v) && v == 2 &&
-      k->grid[0] * k->grid[1] <= INT32_MAX) {
-    int64_t pairs = k->grid[1], group = Hq / Hk,
-            tiles = 2 * (dq ? Sk : Sq) * D * fg_dtype_size(q->dtype);
-    int64_t hs =
-        dq ? p->target.l2_bytes / 2 / tiles * group : p->target.l2_bytes / 2 / (tiles * group);
+    lpt = causal ? v : 0;
+  if (lpt == 2 && k->grid[0] * k->grid[1] > INT32_MAX) /* the CTA's linear index */
+    lpt = 1;
+  if (lpt == 1 && k->grid[0] > 65535) /* gridDim.y's limit */
+    lpt = 0;
+  k->attn_lpt = lpt > 0;
+  if (lpt == 2) {
+    int64_t pairs = k->grid[1], tiles = 2 * (dq ? Sk : Sq) * D * fg_dtype_size(q->dtype);
+    /* dq: a key head's K, V serve its group's query pairs; dk, dv: a key
+     * pair reads its group's Q, dO */
+    int64_t hs = dq ? p->target.l2_bytes / 2 / tiles * (Hq / Hk)
+                    : p->target.l2_bytes / 2 / (tiles * (Hq / Hk));
     k->attn_lpt_heads = (int)(hs < 1 ? 1 : hs > pairs ? pairs : hs);
-  } else if (k->grid[0] > 65535) { /* gridDim.y's limit */
-    k->attn_lpt = false;
-  }
-  if (k->attn_lpt && !k->attn_lpt_heads) {
+  } else if (lpt == 1) {
     int64_t blocks = k->grid[0];
     k->grid[0] = k->grid[1];
     k->grid[1] = blocks;

@@ -480,17 +480,18 @@ def _sdpa_check(e, n):
 SDPA_HEAD_DIMS = (64, 96, 128, 256)  # what the code generator's sdpa takes (opt/segment.c)
 SDPA_BWD_HEAD_DIMS = (64, 128)  # and its sdpa_bwd
 # overload -> where its arguments are (positions; None: it has no such argument)
-Fused = namedtuple("Fused", "fwd dropout causal bias debug lse4 cum", defaults=((),))
+Fused = namedtuple("Fused", "fwd dropout causal bias debug lse4 cum rng", defaults=((), ()))
 Fused.__doc__ = """fwd: a forward (else a backward, operands do, q, k, v, o, lse first);
 the positions of dropout_p, is_causal, the attention bias and return_debug_mask;
 lse4: the logsumexp is [B,H,Sq,1] (cuDNN), not [B,H,Sq]; cum: the positions of a
-backward's cum_seq_q/k (None but for packed variable-length batches)."""
+backward's cum_seq_q/k (None but for packed variable-length batches); rng: the
+results of a CUDA forward that hold the dropout's philox state."""
 FLASH = {
     "aten._scaled_dot_product_flash_attention_for_cpu.default": Fused(True, 3, 4, None, None, False),
-    "aten._scaled_dot_product_flash_attention.default": Fused(True, 3, 4, None, 5, False),
+    "aten._scaled_dot_product_flash_attention.default": Fused(True, 3, 4, None, 5, False, (), (6, 7)),
     "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": Fused(False, 6, 7, None, None, False),
     "aten._scaled_dot_product_flash_attention_backward.default": Fused(False, 10, 11, None, None, False, (6, 7)),
-    "aten._scaled_dot_product_cudnn_attention.default": Fused(True, 5, 6, 3, 7, True),
+    "aten._scaled_dot_product_cudnn_attention.default": Fused(True, 5, 6, 3, 7, True, (), (6, 7)),
     "aten._scaled_dot_product_cudnn_attention_backward.default": Fused(False, 13, 14, 8, None, True, (9, 10)),
 }
 

@@ -717,7 +717,7 @@ def _free_flash_rng(gm):
     """Prepares PyTorch's fused attention nodes for fusec's sdpa rows
     (aten_map.FLASH): drops the getitems of their results that nothing uses,
     and, for the CUDA forwards (flash, cuDNN) without dropout, gives the rng
-    state a training forward saves for the backward (results 6, 7: the
+    state a training forward saves for the backward (Fused.rng: the
     dropout's philox seed and offset, which the kernel leaves uninitialized
     or unused and its backward reads only with dropout) a fresh empty tensor
     of its own, so the node's only used results are out and logsumexp, what
@@ -733,10 +733,10 @@ def _free_flash_rng(gm):
             if u.target is operator.getitem and not u.users and u.args[1] not in (0, 1):
                 gm.graph.erase_node(u)
                 changed = True
-        if f.debug is None or aten_map._kw(n, "dropout_p", f.dropout, 0.0) != 0:  # the CPU kernel has no rng state
+        if not f.rng or aten_map._kw(n, "dropout_p", f.dropout, 0.0) != 0:
             continue
         for u in list(n.users):
-            if u.target is not operator.getitem or u.args[1] not in (6, 7):
+            if u.target is not operator.getitem or u.args[1] not in f.rng:
                 continue
             val = u.meta.get("val")
             if val is None:

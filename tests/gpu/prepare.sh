@@ -7,47 +7,48 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FUSEC=${FUSEC:-build/tools/fusec}
 rm -rf .gpu && mkdir -p .gpu/ptx
+# variant DIR FLAGS FILE...: each FILE compiled with FLAGS into .gpu/DIR,
+# named as .gpu/ptx's (what device_run.sh check reads back); a file fusec
+# refuses is reported and skipped.
+variant() {
+  local dir=$1 flags=$2 f
+  shift 2
+  mkdir -p ".gpu/$dir"
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    # shellcheck disable=SC2086 # FLAGS is a list of options
+    "$FUSEC" "$f" $flags -o ".gpu/$dir/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx" 2>.gpu/err.txt ||
+      echo "skip $f ($dir): $(head -1 .gpu/err.txt)"
+  done
+}
 # row_column.fg: the row + column form at small and odd shapes.
-for f in examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg tests/golden/opt/rowcol_pipeline.fg tests/golden/opt/rowcol_deferred.fg; do
-  [ -f "$f" ] || continue
-  out=.gpu/ptx/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  if ! "$FUSEC" "$f" -o "$out" 2>.gpu/err.txt; then
-    echo "skip $f: $(head -1 .gpu/err.txt)"
-  fi
-done
+variant ptx "" examples/*.fg tests/graphs/*.fg bench/*.fg tests/golden/opt/row_column.fg \
+  tests/golden/opt/rowcol_pipeline.fg tests/golden/opt/rowcol_deferred.fg
 # The same graphs without bookending (views as index arithmetic, results
 # copied): checked too, so the path stays correct.
-mkdir -p .gpu/ptx-nobookend
-for f in examples/*.fg tests/graphs/views.fg tests/graphs/strided.fg; do
-  out=.gpu/ptx-nobookend/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --disable-pass=bookend -o "$out" 2>.gpu/err.txt || echo "skip $f (no bookend): $(head -1 .gpu/err.txt)"
-done
+variant ptx-nobookend "--disable-pass=bookend" examples/*.fg tests/graphs/views.fg tests/graphs/strided.fg
 rm -f .gpu/err.txt
 # issue 19 (wgmma): the attention graphs again for sm_90a, where head dims
 # 64 and 128 take the wgmma forward (checked by device_run.sh check, with
 # misaligned pointers too), and the forward benchmark graphs for both
 # targets (device_run.sh wgmmabench: the same run times both kernels).
-mkdir -p .gpu/ptx-sm90a .gpu/bench-sm90a
+mkdir -p .gpu/bench-sm90a
+FWD="tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg"
 # The backward too (wgmmabwd): attention_bwd_wgmma.fg and attention_bwd.fg
 # take the wgmma dq and dk, dv kernels at sm_90a (the default since run Z9);
 # attention_bwd_zip.fg and backend_layouts.fg write the packed dQKV through
 # strides (zip-store) from them.
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg tests/graphs/backend_layouts.fg tests/graphs/attention_overlap.fg; do
-  out=.gpu/ptx-sm90a/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a -o "$out" 2>.gpu/err.txt ||
-    echo "skip $f (sm_90a): $(head -1 .gpu/err.txt)"
-done
+# shellcheck disable=SC2086 # FWD is a list of files
+variant ptx-sm90a "--arch sm_90a" $FWD tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg \
+  tests/graphs/attention_bwd_zip.fg tests/graphs/backend_layouts.fg
 "$FUSEC" bench/suite/attention.fg --arch sm_90a -o .gpu/bench-sm90a/attention_sm90a.ptx
 "$FUSEC" bench/suite/attention.fg -o .gpu/bench-sm90a/attention_sm90.ptx
 # wgmma2: the software-pipelined loop (knob ATTN_OVERLAP=1, 3 stages)
 # checked like the default (.gpu/ptx-sm90a-overlap/, misaligned too: that
 # variant keeps the plain loop at 3 stages), and the bench variants timed
 # in the same wgmmabench run: attention_sm90a-<name>.ptx, name = the knobs.
-mkdir -p .gpu/ptx-sm90a-overlap
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
-  out=.gpu/ptx-sm90a-overlap/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a overlap): $(head -1 .gpu/err.txt)"
-done
+# shellcheck disable=SC2086
+variant ptx-sm90a-overlap "--arch sm_90a --knob ATTN_OVERLAP=1" $FWD
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=1 -o .gpu/bench-sm90a/attention_sm90a-overlap.ptx
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_OVERLAP=0 -o .gpu/bench-sm90a/attention_sm90a-nooverlap.ptx
 # attnpp: the causal LPT work order (knob ATTN_LPT=4; at sm_90a with the
@@ -56,12 +57,9 @@ done
 # applies to both; 4 pairs a section, so that graphs of 6 or 10 pairs end
 # in a partial section), and the bench variant timed in the same
 # wgmmabench run.
-mkdir -p .gpu/ptx-sm90a-lpt .gpu/ptx-lpt
-for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
-  out=.gpu/ptx-sm90a-lpt/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a --knob ATTN_LPT=4 --knob ATTN_OVERLAP=1 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a lpt): $(head -1 .gpu/err.txt)"
-done
-"$FUSEC" tests/graphs/attention_fwd.fg --knob ATTN_LPT=4 -o .gpu/ptx-lpt/tests_graphs__attention_fwd.ptx
+# shellcheck disable=SC2086
+variant ptx-sm90a-lpt "--arch sm_90a --knob ATTN_LPT=4 --knob ATTN_OVERLAP=1" $FWD
+variant ptx-lpt "--knob ATTN_LPT=4" tests/graphs/attention_fwd.fg
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_LPT=1 -o .gpu/bench-sm90a/attention_sm90a-lpt.ptx
 # attnpp (kept on branch attnws2, removed on main): pingpong between the
 # two warpgroups (knob ATTN_PINGPONG 1 and 2: named barriers in the
@@ -69,11 +67,8 @@ done
 # warpgroups, as ATTN_WS does) checked like the default (misaligned too),
 # and the bench variants timed in the same wgmmabench run.
 for pp in 1 2; do
-  mkdir -p .gpu/ptx-sm90a-pingpong$pp
-  for f in tests/graphs/attention_wgmma.fg tests/graphs/attention_fwd.fg tests/graphs/attention_overlap.fg; do
-    out=.gpu/ptx-sm90a-pingpong$pp/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-    "$FUSEC" "$f" --arch sm_90a --knob ATTN_PINGPONG=$pp -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a pingpong $pp): $(head -1 .gpu/err.txt)"
-  done
+  # shellcheck disable=SC2086
+  variant ptx-sm90a-pingpong$pp "--arch sm_90a --knob ATTN_PINGPONG=$pp" $FWD
   "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_PINGPONG=$pp -o .gpu/bench-sm90a/attention_sm90a-pingpong$pp.ptx
 done
 # attnws: the warp-specialized forward (knob ATTN_WS 1 and 2: producer
@@ -81,21 +76,15 @@ done
 # checked like the default (misaligned too: the producer's plain loads),
 # and the bench variants timed in the same wgmmabench run.
 for ws in 1 2; do
-  mkdir -p .gpu/ptx-sm90a-ws$ws
-  for f in tests/graphs/attention_ws.fg tests/graphs/attention_wgmma.fg tests/graphs/attention_overlap.fg; do
-    out=.gpu/ptx-sm90a-ws$ws/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-    "$FUSEC" "$f" --arch sm_90a --knob ATTN_WS=$ws -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a ws $ws): $(head -1 .gpu/err.txt)"
-  done
+  variant ptx-sm90a-ws$ws "--arch sm_90a --knob ATTN_WS=$ws" tests/graphs/attention_ws.fg \
+    tests/graphs/attention_wgmma.fg tests/graphs/attention_overlap.fg
   "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_WS=$ws -o .gpu/bench-sm90a/attention_sm90a-ws$ws.ptx
 done
 # The causal backward's LPT order in sections (knob ATTN_BWD_LPT=2, not the
 # default: to be measured), checked like the default (misaligned too: the
 # ptx-sm90a-bwd* pattern) and timed in the same wgmmabench run.
-mkdir -p .gpu/ptx-sm90a-bwdlpt2
-for f in tests/graphs/attention_bwd_wgmma.fg tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg; do
-  out=.gpu/ptx-sm90a-bwdlpt2/$(dirname "$f" | tr / _)__$(basename "$f" .fg).ptx
-  "$FUSEC" "$f" --arch sm_90a --knob ATTN_BWD_LPT=2 -o "$out" 2>.gpu/err.txt || echo "skip $f (sm_90a bwd lpt 2): $(head -1 .gpu/err.txt)"
-done
+variant ptx-sm90a-bwdlpt2 "--arch sm_90a --knob ATTN_BWD_LPT=2" tests/graphs/attention_bwd_wgmma.fg \
+  tests/graphs/attention_bwd.fg tests/graphs/attention_bwd_zip.fg
 "$FUSEC" bench/suite/attention.fg --arch sm_90a --knob ATTN_BWD_LPT=2 -o .gpu/bench-sm90a/attention_sm90a-bwdlpt2.ptx
 rm -f .gpu/err.txt
 # Timelines of the row + column kernels at the issue shapes (knob TRACE,
