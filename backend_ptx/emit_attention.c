@@ -99,19 +99,7 @@ static LLVMValueRef to_ity(attn *a, LLVMValueRef v) {
   return a->e->ity == a->m->i32 ? v : LLVMBuildSExt(a->b, v, a->e->ity, "");
 }
 
-/* v through a volatile mov: a value LLVM cannot hoist out of the loop
- * it is made in, so that addresses formed from it (v plus constants) stay
- * there as [reg + imm] operands instead of one register each held across
- * the loop (a shared pointer). */
-static LLVMValueRef opaque(attn *a, LLVMValueRef x) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  bool wide = t == a->m->i64;
-  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
-  const char *text = wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;", *cons = wide ? "=l,l" : "=r,r";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
-                                     0, LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(a->b, fty, fn, &x, 1, "");
-}
+static LLVMValueRef opaque(attn *a, LLVMValueRef x) { return fgb_tc_opaque(a->m, x); }
 static LLVMValueRef opaque_ptr(attn *a, LLVMValueRef p) {
   LLVMValueRef x = opaque(a, LLVMBuildPtrToInt(a->b, p, a->m->i64, ""));
   return LLVMBuildIntToPtr(a->b, x, LLVMTypeOf(p), "");

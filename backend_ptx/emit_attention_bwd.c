@@ -104,14 +104,17 @@ static LLVMValueRef mul(bwd *w, LLVMValueRef x, LLVMValueRef y) {
  * pairs). work_pair after work_rank, which leaves the sections' pair in
  * w->lpt_pair (two calls, so that the plain orders' IR keeps the order it
  * had: their PTX is what runs Z3 and before checked). */
-static LLVMValueRef work_rank(bwd *w) {
+static LLVMValueRef work_rank_at(bwd *w, bool fresh) {
   LLVMBuilderRef b = w->b;
   const fg_kernel *k = w->k;
   if (!k->attn_lpt || !k->attn_lpt_heads)
     return fgb_ctaid(w->m, k->attn_lpt ? 1 : 0);
   int64_t nb = k->grid[0], pairs = k->grid[1], hs = k->attn_lpt_heads;
   int64_t nsec = (pairs + hs - 1) / hs, last = pairs - (nsec - 1) * hs;
-  LLVMValueRef lin = add(w, fgb_ctaid(w->m, 0), mul(w, fgb_ctaid(w->m, 1), i32c(w, nb)));
+  LLVMValueRef cx = fgb_ctaid(w->m, 0), cy = fgb_ctaid(w->m, 1);
+  if (fresh) /* computed again where used (not CSE'd with the first) */
+    cx = fgb_tc_opaque(w->m, cx), cy = fgb_tc_opaque(w->m, cy);
+  LLVMValueRef lin = add(w, cx, mul(w, cy, i32c(w, nb)));
   LLVMValueRef sec = LLVMBuildUDiv(b, lin, i32c(w, hs * nb), "");
   LLVMValueRef r = LLVMBuildSub(b, lin, mul(w, sec, i32c(w, hs * nb)), "");
   LLVMValueRef n = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, sec, i32c(w, nsec - 1), ""),
@@ -120,12 +123,20 @@ static LLVMValueRef work_rank(bwd *w) {
   return LLVMBuildUDiv(b, r, n, "");
 }
 
+static LLVMValueRef work_rank(bwd *w) { return work_rank_at(w, false); }
+
 static LLVMValueRef work_pair(bwd *w) {
   const fg_kernel *k = w->k;
   if (k->attn_lpt && k->attn_lpt_heads)
     return to_ity(w, w->lpt_pair);
   return to_ity(w, fgb_ctaid(w->m, k->attn_lpt ? 0 : 1));
 }
+
+/* The sections' order read again for the stores after the key or query
+ * loop (work_rank_at fresh): kept in registers across the loop, the rank
+ * and pair spilled the dk, dv kernels up to 140 bytes (ptxas -v, causal
+ * Sq < Sk at head dim 128). Is w->k's order in sections. */
+static bool work_again(const bwd *w) { return w->k->attn_lpt && w->k->attn_lpt_heads; }
 
 /* ---- operands ---- */
 
@@ -848,6 +859,27 @@ static void dkdv_issue(bwd *w, LLVMValueRef bi, LLVMValueRef hk, LLVMValueRef it
   fgb_end_if(e, merge);
 }
 
+/* The dk, dv CTA's key block k0, (batch, key head) pair bh = (bi, hk),
+ * its rows' keys and, where qb0 is given, the query blocks it sees (qb0
+ * the first, nqe of them a head) read again (work_again): at the top of
+ * every iteration of the query loop and for the stores after it. */
+static void dkdv_again(bwd *w, LLVMValueRef *k0, LLVMValueRef *bh, LLVMValueRef *bi,
+                       LLVMValueRef *hk, LLVMValueRef *key, LLVMValueRef *qb0, LLVMValueRef *nqe) {
+  LLVMBuilderRef b = w->b;
+  *k0 = mul(w, work_rank_at(w, true), i32c(w, w->br));
+  *bh = work_pair(w);
+  *bi = LLVMBuildUDiv(b, *bh, fgb_const(w->e, w->Hk), "");
+  *hk = LLVMBuildURem(b, *bh, fgb_const(w->e, w->Hk), "");
+  key[0] = add(w, add(w, *k0, mul(w, w->warp, i32c(w, 16))), w->g);
+  key[1] = add(w, key[0], i32c(w, 8));
+  if (!qb0)
+    return;
+  int64_t nqb = (w->Sq + w->bc - 1) / w->bc;
+  *qb0 = w->causal ? LLVMBuildUDiv(b, *k0, i32c(w, w->bc), "") : i32c(w, 0);
+  LLVMValueRef n = LLVMBuildSub(b, i32c(w, nqb), *qb0, "");
+  *nqe = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, n, i32c(w, 0), ""), n, i32c(w, 0), "");
+}
+
 static bool emit_dkdv(bwd *w) {
   fgb_emitter *e = w->e;
   fgb_module *m = w->m;
@@ -921,6 +953,10 @@ static bool emit_dkdv(bwd *w) {
   }
   fgk_loop loop;
   LLVMValueRef it = fgk_loop_begin(e, &loop, i32c(w, 0), total, i32c(w, 1));
+  if (work_again(w)) {
+    dkdv_again(w, &k0, &bh, &bi, &hk, key, &qb0, &nqe);
+    wkey0 = add(w, k0, wrow);
+  }
   LLVMValueRef q0 = mul(w, add(w, qb0, LLVMBuildURem(b, it, nqe, "")), i32c(w, bc));
   LLVMValueRef cur = i32c(w, 0); /* this pair's stage offset */
   if (stages == 1) {
@@ -1021,6 +1057,8 @@ static bool emit_dkdv(bwd *w) {
     fgb_barrier(m); /* every warp is done with this stage before it is refilled */
   fgk_loop_end(e, &loop, it);
 
+  if (work_again(w))
+    dkdv_again(w, &k0, &bh, &bi, &hk, key, NULL, NULL);
   LLVMValueRef kslice = mul(w, bh, fgb_const(e, w->Sk));
   const fg_node *n = k->attn;
   return store_rows(w, n->out[1], kslice, bi, hk, key, w->Sk, dk, f32c(w, (float)w->scale)) &&

@@ -13,6 +13,16 @@ LLVMValueRef fgb_tc_i32(fgb_module *m, int64_t v) {
   return LLVMConstInt(m->i32, (unsigned long long)v, 1);
 }
 
+LLVMValueRef fgb_tc_opaque(fgb_module *m, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  bool wide = t == m->i64;
+  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+  const char *text = wide ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;", *cons = wide ? "=l,l" : "=r,r";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons, strlen(cons), 1,
+                                     0, LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(m->b, fty, fn, &x, 1, "");
+}
+
 LLVMValueRef fgb_tc_smem_at(fgb_module *m, LLVMValueRef smem, LLVMValueRef byte) {
   return fgb_gep(m, smem, m->i8, byte);
 }

@@ -25,6 +25,13 @@ LLVMValueRef fgb_tc_smem_at(fgb_module *m, LLVMValueRef smem, LLVMValueRef byte)
 LLVMValueRef fgb_tc_tile_base(fgb_module *m, LLVMValueRef smem, LLVMValueRef at, LLVMValueRef row,
                               LLVMValueRef col, int pitch);
 
+/* x through a volatile mov: a value LLVM cannot hoist out of the loop it
+ * is made in, or CSE with an earlier x, so that addresses formed from it
+ * (x plus constants) stay there as [reg + imm] operands instead of one
+ * register each held across the loop, and a value computed again after a
+ * loop is not the one kept in a register across it. i32 or i64. */
+LLVMValueRef fgb_tc_opaque(fgb_module *m, LLVMValueRef x);
+
 /* A load of type t (alignment align) at element (row, col) past base. */
 LLVMValueRef fgb_tc_lds(fgb_module *m, LLVMValueRef base, int pitch, int64_t row, int64_t col,
                         LLVMTypeRef t, unsigned align);
