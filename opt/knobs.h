@@ -138,9 +138,9 @@
     "for; 2 the dq kernel only (auto: 1 but for dk, dv at a looped block of 128)")                 \
   X(ATTN_BWD_LPT, 0, 2, FG_KNOB_ANY, "auto",                                                       \
     "attention backward, causal: 1 launches the blocks heaviest first across every (batch, "       \
-    "head) (the blocks the grid's slow dim), 0 each (batch, head)'s blocks in turn (auto: 1 "      \
-    "where every head's looped tiles fit the L2); 2 the same in sections of (batch, head) pairs "  \
-    "whose tiles fit half the L2, the grid kept")                                                  \
+    "head) (the blocks the grid's slow dim), 0 each (batch, head)'s blocks in turn; 2 the order "  \
+    "of 1 in sections of (batch, head) pairs whose tiles fit half the L2, the grid kept (auto: 1 " \
+    "where every head's looped tiles fit the L2, else 2)")                                         \
   X(ATTN_BWD_PINGPONG, 0, 2, FG_KNOB_ANY, "auto",                                                  \
     "sm_90a attention backward with the overlap, 2 warpgroups: group 1 issues its S and dP after " \
     "group 0 has issued its own (1) or its dV too (2; dq: 1); 0 never (auto: dq at bc 128)")       \

@@ -229,8 +229,9 @@ typedef struct fg_kernel {
    * CTAs' work order over all (batch, head), heaviest query blocks first
    * (ATTENTION_BWD: grid [B*H, blocks], blockIdx.y the block, the
    * heaviest first: dq's last query blocks, dk, dv's first key blocks; with
-   * attn_lpt_heads, knob ATTN_BWD_LPT=2, in sections of that many pairs,
-   * the grid [blocks, B*H]) */
+   * attn_lpt_heads (where the looped tiles exceed the L2, or knob
+   * ATTN_BWD_LPT=2), in sections of that many pairs, the grid [blocks,
+   * B*H]) */
   int attn_pingpong;
   /* attnws (issue 19): warp specialization (knob ATTN_WS): one producer
    * warp after the consumer warps copies Q and the K, V blocks into a

@@ -1848,21 +1848,21 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
    * head), the blocks the grid's slow dim, the light ones fill the last
    * wave (the longest-processing-time order); but the CTAs running at once
    * then read every head's looped tiles (dq: K, V of every key head; dk,
-   * dv: Q, dO of every query head), so only where those fit the L2.
-   * Otherwise each (batch, head)'s blocks in turn, heaviest first, whose
-   * CTAs at once share a few heads' tiles in the L2. Run Z3
-   * (docs/benchmarks.md): 1.09x at GPT-2's [8,12,1024,64] (25 MB), 1.34x
-   * at Llama's GQA 12/4 (dk, dv: 512 CTAs that each loop over three query
-   * heads), 1.03x at [1,8,512,128] (2 MB); 0.91x at [4,32,4096,128] (268
-   * MB), 0.99x at [1,32,16384,128] (268 MB), where the rule keeps the
-   * other order; GQA 32/8 at 4096 (dq 67 MB, dk, dv 268 MB) 1.03x, kept
-   * too. */
+   * dv: Q, dO of every query head), so only where those fit the L2 (1).
+   * Otherwise the same order in sections of (batch, head) pairs whose
+   * looped tiles fit half the L2 (2), the grid kept. Run Z3
+   * (docs/benchmarks.md), 1 against each pair's blocks in turn (0): 1.09x
+   * at GPT-2's [8,12,1024,64] (25 MB), 1.34x at Llama's GQA 12/4 (dk, dv:
+   * 512 CTAs that each loop over three query heads), 1.03x at
+   * [1,8,512,128] (2 MB); 0.91x at [4,32,4096,128] (268 MB), 0.99x at
+   * [1,32,16384,128]. Run W1, 2 against 0 there: 1.02-1.03x at
+   * [1,32,16384,128], 0.99-1.00x at [4,32,4096,128], 1.00-1.03x at GQA
+   * 32/8 (dq 67 MB, dk, dv 268 MB); 2 against 1 where 1 applies: 0.78x
+   * and 0.74x at GPT-2's and Llama's shapes. */
   int64_t looped = 2 * B * (dq ? Hk * Sk : Hq * Sq) * D * fg_dtype_size(q->dtype);
   bool causal = fg_attr_bool(k->attn, "causal");
-  /* 0 the pairs in turn, 1 the whole grid heaviest first, 2 (knob only, to
-   * be measured) the same in sections of pairs whose looped tiles fit half
-   * the L2 (the forward's attn_lpt_heads), the grid kept */
-  int64_t lpt = causal && looped <= p->target.l2_bytes;
+  /* 0 the pairs in turn, 1 the whole grid heaviest first, 2 in sections */
+  int64_t lpt = causal ? (looped <= p->target.l2_bytes ? 1 : 2) : 0;
   if (o && knob(o, FG_KNOB_ATTN_BWD_LPT, &v))
     lpt = causal ? v : 0;
   if (lpt == 2 && k->grid[0] * k->grid[1] > INT32_MAX) /* the CTA's linear index */

@@ -101,6 +101,24 @@ def _is_sym_name(s):
 # ---- what the partitioner may take --------------------------------------------
 
 
+ATTENTION_CHOICES = ("all", "flash", "none")
+
+
+def attention_choice():
+    """Which of PyTorch's fused attention kernels (aten_map.FLASH) become
+    fusec's sdpa / sdpa_bwd: FUSEC_BACKEND_ATTENTION=all (the default):
+    every one the table maps; flash: FlashAttention's, cuDNN's stay in
+    PyTorch; none: every attention kernel stays in PyTorch (docs/pytorch.md)."""
+    v = os.environ.get("FUSEC_BACKEND_ATTENTION", "all")
+    if v not in ATTENTION_CHOICES:
+        raise ValueError("FUSEC_BACKEND_ATTENTION=%s: expected one of %s" % (v, ", ".join(ATTENTION_CHOICES)))
+    return v
+
+
+def _attention_taken(choice, name):
+    return choice == "all" or (choice == "flash" and "cudnn" not in name)
+
+
 class Support:
     """torch.fx OperatorSupport for fusec: a node is supported when the table
     has its overload, its tensors have fusec dtypes and its row's check
@@ -108,6 +126,7 @@ class Support:
 
     def __init__(self, compiled_only=True):
         self.compiled_only = compiled_only
+        self.attention = attention_choice()
         self.refused = {}  # node name -> reason (from emission)
         self.left = {}  # node name -> (op, reason, source line, by design)
 
@@ -131,6 +150,8 @@ class Support:
         if entry is None:
             design = left_to_torch(name)
             return False, ("left to PyTorch" if design else "no mapping to .fg"), design
+        if name in aten_map.FLASH and not _attention_taken(self.attention, name):
+            return False, "left to PyTorch (FUSEC_BACKEND_ATTENTION=%s)" % self.attention, True
         if self.compiled_only and name in aten_map.NOT_COMPILED:
             return False, aten_map.NOT_COMPILED[name], False
         vals = _tensors(node.meta.get("val"))

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -361,6 +362,31 @@ class CudnnAttentionTest(unittest.TestCase):
         _, bw = self.trace(cum=True)  # packed variable-length sequences: not fusec's
         left = {v[0]: v[1] for v in bw.support.left.values()}
         self.assertIn("variable-length", left.get("aten._scaled_dot_product_cudnn_attention_backward.default", ""))
+
+
+    def test_attention_choice_leaves_kernels_to_torch(self):
+        """FUSEC_BACKEND_ATTENTION: flash leaves cuDNN's kernels to PyTorch,
+        none every attention kernel; an unknown value is an error."""
+        cudnn = "aten._scaled_dot_product_cudnn_attention.default"
+        for choice, taken in (("flash", False), ("none", False), ("all", True)):
+            with unittest.mock.patch.dict(os.environ, {"FUSEC_BACKEND_ATTENTION": choice}):
+                try:
+                    fw, _ = self.trace()
+                except Exception as ex:
+                    self.skipTest("no fake CUDA tensors: %s" % ex)
+            left = {v[0]: v[1] for v in fw.support.left.values()}
+            ops = [op for r in fw.regions.values() for op in r.ops]
+            self.assertEqual(cudnn in ops, taken, fw.report())
+            if not taken:
+                self.assertEqual(left.get(cudnn), "left to PyTorch (FUSEC_BACKEND_ATTENTION=%s)" % choice)
+        sup = fe.Support()
+        flash = "aten._scaled_dot_product_flash_attention.default"
+        self.assertTrue(fe._attention_taken("flash", flash))
+        self.assertFalse(fe._attention_taken("none", flash))
+        with unittest.mock.patch.dict(os.environ, {"FUSEC_BACKEND_ATTENTION": "cudnn"}):
+            with self.assertRaisesRegex(ValueError, "FUSEC_BACKEND_ATTENTION=cudnn: expected one of all, flash, none"):
+                fe.Support()
+        self.assertEqual(sup.attention, "all")
 
 
 class CoverTest(unittest.TestCase):
