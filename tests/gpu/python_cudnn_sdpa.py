@@ -61,5 +61,21 @@ for B, H, Hk, S, D, causal in CASES:
           "backward with flash's lse: relative %.2e, dk %s"
           % ("PASS" if ok else "FAIL", case, tuple(lse.shape), lse.stride(), d_lse, o.stride(), d_o, d_g,
              tuple(g[1].shape)))
+# Which kernel PyTorch's SDPA picks by default here (cuDNN's on), at the
+# models' shapes (examples/models: GPT-2 small, the Llama-style GQA 12/4)
+# and the suite's: what Inductor's graphs hold where train_step.py is run
+# with --cudnn-sdp. Information only.
+BACKENDS = {getattr(torch.nn.attention.SDPBackend, n).value: n for n in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH",
+                                                                         "CUDNN_ATTENTION", "ERROR")}
+for B, H, Hk, S, D, causal in ((8, 12, 12, 1024, 64, True), (8, 12, 4, 1024, 64, True), (4, 32, 32, 4096, 128, True),
+                               (8, 16, 16, 2048, 64, False)):
+    q = torch.empty(B, H, S, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.empty(B, Hk, S, D, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    try:
+        c = torch._fused_sdp_choice(q, k, k, is_causal=causal, enable_gqa=H != Hk)
+        name = BACKENDS.get(c, str(c))
+    except Exception as ex:  # a torch without the private helper
+        name = "unknown (%s)" % ex
+    print("default SDPA kernel at [%d,%d/%d,%d,%d] causal=%s: %s" % (B, H, Hk, S, D, causal, name))
 print("python_cudnn_sdpa: %d of %d cases failed, %d skipped" % (bad, ran, len(CASES) - ran))
 sys.exit(1 if bad or not ran else 0)
