@@ -11,8 +11,10 @@
  *     log 1, log2 1, log1p 1, sin 2, cos 2, tanh 2, erf 2, pow 4 (CUDA 12
  *     docs: 4 ulp), fmod exact
  *   composites, evaluated in f32: sigmoid = 1/(1+exp(-x)), silu =
- *     x/(1+exp(-x)) (one rounding less than x*sigmoid(x)), gelu per the op
- *     table's formulas: a few ulp.
+ *     x/(1+exp(-x)) (one rounding less than x*sigmoid(x)), gelu =
+ *     x*normcdf(x) (libdevice normcdf, 5 ulp), gelu tanh = x/(1+exp(-2u))
+ *     (ex2.approx and rcp.approx with a Newton step): a few ulp relative,
+ *     in the negative tail too (see gelu()).
  *   issue 20: cosh sinh libdevice (2 ulp); fma one rounding (fma.rn), exact
  *     against the interpreter's fmaf/fma; lerp = fma(w, b-a, a) for |w| <
  *     0.5, else fma(w-1, b-a, b), the same roundings as the interpreter;
@@ -33,6 +35,7 @@
 #include "fgb_internal.h"
 #include "infer.h"
 #include "lower_value.h"
+#include "tensor_core.h"
 
 /* ---- helpers ---- */
 
@@ -84,25 +87,36 @@ static double attr_num(const fg_attr *a) { return a->kind == FG_ATTR_FLOAT ? a->
 
 /* ---- float ops ---- */
 
+/* gelu without the cancellation of 1 + erf(x / sqrt 2) (or 1 + tanh u)
+ * at negative x, where erf is near -1: in f32 that sum loses every bit of
+ * erf's error relative to the result (1e-4 relative at x = -3.5, all of it
+ * past -5.5; difftest g200143). Exact: x normcdf(x) (libdevice's normcdf,
+ * erfc inside: relative accuracy in the tail; PyTorch's CUDA kernel takes
+ * the same form). tanh: 0.5 x (1 + tanh u) = x / (1 + exp(-2 u)). */
 static LLVMValueRef gelu(fgb_module *m, const fg_node *n, LLVMValueRef x) {
   LLVMBuilderRef b = m->b;
   LLVMTypeRef t = LLVMTypeOf(x);
   bool f32 = t == m->f32;
   const fg_attr *ap = n ? fg_node_attr(n, "approximate") : NULL;
-  LLVMValueRef hx = LLVMBuildFMul(b, fc(t, 0.5), x, "");
-  LLVMValueRef inner;
   if (ap && ap->s && strcmp(ap->s, "tanh") == 0) {
     double k = 0.7978845608028654, c = 0.044715;
     LLVMValueRef cube = LLVMBuildFMul(
         b, LLVMBuildFMul(b, LLVMBuildFMul(b, fc(t, f32 ? (float)c : c), x, ""), x, ""), x, "");
-    LLVMValueRef arg =
-        LLVMBuildFMul(b, fc(t, f32 ? (float)k : k), LLVMBuildFAdd(b, x, cube, ""), "");
-    inner = nv1(m, "tanh", arg);
-  } else {
-    double r2 = 0.7071067811865476;
-    inner = nv1(m, "erf", LLVMBuildFMul(b, x, fc(t, f32 ? (float)r2 : r2), ""));
+    LLVMValueRef u = LLVMBuildFMul(b, fc(t, f32 ? (float)k : k), LLVMBuildFAdd(b, x, cube, ""), "");
+    if (!f32) {
+      LLVMValueRef e = nv1(m, "exp", LLVMBuildFMul(b, fc(t, -2.0), u, ""));
+      return LLVMBuildFDiv(b, x, LLVMBuildFAdd(b, fc(t, 1.0), e, ""), "");
+    }
+    /* f32: exp(-2u) as ex2.approx.ftz (2 ulp; a result below 2^-126 next
+     * to the 1 it is added to changes nothing) and the reciprocal as
+     * rcp.approx plus a Newton step (1 ulp). bias_gelu [16384,4096] bf16
+     * (runs W4, W5, docs/benchmarks.md): 96.3 us with 1 + tanhf, 105.5
+     * with libdevice's expf and div.rn, 92.8 with these */
+    LLVMValueRef e =
+        fgb_tc_ex2(m, LLVMBuildFMul(b, fc(t, (float)(-2.0 * 1.4426950408889634)), u, ""));
+    return LLVMBuildFMul(b, x, fgb_tc_rcp(m, LLVMBuildFAdd(b, fc(t, 1.0), e, "")), "");
   }
-  return LLVMBuildFMul(b, hx, LLVMBuildFAdd(b, fc(t, 1.0), inner, ""), "");
+  return LLVMBuildFMul(b, x, nv1(m, "normcdf", x), "");
 }
 
 static LLVMValueRef clamp_f(fgb_module *m, const fg_node *n, LLVMValueRef x) {

@@ -44,9 +44,11 @@ static double gelu_f(const double *a, const fg_node *n) {
   const fg_attr *ap = fg_node_attr(n, "approximate");
   if (ap && strcmp(ap->s, "tanh") == 0) {
     const double k = 0.7978845608028654; /* sqrt(2/pi) */
-    return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    /* 0.5 x (1 + tanh u), without 1 + tanh u's cancellation at x < 0 */
+    return x / (1.0 + exp(-2.0 * k * (x + 0.044715 * x * x * x)));
   }
-  return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+  /* 0.5 x (1 + erf(x / sqrt 2)), without 1 + erf's cancellation at x < 0 */
+  return 0.5 * x * erfc(-x * 0.7071067811865476);
 }
 
 /* Integer arithmetic wraps like the GPU's; the caller narrows to the dtype. */

@@ -295,6 +295,27 @@ def summary(results, args):
     return "\n".join(lines)
 
 
+# the flags isolated() sets for each child itself
+_PER_CHILD = ("--models", "--modes", "--isolate", "--out", "--max-autotune")
+
+
+def child_argv(argv):
+    """The command line a child of isolated() gets: every flag of this
+    process's (`argv`, as given) but those it sets per child (_PER_CHILD;
+    --max-autotune is in the modes it is given)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        name = a.split("=", 1)[0]
+        if name in _PER_CHILD:
+            skip = "=" not in a and name != "--max-autotune"
+            continue
+        out.append(a)
+    return out
+
+
 def isolated(args):
     """{model: {mode: results}}, each model (--isolate model) or each model
     and mode (--isolate mode) run by this script in a process of its own
@@ -303,11 +324,8 @@ def isolated(args):
     import subprocess
     import tempfile
 
-    base = ["--size", args.size, "--batch", str(args.batch), "--seq", str(args.seq), "--steps", str(args.steps),
-            "--warmup", str(args.warmup), "--lr", repr(args.lr), "--loss-tol", repr(args.loss_tol),
-            "--profile-modes", ",".join(sorted(args.profile_modes)), "--profile-steps", str(args.profile_steps)]
-    if args.cpu_check:
-        base.append("--cpu-check")
+    # the sizes as this process resolved them (--seq defaults to the first model's block size)
+    base = child_argv(args.argv) + ["--batch", str(args.batch), "--seq", str(args.seq)]
     jobs = [(name, args.modes) for name in args.models] if args.isolate == "model" else \
         [(name, [mode]) for name in args.models for mode in args.modes]
     out = {}
@@ -353,6 +371,7 @@ def main(argv=None):
                          "does not depend on what ran before it in the process (the allocator, Dynamo's caches); "
                          "default: model on the GPU, none with --cpu-check")
     args = ap.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.models = [m for m in args.models.split(",") if m]
     args.modes = [m for m in args.modes.split(",") if m] + (["max-autotune"] if args.max_autotune else [])
     args.profile_modes = set(args.profile_modes.split(","))
