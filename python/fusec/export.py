@@ -86,8 +86,12 @@ def _tensors(v):
 
 
 def _hint(s):
+    """The example's value of a size: an int, a SymInt, or an FX node
+    computing one (a view's shape argument `sym_size(x, 0)`)."""
     if isinstance(s, int):
         return s
+    if hasattr(s, "meta") and "val" in getattr(s, "meta", {}):
+        return _hint(s.meta["val"])
     try:
         return int(s.node.hint) if s.node.hint is not None else int(s.node.shape_env.size_hint(s.node.expr))
     except Exception:

@@ -176,6 +176,23 @@ class BackendTest(unittest.TestCase):
             self.assertTrue(close(got, x.grad), "batch %d" % n)
         self.assertEqual(be.stats.refused, 0, be.stats)
 
+    def test_dynamic_batch_view(self):
+        """A view whose shape takes the batch size from the graph
+        (`sym_size(x, 0)`, an FX node in the region's shape argument) at a
+        second batch size: the partitioner's static trial write once raised
+        TypeError there (int() of a Node) and crashed the compile."""
+        torch._dynamo.reset()
+        be = fb.make_backend("fgrun")
+
+        def f(x):
+            return (x * 2).view(x.shape[0], 4, 2, 4).sum(-1).exp()
+
+        cf = torch.compile(f, backend=be)
+        for n in (2, 3, 5):
+            x = torch.randn(n, 4, 8)
+            self.assertTrue(close(cf(x), f(x)), "batch %d" % n)
+        self.assertEqual(be.stats.refused, 0, be.stats)
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")
