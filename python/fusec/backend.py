@@ -133,15 +133,18 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
     h = hashlib.sha256(fg_text.encode()).hexdigest()[:32]
     d = directory or cache_dir()
     ptx = os.path.join(d, h + ".ptx")
-    if os.path.exists(ptx):
-        if stats:
-            stats.cache_hits += 1
-        return ptx, None
     try:
         if os.environ.get("FUSEC_BACKEND_COMPILE") == "0":  # behave as a machine without fusec (tests)
             raise FileNotFoundError("fusec.backend: compiling is off (FUSEC_BACKEND_COMPILE=0)")
         fusec = fusec or _export.find_tool("fusec")
     except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
+        fusec, no_fusec = None, err
+    if os.path.exists(ptx) and (fusec is None or _compiled_by(ptx) == _fusec_id(fusec)):
+        if stats:
+            stats.cache_hits += 1
+        return ptx, None
+    if fusec is None:
+        err = no_fusec
         if stats:
             stats.missing += 1
         pending = os.environ.get("FUSEC_BACKEND_PENDING")
@@ -158,11 +161,40 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
                            text=True)
         if r.returncode != 0:
             return None, r.stderr.strip()
+        _write_atomic(ptx[:-len(".ptx")] + ".fusec", _fusec_id(fusec) + "\n")
         os.replace(out, ptx)  # atomic: a concurrent process sees the whole artifact or none
         os.replace(fg, os.path.join(d, h + ".fg"))
     if stats:
         stats.compiled += 1
     return ptx, None
+
+
+_FUSEC_IDS = {}
+
+
+def _fusec_id(path):
+    """The identity of the fusec binary at `path` (the first 16 hex digits of
+    its sha256), which the cache keeps beside each artifact (<key>.fusec): the
+    key is the region's text and arch, so where fusec is at hand an artifact
+    another binary compiled (an older fusec) is compiled again; a machine
+    without fusec runs what the cache holds."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    k = (real, st.st_size, st.st_mtime_ns)
+    if k not in _FUSEC_IDS:
+        with open(real, "rb") as f:
+            _FUSEC_IDS[k] = hashlib.sha256(f.read()).hexdigest()[:16]
+    return _FUSEC_IDS[k]
+
+
+def _compiled_by(ptx):
+    """The fusec identity recorded beside a cached artifact ("" if none: an
+    artifact cached before identities were recorded)."""
+    try:
+        with open(ptx[:-len(".ptx")] + ".fusec") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 _GRAPH_G = re.compile(r"^graph g(?=[(<\s])")

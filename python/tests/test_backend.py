@@ -290,6 +290,39 @@ class BackendTest(unittest.TestCase):
             else:
                 os.environ["FUSEC_BACKEND_ARCH"] = old
 
+    def test_artifact_of_another_fusec_compiled_again(self):
+        """The cache key is the region's text and arch, so an upgraded fusec
+        would find its predecessor's artifacts: each carries the identity of
+        the binary that compiled it (<key>.fusec), and where fusec is at hand
+        one compiled by another binary (or recorded by none: a cache from
+        before) is compiled again; without fusec the cache is used as is."""
+        text = "graph g(v0: f32[4, 8]) {\n  v1 = add(v0, v0)\n  return v1\n}\n"
+        cache = tempfile.mkdtemp(prefix="fusec-stale-")
+        st = fb.Stats()
+        ptx, why = fb.compile_region(text, directory=cache, stats=st)
+        self.assertIsNotNone(ptx, why)
+        side = ptx[:-len(".ptx")] + ".fusec"
+        self.assertEqual(open(side).read().strip(), fb._fusec_id(fb._export.find_tool("fusec")))
+        fb.compile_region(text, directory=cache, stats=st)
+        self.assertEqual((st.compiled, st.cache_hits), (1, 1))
+        for stale in ("0123456789abcdef\n", None):  # another binary's; none recorded
+            if stale is None:
+                os.remove(side)
+            else:
+                with open(side, "w") as f:
+                    f.write(stale)
+            with open(ptx, "a") as f:
+                f.write("// stale\n")
+            os.environ["FUSEC_BACKEND_COMPILE"] = "0"  # a machine without fusec runs what is there
+            try:
+                self.assertEqual(fb.compile_region(text, directory=cache, stats=st)[0], ptx)
+            finally:
+                del os.environ["FUSEC_BACKEND_COMPILE"]
+            self.assertIn("// stale", open(ptx).read())
+            self.assertEqual(fb.compile_region(text, directory=cache, stats=st)[0], ptx)
+            self.assertNotIn("// stale", open(ptx).read())
+        self.assertEqual((st.compiled, st.cache_hits), (3, 3))
+
     def _region_texts(self, cache):
         out = []
         for n in sorted(os.listdir(cache)):
