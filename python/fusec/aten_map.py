@@ -764,6 +764,7 @@ LEFT_TO_TORCH = (
     "aten.native_dropout", "aten.normal", "aten.uniform", "aten.randint", "aten.randperm", "aten.multinomial",
     "_c10d_functional.", "c10d_functional.", "aten._assert", "aten.sym_", "_dtensor.", "aten._scaled_mm", "aten._fused_",
     "aten.empty.memory_format",  # export._free_flash_rng's stand-in for flash attention's rng state
+    "aten.lift_fresh",  # a constant the model builds with torch.tensor(...): no arithmetic to fuse
 )
 
 
