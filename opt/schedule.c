@@ -1857,7 +1857,7 @@ static bool schedule_attention_bwd(fg_plan *p, fg_kernel *k, const fg_plan_optio
    * [1,8,512,128] (2 MB); 0.91x at [4,32,4096,128] (268 MB), 0.99x at
    * [1,32,16384,128]. Run W1, 2 against 0 there: 1.02-1.03x at
    * [1,32,16384,128], 0.99-1.00x at [4,32,4096,128], 1.00-1.03x at GQA
-   * 32/8 (dq 67 MB, dk, dv 268 MB); 2 against 1 where 1 applies: 0.78x
+   * 32/8 (dq 67 MB, dk, dv 268 MB); 2 against 1 where 1 applies: 0.83x
    * and 0.74x at GPT-2's and Llama's shapes. */
   int64_t looped = 2 * B * (dq ? Hk * Sk : Hq * Sq) * D * fg_dtype_size(q->dtype);
   bool causal = fg_attr_bool(k->attn, "causal");

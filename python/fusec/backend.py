@@ -138,20 +138,19 @@ def compile_region(fg_text, fusec=None, stats=None, directory=None, arch=None):
             raise FileNotFoundError("fusec.backend: compiling is off (FUSEC_BACKEND_COMPILE=0)")
         fusec = fusec or _export.find_tool("fusec")
     except FileNotFoundError as err:  # a machine that only runs: the cache must hold every region
-        fusec, no_fusec = None, err
+        fusec, no_fusec = None, str(err)
     if os.path.exists(ptx) and (fusec is None or _compiled_by(ptx) == _fusec_id(fusec)):
         if stats:
             stats.cache_hits += 1
         return ptx, None
     if fusec is None:
-        err = no_fusec
         if stats:
             stats.missing += 1
         pending = os.environ.get("FUSEC_BACKEND_PENDING")
         if pending:  # for a machine with fusec to compile: `python -m fusec.backend fill`
             os.makedirs(pending, exist_ok=True)
             _write_atomic(os.path.join(pending, h + ".fg"), fg_text)
-        return None, "%s (and the region is not in the cache %s)" % (err, d)
+        return None, "%s (and the region is not in the cache %s)" % (no_fusec, d)
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         fg = os.path.join(tmp, "region.fg")
         with open(fg, "w") as f:

@@ -90,7 +90,7 @@ def _hint(s):
     computing one (a view's shape argument `sym_size(x, 0)`)."""
     if isinstance(s, int):
         return s
-    if hasattr(s, "meta") and "val" in getattr(s, "meta", {}):
+    if "val" in getattr(s, "meta", {}):
         return _hint(s.meta["val"])
     try:
         return int(s.node.hint) if s.node.hint is not None else int(s.node.shape_env.size_hint(s.node.expr))

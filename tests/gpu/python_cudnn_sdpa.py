@@ -61,10 +61,11 @@ for B, H, Hk, S, D, causal in CASES:
           "backward with flash's lse: relative %.2e, dk %s"
           % ("PASS" if ok else "FAIL", case, tuple(lse.shape), lse.stride(), d_lse, o.stride(), d_o, d_g,
              tuple(g[1].shape)))
-# Which kernel PyTorch's SDPA picks by default here (cuDNN's on), at the
-# models' shapes (examples/models: GPT-2 small, the Llama-style GQA 12/4)
-# and the suite's: what Inductor's graphs hold where train_step.py is run
-# with --cudnn-sdp. Information only.
+# Which kernel PyTorch's SDPA picks by default here in eager (cuDNN's on),
+# at the models' shapes (examples/models: GPT-2 small, the Llama-style GQA
+# 12/4) and the suite's. What AOTAutograd traces for Inductor or fusec may
+# differ (make_fx and AOTAutograd have picked differently, docs/pytorch.md):
+# train_step.py --cudnn-sdp's profiles tell. Information only.
 BACKENDS = {getattr(torch.nn.attention.SDPBackend, n).value: n for n in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH",
                                                                          "CUDNN_ATTENTION", "ERROR")}
 for B, H, Hk, S, D, causal in ((8, 12, 12, 1024, 64, True), (8, 12, 4, 1024, 64, True), (4, 32, 32, 4096, 128, True),
