@@ -110,10 +110,12 @@ ATTENTION_CHOICES = ("all", "flash", "none")
 
 def attention_choice():
     """Which of PyTorch's fused attention kernels (aten_map.FLASH) become
-    fusec's sdpa / sdpa_bwd: FUSEC_BACKEND_ATTENTION=all (the default):
-    every one the table maps; flash: FlashAttention's, cuDNN's stay in
-    PyTorch; none: every attention kernel stays in PyTorch (docs/pytorch.md)."""
-    v = os.environ.get("FUSEC_BACKEND_ATTENTION", "all")
+    fusec's sdpa / sdpa_bwd: FUSEC_BACKEND_ATTENTION=flash (the default):
+    FlashAttention's, cuDNN's stay in PyTorch (a model's step took less CUDA
+    time that way on both models, docs/benchmarks.md run V4); all: every one
+    the table maps; none: every attention kernel stays in PyTorch
+    (docs/pytorch.md)."""
+    v = os.environ.get("FUSEC_BACKEND_ATTENTION", "flash")
     if v not in ATTENTION_CHOICES:
         raise ValueError("FUSEC_BACKEND_ATTENTION=%s: expected one of %s" % (v, ", ".join(ATTENTION_CHOICES)))
     return v

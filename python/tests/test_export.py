@@ -285,9 +285,16 @@ class CudnnAttentionTest(unittest.TestCase):
     back (backward), GQA included; and those regions, run in fusec's
     interpreter, give what the CPU flash kernel gives (its logsumexp with a
     trailing 1: the one convention of both, natural log of the scaled rows).
-    Their run on the GPU against cuDNN itself is owed (docs/pytorch.md)."""
+    The mapping is what is tested, so every test but the last traces with
+    FUSEC_BACKEND_ATTENTION=all (the default, flash, leaves cuDNN's kernels
+    to PyTorch)."""
 
     B, H, HK, S, D = 2, 4, 2, 16, 64
+
+    def setUp(self):
+        env = unittest.mock.patch.dict(os.environ, {"FUSEC_BACKEND_ATTENTION": "all"})
+        env.start()
+        self.addCleanup(env.stop)
 
     def trace(self, mask=False, cum=False):
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -386,7 +393,10 @@ class CudnnAttentionTest(unittest.TestCase):
         with unittest.mock.patch.dict(os.environ, {"FUSEC_BACKEND_ATTENTION": "cudnn"}):
             with self.assertRaisesRegex(ValueError, "FUSEC_BACKEND_ATTENTION=cudnn: expected one of all, flash, none"):
                 fe.Support()
-        self.assertEqual(sup.attention, "all")
+        with unittest.mock.patch.dict(os.environ):
+            os.environ.pop("FUSEC_BACKEND_ATTENTION")
+            self.assertEqual(fe.Support().attention, "flash")  # the default
+        self.assertEqual(sup.attention, "all")  # setUp's
 
 
 class CoverTest(unittest.TestCase):
