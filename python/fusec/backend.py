@@ -44,6 +44,7 @@ import threading
 
 from . import export as _export
 from . import gqa as _gqa
+from . import specialize as _specialize
 
 _log = logging.getLogger("fusec.backend")
 _modules = {}  # artifact path -> fusec.Module (one load per process)
@@ -68,6 +69,9 @@ class Stats:
         self.left = collections.Counter()
         self.unsupported = collections.Counter()
         self.region_ops = 0  # ATen ops inside regions that run through fusec
+        # regions written at each call's sizes (fusec.specialize; counted in
+        # `regions` too) and the sizes they were written at
+        self.specialized = self.shapes = 0
         self.gqa = 0  # attention nodes given enable_gqa=True for repeated k, v heads (fusec.gqa)
         # around the region calls (counted per call): tensor inputs passed as
         # they are, inputs copied into the compiled layout (by where they come
@@ -83,7 +87,8 @@ class Stats:
     def as_dict(self):
         return {"graphs": self.graphs, "regions": self.regions, "compiled": self.compiled,
                 "cache_hits": self.cache_hits, "refused": self.refused, "missing": self.missing,
-                "region_ops": self.region_ops, "gqa": self.gqa, "left_to_torch": dict(self.left.most_common()),
+                "region_ops": self.region_ops, "specialized": self.specialized, "shapes": self.shapes,
+                "gqa": self.gqa, "left_to_torch": dict(self.left.most_common()),
                 "unsupported": dict(self.unsupported.most_common()), **self.copies()}
 
     def copies(self):
@@ -470,6 +475,25 @@ def _loader_call(ptx, r, io):
     return _region_call(r.name, call)
 
 
+def _specialized_call(r, pt, node, stats, runner, fusec, fgrun, work):
+    """The call of a region written at each call's sizes (fusec.specialize),
+    PyTorch running the region's own nodes where there is no artifact."""
+    sub = pt.gm.get_submodule(r.name)  # kept: _install drops it from the graph module
+
+    def load(ptx, rs):
+        io = _RegionIO(rs, node, stats)
+        return _fgrun_call(rs, fgrun, work, io, ptx) if runner == "fgrun" else _loader_call(ptx, rs, io)
+
+    sp = _specialize.Specialized(r, pt.syms, sub, load, lambda rs: compile_region(_region_text(rs), fusec, stats),
+                                 stats, _log)
+
+    def call(*args):
+        return sp(*args)
+
+    call.specialized = sp
+    return _region_call(r.name, call)
+
+
 _PLAN_RESULT = None
 
 
@@ -525,7 +549,12 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     layouts = os.environ.get("FUSEC_BACKEND_LAYOUTS", "1") != "0"
     if layouts and os.environ.get("FUSEC_BACKEND_COVERS", "1") != "0":
         layouts = "covers"
-    pt = _export.partition(gm, prefix="r", static_fallback=False, canonical=True, layouts=layouts)
+    # FUSEC_BACKEND_SPECIALIZE=0: a region whose symbolic sizes fusec's code
+    # generator does not take stays in PyTorch, rather than written at each
+    # call's sizes (fusec.specialize)
+    spec = runner != "prepare" and os.environ.get("FUSEC_BACKEND_SPECIALIZE", "1") != "0"
+    pt = _export.partition(gm, prefix="r", static_fallback="specialize" if spec else False, canonical=True,
+                           layouts=layouts)
     _export._out_meta(pt)
     nodes = {n.target: n for n in pt.gm.graph.nodes if n.op == "call_module"}
     if pt.support.left:
@@ -538,9 +567,19 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     fgrun = _export.find_tool("fgrun") if runner == "fgrun" else None
     calls = []  # (node, the region's call)
     for r in pt.regions.values():
-        if r.note:  # symbolic sizes fusec can't take, in a graph that runs at every size: PyTorch runs it
-            stats.refused += 1
-            _log.warning("fusec.backend: region %s stays in PyTorch: %s", r.name, r.note)
+        if r.note:  # symbolic sizes fusec's code generator does not take
+            try:
+                if not spec:
+                    raise _specialize.Unsolvable("FUSEC_BACKEND_SPECIALIZE=0")
+                call = _specialized_call(r, pt, nodes[r.name], stats, runner, fusec, fgrun, work)
+            except _specialize.Unsolvable as ex:  # a graph that runs at every size: PyTorch runs it
+                stats.refused += 1
+                _log.warning("fusec.backend: region %s stays in PyTorch: %s (%s)", r.name, r.note, ex)
+                continue
+            stats.regions += 1
+            stats.specialized += 1
+            stats.region_ops += len(r.ops)
+            calls.append((nodes[r.name], call))
             continue
         missing = stats.missing
         ptx, why = compile_region(_region_text(r), fusec, stats)

@@ -29,6 +29,7 @@ example's static sizes and the manifest says so (`"static_because"`).
 import argparse
 import collections
 import json
+import math
 import operator
 import os
 import re
@@ -37,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 from . import aten_map
 from .aten_map import FG_DTYPE, TABLE, VIEW_OPS, Multi, left_to_torch
@@ -85,17 +87,60 @@ def _tensors(v):
     return [v] if hasattr(v, "dtype") and hasattr(v, "shape") else []
 
 
+_BOUND = threading.local()  # .env: the sizes bound() gives the symbols, or None
+
+
+class bound:
+    """`with bound(env):` every size _hint reads is evaluated with the
+    symbols of `env` ({sympy symbol: sympy Integer}) in place of the
+    example's values: a region written at a call's sizes (fusec.specialize).
+    A size with a symbol env lacks is an error (Unbound)."""
+
+    def __init__(self, env):
+        self.env = env
+
+    def __enter__(self):
+        self.old = getattr(_BOUND, "env", None)
+        _BOUND.env = self.env
+
+    def __exit__(self, *exc):
+        _BOUND.env = self.old
+
+
+class Unbound(Exception):
+    pass
+
+
 def _hint(s):
     """The example's value of a size: an int, a SymInt, or an FX node
-    computing one (a view's shape argument `sym_size(x, 0)`)."""
+    computing one (a view's shape argument `sym_size(x, 0)`); under bound(),
+    the size at the bound values. It reads the value the trace recorded,
+    never int() of a SymInt, which would add a guard to Dynamo's shape
+    environment (the graph then recompiled at every size)."""
     if isinstance(s, int):
         return s
     if "val" in getattr(s, "meta", {}):
         return _hint(s.meta["val"])
+    env = getattr(_BOUND, "env", None)
+    if env is not None and hasattr(s, "node"):
+        v = s.node.expr.xreplace(env)
+        if not v.is_number:
+            raise Unbound("the size %s (%s) at the call's sizes" % (s, v))
+        return int(v)
     try:
         return int(s.node.hint) if s.node.hint is not None else int(s.node.shape_env.size_hint(s.node.expr))
     except Exception:
         return int(s)
+
+
+def _ints(xs):
+    """Sizes or strides as ints: symbolic ones only under bound() (else
+    TypeError: int() of a SymInt would add a guard, _hint)."""
+    if getattr(_BOUND, "env", None) is not None:
+        return [_hint(x) for x in xs]
+    if not all(isinstance(x, int) for x in xs):
+        raise TypeError("symbolic")
+    return list(xs)
 
 
 def _is_sym_name(s):
@@ -489,11 +534,11 @@ def dense_layout(v):
     if order is None:
         return None
     try:
-        shape = [int(s) for s in v.shape]
+        shape, st = _ints(v.shape), _ints(v.stride())
     except Exception:
         return None
-    if strides_match(v.stride(), shape, dense_strides(shape, order)) and not strides_match(
-            v.stride(), shape, dense_strides(shape, tuple(range(v.dim())))):
+    if strides_match(st, shape, dense_strides(shape, order)) and not strides_match(
+            st, shape, dense_strides(shape, tuple(range(v.dim())))):
         return order
     return None
 
@@ -507,8 +552,9 @@ def result_perm(v):
     if order is None:
         return None
     try:
-        big = [d for d in order if int(v.shape[d]) != 1]
-        if int(v.numel()) <= 1 or big == sorted(big):  # row-major but for size-1 dims
+        shape = _ints(v.shape)
+        big = [d for d in order if shape[d] != 1]
+        if math.prod(shape) <= 1 or big == sorted(big):  # row-major but for size-1 dims
             return None
     except Exception:
         return None
@@ -546,9 +592,9 @@ def strided_cover(v):
     if not hasattr(v, "stride") or v.dim() < 1:
         return None
     try:
-        size = [int(s) for s in v.shape]
-        st = [int(s) for s in v.stride()]
-        off = int(v.storage_offset())
+        size = _ints(v.shape)
+        st = _ints(v.stride())
+        off = _ints([v.storage_offset()])[0]
     except Exception:
         return None
     if 0 in size or strides_match(st, size, dense_strides(size, tuple(range(len(size))))) \
@@ -788,8 +834,10 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     the rows only the interpreter runs (aten_map.NOT_COMPILED).
     static_fallback: a region whose symbolic sizes fusec's code generator
     doesn't take is written with the example's sizes (the exporter); False
-    leaves the nodes that break the rule to PyTorch instead (the backend,
-    whose graphs run at every size). canonical: the regions' values are
+    leaves the nodes that break the rule to PyTorch instead; "specialize"
+    (the backend, whose graphs run at every size) keeps such a region, with
+    its note, for fusec.specialize to write at each call's sizes (its
+    Region's `parts`: the placeholders, nodes and outputs). canonical: the regions' values are
     named v0, v1, ... (the backend's cache key) rather than after the nodes.
     layouts: parameters dense in another dim order than row-major are
     declared with their `layout=[...]` (the backend: the caller passes them
@@ -812,13 +860,16 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
             nodes = sorted(p.nodes, key=order.get)
             params, outs = _partition_io(nodes)
             try:
+                fg_params = [q for q in params if _fg_param(q)]
+                forms = (True, False)
                 if not static_fallback:
                     bad = _codegen_refusal(params, nodes)
                     if bad:
                         raise Refuse(*bad)
-                for sym in (True, False):
-                    Emitter("probe", [q for q in params if _fg_param(q)], nodes, outs, syms,
-                            sym).emit()
+                elif static_fallback == "specialize" and _region_fits_codegen(fg_params, nodes) is not None:
+                    forms = (False,)  # written at each call's sizes (fusec.specialize): static only
+                for sym in forms:
+                    Emitter("probe", fg_params, nodes, outs, syms, sym).emit()
             except Refuse as r:
                 support.refused[r.node.name] = r.why
                 support.left[r.node.name] = (op_name(r.node), r.why, source_line(r.node), False)
@@ -851,6 +902,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
         regions[n.target].tensor_in = [_fg_param(p) for p in ph]
+        regions[n.target].parts = (ph, body, outs)
     pt = Partitioned(fused, regions, support, prefix)
     pt.syms = syms
     return pt
@@ -1021,10 +1073,10 @@ def _fgrun_call(fgrun, fg, gname, tensors, out_dtypes, work):
 
 def _dim_order(t):
     """The dims of a tensor from the outermost to the innermost (its strides'
-    order; size-1 dims and ties keep their place), or None where a stride is
-    symbolic."""
+    order; size-1 dims and ties keep their place): of the example's strides
+    where they are symbolic (_hint), or None where none can be read."""
     try:
-        st = [int(s) for s in t.stride()]
+        st = [_hint(s) for s in t.stride()]
     except Exception:
         return None
     sz = list(t.shape)

@@ -165,8 +165,9 @@ class BackendTest(unittest.TestCase):
         texts = [open(os.path.join(fb.cache_dir(), f)).read() for f in os.listdir(fb.cache_dir()) if f.endswith(".fg")]
         # the region's graph named after its text (backend._named)
         self.assertTrue(any(re.match(r"graph g_[0-9a-f]{12}<s", t) and ", 32]" in t for t in texts), texts)
-        # training at two sizes: the backward's transposes of the symbolic dim stay
-        # in PyTorch (fusec's code generator takes it as the leading dim only)
+        # training at two sizes: the backward's transposes of the symbolic dim
+        # (fusec's code generator takes it as the leading dim only) are written
+        # at each call's sizes (fusec.specialize)
         for n in (12, 20):
             x = torch.randn(n, 32, requires_grad=True)
             cm(x).square().sum().backward()
@@ -192,6 +193,90 @@ class BackendTest(unittest.TestCase):
             x = torch.randn(n, 4, 8)
             self.assertTrue(close(cf(x), f(x)), "batch %d" % n)
         self.assertEqual(be.stats.refused, 0, be.stats)
+
+    def _seq_model(self):
+        torch.manual_seed(11)
+        return nn.Sequential(nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 16))
+
+    def _train_at(self, cm, m, sizes, what):
+        for b, t in sizes:
+            x = torch.randn(b, t, 16, requires_grad=True)
+            torch._dynamo.mark_dynamic(x, 1)
+            cm(x).square().sum().backward()
+            got = x.grad.clone()
+            x.grad = None
+            m(x).square().sum().backward()
+            self.assertTrue(close(got, x.grad, 1e-4), "%s at [%d, %d]" % (what, b, t))
+
+    def test_dynamic_sequence_length_specialized(self):
+        """A dynamic sequence length (dim 1: [B, T, C]) is not fusec's
+        symbolic size (the leading dim only): such regions are written at
+        each call's sizes (fusec.specialize) instead of left to PyTorch, the
+        graph compiled once (no recompilation a size), one artifact a region
+        and size, a repeated size reusing its call."""
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        m = self._seq_model()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be)
+        self._train_at(cm, m, [(2, 5), (2, 7), (2, 9), (2, 7)], "T")
+        st = be.stats
+        self.assertGreater(st.specialized, 0, st)
+        self.assertEqual(st.refused, 0, st)
+        self.assertEqual(st.shapes, 3 * st.specialized, st.as_dict())  # 3 distinct sizes, the 4th reused
+        self.assertEqual(counters["stats"]["unique_graphs"], 1)
+        self.assertEqual(set(st.left) - {"aten.addmm.default", "aten.mm.default", "aten.t.default",
+                                         "<built-in function mul>"}, set(), st.left)
+        self.assertEqual(dict(st.unsupported), {}, st.unsupported)
+
+    def test_dynamic_batch_and_sequence_specialized(self):
+        """Both dims dynamic ([B*T, C] around the matmul: size expressions):
+        the sizes follow from the inputs' (a product solved for its unknown),
+        results equal eager's at every size."""
+        torch._dynamo.reset()
+        m = self._seq_model()
+        be = fb.make_backend("fgrun")
+        cm = torch.compile(m, backend=be, dynamic=True)
+        self._train_at(cm, m, [(2, 5), (3, 4), (1, 9)], "B, T")
+        self.assertGreater(be.stats.specialized, 0, be.stats)
+        self.assertEqual(be.stats.refused, 0, be.stats)
+
+    def test_specialized_regions_pending_then_filled(self):
+        """A machine without fusec: a size's region missing from the cache
+        runs in PyTorch (results still eager's) and is recorded as pending;
+        once filled, the same sizes run through fusec and compile nothing.
+        FUSEC_BACKEND_SPECIALIZE=0 leaves such regions to PyTorch."""
+        cache, pending = tempfile.mkdtemp(prefix="fusec-spec-"), tempfile.mkdtemp(prefix="fusec-spec-pend-")
+        os.environ["FUSEC_BACKEND_CACHE"] = cache
+        try:
+            m = self._seq_model()
+            os.environ["FUSEC_BACKEND_COMPILE"], os.environ["FUSEC_BACKEND_PENDING"] = "0", pending
+            torch._dynamo.reset()
+            be = fb.make_backend("fgrun")
+            self._train_at(torch.compile(m, backend=be), m, [(2, 6), (2, 10)], "no fusec")
+            self.assertGreater(be.stats.specialized, 0, be.stats)
+            self.assertGreater(be.stats.missing, 0, be.stats)
+            n = len(os.listdir(pending))
+            self.assertGreaterEqual(n, 2 * be.stats.specialized)
+            del os.environ["FUSEC_BACKEND_COMPILE"], os.environ["FUSEC_BACKEND_PENDING"]
+            self.assertEqual(fb.fill(pending), n)
+            torch._dynamo.reset()
+            os.environ["FUSEC_BACKEND_COMPILE"] = "0"
+            be2 = fb.make_backend("fgrun")
+            self._train_at(torch.compile(m, backend=be2), m, [(2, 6), (2, 10)], "filled")
+            self.assertEqual((be2.stats.missing, be2.stats.compiled), (0, 0), be2.stats)
+            self.assertEqual(be2.stats.shapes, 2 * be2.stats.specialized)
+            os.environ["FUSEC_BACKEND_SPECIALIZE"] = "0"
+            torch._dynamo.reset()
+            be3 = fb.make_backend("fgrun")
+            self._train_at(torch.compile(m, backend=be3), m, [(2, 6), (2, 10)], "off")
+            self.assertEqual(be3.stats.specialized, 0, be3.stats)
+        finally:
+            for k in ("FUSEC_BACKEND_COMPILE", "FUSEC_BACKEND_PENDING", "FUSEC_BACKEND_SPECIALIZE"):
+                os.environ.pop(k, None)
+            os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
