@@ -51,6 +51,29 @@ def close(a, b, tol=1e-5):
     return bool(((a - b).abs() <= tol * (1 + b.abs())).all())
 
 
+class SpecializeTest(unittest.TestCase):
+    """fusec.specialize's equations: the sizes of a region follow from its
+    inputs' one unknown at a time, or the region is refused."""
+
+    def test_solve(self):
+        import sympy
+
+        from fusec import specialize as sp
+
+        b, t = sympy.symbols("s0 s1", integer=True, positive=True)
+        x, y = torch.empty(3, 7, 4), torch.empty(21, 4)
+        eqs = [(0, 1, t), (1, 0, b * t)]  # x: [B, T, 4] binds T; y: [B*T, 4] then gives B
+        sp.check_solvable(eqs, {b, t})
+        self.assertEqual(sp.solve(eqs, [x, y], {b, t}), {t: 7, b: 3})
+        self.assertEqual(sp.solve([(0, None, 2 * b + 1)], [9], {b}), {b: 4})  # a scalar input
+        with self.assertRaisesRegex(sp.Unsolvable, "s1"):
+            sp.check_solvable([(1, 0, b * t)], {b, t})  # a product alone: two unknowns
+        with self.assertRaisesRegex(sp.Unsolvable, "not 20"):  # the inputs disagree
+            sp.solve([(0, 1, t), (1, 0, 3 * t)], [x, torch.empty(20, 4)], {t})
+        with self.assertRaisesRegex(sp.Unsolvable, "solutions"):  # 2*T = 7: no integer T
+            sp.solve([(0, 0, 2 * t)], [torch.empty(7)], {t})
+
+
 class BackendTest(unittest.TestCase):
     def test_registered(self):
         from torch._dynamo import list_backends
