@@ -72,6 +72,7 @@ class Stats:
         # regions written at each call's sizes (fusec.specialize; counted in
         # `regions` too) and the sizes they were written at
         self.specialized = self.shapes = 0
+        self.sunk = 0  # sums moved into their input's region (FUSEC_BACKEND_SINK_SUMS=1, export._sink_sums)
         self.gqa = 0  # attention nodes given enable_gqa=True for repeated k, v heads (fusec.gqa)
         # around the region calls (counted per call): tensor inputs passed as
         # they are, inputs copied into the compiled layout (by where they come
@@ -88,6 +89,7 @@ class Stats:
         return {"graphs": self.graphs, "regions": self.regions, "compiled": self.compiled,
                 "cache_hits": self.cache_hits, "refused": self.refused, "missing": self.missing,
                 "region_ops": self.region_ops, "specialized": self.specialized, "shapes": self.shapes,
+                "sunk": self.sunk,
                 "gqa": self.gqa, "left_to_torch": dict(self.left.most_common()),
                 "unsupported": dict(self.unsupported.most_common()), **self.copies()}
 
@@ -554,7 +556,8 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     # call's sizes (fusec.specialize)
     spec = runner != "prepare" and os.environ.get("FUSEC_BACKEND_SPECIALIZE", "1") != "0"
     pt = _export.partition(gm, prefix="r", static_fallback="specialize" if spec else False, canonical=True,
-                           layouts=layouts)
+                           layouts=layouts, sink_sums=os.environ.get("FUSEC_BACKEND_SINK_SUMS") == "1")
+    stats.sunk += pt.sunk
     _export._out_meta(pt)
     nodes = {n.target: n for n in pt.gm.graph.nodes if n.op == "call_module"}
     if pt.support.left:

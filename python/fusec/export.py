@@ -827,8 +827,73 @@ def _free_flash_rng(gm):
         gm.recompile()
 
 
+_SINK_OPS = {"aten.sum.dim_IntList"}  # reductions _sink_sums moves to their input's region
+_SINK_TAIL = VIEW_OPS | {"aten._to_copy.default", "prims.convert_element_type.default"}
+
+
+def _sink_sums(parts):
+    """Moves each sum whose input another partition computes, with the
+    casts and views after it, into that partition, where they make the
+    graph's results only (a bias gradient: the sum over tokens of a gradient
+    a region makes for a matmul). A pointwise value only the sum reads,
+    whose other operands are the graph's inputs (a LayerNorm weight
+    gradient: sum(dy * x_hat), x_hat saved by the forward), moves with it.
+    CapabilityBasedPartitioner leaves such sums together in one partition
+    after the last matmul, which reads every gradient again; in the
+    producer's region the sum is a column reduction beside the values it
+    reads. Nothing else reads what is moved, so no partition comes to depend
+    on another. Returns the partitions left non-empty and the count moved."""
+    owner = {n: p for p in parts for n in p.nodes}
+
+    def source(n, p):
+        """(the partition computing n's non-input operands, the nodes of p
+        to move with n), or (None, None)."""
+        lead, qs = [], set()
+        for a in n.all_input_nodes:
+            if a.op == "placeholder":
+                continue
+            if a in p.nodes and len(a.users) == 1 and aten_map.TABLE.get(op_name(a)) is not None \
+                    and op_name(a) not in _SINK_OPS and op_name(a) not in VIEW_OPS and not lead:
+                sub = {owner.get(b) for b in a.all_input_nodes if b.op != "placeholder"}
+                if len(sub) == 1 and None not in sub:
+                    lead.append(a)
+                    qs |= sub
+                    continue
+            qs.add(owner.get(a))
+        if len(qs) != 1 or None in qs:
+            return None, None
+        q = next(iter(qs))
+        return (q, lead) if q is not p else (None, None)
+
+    moved = 0
+    for p in parts:
+        for n in [m for m in p.nodes if op_name(m) in _SINK_OPS]:
+            if n not in p.nodes:
+                continue
+            q, lead = source(n, p)
+            if q is None:
+                continue
+            chain, tip = lead + [n], n
+            while True:  # the casts and views that only carry the sum to the results
+                users = list(tip.users)
+                if len(users) == 1 and users[0] in p.nodes and op_name(users[0]) in _SINK_TAIL \
+                        and len(users[0].all_input_nodes) == 1:
+                    tip = users[0]
+                    chain.append(tip)
+                    continue
+                break
+            if any(u.op != "output" for m in chain[len(lead):] for u in m.users if u not in chain):
+                continue
+            for m in chain:
+                p.remove_node(m)
+                q.add_node(m)
+                owner[m] = q
+            moved += 1
+    return [p for p in parts if p.nodes], moved
+
+
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
-              max_rounds=50, canonical=False, layouts=False):
+              max_rounds=50, canonical=False, layouts=False, sink_sums=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
     regions in place; returns a Partitioned. compiled_only=False also takes
     the rows only the interpreter runs (aten_map.NOT_COMPILED).
@@ -844,7 +909,8 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     as they are); each Region's `in_layouts` gives the dim order of each
     .fg tensor parameter (None: row-major). layouts="covers": also windows
     of dense tensors (emit_region); each Region's `in_covers` gives each
-    tensor parameter's Cover or None."""
+    tensor parameter's Cover or None. sink_sums: _sink_sums (the backend's
+    FUSEC_BACKEND_SINK_SUMS=1; not yet measured on the GPU)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only)
@@ -854,6 +920,9 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         part = CapabilityBasedPartitioner(gm, support, allows_single_node_partition=True,
                                           non_compute_ops=sorted(NON_COMPUTE))
         parts = [p for p in part.propose_partitions() if any(op_name(n) not in NON_COMPUTE for n in p.nodes)]
+        sunk = 0
+        if sink_sums:
+            parts, sunk = _sink_sums(parts)
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         refused = False
         for p in parts:  # a dry run of the writing, so a node it refuses goes back to PyTorch
@@ -905,6 +974,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         regions[n.target].parts = (ph, body, outs)
     pt = Partitioned(fused, regions, support, prefix)
     pt.syms = syms
+    pt.sunk = sunk
     return pt
 
 

@@ -301,6 +301,29 @@ class BackendTest(unittest.TestCase):
                 os.environ.pop(k, None)
             os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
+    def test_sink_sums_moves_bias_gradients(self):
+        """FUSEC_BACKEND_SINK_SUMS=1: a bias gradient (the sum over tokens of
+        the gradient a region makes for a matmul) and a LayerNorm weight
+        gradient (sum(dy * x_hat)) move into the region that makes their
+        input; the gradients stay eager's."""
+        os.environ["FUSEC_BACKEND_SINK_SUMS"] = "1"
+        try:
+            torch.manual_seed(3)
+            m = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16), nn.LayerNorm(16))
+            torch._dynamo.reset()
+            be = fb.make_backend("fgrun")
+            x = torch.randn(4, 6, 16)
+            cm = torch.compile(m, backend=be, dynamic=False)
+            cm(x).square().sum().backward()
+            got = [p.grad.clone() for p in m.parameters()]
+            m.zero_grad()
+            m(x).square().sum().backward()
+            for a, p in zip(got, m.parameters()):
+                self.assertTrue(close(a, p.grad, 1e-4), p.shape)
+            self.assertGreaterEqual(be.stats.sunk, 3, be.stats.as_dict())
+        finally:
+            del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")
