@@ -18,6 +18,8 @@ tells "left to PyTorch" from "fusec lacks a mapping".
 import operator
 from collections import namedtuple
 
+from . import sizes
+
 # torch dtype name (str(torch.float32) without "torch.") -> .fg dtype
 FG_DTYPE = {
     "bool": "bool", "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -171,8 +173,8 @@ def _slice(e, n):
     end = _kw(n, "end", 3, None)
     step = _kw(n, "step", 4, 1)
     starts, ends, steps = [0] * rank, [e.end_of(s) for s in shape], [1] * rank
-    starts[d] = 0 if start is None else int(start)
-    ends[d] = ends[d] if end is None else min(int(end), 2**62)
+    starts[d] = 0 if start is None else sizes.hint(start)
+    ends[d] = ends[d] if end is None else min(sizes.hint(end), 2**62)
     steps[d] = int(step)
     return "slice(%s, starts=%s, ends=%s, steps=%s)" % (e.v(x), e.lit(starts), e.lit(ends), e.lit(steps))
 
@@ -182,9 +184,9 @@ def _slice_check(e, n):
     d = _kw(n, "dim", 1, 0) % len(shape)
     for k in ("start", "end", "step"):
         v = _kw(n, k, {"start": 2, "end": 3, "step": 4}[k], None)
-        if v is not None and not isinstance(v, int):
+        if v is not None and not isinstance(v, int) and (k == "step" or not e.specialize):
             return "a %s that is symbolic (%s)" % (k, v)
-    if not isinstance(shape[d], int):
+    if not e.static([shape[d]]):
         return "a slice of a symbolic dim"
     return None
 
@@ -194,7 +196,7 @@ def _select(e, n):
     shape = x.meta["val"].shape
     rank = len(shape)
     d, i = n.args[1] % rank, n.args[2]
-    i = i + shape[d] if i < 0 else i
+    i = i + sizes.hint(shape[d]) if i < 0 else i
     starts, ends = [0] * rank, [e.end_of(s) for s in shape]
     starts[d], ends[d] = i, i + 1
     return "squeeze(slice(%s, starts=%s, ends=%s), dims=[%d])" % (e.v(x), e.lit(starts), e.lit(ends), d)
@@ -202,7 +204,7 @@ def _select(e, n):
 
 def _select_check(e, n):
     shape = n.args[0].meta["val"].shape
-    if not isinstance(shape[n.args[1] % len(shape)], int) or not isinstance(n.args[2], int):
+    if not e.static([shape[n.args[1] % len(shape)]]) or not isinstance(n.args[2], int):
         return "a select along a symbolic dim"
     return None
 
@@ -220,19 +222,19 @@ def _split(e, n):
     x = n.args[0]
     shape = x.meta["val"].shape
     d = _kw(n, "dim", 2, 0) % len(shape)
-    size = shape[d]
+    size = sizes.hint(shape[d])
     arg = n.args[1]
     if isinstance(arg, int):  # split.Tensor: equal pieces of `arg`, the last one shorter
-        sizes = [min(arg, size - k) for k in range(0, size, arg)] if size else [0]
+        pieces = [min(arg, size - k) for k in range(0, size, arg)] if size else [0]
     else:
-        sizes = list(arg)
-    return Multi(len(sizes), "split(%s, sizes=%s, dim=%d)" % (e.v(x), e.lit(sizes), d))
+        pieces = [sizes.hint(a) for a in arg]
+    return Multi(len(pieces), "split(%s, sizes=%s, dim=%d)" % (e.v(x), e.lit(pieces), d))
 
 
 def _split_check(e, n):
     shape = n.args[0].meta["val"].shape
     d = _kw(n, "dim", 2, 0) % len(shape)
-    if not isinstance(shape[d], int):
+    if not e.static([shape[d]]):
         return "a split along a symbolic dim"
     return None
 
@@ -275,12 +277,12 @@ def _clamp_check(e, n):
 
 
 def _full(e, n):
-    shape = list(n.args[0])
+    shape = [sizes.hint(s) for s in n.args[0]]
     return "full(shape=%s, value=%s, dtype=%s)" % (e.lit(shape), e.lit(n.args[1]), e.dtype(n))
 
 
 def _full_check(e, n):
-    if any(not isinstance(s, int) for s in n.args[0]):
+    if any(not isinstance(s, int) for s in n.args[0]) and not e.specialize:
         return "a symbolic shape"
     return None
 
@@ -288,7 +290,7 @@ def _full_check(e, n):
 def _arange(e, n):
     start, end = (0, n.args[0]) if n.target.__name__.endswith(".default") else (n.args[0], n.args[1])
     step = n.args[2] if len(n.args) > 2 else n.kwargs.get("step", 1)
-    count = n.meta["val"].shape[0]
+    count = sizes.hint(n.meta["val"].shape[0])
     out = e.dtype(n)
     if start == 0 and step == 1:
         return "iota(%d, dtype=%s)" % (count, out) if out == "i64" else "cast(iota(%d), dtype=%s)" % (count, out)
@@ -300,28 +302,25 @@ def _arange(e, n):
 
 
 def _arange_check(e, n):
-    if any(not isinstance(a, (int, float)) for a in n.args[:3]):
+    end = 0 if n.target.__name__.endswith(".default") else 1  # arange(end) or arange(start, end, ...)
+    if any(not isinstance(a, (int, float)) and not (k == end and e.specialize) for k, a in enumerate(n.args[:3])):
         return "a symbolic or tensor bound"
-    if not isinstance(n.meta["val"].shape[0], int):
+    if not e.static([n.meta["val"].shape[0]]):
         return "a symbolic length"
     return None
 
 
 def _full_like(e, n):
-    shape = list(n.meta["val"].shape)
+    shape = sizes.shape(n.meta["val"])
     return "full(shape=%s, value=%s, dtype=%s)" % (e.lit(shape), e.lit(n.args[1]), e.dtype(n))
 
 
 def _full_like_check(e, n):
-    if any(not isinstance(s, int) for s in n.meta["val"].shape):
+    if not e.static(n.meta["val"].shape):
         return "a symbolic shape"
     if not isinstance(n.args[1], (int, float, bool)):
         return "a tensor fill value"
     return None
-
-
-def _static(*shapes):
-    return all(isinstance(d, int) for sh in shapes for d in sh)
 
 
 def _gather(e, n):
@@ -333,7 +332,7 @@ def _gather_check(e, n):
     x, index = n.args[0].meta["val"], n.args[2].meta["val"]
     if len(x.shape) != len(index.shape) or len(x.shape) == 0:
         return "an index of another rank than the tensor's"
-    if not _static(x.shape, index.shape):
+    if not e.static(x.shape, index.shape):
         return "a symbolic shape"
     return None
 
@@ -349,15 +348,17 @@ def _scatter_value(e, n):  # one index per row along dim: out = where(iota == in
     x, d, index, value = n.args[0], n.args[1], n.args[2], n.args[3]
     shape = x.meta["val"].shape
     d %= len(shape)
-    return "where(eq(%s, %s), %s, %s)" % (_iota_along(shape[d], d, len(shape)), e.v(index), e.lit(value), e.v(x))
+    return "where(eq(%s, %s), %s, %s)" % (_iota_along(sizes.hint(shape[d]), d, len(shape)), e.v(index), e.lit(value),
+                                          e.v(x))
 
 
 def _scatter_value_check(e, n):
     x, index, value = n.args[0].meta["val"], n.args[2].meta["val"], n.args[3]
-    if len(x.shape) != len(index.shape) or len(x.shape) == 0 or not _static(x.shape, index.shape):
+    if len(x.shape) != len(index.shape) or len(x.shape) == 0 or not e.static(x.shape, index.shape):
         return "an index of another rank or a symbolic shape"
     d = n.args[1] % len(x.shape)
-    if index.shape[d] != 1 or any(index.shape[k] != x.shape[k] for k in range(len(x.shape)) if k != d):
+    xs, ix = sizes.shape(x), sizes.shape(index)
+    if ix[d] != 1 or any(ix[k] != xs[k] for k in range(len(xs)) if k != d):
         return "an index other than one position per row along the dim (fusec writes it as a select)"
     if not isinstance(value, (int, float, bool)) or (isinstance(value, float) and not x.dtype.is_floating_point):
         return "a fill value of another kind than the tensor's"
@@ -366,7 +367,7 @@ def _scatter_value_check(e, n):
 
 def _slice_scatter(e, n):  # src padded to x's shape, chosen inside the slice
     x, src = n.args[0], n.args[1]
-    shape = x.meta["val"].shape
+    shape = sizes.shape(x.meta["val"])
     rank = len(shape)
     d = _kw(n, "dim", 2, 0) % rank
     start, end = _slice_bounds(n, shape[d])
@@ -389,7 +390,7 @@ def _slice_bounds(n, size):
 
 def _slice_scatter_check(e, n):
     x = n.args[0].meta["val"]
-    if not _static(x.shape, n.args[1].meta["val"].shape):
+    if not e.static(x.shape, n.args[1].meta["val"].shape):
         return "a symbolic shape"
     if any(not (v is None or isinstance(v, int)) for v in (_kw(n, "start", 3), _kw(n, "end", 4))):
         return "symbolic bounds"
@@ -542,19 +543,21 @@ def _flash_check(e, n):
         do = None
     else:
         do, q, k, v, o, lse = (a.meta["val"] for a in n.args[:6])
-        if tuple(o.shape) != tuple(q.shape) or tuple(do.shape) != tuple(q.shape):
+        if not e.static(o.shape, q.shape, do.shape, lse.shape):
+            return "attention over a symbolic size"
+        qs = sizes.shape(q)
+        if sizes.shape(o) != qs or sizes.shape(do) != qs:
             return "do or o of another shape than q"
-        want = tuple(q.shape[:3]) + ((1,) if f.lse4 else ())
-        if tuple(lse.shape) != want or str(lse.dtype) != "torch.float32":
+        want = qs[:3] + ([1] if f.lse4 else [])
+        if sizes.shape(lse) != want or str(lse.dtype) != "torch.float32":
             return "a logsumexp other than f32 [B,H,Sq%s]" % (",1" if f.lse4 else "")
     if any(len(t.shape) != 4 for t in (q, k, v)):
         return "q, k, v of rank other than 4 ([B,H,S,D])"
-    if not _static(q.shape, k.shape, v.shape):
+    if not e.static(q.shape, k.shape, v.shape):
         return "attention over a symbolic size"
-    (B, H, S, D), (Bk, Hk, Sk, Dk) = q.shape, k.shape
-    if Bk != B or Dk != D or tuple(v.shape) != (B, Hk, Sk, D) or Hk == 0 or H % Hk:
-        return "q, k, v shapes fusec's sdpa does not take (%s, %s, %s)" % (list(q.shape), list(k.shape),
-                                                                         list(v.shape))
+    (B, H, S, D), (Bk, Hk, Sk, Dk), vs = sizes.shape(q), sizes.shape(k), sizes.shape(v)
+    if Bk != B or Dk != D or vs != [B, Hk, Sk, D] or Hk == 0 or H % Hk:
+        return "q, k, v shapes fusec's sdpa does not take (%s, %s, %s)" % ([B, H, S, D], [Bk, Hk, Sk, Dk], vs)
     if k.dtype != q.dtype or v.dtype != q.dtype or (do is not None and (do.dtype != q.dtype or o.dtype != q.dtype)):
         return "operands of different dtypes"
     if getattr(e, "compiled_only", False):
@@ -584,7 +587,7 @@ def _embedding_check(e, n):
     w, ids = n.args[0].meta["val"], n.args[1].meta["val"]
     if len(w.shape) != 2:
         return "a table of rank other than 2"
-    if not _static(w.shape, ids.shape):
+    if not e.static(w.shape, ids.shape):
         return "a symbolic shape"
     if e.operand_dtype(n.args[1]) not in ("i8", "u8", "i16", "i32", "i64"):
         return "indices that are not integers"
@@ -593,7 +596,7 @@ def _embedding_check(e, n):
 
 def _index_put(e, n):  # index_put(x, [idx], values, accumulate=True): index_add of the rows
     x, (idx,), vals = n.args[0], n.args[1], n.args[2]
-    xs, ishape = list(x.meta["val"].shape), list(idx.meta["val"].shape)
+    xs, ishape = sizes.shape(x.meta["val"]), sizes.shape(idx.meta["val"])
     i = e.v(idx) if len(ishape) == 1 else "reshape(%s, shape=[-1])" % e.v(idx)
     i = "where(lt(%s, 0), add(%s, %d), %s)" % (i, i, xs[0], i)  # torch counts a negative index from the end
     k = 1
@@ -612,9 +615,9 @@ def _index_put_check(e, n):
     x, idx, vals = n.args[0].meta["val"], ind[0].meta["val"], n.args[2].meta["val"]
     if e.operand_dtype(ind[0]) not in ("i8", "u8", "i16", "i32", "i64"):
         return "a mask or non-integer index"
-    if not _static(x.shape, idx.shape, vals.shape) or len(x.shape) == 0:
+    if not e.static(x.shape, idx.shape, vals.shape) or len(x.shape) == 0:
         return "a symbolic shape"
-    if list(vals.shape) != list(idx.shape) + list(x.shape[1:]):
+    if sizes.shape(vals) != sizes.shape(idx) + sizes.shape(x)[1:]:
         return "values that broadcast (fusec's index_add takes one slice per index)"
     if vals.dtype != x.dtype:
         return "values of another dtype than the tensor's"

@@ -38,9 +38,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 
-from . import aten_map
+from . import aten_map, sizes
 from .aten_map import FG_DTYPE, TABLE, VIEW_OPS, Multi, left_to_torch
 
 FG_WORDS = set(FG_DTYPE.values()) | {"graph", "return", "true", "false", "inf", "nan", "layout"}
@@ -87,60 +86,8 @@ def _tensors(v):
     return [v] if hasattr(v, "dtype") and hasattr(v, "shape") else []
 
 
-_BOUND = threading.local()  # .env: the sizes bound() gives the symbols, or None
-
-
-class bound:
-    """`with bound(env):` every size _hint reads is evaluated with the
-    symbols of `env` ({sympy symbol: sympy Integer}) in place of the
-    example's values: a region written at a call's sizes (fusec.specialize).
-    A size with a symbol env lacks is an error (Unbound)."""
-
-    def __init__(self, env):
-        self.env = env
-
-    def __enter__(self):
-        self.old = getattr(_BOUND, "env", None)
-        _BOUND.env = self.env
-
-    def __exit__(self, *exc):
-        _BOUND.env = self.old
-
-
-class Unbound(Exception):
-    pass
-
-
-def _hint(s):
-    """The example's value of a size: an int, a SymInt, or an FX node
-    computing one (a view's shape argument `sym_size(x, 0)`); under bound(),
-    the size at the bound values. It reads the value the trace recorded,
-    never int() of a SymInt, which would add a guard to Dynamo's shape
-    environment (the graph then recompiled at every size)."""
-    if isinstance(s, int):
-        return s
-    if "val" in getattr(s, "meta", {}):
-        return _hint(s.meta["val"])
-    env = getattr(_BOUND, "env", None)
-    if env is not None and hasattr(s, "node"):
-        v = s.node.expr.xreplace(env)
-        if not v.is_number:
-            raise Unbound("the size %s (%s) at the call's sizes" % (s, v))
-        return int(v)
-    try:
-        return int(s.node.hint) if s.node.hint is not None else int(s.node.shape_env.size_hint(s.node.expr))
-    except Exception:
-        return int(s)
-
-
-def _ints(xs):
-    """Sizes or strides as ints: symbolic ones only under bound() (else
-    TypeError: int() of a SymInt would add a guard, _hint)."""
-    if getattr(_BOUND, "env", None) is not None:
-        return [_hint(x) for x in xs]
-    if not all(isinstance(x, int) for x in xs):
-        raise TypeError("symbolic")
-    return list(xs)
+# the sizes of traced values as ints without guards (fusec.sizes)
+bound, Unbound, _hint, _ints = sizes.bound, sizes.Unbound, sizes.hint, sizes.ints
 
 
 def _is_sym_name(s):
@@ -175,8 +122,8 @@ class Support:
     has its overload, its tensors have fusec dtypes and its row's check
     passes. Records why every other node was left out."""
 
-    def __init__(self, compiled_only=True):
-        self.compiled_only = compiled_only
+    def __init__(self, compiled_only=True, specialize=False):
+        self.compiled_only, self.specialize = compiled_only, specialize
         self.attention = attention_choice()
         self.refused = {}  # node name -> reason (from emission)
         self.left = {}  # node name -> (op, reason, source line, by design)
@@ -223,7 +170,7 @@ class Support:
             if "strided" not in str(getattr(v, "layout", "torch.strided")):
                 return False, "layout %s (fusec takes dense tensors)" % v.layout, False
         try:
-            why = entry.check(_Probe(self.compiled_only), node)
+            why = entry.check(_Probe(self.compiled_only, self.specialize), node)
         except Exception as ex:  # a row that can't judge the node leaves it to torch
             why = "cannot be judged (%s)" % ex
         return (why is None), why, False
@@ -232,12 +179,20 @@ class Support:
 class _Probe:
     """The part of Emitter the rows' checks use; `compiled_only`: the row
     must also fit fusec's code generator (the attention rows check its
-    dtypes and head dims)."""
+    dtypes and head dims); `specialize`: the region is written at each
+    call's sizes (fusec.specialize), so a row that needs static shapes may
+    take symbolic ones, judged at the example's sizes here and at each
+    call's when the region is written (sizes.shape reads them)."""
 
     compiled_only = False
+    specialize = False
 
-    def __init__(self, compiled_only=False):
-        self.compiled_only = compiled_only
+    def __init__(self, compiled_only=False, specialize=False):
+        self.compiled_only, self.specialize = compiled_only, specialize
+
+    def static(self, *shapes):
+        """Whether a row that needs static shapes may take these."""
+        return self.specialize or sizes.static(*shapes)
 
     def dtype(self, node):
         return _val_dtype(node.meta["val"])
@@ -250,12 +205,12 @@ class _Probe:
         return e is not None and node.op == "call_function" and isinstance(node.meta.get("val"), (tuple, list))
 
 
-def _operator_support(compiled_only):
+def _operator_support(compiled_only, specialize=False):
     from torch.fx.passes.operator_support import OperatorSupportBase
 
     class _S(OperatorSupportBase, Support):
         def __init__(self):
-            Support.__init__(self, compiled_only)
+            Support.__init__(self, compiled_only, specialize)
 
         def is_node_supported(self, submodules, node):
             return Support.is_node_supported(self, submodules, node)
@@ -308,9 +263,18 @@ class Emitter(_Probe):
     def v(self, a):
         if hasattr(a, "op"):
             if a not in self.names:
+                if self.sym_scalar(a):  # a size the graph computes (a mean's count), written as its value
+                    return self.lit(_hint(a))
                 raise Refuse(self.node, "an operand (%s) that is not a tensor of the region" % a.name)
             return self.names[a]
         return self.lit(a)
+
+    def sym_scalar(self, a):
+        """Whether operand `a` is a symbolic integer the region takes as an
+        input (not a tensor), which a static region writes as its value."""
+        val = a.meta.get("val") if hasattr(a, "meta") else None
+        return not self.symbolic and a not in self.names and hasattr(val, "node") and not _tensors(val) \
+            and "Int" in type(val).__name__
 
     def lit(self, x):
         if isinstance(x, bool):
@@ -340,6 +304,8 @@ class Emitter(_Probe):
         return isinstance(a, (int, bool))
 
     def cast_to(self, a, dt):
+        if hasattr(a, "op") and self.sym_scalar(a):
+            return self.lit(float(_hint(a)))
         if hasattr(a, "op"):
             return "cast(%s, dtype=%s)" % (self.v(a), dt)
         return self.lit(float(a))
@@ -913,7 +879,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     FUSEC_BACKEND_SINK_SUMS=1; not yet measured on the GPU)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
-    support = _operator_support(compiled_only)
+    support = _operator_support(compiled_only, static_fallback == "specialize")
     _free_flash_rng(gm)
     syms = _sym_table(gm, sym_names, sym_ranges)
     for _ in range(max_rounds):
@@ -935,8 +901,8 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
                     bad = _codegen_refusal(params, nodes)
                     if bad:
                         raise Refuse(*bad)
-                elif static_fallback == "specialize" and _region_fits_codegen(fg_params, nodes) is not None:
-                    forms = (False,)  # written at each call's sizes (fusec.specialize): static only
+                elif static_fallback == "specialize":
+                    forms = (False,)  # where the symbolic form fails, written at each call's sizes
                 for sym in forms:
                     Emitter("probe", fg_params, nodes, outs, syms, sym).emit()
             except Refuse as r:

@@ -162,6 +162,11 @@ class Specialized:
             env = solve(self.eqs, args, self.needed)
             gname = "%s_s%d" % (self.r.gname, n)
             with _export.bound(env):
+                judge = _export.Support(compiled_only=True, specialize=True)
+                for node in body:  # the rows' checks at these sizes (attention's head dims, ...)
+                    ok, why, _ = judge._judge(node)
+                    if not ok:
+                        raise Unsolvable("%s at these sizes: %s" % (node.name, why))
                 text, _ = _export.emit_region(gname, ph, body, outs, self.syms, canonical=True)
                 orders = [_export._dim_order(o.meta["val"]) for o in outs]
         except (Unsolvable, _export.Unbound, _export.Refuse, KeyError) as ex:

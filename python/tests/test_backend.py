@@ -266,6 +266,54 @@ class BackendTest(unittest.TestCase):
         self.assertGreater(be.stats.specialized, 0, be.stats)
         self.assertEqual(be.stats.refused, 0, be.stats)
 
+    def test_static_shape_rows_specialized(self):
+        """Rows that need static shapes (attention, embedding and its
+        backward, gather, full, arange, slices of a symbolic dim) take
+        dynamic ones in a region written at each call's sizes: a bf16
+        causal attention and an embedding + cross-entropy trained at three
+        sequence lengths, nothing left to PyTorch, one graph."""
+        from torch._dynamo.utils import counters
+
+        torch._dynamo.reset()
+        counters.clear()
+        torch.manual_seed(4)
+        emb = nn.Embedding(50, 64)
+
+        def f(ids, q, k, v):
+            h = emb(ids)  # [B, T, 64]
+            a = F.scaled_dot_product_attention(q * 0.5, k, v, is_causal=True).float()  # [B, 2, T, 64]
+            logits = (h + a.sum(1)) @ emb.weight.t()
+            return F.cross_entropy(logits.flatten(0, 1), ids.flatten()) + a[:, :, 1:].square().mean()
+
+        be = fb.make_backend("fgrun")
+        cf = torch.compile(f, backend=be)
+        for t in (9, 16, 23):
+            ids = torch.randint(0, 50, (3, t))
+            q, k, v = (torch.randn(3, 2, t, 64, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+            for x in (ids, q, k, v):
+                torch._dynamo.mark_dynamic(x, 1 if x is ids else 2)
+            loss = cf(ids, q, k, v)
+            loss.backward()
+            got = [x.grad.clone() for x in (q, k, v, emb.weight)]
+            for x in (q, k, v, emb.weight):
+                x.grad = None
+            ref = f(ids, q, k, v)
+            ref.backward()
+            self.assertTrue(close(loss, ref, 1e-2), "T %d: %s vs %s" % (t, float(loss), float(ref)))
+            for a, x in zip(got, (q, k, v, emb.weight)):
+                scale = x.grad.float().abs().max()
+                self.assertLess(float((a.float() - x.grad.float()).abs().max()), 2e-2 * float(scale) + 1e-6,
+                                "T %d %s" % (t, tuple(x.shape)))
+            for x in (q, k, v, emb.weight):
+                x.grad = None
+        st = be.stats
+        self.assertEqual(set(st.unsupported), set(), st.unsupported)
+        # only matmuls and size arithmetic (sym_size, the count's products) stay in PyTorch
+        self.assertEqual({op for op in st.left if "mm" not in op and "sym_size" not in op and "built-in" not in op},
+                         set(), st.left)
+        self.assertGreater(st.specialized, 0, st)
+        self.assertEqual(counters["stats"]["unique_graphs"], 1)
+
     def test_specialized_regions_pending_then_filled(self):
         """A machine without fusec: a size's region missing from the cache
         runs in PyTorch (results still eager's) and is recorded as pending;
