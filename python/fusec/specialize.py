@@ -12,14 +12,17 @@ its nodes to PyTorch, the backend writes it at the sizes of each call:
   them, solving one equation with one unknown at a time (Unsolvable
   otherwise: the region stays in PyTorch, as before, with the reason);
 - at a call, the input shapes (and scalar inputs) are the key; for a key
-  not seen yet the equations are solved, checked against every input, and
-  the region written with those sizes (export.bound), static, compiled or
-  fetched through the backend's cache as any region (a machine without
-  fusec records it in $FUSEC_BACKEND_PENDING) and loaded; the key then
-  maps to that call. Where no artifact can be had (not in the cache, fusec
-  refused it) or the equations do not hold, the key maps to the region's
-  own PyTorch code (the partitioner's submodule), so a step never fails
-  for want of an artifact.
+  not seen yet the equations are solved and checked against every input,
+  the mapping rows' checks are made again at those sizes (the rows that
+  need static shapes took the region at the example's sizes: attention's
+  head dim, a grouped head count), and the region is written with those
+  sizes (sizes.bound), static, compiled or fetched through the backend's
+  cache as any region (a machine without fusec records it in
+  $FUSEC_BACKEND_PENDING) and loaded; the key then maps to that call.
+  Where no artifact can be had (not in the cache, fusec refused it), the
+  equations do not hold or a row refuses the sizes, the key maps to the
+  region's own PyTorch code (the partitioner's submodule), so a step never
+  fails for want of an artifact.
 
 A call of a known key costs the key (the input shapes read) and a dict
 lookup over the call of a static region. Each key is a compilation (or a
@@ -169,8 +172,10 @@ class Specialized:
                         raise Unsolvable("%s at these sizes: %s" % (node.name, why))
                 text, _ = _export.emit_region(gname, ph, body, outs, self.syms, canonical=True)
                 orders = [_export._dim_order(o.meta["val"]) for o in outs]
-        except (Unsolvable, _export.Unbound, _export.Refuse, KeyError) as ex:
+        except Exception as ex:  # a size no row or equation takes; a bug here must not stop the step either
             why = getattr(ex, "why", None) or str(ex)
+            if not isinstance(ex, (Unsolvable, _export.Unbound, _export.Refuse, KeyError)):
+                why = "internal error writing it (%s: %s); please report it" % (type(ex).__name__, ex)
             self.log.warning("fusec.backend: region %s at sizes %s stays in PyTorch: %s", self.r.name, k, why)
             self.calls[k] = self.fallback
             return self.fallback
