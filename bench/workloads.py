@@ -407,6 +407,8 @@ s("mxfp8_quant", "mx_quant.fg", "torchao to_mx MXFP8 (e4m3, 32-blocks, FLOOR), b
   "MXFP8 quantization, bf16 [512,1024]")
 s("nvfp4_quant", "mx_quant.fg", "TE NVFP4 (f4e2m1, 16-blocks, e4m3 scales), bf16 [8192,8192]",
   "NVFP4 quantization, bf16 [512,1024]")
+s("wgrad_sums", "wgrad_sums.fg", "GPT-2 small weight-gradient sums, 12 layers (a backward region, run V4), B*T=8192",
+  "weight-gradient sums, 12 layers, B*T=256")
 s("softmax_bwd", "softmax_bwd.fg", "softmax bwd, bf16 [65536,1024]", "softmax bwd, bf16 [1024,1024]")
 s("rope_rotate_half", "rope.fg", "HF RoPE (rotate_half), bf16 [4,32,2048,128]", "RoPE rotate_half, bf16 [1,8,128,64]")
 s("rope_interleaved", "rope.fg", "Meta llama RoPE (interleaved pairs), bf16 [4,2048,32,128]",
