@@ -273,8 +273,7 @@ class Emitter(_Probe):
         """Whether operand `a` is a symbolic integer the region takes as an
         input (not a tensor), which a static region writes as its value."""
         val = a.meta.get("val") if hasattr(a, "meta") else None
-        return not self.symbolic and a not in self.names and hasattr(val, "node") and not _tensors(val) \
-            and "Int" in type(val).__name__
+        return not self.symbolic and a not in self.names and type(val).__name__ == "SymInt"
 
     def lit(self, x):
         if isinstance(x, bool):

@@ -140,13 +140,14 @@ class Specialized:
         self.needed = symbols(list(ph) + list(body) + list(outs)) | {
             x for _, _, e in self.eqs for x in e.free_symbols}
         check_solvable(self.eqs, self.needed)
-        self.key_args = sorted({i for i, _, _ in self.eqs})
-        self.tensor_key = [i for i in self.key_args if _tensor(ph[i].meta.get("val"))]
+        key_args = sorted({i for i, _, _ in self.eqs})
+        self.tensor_key = [i for i in key_args if _tensor(ph[i].meta.get("val"))]
+        self.scalar_key = [i for i in key_args if i not in self.tensor_key]
         self.calls = {}  # key -> the call for those sizes
         self.lock = threading.Lock()
 
     def key(self, args):
-        return tuple(args[i].shape if i in self.tensor_key else args[i] for i in self.key_args)
+        return tuple([args[i].shape for i in self.tensor_key] + [args[i] for i in self.scalar_key])
 
     def __call__(self, *args):
         k = self.key(args)
