@@ -363,8 +363,9 @@ def main(argv=None):
     ap.add_argument("--prepare", action="store_true", help="fill $FUSEC_BACKEND_CACHE here (CPU, fake tensors)")
     ap.add_argument("--cpu-check", action="store_true", help="tiny models on the CPU, regions through fgrun")
     ap.add_argument("--cudnn-sdp", action="store_true",
-                    help="leave PyTorch's cuDNN attention on (its default on the H100) in every mode; fusec maps "
-                         "its kernels too (not yet run on the GPU), else every mode takes the flash kernels")
+                    help="leave PyTorch's cuDNN attention on (its default on Hopper) in every mode, else every "
+                         "mode takes the flash kernels; fusec leaves cuDNN's kernels to PyTorch unless "
+                         "FUSEC_BACKEND_ATTENTION=all (runs V2, V4)")
     ap.add_argument("--out", default=None, help="JSON results")
     ap.add_argument("--isolate", choices=("model", "mode", "none"), default=None,
                     help="run each model (or each model and mode) in a process of its own, so that a step time "
@@ -393,9 +394,9 @@ def main(argv=None):
             torch.backends.cudnn.allow_tf32 = True
             # every mode uses PyTorch's flash SDPA kernels, which the exporter
             # maps to fusec's sdpa/sdpa_bwd since run X5 (docs/benchmarks.md);
-            # its cuDNN rows (PyTorch's default on the H100: faster than
-            # flash, so Inductor's step with them is the stricter baseline)
-            # have not run on the GPU yet: --cudnn-sdp
+            # --cudnn-sdp keeps cuDNN's (PyTorch's default on Hopper: faster
+            # than flash, so Inductor's step with them is the stricter
+            # baseline; runs V2, V4)
             if not args.cudnn_sdp:
                 torch.backends.cuda.enable_cudnn_sdp(False)
         if args.isolate is None:
