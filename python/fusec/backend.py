@@ -492,7 +492,6 @@ def _specialized_call(r, pt, node, stats, runner, fusec, fgrun, work):
     def call(*args):
         return sp(*args)
 
-    call.specialized = sp
     return _region_call(r.name, call)
 
 
