@@ -11,7 +11,7 @@ Commands (build machine; plain python3, no torch needed):
   workloads.py list
   workloads.py check-templates
   workloads.py emit DIR                    one DIR/NAME.fg per workload
-  workloads.py prepare --fusec F --out D [--tiny] [--arch sm_90a] [--cubin sm_90a]
+  workloads.py prepare --fusec F --out D [--tiny] [--arch sm_90a] [--cubin sm_90a] [--only A,B]
                                            emit into D/fg, compile each into
                                            D/ptx/NAME.ptx with F (timed, median
                                            of 3), write D/compile.json (--tiny:
@@ -516,7 +516,7 @@ def check_templates():
 # ---- prepare: emit + compile with fusec ----------------------------------------------
 
 
-def prepare(fusec, out, reps=3, tiny=False, arch=None, cubin=None):
+def prepare(fusec, out, reps=3, tiny=False, arch=None, cubin=None, only=None):
     bad = check_templates()
     if bad:
         print("\n".join(bad), file=sys.stderr)
@@ -526,6 +526,8 @@ def prepare(fusec, out, reps=3, tiny=False, arch=None, cubin=None):
     res = {}
     for wl in W:
         name = wl["name"]
+        if only and name not in only:
+            continue
         src = os.path.join(out, "fg", name + ".fg")
         dst = os.path.join(out, "ptx", name + ".ptx")
         with open(src, "w") as f:
@@ -686,8 +688,13 @@ def main(argv):
         out = argv[argv.index("--out") + 1]
         arch = argv[argv.index("--arch") + 1] if "--arch" in argv else None
         cubin = argv[argv.index("--cubin") + 1] if "--cubin" in argv else None
+        only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+        unknown = [n for n in only or () if n not in BY_NAME]
+        if unknown:
+            print("workloads.py: no workload named %s" % ", ".join(unknown), file=sys.stderr)
+            return 2
         prepare(fusec, out, reps=1 if "--tiny" in argv else 3, tiny="--tiny" in argv, arch=arch,
-                cubin=cubin)
+                cubin=cubin, only=only)
         return 0
     if cmd == "check-refs":
         fgrun = argv[argv.index("--fgrun") + 1]

@@ -77,25 +77,29 @@ def make_config(name, size):
     return cls.small() if size == "small" else cls.tiny()
 
 
-def batches(cfg, n, batch, seq, device, seed=1234):
-    """The batch stream: random token ids, the same for every mode."""
+def batches(cfg, n, batch, seq, device, seed=1234, seqs=None):
+    """The batch stream: random token ids, the same for every mode; step i's
+    sequence length seqs[i % len(seqs)] where seqs is given, else seq."""
     g = torch.Generator().manual_seed(seed)
     out = []
-    for _ in range(n):
-        x = torch.randint(0, cfg.vocab_size, (batch, seq + 1), generator=g)
+    for i in range(n):
+        t = seqs[i % len(seqs)] if seqs else seq
+        x = torch.randint(0, cfg.vocab_size, (batch, t + 1), generator=g)
         out.append((x[:, :-1].contiguous().to(device), x[:, 1:].contiguous().to(device)))
     return out
 
 
-def compiled(model, mode, stats, runner):
+def compiled(model, mode, stats, runner, dynamic=None):
+    """The model as `mode` runs it; dynamic=True (--seqs): every compile
+    with symbolic sizes from the start, as torch.compile(dynamic=True)."""
     if mode == "eager":
         return model
     if mode == "default":
-        return torch.compile(model)
+        return torch.compile(model, dynamic=dynamic)
     if mode == "max-autotune":
-        return torch.compile(model, mode="max-autotune-no-cudagraphs")
+        return torch.compile(model, mode="max-autotune-no-cudagraphs", dynamic=dynamic)
     if mode == "fusec":
-        return torch.compile(model, backend=fb.make_backend(runner, stats))
+        return torch.compile(model, backend=fb.make_backend(runner, stats), dynamic=dynamic)
     raise ValueError(mode)
 
 
@@ -118,7 +122,7 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, fused=(device == "cuda"))
     stats = fb.Stats()
     runner = "fgrun" if device == "cpu" else "loader"
-    m = compiled(model, mode, stats, runner)
+    m = compiled(model, mode, stats, runner, dynamic=True if args.seqs else None)
     cuda = device == "cuda"
 
     def step(x, y):
@@ -149,8 +153,14 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
     res = {"losses": losses, "first_step_s": first}
     if cuda:
         t = times[args.warmup:]
+        tokens = [x.numel() for x, _ in data][args.warmup:]
         res.update(step_ms_median=statistics.median(t), step_ms_mean=statistics.fmean(t),
-                   tokens_per_s=args.batch * args.seq / (statistics.median(t) / 1e3))
+                   tokens_per_s=sum(tokens) / (sum(t) / 1e3))
+        if args.seqs:  # each length's steps apart: the median of each
+            by = {}
+            for x, ms in zip([x for x, _ in data][args.warmup:], t):
+                by.setdefault(x.shape[1], []).append(ms)
+            res["step_ms_by_seq"] = {str(k): statistics.median(v) for k, v in sorted(by.items())}
     res.update(dynamo_counts())
     if mode == "fusec":
         res["fusec"] = stats.as_dict()
@@ -264,6 +274,8 @@ def summary(results, args):
             r["loss_ok"] = bool(d <= args.loss_tol) if eager else None
             t = ("step %.2f ms (mean %.2f), %.0f tokens/s" % (r["step_ms_median"], r["step_ms_mean"],
                                                                r["tokens_per_s"])) if "step_ms_median" in r else ""
+            if "step_ms_by_seq" in r:
+                t += " (by length: %s)" % ", ".join("%s: %.2f ms" % kv for kv in r["step_ms_by_seq"].items())
             lines.append("  %-13s loss %.4f -> %.4f, max rel diff vs eager %.1e%s; first step %.1f s; %s; "
                          "graph breaks %d" % (mode, r["losses"][0], r["losses"][-1], d,
                                               "" if r["loss_ok"] in (None, True) else " (OVER %.0e)" % args.loss_tol,
@@ -273,6 +285,9 @@ def summary(results, args):
                 lines.append("      fusec: %d graphs, %d regions (%d ATen ops), %d compiled, %d from the cache, "
                              "%d missing, %d refused" % (f["graphs"], f["regions"], f["region_ops"], f["compiled"],
                                                          f["cache_hits"], f["missing"], f["refused"]))
+                if f.get("specialized"):
+                    lines.append("      written at each call's sizes: %d regions, %d shapes" % (f["specialized"],
+                                                                                            f["shapes"]))
                 c = r["copies_last_step"]
                 lines.append("      a step: %d region calls, %d tensor inputs passed as they are, %d copied (%s), "
                              "%d results restrided (%s)" % (
@@ -366,6 +381,10 @@ def main(argv=None):
                     help="leave PyTorch's cuDNN attention on (its default on Hopper) in every mode, else every "
                          "mode takes the flash kernels; fusec leaves cuDNN's kernels to PyTorch unless "
                          "FUSEC_BACKEND_ATTENTION=all (runs V2, V4)")
+    ap.add_argument("--seqs", default=None,
+                    help="comma-separated sequence lengths, step i taking the (i mod n)th: every compiled mode "
+                         "with dynamic=True (one graph for all lengths; fusec writes each length's regions "
+                         "static where its code generator does not take a symbolic size)")
     ap.add_argument("--out", default=None, help="JSON results")
     ap.add_argument("--isolate", choices=("model", "mode", "none"), default=None,
                     help="run each model (or each model and mode) in a process of its own, so that a step time "
@@ -380,6 +399,9 @@ def main(argv=None):
         args.size = "tiny"
     args.batch = args.batch or (8 if args.size == "small" else 2)
     args.seq = args.seq or make_config(args.models[0], args.size).block_size
+    args.seqs = [int(t) for t in args.seqs.split(",") if t] if args.seqs else None
+    if args.seqs and args.prepare:
+        ap.error("--seqs takes the GPU's runs (record the regions with $FUSEC_BACKEND_PENDING), not --prepare")
     if args.prepare:
         res = {"prepare": prepare(args)}
     else:
@@ -407,7 +429,7 @@ def main(argv=None):
             cfg = make_config(name, args.size)
             torch.manual_seed(0)
             init = {k: v.clone() for k, v in MODELS[name][0](cfg).state_dict().items()}
-            data = batches(cfg, args.steps, args.batch, args.seq, device)
+            data = batches(cfg, args.steps, args.batch, args.seq, device, seqs=args.seqs)
             res["models"][name] = {}
             for mode in args.modes:
                 print("-- %s %s ..." % (name, mode), flush=True)

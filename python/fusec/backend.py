@@ -477,7 +477,7 @@ def _loader_call(ptx, r, io):
     return _region_call(r.name, call)
 
 
-def _specialized_call(r, pt, node, stats, runner, fusec, fgrun, work):
+def _specialized_call(r, pt, node, stats, runner, fusec, fgrun, work, layouts=False):
     """The call of a region written at each call's sizes (fusec.specialize),
     PyTorch running the region's own nodes where there is no artifact."""
     sub = pt.gm.get_submodule(r.name)  # kept: _install drops it from the graph module
@@ -487,7 +487,7 @@ def _specialized_call(r, pt, node, stats, runner, fusec, fgrun, work):
         return _fgrun_call(rs, fgrun, work, io, ptx) if runner == "fgrun" else _loader_call(ptx, rs, io)
 
     sp = _specialize.Specialized(r, pt.syms, sub, load, lambda rs: compile_region(_region_text(rs), fusec, stats),
-                                 stats, _log)
+                                 stats, _log, layouts)
 
     def call(*args):
         return sp(*args)
@@ -573,7 +573,7 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
             try:
                 if not spec:
                     raise _specialize.Unsolvable("FUSEC_BACKEND_SPECIALIZE=0")
-                call = _specialized_call(r, pt, nodes[r.name], stats, runner, fusec, fgrun, work)
+                call = _specialized_call(r, pt, nodes[r.name], stats, runner, fusec, fgrun, work, layouts)
             except _specialize.Unsolvable as ex:  # a graph that runs at every size: PyTorch runs it
                 stats.refused += 1
                 _log.warning("fusec.backend: region %s stays in PyTorch: %s (%s)", r.name, r.note, ex)

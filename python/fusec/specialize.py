@@ -132,8 +132,9 @@ class Specialized:
     compiled artifact (the backend's loader or fgrun call); `compile(region)`
     is (artifact path or None, why), the backend's compile_region of it."""
 
-    def __init__(self, r, syms, fallback, load, compile, stats, log):
+    def __init__(self, r, syms, fallback, load, compile, stats, log, layouts=False):
         self.r, self.syms, self.fallback, self.load, self.compile = r, syms, fallback, load, compile
+        self.layouts = layouts  # emit_region's: the backend's FUSEC_BACKEND_LAYOUTS
         self.stats, self.log = stats, log
         ph, body, outs = r.parts
         self.eqs = equations(ph)
@@ -171,7 +172,12 @@ class Specialized:
                     ok, why, _ = judge._judge(node)
                     if not ok:
                         raise Unsolvable("%s at these sizes: %s" % (node.name, why))
-                text, _ = _export.emit_region(gname, ph, body, outs, self.syms, canonical=True)
+                # the inputs in the dim orders (and windows) the trace had
+                # them, as a static region's (partition's layouts="covers"),
+                # so that they are passed as they are, not copied
+                lay = {}
+                text, _ = _export.emit_region(gname, ph, body, outs, self.syms, canonical=True,
+                                              layouts=self.layouts, layout_out=lay)
                 orders = [_export._dim_order(o.meta["val"]) for o in outs]
         except Exception as ex:  # a size no row or equation takes; a bug here must not stop the step either
             why = getattr(ex, "why", None) or str(ex)
@@ -182,7 +188,10 @@ class Specialized:
             return self.fallback
         r = copy.copy(self.r)
         r.gname, r.fg, r.note = gname, text, None
-        r.in_layouts = r.in_covers = r.out_perms = None
+        params = [p for p in ph if _export._fg_param(p)]
+        r.in_layouts = [lay.get(p) for p in params]
+        r.in_covers = [lay.get("covers", {}).get(p) for p in params]
+        r.out_perms = lay.get("results") or [None] * len(outs)
         r.out_orders = orders
         missing = self.stats.missing
         ptx, why = self.compile(r)
