@@ -33,6 +33,12 @@ entries even though PyTorch's CPU and CUDA attention kernels differ (both
 flash kernels map to the same sdpa / sdpa_bwd text; docs/pytorch.md). A region missing there stays in
 PyTorch and is counted ("missing" in the results).
 
+--seqs 256,512,1024 gives step i the (i mod 3)th length and compiles every
+mode with dynamic=True (one Dynamo graph for all lengths; fusec writes each
+length's regions, fusec.specialize); the step times are also given by
+length. On the GPU machine record the regions first (a short run with
+$FUSEC_BACKEND_PENDING), fill them here (`python -m fusec.backend fill`).
+
 --cpu-check runs the tiny configurations on the CPU with the regions run by
 fusec's interpreter (the backend's runner "fgrun"), for the losses only.
 

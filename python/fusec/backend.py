@@ -278,6 +278,15 @@ class _RegionIO:
         # (None: every argument is one)
         self.sel = None if all(r.tensor_in) else [i for i, t in enumerate(r.tensor_in) if t]
         self.src_in = [_source(a) for a in args] if len(args) == n_in else ["?"] * n_in
+        # inputs the trace has on the CPU where others are on a device (a
+        # 0-dim tensor PyTorch's ops take beside device tensors, as a
+        # dynamic graph's size-derived scalars): moved to the others' device
+        # at each call (the loader takes one device a module), with
+        # self.dev_of the input whose device that is
+        vals = [a.meta.get("val") if hasattr(a, "meta") else None for a in args] if len(args) == n_in else []
+        devs = [getattr(getattr(v, "device", None), "type", None) for v in vals]
+        self.dev_of = next((i for i, d in enumerate(devs) if d not in (None, "cpu")), None)
+        self.to_dev = [i for i, d in enumerate(devs) if d == "cpu"] if self.dev_of is not None else []
         layouts = getattr(r, "in_layouts", None) or [None] * n_in
         self.layouts = [tuple(x) if x else None for x in layouts]
         self.laid = [i for i, o in enumerate(self.layouts) if o is not None]
@@ -307,6 +316,8 @@ class _RegionIO:
         ins = args if self.sel is None else [args[i] for i in self.sel]
         st = self.stats
         st.calls += 1
+        if self.to_dev:
+            ins = self._moved(list(ins))
         key = None
         try:
             if self.static:  # the strides of every input at once, against the last call's
@@ -326,6 +337,16 @@ class _RegionIO:
         ins, passed = self._inputs_checked(list(ins))
         if passed and key is not None:
             self.in_ok = key
+        return ins
+
+    def _moved(self, ins):
+        """The inputs with those on the CPU (self.to_dev) copied to the
+        device of input self.dev_of (counted)."""
+        dev = ins[self.dev_of].device
+        for i in self.to_dev:
+            if ins[i].device != dev:
+                ins[i] = ins[i].to(dev, non_blocking=True)
+                self.stats.inputs_copied["%s (on the CPU)" % self.src_in[i]] += 1
         return ins
 
     def _inputs_checked(self, ins):

@@ -875,7 +875,8 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     .fg tensor parameter (None: row-major). layouts="covers": also windows
     of dense tensors (emit_region); each Region's `in_covers` gives each
     tensor parameter's Cover or None. sink_sums: _sink_sums (the backend's
-    FUSEC_BACKEND_SINK_SUMS=1; not yet measured on the GPU)."""
+    FUSEC_BACKEND_SINK_SUMS=1; off by default: slower on GPT-2, docs/benchmarks.md
+    2026-11-28 run U2)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only, static_fallback == "specialize")

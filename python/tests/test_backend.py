@@ -827,6 +827,36 @@ class BackendTest(unittest.TestCase):
         self.assertTrue(torch.equal(a, six))
         self.assertEqual(io.stats.results_restrided["a"], 1)
 
+    def test_cpu_inputs_moved_to_the_device(self):
+        """An input the trace has on the CPU beside inputs on a device (a
+        0-dim tensor, which PyTorch's ops take with device tensors) is
+        copied to that device at each call, and counted; one already there
+        is passed. The meta device stands in for CUDA here."""
+        import types
+
+        r = types.SimpleNamespace(name="r", fg="graph g(v0: f32[4], v1: f32[]) {}", tensor_in=[True, True],
+                                  in_layouts=[None, None], out_orders=[None], out_perms=[None],
+                                  out_sources=["a"], out_dtypes=[torch.float32], tuple_out=False)
+
+        def node(name, val):
+            return types.SimpleNamespace(op="placeholder", name=name, meta={"val": val})
+
+        dev, host = torch.empty(4, device="meta"), torch.tensor(2.0)
+        stats = fb.Stats()
+        io = fb._RegionIO(r, types.SimpleNamespace(args=[node("x", dev), node("s", host)]), stats)
+        self.assertEqual((io.dev_of, io.to_dev), (0, [1]))
+        for _ in range(2):
+            a, b = io.inputs((dev, host))
+            self.assertIs(a, dev)
+            self.assertEqual(b.device.type, "meta")
+            self.assertEqual(b.shape, host.shape)
+        self.assertEqual(dict(stats.inputs_copied), {"input (on the CPU)": 2})
+        a, b = io.inputs((dev, torch.empty((), device="meta")))  # already on the device: passed
+        self.assertEqual(stats.inputs_copied["input (on the CPU)"], 2)
+        # all on the CPU (the CPU runs): nothing moves
+        io = fb._RegionIO(r, types.SimpleNamespace(args=[node("x", torch.zeros(4)), node("s", host)]), fb.Stats())
+        self.assertEqual(io.to_dev, [])
+
     def test_overhead_bench_runs(self):
         """python/tests/bench_backend_overhead.py (the host time around the
         region calls, stub runner) finds and times every region call."""

@@ -27,6 +27,28 @@ def load():
     return mod
 
 
+class SeqsTest(unittest.TestCase):
+    def test_batches_take_the_lengths_in_turn(self):
+        """--seqs: step i's batch has the (i mod n)th length, the same
+        stream in every mode (the seed), and --seq alone keeps one."""
+        ts = load()
+        cfg = ts.make_config("gpt2", "tiny")
+        data = ts.batches(cfg, 5, 2, 16, "cpu", seqs=[4, 8])
+        self.assertEqual([tuple(x.shape) for x, _ in data], [(2, 4), (2, 8), (2, 4), (2, 8), (2, 4)])
+        x, y = data[1]
+        self.assertEqual(y.shape, x.shape)
+        again = ts.batches(cfg, 5, 2, 16, "cpu", seqs=[4, 8])
+        self.assertTrue(all((a == b).all() for (a, _), (b, _) in zip(data, again)))
+        self.assertEqual({tuple(x.shape) for x, _ in ts.batches(cfg, 3, 2, 16, "cpu")}, {(2, 16)})
+
+    def test_seqs_with_prepare_is_refused(self):
+        ts = load()
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit) as ex:
+            ts.main(["--prepare", "--seqs", "4,8"])
+        self.assertEqual(ex.exception.code, 2)
+        self.assertIn("--seqs", err.getvalue())
+
+
 class ChildArgvTest(unittest.TestCase):
     def test_flags_pass_to_children(self):
         ts = load()
