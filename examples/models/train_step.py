@@ -159,12 +159,14 @@ def run_mode(name, mode, cfg, init_state, data, args, device):
     res = {"losses": losses, "first_step_s": first}
     if cuda:
         t = times[args.warmup:]
-        tokens = [x.numel() for x, _ in data][args.warmup:]
+        timed = [x for x, _ in data][args.warmup:]
         res.update(step_ms_median=statistics.median(t), step_ms_mean=statistics.fmean(t),
-                   tokens_per_s=sum(tokens) / (sum(t) / 1e3))
+                   # each step's tokens over its time, the median (batch x seq over the median step
+                   # where every step has the same length)
+                   tokens_per_s=statistics.median(x.numel() / (ms / 1e3) for x, ms in zip(timed, t)))
         if args.seqs:  # each length's steps apart: the median of each
             by = {}
-            for x, ms in zip([x for x, _ in data][args.warmup:], t):
+            for x, ms in zip(timed, t):
                 by.setdefault(x.shape[1], []).append(ms)
             res["step_ms_by_seq"] = {str(k): statistics.median(v) for k, v in sorted(by.items())}
     res.update(dynamo_counts())

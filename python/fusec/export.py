@@ -857,6 +857,16 @@ def _sink_sums(parts):
     return [p for p in parts if p.nodes], moved
 
 
+def set_layouts(r, params, outs, lay):
+    """A Region's in_layouts, in_covers and out_perms from what emit_region
+    wrote into `lay` (its layout_out) for the placeholders `params` and the
+    results `outs`: None where row-major, one entry a .fg tensor parameter."""
+    params = [p for p in params if _fg_param(p)]
+    r.in_layouts = [lay.get(p) for p in params]
+    r.in_covers = [lay.get("covers", {}).get(p) for p in params]
+    r.out_perms = lay.get("results") or [None] * len(outs)
+
+
 def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=True, static_fallback=True,
               max_rounds=50, canonical=False, layouts=False, sink_sums=False):
     """Cuts an ATen FX GraphModule (with meta['val'] on its nodes) into fusec
@@ -931,9 +941,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         lay = {}
         text, note = emit_region(gname, ph, body, outs, syms, canonical, layouts, lay)
         regions[n.target] = Region(n.target, gname, text, [p.name for p in ph], [o.name for o in outs], note)
-        regions[n.target].in_layouts = [lay.get(p) for p in ph if _fg_param(p)]
-        regions[n.target].in_covers = [lay.get("covers", {}).get(p) for p in ph if _fg_param(p)]
-        regions[n.target].out_perms = lay.get("results") or [None] * len(outs)
+        set_layouts(regions[n.target], ph, outs, lay)
         regions[n.target].ops = [op_name(m) for m in body]
         regions[n.target].tuple_out = isinstance(out, (tuple, list))
         regions[n.target].tensor_in = [_fg_param(p) for p in ph]

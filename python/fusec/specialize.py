@@ -188,10 +188,7 @@ class Specialized:
             return self.fallback
         r = copy.copy(self.r)
         r.gname, r.fg, r.note = gname, text, None
-        params = [p for p in ph if _export._fg_param(p)]
-        r.in_layouts = [lay.get(p) for p in params]
-        r.in_covers = [lay.get("covers", {}).get(p) for p in params]
-        r.out_perms = lay.get("results") or [None] * len(outs)
+        _export.set_layouts(r, ph, outs, lay)
         r.out_orders = orders
         missing = self.stats.missing
         ptx, why = self.compile(r)

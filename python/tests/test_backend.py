@@ -266,6 +266,27 @@ class BackendTest(unittest.TestCase):
         self.assertGreater(be.stats.specialized, 0, be.stats)
         self.assertEqual(be.stats.refused, 0, be.stats)
 
+    def test_specialized_region_keeps_layouts(self):
+        """A region written at each call's sizes declares its inputs in the
+        dim order the trace had them, as a static region does: a transposed
+        input is passed as it is, not copied into row-major (run U2 of
+        2026-11-28 copied 109 inputs a GPT-2 step before 5d48b0a)."""
+        torch._dynamo.reset()
+
+        def f(x, w):
+            return torch.relu(x) * 2.0 + w.sum(0)
+
+        be = fb.make_backend("fgrun")
+        cf = torch.compile(f, backend=be, dynamic=True)
+        for b, t in ((2, 5), (3, 4)):
+            x, w = torch.randn(b, t, 6), torch.randn(6, 4).t()  # w: [4, 6], strides (1, 4)
+            self.assertTrue(close(cf(x, w), f(x, w)))
+        st = be.stats
+        self.assertGreater(st.specialized, 0, st.as_dict())
+        self.assertEqual(st.shapes, 2, st.as_dict())
+        self.assertEqual(dict(st.inputs_copied), {}, st.copies())
+        self.assertEqual(st.inputs_passed, 4, st.copies())
+
     def test_static_shape_rows_specialized(self):
         """Rows that need static shapes (attention, embedding and its
         backward, gather, full, arange, slices of a symbolic dim) take
