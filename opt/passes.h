@@ -48,6 +48,8 @@ bool fg_pass_merge_views(fg_graph *g, fg_diag *d);
 bool fg_pass_bookend(fg_graph *g, fg_diag *d);
 /* issue 17: reshapes below the pointwise ops that finish a reduction's rows */
 bool fg_pass_sink_reshape(fg_graph *g, const fg_pass_options *o, fg_diag *d);
+/* issue 17: op(reshape(x)) as reshape(op(x)) for reductions (opt/reduce_reshape.c) */
+bool fg_pass_reduce_reshape(fg_graph *g, fg_diag *d);
 /* issue 17: sum(where(eq(iota, t), x, 0)) as a take_along_dim (opt/onehot.c) */
 bool fg_pass_onehot(fg_graph *g, fg_diag *d);
 

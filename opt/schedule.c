@@ -62,6 +62,30 @@ static int max_elem_size(const fg_plan *p, const fg_kernel *k) {
   return m;
 }
 
+/* Whether any of k's dims is a symbolic size (its grid a formula of it). */
+static bool kernel_symbolic(const fg_plan *p, const fg_kernel *k) {
+  for (int i = 0; i < k->rank; i++)
+    if (fg_sym_involves(&p->sym, k->dims[i]))
+      return true;
+  return false;
+}
+
+/* The widest element of the tensors of k's full domain size (the ones it
+ * streams); max_elem_size where it has none. */
+static int full_elem_size(const fg_plan *p, const fg_kernel *k) {
+  int64_t numel = 1;
+  for (int i = 0; i < k->rank; i++)
+    numel *= k->dims[i];
+  int m = 0;
+  for (int i = 0; i < k->nargs; i++) {
+    const fg_value *bv = fg_plan_buf_value(p, k->args[i]);
+    if (bv && !bv->type.scalar && fg_type_numel(&bv->type) == numel &&
+        fg_dtype_size(bv->type.dtype) > m)
+      m = fg_dtype_size(bv->type.dtype);
+  }
+  return m ? m : max_elem_size(p, k);
+}
+
 /* The extents a kernel indexes: elements of its domain and of each buffer,
  * a temp's bytes (the symbolic size at its stand-in). Returns how many. */
 static int kernel_extents(const fg_plan *p, const fg_kernel *k, int64_t *out) {
@@ -1150,8 +1174,13 @@ static void choose_cluster(rowcol_ctx *c) {
      * an SM in clusters of 2 the H100 held 1056 of 1188 (run X2,
      * docs/benchmarks.md), so a per_sm above the size becomes a multiple
      * of it (one CTA an SM in clusters of 2 was resident: run X2). */
-    if (size > 1 && c->per_sm > size && c->per_sm % size) {
+    if (size > 1 && c->per_sm > size && c->per_sm % size)
       c->per_sm -= c->per_sm % size;
+    /* ... and no more an SM than clusters leave resident (at 10 an SM
+     * in clusters of 2, 1056 of 1172 CTAs: run T2) */
+    if (size > 1 && c->per_sm > c->p->target.cluster_ctas_per_sm)
+      c->per_sm = c->p->target.cluster_ctas_per_sm / size * size;
+    if (size > 1 && c->per_sm != k->min_ctas_per_sm) {
       k->min_ctas_per_sm = (int)c->per_sm;
       if (c->ctas > c->p->target.sm_count * c->per_sm)
         c->ctas = c->p->target.sm_count * c->per_sm;
@@ -1320,54 +1349,17 @@ static int64_t col_min_slice(const fg_plan *p, const fg_kernel *k) {
   return fg_kernel_compute_heavy(p, k) ? (fg_kernel_input_size(p, k) <= 2 ? 8 : 4) : 32;
 }
 
-static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
-  int64_t kept = 1, r = 1, inner = 1;
-  int last_red = -1;
-  for (int i = 0; i < k->rank; i++)
-    if (k->mask[i])
-      last_red = i;
-  for (int i = 0; i < k->rank; i++) {
-    if (k->mask[i])
-      r *= k->dims[i];
-    else
-      kept *= k->dims[i];
-    if (i > last_red)
-      inner *= k->dims[i];
-  }
-  k->outer = kept / (inner ? inner : 1);
-  k->red = r;
-  k->inner = inner;
-  k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
-  /* A thread owns vec adjacent outputs: where that leaves too few threads
-   * (with the reduced extent split as far as below) for a quarter of the
-   * GPU's thread slots, narrower vectors, down to 8 bytes a load (bias-GELU
-   * backward's column kernel: docs/benchmarks.md, S20). */
-  int widest = k->vec;
-  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
-  /* Arithmetic-heavy kernels (cost.c: the instructions take at least half
-   * the bytes' time; GELU backward's tanh) want more CTAs than the bytes
-   * in flight need: a warp's next loads wait behind its own arithmetic, so
-   * more warps keep both the lanes and the memory busy. Their reduced
-   * extent splits into slices down to one group of rows a thread, for 8
-   * CTAs an SM, not 4 (bias_gelu_bwd_small at vec 4: 32 CTAs, 15.2 us, at
-   * vec 2: 64, 12.5 us, S20; to be measured with 128:
-   * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
-   * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
+/* A column kernel's block, grid, threads a column and split for its vector
+ * width k->vec (schedule_column). */
+static void column_grid(fg_plan *p, fg_kernel *k, const fg_plan_options *o, int64_t kept, int64_t r,
+                        int wsz, bool kept_sym) {
   bool heavy = fg_kernel_compute_heavy(p, k);
   int64_t min_slice = col_min_slice(p, k);
-  int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
-  int wsz = max_elem_size(p, k);
-  while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64)
-    k->vec /= 2;
-  int64_t cv;
-  if (knob(o, FG_KNOB_COL_VEC, &cv))
-    k->vec = cv < widest ? (int)cv : widest;
   int64_t threads = ceil_div(kept, k->vec);
   k->block = COL_THREADS;
   if (threads < k->block)
     k->block = threads < 32 ? 32 : (int)ceil_div(threads, 32) * 32;
   k->grid[0] = ceil_div(threads, k->block);
-  bool kept_sym = k->rank && !k->mask[0] && fg_sym_involves(&p->sym, k->dims[0]);
   k->col_threads = kept_sym ? 1 : col_threads(p, k, o, threads, r, min_slice);
   if (k->col_threads > 1) { /* one CTA's columns, each R threads */
     k->block = (int)threads * k->col_threads;
@@ -1401,6 +1393,62 @@ static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) 
     if (knob(o, FG_KNOB_COL_SPLIT, &v) && v <= max_split)
       k->split = (int)v;
   }
+}
+
+static void schedule_column(fg_plan *p, fg_kernel *k, const fg_plan_options *o) {
+  int64_t kept = 1, r = 1, inner = 1;
+  int last_red = -1;
+  for (int i = 0; i < k->rank; i++)
+    if (k->mask[i])
+      last_red = i;
+  for (int i = 0; i < k->rank; i++) {
+    if (k->mask[i])
+      r *= k->dims[i];
+    else
+      kept *= k->dims[i];
+    if (i > last_red)
+      inner *= k->dims[i];
+  }
+  k->outer = kept / (inner ? inner : 1);
+  k->red = r;
+  k->inner = inner;
+  k->vec = pick_vec(p, k, k->rank && !k->mask[k->rank - 1] ? k->dims[k->rank - 1] : 1, o);
+  /* A thread owns vec adjacent outputs: where that leaves too few threads
+   * (with the reduced extent split as far as below) for a quarter of the
+   * GPU's thread slots, narrower vectors, down to 8 bytes a load (bias-GELU
+   * backward's column kernel: docs/benchmarks.md, S20). */
+  int widest = k->vec;
+  int64_t slots = (int64_t)p->target.sm_count * p->target.threads_per_sm;
+  /* Arithmetic-heavy kernels (cost.c: the instructions take at least half
+   * the bytes' time; GELU backward's tanh) want more CTAs than the bytes
+   * in flight need: a warp's next loads wait behind its own arithmetic, so
+   * more warps keep both the lanes and the memory busy. Their reduced
+   * extent splits into slices down to one group of rows a thread, for 8
+   * CTAs an SM, not 4 (bias_gelu_bwd_small at vec 4: 32 CTAs, 15.2 us, at
+   * vec 2: 64, 12.5 us, S20; to be measured with 128:
+   * bench/run.sh --only bias_gelu_bwd_small). The vector width keeps S20's
+   * rule: 4-byte vectors were slower for bias_gelu_bwd itself (S20). */
+  int64_t split_est = ceil_div(r, 32) < 32 ? ceil_div(r, 32) : 32;
+  int wsz = max_elem_size(p, k), full = full_elem_size(p, k);
+  bool kept_sym = k->rank && !k->mask[0] && fg_sym_involves(&p->sym, k->dims[0]);
+  /* Not below 8-byte loads of the full-size tensors where the CTAs (with
+   * the split) already cover the SMs: a bias gradient of bf16 [8192,
+   * 3072] took 24.5 us in vectors of 2 and 19.1 in vectors of 4 (the same
+   * 192 CTAs); of [8192, 768] in vectors of 4, 64 CTAs, 11.3 us against
+   * 9.6 in vectors of 2 (docs/benchmarks.md, run T1). */
+  while (k->vec * wsz > 8 && ceil_div(kept, k->vec) * split_est < slots / 4 && r >= 64) {
+    if (!kernel_symbolic(p, k) && k->vec * full <= 8 && k->vec * wsz <= 16) {
+      column_grid(p, k, o, kept, r, wsz, kept_sym);
+      if (k->grid[0] * k->split >= p->target.sm_count)
+        break;
+    }
+    k->vec /= 2;
+  }
+  int64_t cv;
+  if (knob(o, FG_KNOB_COL_VEC, &cv))
+    k->vec = cv < widest ? (int)cv : widest;
+  column_grid(p, k, o, kept, r, wsz, kept_sym);
+  int64_t v;
   /* Rows whose loads are issued together: a column kernel has few CTAs
    * (one thread per V outputs), so each thread needs several loads in
    * flight: 8 rows for 2-byte inputs, 4 for wider ones (the same 16 bytes

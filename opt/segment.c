@@ -2047,17 +2047,61 @@ static void place(grouper *gr, fg_node *n, int i) {
     start_kernel(p, v);
 }
 
-/* Stored values join kernels, in graph order. false: out of memory. */
+/* The nodes placed last (late[node id]): the column reductions that no
+ * reduction needs (a weight gradient's sum, which only results read) and
+ * everything computed from them. A graph may sum a gradient over its
+ * columns before the row reductions that need the same gradient (GPT-2's
+ * LayerNorm backward as AOTAutograd writes it); placed last, the sum finds
+ * the row kernel and joins it as a column reduction, where in graph order
+ * it started a column kernel of its own that read the gradient again (59
+ * us against 39 for the region, docs/benchmarks.md, run T1). */
+static bool *late_nodes(const fg_graph *g) {
+  bool *late = calloc((size_t)g->next_node_id + 1, sizeof *late);
+  bool *feeds = calloc((size_t)g->next_value_id + 1, sizeof *feeds); /* a reduction needs it */
+  if (!late || !feeds) {
+    free(late);
+    free(feeds);
+    return NULL;
+  }
+  for (fg_node *n = g->last; n; n = n->prev) {
+    bool f = n->op->kind == FG_KIND_REDUCTION;
+    for (int i = 0; i < n->nout; i++)
+      f |= feeds[n->out[i]->id];
+    for (int i = 0; i < n->nin; i++)
+      feeds[n->in[i]->id] |= f;
+  }
+  for (fg_node *n = g->first; n; n = n->next) {
+    bool f = false;
+    for (int i = 0; i < n->nout; i++)
+      f |= feeds[n->out[i]->id];
+    if (n->op->kind == FG_KIND_REDUCTION && n->nin == 1 && n->in[0]->type.rank > 0 && !f) {
+      bool mask[FG_MAX_RANK];
+      fg_reduce_mask(n, mask);
+      late[n->id] = !mask[n->in[0]->type.rank - 1];
+    }
+    for (int i = 0; i < n->nin && !late[n->id]; i++)
+      late[n->id] = n->in[i]->def && late[n->in[i]->def->id];
+  }
+  free(feeds);
+  return late;
+}
+
+/* Stored values join kernels, in graph order but the late nodes' last.
+ * false: out of memory. */
 static bool group_into_kernels(fg_plan *p) {
   grouper gr;
-  bool ok = grouper_init(&gr, p);
-  for (fg_node *n = p->g->first; ok && n; n = n->next)
-    for (int i = 0; i < n->nout; i++)
-      if (p->store[n->out[i]->id].stored) {
-        place(&gr, n, i);
-        group_placed(&gr, n->out[i]);
-      }
+  bool *late = late_nodes(p->g);
+  bool ok = grouper_init(&gr, p) && late;
+  for (int pass = 0; pass < 2; pass++)
+    for (fg_node *n = p->g->first; ok && n; n = n->next)
+      if (late[n->id] == (pass == 1))
+        for (int i = 0; i < n->nout; i++)
+          if (p->store[n->out[i]->id].stored) {
+            place(&gr, n, i);
+            group_placed(&gr, n->out[i]);
+          }
   grouper_free(&gr);
+  free(late);
   return ok;
 }
 

@@ -24,6 +24,10 @@ bool fg_target_init(fg_target *t, int arch, int sm_count) {
     t->threads_per_sm = 2048;
     t->dyn_smem_per_block = 227 * 1024;
     t->clusters = true;
+    /* CTAs in clusters of 2 resident at once (cuOccupancyMaxActiveClusters,
+     * the loader's check): 1056 on the H200's 132 SMs at 9 and at 10 an SM,
+     * 8 an SM (docs/benchmarks.md, runs X2 and T2) */
+    t->cluster_ctas_per_sm = 8;
     break;
   default:
     return false;

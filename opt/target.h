@@ -15,6 +15,7 @@ typedef struct fg_target {
   int static_smem_per_block; /* bytes of static shared memory a kernel may declare */
   int dyn_smem_per_block;    /* bytes of shared memory a kernel may opt in to */
   bool clusters;             /* thread-block clusters and distributed shared memory */
+  int cluster_ctas_per_sm;   /* the most CTAs in clusters an SM holds at once */
   /* issue 19 (wgmma): the architecture-specific features of sm_90a
    * (`--arch sm_90a`: wgmma.mma_async, `.target sm_90a`); set by the
    * caller after fg_target_init, which describes the GPU, not the PTX */

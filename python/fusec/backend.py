@@ -562,6 +562,14 @@ def _fgrun_call(r, fgrun, work, io, ptx):
     return _region_call(r.name, call)
 
 
+def sink_sums_mode():
+    """FUSEC_BACKEND_SINK_SUMS: "1" every sum moves to its input's region
+    (export._sink_sums), "rows" only into a region that row-reduces values
+    of its size, "0" none."""
+    v = os.environ.get("FUSEC_BACKEND_SINK_SUMS", "0")
+    return {"1": True, "rows": "rows"}.get(v, False)
+
+
 def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=None):
     """Partitions an ATen graph (AOTAutograd's forward or backward) and puts a
     fusec call in place of each region fusec compiles. Returns the graph
@@ -576,7 +584,7 @@ def compile_aten_graph(gm, example_inputs, runner="loader", stats=None, fusec=No
     # call's sizes (fusec.specialize)
     spec = runner != "prepare" and os.environ.get("FUSEC_BACKEND_SPECIALIZE", "1") != "0"
     pt = _export.partition(gm, prefix="r", static_fallback="specialize" if spec else False, canonical=True,
-                           layouts=layouts, sink_sums=os.environ.get("FUSEC_BACKEND_SINK_SUMS") == "1")
+                           layouts=layouts, sink_sums=sink_sums_mode())
     stats.sunk += pt.sunk
     _export._out_meta(pt)
     nodes = {n.target: n for n in pt.gm.graph.nodes if n.op == "call_module"}

@@ -796,7 +796,30 @@ _SINK_OPS = {"aten.sum.dim_IntList"}  # reductions _sink_sums moves to their inp
 _SINK_TAIL = VIEW_OPS | {"aten._to_copy.default", "prims.convert_element_type.default"}
 
 
-def _sink_sums(parts):
+_ROW_SUMS = {"aten.sum.dim_IntList", "aten.mean.dim"}
+
+
+def _row_reduces(q, val):
+    """Whether partition q reduces, over their last dim, values of as many
+    elements and the same last dim as the tensor `val` (a LayerNorm
+    backward's row sums, where a weight gradient's sum over the rows joins
+    the row kernel as a column reduction)."""
+    if val is None or len(val.shape) == 0:
+        return False
+    numel, last = math.prod(val.shape), val.shape[-1]
+    for m in q.nodes:
+        if op_name(m) not in _ROW_SUMS or len(m.args) < 2 or not hasattr(m.args[0], "meta"):
+            continue
+        x = m.args[0].meta.get("val")
+        dims = m.args[1] if isinstance(m.args[1], (list, tuple)) else [m.args[1]]
+        if x is None or len(x.shape) == 0 or dims is None or len(dims) != 1:
+            continue
+        if dims[0] % len(x.shape) == len(x.shape) - 1 and x.shape[-1] == last and math.prod(x.shape) == numel:
+            return True
+    return False
+
+
+def _sink_sums(parts, rows_only=False):
     """Moves each sum whose input another partition computes, with the
     casts and views after it, into that partition, where they make the
     graph's results only (a bias gradient: the sum over tokens of a gradient
@@ -807,7 +830,13 @@ def _sink_sums(parts):
     after the last matmul, which reads every gradient again; in the
     producer's region the sum is a column reduction beside the values it
     reads. Nothing else reads what is moved, so no partition comes to depend
-    on another. Returns the partitions left non-empty and the count moved."""
+    on another. rows_only: only into a partition that also reduces values of
+    the sum's input size over their last dim (_row_reduces: a LayerNorm
+    backward, where the code generator makes the sum a column reduction of
+    the row kernel); a sum moved beside pointwise work is a kernel of its
+    own there, slower than the siblings summed together (docs/benchmarks.md,
+    runs U2 and T2). Returns the partitions left non-empty and the count
+    moved."""
     owner = {n: p for p in parts for n in p.nodes}
 
     def source(n, p):
@@ -836,7 +865,7 @@ def _sink_sums(parts):
             if n not in p.nodes:
                 continue
             q, lead = source(n, p)
-            if q is None:
+            if q is None or (rows_only and not _row_reduces(q, n.args[0].meta.get("val"))):
                 continue
             chain, tip = lead + [n], n
             while True:  # the casts and views that only carry the sum to the results
@@ -898,7 +927,7 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
         parts = [p for p in part.propose_partitions() if any(op_name(n) not in NON_COMPUTE for n in p.nodes)]
         sunk = 0
         if sink_sums:
-            parts, sunk = _sink_sums(parts)
+            parts, sunk = _sink_sums(parts, rows_only=sink_sums == "rows")
         order = {n: i for i, n in enumerate(gm.graph.nodes)}
         refused = False
         for p in parts:  # a dry run of the writing, so a node it refuses goes back to PyTorch

@@ -393,6 +393,34 @@ class BackendTest(unittest.TestCase):
         finally:
             del os.environ["FUSEC_BACKEND_SINK_SUMS"]
 
+    def test_sink_sums_rows_only_beside_row_sums(self):
+        """FUSEC_BACKEND_SINK_SUMS=rows: only the sums whose region also sums
+        rows of their input's size move (the LayerNorm weight and bias
+        gradients into the LayerNorm backward), not a Linear's bias gradient
+        beside the GELU backward; the gradients stay eager's."""
+        counts = {}
+        for mode in ("1", "rows"):
+            os.environ["FUSEC_BACKEND_SINK_SUMS"] = mode
+            try:
+                torch.manual_seed(3)
+                m = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(),
+                                  nn.Linear(32, 16), nn.LayerNorm(16))
+                torch._dynamo.reset()
+                be = fb.make_backend("fgrun")
+                x = torch.randn(4, 6, 16)
+                cm = torch.compile(m, backend=be, dynamic=False)
+                cm(x).square().sum().backward()
+                got = [p.grad.clone() for p in m.parameters()]
+                m.zero_grad()
+                m(x).square().sum().backward()
+                for a, p in zip(got, m.parameters()):
+                    self.assertTrue(close(a, p.grad, 1e-4), (mode, p.shape))
+                counts[mode] = be.stats.sunk
+            finally:
+                del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+        self.assertGreaterEqual(counts["rows"], 2, counts)
+        self.assertLess(counts["rows"], counts["1"], counts)
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")
