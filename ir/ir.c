@@ -398,6 +398,15 @@ bool fg_dim_eq(fg_dim a, fg_dim b) {
   return a.size == b.size;
 }
 
+bool fg_type_same_dims(const fg_type *a, const fg_type *b) {
+  if (a->rank != b->rank)
+    return false;
+  for (int i = 0; i < a->rank; i++)
+    if (!fg_dim_eq(a->dims[i], b->dims[i]))
+      return false;
+  return true;
+}
+
 bool fg_type_eq(const fg_type *a, const fg_type *b) {
   if (a->dtype != b->dtype || a->rank != b->rank || a->scalar != b->scalar)
     return false;

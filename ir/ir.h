@@ -249,7 +249,8 @@ char *fg_dim_str(fg_dim d, char *buf, int cap);
 fg_dim fg_attr_dim(const fg_attr *a, int i);
 /* Whether an INTS attribute has an entry that is an expression of a size. */
 bool fg_attr_has_sym(const fg_attr *a);
-bool fg_type_eq(const fg_type *a, const fg_type *b); /* dtype, rank, dims, layout */
+bool fg_type_eq(const fg_type *a, const fg_type *b);        /* dtype, rank, dims, layout */
+bool fg_type_same_dims(const fg_type *a, const fg_type *b); /* rank and dims (fg_dim_eq) */
 /* Row-major strides (or the layout's) in elements; static types only. */
 void fg_type_strides(const fg_type *t, int64_t *strides);
 /* Writes e.g. "bf16[16,128,N]" or "f32"; returns buf. */

@@ -152,6 +152,9 @@
   X(ROW_STREAM, 0, 2, FG_KNOB_ANY, "1",                                                            \
     "a long row with full-size outputs: 1 streamed where its reductions read no row-sized "        \
     "tensor (kept in registers otherwise), 2 streamed (the row re-read each phase), 0 never")      \
+  /* issue 17: late column reductions (opt/segment.c late_nodes) */                                \
+  X(LATE_COLUMNS, 0, 1, FG_KNOB_ANY, "1",                                                          \
+    "1: column reductions no reduction needs join kernels after the rest, 0: in graph order")      \
   /* issue 17/20: concurrent kernels (opt/streams.c) */                                            \
   X(STREAMS, 0, 1, FG_KNOB_ANY, "1",                                                               \
     "1: groups of kernels independent of the rest run on a second stream, 0: one stream")          \

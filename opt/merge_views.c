@@ -30,15 +30,6 @@ static void perm_of(const fg_node *n, int64_t *p) {
   p[b] = a;
 }
 
-static bool same_shape(const fg_type *a, const fg_type *b) {
-  if (a->rank != b->rank)
-    return false;
-  for (int i = 0; i < a->rank; i++)
-    if (!fg_dim_eq(a->dims[i], b->dims[i]))
-      return false;
-  return true;
-}
-
 static void replace(fg_graph *g, fg_node *n, fg_value *v) {
   if (!v)
     return;
@@ -55,7 +46,7 @@ bool fg_pass_merge_views(fg_graph *g, fg_diag *d) {
     fg_value *x = n->in[0];
     const fg_node *p = x->def;
     if (c == FG_OP_RESHAPE || c == FG_OP_VIEW) {
-      if (same_shape(&x->type, &n->out[0]->type) && !x->type.has_layout) {
+      if (fg_type_same_dims(&x->type, &n->out[0]->type) && !x->type.has_layout) {
         replace(g, n, x);
         continue;
       }

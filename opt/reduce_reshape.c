@@ -75,26 +75,16 @@ static bool is_reduction(const fg_node *n) {
          n->nout == 1 && n->nin == 1;
 }
 
-static bool same_dims(const fg_type *a, const fg_type *b) {
-  if (a->rank != b->rank)
-    return false;
-  for (int i = 0; i < a->rank; i++)
-    if (!fg_dim_eq(a->dims[i], b->dims[i]))
-      return false;
-  return true;
-}
-
 /* Whether another reduction than n reduces a value of x's shape, and none
  * one of s's. */
-static bool joins_others(const fg_graph *g, const fg_node *n, const fg_type *x,
-                         const fg_type *s) {
+static bool joins_others(const fg_graph *g, const fg_node *n, const fg_type *x, const fg_type *s) {
   bool joins = false;
   for (const fg_node *m = g->first; m; m = m->next) {
     if (m == n || m->op->kind != FG_KIND_REDUCTION || m->nin < 1)
       continue;
-    if (same_dims(&m->in[0]->type, s))
+    if (fg_type_same_dims(&m->in[0]->type, s))
       return false;
-    joins |= same_dims(&m->in[0]->type, x);
+    joins |= fg_type_same_dims(&m->in[0]->type, x);
   }
   return joins;
 }

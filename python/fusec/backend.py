@@ -72,7 +72,7 @@ class Stats:
         # regions written at each call's sizes (fusec.specialize; counted in
         # `regions` too) and the sizes they were written at
         self.specialized = self.shapes = 0
-        self.sunk = 0  # sums moved into their input's region (FUSEC_BACKEND_SINK_SUMS=1, export._sink_sums)
+        self.sunk = 0  # sums moved into their input's region (FUSEC_BACKEND_SINK_SUMS, export._sink_sums)
         self.gqa = 0  # attention nodes given enable_gqa=True for repeated k, v heads (fusec.gqa)
         # around the region calls (counted per call): tensor inputs passed as
         # they are, inputs copied into the compiled layout (by where they come
@@ -563,10 +563,10 @@ def _fgrun_call(r, fgrun, work, io, ptx):
 
 
 def sink_sums_mode():
-    """FUSEC_BACKEND_SINK_SUMS: "1" every sum moves to its input's region
-    (export._sink_sums), "rows" only into a region that row-reduces values
-    of its size, "0" none."""
-    v = os.environ.get("FUSEC_BACKEND_SINK_SUMS", "0")
+    """FUSEC_BACKEND_SINK_SUMS: "rows" (the default) a gradient's sum moves
+    to its input's region (export._sink_sums) where that region row-reduces
+    values of its size, "1" wherever, "0" never (docs/pytorch.md)."""
+    v = os.environ.get("FUSEC_BACKEND_SINK_SUMS", "rows")
     return {"1": True, "rows": "rows"}.get(v, False)
 
 

@@ -793,6 +793,7 @@ def _free_flash_rng(gm):
 
 
 _SINK_OPS = {"aten.sum.dim_IntList"}  # reductions _sink_sums moves to their input's region
+LEAD_DEPTH = 3  # how deep _sink_sums looks for pointwise values that move with a sum
 _SINK_TAIL = VIEW_OPS | {"aten._to_copy.default", "prims.convert_element_type.default"}
 
 
@@ -839,21 +840,32 @@ def _sink_sums(parts, rows_only=False):
     moved."""
     owner = {n: p for p in parts for n in p.nodes}
 
+    def movable(a, p):
+        """Whether a (a node of p) is a pointwise value only its one user in
+        p reads, so that it may move with that user."""
+        return a in p.nodes and len(a.users) == 1 and aten_map.TABLE.get(op_name(a)) is not None \
+            and op_name(a) not in _SINK_OPS and op_name(a) not in VIEW_OPS
+
     def source(n, p):
         """(the partition computing n's non-input operands, the nodes of p
-        to move with n), or (None, None)."""
+        to move with n, in graph order), or (None, None). The nodes moved
+        are the pointwise values only the sum reads, up to LEAD_DEPTH deep
+        (a LayerNorm weight gradient's dy * x_hat; RMSNorm's x_hat = x *
+        rstd recomputed from the forward's saved x and rstd)."""
         lead, qs = [], set()
-        for a in n.all_input_nodes:
+
+        def visit(a, depth):
             if a.op == "placeholder":
-                continue
-            if a in p.nodes and len(a.users) == 1 and aten_map.TABLE.get(op_name(a)) is not None \
-                    and op_name(a) not in _SINK_OPS and op_name(a) not in VIEW_OPS and not lead:
-                sub = {owner.get(b) for b in a.all_input_nodes if b.op != "placeholder"}
-                if len(sub) == 1 and None not in sub:
-                    lead.append(a)
-                    qs |= sub
-                    continue
+                return
+            if depth < LEAD_DEPTH and movable(a, p):
+                for b in a.all_input_nodes:
+                    visit(b, depth + 1)
+                lead.append(a)
+                return
             qs.add(owner.get(a))
+
+        for a in n.all_input_nodes:
+            visit(a, 0)
         if len(qs) != 1 or None in qs:
             return None, None
         q = next(iter(qs))
@@ -914,8 +926,9 @@ def partition(gm, prefix="g", sym_names=None, sym_ranges=None, compiled_only=Tru
     .fg tensor parameter (None: row-major). layouts="covers": also windows
     of dense tensors (emit_region); each Region's `in_covers` gives each
     tensor parameter's Cover or None. sink_sums: _sink_sums (the backend's
-    FUSEC_BACKEND_SINK_SUMS=1; off by default: slower on GPT-2, docs/benchmarks.md
-    2026-11-28 run U2)."""
+    FUSEC_BACKEND_SINK_SUMS; True: every sum, "rows": only beside row sums of
+    its input's size, the backend's default; docs/pytorch.md, docs/benchmarks.md
+    2026-11-28 runs U2, T3, T4)."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 
     support = _operator_support(compiled_only, static_fallback == "specialize")

@@ -421,6 +421,42 @@ class BackendTest(unittest.TestCase):
         self.assertGreaterEqual(counts["rows"], 2, counts)
         self.assertLess(counts["rows"], counts["1"], counts)
 
+    def test_sink_sums_rmsnorm_lead(self):
+        """An RMSNorm weight gradient, sum(dy * x_hat) with x_hat = x * rstd
+        recomputed from the forward's saved x and rstd, moves into the
+        RMSNorm backward's region with x_hat (export.LEAD_DEPTH); with one
+        level of leads it would stay. The gradients stay eager's."""
+
+        class RMSNorm(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.w = nn.Parameter(torch.rand(d) + 0.5)
+
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+
+        counts = {}
+        for depth in (1, fe.LEAD_DEPTH):
+            old, fe.LEAD_DEPTH = fe.LEAD_DEPTH, depth
+            os.environ["FUSEC_BACKEND_SINK_SUMS"] = "rows"
+            try:
+                torch.manual_seed(5)
+                m = nn.Sequential(nn.Linear(16, 16), RMSNorm(16), nn.Linear(16, 16), RMSNorm(16))
+                torch._dynamo.reset()
+                be = fb.make_backend("fgrun")
+                x = torch.randn(4, 6, 16)
+                torch.compile(m, backend=be, dynamic=False)(x).square().sum().backward()
+                got = [p.grad.clone() for p in m.parameters()]
+                m.zero_grad()
+                m(x).square().sum().backward()
+                for a, p in zip(got, m.parameters()):
+                    self.assertTrue(close(a, p.grad, 1e-4), (depth, p.shape))
+                counts[depth] = be.stats.sunk
+            finally:
+                fe.LEAD_DEPTH = old
+                del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+        self.assertGreater(counts[fe.LEAD_DEPTH], counts[1], counts)
+
     def test_unsupported_op_stays_in_torch(self):
         torch._dynamo.reset()
         be = fb.make_backend("fgrun")
