@@ -107,10 +107,15 @@ int fg_pointwise_vector_size(const fg_plan *p, const fg_kernel *k, bool flat) {
 
 /* Loads a thread issues before it uses the first: its chunks (pointwise,
  * rows kept in registers), a streamed row's vectors (a logsumexp's pass,
- * the outputs' pass) or the rows it loads together (column kernels). */
+ * the outputs' pass), the rows it loads together (column kernels) or the
+ * chunks of the rows of a group (the row + column form: a LayerNorm
+ * backward's 4 rows a group, GPT-2's [8192, 768] f32, was estimated at
+ * 93.7 us counting one row and ran in 39.1, docs/benchmarks.md, run T1). */
 static int loads_in_flight(const fg_plan *p, const fg_kernel *k) {
   if (k->kind == FG_KERNEL_COLUMN || (fg_kernel_is_scan(k->kind) && !k->scan_lanes))
     return k->rows_per_iter > 1 ? k->rows_per_iter : 1;
+  if (k->kind == FG_KERNEL_ROW && k->persistent && (k->ncols || k->ntails))
+    return (k->chunks > 1 ? k->chunks : 1) * (k->rows_per_iter > 1 ? k->rows_per_iter : 1);
   if (k->kind == FG_KERNEL_ROW && !k->persistent) /* emit_row.c: the streamed passes */
     return fg_plan_lse_pairs(p, k) || fg_plan_light_reductions(p, k) ? k->chunks : 1;
   return k->chunks > 1 ? k->chunks : 1;
