@@ -2055,45 +2055,41 @@ static bool reduces_last_dim(const fg_node *n) {
   return mask[n->in[0]->type.rank - 1];
 }
 
-/* Whether one of the row reductions rows[0..n) reduces a value of t's
- * shape (a row kernel over that domain). */
-static bool rows_over(const fg_node *const *rows, int n, const fg_type *t) {
-  for (int r = 0; r < n; r++) {
-    const fg_type *u = &rows[r]->in[0]->type;
-    bool same = u->rank == t->rank;
-    for (int i = 0; i < t->rank && same; i++)
-      same = fg_dim_eq(u->dims[i], t->dims[i]);
-    if (same)
+/* Whether one of the types doms[0..n) has t's dims. */
+static bool has_dims(const fg_type *const *doms, int n, const fg_type *t) {
+  for (int r = 0; r < n; r++)
+    if (fg_type_same_dims(doms[r], t))
       return true;
-  }
   return false;
 }
 
 /* The nodes placed last (late[node id]): the column reductions that no
  * reduction needs (a weight gradient's sum, which only results read), over
  * the domain of some row reduction of the graph, and everything computed
- * from them. A graph may sum a gradient over its
- * columns before the row reductions that need the same gradient (GPT-2's
- * LayerNorm backward as AOTAutograd writes it); placed last, the sum finds
- * the row kernel and joins it as a column reduction, where in graph order
- * it started a column kernel of its own that read the gradient again (59
- * us against 39 for the region, docs/benchmarks.md, run T1). */
+ * from them. A graph may sum a gradient over its columns before the row
+ * reductions that need the same gradient (GPT-2's LayerNorm backward as
+ * AOTAutograd writes it); placed last, the sum finds the row kernel and
+ * joins it as a column reduction, where in graph order it started a column
+ * kernel of its own that read the gradient again (59 us against 39 for the
+ * region, docs/benchmarks.md, run T1). Knob LATE_COLUMNS=0: graph order. */
 static bool *late_nodes(const fg_plan *p) {
   const fg_graph *g = p->g;
   bool *late = calloc((size_t)g->next_node_id + 1, sizeof *late);
   bool *feeds = calloc((size_t)g->next_value_id + 1, sizeof *feeds); /* a reduction needs it */
-  const fg_node **rows = calloc((size_t)g->next_node_id + 1, sizeof *rows);
-  int64_t on = 1, nrows = 0;
-  if (!late || !feeds || !rows) {
+  /* the distinct domains of the row reductions (few: one a layer shape) */
+  const fg_type **doms = calloc((size_t)g->next_node_id + 1, sizeof *doms);
+  int64_t on = 1;
+  int ndoms = 0;
+  if (!late || !feeds || !doms) {
     free(late);
     free(feeds);
-    free(rows);
+    free(doms);
     return NULL;
   }
   fg_knob_get(&p->opts.knobs, FG_KNOB_LATE_COLUMNS, &on);
   for (const fg_node *n = g->first; n && on; n = n->next)
-    if (reduces_last_dim(n))
-      rows[nrows++] = n;
+    if (reduces_last_dim(n) && !has_dims(doms, ndoms, &n->in[0]->type))
+      doms[ndoms++] = &n->in[0]->type;
   for (fg_node *n = g->last; n; n = n->prev) {
     bool f = n->op->kind == FG_KIND_REDUCTION;
     for (int i = 0; i < n->nout; i++)
@@ -2108,13 +2104,13 @@ static bool *late_nodes(const fg_plan *p) {
     if (n->op->kind == FG_KIND_REDUCTION && n->nin == 1 && n->in[0]->type.rank > 0 && !f) {
       bool mask[FG_MAX_RANK];
       fg_reduce_mask(n, mask);
-      late[n->id] = !mask[n->in[0]->type.rank - 1] && rows_over(rows, (int)nrows, &n->in[0]->type);
+      late[n->id] = !mask[n->in[0]->type.rank - 1] && has_dims(doms, ndoms, &n->in[0]->type);
     }
     for (int i = 0; i < n->nin && !late[n->id]; i++)
       late[n->id] = n->in[i]->def && late[n->in[i]->def->id];
   }
   free(feeds);
-  free(rows);
+  free(doms);
   return late;
 }
 
