@@ -293,6 +293,10 @@ def summary(results, args):
                 lines.append("      fusec: %d graphs, %d regions (%d ATen ops), %d compiled, %d from the cache, "
                              "%d missing, %d refused" % (f["graphs"], f["regions"], f["region_ops"], f["compiled"],
                                                          f["cache_hits"], f["missing"], f["refused"]))
+                if f["missing"] or f["refused"]:
+                    lines.append("      NOT A COMPARISON: %d regions ran in PyTorch (missing from the cache or "
+                                 "refused); record them ($FUSEC_BACKEND_PENDING), fill, and run again"
+                                 % (f["missing"] + f["refused"]))
                 if f.get("specialized"):
                     lines.append("      written at each call's sizes: %d regions, %d shapes" % (f["specialized"],
                                                                                             f["shapes"]))
