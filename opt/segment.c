@@ -2101,11 +2101,8 @@ static bool *late_nodes(const fg_plan *p) {
     bool f = false;
     for (int i = 0; i < n->nout; i++)
       f |= feeds[n->out[i]->id];
-    if (n->op->kind == FG_KIND_REDUCTION && n->nin == 1 && n->in[0]->type.rank > 0 && !f) {
-      bool mask[FG_MAX_RANK];
-      fg_reduce_mask(n, mask);
-      late[n->id] = !mask[n->in[0]->type.rank - 1] && has_dims(doms, ndoms, &n->in[0]->type);
-    }
+    if (n->op->kind == FG_KIND_REDUCTION && n->nin == 1 && n->in[0]->type.rank > 0 && !f)
+      late[n->id] = !reduces_last_dim(n) && has_dims(doms, ndoms, &n->in[0]->type);
     for (int i = 0; i < n->nin && !late[n->id]; i++)
       late[n->id] = n->in[i]->def && late[n->in[i]->def->id];
   }

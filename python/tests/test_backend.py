@@ -370,54 +370,46 @@ class BackendTest(unittest.TestCase):
                 os.environ.pop(k, None)
             os.environ["FUSEC_BACKEND_CACHE"] = CACHE
 
+    def _sunk(self, make, mode, seed, tag):
+        """Trains make() one step through the backend with
+        FUSEC_BACKEND_SINK_SUMS=mode; asserts the gradients are eager's and
+        returns how many sums moved."""
+        os.environ["FUSEC_BACKEND_SINK_SUMS"] = mode
+        try:
+            torch.manual_seed(seed)
+            m = make()
+            torch._dynamo.reset()
+            be = fb.make_backend("fgrun")
+            x = torch.randn(4, 6, 16)
+            torch.compile(m, backend=be, dynamic=False)(x).square().sum().backward()
+            got = [p.grad.clone() for p in m.parameters()]
+            m.zero_grad()
+            m(x).square().sum().backward()
+            for a, p in zip(got, m.parameters()):
+                self.assertTrue(close(a, p.grad, 1e-4), (tag, p.shape))
+            return be.stats.sunk
+        finally:
+            del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+
     def test_sink_sums_moves_bias_gradients(self):
         """FUSEC_BACKEND_SINK_SUMS=1: a bias gradient (the sum over tokens of
         the gradient a region makes for a matmul) and a LayerNorm weight
         gradient (sum(dy * x_hat)) move into the region that makes their
         input; the gradients stay eager's."""
-        os.environ["FUSEC_BACKEND_SINK_SUMS"] = "1"
-        try:
-            torch.manual_seed(3)
-            m = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16), nn.LayerNorm(16))
-            torch._dynamo.reset()
-            be = fb.make_backend("fgrun")
-            x = torch.randn(4, 6, 16)
-            cm = torch.compile(m, backend=be, dynamic=False)
-            cm(x).square().sum().backward()
-            got = [p.grad.clone() for p in m.parameters()]
-            m.zero_grad()
-            m(x).square().sum().backward()
-            for a, p in zip(got, m.parameters()):
-                self.assertTrue(close(a, p.grad, 1e-4), p.shape)
-            self.assertGreaterEqual(be.stats.sunk, 3, be.stats.as_dict())
-        finally:
-            del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+        n = self._sunk(lambda: nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16),
+                                             nn.LayerNorm(16)), "1", 3, "1")
+        self.assertGreaterEqual(n, 3)
 
     def test_sink_sums_rows_only_beside_row_sums(self):
         """FUSEC_BACKEND_SINK_SUMS=rows: only the sums whose region also sums
         rows of their input's size move (the LayerNorm weight and bias
         gradients into the LayerNorm backward), not a Linear's bias gradient
         beside the GELU backward; the gradients stay eager's."""
-        counts = {}
-        for mode in ("1", "rows"):
-            os.environ["FUSEC_BACKEND_SINK_SUMS"] = mode
-            try:
-                torch.manual_seed(3)
-                m = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(),
-                                  nn.Linear(32, 16), nn.LayerNorm(16))
-                torch._dynamo.reset()
-                be = fb.make_backend("fgrun")
-                x = torch.randn(4, 6, 16)
-                cm = torch.compile(m, backend=be, dynamic=False)
-                cm(x).square().sum().backward()
-                got = [p.grad.clone() for p in m.parameters()]
-                m.zero_grad()
-                m(x).square().sum().backward()
-                for a, p in zip(got, m.parameters()):
-                    self.assertTrue(close(a, p.grad, 1e-4), (mode, p.shape))
-                counts[mode] = be.stats.sunk
-            finally:
-                del os.environ["FUSEC_BACKEND_SINK_SUMS"]
+        def make():
+            return nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(),
+                                 nn.Linear(32, 16), nn.LayerNorm(16))
+
+        counts = {mode: self._sunk(make, mode, 3, mode) for mode in ("1", "rows")}
         self.assertGreaterEqual(counts["rows"], 2, counts)
         self.assertLess(counts["rows"], counts["1"], counts)
 
@@ -438,23 +430,11 @@ class BackendTest(unittest.TestCase):
         counts = {}
         for depth in (1, fe.LEAD_DEPTH):
             old, fe.LEAD_DEPTH = fe.LEAD_DEPTH, depth
-            os.environ["FUSEC_BACKEND_SINK_SUMS"] = "rows"
             try:
-                torch.manual_seed(5)
-                m = nn.Sequential(nn.Linear(16, 16), RMSNorm(16), nn.Linear(16, 16), RMSNorm(16))
-                torch._dynamo.reset()
-                be = fb.make_backend("fgrun")
-                x = torch.randn(4, 6, 16)
-                torch.compile(m, backend=be, dynamic=False)(x).square().sum().backward()
-                got = [p.grad.clone() for p in m.parameters()]
-                m.zero_grad()
-                m(x).square().sum().backward()
-                for a, p in zip(got, m.parameters()):
-                    self.assertTrue(close(a, p.grad, 1e-4), (depth, p.shape))
-                counts[depth] = be.stats.sunk
+                counts[depth] = self._sunk(lambda: nn.Sequential(nn.Linear(16, 16), RMSNorm(16), nn.Linear(16, 16),
+                                                                 RMSNorm(16)), "rows", 5, depth)
             finally:
                 fe.LEAD_DEPTH = old
-                del os.environ["FUSEC_BACKEND_SINK_SUMS"]
         self.assertGreater(counts[fe.LEAD_DEPTH], counts[1], counts)
 
     def test_unsupported_op_stays_in_torch(self):
